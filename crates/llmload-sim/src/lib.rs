@@ -1,0 +1,104 @@
+//! llmload-sim: an HTTP server that behaves like an LLM inference engine under load.
+//!
+//! It speaks llama-server's `/completion` and the OpenAI `/v1/completions` and
+//! `/v1/chat/completions` streaming APIs, and schedules requests with a modelled engine (slots,
+//! continuous batching, prefill and decode cost, KV capacity, prefix cache). It is llmload's
+//! zero-setup target and the ground truth for the harness's own accuracy tests.
+//!
+//! `Profile` (cost model) → `engine` (pure state machine) → `driver` (absolute-clock task) →
+//! `server` (HTTP, with `fault` injection).
+
+mod driver;
+pub mod engine;
+mod error;
+mod fault;
+mod profile;
+mod server;
+mod tokenizer;
+
+pub use error::SimError;
+pub use fault::{FaultKind, FaultSpec, Selector};
+pub use profile::Profile;
+pub use tokenizer::Tokenizer;
+
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use driver::EngineHandle;
+use engine::Engine;
+use fault::FaultInjector;
+
+/// How to run the simulator.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// The engine model.
+    pub profile: Profile,
+    /// Overrides the profile's slot count.
+    pub slots: Option<usize>,
+    /// Seed of jitter, fault rates, EOS draws and generated text.
+    pub seed: u64,
+    /// Speed-up over real time: every modelled duration is divided by it (10 = ten times
+    /// faster). Fault durations (stall, slow-first-byte) are wall-clock and not scaled.
+    pub time_scale: f64,
+    /// Faults to inject.
+    pub faults: Vec<FaultSpec>,
+}
+
+impl SimConfig {
+    /// A config of this profile at real time, seed 0, no faults.
+    pub fn new(profile: Profile) -> Self {
+        Self {
+            profile,
+            slots: None,
+            seed: 0,
+            time_scale: 1.0,
+            faults: Vec::new(),
+        }
+    }
+
+    /// The profile with the slot override applied, validated.
+    pub fn effective_profile(&self) -> Result<Profile, SimError> {
+        let profile = match self.slots {
+            Some(0) => {
+                return Err(SimError::InvalidOption(
+                    "--slots must be at least 1".to_owned(),
+                ))
+            }
+            Some(slots) => self.profile.clone().with_slots(slots),
+            None => self.profile.clone(),
+        };
+        profile.validate()?;
+        Ok(profile)
+    }
+}
+
+/// Serves the simulator's HTTP API on `listener` until `shutdown` is cancelled.
+///
+/// Returns an error only when the configuration is invalid; transient accept errors are
+/// retried. Open connections are closed when `shutdown` is cancelled.
+pub async fn serve(
+    listener: TcpListener,
+    config: SimConfig,
+    shutdown: CancellationToken,
+) -> Result<(), SimError> {
+    let profile = config.effective_profile()?;
+    if !(config.time_scale.is_finite() && config.time_scale > 0.0) {
+        return Err(SimError::InvalidOption(format!(
+            "--time-scale must be a positive number, got {}",
+            config.time_scale
+        )));
+    }
+    let engine = Engine::new(&profile, config.seed);
+    let state = Arc::new(server::State {
+        engine: EngineHandle::spawn(engine, config.time_scale, shutdown.clone()),
+        faults: FaultInjector::new(config.faults, config.seed),
+        tokenizer: Tokenizer::new(),
+        seed: config.seed,
+        time_scale: config.time_scale,
+        profile,
+    });
+    server::accept_loop(listener, state, shutdown).await;
+    Ok(())
+}

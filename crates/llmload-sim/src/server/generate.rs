@@ -1,0 +1,155 @@
+//! A generation request from parse to answer: serial number and faults, validation, EOS draw,
+//! submission to the engine, then a stream or one JSON object.
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use hyper::{Response, StatusCode};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use super::events::{EventContext, MALFORMED_EVENT};
+use super::reply::{bytes_response, event_stream, ApiError, Body};
+use super::request::{self, Api, Generation};
+use super::stream::TokenStream;
+use super::State;
+use crate::driver::Progress;
+use crate::engine::SequenceRequest;
+use crate::fault::FaultPlan;
+
+/// What the connection does with a generation request.
+pub(crate) enum Outcome {
+    /// Send this response.
+    Respond(Response<Body>),
+    /// Close the connection without answering (drop fault on a non-streaming request).
+    Drop,
+}
+
+/// Handles one generation request on `api`.
+pub(crate) async fn generate(state: &Arc<State>, api: Api, body: &Bytes) -> Outcome {
+    match run(state, api, body).await {
+        Ok(outcome) => outcome,
+        Err(error) => Outcome::Respond(error.into_response()),
+    }
+}
+
+async fn run(state: &Arc<State>, api: Api, body: &Bytes) -> Result<Outcome, ApiError> {
+    let generation = request::parse(api, body, &state.tokenizer, &state.profile)?;
+    let (serial, kinds) = state.faults.next();
+    let prompt_tokens = generation.prompt.len();
+    let remaining = state
+        .profile
+        .slot_context_tokens
+        .saturating_sub(prompt_tokens);
+    let max_tokens = generation.max_tokens.unwrap_or(remaining);
+    let plan = FaultPlan::resolve(&kinds, prompt_tokens, max_tokens);
+    if let Some(status) = plan.status {
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        return Err(ApiError::new(
+            status,
+            format!("injected fault: HTTP {status}"),
+        ));
+    }
+    state
+        .engine
+        .check(prompt_tokens, max_tokens, generation.slot)
+        .map_err(|rejection| ApiError::bad_request(rejection.to_string()))?;
+    let eos_after = plan
+        .eos_after
+        .or_else(|| state.draw_eos(serial, &generation));
+    let sequence = SequenceRequest {
+        prompt: generation.prompt,
+        max_tokens,
+        eos_after,
+        cache_prompt: generation.cache_prompt,
+        slot: generation.slot,
+    };
+    let mut progress = state
+        .engine
+        .submit(serial, sequence)
+        .await
+        .map_err(|stopped| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, stopped.to_string()))?;
+    if let Some(delay) = plan.first_byte_delay {
+        tokio::time::sleep(delay).await;
+    }
+    let context = EventContext {
+        api,
+        serial,
+        seed: state.seed,
+        created_s: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |since| since.as_secs()),
+        model: state.profile.model.clone(),
+        prompt_tokens,
+        return_tokens: generation.return_tokens,
+        include_usage: generation.include_usage,
+        time_scale: state.time_scale,
+        fake_cached_tokens: plan.fake_cached_tokens,
+    };
+    if generation.stream {
+        let body = TokenStream::new(context, progress, &plan).into_body();
+        return Ok(Outcome::Respond(event_stream(body)));
+    }
+    let finished = wait_for_finish(&mut progress).await?;
+    complete(&context, &finished, &plan).await
+}
+
+/// The answer of a non-streaming request, with its faults.
+async fn complete(
+    context: &EventContext,
+    progress: &Progress,
+    plan: &FaultPlan,
+) -> Result<Outcome, ApiError> {
+    if plan.drop_after.is_some() {
+        return Ok(Outcome::Drop);
+    }
+    if let Some((_, duration)) = plan.stall {
+        tokio::time::sleep(duration).await;
+    }
+    let body = if plan.malformed_after.is_some() {
+        MALFORMED_EVENT
+            .trim_start_matches("data: ")
+            .trim_end()
+            .to_owned()
+    } else {
+        context.complete_body(progress)
+    };
+    Ok(Outcome::Respond(bytes_response(
+        StatusCode::OK,
+        "application/json",
+        body,
+    )))
+}
+
+async fn wait_for_finish(
+    progress: &mut tokio::sync::watch::Receiver<Progress>,
+) -> Result<Progress, ApiError> {
+    loop {
+        let current = *progress.borrow_and_update();
+        if current.finish.is_some() {
+            return Ok(current);
+        }
+        if progress.changed().await.is_err() {
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the engine stopped before the request finished",
+            ));
+        }
+    }
+}
+
+impl State {
+    /// Tokens before the model's own EOS: geometric with the profile's `eos_probability`, not
+    /// before `min_tokens`, seeded by the simulator's seed and the request's serial number.
+    fn draw_eos(&self, serial: u64, generation: &Generation) -> Option<usize> {
+        let probability = self.profile.eos_probability;
+        if generation.ignore_eos || probability <= 0.0 {
+            return None;
+        }
+        let mut rng = StdRng::seed_from_u64(self.seed ^ serial.wrapping_mul(0x2545_f491_4f6c_dd1d));
+        let uniform: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
+        let tokens = (uniform.ln() / (1.0 - probability).ln()).floor();
+        Some(generation.min_tokens + tokens.min(1e12) as usize)
+    }
+}

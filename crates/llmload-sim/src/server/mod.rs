@@ -1,0 +1,158 @@
+//! The HTTP layer: accepts connections, routes requests to the info endpoints or to generation,
+//! and applies faults. Everything about time lives in the engine task (`driver`); this layer
+//! only formats what the engine reports.
+
+mod events;
+mod generate;
+mod info;
+mod reply;
+mod request;
+mod stream;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+
+use crate::driver::EngineHandle;
+use crate::fault::FaultInjector;
+use crate::{Profile, Tokenizer};
+use generate::Outcome;
+use reply::{ApiError, Body};
+use request::Api;
+
+/// Largest request body accepted, in bytes.
+const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+
+/// Everything request handlers share.
+pub(crate) struct State {
+    /// The effective profile (slots overridden).
+    pub profile: Profile,
+    /// Seed of every random choice.
+    pub seed: u64,
+    /// Modelled time per wall-clock time.
+    pub time_scale: f64,
+    /// Serial numbers and fault decisions.
+    pub faults: FaultInjector,
+    /// The shared tokenizer.
+    pub tokenizer: Tokenizer,
+    /// The engine task.
+    pub engine: EngineHandle,
+}
+
+/// Accepts connections until `shutdown` is cancelled.
+pub(crate) async fn accept_loop(
+    listener: TcpListener,
+    state: Arc<State>,
+    shutdown: CancellationToken,
+) {
+    loop {
+        let accepted = tokio::select! {
+            () = shutdown.cancelled() => return,
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((stream, _)) => spawn_connection(stream, Arc::clone(&state), shutdown.clone()),
+            // Accept errors (out of file descriptors, aborted handshakes) pass; back off a
+            // little so that a full descriptor table does not spin the loop.
+            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+}
+
+fn spawn_connection(stream: TcpStream, state: Arc<State>, shutdown: CancellationToken) {
+    // Small SSE frames must leave at once, not wait for Nagle's algorithm.
+    let _ = stream.set_nodelay(true);
+    tokio::spawn(async move {
+        let service = service_fn(move |request| handle(Arc::clone(&state), request));
+        let connection = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+        tokio::select! {
+            _ = connection => {}
+            () = shutdown.cancelled() => {}
+        }
+    });
+}
+
+/// Error a handler returns to make hyper close the connection without an answer.
+#[derive(Debug, thiserror::Error)]
+#[error("connection dropped by the drop fault")]
+struct Dropped;
+
+async fn handle(state: Arc<State>, request: Request<Incoming>) -> Result<Response<Body>, Dropped> {
+    let (parts, body) = request.into_parts();
+    let path = parts.uri.path();
+    let generation = generation_api(path);
+    if parts.method == Method::POST {
+        let posted = match read_body(body).await {
+            Ok(bytes) => bytes,
+            Err(error) => return Ok(error.into_response()),
+        };
+        let response = match (generation, path) {
+            (Some(api), _) => match generate::generate(&state, api, &posted).await {
+                Outcome::Respond(response) => Ok(response),
+                Outcome::Drop => return Err(Dropped),
+            },
+            (None, "/tokenize") => info::tokenize(&state, &posted),
+            (None, "/detokenize") => info::detokenize(&state, &posted),
+            (None, _) => Err(unrouted(path, false)),
+        };
+        return Ok(response.unwrap_or_else(ApiError::into_response));
+    }
+    let response = match (&parts.method, path) {
+        (&Method::GET, "/health") => info::health(),
+        (&Method::GET, "/props") => info::props(&state),
+        (&Method::GET, "/slots") => info::slots(&state),
+        (&Method::GET, "/v1/models" | "/models") => info::models(&state),
+        (&Method::GET, "/metrics") => info::metrics(&state),
+        _ => unrouted(path, generation.is_some()).into_response(),
+    };
+    Ok(response)
+}
+
+fn generation_api(path: &str) -> Option<Api> {
+    match path {
+        "/completion" | "/completions" => Some(Api::Llama),
+        "/v1/completions" => Some(Api::Completions),
+        "/v1/chat/completions" | "/chat/completions" => Some(Api::Chat),
+        _ => None,
+    }
+}
+
+fn unrouted(path: &str, generation: bool) -> ApiError {
+    const KNOWN: &[&str] = &[
+        "/health",
+        "/props",
+        "/slots",
+        "/v1/models",
+        "/models",
+        "/metrics",
+        "/tokenize",
+        "/detokenize",
+    ];
+    if generation || KNOWN.contains(&path) {
+        ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!("method not allowed on {path}"),
+        )
+    } else {
+        ApiError::new(StatusCode::NOT_FOUND, format!("no endpoint at {path}"))
+    }
+}
+
+async fn read_body(body: Incoming) -> Result<Bytes, ApiError> {
+    match Limited::new(body, MAX_BODY_BYTES).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(error) => Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("cannot read the request body: {error}"),
+        )),
+    }
+}

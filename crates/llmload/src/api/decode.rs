@@ -1,0 +1,74 @@
+//! Allocation-free field decoders for streamed events: we need to know whether a text is
+//! empty and how long an array is, never their contents.
+
+use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
+use serde::Deserialize;
+use std::fmt;
+
+/// Whether a JSON string was non-empty (null reads as absent through `Option`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NonEmpty(pub bool);
+
+impl<'de> Deserialize<'de> for NonEmpty {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = NonEmpty;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<NonEmpty, E> {
+                Ok(NonEmpty(!v.is_empty()))
+            }
+            fn visit_unit<E>(self) -> Result<NonEmpty, E> {
+                Ok(NonEmpty(false))
+            }
+        }
+        deserializer.deserialize_str(V)
+    }
+}
+
+/// The length of a JSON array.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Count(pub u32);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Count;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an array")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Count, A::Error> {
+                let mut n = 0;
+                while seq.next_element::<IgnoredAny>()?.is_some() {
+                    n += 1;
+                }
+                Ok(Count(n))
+            }
+        }
+        deserializer.deserialize_seq(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Deserialize)]
+    struct Probe {
+        text: Option<NonEmpty>,
+        ids: Option<Count>,
+    }
+
+    #[test]
+    fn reads_emptiness_and_lengths_without_contents() {
+        let p: Probe = serde_json::from_str(r#"{"text":"a\"b","ids":[1,2,3]}"#).expect("valid");
+        assert_eq!((p.text, p.ids), (Some(NonEmpty(true)), Some(Count(3))));
+        let p: Probe = serde_json::from_str(r#"{"text":"","ids":[]}"#).expect("valid");
+        assert_eq!((p.text, p.ids), (Some(NonEmpty(false)), Some(Count(0))));
+        let p: Probe = serde_json::from_str(r#"{"text":null}"#).expect("valid");
+        assert_eq!((p.text, p.ids), (None, None));
+    }
+}

@@ -1,0 +1,151 @@
+//! The APIs llmload speaks (SPEC §5): request bodies and event meanings, one adapter per API.
+//!
+//! Everything here is pure: `client` does the I/O, `sse` splits the byte stream into events, and
+//! the adapters say what each event's data means (how many generated tokens it carries, whether
+//! it ends the response, which counters the server reported).
+
+pub mod client;
+mod decode;
+pub mod llamacpp;
+pub mod openai;
+pub mod sse;
+
+use serde::{Deserialize, Serialize};
+
+/// Which API to drive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Api {
+    /// llama.cpp's native `POST /completion`.
+    Llamacpp,
+    /// OpenAI `POST /v1/completions` (vLLM, SGLang, llama-server).
+    Completions,
+    /// OpenAI `POST /v1/chat/completions`.
+    Chat,
+}
+
+impl Api {
+    /// The generation endpoint's path.
+    pub fn path(self) -> &'static str {
+        match self {
+            Api::Llamacpp => "/completion",
+            Api::Completions => "/v1/completions",
+            Api::Chat => "/v1/chat/completions",
+        }
+    }
+
+    /// Whether prompts go out as token IDs (otherwise as text).
+    pub fn takes_token_ids(self) -> bool {
+        !matches!(self, Api::Chat)
+    }
+
+    /// The JSON body of a streaming generation request.
+    pub fn body(self, request: &GenerationRequest<'_>) -> serde_json::Value {
+        match self {
+            Api::Llamacpp => llamacpp::body(request),
+            Api::Completions | Api::Chat => openai::body(self, request),
+        }
+    }
+
+    /// What one event's data says.
+    pub fn parse_event(self, data: &[u8]) -> Result<Event, EventError> {
+        match self {
+            Api::Llamacpp => llamacpp::parse_event(data),
+            Api::Completions | Api::Chat => openai::parse_event(data),
+        }
+    }
+
+    /// The API's name as written on the command line and in records.
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::Llamacpp => "llamacpp",
+            Api::Completions => "completions",
+            Api::Chat => "chat",
+        }
+    }
+}
+
+/// A prompt as it goes on the wire.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Prompt {
+    /// Token IDs of the server's own vocabulary.
+    Tokens(Vec<u32>),
+    /// Text (chat messages, or servers without a tokenizer endpoint).
+    Text(String),
+}
+
+/// One generation request, before it becomes a body.
+#[derive(Clone, Copy, Debug)]
+pub struct GenerationRequest<'a> {
+    /// The prompt.
+    pub prompt: &'a Prompt,
+    /// Tokens to generate; end-of-sequence is ignored so that exactly this many come.
+    pub output_tokens: u32,
+    /// llama.cpp slot to run on (the warmup uses slot 0); `None` lets the server choose.
+    pub slot: Option<u32>,
+    /// Model name for OpenAI APIs.
+    pub model: Option<&'a str>,
+}
+
+/// The counters a server reported about one response.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Prompt tokens the server counted, cached ones included.
+    pub prompt_tokens: Option<u32>,
+    /// Prompt tokens the server took from its cache instead of processing them.
+    pub cached_tokens: Option<u32>,
+    /// Tokens the server says it generated.
+    pub output_tokens: Option<u32>,
+}
+
+impl Counters {
+    /// Keeps every counter `other` has, and ours where it has none.
+    pub fn merge(&mut self, other: Counters) {
+        self.prompt_tokens = other.prompt_tokens.or(self.prompt_tokens);
+        self.cached_tokens = other.cached_tokens.or(self.cached_tokens);
+        self.output_tokens = other.output_tokens.or(self.output_tokens);
+    }
+}
+
+/// The meaning of one SSE event.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Event {
+    /// Generated tokens this event carries (0 for role-only chunks, usage chunks, keep-alives).
+    pub tokens: u32,
+    /// The event ends the response (`[DONE]`, `stop: true`).
+    pub done: bool,
+    /// Counters, where the event reports them.
+    pub counters: Counters,
+}
+
+/// An event that is not what the API promises.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EventError {
+    /// Not valid JSON, or JSON of the wrong shape.
+    #[error("malformed event: {0}")]
+    Malformed(String),
+    /// The server reported an error inside the stream.
+    #[error("server error in stream: {0}")]
+    Server(String),
+}
+
+/// Parses JSON event data into `T`, mapping failures to [`EventError::Malformed`].
+fn parse_json<'a, T: Deserialize<'a>>(data: &'a [u8]) -> Result<T, EventError> {
+    serde_json::from_slice(data).map_err(|e| {
+        let shown = String::from_utf8_lossy(&data[..data.len().min(120)]);
+        EventError::Malformed(format!("{e} in {shown:?}"))
+    })
+}
+
+/// The message of an `"error"` field, whatever its shape (string or object).
+fn error_message(error: &serde_json::Value) -> String {
+    match error {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Object(fields) => fields
+            .get("message")
+            .and_then(|m| m.as_str())
+            .map(str::to_owned)
+            .unwrap_or_else(|| error.to_string()),
+        other => other.to_string(),
+    }
+}

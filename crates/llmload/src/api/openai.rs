@@ -1,0 +1,197 @@
+//! OpenAI-compatible APIs: `POST /v1/completions` and `POST /v1/chat/completions`.
+//!
+//! A chunk carries a generated token when a choice has non-empty `text` (completions) or
+//! `delta.content` / `delta.reasoning_content` (chat); the first chat chunk is usually role-only
+//! and carries none. The usage chunk (`stream_options.include_usage`) comes before `[DONE]`.
+
+use super::decode::NonEmpty;
+use super::{
+    error_message, parse_json, Api, Counters, Event, EventError, GenerationRequest, Prompt,
+};
+use serde::de::{Deserializer, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::json;
+use std::fmt;
+
+/// The body of a streaming request: fixed output length (`ignore_eos`, `min_tokens` where the
+/// server knows it), usage reported, prompt cache off where the server honours `cache_prompt`.
+pub fn body(api: Api, request: &GenerationRequest<'_>) -> serde_json::Value {
+    let mut body = json!({
+        "max_tokens": request.output_tokens,
+        "min_tokens": request.output_tokens,
+        "ignore_eos": true,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+        "cache_prompt": false,
+    });
+    let prompt = match request.prompt {
+        Prompt::Tokens(ids) => json!(ids),
+        Prompt::Text(text) => json!(text),
+    };
+    if api == Api::Chat {
+        body["messages"] = json!([{"role": "user", "content": prompt}]);
+    } else {
+        body["prompt"] = prompt;
+    }
+    if let Some(model) = request.model {
+        body["model"] = json!(model);
+    }
+    body
+}
+
+#[derive(Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: ChoiceTokens,
+    usage: Option<Usage>,
+    error: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    text: Option<NonEmpty>,
+    delta: Option<Delta>,
+}
+
+#[derive(Deserialize)]
+struct Delta {
+    content: Option<NonEmpty>,
+    reasoning_content: Option<NonEmpty>,
+    reasoning: Option<NonEmpty>,
+}
+
+#[derive(Deserialize)]
+struct Usage {
+    prompt_tokens: Option<u32>,
+    completion_tokens: Option<u32>,
+    prompt_tokens_details: Option<PromptDetails>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    cached_tokens: Option<u32>,
+}
+
+/// Choices that carry generated text, counted without keeping them.
+#[derive(Default)]
+struct ChoiceTokens(u32);
+
+impl<'de> Deserialize<'de> for ChoiceTokens {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ChoiceTokens;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an array of choices")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ChoiceTokens, A::Error> {
+                let mut n = 0;
+                while let Some(choice) = seq.next_element::<Choice>()? {
+                    let nonempty = |t: Option<NonEmpty>| t.is_some_and(|t| t.0);
+                    let carries = nonempty(choice.text)
+                        || choice.delta.is_some_and(|d| {
+                            nonempty(d.content)
+                                || nonempty(d.reasoning_content)
+                                || nonempty(d.reasoning)
+                        });
+                    n += u32::from(carries);
+                }
+                Ok(ChoiceTokens(n))
+            }
+            fn visit_unit<E>(self) -> Result<ChoiceTokens, E> {
+                Ok(ChoiceTokens(0))
+            }
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+/// What one chunk says.
+pub fn parse_event(data: &[u8]) -> Result<Event, EventError> {
+    if data.trim_ascii() == b"[DONE]" {
+        return Ok(Event {
+            done: true,
+            ..Event::default()
+        });
+    }
+    let chunk: Chunk = parse_json(data)?;
+    if let Some(error) = &chunk.error {
+        return Err(EventError::Server(error_message(error)));
+    }
+    let counters = chunk.usage.map_or_else(Counters::default, |u| Counters {
+        prompt_tokens: u.prompt_tokens,
+        cached_tokens: u.prompt_tokens_details.and_then(|d| d.cached_tokens),
+        output_tokens: u.completion_tokens,
+    });
+    Ok(Event {
+        tokens: chunk.choices.0,
+        done: false,
+        counters,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tokens(data: &str) -> u32 {
+        parse_event(data.as_bytes()).expect("valid chunk").tokens
+    }
+
+    #[test]
+    fn role_only_and_empty_chunks_carry_no_token() {
+        assert_eq!(
+            tokens(r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":null}}]}"#),
+            0
+        );
+        assert_eq!(tokens(r#"{"choices":[{"delta":{"content":""}}]}"#), 0);
+        assert_eq!(tokens(r#"{"choices":[{"delta":{"content":" a"}}]}"#), 1);
+        assert_eq!(
+            tokens(r#"{"choices":[{"delta":{"reasoning_content":"think"}}]}"#),
+            1
+        );
+        assert_eq!(
+            tokens(r#"{"choices":[{"text":" x","finish_reason":null}]}"#),
+            1
+        );
+        assert_eq!(tokens(r#"{"choices":[],"usage":null}"#), 0);
+    }
+
+    #[test]
+    fn usage_chunk_and_done() {
+        let data = br#"{"choices":[],"usage":{"prompt_tokens":512,"completion_tokens":32,
+            "total_tokens":544,"prompt_tokens_details":{"cached_tokens":0}}}"#;
+        let event = parse_event(data).expect("valid");
+        let expected = Counters {
+            prompt_tokens: Some(512),
+            cached_tokens: Some(0),
+            output_tokens: Some(32),
+        };
+        assert_eq!(event.counters, expected);
+        assert!(parse_event(b"[DONE]").expect("valid").done);
+    }
+
+    #[test]
+    fn error_chunks_are_server_errors() {
+        let e = parse_event(br#"{"error":{"message":"context length exceeded","code":400}}"#);
+        assert_eq!(e, Err(EventError::Server("context length exceeded".into())));
+    }
+
+    #[test]
+    fn chat_body_wraps_the_prompt_in_a_user_message() {
+        let prompt = Prompt::Text("hello".into());
+        let request = GenerationRequest {
+            prompt: &prompt,
+            output_tokens: 8,
+            slot: None,
+            model: Some("m"),
+        };
+        let b = body(Api::Chat, &request);
+        assert_eq!(b["messages"][0]["content"], "hello");
+        assert_eq!(b["max_tokens"], 8);
+        assert_eq!(b["ignore_eos"], true);
+        assert_eq!(b["stream_options"]["include_usage"], true);
+        assert_eq!(b["model"], "m");
+        assert!(b.get("prompt").is_none());
+    }
+}

@@ -1,0 +1,194 @@
+//! Server-sent events decoding: the byte stream of a streaming response → the `data` payloads.
+//!
+//! A pure, incremental decoder (the WHATWG event-stream rules, minus `event`/`id`/`retry`, which no
+//! LLM API we speak relies on): it accepts the stream split at arbitrary byte boundaries and gives
+//! the same events for any split. LF, CR and CRLF end lines; lines starting with `:` are comments
+//! (keep-alives); several `data:` lines in one event are joined with `\n`. A line that lies whole
+//! inside the received bytes is not copied.
+
+/// Incremental SSE decoder; feed it bytes as they arrive.
+#[derive(Debug, Default)]
+pub struct SseDecoder {
+    /// Part of a line whose end has not arrived yet.
+    partial: Vec<u8>,
+    /// The `data` of the event being assembled.
+    data: Vec<u8>,
+    /// Whether the event being assembled has seen a `data` field (it may be empty).
+    has_data: bool,
+    /// The previous byte was a CR, so an LF starting the next chunk ends nothing.
+    skip_lf: bool,
+}
+
+impl SseDecoder {
+    /// A decoder at the start of a stream.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Decodes `bytes`, calling `on_event` with each complete event's data.
+    pub fn feed(&mut self, mut bytes: &[u8], on_event: &mut impl FnMut(&[u8])) {
+        if self.skip_lf && !bytes.is_empty() {
+            self.skip_lf = false;
+            if let Some(rest) = bytes.strip_prefix(b"\n") {
+                bytes = rest;
+            }
+        }
+        while let Some(end) = bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
+            let (line, rest) = bytes.split_at(end);
+            let crlf = rest.starts_with(b"\r\n");
+            if rest[0] == b'\r' && rest.len() == 1 {
+                self.skip_lf = true;
+            }
+            bytes = &rest[if crlf { 2 } else { 1 }..];
+            if self.partial.is_empty() {
+                self.end_line(line, on_event);
+            } else {
+                self.partial.extend_from_slice(line);
+                let whole = std::mem::take(&mut self.partial);
+                self.end_line(&whole, on_event);
+                self.partial = whole;
+                self.partial.clear();
+            }
+        }
+        self.partial.extend_from_slice(bytes);
+    }
+
+    /// Ends the stream: a last line or event without its terminating blank line still counts,
+    /// because some servers close the connection right after their final `data:` line.
+    pub fn finish(&mut self, on_event: &mut impl FnMut(&[u8])) {
+        if !self.partial.is_empty() {
+            let line = std::mem::take(&mut self.partial);
+            self.end_line(&line, on_event);
+        }
+        self.end_line(b"", on_event);
+    }
+
+    fn end_line(&mut self, line: &[u8], on_event: &mut impl FnMut(&[u8])) {
+        if line.is_empty() {
+            if self.has_data {
+                on_event(&self.data);
+            }
+            self.data.clear();
+            self.has_data = false;
+            return;
+        }
+        if line[0] == b':' {
+            return;
+        }
+        let (name, value) = match line.iter().position(|&b| b == b':') {
+            Some(colon) => {
+                let value = &line[colon + 1..];
+                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (line, &b""[..]),
+        };
+        if name == b"data" {
+            if self.has_data {
+                self.data.push(b'\n');
+            }
+            self.data.extend_from_slice(value);
+            self.has_data = true;
+        }
+    }
+}
+
+/// Decodes a whole stream at once (tests and tools).
+pub fn decode_all(bytes: &[u8]) -> Vec<Vec<u8>> {
+    let mut events = Vec::new();
+    let mut decoder = SseDecoder::new();
+    let mut push = |data: &[u8]| events.push(data.to_vec());
+    decoder.feed(bytes, &mut push);
+    decoder.finish(&mut push);
+    events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn texts(events: Vec<Vec<u8>>) -> Vec<String> {
+        events
+            .into_iter()
+            .map(|e| String::from_utf8(e).expect("test data is UTF-8"))
+            .collect()
+    }
+
+    #[test]
+    fn decodes_events_comments_and_line_endings() {
+        let stream = b": keep-alive\n\ndata: {\"a\":1}\n\ndata: two\r\ndata: lines\r\n\r\nevent: x\nid: 7\ndata:nospace\r\rdata: [DONE]\n\n";
+        assert_eq!(
+            texts(decode_all(stream)),
+            vec!["{\"a\":1}", "two\nlines", "nospace", "[DONE]"]
+        );
+    }
+
+    #[test]
+    fn comment_only_and_empty_events_yield_nothing() {
+        assert!(decode_all(b":\n\n: ping\n\n\n\nevent: noop\n\n").is_empty());
+    }
+
+    #[test]
+    fn empty_data_field_is_an_event() {
+        assert_eq!(texts(decode_all(b"data\n\ndata:\n\n")), vec!["", ""]);
+    }
+
+    #[test]
+    fn unterminated_last_event_is_kept_at_finish() {
+        assert_eq!(
+            texts(decode_all(b"data: a\n\ndata: last")),
+            vec!["a", "last"]
+        );
+    }
+
+    #[test]
+    fn crlf_split_across_chunks_is_one_line_ending() {
+        let mut decoder = SseDecoder::new();
+        let mut out = Vec::new();
+        let mut push = |d: &[u8]| out.push(d.to_vec());
+        decoder.feed(b"data: a\r", &mut push);
+        decoder.feed(b"\n\r", &mut push);
+        decoder.feed(b"\ndata: b\n\n", &mut push);
+        assert_eq!(texts(out), vec!["a", "b"]);
+    }
+
+    fn stream_strategy() -> impl Strategy<Value = Vec<u8>> {
+        let line = prop_oneof![
+            "[a-z{}\":, ]{0,12}".prop_map(|s| format!("data: {s}")),
+            "[a-z ]{0,6}".prop_map(|s| format!(":{s}")),
+            Just(String::new()),
+            Just("data".to_string()),
+            Just("event: message".to_string()),
+        ];
+        let ending = prop_oneof![Just("\n"), Just("\r\n"), Just("\r")];
+        prop::collection::vec((line, ending), 0..24).prop_map(|lines| {
+            lines
+                .into_iter()
+                .flat_map(|(l, e)| format!("{l}{e}").into_bytes())
+                .collect()
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn any_split_gives_the_same_events(
+            stream in stream_strategy(),
+            cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..8),
+        ) {
+            let whole = decode_all(&stream);
+            let mut points: Vec<usize> = cuts.iter().map(|c| c.index(stream.len() + 1)).collect();
+            points.sort_unstable();
+            let mut decoder = SseDecoder::new();
+            let mut pieces = Vec::new();
+            let mut push = |d: &[u8]| pieces.push(d.to_vec());
+            let mut start = 0;
+            for point in points {
+                decoder.feed(&stream[start..point], &mut push);
+                start = point;
+            }
+            decoder.feed(&stream[start..], &mut push);
+            decoder.finish(&mut push);
+            prop_assert_eq!(whole, pieces);
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! The attempt directory `<out>/<campaign>/<attempt-id>/` and what describes it (`campaign.json`).
+//! Every attempt gets its own id and folder; nothing ever merges two attempts.
+
+use anyhow::Context;
+use serde::Serialize;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Layout version of `campaign.json`, `requests.jsonl` and `summary.json`.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// An attempt's identity and folder.
+#[derive(Clone, Debug)]
+pub struct Attempt {
+    /// `YYYYMMDDTHHMMSSZ-xxxx`.
+    pub id: String,
+    /// Its folder.
+    pub dir: PathBuf,
+    /// Wall-clock start, RFC 3339.
+    pub started_at: String,
+}
+
+impl Attempt {
+    /// Creates a new attempt folder under `out/name/`.
+    pub fn create(out: &Path, name: &str) -> anyhow::Result<Attempt> {
+        let now = SystemTime::now();
+        let started_at = humantime::format_rfc3339_seconds(now).to_string();
+        let stamp: String = started_at
+            .chars()
+            .filter(|c| !matches!(c, '-' | ':'))
+            .collect();
+        let nanos = now
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let parent = out.join(name);
+        std::fs::create_dir_all(&parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+        for n in 0..64u32 {
+            let suffix = (nanos ^ std::process::id().rotate_left(16)).wrapping_add(n) & 0xffff;
+            let id = format!("{stamp}-{suffix:04x}");
+            let dir = parent.join(&id);
+            match std::fs::create_dir(&dir) {
+                Ok(()) => {
+                    return Ok(Attempt {
+                        id,
+                        dir,
+                        started_at,
+                    })
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
+            }
+        }
+        anyhow::bail!(
+            "could not create a fresh attempt folder under {}",
+            parent.display()
+        )
+    }
+
+    /// Writes `value` as pretty JSON to `file` in the attempt folder (atomically: temp + rename).
+    pub fn write_json(&self, file: &str, value: &impl Serialize) -> anyhow::Result<()> {
+        let text = serde_json::to_string_pretty(value)?;
+        self.write_text(file, &text)
+    }
+
+    /// Writes `text` to `file` in the attempt folder (atomically).
+    pub fn write_text(&self, file: &str, text: &str) -> anyhow::Result<()> {
+        let path = self.dir.join(file);
+        let temp = self.dir.join(format!(".{file}.tmp"));
+        std::fs::write(&temp, text).with_context(|| format!("writing {}", temp.display()))?;
+        std::fs::rename(&temp, &path).with_context(|| format!("writing {}", path.display()))
+    }
+}
+
+/// What can be read about this machine without privileges.
+pub fn host_info() -> Value {
+    let read = |path: &str| std::fs::read_to_string(path).ok();
+    let cpu = read("/proc/cpuinfo").and_then(|t| {
+        t.lines()
+            .find(|l| l.starts_with("model name"))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_owned())
+    });
+    let memory_mib = read("/proc/meminfo").and_then(|t| {
+        t.lines()
+            .find(|l| l.starts_with("MemTotal:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<u64>().ok())
+            .map(|kb| kb / 1024)
+    });
+    let os = read("/etc/os-release").and_then(|t| {
+        t.lines()
+            .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+            .map(|v| v.trim_matches('"').to_owned())
+    });
+    json!({
+        "cpu": cpu,
+        "logical_cpus": std::thread::available_parallelism().map(|n| n.get()).ok(),
+        "memory_mib": memory_mib,
+        "os": os.unwrap_or_else(|| std::env::consts::OS.to_owned()),
+        "arch": std::env::consts::ARCH,
+        "kernel": read("/proc/sys/kernel/osrelease").map(|s| s.trim().to_owned()),
+    })
+}

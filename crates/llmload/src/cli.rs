@@ -1,0 +1,106 @@
+//! Command line: clap derive. Each flag's doc comment is its `--help` text.
+
+use crate::api::Api;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// Benchmark LLM inference servers under concurrent load, and tell the truth about what was measured.
+#[derive(Debug, Parser)]
+#[command(name = "llmload", version, about, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a campaign: input tokens × concurrency × output tokens, warmup then measured rounds.
+    Run(RunArgs),
+    /// Serve the built-in engine simulator until stopped.
+    Sim(SimArgs),
+}
+
+/// `llmload run`: flags override the values of `--config`.
+#[derive(Debug, Default, Args)]
+pub struct RunArgs {
+    /// TOML campaign file (keys are the flag names with `_` for `-`); flags given here override it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Base URL of the server, e.g. http://127.0.0.1:8080. Without it, the built-in simulator
+    /// (profile seed-qwen3-8b) is started and measured, and every output says so.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// API to drive [default: llamacpp].
+    #[arg(long, value_enum)]
+    pub api: Option<Api>,
+    /// Model name for OpenAI APIs [default: the first one the server lists].
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Bearer token sent as `Authorization: Bearer KEY`.
+    #[arg(long, env = "LLMLOAD_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Extra request header, `NAME:VALUE`; may be repeated.
+    #[arg(long = "header", value_name = "NAME:VALUE")]
+    pub headers: Vec<String>,
+    /// Limit per request, from send to final event, e.g. 90s or 10m [default: 10m].
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// Prompt lengths in tokens, comma-separated [default: 2048,8192].
+    #[arg(long, value_delimiter = ',', value_name = "N,…")]
+    pub input_tokens: Vec<u32>,
+    /// Simultaneous requests per round, comma-separated [default: 1,4].
+    #[arg(long, value_delimiter = ',', value_name = "C,…")]
+    pub concurrency: Vec<u32>,
+    /// Generated tokens per request (EOS ignored), comma-separated [default: 256].
+    #[arg(long, value_delimiter = ',', value_name = "N,…")]
+    pub output_tokens: Vec<u32>,
+    /// Measured rounds per case [default: 3].
+    #[arg(long)]
+    pub rounds: Option<u32>,
+    /// Unmeasured requests before each case's rounds (slot 0 on llama.cpp) [default: 1].
+    #[arg(long)]
+    pub warmup: Option<u32>,
+    /// Seed for prompt offsets [default: 0].
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Folder for results; an attempt writes to OUT/NAME/ATTEMPT-ID/ [default: llmload-results].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Campaign name [default: campaign].
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Text to build prompts from [default: the bundled public-domain text].
+    #[arg(long, value_name = "FILE")]
+    pub corpus: Option<PathBuf>,
+    /// Print only the results table.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// `llmload sim`: serve the engine simulator.
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// Port to listen on; 0 picks a free one. The address is printed on the first line.
+    #[arg(long)]
+    pub port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Built-in profile name or a TOML profile file.
+    #[arg(long, default_value = "seed-qwen3-8b")]
+    pub profile: String,
+    /// Slots (maximum running sequences), overriding the profile.
+    #[arg(long)]
+    pub slots: Option<usize>,
+    /// Seed for jitter and fault selection.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Run this many times faster than the modelled engine (records say so).
+    #[arg(long, default_value_t = 1.0)]
+    pub time_scale: f64,
+    /// Fault to inject, e.g. `http503:rate=0.1` or `drop:index=3,after=5`; may be repeated.
+    #[arg(long = "fault", value_name = "SPEC")]
+    pub faults: Vec<String>,
+}

@@ -1,0 +1,324 @@
+//! Args and TOML → a validated `Config`: every value checked once here, with a one-line error,
+//! so that the rest of the pipeline never sees a string standing in for an enum or a zero
+//! standing in for "unset".
+
+use crate::api::Api;
+use crate::cli::RunArgs;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A bad flag or campaign file: reported in one line, exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+fn bad<T>(message: impl Into<String>) -> Result<T, ConfigError> {
+    Err(ConfigError(message.into()))
+}
+
+/// The campaign file: the flags' names, all optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CampaignFile {
+    url: Option<String>,
+    api: Option<Api>,
+    model: Option<String>,
+    api_key: Option<String>,
+    #[serde(default)]
+    headers: Vec<String>,
+    timeout: Option<String>,
+    input_tokens: Option<Vec<u32>>,
+    concurrency: Option<Vec<u32>>,
+    output_tokens: Option<Vec<u32>>,
+    rounds: Option<u32>,
+    warmup: Option<u32>,
+    seed: Option<u64>,
+    out: Option<PathBuf>,
+    name: Option<String>,
+    corpus: Option<PathBuf>,
+}
+
+/// A validated campaign.
+#[derive(Clone, Debug, Serialize)]
+pub struct Config {
+    /// Campaign name (a folder name).
+    pub name: String,
+    /// Server base URL without trailing slash; `None` = the built-in simulator.
+    pub url: Option<String>,
+    /// API to drive.
+    pub api: Api,
+    /// Model for OpenAI APIs.
+    pub model: Option<String>,
+    /// Bearer token (never written to disk).
+    #[serde(skip)]
+    pub api_key: Option<String>,
+    /// Whether a bearer token was given.
+    pub api_key_set: bool,
+    /// Extra headers (name, value).
+    pub headers: Vec<(String, String)>,
+    /// Per-request limit.
+    #[serde(rename = "timeout_s", serialize_with = "as_seconds")]
+    pub timeout: Duration,
+    /// Prompt lengths.
+    pub input_tokens: Vec<u32>,
+    /// Simultaneous requests per round.
+    pub concurrency: Vec<u32>,
+    /// Generated tokens per request.
+    pub output_tokens: Vec<u32>,
+    /// Measured rounds per case.
+    pub rounds: u32,
+    /// Warmup requests per case.
+    pub warmup: u32,
+    /// Seed for prompt offsets.
+    pub seed: u64,
+    /// Results folder.
+    pub out: PathBuf,
+    /// Corpus file, if not the bundled text.
+    pub corpus: Option<PathBuf>,
+    /// Only the table on stdout, nothing on stderr but errors.
+    pub quiet: bool,
+}
+
+fn as_seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+/// One point of the matrix.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Case {
+    /// `in{input}-c{concurrency}-out{output}`.
+    pub id: String,
+    /// Prompt tokens per request.
+    pub input_tokens: u32,
+    /// Simultaneous requests per round.
+    pub concurrency: u32,
+    /// Generated tokens per request.
+    pub output_tokens: u32,
+}
+
+impl Config {
+    /// Merges the campaign file (if any) under the flags and validates the result.
+    pub fn resolve(args: &RunArgs) -> Result<Config, ConfigError> {
+        let file = match &args.config {
+            Some(path) => read_file(path)?,
+            None => CampaignFile::default(),
+        };
+        let list = |flag: &[u32], file: Option<Vec<u32>>, default: &[u32]| {
+            if flag.is_empty() {
+                file.unwrap_or_else(|| default.to_vec())
+            } else {
+                flag.to_vec()
+            }
+        };
+        let mut headers = file.headers.clone();
+        headers.extend(args.headers.iter().cloned());
+        let timeout = args
+            .timeout
+            .clone()
+            .or(file.timeout)
+            .unwrap_or_else(|| "10m".into());
+        let config = Config {
+            name: args
+                .name
+                .clone()
+                .or(file.name)
+                .unwrap_or_else(|| "campaign".into()),
+            url: args
+                .url
+                .clone()
+                .or(file.url)
+                .map(|u| validate_url(&u))
+                .transpose()?,
+            api: args.api.or(file.api).unwrap_or(Api::Llamacpp),
+            model: args.model.clone().or(file.model),
+            api_key_set: args.api_key.is_some() || file.api_key.is_some(),
+            api_key: args.api_key.clone().or(file.api_key),
+            headers: headers
+                .iter()
+                .map(|h| parse_header(h))
+                .collect::<Result<_, _>>()?,
+            timeout: parse_duration("timeout", &timeout)?,
+            input_tokens: list(&args.input_tokens, file.input_tokens, &[2048, 8192]),
+            concurrency: list(&args.concurrency, file.concurrency, &[1, 4]),
+            output_tokens: list(&args.output_tokens, file.output_tokens, &[256]),
+            rounds: args.rounds.or(file.rounds).unwrap_or(3),
+            warmup: args.warmup.or(file.warmup).unwrap_or(1),
+            seed: args.seed.or(file.seed).unwrap_or(0),
+            out: args
+                .out
+                .clone()
+                .or(file.out)
+                .unwrap_or_else(|| "llmload-results".into()),
+            corpus: args.corpus.clone().or(file.corpus),
+            quiet: args.quiet,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        for (flag, values) in [
+            ("--input-tokens", &self.input_tokens),
+            ("--concurrency", &self.concurrency),
+            ("--output-tokens", &self.output_tokens),
+        ] {
+            if values.is_empty() || values.contains(&0) {
+                return bad(format!("{flag} needs one or more values above 0"));
+            }
+        }
+        if self.rounds == 0 {
+            return bad("--rounds must be at least 1");
+        }
+        if self.name.is_empty() || self.name.contains(['/', '\\']) || self.name.starts_with('.') {
+            return bad(format!("--name {:?} cannot be a folder name", self.name));
+        }
+        if self.timeout.is_zero() {
+            return bad("--timeout must be longer than 0");
+        }
+        Ok(())
+    }
+
+    /// The matrix in the seeds' order: input tokens, then concurrency, then output tokens.
+    pub fn cases(&self) -> Vec<Case> {
+        let mut cases = Vec::new();
+        for &input_tokens in &self.input_tokens {
+            for &concurrency in &self.concurrency {
+                for &output_tokens in &self.output_tokens {
+                    cases.push(Case {
+                        id: format!("in{input_tokens}-c{concurrency}-out{output_tokens}"),
+                        input_tokens,
+                        concurrency,
+                        output_tokens,
+                    });
+                }
+            }
+        }
+        cases.dedup_by(|a, b| a.id == b.id);
+        cases
+    }
+}
+
+fn read_file(path: &Path) -> Result<CampaignFile, ConfigError> {
+    let text = std::fs::read_to_string(path)
+        .or_else(|e| bad(format!("cannot read {}: {e}", path.display())))?;
+    toml::from_str(&text).or_else(|e| {
+        let message = e.message().to_owned();
+        bad(format!("{}: {message}", path.display()))
+    })
+}
+
+fn validate_url(url: &str) -> Result<String, ConfigError> {
+    match reqwest::Url::parse(url) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {
+            Ok(url.trim_end_matches('/').to_owned())
+        }
+        Ok(u) => bad(format!(
+            "--url {url}: scheme {:?} is not http or https",
+            u.scheme()
+        )),
+        Err(e) => bad(format!("--url {url}: {e}")),
+    }
+}
+
+fn parse_header(header: &str) -> Result<(String, String), ConfigError> {
+    let Some((name, value)) = header.split_once(':') else {
+        return bad(format!("--header {header:?}: expected NAME:VALUE"));
+    };
+    let (name, value) = (name.trim(), value.trim());
+    if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err()
+        || reqwest::header::HeaderValue::from_str(value).is_err()
+    {
+        return bad(format!("--header {header:?}: not a valid HTTP header"));
+    }
+    Ok((name.to_owned(), value.to_owned()))
+}
+
+fn parse_duration(what: &str, text: &str) -> Result<Duration, ConfigError> {
+    humantime::parse_duration(text.trim())
+        .or_else(|e| bad(format!("--{what} {text:?}: {e} (e.g. 90s, 10m)")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args() -> RunArgs {
+        RunArgs {
+            url: Some("http://127.0.0.1:8080/".into()),
+            ..RunArgs::default()
+        }
+    }
+
+    #[test]
+    fn defaults_are_the_seeds_campaign() {
+        let config = Config::resolve(&args()).expect("valid");
+        assert_eq!(config.url.as_deref(), Some("http://127.0.0.1:8080"));
+        let ids: Vec<_> = config.cases().into_iter().map(|c| c.id).collect();
+        assert_eq!(
+            ids,
+            [
+                "in2048-c1-out256",
+                "in2048-c4-out256",
+                "in8192-c1-out256",
+                "in8192-c4-out256"
+            ]
+        );
+        assert_eq!((config.rounds, config.warmup), (3, 1));
+    }
+
+    #[test]
+    fn flags_override_the_file() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("c.toml");
+        std::fs::write(
+            &path,
+            "api = \"chat\"\nrounds = 5\ninput_tokens = [128]\nconcurrency = [2]\n",
+        )
+        .expect("write");
+        let mut a = args();
+        a.config = Some(path);
+        a.rounds = Some(2);
+        let config = Config::resolve(&a).expect("valid");
+        assert_eq!(config.api, Api::Chat);
+        assert_eq!((config.rounds, config.input_tokens.clone()), (2, vec![128]));
+        assert_eq!(config.concurrency, vec![2]);
+    }
+
+    #[test]
+    fn bad_values_are_one_line_errors() {
+        let cases: Vec<(Box<dyn Fn(&mut RunArgs)>, &str)> = vec![
+            (Box::new(|a| a.url = Some("ftp://x".into())), "scheme"),
+            (Box::new(|a| a.url = Some("not a url".into())), "--url"),
+            (Box::new(|a| a.concurrency = vec![0]), "--concurrency"),
+            (Box::new(|a| a.rounds = Some(0)), "--rounds"),
+            (
+                Box::new(|a| a.headers = vec!["novalue".into()]),
+                "NAME:VALUE",
+            ),
+            (Box::new(|a| a.timeout = Some("soon".into())), "--timeout"),
+            (Box::new(|a| a.name = Some("../x".into())), "--name"),
+        ];
+        for (change, expected) in cases {
+            let mut a = args();
+            change(&mut a);
+            let e = Config::resolve(&a)
+                .expect_err("must be rejected")
+                .to_string();
+            assert!(e.contains(expected) && !e.contains('\n'), "{e}");
+        }
+    }
+
+    #[test]
+    fn unknown_file_keys_are_rejected() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, "concurency = [2]\n").expect("write");
+        let mut a = args();
+        a.config = Some(path);
+        let e = Config::resolve(&a)
+            .expect_err("typo must be rejected")
+            .to_string();
+        assert!(e.contains("concurency"), "{e}");
+    }
+}

@@ -1,0 +1,220 @@
+//! llmload: benchmark LLM inference servers under concurrent load.
+//!
+//! The pipeline, top to bottom:
+//! `Args → Config → cases → prompts (workload) → runner ⇄ api → Record → stats/summary → report`.
+//! [`run`] is that line; each stage lives in its own module.
+
+pub mod api;
+pub mod attempt;
+pub mod cli;
+pub mod config;
+pub mod record;
+pub mod report;
+pub mod runner;
+pub mod stats;
+pub mod summary;
+pub mod target;
+pub mod workload;
+
+use crate::api::client::Endpoint;
+use crate::attempt::{host_info, Attempt, SCHEMA_VERSION};
+use crate::cli::RunArgs;
+use crate::config::Config;
+use crate::record::RecordSink;
+use crate::runner::Runner;
+use crate::summary::{CaseSummary, Outcome, OutcomeStatus, Summary};
+use crate::target::Target;
+use crate::workload::source::PromptSource;
+use anyhow::Context;
+use serde_json::json;
+use std::path::PathBuf;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// What a finished run leaves: where its files are, and its summary.
+#[derive(Debug)]
+pub struct RunResult {
+    /// The attempt folder.
+    pub dir: PathBuf,
+    /// What `summary.json` holds.
+    pub summary: Summary,
+}
+
+/// `llmload run`: resolve the config, measure every case, write the records and the summary.
+pub async fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
+    let config = Config::resolve(args)?;
+    let Some(url) = config.url.clone() else {
+        return Err(config::ConfigError("--url is required".into()).into());
+    };
+    let cancel = CancellationToken::new();
+    let on_interrupt = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_interrupt.cancel();
+        }
+    });
+    run_campaign(&config, &url, false, cancel).await
+}
+
+/// Runs the campaign of `config` against `url`; `simulated` marks the built-in simulator.
+pub async fn run_campaign(
+    config: &Config,
+    url: &str,
+    simulated: bool,
+    cancel: CancellationToken,
+) -> anyhow::Result<RunResult> {
+    let endpoint = endpoint(config, url)?;
+    let target = Target::connect(endpoint, config.model.clone()).await?;
+    let corpus = match &config.corpus {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("reading --corpus {}", path.display()))?,
+        None => workload::BUNDLED_CORPUS.to_owned(),
+    };
+    let prompts = PromptSource::prepare(&target, &corpus).await?;
+    let attempt = Attempt::create(&config.out, &config.name)?;
+    let origin = Instant::now();
+    attempt.write_json(
+        "campaign.json",
+        &campaign_json(config, &attempt, &target, simulated),
+    )?;
+    let mut sink = RecordSink::create(&attempt.dir.join("requests.jsonl"))
+        .context("creating requests.jsonl")?;
+    let mut runner = Runner {
+        target: &target,
+        prompts: &prompts,
+        sink: &mut sink,
+        origin,
+        cancel,
+        seed: config.seed,
+        serial: 0,
+    };
+    let cases = config.cases();
+    let mut summary = Summary {
+        schema_version: SCHEMA_VERSION,
+        attempt_id: attempt.id.clone(),
+        target_url: url.to_owned(),
+        api: config.api.name().to_owned(),
+        model: target.model.clone(),
+        simulated,
+        cases: Vec::new(),
+        outcome: Outcome::new(&[], cases.len() as u32, None, None),
+    };
+    let (mut stop, mut failure) = (None, None);
+    for (i, case) in cases.iter().enumerate() {
+        match runner.run_case(case, config.warmup, config.rounds).await {
+            Ok(run) => {
+                summary
+                    .cases
+                    .push(CaseSummary::new(case, config.rounds, &run.records));
+                if run.stopped {
+                    stop = Some("interrupted".to_owned());
+                }
+            }
+            Err(e) => failure = Some(format!("case {}: {e:#}", case.id)),
+        }
+        if let (false, Some(done)) = (config.quiet, summary.cases.last()) {
+            eprintln!("{}", progress_line(i + 1, cases.len(), done));
+        }
+        summary.outcome = Outcome::new(
+            &summary.cases,
+            cases.len() as u32,
+            stop.clone(),
+            failure.clone(),
+        );
+        write_views(&attempt, &summary)?;
+        if stop.is_some() || failure.is_some() {
+            break;
+        }
+    }
+    Ok(RunResult {
+        dir: attempt.dir,
+        summary,
+    })
+}
+
+fn write_views(attempt: &Attempt, summary: &Summary) -> anyhow::Result<()> {
+    attempt.write_json("summary.json", summary)?;
+    attempt.write_text("report.md", &report::markdown::render(summary))
+}
+
+fn progress_line(done: usize, total: usize, case: &CaseSummary) -> String {
+    let ttft = case
+        .ttft_ms
+        .as_ref()
+        .map_or("–".into(), |d| format!("{:.1} ms", d.median));
+    let tps = case
+        .throughput_tps
+        .as_ref()
+        .map_or("–".into(), |t| format!("{:.2}", t.mean));
+    format!(
+        "case {done}/{total} {}: {}/{} rounds complete, {} ok, {} invalid, {} failed; median TTFT {ttft}, {tps} tokens/s",
+        case.id,
+        case.rounds.iter().filter(|r| r.complete).count(),
+        case.rounds_planned,
+        case.counts.ok,
+        case.counts.invalid,
+        case.counts.error + case.counts.cancelled,
+    )
+}
+
+fn endpoint(config: &Config, url: &str) -> anyhow::Result<Endpoint> {
+    use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
+    let mut headers = HeaderMap::new();
+    if let Some(key) = &config.api_key {
+        let value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+            config::ConfigError("--api-key holds characters not allowed in a header".into())
+        })?;
+        headers.insert(AUTHORIZATION, value);
+    }
+    for (name, value) in &config.headers {
+        let name = HeaderName::from_bytes(name.as_bytes()).context("header name")?;
+        headers.insert(name, HeaderValue::from_str(value).context("header value")?);
+    }
+    let client = reqwest::Client::builder()
+        .default_headers(headers)
+        .tcp_nodelay(true)
+        .pool_max_idle_per_host(usize::MAX)
+        .connect_timeout(config.timeout)
+        .build()
+        .context("building the HTTP client")?;
+    Ok(Endpoint {
+        client,
+        base_url: url.trim_end_matches('/').to_owned(),
+        api: config.api,
+        timeout: config.timeout,
+    })
+}
+
+fn campaign_json(
+    config: &Config,
+    attempt: &Attempt,
+    target: &Target,
+    simulated: bool,
+) -> serde_json::Value {
+    json!({
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "llmload", "version": env!("CARGO_PKG_VERSION")},
+        "attempt_id": attempt.id,
+        "started_at": attempt.started_at,
+        "time_origin": "record times (*_s) are seconds since started_at, on the monotonic clock",
+        "config": config,
+        "cases": config.cases(),
+        "target": {
+            "url": target.endpoint.base_url,
+            "api": config.api,
+            "model": target.model,
+            "simulated": simulated,
+            "server": target.server,
+        },
+        "host": host_info(),
+    })
+}
+
+/// Exit status of `llmload run`.
+pub fn exit_code(outcome: &Outcome) -> u8 {
+    match outcome.status {
+        OutcomeStatus::Completed => 0,
+        OutcomeStatus::Failed => 3,
+        OutcomeStatus::Stopped => 4,
+    }
+}

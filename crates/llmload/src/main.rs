@@ -1,0 +1,32 @@
+//! `llmload`: parse → run → exit code; nothing else.
+//!
+//! Exit codes: 0 every case complete; 1 the run could not start or go on (unreachable server,
+//! I/O); 2 bad flags or campaign file; 3 finished with incomplete cases; 4 stopped (interrupted or
+//! by a guard).
+
+use clap::Parser;
+use llmload::cli::{Cli, Command};
+use std::process::ExitCode;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => llmload::run(&args).await.map(|result| {
+            print!("{}", llmload::report::markdown::render(&result.summary));
+            if !args.quiet {
+                eprintln!("records: {}", result.dir.display());
+            }
+            llmload::exit_code(&result.summary.outcome)
+        }),
+        Command::Sim(_) => Err(anyhow::anyhow!("the simulator is not built yet")),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            let usage = e.downcast_ref::<llmload::config::ConfigError>().is_some();
+            ExitCode::from(if usage { 2 } else { 1 })
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! The seeds' table ("Qwen3-8B streaming API results") in Markdown: complete cases only, with
+//! sample sizes; incomplete cases listed apart with what they did complete.
+
+use crate::summary::{CaseSummary, Summary};
+use std::fmt::Write;
+
+/// Renders the results table, the incomplete cases and the outcome.
+pub fn render(summary: &Summary) -> String {
+    let mut out = String::new();
+    let model = summary.model.as_deref().unwrap_or("(not named)");
+    let target = if summary.simulated {
+        format!(
+            "SIMULATED target (built-in engine simulator at {})",
+            summary.target_url
+        )
+    } else {
+        summary.target_url.clone()
+    };
+    let _ = writeln!(out, "Target: {target}, API {}, model {model}", summary.api);
+    let _ = writeln!(out, "Attempt: {}\n", summary.attempt_id);
+    out.push_str(
+        "| Input tokens per request | Concurrent requests | Median TTFT | Median complete response | Aggregate output throughput | Responses (n) | Rounds |\n\
+         |---|---|---|---|---|---|---|\n",
+    );
+    for case in summary.cases.iter().filter(|c| c.complete) {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            thousands(case.input_tokens),
+            case.concurrency,
+            seconds(case.ttft_ms.as_ref().map(|d| d.median)),
+            seconds(case.e2e_ms.as_ref().map(|d| d.median)),
+            case.throughput_tps
+                .as_ref()
+                .map_or("–".into(), |t| format!("{:.2} tokens/s", t.mean)),
+            case.counts.ok,
+            case.rounds.len(),
+        );
+    }
+    out.push_str(
+        "\nTTFT: request sent → first event carrying a generated token. Complete response: sent → final event. \
+         Both are medians over the n responses. Throughput: mean over rounds of Σ output tokens ÷ (last completion − first send).\n",
+    );
+    let incomplete: Vec<&CaseSummary> = summary.cases.iter().filter(|c| !c.complete).collect();
+    if !incomplete.is_empty() {
+        out.push_str("\nIncomplete cases (not in the table above):\n");
+        for case in incomplete {
+            let _ = writeln!(out, "- {}", incomplete_line(case));
+        }
+    }
+    let o = &summary.outcome;
+    let _ = writeln!(
+        out,
+        "\nOutcome: {:?}: {} of {} cases complete, {} complete rounds, {} responses ok{}",
+        o.status,
+        o.cases_completed,
+        o.cases_total,
+        o.rounds_completed,
+        o.responses_completed,
+        o.reason
+            .as_ref()
+            .map_or(String::new(), |r| format!(" — {r}")),
+    );
+    out
+}
+
+fn incomplete_line(case: &CaseSummary) -> String {
+    let complete_rounds = case.rounds.iter().filter(|r| r.complete).count();
+    let c = &case.counts;
+    let kinds: Vec<String> = c.by_kind.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    format!(
+        "{} input tokens × {} concurrent × {} output: {complete_rounds} of {} rounds complete, {} responses ok, {} invalid, {} failed, {} cancelled{}",
+        thousands(case.input_tokens),
+        case.concurrency,
+        case.output_tokens,
+        case.rounds_planned,
+        c.ok,
+        c.invalid,
+        c.error,
+        c.cancelled,
+        if kinds.is_empty() { String::new() } else { format!(" ({})", kinds.join(", ")) },
+    )
+}
+
+/// A time in seconds as the seeds write it ("0.19 s"); short times in milliseconds.
+fn seconds(ms: Option<f64>) -> String {
+    match ms {
+        None => "–".into(),
+        Some(ms) if ms < 100.0 => format!("{ms:.1} ms"),
+        Some(ms) => format!("{:.2} s", ms / 1e3),
+    }
+}
+
+fn thousands(n: u32) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_like_the_seeds() {
+        assert_eq!(thousands(8192), "8,192");
+        assert_eq!(thousands(512), "512");
+        assert_eq!(thousands(1_000_000), "1,000,000");
+        assert_eq!(seconds(Some(190.4)), "0.19 s");
+        assert_eq!(seconds(Some(12.34)), "12.3 ms");
+        assert_eq!(seconds(None), "–");
+    }
+}

@@ -1,0 +1,158 @@
+//! Statistics: one `Distribution` type serves every metric.
+//!
+//! Percentiles are exact: the samples are sorted and interpolated linearly between the two
+//! nearest order statistics (the "type 7" definition used by NumPy and R). Each distribution
+//! carries its sample size, and names the percentiles whose tail holds fewer than
+//! [`MIN_TAIL_SAMPLES`] samples: those only describe the sample, they promise nothing.
+
+use serde::{Deserialize, Serialize};
+
+/// A percentile needs this many samples beyond it to be more than a description of the sample.
+pub const MIN_TAIL_SAMPLES: f64 = 5.0;
+
+/// Summary of a set of samples, in the unit of the field that holds it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Distribution {
+    /// Number of samples.
+    pub n: usize,
+    /// Median (p50).
+    pub median: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Smallest sample.
+    pub min: f64,
+    /// Largest sample.
+    pub max: f64,
+    /// Sample standard deviation (n − 1); 0 for a single sample.
+    pub sd: f64,
+    /// Percentiles whose tail holds fewer than five samples ("p90", "p95", "p99").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub descriptive: Vec<String>,
+}
+
+impl Distribution {
+    /// Summarises `samples` (reordered in place); `None` when there are none.
+    pub fn from_samples(samples: &mut [f64]) -> Option<Distribution> {
+        if samples.is_empty() {
+            return None;
+        }
+        samples.sort_unstable_by(f64::total_cmp);
+        let n = samples.len();
+        let mean = samples.iter().sum::<f64>() / n as f64;
+        let sd = if n > 1 {
+            let ss: f64 = samples.iter().map(|x| (x - mean) * (x - mean)).sum();
+            (ss / (n - 1) as f64).sqrt()
+        } else {
+            0.0
+        };
+        let descriptive = [("p90", 0.90), ("p95", 0.95), ("p99", 0.99)]
+            .into_iter()
+            .filter(|&(_, q)| (n as f64) * (1.0 - q) < MIN_TAIL_SAMPLES)
+            .map(|(name, _)| name.to_owned())
+            .collect();
+        Some(Distribution {
+            n,
+            median: percentile(samples, 0.50),
+            p90: percentile(samples, 0.90),
+            p95: percentile(samples, 0.95),
+            p99: percentile(samples, 0.99),
+            mean,
+            min: samples[0],
+            max: samples[n - 1],
+            sd,
+            descriptive,
+        })
+    }
+}
+
+/// The `q` quantile (0–1) of sorted, non-empty `sorted`, interpolated linearly.
+pub fn percentile(sorted: &[f64], q: f64) -> f64 {
+    let rank = q.clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
+    let below = rank.floor() as usize;
+    let above = rank.ceil() as usize;
+    sorted[below] + (sorted[above] - sorted[below]) * (rank - below as f64)
+}
+
+/// Mean, spread and count of a small set of values (round throughputs).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    /// Number of values.
+    pub n: usize,
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Sample standard deviation (n − 1); 0 for one value.
+    pub sd: f64,
+}
+
+impl Spread {
+    /// `None` when there are no values.
+    pub fn of(values: &[f64]) -> Option<Spread> {
+        let mut sorted = values.to_vec();
+        let d = Distribution::from_samples(&mut sorted)?;
+        Some(Spread {
+            n: d.n,
+            mean: d.mean,
+            min: d.min,
+            max: d.max,
+            sd: d.sd,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn percentiles_interpolate_between_order_statistics() {
+        let mut s = vec![4.0, 1.0, 3.0, 2.0];
+        let d = Distribution::from_samples(&mut s).expect("non-empty");
+        assert_eq!(d.median, 2.5);
+        assert!((d.p90 - 3.7).abs() < 1e-12);
+        assert_eq!((d.min, d.max, d.mean), (1.0, 4.0, 2.5));
+        assert!((d.sd - (5.0f64 / 3.0).sqrt()).abs() < 1e-12);
+        assert_eq!(d.descriptive, vec!["p90", "p95", "p99"]);
+    }
+
+    #[test]
+    fn single_sample_and_empty() {
+        let d = Distribution::from_samples(&mut [7.0]).expect("non-empty");
+        assert_eq!((d.n, d.median, d.p99, d.sd), (1, 7.0, 7.0, 0.0));
+        assert!(Distribution::from_samples(&mut []).is_none());
+    }
+
+    #[test]
+    fn tail_size_decides_what_is_descriptive() {
+        let mut s: Vec<f64> = (0..100).map(f64::from).collect();
+        let d = Distribution::from_samples(&mut s).expect("non-empty");
+        assert_eq!(d.descriptive, vec!["p99"]);
+        let mut s: Vec<f64> = (0..500).map(f64::from).collect();
+        assert!(Distribution::from_samples(&mut s)
+            .expect("non-empty")
+            .descriptive
+            .is_empty());
+    }
+
+    proptest! {
+        #[test]
+        fn order_and_bounds_hold(mut s in prop::collection::vec(-1e6f64..1e6, 1..200)) {
+            let d = Distribution::from_samples(&mut s).expect("non-empty");
+            prop_assert!(d.min <= d.median && d.median <= d.p90);
+            prop_assert!(d.p90 <= d.p95 && d.p95 <= d.p99 && d.p99 <= d.max);
+            prop_assert!(d.min <= d.mean + 1e-6 && d.mean <= d.max + 1e-6);
+            let below = s.iter().filter(|&&x| x <= d.median).count();
+            prop_assert!(below * 2 >= s.len());
+        }
+    }
+}

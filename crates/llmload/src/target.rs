@@ -1,0 +1,156 @@
+//! The target server: connection check, what it says about itself, and its tokenizer.
+//!
+//! Before anything is measured llmload asks the server who it is (`/props`, `/v1/models`,
+//! `/health`), so that an unreachable or wrong target fails at once with one clear line, and the
+//! attempt's `campaign.json` records what was measured.
+
+use crate::api::client::{root_cause, Endpoint};
+use crate::api::{Api, GenerationRequest, Prompt};
+use anyhow::{bail, Context};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+/// A reachable target.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// Where and how requests go.
+    pub endpoint: Endpoint,
+    /// Model name sent with OpenAI requests.
+    pub model: Option<String>,
+    /// What the server said about itself: `{"props": …, "models": …}`, where it answered.
+    pub server: Value,
+}
+
+impl Target {
+    /// Checks that the server answers, and collects what it says about itself.
+    pub async fn connect(endpoint: Endpoint, model: Option<String>) -> anyhow::Result<Target> {
+        let base = endpoint.base_url.clone();
+        let mut server = json!({});
+        let mut reached = false;
+        for (key, path) in [
+            ("health", "/health"),
+            ("props", "/props"),
+            ("models", "/v1/models"),
+        ] {
+            let url = format!("{base}{path}");
+            match endpoint.client.get(&url).send().await {
+                Ok(response) => {
+                    reached = true;
+                    let status = response.status();
+                    if status == reqwest::StatusCode::UNAUTHORIZED
+                        || status == reqwest::StatusCode::FORBIDDEN
+                    {
+                        bail!("{url} answered {status}: check --api-key");
+                    }
+                    if status.is_success() {
+                        if let Ok(body) = response.json::<Value>().await {
+                            server[key] = body;
+                        }
+                    }
+                }
+                Err(e) if e.is_connect() => {
+                    bail!("cannot reach {base}: {}", root_cause(&e))
+                }
+                Err(e) => bail!("{url}: {}", root_cause(&e)),
+            }
+        }
+        if !reached {
+            bail!("cannot reach {base}");
+        }
+        let model = model.or_else(|| first_model(&server));
+        if endpoint.api != Api::Llamacpp && model.is_none() {
+            bail!("the server lists no model at {base}/v1/models: pass --model");
+        }
+        Ok(Target {
+            endpoint,
+            model,
+            server,
+        })
+    }
+
+    /// The chat prompt the server builds around one user message (llama-server's
+    /// `/apply-template`), or `None` when it has no such endpoint.
+    pub async fn apply_template(&self, text: &str) -> anyhow::Result<Option<String>> {
+        let url = format!("{}/apply-template", self.endpoint.base_url);
+        let body = json!({"messages": [{"role": "user", "content": text}]});
+        let response = self
+            .endpoint
+            .client
+            .post(&url)
+            .json(&body)
+            .send()
+            .await
+            .with_context(|| format!("POST {url}"))?;
+        if !response.status().is_success() {
+            return Ok(None);
+        }
+        let body: Value = response
+            .json()
+            .await
+            .with_context(|| format!("POST {url}: not JSON"))?;
+        Ok(body["prompt"].as_str().map(str::to_owned))
+    }
+
+    /// The server's tokens for `text` (with BOS and the like when `special`), or `None` when it
+    /// has no tokenizer endpoint.
+    pub async fn tokenize(&self, text: &str, special: bool) -> anyhow::Result<Option<Vec<u32>>> {
+        let mut body = json!({"content": text, "prompt": text, "add_special": special,
+            "add_special_tokens": special});
+        if let Some(model) = &self.model {
+            body["model"] = json!(model);
+        }
+        let url = format!("{}/tokenize", self.endpoint.base_url);
+        let response = self
+            .endpoint
+            .client
+            .post(&url)
+            .json(&body)
+            .send()
+            .await
+            .with_context(|| format!("POST {url}"))?;
+        if matches!(response.status().as_u16(), 404 | 405 | 501) {
+            return Ok(None);
+        }
+        if !response.status().is_success() {
+            bail!("POST {url} answered {}", response.status());
+        }
+        let body: Value = response
+            .json()
+            .await
+            .with_context(|| format!("POST {url}: not JSON"))?;
+        let tokens = body["tokens"]
+            .as_array()
+            .context("tokenizer answer has no \"tokens\" array")?
+            .iter()
+            .map(|t| t.as_u64().or_else(|| t["id"].as_u64()).map(|t| t as u32))
+            .collect::<Option<Vec<u32>>>()
+            .context("tokenizer answer holds something other than token IDs")?;
+        Ok(Some(tokens))
+    }
+
+    /// Prompt tokens the server counts for `prompt`, asked with a one-token generation.
+    pub async fn probe_prompt_tokens(&self, prompt: Prompt) -> anyhow::Result<u32> {
+        let request = GenerationRequest {
+            prompt: &prompt,
+            output_tokens: 1,
+            slot: None,
+            model: self.model.as_deref(),
+        };
+        let body = self.endpoint.api.body(&request);
+        let exchange = self.endpoint.stream(&body, &CancellationToken::new()).await;
+        if let Some(failure) = exchange.failure {
+            bail!("probe request failed: {failure}");
+        }
+        exchange
+            .counters
+            .prompt_tokens
+            .context("the server reports no prompt-token count, so prompt lengths cannot be set")
+    }
+}
+
+fn first_model(server: &Value) -> Option<String> {
+    server["models"]["data"][0]["id"]
+        .as_str()
+        .or_else(|| server["models"]["models"][0]["name"].as_str())
+        .map(str::to_owned)
+}

@@ -1,0 +1,10 @@
+//! Workload: what each request asks for — its exact-length prompt and its output length.
+//!
+//! Prompts come from a public-domain text bundled with llmload (or `--corpus FILE`), tokenized by
+//! the target itself so that the lengths are exact in the server's own vocabulary.
+
+pub mod prompt;
+pub mod source;
+
+/// The text bundled with llmload: the Declaration of Independence and the Gettysburg Address.
+pub const BUNDLED_CORPUS: &str = include_str!("../../corpus/declaration.txt");

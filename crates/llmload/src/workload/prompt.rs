@@ -1,0 +1,269 @@
+//! Exact-length prompts (SPEC §4).
+//!
+//! Token prompts: the corpus's tokens, repeated and cut to exactly N, starting at an offset that
+//! differs for every request so that no prefix cache can stand in for prompt processing.
+//! Text prompts (chat, or servers without a tokenizer endpoint): whole words from the corpus,
+//! then characters of the next word, until the server-side count is exactly N — a search driven by
+//! a [`TokenCount`], which asks the server.
+
+/// Something that tells how many prompt tokens the server will count for a text.
+pub trait TokenCount {
+    /// Prompt tokens the server counts for `text` (chat template included where it applies).
+    fn count(&self, text: &str) -> impl std::future::Future<Output = anyhow::Result<u32>>;
+}
+
+/// The start offset of the `serial`-th prompt in a ring of `len` items.
+///
+/// Offsets advance by a step coprime with `len`, so the first `len` prompts all start at
+/// different places; `seed` picks where the sequence starts.
+pub fn offset(serial: u64, seed: u64, len: usize) -> usize {
+    if len == 0 {
+        return 0;
+    }
+    let len = len as u64;
+    let mut step = 7919 % len;
+    while step == 0 || gcd(step, len) != 1 {
+        step = (step + 1) % len;
+    }
+    ((seed % len + serial % len * step) % len) as usize
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// Exactly `n` tokens of the ring `corpus`, starting at `offset`.
+pub fn token_prompt(corpus: &[u32], n: u32, offset: usize) -> Vec<u32> {
+    corpus
+        .iter()
+        .cycle()
+        .skip(offset)
+        .take(n as usize)
+        .copied()
+        .collect()
+}
+
+/// The corpus as a ring of whitespace-separated words.
+#[derive(Clone, Debug)]
+pub struct Words {
+    words: Vec<String>,
+}
+
+/// Why no text of the requested length could be built.
+#[derive(Debug, thiserror::Error)]
+pub enum PromptError {
+    /// The corpus has no words.
+    #[error("the corpus holds no text")]
+    EmptyCorpus,
+    /// The server's counts never landed on the target.
+    #[error(
+        "no text of exactly {target} prompt tokens found (closest: {below} below, {above} above)"
+    )]
+    Unreachable {
+        /// Requested prompt tokens.
+        target: u32,
+        /// Closest count below the target.
+        below: u32,
+        /// Closest count above the target.
+        above: u32,
+    },
+    /// The server could not count.
+    #[error(transparent)]
+    Count(#[from] anyhow::Error),
+}
+
+impl Words {
+    /// Splits `text` into words.
+    pub fn new(text: &str) -> Words {
+        Words {
+            words: text.split_whitespace().map(str::to_owned).collect(),
+        }
+    }
+
+    /// Number of words in the ring.
+    pub fn len(&self) -> usize {
+        self.words.len()
+    }
+
+    /// Whether the ring is empty.
+    pub fn is_empty(&self) -> bool {
+        self.words.is_empty()
+    }
+
+    /// `count` words from `start`, joined by single spaces, then `extra` characters of the next.
+    fn text(&self, start: usize, count: usize, extra: usize) -> String {
+        let ring = self.words.iter().cycle().skip(start);
+        let mut text = ring
+            .clone()
+            .take(count)
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(" ");
+        if extra > 0 {
+            let next = ring.clone().nth(count).map_or("", String::as_str);
+            if count > 0 {
+                text.push(' ');
+            }
+            text.extend(next.chars().take(extra));
+        }
+        text
+    }
+
+    /// A text the counter counts as exactly `target` tokens, starting at word `start`.
+    pub async fn exact_text(
+        &self,
+        target: u32,
+        start: usize,
+        counter: &impl TokenCount,
+    ) -> Result<String, PromptError> {
+        if self.is_empty() {
+            return Err(PromptError::EmptyCorpus);
+        }
+        let (mut lo, mut hi) = ((0usize, 0u32), (usize::MAX, u32::MAX));
+        let mut words = (target as usize * 3 / 4).max(1);
+        for _ in 0..32 {
+            let count = counter.count(&self.text(start, words, 0)).await?;
+            if count == target {
+                return Ok(self.text(start, words, 0));
+            }
+            if count < target {
+                lo = (words, count);
+            } else {
+                hi = (words, count);
+            }
+            if hi.0 == lo.0 + 1 {
+                break;
+            }
+            let scaled =
+                (words as f64 * f64::from(target) / f64::from(count.max(1))).round() as usize;
+            words = if scaled > lo.0 && scaled < hi.0 {
+                scaled
+            } else if hi.0 == usize::MAX {
+                lo.0 * 2 + 1
+            } else {
+                lo.0 + (hi.0 - lo.0) / 2
+            };
+        }
+        self.fill_with_characters(target, start, lo, hi.1, counter)
+            .await
+    }
+
+    /// `lo` words count below the target and one more word above it: add the next word's
+    /// characters one at a time.
+    async fn fill_with_characters(
+        &self,
+        target: u32,
+        start: usize,
+        lo: (usize, u32),
+        above: u32,
+        counter: &impl TokenCount,
+    ) -> Result<String, PromptError> {
+        let next_len = self.words[(start + lo.0) % self.len()].chars().count();
+        let mut below = lo.1;
+        for extra in 1..next_len {
+            let text = self.text(start, lo.0, extra);
+            let count = counter.count(&text).await?;
+            if count == target {
+                return Ok(text);
+            }
+            if count > target {
+                return Err(PromptError::Unreachable {
+                    target,
+                    below,
+                    above: count,
+                });
+            }
+            below = count;
+        }
+        Err(PromptError::Unreachable {
+            target,
+            below,
+            above,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    #[test]
+    fn offsets_are_distinct_over_a_whole_ring() {
+        for len in [1usize, 2, 7919, 7920, 1000, 4096] {
+            let mut seen: Vec<usize> = (0..len as u64).map(|s| offset(s, 42, len)).collect();
+            seen.sort_unstable();
+            seen.dedup();
+            assert_eq!(seen.len(), len, "ring of {len}");
+        }
+    }
+
+    #[test]
+    fn token_prompts_repeat_the_corpus_and_have_the_exact_length() {
+        let corpus = [10, 11, 12];
+        assert_eq!(
+            token_prompt(&corpus, 7, 2),
+            vec![12, 10, 11, 12, 10, 11, 12]
+        );
+        assert_eq!(token_prompt(&corpus, 0, 1), Vec::<u32>::new());
+        assert_ne!(token_prompt(&corpus, 3, 0), token_prompt(&corpus, 3, 1));
+    }
+
+    /// Counts like a subword tokenizer: a fixed template overhead, one token per 4 characters
+    /// of each word (rounded up), and counts its calls.
+    struct FakeTokenizer {
+        overhead: u32,
+        calls: Cell<u32>,
+    }
+
+    impl TokenCount for FakeTokenizer {
+        async fn count(&self, text: &str) -> anyhow::Result<u32> {
+            self.calls.set(self.calls.get() + 1);
+            let words: u32 = text
+                .split_whitespace()
+                .map(|w| w.len().div_ceil(4) as u32)
+                .sum();
+            Ok(self.overhead + words)
+        }
+    }
+
+    #[tokio::test]
+    async fn text_prompts_hit_the_exact_count() {
+        let words = Words::new(crate::workload::BUNDLED_CORPUS);
+        let counter = FakeTokenizer {
+            overhead: 9,
+            calls: Cell::new(0),
+        };
+        for target in [10u32, 17, 128, 512, 2048] {
+            for start in [0usize, 5, 333] {
+                let text = words
+                    .exact_text(target, start, &counter)
+                    .await
+                    .expect("reachable");
+                assert_eq!(counter.count(&text).await.expect("counts"), target);
+            }
+        }
+        assert!(
+            counter.calls.get() < 15 * 20,
+            "search took {} counts",
+            counter.calls.get()
+        );
+    }
+
+    #[tokio::test]
+    async fn unreachable_targets_are_an_error_not_a_wrong_length() {
+        let words = Words::new("alpha beta");
+        let counter = FakeTokenizer {
+            overhead: 9,
+            calls: Cell::new(0),
+        };
+        assert!(matches!(
+            words.exact_text(5, 0, &counter).await,
+            Err(PromptError::Unreachable { .. })
+        ));
+    }
+}
