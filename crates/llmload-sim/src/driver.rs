@@ -149,9 +149,12 @@ impl EngineTask {
                 self.accept(submission);
             }
             let start = next_start.unwrap_or_else(Instant::now);
+            // The gauges describe the batch about to be computed: slots freed at the end of the
+            // last step are refilled first.
+            self.engine.admit();
+            self.publish_status();
             let Some(duration_ms) = self.engine.step(&mut self.updates) else {
                 // Idle: the next step starts when the next request arrives.
-                self.publish_status();
                 next_start = None;
                 tokio::select! {
                     () = shutdown.cancelled() => return,
@@ -169,7 +172,6 @@ impl EngineTask {
                 () = sleep_until(deadline) => {}
             }
             self.deliver();
-            self.publish_status();
             next_start = Some(deadline);
         }
     }

@@ -1,5 +1,5 @@
-//! Errors at the simulator's seams: configuration (profiles, fault specs, options) and the
-//! listener. Request-level failures are HTTP answers, not `SimError`s (see `server::reply`).
+//! Errors at the simulator's seams: configuration (profiles, fault specs, options). Accept
+//! errors are retried, not returned. Request-level failures are HTTP answers, not `SimError`s (see `server::reply`).
 
 use std::path::PathBuf;
 
@@ -49,7 +49,4 @@ pub enum SimError {
     /// A simulator option (slots, time scale, …) is out of range.
     #[error("invalid simulator option: {0}")]
     InvalidOption(String),
-    /// The listener failed in a way that is not a transient accept error.
-    #[error("listener failed: {0}")]
-    Listener(#[from] std::io::Error),
 }

@@ -7,6 +7,22 @@
 //!
 //! `Profile` (cost model) → `engine` (pure state machine) → `driver` (absolute-clock task) →
 //! `server` (HTTP, with `fault` injection).
+//!
+//! ```no_run
+//! use llmload_sim::{serve, FaultSpec, Profile, SimConfig};
+//! use tokio_util::sync::CancellationToken;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let profile = Profile::builtin("seed-qwen3-8b").expect("built in");
+//! let mut config = SimConfig::new(profile);
+//! config.time_scale = 10.0;
+//! config.faults.push(FaultSpec::parse("drop:after=8,rate=0.1")?);
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! println!("http://{}", listener.local_addr()?);
+//! serve(listener, config, CancellationToken::new()).await?;
+//! # Ok(())
+//! # }
+//! ```
 
 mod driver;
 pub mod engine;

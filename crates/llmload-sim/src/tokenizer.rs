@@ -167,7 +167,7 @@ impl Tokenizer {
         ids
     }
 
-    /// Text of the given ids; ids never seen give [`UNKNOWN_TOKEN_TEXT`].
+    /// Text of the given ids; ids never seen give `" <unk>"`.
     pub fn detokenize(&self, ids: &[u32]) -> String {
         let table = self
             .table

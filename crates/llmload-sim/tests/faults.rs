@@ -82,7 +82,7 @@ async fn stall_pauses_the_stream() {
     assert_eq!(events.len(), 5);
     let gap = events[2].at - events[1].at;
     assert!(gap >= Duration::from_millis(290), "gap {gap:?}");
-    assert!(events[1].at - events[0].at < Duration::from_millis(100));
+    assert!(events[1].at - events[0].at < Duration::from_millis(200));
 }
 
 #[tokio::test]
@@ -167,7 +167,7 @@ async fn slow_first_byte_delays_headers() {
     let events = read_events(response).await.expect("stream ends");
     assert_eq!(events.len(), 3);
     // Tokens were generated meanwhile: they all arrive at once with the headers.
-    assert!(events[1].at - events[0].at < Duration::from_millis(50));
+    assert!(events[1].at - events[0].at < Duration::from_millis(150));
 }
 
 #[tokio::test]

@@ -11,6 +11,7 @@ pub mod config;
 pub mod record;
 pub mod report;
 pub mod runner;
+pub mod sim;
 pub mod stats;
 pub mod summary;
 pub mod target;
@@ -43,8 +44,19 @@ pub struct RunResult {
 /// `llmload run`: resolve the config, measure every case, write the records and the summary.
 pub async fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
     let config = Config::resolve(args)?;
-    let Some(url) = config.url.clone() else {
-        return Err(config::ConfigError("--url is required".into()).into());
+    let (url, simulator) = match config.url.clone() {
+        Some(url) => (url, None),
+        None => {
+            let simulator = sim::start_default().await?;
+            if !config.quiet {
+                eprintln!(
+                    "no --url: measuring the built-in simulator (profile {}) at {}; results are SIMULATED",
+                    sim::DEFAULT_PROFILE,
+                    simulator.url
+                );
+            }
+            (simulator.url.clone(), Some(simulator))
+        }
     };
     let cancel = CancellationToken::new();
     let on_interrupt = cancel.clone();
@@ -53,7 +65,9 @@ pub async fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
             on_interrupt.cancel();
         }
     });
-    run_campaign(&config, &url, false, cancel).await
+    let result = run_campaign(&config, &url, simulator.is_some(), cancel).await;
+    drop(simulator);
+    result
 }
 
 /// Runs the campaign of `config` against `url`; `simulated` marks the built-in simulator.

@@ -19,7 +19,7 @@ async fn main() -> ExitCode {
             }
             llmload::exit_code(&result.summary.outcome)
         }),
-        Command::Sim(_) => Err(anyhow::anyhow!("the simulator is not built yet")),
+        Command::Sim(args) => llmload::sim::serve_until_stopped(&args).await.map(|()| 0),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -6,9 +6,12 @@
 //! One step works like llama-server's update loop: waiting requests are admitted to free slots
 //! (FIFO; a request waits while its prompt + output would not fit in the free KV capacity), every
 //! decoding sequence puts one token into the batch, then prompt tokens fill the rest of the
-//! `prefill_chunk_tokens` budget slot by slot, so a long prompt spills into later steps. A
-//! sequence's first token is produced by the step that evaluates its last prompt token.
+//! `prefill_chunk_tokens` budget slot by slot, so a long prompt spills into later steps (and
+//! when decode tokens alone fill the budget, prompts wait, as in llama.cpp). A sequence's first
+//! token is produced by the step that evaluates its last prompt token. KV capacity is reserved
+//! for prompt + requested output at admission and freed when the sequence ends or is cancelled.
 
+mod campaign;
 mod cost;
 mod prefix_cache;
 mod simulation;
@@ -20,6 +23,7 @@ use std::collections::VecDeque;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+pub use campaign::{run_closed_rounds, CaseFigures, ClosedRounds};
 pub use cost::CostModel;
 pub use simulation::{Simulation, Timeline};
 
@@ -276,8 +280,9 @@ impl Engine {
         Some(duration_ms)
     }
 
-    /// Moves waiting requests into free slots in FIFO order while KV capacity allows.
-    fn admit(&mut self) {
+    /// Moves waiting requests into free slots in FIFO order while KV capacity allows. `step`
+    /// does this first; calling it earlier only makes the gauges show the coming batch.
+    pub fn admit(&mut self) {
         let mut index = 0;
         while index < self.waiting.len() {
             let seq = &self.waiting[index];

@@ -35,8 +35,10 @@ pub(crate) async fn generate(state: &Arc<State>, api: Api, body: &Bytes) -> Outc
 }
 
 async fn run(state: &Arc<State>, api: Api, body: &Bytes) -> Result<Outcome, ApiError> {
-    let generation = request::parse(api, body, &state.tokenizer, &state.profile)?;
+    // Every generation request gets a serial number, well-formed or not, so `index=` and
+    // `every=` count requests as the server received them.
     let (serial, kinds) = state.faults.next();
+    let generation = request::parse(api, body, &state.tokenizer, &state.profile)?;
     let prompt_tokens = generation.prompt.len();
     let remaining = state
         .profile
@@ -55,13 +57,13 @@ async fn run(state: &Arc<State>, api: Api, body: &Bytes) -> Result<Outcome, ApiE
         .engine
         .check(prompt_tokens, max_tokens, generation.slot)
         .map_err(|rejection| ApiError::bad_request(rejection.to_string()))?;
-    let eos_after = plan
-        .eos_after
-        .or_else(|| state.draw_eos(serial, &generation));
+    let context = state.event_context(api, serial, &generation, &plan);
     let sequence = SequenceRequest {
+        eos_after: plan
+            .eos_after
+            .or_else(|| state.draw_eos(serial, &generation)),
         prompt: generation.prompt,
         max_tokens,
-        eos_after,
         cache_prompt: generation.cache_prompt,
         slot: generation.slot,
     };
@@ -73,20 +75,6 @@ async fn run(state: &Arc<State>, api: Api, body: &Bytes) -> Result<Outcome, ApiE
     if let Some(delay) = plan.first_byte_delay {
         tokio::time::sleep(delay).await;
     }
-    let context = EventContext {
-        api,
-        serial,
-        seed: state.seed,
-        created_s: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |since| since.as_secs()),
-        model: state.profile.model.clone(),
-        prompt_tokens,
-        return_tokens: generation.return_tokens,
-        include_usage: generation.include_usage,
-        time_scale: state.time_scale,
-        fake_cached_tokens: plan.fake_cached_tokens,
-    };
     if generation.stream {
         let body = TokenStream::new(context, progress, &plan).into_body();
         return Ok(Outcome::Respond(event_stream(body)));
@@ -140,6 +128,30 @@ async fn wait_for_finish(
 }
 
 impl State {
+    /// What the events of this request need to know.
+    fn event_context(
+        &self,
+        api: Api,
+        serial: u64,
+        generation: &Generation,
+        plan: &FaultPlan,
+    ) -> EventContext {
+        EventContext {
+            api,
+            serial,
+            seed: self.seed,
+            created_s: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |since| since.as_secs()),
+            model: self.profile.model.clone(),
+            prompt_tokens: generation.prompt.len(),
+            return_tokens: generation.return_tokens,
+            include_usage: generation.include_usage,
+            time_scale: self.time_scale,
+            fake_cached_tokens: plan.fake_cached_tokens,
+        }
+    }
+
     /// Tokens before the model's own EOS: geometric with the profile's `eos_probability`, not
     /// before `min_tokens`, seeded by the simulator's seed and the request's serial number.
     fn draw_eos(&self, serial: u64, generation: &Generation) -> Option<usize> {

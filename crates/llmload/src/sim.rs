@@ -1,0 +1,95 @@
+//! The built-in engine simulator as a target: `llmload sim` serves it, and `llmload run` without
+//! `--url` starts it in-process (profile `seed-qwen3-8b`) so that the main job needs no setup.
+
+use crate::cli::SimArgs;
+use crate::config::ConfigError;
+use anyhow::Context;
+use llmload_sim::{serve, FaultSpec, Profile, SimConfig};
+use std::io::Write;
+use tokio_util::sync::CancellationToken;
+
+/// Profile of the default target: calibrated to the seeds' Qwen3-8B table.
+pub const DEFAULT_PROFILE: &str = "seed-qwen3-8b";
+
+/// A simulator serving in this process until dropped.
+pub struct LocalSimulator {
+    /// Its base URL.
+    pub url: String,
+    shutdown: CancellationToken,
+}
+
+impl Drop for LocalSimulator {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+fn sim_config(
+    profile: &str,
+    slots: Option<usize>,
+    seed: u64,
+    time_scale: f64,
+    faults: &[String],
+) -> Result<SimConfig, ConfigError> {
+    let profile = Profile::resolve(profile).map_err(|e| ConfigError(format!("--profile: {e}")))?;
+    let faults = faults
+        .iter()
+        .map(|f| FaultSpec::parse(f).map_err(|e| ConfigError(format!("--fault {f:?}: {e}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let config = SimConfig {
+        profile,
+        slots,
+        seed,
+        time_scale,
+        faults,
+    };
+    config
+        .effective_profile()
+        .map_err(|e| ConfigError(e.to_string()))?;
+    Ok(config)
+}
+
+/// Starts the default simulator on a free loopback port.
+pub async fn start_default() -> anyhow::Result<LocalSimulator> {
+    let config = sim_config(DEFAULT_PROFILE, None, 0, 1.0, &[])?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("binding the simulator")?;
+    let url = format!("http://{}", listener.local_addr()?);
+    let shutdown = CancellationToken::new();
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        if let Err(e) = serve(listener, config, stop).await {
+            eprintln!("error: simulator: {e}");
+        }
+    });
+    Ok(LocalSimulator { url, shutdown })
+}
+
+/// `llmload sim`: serves until Ctrl-C; the first line on stdout is its address.
+pub async fn serve_until_stopped(args: &SimArgs) -> anyhow::Result<()> {
+    if !(args.time_scale.is_finite() && args.time_scale > 0.0) {
+        return Err(ConfigError("--time-scale must be a number above 0".into()).into());
+    }
+    let config = sim_config(
+        &args.profile,
+        args.slots,
+        args.seed,
+        args.time_scale,
+        &args.faults,
+    )?;
+    let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
+        .await
+        .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
+    let mut stdout = std::io::stdout();
+    writeln!(stdout, "listening on http://{}", listener.local_addr()?)?;
+    stdout.flush()?;
+    let shutdown = CancellationToken::new();
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            stop.cancel();
+        }
+    });
+    serve(listener, config, shutdown).await.context("simulator")
+}

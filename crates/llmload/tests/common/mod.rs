@@ -1,0 +1,174 @@
+//! Test support: a real llama-server on a free loopback port, and helpers to run the llmload
+//! binary and read what an attempt left on disk.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Tests that load a server run one at a time, so that timings do not interfere.
+pub static SERIAL: Mutex<()> = Mutex::new(());
+
+/// A llama-server process, killed when dropped (and by `timeout` if the test process dies).
+pub struct LlamaServer {
+    child: Child,
+    /// Base URL, e.g. `http://127.0.0.1:40123`.
+    pub url: String,
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Paths of the llama-server binary and the model: from `LLAMA_SERVER` and `LLMLOAD_MODEL`, or
+/// from the install script (which builds and caches them on first use).
+fn installed() -> (String, String) {
+    if let (Ok(server), Ok(model)) = (
+        std::env::var("LLAMA_SERVER"),
+        std::env::var("LLMLOAD_MODEL"),
+    ) {
+        return (server, model);
+    }
+    let script = repo_root().join("scripts/setup-llama-server.sh");
+    let output = Command::new("bash")
+        .arg(&script)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run scripts/setup-llama-server.sh");
+    assert!(
+        output.status.success(),
+        "scripts/setup-llama-server.sh failed"
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    let value = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .unwrap_or_else(|| panic!("setup script printed no {key}"))
+            .to_owned()
+    };
+    (value("LLAMA_SERVER="), value("LLMLOAD_MODEL="))
+}
+
+impl LlamaServer {
+    /// Starts llama-server with 4 slots of 1,024 tokens and metrics, on a port the OS picks.
+    pub fn start() -> LlamaServer {
+        let (server, model) = installed();
+        let mut child = Command::new("timeout")
+            .args([
+                "--signal=KILL",
+                "1800",
+                &server,
+                "-m",
+                &model,
+                "--host",
+                "127.0.0.1",
+            ])
+            .args([
+                "--port",
+                "0",
+                "-np",
+                "4",
+                "-c",
+                "4096",
+                "--metrics",
+                "-t",
+                "2",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start llama-server");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut sent = false;
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if !sent {
+                    if let Some(at) = line.find("listening on http://") {
+                        let url = line[at + "listening on ".len()..].trim().to_owned();
+                        let _ = tx.send(url);
+                        sent = true;
+                    }
+                }
+            }
+        });
+        let url = rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("llama-server did not say where it listens within 120 s");
+        let server = LlamaServer { child, url };
+        server.wait_ready();
+        server
+    }
+
+    fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while Instant::now() < deadline {
+            let ok = Command::new("curl")
+                .args(["-sf", &format!("{}/health", self.url)])
+                .output()
+                .is_ok_and(|o| o.status.success());
+            if ok {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        panic!("llama-server at {} never became healthy", self.url);
+    }
+}
+
+impl Drop for LlamaServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The outcome of one `llmload` invocation.
+pub struct Invocation {
+    /// Exit code.
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+/// Runs the llmload binary with `args`.
+pub fn llmload(args: &[&str]) -> Invocation {
+    let output = Command::new(env!("CARGO_BIN_EXE_llmload"))
+        .args(args)
+        .output()
+        .expect("run llmload");
+    Invocation {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// The single attempt folder under `out/name/`.
+pub fn attempt_dir(out: &Path, name: &str) -> PathBuf {
+    let dirs: Vec<PathBuf> = std::fs::read_dir(out.join(name))
+        .expect("campaign folder exists")
+        .map(|e| e.expect("dir entry").path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "one attempt folder expected: {dirs:?}");
+    dirs.into_iter().next().expect("one folder")
+}
+
+/// Reads a JSON file.
+pub fn json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("file exists")).expect("valid JSON")
+}
+
+/// Reads a JSON-lines file.
+pub fn json_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .expect("file exists")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("valid JSON line"))
+        .collect()
+}

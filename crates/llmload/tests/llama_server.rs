@@ -1,0 +1,122 @@
+//! End to end against a real llama-server (Gemma 3 270M, 4 slots): the seeds' campaign in small,
+//! with each API, checked through the records it leaves.
+
+mod common;
+
+use common::{attempt_dir, json, json_lines, llmload, LlamaServer, SERIAL};
+use serde_json::Value;
+
+const INPUTS: [u64; 2] = [128, 512];
+const CONCURRENCY: [u64; 2] = [1, 4];
+const OUTPUT: u64 = 32;
+const ROUNDS: u64 = 3;
+
+fn campaign(api: &str) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let server = LlamaServer::start();
+    let out = tempfile::tempdir().expect("temp dir");
+    let out_dir = out.path().to_str().expect("UTF-8 path");
+    let run = llmload(&[
+        "run",
+        "--url",
+        &server.url,
+        "--api",
+        api,
+        "--input-tokens",
+        "128,512",
+        "--concurrency",
+        "1,4",
+        "--output-tokens",
+        "32",
+        "--rounds",
+        "3",
+        "--out",
+        out_dir,
+        "--name",
+        api,
+        "--timeout",
+        "5m",
+    ]);
+    assert_eq!(
+        run.code, 0,
+        "llmload failed:\n{}\n{}",
+        run.stdout, run.stderr
+    );
+    let dir = attempt_dir(out.path(), api);
+
+    let records = json_lines(&dir.join("requests.jsonl"));
+    let measured: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["phase"] == "measured")
+        .collect();
+    let warmups = records.len() - measured.len();
+    assert_eq!(measured.len(), 30, "2 inputs × (1 + 4) × 3 rounds");
+    assert_eq!(warmups, 4, "one warmup per case");
+    for r in &measured {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["verified"], true, "{r}");
+        assert_eq!(r["prompt_tokens"], r["input_tokens"], "{r}");
+        assert_eq!(r["cached_tokens"], 0, "{r}");
+        assert_eq!(r["output_tokens"], OUTPUT, "{r}");
+        let ttft = r["ttft_ms"].as_f64().expect("ttft");
+        let e2e = r["e2e_ms"].as_f64().expect("e2e");
+        assert!(ttft > 0.0 && e2e > ttft, "{r}");
+        assert!(
+            r["event_ms"].as_array().expect("event times").len() as u64 >= OUTPUT - 1,
+            "{r}"
+        );
+    }
+
+    let summary = json(&dir.join("summary.json"));
+    assert_eq!(summary["outcome"]["status"], "completed");
+    assert_eq!(summary["outcome"]["responses_completed"], 30);
+    assert_eq!(summary["outcome"]["rounds_completed"], 12);
+    let cases = summary["cases"].as_array().expect("cases");
+    assert_eq!(cases.len(), 4);
+    let median_ttft = |input: u64, concurrency: u64| -> f64 {
+        let case = cases
+            .iter()
+            .find(|c| c["input_tokens"] == input && c["concurrency"] == concurrency)
+            .expect("case present");
+        assert_eq!(case["complete"], true, "{case}");
+        let n = concurrency * ROUNDS;
+        for metric in ["ttft_ms", "e2e_ms", "tpot_ms"] {
+            assert_eq!(case[metric]["n"], n, "{metric} of {case}");
+        }
+        assert_eq!(case["itl_ms"]["n"], n * (OUTPUT - 1), "{case}");
+        assert_eq!(case["throughput_tps"]["n"], ROUNDS, "{case}");
+        assert!(case["throughput_tps"]["mean"].as_f64().expect("throughput") > 0.0);
+        case["ttft_ms"]["median"].as_f64().expect("median TTFT")
+    };
+    for c in CONCURRENCY {
+        let (short, long) = (median_ttft(INPUTS[0], c), median_ttft(INPUTS[1], c));
+        assert!(
+            long > short,
+            "TTFT at 512 tokens ({long} ms) ≤ at 128 ({short} ms), concurrency {c}"
+        );
+    }
+
+    let table_rows = run
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("| 128 |") || l.starts_with("| 512 |"));
+    assert_eq!(table_rows.count(), 4, "{}", run.stdout);
+    let campaign = json(&dir.join("campaign.json"));
+    assert_eq!(campaign["target"]["server"]["props"]["total_slots"], 4);
+    assert_eq!(campaign["target"]["simulated"], false);
+}
+
+#[test]
+fn llamacpp_api_campaign_is_complete_and_verified() {
+    campaign("llamacpp");
+}
+
+#[test]
+fn completions_api_campaign_is_complete_and_verified() {
+    campaign("completions");
+}
+
+#[test]
+fn chat_api_campaign_is_complete_and_verified() {
+    campaign("chat");
+}
