@@ -17,7 +17,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a campaign: input tokens × concurrency × output tokens, warmup then measured rounds.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Serve the built-in engine simulator until stopped.
     Sim(SimArgs),
 }

@@ -287,7 +287,8 @@ mod tests {
 
     #[test]
     fn bad_values_are_one_line_errors() {
-        let cases: Vec<(Box<dyn Fn(&mut RunArgs)>, &str)> = vec![
+        type Change = Box<dyn Fn(&mut RunArgs)>;
+        let cases: Vec<(Change, &str)> = vec![
             (Box::new(|a| a.url = Some("ftp://x".into())), "scheme"),
             (Box::new(|a| a.url = Some("not a url".into())), "--url"),
             (Box::new(|a| a.concurrency = vec![0]), "--concurrency"),

@@ -121,9 +121,17 @@ impl LlamaServer {
 
 impl Drop for LlamaServer {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        stop(&mut self.child);
     }
+}
+
+/// Ends a process started under `timeout`: SIGTERM, which `timeout` passes on to its command
+/// (SIGKILL would leave the command running as an orphan), then waits for it.
+fn stop(child: &mut Child) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let _ = child.wait();
 }
 
 /// The outcome of one `llmload` invocation.
@@ -171,4 +179,48 @@ pub fn json_lines(path: &Path) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).expect("valid JSON line"))
         .collect()
+}
+
+/// A `llmload sim` process on a free loopback port, killed when dropped.
+pub struct Simulator {
+    child: Child,
+    /// Base URL.
+    pub url: String,
+}
+
+impl Simulator {
+    /// Starts `llmload sim --port 0` with `extra` arguments.
+    pub fn start(extra: &[&str]) -> Simulator {
+        let mut child = Command::new("timeout")
+            .args([
+                "--signal=KILL",
+                "600",
+                env!("CARGO_BIN_EXE_llmload"),
+                "sim",
+                "--port",
+                "0",
+            ])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start llmload sim");
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let mut first = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut first)
+            .expect("read the first line");
+        let url = first
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+            .to_owned();
+        Simulator { child, url }
+    }
+}
+
+impl Drop for Simulator {
+    fn drop(&mut self) {
+        stop(&mut self.child);
+    }
 }

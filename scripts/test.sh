@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The test command: installs what the tests need (llama-server and its model, cached after the
+# first run), then runs every gate — formatting, lints, and all tests: unit, property, the
+# simulator's, and end to end against the simulator and a real llama-server.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+paths="$(scripts/setup-llama-server.sh)"
+LLAMA_SERVER="$(sed -n 's/^LLAMA_SERVER=//p' <<<"$paths")"
+LLMLOAD_MODEL="$(sed -n 's/^LLMLOAD_MODEL=//p' <<<"$paths")"
+export LLAMA_SERVER LLMLOAD_MODEL
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -- -D warnings
+cargo test --workspace
