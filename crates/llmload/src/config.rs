@@ -203,8 +203,16 @@ fn read_file(path: &Path) -> Result<CampaignFile, ConfigError> {
     let text = std::fs::read_to_string(path)
         .or_else(|e| bad(format!("cannot read {}: {e}", path.display())))?;
     toml::from_str(&text).or_else(|e| {
-        let message = e.message().to_owned();
-        bad(format!("{}: {message}", path.display()))
+        let message = e.message().trim().to_owned();
+        let Some(span) = e.span() else {
+            return bad(format!("{}: {message}", path.display()));
+        };
+        let line = text[..span.start].matches('\n').count() + 1;
+        let content = text.lines().nth(line - 1).unwrap_or("").trim();
+        bad(format!(
+            "{}:{line}: {message} (in `{content}`)",
+            path.display()
+        ))
     })
 }
 
