@@ -13,12 +13,23 @@ fn assert_one_line_error(run: &Invocation, code: i32, expected: &str) {
         "stdout: {}\nstderr: {}",
         run.stdout, run.stderr
     );
-    let lines: Vec<&str> = run
+    // One error line; clap may add its list of possible values and a pointer to --help.
+    let is_hint = |l: &str| {
+        l.is_empty()
+            || l.starts_with("For more information")
+            || l.trim_start().starts_with("[possible values")
+    };
+    let errors = run
         .stderr
         .lines()
-        .filter(|l| !l.is_empty() && !l.starts_with("For more information"))
-        .collect();
-    assert_eq!(lines.len(), 1, "{:?}", run.stderr);
+        .filter(|l| l.starts_with("error:"))
+        .count();
+    let other = run
+        .stderr
+        .lines()
+        .filter(|l| !l.starts_with("error:") && !is_hint(l))
+        .count();
+    assert_eq!((errors, other), (1, 0), "{:?}", run.stderr);
     assert!(
         run.stderr.contains(expected),
         "{:?} lacks {expected:?}",
