@@ -62,7 +62,8 @@ pub struct RunArgs {
     /// Unmeasured requests before each case's rounds (slot 0 on llama.cpp) [default: 1].
     #[arg(long)]
     pub warmup: Option<u32>,
-    /// Seed for prompt offsets [default: 0].
+    /// Seed for prompt offsets and nonces; the same seed reproduces the same prompts
+    /// [default: a fresh one per attempt, recorded in campaign.json].
     #[arg(long)]
     pub seed: Option<u64>,
     /// Folder for results; an attempt writes to OUT/NAME/ATTEMPT-ID/ [default: llmload-results].

@@ -144,7 +144,7 @@ impl Config {
             output_tokens: list(&args.output_tokens, file.output_tokens, &[256]),
             rounds: args.rounds.or(file.rounds).unwrap_or(3),
             warmup: args.warmup.or(file.warmup).unwrap_or(1),
-            seed: args.seed.or(file.seed).unwrap_or(0),
+            seed: args.seed.or(file.seed).unwrap_or_else(random_seed),
             out: args
                 .out
                 .clone()
@@ -197,6 +197,16 @@ impl Config {
         cases.dedup_by(|a, b| a.id == b.id);
         cases
     }
+}
+
+/// A fresh seed for each attempt unless one is given, so that prompts differ between attempts
+/// (a server's automatic prefix cache would otherwise serve a rerun). It is recorded in
+/// `campaign.json`; `--seed` reproduces the prompts.
+fn random_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    crate::workload::prompt::splitmix64(nanos ^ (u64::from(std::process::id()) << 32))
 }
 
 fn read_file(path: &Path) -> Result<CampaignFile, ConfigError> {

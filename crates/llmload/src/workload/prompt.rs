@@ -17,7 +17,7 @@ pub trait TokenCount {
 /// Offsets advance by a step coprime with `len`, so the first `len` prompts all start at
 /// different places; `seed` picks where the sequence starts.
 pub fn offset(serial: u64, seed: u64, len: usize) -> usize {
-    if len == 0 {
+    if len <= 1 {
         return 0;
     }
     let len = len as u64;
@@ -36,15 +36,41 @@ fn gcd(a: u64, b: u64) -> u64 {
     }
 }
 
-/// Exactly `n` tokens of the ring `corpus`, starting at `offset`.
-pub fn token_prompt(corpus: &[u32], n: u32, offset: usize) -> Vec<u32> {
-    corpus
-        .iter()
-        .cycle()
-        .skip(offset)
-        .take(n as usize)
-        .copied()
-        .collect()
+/// Items that open every prompt, drawn from the corpus at random (a function of `seed` and
+/// `serial`), so that no two prompts share a first cache block: not within an attempt, not
+/// across attempts with different seeds, not across independent clients. A prefix cache works
+/// on chained blocks, so a distinct first block defeats it for the whole prompt.
+pub const NONCE_LEN: usize = 8;
+
+/// Indices into a corpus of `len` items for the nonce of the `serial`-th prompt.
+pub fn nonce(serial: u64, seed: u64, len: usize) -> impl Iterator<Item = usize> {
+    let mut state = seed ^ splitmix64(serial);
+    (0..NONCE_LEN).map(move |_| {
+        state = splitmix64(state);
+        (state % len.max(1) as u64) as usize
+    })
+}
+
+/// SplitMix64: a fast, well-mixed 64-bit hash for deterministic pseudo-random choices.
+pub fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Exactly `n` tokens: the nonce of the `serial`-th prompt, then the ring `corpus` from its
+/// offset.
+pub fn token_prompt(corpus: &[u32], n: u32, serial: u64, seed: u64) -> Vec<u32> {
+    let n = n as usize;
+    let start = offset(serial, seed, corpus.len());
+    let mut prompt: Vec<u32> = nonce(serial, seed, corpus.len())
+        .map(|i| corpus[i])
+        .take(n)
+        .collect();
+    let rest = n - prompt.len();
+    prompt.extend(corpus.iter().cycle().skip(start).take(rest).copied());
+    prompt
 }
 
 /// The corpus as a ring of whitespace-separated words.
@@ -92,6 +118,17 @@ impl Words {
     /// Whether the ring is empty.
     pub fn is_empty(&self) -> bool {
         self.words.is_empty()
+    }
+
+    /// The nonce words of the `serial`-th prompt, then the ring from its offset.
+    pub fn sequence(&self, serial: u64, seed: u64) -> Words {
+        let len = self.words.len();
+        let start = offset(serial, seed, len);
+        let lead = nonce(serial, seed, len).map(|i| self.words[i].clone());
+        let ring = self.words.iter().cycle().skip(start).take(len).cloned();
+        Words {
+            words: lead.chain(ring).collect(),
+        }
     }
 
     /// `count` words from `start`, joined by single spaces, then `extra` characters of the next.
@@ -203,14 +240,33 @@ mod tests {
     }
 
     #[test]
-    fn token_prompts_repeat_the_corpus_and_have_the_exact_length() {
-        let corpus = [10, 11, 12];
-        assert_eq!(
-            token_prompt(&corpus, 7, 2),
-            vec![12, 10, 11, 12, 10, 11, 12]
-        );
-        assert_eq!(token_prompt(&corpus, 0, 1), Vec::<u32>::new());
-        assert_ne!(token_prompt(&corpus, 3, 0), token_prompt(&corpus, 3, 1));
+    fn token_prompts_open_with_a_nonce_then_repeat_the_corpus() {
+        let corpus: Vec<u32> = (100..400).collect();
+        for n in [0u32, 1, 5, 8, 9, 64, 1000] {
+            assert_eq!(token_prompt(&corpus, n, 3, 7).len(), n as usize);
+        }
+        let p = token_prompt(&corpus, 1000, 3, 7);
+        let start = offset(3, 7, corpus.len());
+        assert_eq!(p[NONCE_LEN], corpus[start]);
+        let ring = &p[NONCE_LEN..];
+        assert!(ring
+            .windows(2)
+            .all(|w| w[1] == w[0] + 1 || (w[0], w[1]) == (399, 100)));
+    }
+
+    #[test]
+    fn no_two_prompts_share_a_first_block() {
+        let corpus: Vec<u32> = (0..2000).collect();
+        let mut firsts: Vec<Vec<u32>> = Vec::new();
+        for seed in [0u64, 1, 99] {
+            for serial in 0..300 {
+                firsts.push(token_prompt(&corpus, 16, serial, seed));
+            }
+        }
+        let total = firsts.len();
+        firsts.sort();
+        firsts.dedup();
+        assert_eq!(firsts.len(), total);
     }
 
     /// Counts like a subword tokenizer: a fixed template overhead, one token per 4 characters

@@ -5,7 +5,7 @@
 //! `/tokenize` plus the chat template's overhead (measured once with a probe request), or, with no
 //! tokenizer endpoint, through probe requests alone.
 
-use super::prompt::{offset, token_prompt, TokenCount, Words};
+use super::prompt::{token_prompt, TokenCount, Words};
 use crate::api::{Api, Prompt};
 use crate::target::Target;
 use anyhow::{bail, Context};
@@ -93,17 +93,15 @@ impl PromptSource {
         seed: u64,
     ) -> anyhow::Result<Prompt> {
         match self {
-            PromptSource::Tokens(corpus) => Ok(Prompt::Tokens(token_prompt(
-                corpus,
-                n,
-                offset(serial, seed, corpus.len()),
-            ))),
+            PromptSource::Tokens(corpus) => {
+                Ok(Prompt::Tokens(token_prompt(corpus, n, serial, seed)))
+            }
             PromptSource::Text { words, counter } => {
                 let counting = ServerCount::new(target, *counter);
                 let mut last_error = None;
                 for attempt in 0..4 {
-                    let start = offset(serial * 4 + attempt, seed, words.len());
-                    match words.exact_text(n, start, &counting).await {
+                    let sequence = words.sequence(serial * 4 + attempt, seed);
+                    match sequence.exact_text(n, 0, &counting).await {
                         Ok(text) => return Ok(Prompt::Text(text)),
                         Err(e) => last_error = Some(e),
                     }
