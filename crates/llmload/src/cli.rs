@@ -75,6 +75,35 @@ pub struct RunArgs {
     /// Text to build prompts from [default: the bundled public-domain text].
     #[arg(long, value_name = "FILE")]
     pub corpus: Option<PathBuf>,
+    /// GPU telemetry: auto, nvidia-smi, replay:FILE (JSONL readings played from the start) or off
+    /// [default: auto].
+    #[arg(long, value_name = "SOURCE")]
+    pub telemetry: Option<String>,
+    /// Time between GPU readings [default: 1s].
+    #[arg(long, value_name = "DURATION")]
+    pub telemetry_interval: Option<String>,
+    /// Stop the campaign when a GPU reaches this temperature, °C (the harness's threshold).
+    #[arg(long, value_name = "CELSIUS")]
+    pub stop_temp: Option<f64>,
+    /// Stop when a GPU's T.Limit margin falls to this or below, °C.
+    #[arg(long, value_name = "CELSIUS")]
+    pub stop_margin: Option<f64>,
+    /// Stop the campaign after this long, e.g. 4h.
+    #[arg(long, value_name = "DURATION")]
+    pub max_duration: Option<String>,
+    /// Stop after this many failed or invalid measured responses.
+    #[arg(long, value_name = "N")]
+    pub max_errors: Option<u32>,
+    /// Stop when the share of failed or invalid measured responses exceeds this (0–1; checked
+    /// from the 10th response on).
+    #[arg(long, value_name = "SHARE")]
+    pub max_error_rate: Option<f64>,
+    /// Between cases, wait until every GPU is below this temperature, °C.
+    #[arg(long, value_name = "CELSIUS")]
+    pub cool_down_below: Option<f64>,
+    /// The longest a cool-down may wait before the case starts anyway [default: 10m].
+    #[arg(long, value_name = "DURATION")]
+    pub cool_down_timeout: Option<String>,
     /// Print only the results table.
     #[arg(long, short)]
     pub quiet: bool,

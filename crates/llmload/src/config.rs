@@ -4,6 +4,8 @@
 
 use crate::api::Api;
 use crate::cli::RunArgs;
+use crate::guard::Limits;
+use crate::telemetry::Source;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -37,6 +39,15 @@ struct CampaignFile {
     out: Option<PathBuf>,
     name: Option<String>,
     corpus: Option<PathBuf>,
+    telemetry: Option<String>,
+    telemetry_interval: Option<String>,
+    stop_temp: Option<f64>,
+    stop_margin: Option<f64>,
+    max_duration: Option<String>,
+    max_errors: Option<u32>,
+    max_error_rate: Option<f64>,
+    cool_down_below: Option<f64>,
+    cool_down_timeout: Option<String>,
 }
 
 /// A validated campaign.
@@ -78,6 +89,18 @@ pub struct Config {
     pub corpus: Option<PathBuf>,
     /// Only the table on stdout, nothing on stderr but errors.
     pub quiet: bool,
+    /// Where GPU readings come from.
+    pub telemetry: Source,
+    /// Time between live readings.
+    #[serde(rename = "telemetry_interval_s", serialize_with = "as_seconds")]
+    pub telemetry_interval: Duration,
+    /// The guard's stop rules.
+    pub limits: Limits,
+    /// Between cases, wait until every GPU is below this temperature, °C.
+    pub cool_down_below_c: Option<f64>,
+    /// The longest a cool-down waits.
+    #[serde(rename = "cool_down_timeout_s", serialize_with = "as_seconds")]
+    pub cool_down_timeout: Duration,
 }
 
 fn as_seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -152,6 +175,36 @@ impl Config {
                 .unwrap_or_else(|| "llmload-results".into()),
             corpus: args.corpus.clone().or(file.corpus),
             quiet: args.quiet,
+            telemetry: parse_source(args.telemetry.clone().or(file.telemetry))?,
+            telemetry_interval: parse_duration(
+                "telemetry-interval",
+                &args
+                    .telemetry_interval
+                    .clone()
+                    .or(file.telemetry_interval)
+                    .unwrap_or_else(|| "1s".into()),
+            )?,
+            limits: Limits {
+                stop_temp_c: args.stop_temp.or(file.stop_temp),
+                stop_margin_c: args.stop_margin.or(file.stop_margin),
+                max_duration: args
+                    .max_duration
+                    .clone()
+                    .or(file.max_duration)
+                    .map(|d| parse_duration("max-duration", &d))
+                    .transpose()?,
+                max_errors: args.max_errors.or(file.max_errors),
+                max_error_rate: args.max_error_rate.or(file.max_error_rate),
+            },
+            cool_down_below_c: args.cool_down_below.or(file.cool_down_below),
+            cool_down_timeout: parse_duration(
+                "cool-down-timeout",
+                &args
+                    .cool_down_timeout
+                    .clone()
+                    .or(file.cool_down_timeout)
+                    .unwrap_or_else(|| "10m".into()),
+            )?,
         };
         config.validate()?;
         Ok(config)
@@ -173,8 +226,22 @@ impl Config {
         if self.name.is_empty() || self.name.contains(['/', '\\']) || self.name.starts_with('.') {
             return bad(format!("--name {:?} cannot be a folder name", self.name));
         }
-        if self.timeout.is_zero() {
-            return bad("--timeout must be longer than 0");
+        if self.timeout.is_zero() || self.telemetry_interval.is_zero() {
+            return bad("--timeout and --telemetry-interval must be longer than 0");
+        }
+        let finite = |v: Option<f64>| v.is_none_or(f64::is_finite);
+        if !(finite(self.limits.stop_temp_c)
+            && finite(self.limits.stop_margin_c)
+            && finite(self.cool_down_below_c))
+        {
+            return bad("--stop-temp, --stop-margin and --cool-down-below must be numbers");
+        }
+        if self
+            .limits
+            .max_error_rate
+            .is_some_and(|r| !(0.0..=1.0).contains(&r))
+        {
+            return bad("--max-error-rate is a share between 0 and 1");
         }
         Ok(())
     }
@@ -250,6 +317,20 @@ fn parse_header(header: &str) -> Result<(String, String), ConfigError> {
         return bad(format!("--header {header:?}: not a valid HTTP header"));
     }
     Ok((name.to_owned(), value.to_owned()))
+}
+
+fn parse_source(text: Option<String>) -> Result<Source, ConfigError> {
+    let Some(text) = text else {
+        return Ok(Source::Auto);
+    };
+    let source: Source = text
+        .parse()
+        .map_err(|e| ConfigError(format!("--telemetry {e}")))?;
+    if let Source::Replay(path) = &source {
+        crate::telemetry::replay::load(path)
+            .map_err(|e| ConfigError(format!("--telemetry {e}")))?;
+    }
+    Ok(source)
 }
 
 fn parse_duration(what: &str, text: &str) -> Result<Duration, ConfigError> {

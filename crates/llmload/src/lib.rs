@@ -8,6 +8,7 @@ pub mod api;
 pub mod attempt;
 pub mod cli;
 pub mod config;
+pub mod guard;
 pub mod record;
 pub mod report;
 pub mod runner;
@@ -15,20 +16,24 @@ pub mod sim;
 pub mod stats;
 pub mod summary;
 pub mod target;
+pub mod telemetry;
 pub mod workload;
 
 use crate::api::client::Endpoint;
 use crate::attempt::{host_info, Attempt, SCHEMA_VERSION};
 use crate::cli::RunArgs;
 use crate::config::Config;
+use crate::guard::{Guard, Verdict};
 use crate::record::RecordSink;
 use crate::runner::Runner;
 use crate::summary::{CaseSummary, Outcome, OutcomeStatus, Summary};
 use crate::target::Target;
+use crate::telemetry::Sampler;
 use crate::workload::source::PromptSource;
 use anyhow::Context;
 use serde_json::json;
 use std::path::PathBuf;
+use std::sync::Arc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -58,24 +63,29 @@ pub async fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
             (simulator.url.clone(), Some(simulator))
         }
     };
-    let cancel = CancellationToken::new();
-    let on_interrupt = cancel.clone();
+    let interrupted = CancellationToken::new();
+    let on_interrupt = interrupted.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             on_interrupt.cancel();
+            // A second Ctrl-C ends the process at once; what was measured is already on disk.
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
         }
     });
-    let result = run_campaign(&config, &url, simulator.is_some(), cancel).await;
+    let result = run_campaign(&config, &url, simulator.is_some(), interrupted).await;
     drop(simulator);
     result
 }
 
-/// Runs the campaign of `config` against `url`; `simulated` marks the built-in simulator.
+/// Runs the campaign of `config` against `url`; `simulated` marks the built-in simulator;
+/// `interrupted` fires on Ctrl-C.
 pub async fn run_campaign(
     config: &Config,
     url: &str,
     simulated: bool,
-    cancel: CancellationToken,
+    interrupted: CancellationToken,
 ) -> anyhow::Result<RunResult> {
     let endpoint = endpoint(config, url)?;
     let target = Target::connect(endpoint, config.model.clone()).await?;
@@ -91,6 +101,20 @@ pub async fn run_campaign(
         "campaign.json",
         &campaign_json(config, &attempt, &target, simulated),
     )?;
+    let cancel = CancellationToken::new();
+    let guard = Arc::new(Guard::new(config.limits.clone(), origin, cancel.clone()));
+    let watcher = tokio::spawn(trip_on_interrupt(interrupted, guard.clone()));
+    let telemetry_stop = CancellationToken::new();
+    let sampler = Sampler {
+        source: config.telemetry.clone(),
+        interval: config.telemetry_interval,
+    };
+    let telemetry = tokio::spawn(sampler.run(
+        attempt.dir.clone(),
+        origin,
+        guard.clone(),
+        telemetry_stop.clone(),
+    ));
     let mut sink = RecordSink::create(&attempt.dir.join("requests.jsonl"))
         .context("creating requests.jsonl")?;
     let mut runner = Runner {
@@ -99,10 +123,10 @@ pub async fn run_campaign(
         sink: &mut sink,
         origin,
         cancel,
+        guard: &guard,
         seed: config.seed,
         serial: 0,
     };
-    let cases = config.cases();
     let mut summary = Summary {
         schema_version: SCHEMA_VERSION,
         attempt_id: attempt.id.clone(),
@@ -111,39 +135,94 @@ pub async fn run_campaign(
         model: target.model.clone(),
         simulated,
         cases: Vec::new(),
-        outcome: Outcome::new(&[], cases.len() as u32, None, None),
+        outcome: Outcome::new(&[], config.cases().len() as u32, None, None),
+        telemetry: None,
     };
-    let (mut stop, mut failure) = (None, None);
+    let failure = run_cases(config, &mut runner, &attempt, &mut summary).await?;
+    guard.process_check("the final process check");
+    telemetry_stop.cancel();
+    summary.telemetry = telemetry
+        .await
+        .ok()
+        .filter(|t| t.readings > 0 || !t.source.is_empty());
+    watcher.abort();
+    set_outcome(&mut summary, &guard, failure, config.cases().len());
+    write_views(&attempt, &summary)?;
+    Ok(RunResult {
+        dir: attempt.dir,
+        summary,
+    })
+}
+
+async fn trip_on_interrupt(interrupted: CancellationToken, guard: Arc<Guard>) {
+    interrupted.cancelled().await;
+    guard.trip(Verdict {
+        rule: "interrupted".into(),
+        reason: "interrupted by the user (Ctrl-C)".into(),
+        sample: guard.latest(),
+        at: "signal".into(),
+    });
+}
+
+/// Runs every case in order until the guard fires or a case cannot go on; returns why it could
+/// not, if so. Views are rewritten after every case.
+async fn run_cases(
+    config: &Config,
+    runner: &mut Runner<'_>,
+    attempt: &Attempt,
+    summary: &mut Summary,
+) -> anyhow::Result<Option<String>> {
+    let cases = config.cases();
+    let mut failure = None;
     for (i, case) in cases.iter().enumerate() {
+        if runner
+            .guard
+            .process_check(&format!("before case {}", case.id))
+        {
+            break;
+        }
+        cool_down(config, runner.guard).await;
         match runner.run_case(case, config.warmup, config.rounds).await {
-            Ok(run) => {
-                summary
-                    .cases
-                    .push(CaseSummary::new(case, config.rounds, &run.records));
-                if run.stopped {
-                    stop = Some("interrupted".to_owned());
-                }
-            }
+            Ok(run) => summary
+                .cases
+                .push(CaseSummary::new(case, config.rounds, &run.records)),
             Err(e) => failure = Some(format!("case {}: {e:#}", case.id)),
         }
         if let (false, Some(done)) = (config.quiet, summary.cases.last()) {
             eprintln!("{}", progress_line(i + 1, cases.len(), done));
         }
-        summary.outcome = Outcome::new(
-            &summary.cases,
-            cases.len() as u32,
-            stop.clone(),
-            failure.clone(),
-        );
-        write_views(&attempt, &summary)?;
-        if stop.is_some() || failure.is_some() {
+        set_outcome(summary, runner.guard, failure.clone(), cases.len());
+        write_views(attempt, summary)?;
+        if runner.guard.verdict().is_some() || failure.is_some() {
             break;
         }
     }
-    Ok(RunResult {
-        dir: attempt.dir,
-        summary,
-    })
+    Ok(failure)
+}
+
+/// Waits, before a case, until every GPU is below `--cool-down-below` (up to the timeout).
+async fn cool_down(config: &Config, guard: &Guard) {
+    let Some(below) = config.cool_down_below_c else {
+        return;
+    };
+    let deadline = Instant::now() + config.cool_down_timeout;
+    while guard.latest().is_some_and(|r| r.temperature_c >= below) && Instant::now() < deadline {
+        if guard.process_check("cool-down") {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+}
+
+fn set_outcome(summary: &mut Summary, guard: &Guard, failure: Option<String>, total: usize) {
+    let verdict = guard.verdict();
+    let stop = verdict
+        .as_ref()
+        .map(|v| format!("stopped by the {} rule at {}: {}", v.rule, v.at, v.reason));
+    summary.outcome = Outcome::new(&summary.cases, total as u32, stop, failure);
+    summary.outcome.stop_sample = verdict
+        .and_then(|v| v.sample)
+        .and_then(|sample| serde_json::to_value(sample).ok());
 }
 
 fn write_views(attempt: &Attempt, summary: &Summary) -> anyhow::Result<()> {

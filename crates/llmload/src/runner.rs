@@ -7,6 +7,7 @@
 
 use crate::api::{GenerationRequest, Prompt};
 use crate::config::Case;
+use crate::guard::Guard;
 use crate::record::{Phase, Record, RecordSink, RequestMeta};
 use crate::target::Target;
 use crate::workload::source::PromptSource;
@@ -25,8 +26,10 @@ pub struct Runner<'a> {
     pub sink: &'a mut RecordSink,
     /// The attempt's time origin.
     pub origin: Instant,
-    /// Fires when the run must stop.
+    /// Fires when the run must stop (the guard's token).
     pub cancel: CancellationToken,
+    /// Stop rules, checked before every warmup and round and told of every measured record.
+    pub guard: &'a Guard,
     /// Seed for prompt offsets.
     pub seed: u64,
     /// Requests built so far (each gets a distinct prompt offset).
@@ -52,7 +55,10 @@ impl Runner<'_> {
     ) -> anyhow::Result<CaseRun> {
         let mut run = CaseRun::default();
         for index in 0..warmup {
-            if self.cancel.is_cancelled() {
+            if self
+                .guard
+                .process_check(&format!("before warmup {} of case {}", index + 1, case.id))
+            {
                 run.stopped = true;
                 return Ok(run);
             }
@@ -60,7 +66,10 @@ impl Runner<'_> {
             self.launch(vec![(meta, Some(0))]).await?;
         }
         for round in 1..=rounds {
-            if self.cancel.is_cancelled() {
+            if self
+                .guard
+                .process_check(&format!("before round {round} of case {}", case.id))
+            {
                 run.stopped = true;
                 return Ok(run);
             }
@@ -115,6 +124,9 @@ impl Runner<'_> {
             self.sink
                 .append(&record)
                 .context("writing requests.jsonl")?;
+            if record.phase == Phase::Measured {
+                self.guard.observe_record(&record);
+            }
             records.push(record);
         }
         Ok(records)

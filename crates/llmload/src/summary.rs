@@ -259,4 +259,7 @@ pub struct Summary {
     pub cases: Vec<CaseSummary>,
     /// How the attempt ended.
     pub outcome: Outcome,
+    /// GPU readings of the attempt, when telemetry was on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<crate::telemetry::TelemetrySummary>,
 }

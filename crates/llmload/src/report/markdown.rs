@@ -61,10 +61,35 @@ pub fn render(summary: &Summary) -> String {
             .as_ref()
             .map_or(String::new(), |r| format!(" — {r}")),
     );
+    if let Some(t) = &summary.telemetry {
+        let _ = writeln!(out, "{}", telemetry_line(t));
+    }
     out
 }
 
-fn incomplete_line(case: &CaseSummary) -> String {
+fn telemetry_line(t: &crate::telemetry::TelemetrySummary) -> String {
+    if t.readings == 0 {
+        return format!("GPU telemetry: no readings ({}).", t.source);
+    }
+    let share = |s: Option<f64>| {
+        s.map_or("not reported".into(), |s| {
+            format!("{:.0}% of readings", s * 100.0)
+        })
+    };
+    format!(
+        "GPU telemetry ({}): {} readings, highest sampled temperature {} °C, lowest T.Limit margin {}; SW thermal slowdown {}, HW thermal slowdown {}, power cap {}.",
+        t.source,
+        t.readings,
+        t.max_temperature_c.map_or("–".into(), |m| m.to_string()),
+        t.min_margin_c.map_or("not reported".into(), |m| format!("{m} °C")),
+        share(t.sw_thermal_slowdown_share),
+        share(t.hw_thermal_slowdown_share),
+        share(t.sw_power_cap_share),
+    )
+}
+
+/// What an incomplete case did complete, in one line.
+pub(crate) fn incomplete_line(case: &CaseSummary) -> String {
     let complete_rounds = case.rounds.iter().filter(|r| r.complete).count();
     let c = &case.counts;
     let kinds: Vec<String> = c.by_kind.iter().map(|(k, n)| format!("{n} {k}")).collect();
@@ -83,7 +108,7 @@ fn incomplete_line(case: &CaseSummary) -> String {
 }
 
 /// A time in seconds as the seeds write it ("0.19 s"); short times in milliseconds.
-fn seconds(ms: Option<f64>) -> String {
+pub(crate) fn seconds(ms: Option<f64>) -> String {
     match ms {
         None => "–".into(),
         Some(ms) if ms < 100.0 => format!("{ms:.1} ms"),
@@ -91,7 +116,8 @@ fn seconds(ms: Option<f64>) -> String {
     }
 }
 
-fn thousands(n: u32) -> String {
+/// A count with thousands separators, as the seeds write it ("8,192").
+pub(crate) fn thousands(n: u32) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, ch) in digits.chars().enumerate() {

@@ -1,0 +1,207 @@
+//! `llmload compare DIR DIR…`: attempts side by side, per matching case (same input tokens,
+//! concurrency and output tokens), with ratios of median TTFT, median complete response and
+//! aggregate throughput to the first attempt. Each row is one attempt's own figures: attempts
+//! are never pooled. Incomplete cases are labelled and get no ratio; a case that an attempt did
+//! not run says so.
+
+use crate::report::load::Report;
+use crate::report::markdown::{seconds, thousands};
+use crate::summary::{CaseSummary, Summary};
+use anyhow::Context;
+use std::collections::BTreeSet;
+use std::fmt::Write;
+use std::path::PathBuf;
+
+/// Loads every attempt folder in `dirs` (recomputing each from its records) and renders them.
+pub fn compare(dirs: &[PathBuf]) -> anyhow::Result<String> {
+    let summaries = dirs
+        .iter()
+        .map(|dir| {
+            Report::load(dir)
+                .map(|r| r.summary)
+                .with_context(|| format!("attempt {}", dir.display()))
+        })
+        .collect::<anyhow::Result<Vec<Summary>>>()?;
+    Ok(render(&summaries))
+}
+
+/// (input tokens, concurrency, output tokens): what makes two attempts' cases the same case.
+type Key = (u32, u32, u32);
+
+fn key(case: &CaseSummary) -> Key {
+    (case.input_tokens, case.concurrency, case.output_tokens)
+}
+
+/// "A", "B", … then "#27", "#28", …
+fn letter(i: usize) -> String {
+    match u8::try_from(i) {
+        Ok(i) if i < 26 => char::from(b'A' + i).to_string(),
+        _ => format!("#{}", i + 1),
+    }
+}
+
+/// Renders the attempts and one row per attempt for every case any of them ran.
+pub fn render(attempts: &[Summary]) -> String {
+    let mut out = String::new();
+    attempts_table(&mut out, attempts);
+    let keys: BTreeSet<Key> = attempts
+        .iter()
+        .flat_map(|s| s.cases.iter().map(key))
+        .collect();
+    let _ = writeln!(
+        out,
+        "\n| Input tokens per request | Concurrent requests | Output tokens | Attempt | Median TTFT | × A | Median complete response | × A | Aggregate output throughput | × A | Responses (n) |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|"
+    );
+    let mut single = Vec::new();
+    for k in &keys {
+        let cases: Vec<Option<&CaseSummary>> = attempts
+            .iter()
+            .map(|s| s.cases.iter().find(|c| key(c) == *k))
+            .collect();
+        if attempts.len() > 1 && cases.iter().filter(|c| c.is_some()).count() == 1 {
+            let only = cases.iter().position(Option::is_some).unwrap_or(0);
+            single.push(format!("{} (only in {})", case_name(k), letter(only)));
+        }
+        let base = cases[0].filter(|c| c.complete);
+        for (i, case) in cases.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} |",
+                thousands(k.0),
+                k.1,
+                thousands(k.2),
+                letter(i),
+                cells(*case, base),
+            );
+        }
+    }
+    out.push_str(
+        "\n× A: this attempt's figure divided by attempt A's, for cases complete in both (TTFT and \
+         complete response: below 1 is faster; throughput: above 1 is more). Figures are each \
+         attempt's own, never pooled.\n",
+    );
+    if !single.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nCases in only one attempt: {}.",
+            single.join(", ")
+        );
+    }
+    out
+}
+
+fn attempts_table(out: &mut String, attempts: &[Summary]) {
+    out.push_str(
+        "| | Attempt | Target | API | Model | Outcome |\n|---|---|---|---|---|---|\n",
+    );
+    for (i, s) in attempts.iter().enumerate() {
+        let o = &s.outcome;
+        let target = if s.simulated {
+            format!("SIMULATED ({})", s.target_url)
+        } else {
+            s.target_url.clone()
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {:?}: {} of {} cases complete |",
+            letter(i),
+            cell(&s.attempt_id),
+            cell(&target),
+            cell(&s.api),
+            cell(s.model.as_deref().unwrap_or("(not named)")),
+            o.status,
+            o.cases_completed,
+            o.cases_total,
+        );
+    }
+}
+
+fn case_name(k: &Key) -> String {
+    format!(
+        "{} input tokens × {} concurrent × {} output",
+        thousands(k.0),
+        k.1,
+        thousands(k.2)
+    )
+}
+
+/// The figure and ratio cells of one attempt's case, against the first attempt's `base`.
+fn cells(case: Option<&CaseSummary>, base: Option<&CaseSummary>) -> String {
+    let Some(case) = case else {
+        return "not in this attempt | | | | | | –".into();
+    };
+    if !case.complete {
+        let complete = case.rounds.iter().filter(|r| r.complete).count();
+        return format!(
+            "incomplete ({complete} of {} rounds complete) | | | | | | {}",
+            case.rounds_planned, case.counts.ok
+        );
+    }
+    let ttft = case.ttft_ms.as_ref().map(|d| d.median);
+    let e2e = case.e2e_ms.as_ref().map(|d| d.median);
+    let tps = case.throughput_tps.as_ref().map(|t| t.mean);
+    let ratio = |value: Option<f64>, of: fn(&CaseSummary) -> Option<f64>| match (value, base.and_then(of)) {
+        (Some(v), Some(b)) if b > 0.0 => format!("{:.2}", v / b),
+        _ => "–".into(),
+    };
+    format!(
+        "{} | {} | {} | {} | {} | {} | {}",
+        seconds(ttft),
+        ratio(ttft, |c| c.ttft_ms.as_ref().map(|d| d.median)),
+        seconds(e2e),
+        ratio(e2e, |c| c.e2e_ms.as_ref().map(|d| d.median)),
+        tps.map_or("–".into(), |t| format!("{t:.2} tokens/s")),
+        ratio(tps, |c| c.throughput_tps.as_ref().map(|t| t.mean)),
+        case.counts.ok,
+    )
+}
+
+/// Text for a Markdown table cell: pipes and line breaks would break the table.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture;
+
+    fn second_attempt() -> Summary {
+        let mut s = fixture::report().summary;
+        s.attempt_id = "20250102T000000Z-beef".into();
+        s.cases.retain(|c| c.id != "in64-c1-out4");
+        for c in &mut s.cases {
+            if let Some(d) = c.ttft_ms.as_mut() {
+                d.median *= 2.0;
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn matching_cases_get_ratios_and_the_rest_are_labelled() {
+        let out = render(&[fixture::report().summary, second_attempt()]);
+        let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("| 64 | 2 |")).collect();
+        assert_eq!(rows.len(), 2, "{out}");
+        assert!(rows[0].contains("| A | 13.5 ms | 1.00 |"), "{}", rows[0]);
+        assert!(rows[1].contains("| B | 27.0 ms | 2.00 |"), "{}", rows[1]);
+        assert!(out.contains("| 64 | 1 | 4 | B | not in this attempt"), "{out}");
+        assert!(out.contains("only in A"), "{out}");
+        let incomplete: Vec<&str> = out.lines().filter(|l| l.starts_with("| 256 | 2 |")).collect();
+        assert!(incomplete.iter().all(|l| l.contains("incomplete (1 of 2 rounds complete)")));
+        assert!(!incomplete.iter().any(|l| l.contains("tokens/s")));
+    }
+
+    #[test]
+    fn snapshot() {
+        insta::assert_snapshot!(render(&[fixture::report().summary, second_attempt()]));
+    }
+
+    #[test]
+    fn letters_run_out_into_numbers() {
+        assert_eq!(letter(0), "A");
+        assert_eq!(letter(25), "Z");
+        assert_eq!(letter(26), "#27");
+    }
+}

@@ -1,0 +1,177 @@
+//! `cases.csv`: one row per case, every distribution with its sample size, for spreadsheets and
+//! scripts. Numbers are written at full precision; an empty cell means "no sample". Fields are
+//! quoted as RFC 4180 says whenever they hold a comma, a quote or a line break.
+
+use crate::stats::{Distribution, Spread};
+use crate::summary::{CaseSummary, Summary};
+
+/// The distributions of a case, in column order, with their column prefixes.
+const DISTRIBUTIONS: [&str; 6] = [
+    "ttft_ms",
+    "e2e_ms",
+    "itl_ms",
+    "chunk_gap_ms",
+    "tpot_ms",
+    "decode_rate_tps",
+];
+
+/// The statistics written for each distribution.
+const STATISTICS: [&str; 10] = [
+    "n",
+    "median",
+    "p90",
+    "p95",
+    "p99",
+    "mean",
+    "min",
+    "max",
+    "sd",
+    "descriptive",
+];
+
+/// Renders one header line and one line per case.
+pub fn render(summary: &Summary) -> String {
+    let mut out = String::new();
+    push_row(&mut out, header());
+    for case in &summary.cases {
+        push_row(&mut out, row(summary, case));
+    }
+    out
+}
+
+fn header() -> Vec<String> {
+    let mut columns: Vec<String> = [
+        "attempt_id",
+        "simulated",
+        "case",
+        "input_tokens",
+        "concurrency",
+        "output_tokens",
+        "complete",
+        "rounds_planned",
+        "rounds_run",
+        "rounds_complete",
+        "ok",
+        "invalid",
+        "error",
+        "cancelled",
+        "unverified",
+        "by_kind",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    for name in DISTRIBUTIONS {
+        columns.extend(STATISTICS.iter().map(|s| format!("{name}_{s}")));
+    }
+    columns.extend(
+        ["n", "mean", "min", "max", "sd"]
+            .iter()
+            .map(|s| format!("throughput_tps_{s}")),
+    );
+    columns
+}
+
+fn row(summary: &Summary, case: &CaseSummary) -> Vec<String> {
+    let c = &case.counts;
+    let by_kind: Vec<String> = c.by_kind.iter().map(|(k, n)| format!("{k}={n}")).collect();
+    let mut cells = vec![
+        summary.attempt_id.clone(),
+        summary.simulated.to_string(),
+        case.id.clone(),
+        case.input_tokens.to_string(),
+        case.concurrency.to_string(),
+        case.output_tokens.to_string(),
+        case.complete.to_string(),
+        case.rounds_planned.to_string(),
+        case.rounds.len().to_string(),
+        case.rounds.iter().filter(|r| r.complete).count().to_string(),
+        c.ok.to_string(),
+        c.invalid.to_string(),
+        c.error.to_string(),
+        c.cancelled.to_string(),
+        c.unverified.to_string(),
+        by_kind.join(";"),
+    ];
+    for distribution in [
+        &case.ttft_ms,
+        &case.e2e_ms,
+        &case.itl_ms,
+        &case.chunk_gap_ms,
+        &case.tpot_ms,
+        &case.decode_rate_tps,
+    ] {
+        cells.extend(distribution_cells(distribution.as_ref()));
+    }
+    cells.extend(spread_cells(case.throughput_tps.as_ref()));
+    cells
+}
+
+fn distribution_cells(d: Option<&Distribution>) -> Vec<String> {
+    match d {
+        None => vec![String::new(); STATISTICS.len()],
+        Some(d) => {
+            let mut cells = vec![d.n.to_string()];
+            cells.extend(
+                [d.median, d.p90, d.p95, d.p99, d.mean, d.min, d.max, d.sd]
+                    .iter()
+                    .map(f64::to_string),
+            );
+            cells.push(d.descriptive.join(" "));
+            cells
+        }
+    }
+}
+
+fn spread_cells(s: Option<&Spread>) -> Vec<String> {
+    match s {
+        None => vec![String::new(); 5],
+        Some(s) => {
+            let mut cells = vec![s.n.to_string()];
+            cells.extend([s.mean, s.min, s.max, s.sd].iter().map(f64::to_string));
+            cells
+        }
+    }
+}
+
+fn push_row(out: &mut String, cells: Vec<String>) {
+    let quoted: Vec<String> = cells.iter().map(|c| field(c)).collect();
+    out.push_str(&quoted.join(","));
+    out.push('\n');
+}
+
+/// One CSV field, quoted when it must be.
+fn field(value: &str) -> String {
+    if value.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", value.replace('"', "\"\""))
+    } else {
+        value.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture;
+
+    #[test]
+    fn fields_are_quoted_only_when_they_must_be() {
+        assert_eq!(field("in64-c1-out4"), "in64-c1-out4");
+        assert_eq!(field("a,b"), "\"a,b\"");
+        assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(field("two\nlines"), "\"two\nlines\"");
+    }
+
+    #[test]
+    fn every_row_has_as_many_cells_as_the_header() {
+        let summary = fixture::report().summary;
+        assert_eq!(row(&summary, &summary.cases[0]).len(), header().len());
+        let csv = render(&summary);
+        assert_eq!(csv.lines().count(), 1 + summary.cases.len());
+    }
+
+    #[test]
+    fn snapshot() {
+        insta::assert_snapshot!(render(&fixture::report().summary));
+    }
+}

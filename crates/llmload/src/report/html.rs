@@ -1,0 +1,246 @@
+//! `report.html`: one self-contained page that opens offline — no script, no stylesheet, font or
+//! image from elsewhere; the charts are inline SVG. It holds the seeds' table (complete cases
+//! only, incomplete ones listed apart with their errors), the outcome, the four charts with
+//! captions, and a banner when the target was the built-in simulator. Every string that came
+//! from the records or the server is escaped.
+
+use crate::record::Status;
+use crate::report::charts::{self, Figure};
+use crate::report::load::Report;
+use crate::report::markdown::{incomplete_line, seconds, thousands};
+use crate::summary::{CaseSummary, Summary};
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+const STYLE: &str = "\
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\
+h1{margin-bottom:.2em}h2{margin-top:1.6em;border-bottom:1px solid #ddd}\
+.meta{color:#555}\
+.banner{background:#fff3cd;border:2px solid #d39e00;padding:.8em 1em;font-weight:600;margin:1em 0}\
+.outcome{padding:.6em 1em;border-left:6px solid #888;background:#f6f6f6}\
+.outcome.completed{border-color:#2ca02c}.outcome.failed{border-color:#d62728}.outcome.stopped{border-color:#ff7f0e}\
+table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:.3em .6em;text-align:right}\
+th{background:#f0f0f0}td:first-child,th:first-child{text-align:left}\
+figure{margin:1.5em 0}figure svg{max-width:100%;height:auto;border:1px solid #eee}\
+figcaption{color:#444;font-size:.92em;margin-top:.4em}\
+.note{color:#555;font-size:.92em}code{background:#f3f3f3;padding:0 .2em}";
+
+/// Renders the whole page.
+pub fn render(report: &Report) -> String {
+    let summary = &report.summary;
+    let mut out = String::new();
+    let title = format!("llmload report: {}", summary.attempt_id);
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
+        escape(&title)
+    );
+    header(&mut out, report);
+    outcome(&mut out, summary);
+    results(&mut out, report);
+    out.push_str("<h2 id=\"charts\">Charts</h2>\n");
+    for figure in [
+        charts::latency(summary),
+        charts::throughput(summary),
+        charts::latency_throughput(summary),
+        crate::report::timeline::timeline(report),
+    ] {
+        push_figure(&mut out, &figure);
+    }
+    let _ = write!(
+        out,
+        "<footer class=\"note\"><p>Made by llmload {} from <code>requests.jsonl</code>; \
+         <code>llmload report DIR</code> rebuilds it. Every distribution of every case, with its \
+         sample size, is in <code>cases.csv</code> beside this file.</p></footer>\n</body>\n</html>\n",
+        env!("CARGO_PKG_VERSION"),
+    );
+    out
+}
+
+fn header(out: &mut String, report: &Report) {
+    let s = &report.summary;
+    let _ = write!(
+        out,
+        "<h1>llmload report</h1>\n<p class=\"meta\">Attempt <code>{}</code>{} · target <code>{}</code> · API {} · model {}</p>\n",
+        escape(&s.attempt_id),
+        report
+            .started_at
+            .as_ref()
+            .map_or(String::new(), |t| format!(", started {}", escape(t))),
+        escape(&s.target_url),
+        escape(&s.api),
+        escape(s.model.as_deref().unwrap_or("(not named)")),
+    );
+    if s.simulated {
+        out.push_str(
+            "<div class=\"banner\" id=\"simulated\">SIMULATED target: every figure on this page \
+             comes from llmload's built-in engine simulator, not from a real inference server.</div>\n",
+        );
+    }
+}
+
+fn outcome(out: &mut String, summary: &Summary) {
+    let o = &summary.outcome;
+    let status = format!("{:?}", o.status);
+    let _ = write!(
+        out,
+        "<h2 id=\"outcome\">Outcome</h2>\n<p class=\"outcome {}\"><strong>{status}</strong>: {} of {} \
+         cases complete, {} complete rounds, {} responses ok{}</p>\n",
+        status.to_lowercase(),
+        o.cases_completed,
+        o.cases_total,
+        o.rounds_completed,
+        o.responses_completed,
+        o.reason
+            .as_ref()
+            .map_or(String::new(), |r| format!(" — {}", escape(r))),
+    );
+}
+
+fn results(out: &mut String, report: &Report) {
+    out.push_str(
+        "<h2 id=\"results\">Results</h2>\n<table>\n<tr><th>Input tokens per request</th>\
+         <th>Concurrent requests</th><th>Median TTFT</th><th>Median complete response</th>\
+         <th>Aggregate output throughput</th><th>Responses (n)</th><th>Rounds</th></tr>\n",
+    );
+    for case in report.summary.cases.iter().filter(|c| c.complete) {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            thousands(case.input_tokens),
+            case.concurrency,
+            seconds(case.ttft_ms.as_ref().map(|d| d.median)),
+            seconds(case.e2e_ms.as_ref().map(|d| d.median)),
+            case.throughput_tps
+                .as_ref()
+                .map_or("–".into(), |t| format!("{:.2} tokens/s", t.mean)),
+            case.counts.ok,
+            case.rounds.len(),
+        );
+    }
+    out.push_str(
+        "</table>\n<p class=\"note\">Complete cases only. TTFT: request sent → first event \
+         carrying a generated token. Complete response: sent → final event. Both are medians over \
+         the n responses. Throughput: mean over rounds of Σ output tokens ÷ (last completion − \
+         first send).</p>\n",
+    );
+    let incomplete: Vec<&CaseSummary> = report
+        .summary
+        .cases
+        .iter()
+        .filter(|c| !c.complete)
+        .collect();
+    if incomplete.is_empty() {
+        return;
+    }
+    out.push_str("<h3 id=\"incomplete\">Incomplete cases (not in the table above)</h3>\n<ul>\n");
+    for case in incomplete {
+        let _ = write!(out, "<li>{}", escape(&incomplete_line(case)));
+        let errors = errors(report, &case.id);
+        if !errors.is_empty() {
+            out.push_str("<ul>");
+            for e in errors {
+                let _ = write!(out, "<li><code>{}</code></li>", escape(&e));
+            }
+            out.push_str("</ul>");
+        }
+        out.push_str("</li>\n");
+    }
+    out.push_str("</ul>\n");
+}
+
+/// The distinct errors of a case's measured requests, at most five.
+fn errors(report: &Report, id: &str) -> Vec<String> {
+    let distinct: BTreeSet<String> = report
+        .measured(id)
+        .into_iter()
+        .filter(|r| r.status != Status::Ok)
+        .map(|r| {
+            format!(
+                "{}: {}",
+                r.error_kind.as_deref().unwrap_or("?"),
+                r.error.as_deref().unwrap_or("")
+            )
+        })
+        .collect();
+    distinct.into_iter().take(5).collect()
+}
+
+fn push_figure(out: &mut String, figure: &Figure) {
+    let _ = write!(out, "<figure>\n<h3>{}</h3>\n", escape(&figure.title));
+    match &figure.svg {
+        Ok(svg) => out.push_str(svg),
+        Err(e) => {
+            let _ = write!(out, "<p class=\"note\">{}</p>", escape(&e.to_string()));
+        }
+    }
+    let _ = write!(
+        out,
+        "\n<figcaption>{}</figcaption>\n</figure>\n",
+        escape(&figure.caption)
+    );
+}
+
+/// Escapes text for HTML element content and quoted attribute values.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture;
+
+    #[test]
+    fn escaping_covers_markup_and_quotes() {
+        assert_eq!(
+            escape(r#"<b a="x">&'</b>"#),
+            "&lt;b a=&quot;x&quot;&gt;&amp;&#39;&lt;/b&gt;"
+        );
+    }
+
+    #[test]
+    fn the_page_is_self_contained_with_one_svg_per_chart() {
+        let html = render(&fixture::report());
+        assert_eq!(html.matches("<svg").count(), 4);
+        assert_eq!(html.matches("<figure>").count(), 4);
+        assert!(!html.contains("<script"));
+        assert!(!html.contains("<link"));
+        assert!(!html.contains("src="));
+        assert!(!html.contains("url("));
+        assert!(!html.contains("@import"));
+        // The only address on the page is the target's, in text.
+        let rest = html.replace("http://127.0.0.1:9/&lt;sim&gt;", "");
+        assert!(!rest.contains("http://") && !rest.contains("https://"));
+    }
+
+    #[test]
+    fn strings_from_the_records_are_escaped() {
+        let html = render(&fixture::report());
+        assert!(!html.contains("<b>"));
+        assert!(html.contains("&lt;b&gt;&quot;slow&quot;, really&lt;/b&gt; &amp; gone"));
+        assert!(html.contains("tiny &amp; &quot;quoted&quot;"));
+        assert!(html.contains("id=\"simulated\""));
+    }
+
+    #[test]
+    fn only_complete_cases_enter_the_table() {
+        let html = render(&fixture::report());
+        let table = &html[html.find("<table>").expect("table")..html.find("</table>").expect("end")];
+        assert_eq!(table.matches("<tr>").count(), 1 + 3);
+        assert!(html.contains("Incomplete cases"));
+    }
+}

@@ -1,0 +1,275 @@
+//! An attempt folder read back: `campaign.json`, `requests.jsonl` and, when present,
+//! `summary.json`. The per-case figures are recomputed from the records alone, so that every view
+//! can be rebuilt or restyled after the fact (`llmload report DIR`) and `compare` never trusts a
+//! summary that the records do not support.
+
+use crate::attempt::Attempt;
+use crate::config::Case;
+use crate::record::{read_records, Phase, Record};
+use crate::report::{csv, html, markdown};
+use crate::summary::{CaseSummary, Outcome, Summary};
+use anyhow::Context;
+use serde::Deserialize;
+use std::path::Path;
+
+/// What the views need from `campaign.json`; other fields are ignored.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Campaign {
+    /// Layout version of the attempt's files.
+    pub schema_version: u32,
+    /// The attempt's id.
+    pub attempt_id: String,
+    /// Wall-clock start, RFC 3339.
+    #[serde(default)]
+    pub started_at: Option<String>,
+    /// The resolved config (only the rounds are read).
+    pub config: CampaignConfig,
+    /// The cases, in run order.
+    pub cases: Vec<CampaignCase>,
+    /// What was measured.
+    pub target: CampaignTarget,
+}
+
+/// The part of the resolved config that the views need.
+#[derive(Clone, Debug, Deserialize)]
+pub struct CampaignConfig {
+    /// Measured rounds per case.
+    pub rounds: u32,
+}
+
+/// One case of `campaign.json`.
+#[derive(Clone, Debug, Deserialize)]
+pub struct CampaignCase {
+    /// Case id.
+    pub id: String,
+    /// Prompt tokens per request.
+    pub input_tokens: u32,
+    /// Simultaneous requests per round.
+    pub concurrency: u32,
+    /// Generated tokens per request.
+    pub output_tokens: u32,
+}
+
+/// The target of `campaign.json`.
+#[derive(Clone, Debug, Deserialize)]
+pub struct CampaignTarget {
+    /// Base URL.
+    pub url: String,
+    /// API driven (`llamacpp`, `completions`, `chat`).
+    pub api: String,
+    /// Model, as sent or as the server named it.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Whether the target was the built-in simulator.
+    #[serde(default)]
+    pub simulated: bool,
+}
+
+/// Everything the views are drawn from: the summary, the records, and when the attempt started.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// Per-case figures and the outcome.
+    pub summary: Summary,
+    /// Every record of the attempt, warmups and failures included, in file order.
+    pub records: Vec<Record>,
+    /// Wall-clock start of the attempt, RFC 3339.
+    pub started_at: Option<String>,
+}
+
+impl Report {
+    /// Reads the attempt folder `dir` and recomputes its summary from `requests.jsonl`.
+    pub fn load(dir: &Path) -> anyhow::Result<Report> {
+        let path = dir.join("campaign.json");
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let campaign: Campaign = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not an llmload campaign", path.display()))?;
+        let records = read_records(&dir.join("requests.jsonl"))?;
+        let path = dir.join("summary.json");
+        let previous: Option<Summary> = match std::fs::read_to_string(&path) {
+            Ok(text) => Some(
+                serde_json::from_str(&text)
+                    .with_context(|| format!("{}: not an llmload summary", path.display()))?,
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        Ok(Report::from_records(&campaign, records, previous.as_ref()))
+    }
+
+    /// Recomputes the summary of `campaign` from `records`. The outcome (how the run ended, which
+    /// the records cannot say) comes from `previous` when there is one.
+    pub fn from_records(
+        campaign: &Campaign,
+        records: Vec<Record>,
+        previous: Option<&Summary>,
+    ) -> Report {
+        let cases: Vec<CaseSummary> = campaign
+            .cases
+            .iter()
+            .filter(|c| ran(c, &records, previous))
+            .map(|c| {
+                let measured: Vec<Record> = records
+                    .iter()
+                    .filter(|r| r.case == c.id && r.phase == Phase::Measured)
+                    .cloned()
+                    .collect();
+                CaseSummary::new(&case(c), campaign.config.rounds, &measured)
+            })
+            .collect();
+        let outcome = match previous {
+            Some(p) => p.outcome.clone(),
+            None => Outcome::new(&cases, campaign.cases.len() as u32, None, None),
+        };
+        let target = &campaign.target;
+        Report {
+            summary: Summary {
+                schema_version: campaign.schema_version,
+                attempt_id: campaign.attempt_id.clone(),
+                target_url: target.url.clone(),
+                api: target.api.clone(),
+                model: target.model.clone(),
+                simulated: target.simulated,
+                cases,
+                outcome,
+                telemetry: previous.and_then(|p| p.telemetry.clone()),
+            },
+            records,
+            started_at: campaign.started_at.clone(),
+        }
+    }
+
+    /// The measured records of case `id`, in file order.
+    pub fn measured(&self, id: &str) -> Vec<&Record> {
+        self.records
+            .iter()
+            .filter(|r| r.case == id && r.phase == Phase::Measured)
+            .collect()
+    }
+}
+
+/// A case ran if the previous summary has it or it left a record: a case the run never reached
+/// is not reported as incomplete (the outcome counts it).
+fn ran(case: &CampaignCase, records: &[Record], previous: Option<&Summary>) -> bool {
+    previous.is_some_and(|p| p.cases.iter().any(|c| c.id == case.id))
+        || records.iter().any(|r| r.case == case.id)
+}
+
+fn case(c: &CampaignCase) -> Case {
+    Case {
+        id: c.id.clone(),
+        input_tokens: c.input_tokens,
+        concurrency: c.concurrency,
+        output_tokens: c.output_tokens,
+    }
+}
+
+/// `llmload report DIR`: recomputes the attempt in `dir` from its records and rewrites
+/// `report.md`, `cases.csv` and `report.html` (never `summary.json`, which stays as the run left
+/// it).
+pub fn regenerate(dir: &Path) -> anyhow::Result<Report> {
+    let report = Report::load(dir)?;
+    let attempt = Attempt {
+        id: report.summary.attempt_id.clone(),
+        dir: dir.to_path_buf(),
+        started_at: report.started_at.clone().unwrap_or_default(),
+    };
+    attempt.write_text("report.md", &markdown::render(&report.summary))?;
+    attempt.write_text("cases.csv", &csv::render(&report.summary))?;
+    attempt.write_text("report.html", &html::render(&report))?;
+    Ok(report)
+}
+
+/// Writes `report.html` at the end of a run, from its `summary` and the records it wrote.
+pub fn write_html(attempt: &Attempt, summary: &Summary) -> anyhow::Result<()> {
+    let report = Report {
+        summary: summary.clone(),
+        records: read_records(&attempt.dir.join("requests.jsonl"))?,
+        started_at: Some(attempt.started_at.clone()),
+    };
+    attempt.write_text("report.html", &html::render(&report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture;
+
+    #[test]
+    fn warmups_stay_out_and_the_failure_leaves_its_case_incomplete() {
+        let summary = fixture::report().summary;
+        assert_eq!(summary.cases.len(), 4);
+        let counts: Vec<u32> = summary.cases.iter().map(|c| c.counts.ok).collect();
+        assert_eq!(counts, vec![2, 4, 2, 3]);
+        let complete: Vec<bool> = summary.cases.iter().map(|c| c.complete).collect();
+        assert_eq!(complete, vec![true, true, true, false]);
+        assert_eq!(summary.outcome.cases_completed, 3);
+        assert_eq!(
+            summary.outcome.reason.as_deref(),
+            Some("1 of 4 cases incomplete")
+        );
+    }
+
+    #[test]
+    fn the_previous_outcome_is_kept_and_unrun_cases_are_left_out() {
+        let mut campaign = fixture::campaign();
+        campaign.cases.push(CampaignCase {
+            id: "in1024-c1-out4".into(),
+            input_tokens: 1024,
+            concurrency: 1,
+            output_tokens: 4,
+        });
+        let mut previous = fixture::report().summary;
+        previous.outcome.reason = Some("interrupted".into());
+        let report = Report::from_records(&campaign, fixture::records(), Some(&previous));
+        assert_eq!(report.summary.cases.len(), 4);
+        assert_eq!(report.summary.outcome, previous.outcome);
+        let recomputed = Report::from_records(&campaign, fixture::records(), None);
+        assert_eq!(recomputed.summary.outcome.cases_total, 5);
+    }
+
+    #[test]
+    fn a_written_attempt_reads_back_to_the_same_summary() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let fixture = fixture::report();
+        let campaign = serde_json::json!({
+            "schema_version": 1,
+            "attempt_id": fixture.summary.attempt_id,
+            "started_at": fixture.started_at,
+            "config": {"rounds": 2, "seed": 7},
+            "cases": fixture::campaign().cases.iter().map(|c| serde_json::json!({
+                "id": c.id, "input_tokens": c.input_tokens,
+                "concurrency": c.concurrency, "output_tokens": c.output_tokens,
+            })).collect::<Vec<_>>(),
+            "target": {"url": fixture.summary.target_url, "api": "llamacpp",
+                       "model": fixture.summary.model, "simulated": true, "server": {}},
+        });
+        let write = |name: &str, text: String| {
+            std::fs::write(dir.path().join(name), text).expect("write");
+        };
+        write("campaign.json", campaign.to_string());
+        let lines: Vec<String> = fixture
+            .records
+            .iter()
+            .map(|r| serde_json::to_string(r).expect("record"))
+            .collect();
+        write("requests.jsonl", lines.join("\n") + "\n");
+        let report = regenerate(dir.path()).expect("regenerated");
+        assert_eq!(report.summary, fixture.summary);
+        assert!(!dir.path().join("summary.json").exists());
+        for file in ["report.md", "cases.csv", "report.html"] {
+            assert!(dir.path().join(file).is_file(), "{file}");
+        }
+    }
+
+    #[test]
+    fn markdown_snapshot() {
+        insta::assert_snapshot!(markdown::render(&fixture::report().summary));
+    }
+
+    #[test]
+    fn summary_json_snapshot() {
+        let summary = fixture::report().summary;
+        insta::assert_snapshot!(serde_json::to_string_pretty(&summary).expect("serialises"));
+    }
+}

@@ -1,0 +1,190 @@
+//! (d) The per-request timeline of one case, from `requests.jsonl`: a Gantt bar per measured
+//! request, from sent to first token (waiting and prefill, which a client cannot tell apart) and
+//! from first token to the final event (decode). It shows what a median hides: requests of one
+//! round queueing behind each other's prefill.
+
+use crate::record::{Record, Status};
+use crate::report::charts::{empty, svg, Area, ChartError, Figure, COLORS};
+use crate::report::load::Report;
+use crate::report::markdown::thousands;
+use crate::summary::CaseSummary;
+use plotters::prelude::*;
+
+const PREFILL: RGBColor = COLORS[1];
+const DECODE: RGBColor = COLORS[0];
+const FAILED: RGBColor = COLORS[3];
+
+/// The case the timeline shows: the complete case with the most concurrent requests (the
+/// largest input breaks ties), or, when none is complete, the case with the most records.
+pub fn pick_case(report: &Report) -> Option<&CaseSummary> {
+    let cases = &report.summary.cases;
+    cases
+        .iter()
+        .filter(|c| c.complete)
+        .max_by_key(|c| (c.concurrency, c.input_tokens))
+        .or_else(|| {
+            cases
+                .iter()
+                .max_by_key(|c| report.measured(&c.id).len())
+        })
+}
+
+/// One bar of the chart, in seconds since the attempt started.
+struct Bar {
+    round: u32,
+    index: u32,
+    sent: f64,
+    first_token: Option<f64>,
+    end: f64,
+    ok: bool,
+}
+
+impl Bar {
+    fn of(r: &Record) -> Bar {
+        let last_event = r.event_ms.last().map(|ms| r.sent_s + ms / 1e3);
+        Bar {
+            round: r.round.unwrap_or(0),
+            index: r.index,
+            sent: r.sent_s,
+            first_token: r.first_token_s,
+            end: r.done_s.or(last_event).unwrap_or(r.sent_s),
+            ok: r.status == Status::Ok,
+        }
+    }
+}
+
+/// The timeline of [`pick_case`].
+pub fn timeline(report: &Report) -> Figure {
+    let case = pick_case(report);
+    let mut bars: Vec<Bar> = case
+        .map(|c| report.measured(&c.id).into_iter().map(Bar::of).collect())
+        .unwrap_or_default();
+    bars.sort_by(|a, b| {
+        (a.round.cmp(&b.round))
+            .then(a.sent.total_cmp(&b.sent))
+            .then(a.index.cmp(&b.index))
+    });
+    let height = (120 + 16 * bars.len() as u32).clamp(260, 900);
+    let svg = svg((960, height), |root| {
+        if bars.is_empty() {
+            return empty(root, "no measured request to show");
+        }
+        draw(root, &bars)
+    });
+    let caption = match case {
+        None => "No case ran.".to_owned(),
+        Some(c) => format!(
+            "Case {} ({} input tokens, {} concurrent requests, {} output tokens{}): one bar per \
+             measured request, n = {} requests in {} rounds, ordered by round and send time. \
+             Orange: sent → first token (waiting and prefill); blue: first token → final event \
+             (decode); red: a request that did not end ok, up to its last event. Times in seconds \
+             since the attempt started.",
+            c.id,
+            thousands(c.input_tokens),
+            c.concurrency,
+            thousands(c.output_tokens),
+            if c.complete { "" } else { "; incomplete" },
+            bars.len(),
+            c.rounds.len(),
+        ),
+    };
+    Figure {
+        title: "Per-request timeline".into(),
+        svg,
+        caption,
+    }
+}
+
+fn draw(root: &Area, bars: &[Bar]) -> Result<(), ChartError> {
+    let start = bars.iter().map(|b| b.sent).fold(f64::INFINITY, f64::min);
+    let end = bars.iter().map(|b| b.end).fold(f64::NEG_INFINITY, f64::max);
+    let pad = ((end - start) * 0.03).max(1e-3);
+    let n = bars.len();
+    // Row i is drawn at y = n − 1 − i, so that the first request is at the top.
+    let y = |i: usize| (n - 1 - i) as f64;
+    let mut chart = ChartBuilder::on(root)
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(72)
+        .build_cartesian_2d((start - pad)..(end + pad), -0.6..(n as f64 - 0.4))?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(n.min(24))
+        .y_label_formatter(&|v: &f64| {
+            let row = n as f64 - 1.0 - v.round();
+            match bars.get(row as usize) {
+                Some(b) if (v - v.round()).abs() < 1e-9 && row >= 0.0 => {
+                    format!("r{} #{}", b.round, b.index)
+                }
+                _ => String::new(),
+            }
+        })
+        .x_desc("seconds since the attempt started")
+        .y_desc("request (round #index)")
+        .draw()?;
+    let rect = |i: usize, from: f64, to: f64, color: RGBColor| {
+        Rectangle::new([(from, y(i) - 0.35), (to, y(i) + 0.35)], color.filled())
+    };
+    let mut shapes = Vec::new();
+    for (i, b) in bars.iter().enumerate() {
+        let tail = if b.ok { DECODE } else { FAILED };
+        match b.first_token {
+            Some(t) => {
+                shapes.push(rect(i, b.sent, t, PREFILL));
+                shapes.push(rect(i, t, b.end.max(t), tail));
+            }
+            None => shapes.push(rect(i, b.sent, b.end, FAILED)),
+        }
+    }
+    chart.draw_series(shapes)?;
+    for (label, color) in [
+        ("sent → first token", PREFILL),
+        ("first token → done", DECODE),
+        ("did not end ok", FAILED),
+    ] {
+        chart
+            .draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())?
+            .label(label)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 16, y + 5)], color.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .draw()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture;
+
+    #[test]
+    fn the_busiest_complete_case_is_shown_with_one_bar_per_request() {
+        let report = fixture::report();
+        assert_eq!(
+            pick_case(&report).map(|c| c.id.as_str()),
+            Some("in64-c2-out4")
+        );
+        let figure = timeline(&report);
+        let svg = figure.svg.expect("drawn");
+        // Two bars per request (prefill and decode) plus three legend swatches.
+        assert_eq!(svg.matches("<rect").count() - 1, 4 * 2 + 3, "{svg}");
+        assert!(figure.caption.contains("n = 4 requests in 2 rounds"));
+    }
+
+    #[test]
+    fn a_failed_request_is_drawn_up_to_its_last_event() {
+        let records = fixture::records();
+        let failed = records
+            .iter()
+            .find(|r| r.status != Status::Ok)
+            .expect("the fixture has a failure");
+        let bar = Bar::of(failed);
+        assert!(!bar.ok);
+        assert_eq!(bar.end, failed.sent_s + 0.08);
+    }
+}

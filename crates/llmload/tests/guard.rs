@@ -1,0 +1,271 @@
+//! The safety guard with replayed GPU telemetry: a campaign stops itself at the harness's
+//! thresholds, says which one fired with the triggering sample, keeps only complete cases in the
+//! results table, and loses no started request — against the simulator and a real llama-server.
+
+mod common;
+
+use common::{attempt_dir, json, json_lines, llmload, LlamaServer, Simulator, SERIAL};
+use serde_json::{json, Value};
+use std::path::Path;
+
+/// Writes a replay trace: one reading every 0.25 s for `seconds`, from `reading(t)`.
+fn trace(dir: &Path, seconds: f64, reading: impl Fn(f64) -> (f64, f64)) -> String {
+    let path = dir.join("trace.jsonl");
+    let mut text = String::new();
+    let mut t = 0.0;
+    while t <= seconds {
+        let (temperature_c, margin_c) = reading(t);
+        let line = json!({"t_s": t, "gpu": 0, "temperature_c": temperature_c, "margin_c": margin_c,
+            "power_w": 280.0, "power_limit_w": 300.0, "sw_thermal_slowdown": false,
+            "hw_thermal_slowdown": false, "sw_power_cap": true});
+        text.push_str(&format!("{line}\n"));
+        t += 0.25;
+    }
+    std::fs::write(&path, text).expect("write trace");
+    path.to_str().expect("UTF-8").to_owned()
+}
+
+/// Six near-identical cases on a `cpu-tiny` simulator (input 60…65 tokens, 2 concurrent, 400
+/// output tokens, one warmup and one round each).
+fn six_cases(url: &str, out: &Path, telemetry: &str) -> common::Invocation {
+    llmload(&[
+        "run",
+        "--url",
+        url,
+        "--input-tokens",
+        "60,61,62,63,64,65",
+        "--concurrency",
+        "2",
+        "--output-tokens",
+        "400",
+        "--rounds",
+        "1",
+        "--out",
+        out.to_str().expect("UTF-8"),
+        "--name",
+        "six",
+        "--telemetry",
+        telemetry,
+        "--stop-temp",
+        "90",
+        "--stop-margin",
+        "2",
+        "-q",
+    ])
+}
+
+/// Seconds one of those cases takes here, measured with a one-case run.
+fn case_seconds(url: &str) -> f64 {
+    let out = tempfile::tempdir().expect("temp dir");
+    let run = llmload(&[
+        "run",
+        "--url",
+        url,
+        "--input-tokens",
+        "60",
+        "--concurrency",
+        "2",
+        "--output-tokens",
+        "400",
+        "--rounds",
+        "1",
+        "--out",
+        out.path().to_str().expect("UTF-8"),
+        "--name",
+        "one",
+        "--telemetry",
+        "off",
+        "-q",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let records = json_lines(&attempt_dir(out.path(), "one").join("requests.jsonl"));
+    records
+        .iter()
+        .filter_map(|r| r["done_s"].as_f64())
+        .fold(0.0, f64::max)
+}
+
+fn outcome_matches_records(summary: &Value, records: &[Value]) {
+    let ok = records
+        .iter()
+        .filter(|r| r["phase"] == "measured" && r["status"] == "ok")
+        .count();
+    assert_eq!(summary["outcome"]["responses_completed"], ok as u64);
+    let complete_rounds: u64 = summary["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .flat_map(|c| c["rounds"].as_array().expect("rounds"))
+        .filter(|r| r["complete"] == true)
+        .count() as u64;
+    assert_eq!(summary["outcome"]["rounds_completed"], complete_rounds);
+}
+
+#[test]
+fn crossing_90_during_the_fourth_case_stops_the_campaign_there() {
+    let sim = Simulator::start(&["--profile", "cpu-tiny"]);
+    let case = case_seconds(&sim.url);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let crossing = 3.5 * case;
+    let replay = trace(dir.path(), crossing + 30.0, |t| {
+        (if t < crossing { 70.0 + t } else { 90.0 }, 3.0)
+    });
+    let run = six_cases(&sim.url, dir.path(), &format!("replay:{replay}"));
+    assert_eq!(
+        run.code, 4,
+        "stopped by the guard: {}{}",
+        run.stdout, run.stderr
+    );
+
+    let attempt = attempt_dir(dir.path(), "six");
+    let summary = json(&attempt.join("summary.json"));
+    let outcome = &summary["outcome"];
+    assert_eq!(outcome["status"], "stopped");
+    assert_eq!(outcome["cases_completed"], 3, "{outcome}");
+    assert_eq!(outcome["cases_total"], 6);
+    let reason = outcome["reason"].as_str().expect("reason");
+    assert!(
+        reason.contains("temperature") && reason.contains("90 °C"),
+        "{reason}"
+    );
+    assert!(reason.contains("margin 3 °C"), "{reason}");
+    assert_eq!(outcome["stop_sample"]["temperature_c"], 90.0);
+    assert_eq!(outcome["stop_sample"]["margin_c"], 3.0);
+
+    let cases = summary["cases"].as_array().expect("cases");
+    assert_eq!(cases.len(), 4, "the fourth case started and none after it");
+    assert!(cases[..3].iter().all(|c| c["complete"] == true));
+    assert_eq!(cases[3]["complete"], false);
+    let records = json_lines(&attempt.join("requests.jsonl"));
+    outcome_matches_records(&summary, &records);
+    assert!(records
+        .iter()
+        .all(|r| r["case"] != "in64-c2-out400" && r["case"] != "in65-c2-out400"));
+
+    let rows: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("| 6"))
+        .collect();
+    assert_eq!(
+        rows.len(),
+        3,
+        "only complete cases in the table: {}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("Incomplete cases") && run.stdout.contains("63 input tokens"));
+    assert!(
+        run.stdout.contains("highest sampled temperature 90 °C"),
+        "{}",
+        run.stdout
+    );
+    let readings = json_lines(&attempt.join("telemetry.jsonl"));
+    assert_eq!(summary["telemetry"]["readings"], readings.len() as u64);
+}
+
+#[test]
+fn the_margin_reaching_2_first_names_the_margin() {
+    let sim = Simulator::start(&["--profile", "cpu-tiny"]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let replay = trace(dir.path(), 60.0, |t| {
+        (80.0, if t < 1.5 { 6.0 } else { 2.0 })
+    });
+    let run = six_cases(&sim.url, dir.path(), &format!("replay:{replay}"));
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    let summary = json(&attempt_dir(dir.path(), "six").join("summary.json"));
+    let reason = summary["outcome"]["reason"].as_str().expect("reason");
+    assert!(
+        reason.contains("margin rule") && reason.contains("2 °C"),
+        "{reason}"
+    );
+    assert!(reason.contains("temperature 80 °C"), "{reason}");
+    assert_eq!(summary["outcome"]["stop_sample"]["margin_c"], 2.0);
+}
+
+#[test]
+fn without_a_gpu_auto_telemetry_says_so_once_and_runs_on() {
+    let sim = Simulator::start(&["--profile", "cpu-tiny"]);
+    let out = tempfile::tempdir().expect("temp dir");
+    let run = llmload(&[
+        "run",
+        "--url",
+        &sim.url,
+        "--input-tokens",
+        "32,64",
+        "--concurrency",
+        "1",
+        "--output-tokens",
+        "4",
+        "--rounds",
+        "1",
+        "--out",
+        out.path().to_str().expect("UTF-8"),
+        "--telemetry",
+        "auto",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stderr.matches("no GPU telemetry available").count(),
+        1,
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_stop_mid_round_on_llama_server_leaves_every_started_request_recorded() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let server = LlamaServer::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    // 4 × 512 prompt tokens take seconds on a CPU: the stop at 1.5 s lands inside round 1.
+    let replay = trace(dir.path(), 120.0, |t| {
+        (if t < 1.5 { 75.0 } else { 92.0 }, 10.0)
+    });
+    let run = llmload(&[
+        "run",
+        "--url",
+        &server.url,
+        "--input-tokens",
+        "512",
+        "--concurrency",
+        "4",
+        "--output-tokens",
+        "32",
+        "--rounds",
+        "3",
+        "--warmup",
+        "0",
+        "--out",
+        dir.path().to_str().expect("UTF-8"),
+        "--name",
+        "stop",
+        "--telemetry",
+        &format!("replay:{replay}"),
+        "--stop-temp",
+        "90",
+        "-q",
+    ]);
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    let attempt = attempt_dir(dir.path(), "stop");
+    let records = json_lines(&attempt.join("requests.jsonl"));
+    let rounds: std::collections::BTreeSet<u64> =
+        records.iter().filter_map(|r| r["round"].as_u64()).collect();
+    assert_eq!(
+        records.len(),
+        4 * rounds.len(),
+        "every started request recorded: {records:?}"
+    );
+    assert!(
+        records
+            .iter()
+            .all(|r| r["status"] == "ok" || r["status"] == "cancelled"),
+        "{records:?}"
+    );
+    assert!(
+        records.iter().any(|r| r["status"] == "cancelled"),
+        "the stop came mid-round: {records:?}"
+    );
+    let summary = json(&attempt.join("summary.json"));
+    assert_eq!(summary["outcome"]["status"], "stopped");
+    outcome_matches_records(&summary, &records);
+}
