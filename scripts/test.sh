@@ -10,6 +10,13 @@ LLAMA_SERVER="$(sed -n 's/^LLAMA_SERVER=//p' <<<"$paths")"
 LLMLOAD_MODEL="$(sed -n 's/^LLMLOAD_MODEL=//p' <<<"$paths")"
 export LLAMA_SERVER LLMLOAD_MODEL
 
+# Debian's Chromium renders report.html in a test (headless, offline).
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "test.sh: installing chromium (Debian package) for the report test" >&2
+  if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
+  $sudo apt-get update -qq >&2 && $sudo apt-get install -y -qq chromium >&2
+fi
+
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
-cargo test --workspace
+cargo test --workspace --no-fail-fast

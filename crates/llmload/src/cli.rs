@@ -20,6 +20,29 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Serve the built-in engine simulator until stopped.
     Sim(SimArgs),
+    /// Step the load (--concurrency 1,2,4,8, --rate 1,2,4 or --auto) and find the saturation
+    /// point, the recommended cap and the largest load meeting the SLO.
+    Sweep(Box<SweepArgs>),
+    /// Rebuild report.md, cases.csv and report.html of an attempt from its records alone.
+    Report(ReportArgs),
+    /// Attempts side by side, per matching case, with ratios to the first; never pooled.
+    Compare(CompareArgs),
+}
+
+/// `llmload report`: regenerate an attempt's views.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The attempt folder (OUT/NAME/ATTEMPT-ID), holding campaign.json and requests.jsonl.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+}
+
+/// `llmload compare`: attempts side by side.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Attempt folders; ratios are relative to the first.
+    #[arg(value_name = "DIR", num_args = 2.., required = true)]
+    pub dirs: Vec<PathBuf>,
 }
 
 /// `llmload run`: flags override the values of `--config`.
@@ -47,15 +70,52 @@ pub struct RunArgs {
     /// Limit per request, from send to final event, e.g. 90s or 10m [default: 10m].
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<String>,
-    /// Prompt lengths in tokens, comma-separated [default: 2048,8192].
-    #[arg(long, value_delimiter = ',', value_name = "N,…")]
-    pub input_tokens: Vec<u32>,
+    /// Prompt lengths: a comma-separated list of token counts (one case each), or one
+    /// distribution sampled per request: `choice:32,256,1024`, `choice:32@0.5,256@0.5`,
+    /// `uniform:MIN,MAX`, `normal:MEAN,SD[,MIN,MAX]`, `lognormal:MEDIAN,SIGMA[,MIN,MAX]`
+    /// [default: 2048,8192].
+    #[arg(long, value_name = "N,…|SPEC")]
+    pub input_tokens: Vec<String>,
     /// Simultaneous requests per round, comma-separated [default: 1,4].
     #[arg(long, value_delimiter = ',', value_name = "C,…")]
     pub concurrency: Vec<u32>,
-    /// Generated tokens per request (EOS ignored), comma-separated [default: 256].
-    #[arg(long, value_delimiter = ',', value_name = "N,…")]
-    pub output_tokens: Vec<u32>,
+    /// Generated tokens per request (EOS ignored): a comma-separated list, or one distribution
+    /// as for --input-tokens [default: 256].
+    #[arg(long, value_name = "N,…|SPEC")]
+    pub output_tokens: Vec<String>,
+    /// How requests are launched: rounds (C together, the default), closed-continuous (keep C in
+    /// flight), or an open loop at --rate: poisson, gamma (--burstiness) or constant.
+    #[arg(long, value_enum)]
+    pub arrival: Option<crate::workload::shape::Arrival>,
+    /// Open loop: arrivals per second, comma-separated (one case each).
+    #[arg(long, value_delimiter = ',', value_name = "R,…")]
+    pub rate: Vec<f64>,
+    /// Gamma arrivals: coefficient of variation of the gaps (1 = Poisson, above 1 = bursty)
+    /// [default: 1].
+    #[arg(long, value_name = "CV")]
+    pub burstiness: Option<f64>,
+    /// Open and continuous loops: launch requests for this long, e.g. 60s.
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<String>,
+    /// Open and continuous loops: launch this many requests [default: 100 without --duration].
+    #[arg(long, value_name = "N")]
+    pub requests: Option<u64>,
+    /// Open loop: the most requests in flight; time spent waiting for a place is send lag.
+    #[arg(long, value_name = "K")]
+    pub max_in_flight: Option<u32>,
+    /// Open and continuous loops: requests launched in this first stretch are warmup, outside the
+    /// measurement window [default: 0s].
+    #[arg(long, value_name = "DURATION")]
+    pub warmup_time: Option<String>,
+    /// Goodput objective: time to first token (from scheduled in an open loop), e.g. 500ms.
+    #[arg(long, value_name = "DURATION")]
+    pub slo_ttft: Option<String>,
+    /// Goodput objective: time per output token, e.g. 50ms.
+    #[arg(long, value_name = "DURATION")]
+    pub slo_tpot: Option<String>,
+    /// Goodput objective: complete-response time (from scheduled in an open loop), e.g. 10s.
+    #[arg(long, value_name = "DURATION")]
+    pub slo_e2e: Option<String>,
     /// Measured rounds per case [default: 3].
     #[arg(long)]
     pub rounds: Option<u32>,
@@ -107,6 +167,32 @@ pub struct RunArgs {
     /// Print only the results table.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// `llmload sweep`: every flag of `run`, the loads being the sweep's steps.
+#[derive(Debug, Default, Args)]
+pub struct SweepArgs {
+    /// The campaign: one --input-tokens and one --output-tokens; --concurrency or --rate lists
+    /// the loads.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Step the load geometrically (1, 2, 4, … or from the first --rate) until throughput stops
+    /// rising, then fill in around the best load.
+    #[arg(long)]
+    pub auto: bool,
+    /// The largest load --auto may try [default: 256].
+    #[arg(long, value_name = "LOAD")]
+    pub max_load: Option<f64>,
+    /// Stop adding load once p99 TTFT is above this, e.g. 2s.
+    #[arg(long, value_name = "DURATION")]
+    pub stop_ttft_p99: Option<String>,
+    /// Stop adding load once the share of failed or invalid responses is above this (0–1).
+    #[arg(long, value_name = "SHARE")]
+    pub stop_error_rate: Option<f64>,
+    /// Throughput counts as rising when it gains at least this share over the best so far; a
+    /// listed sweep stops after two loads without it [default: 0.05].
+    #[arg(long, value_name = "SHARE")]
+    pub min_gain: Option<f64>,
 }
 
 /// `llmload sim`: serve the engine simulator.

@@ -12,11 +12,14 @@ pub mod guard;
 pub mod record;
 pub mod report;
 pub mod runner;
+pub mod saturation;
 pub mod sim;
 pub mod stats;
 pub mod summary;
+pub mod sweep;
 pub mod target;
 pub mod telemetry;
+pub mod window;
 pub mod workload;
 
 use crate::api::client::Endpoint;
@@ -27,6 +30,7 @@ use crate::guard::{Guard, Verdict};
 use crate::record::RecordSink;
 use crate::runner::Runner;
 use crate::summary::{CaseSummary, Outcome, OutcomeStatus, Summary};
+use crate::sweep::{CaseSource, Matrix};
 use crate::target::Target;
 use crate::telemetry::Sampler;
 use crate::workload::source::PromptSource;
@@ -49,6 +53,12 @@ pub struct RunResult {
 /// `llmload run`: resolve the config, measure every case, write the records and the summary.
 pub async fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
     let config = Config::resolve(args)?;
+    execute(&config, &mut Matrix::new(config.plans())).await
+}
+
+/// Runs the cases of `source` against the configured server (or the built-in simulator), with
+/// Ctrl-C stopping the run cleanly.
+pub async fn execute<S: CaseSource>(config: &Config, source: &mut S) -> anyhow::Result<RunResult> {
     let (url, simulator) = match config.url.clone() {
         Some(url) => (url, None),
         None => {
@@ -74,7 +84,7 @@ pub async fn run(args: &RunArgs) -> anyhow::Result<RunResult> {
             }
         }
     });
-    let result = run_campaign(&config, &url, simulator.is_some(), interrupted).await;
+    let result = run_source(config, &url, simulator.is_some(), interrupted, source).await;
     drop(simulator);
     result
 }
@@ -86,6 +96,18 @@ pub async fn run_campaign(
     url: &str,
     simulated: bool,
     interrupted: CancellationToken,
+) -> anyhow::Result<RunResult> {
+    let mut matrix = Matrix::new(config.plans());
+    run_source(config, url, simulated, interrupted, &mut matrix).await
+}
+
+/// Runs the cases of `source` against `url`: the body of [`run_campaign`].
+pub async fn run_source<S: CaseSource>(
+    config: &Config,
+    url: &str,
+    simulated: bool,
+    interrupted: CancellationToken,
+    source: &mut S,
 ) -> anyhow::Result<RunResult> {
     let endpoint = endpoint(config, url)?;
     let target = Target::connect(endpoint, config.model.clone()).await?;
@@ -99,7 +121,7 @@ pub async fn run_campaign(
     let origin = Instant::now();
     attempt.write_json(
         "campaign.json",
-        &campaign_json(config, &attempt, &target, simulated),
+        &campaign_json(config, &attempt, &target, simulated, &source.plans()),
     )?;
     let cancel = CancellationToken::new();
     let guard = Arc::new(Guard::new(config.limits.clone(), origin, cancel.clone()));
@@ -113,6 +135,14 @@ pub async fn run_campaign(
         attempt.dir.clone(),
         origin,
         guard.clone(),
+        telemetry_stop.clone(),
+    ));
+    let scraper = tokio::spawn(telemetry::server_metrics::scrape(
+        target.endpoint.client.clone(),
+        format!("{}/metrics", target.endpoint.base_url),
+        config.telemetry_interval,
+        attempt.dir.clone(),
+        origin,
         telemetry_stop.clone(),
     ));
     let mut sink = RecordSink::create(&attempt.dir.join("requests.jsonl"))
@@ -135,19 +165,29 @@ pub async fn run_campaign(
         model: target.model.clone(),
         simulated,
         cases: Vec::new(),
-        outcome: Outcome::new(&[], config.cases().len() as u32, None, None),
+        outcome: Outcome::new(&[], source.planned() as u32, None, None),
         telemetry: None,
     };
-    let failure = run_cases(config, &mut runner, &attempt, &mut summary).await?;
+    let failure = run_cases(config, &mut runner, &attempt, &mut summary, source).await?;
     guard.process_check("the final process check");
     telemetry_stop.cancel();
-    summary.telemetry = telemetry
-        .await
-        .ok()
-        .filter(|t| t.readings > 0 || !t.source.is_empty());
+    let server_metrics = scraper.await.ok().filter(|m| m.scrapes > 0);
+    if server_metrics.is_none() {
+        let _ = std::fs::remove_file(attempt.dir.join("server_metrics.jsonl"));
+    }
+    summary.telemetry = telemetry.await.ok().map(|mut t| {
+        t.server_metrics = server_metrics;
+        t
+    });
     watcher.abort();
-    set_outcome(&mut summary, &guard, failure, config.cases().len());
+    set_outcome(&mut summary, &guard, failure, source.planned());
+    // A sweep decides its cases as it goes: the file lists those it ran.
+    attempt.write_json(
+        "campaign.json",
+        &campaign_json(config, &attempt, &target, simulated, &source.plans()),
+    )?;
     write_views(&attempt, &summary)?;
+    report::write_html(&attempt, &summary)?;
     Ok(RunResult {
         dir: attempt.dir,
         summary,
@@ -166,15 +206,16 @@ async fn trip_on_interrupt(interrupted: CancellationToken, guard: Arc<Guard>) {
 
 /// Runs every case in order until the guard fires or a case cannot go on; returns why it could
 /// not, if so. Views are rewritten after every case.
-async fn run_cases(
+async fn run_cases<S: CaseSource>(
     config: &Config,
     runner: &mut Runner<'_>,
     attempt: &Attempt,
     summary: &mut Summary,
+    source: &mut S,
 ) -> anyhow::Result<Option<String>> {
-    let cases = config.cases();
     let mut failure = None;
-    for (i, case) in cases.iter().enumerate() {
+    while let Some(plan) = source.next(&summary.cases) {
+        let case = &plan.case;
         if runner
             .guard
             .process_check(&format!("before case {}", case.id))
@@ -182,16 +223,19 @@ async fn run_cases(
             break;
         }
         cool_down(config, runner.guard).await;
-        match runner.run_case(case, config.warmup, config.rounds).await {
+        match runner.run_case(&plan, config.warmup).await {
             Ok(run) => summary
                 .cases
-                .push(CaseSummary::new(case, config.rounds, &run.records)),
+                .push(window::summarise(&plan, &run, &config.load.slo)),
             Err(e) => failure = Some(format!("case {}: {e:#}", case.id)),
         }
         if let (false, Some(done)) = (config.quiet, summary.cases.last()) {
-            eprintln!("{}", progress_line(i + 1, cases.len(), done));
+            eprintln!(
+                "{}",
+                progress_line(summary.cases.len(), source.planned(), done)
+            );
         }
-        set_outcome(summary, runner.guard, failure.clone(), cases.len());
+        set_outcome(summary, runner.guard, failure.clone(), source.planned());
         write_views(attempt, summary)?;
         if runner.guard.verdict().is_some() || failure.is_some() {
             break;
@@ -227,10 +271,36 @@ fn set_outcome(summary: &mut Summary, guard: &Guard, failure: Option<String>, to
 
 fn write_views(attempt: &Attempt, summary: &Summary) -> anyhow::Result<()> {
     attempt.write_json("summary.json", summary)?;
-    attempt.write_text("report.md", &report::markdown::render(summary))
+    attempt.write_text("report.md", &report::markdown::render(summary))?;
+    attempt.write_text("cases.csv", &report::csv::render(summary))
+}
+
+fn nominal(load: &window::LoadSummary) -> String {
+    match (load.nominal_rate_rps, load.nominal_concurrency) {
+        (Some(rate), Some(cap)) => format!("{rate} requests/s, at most {cap} in flight"),
+        (Some(rate), None) => format!("{rate} requests/s, uncapped"),
+        (None, Some(c)) => format!("{c} in flight"),
+        (None, None) => "none".into(),
+    }
 }
 
 fn progress_line(done: usize, total: usize, case: &CaseSummary) -> String {
+    if let Some(load) = &case.load {
+        return format!(
+            "case {done}/{total} {}: {} ok, {} failed; {:.2} tokens/s over the window; in flight \
+             {:.2} on average, {} at peak (nominal: {}); send lag p99 {}",
+            case.id,
+            case.counts.ok,
+            case.counts.error + case.counts.cancelled + case.counts.invalid,
+            load.throughput_tps,
+            load.achieved_concurrency_mean,
+            load.achieved_concurrency_peak,
+            nominal(load),
+            load.send_lag_ms
+                .as_ref()
+                .map_or_else(|| "–".to_owned(), |d| format!("{:.3} ms", d.p99)),
+        );
+    }
     let ttft = case
         .ttft_ms
         .as_ref()
@@ -283,6 +353,7 @@ fn campaign_json(
     attempt: &Attempt,
     target: &Target,
     simulated: bool,
+    plans: &[workload::shape::CasePlan],
 ) -> serde_json::Value {
     json!({
         "schema_version": SCHEMA_VERSION,
@@ -291,7 +362,7 @@ fn campaign_json(
         "started_at": attempt.started_at,
         "time_origin": "record times (*_s) are seconds since started_at, on the monotonic clock",
         "config": config,
-        "cases": config.cases(),
+        "cases": plans,
         "target": {
             "url": target.endpoint.base_url,
             "api": config.api,

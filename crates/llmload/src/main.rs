@@ -19,7 +19,28 @@ async fn main() -> ExitCode {
             }
             llmload::exit_code(&result.summary.outcome)
         }),
+        Command::Sweep(args) => llmload::sweep::sweep(&args).await.map(|(result, section)| {
+            print!(
+                "{}",
+                llmload::saturation::render(&section.analysis, section.axis)
+            );
+            if let Some(why) = &section.stopped_because {
+                println!("The sweep stopped adding load: {why}.");
+            }
+            if !args.run.quiet {
+                eprintln!("records: {}", result.dir.display());
+            }
+            llmload::exit_code(&result.summary.outcome)
+        }),
         Command::Sim(args) => llmload::sim::serve_until_stopped(&args).await.map(|()| 0),
+        Command::Report(args) => llmload::report::regenerate(&args.dir).map(|report| {
+            print!("{}", llmload::report::markdown::render(&report.summary));
+            0
+        }),
+        Command::Compare(args) => llmload::report::compare::compare(&args.dirs).map(|text| {
+            print!("{text}");
+            0
+        }),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -1,17 +1,28 @@
-//! The runner: for each case, warmup requests one at a time, then measured rounds of C
-//! simultaneous requests; a round ends when its last request ends.
+//! The runner: for each case, warmup requests one at a time, then the case's load shape — one
+//! runner, parameterised by the shape:
 //!
-//! Prompts for a round are built before it starts, so that "simultaneous" means it. Every request
-//! becomes a record written the moment it ends. A stop (Ctrl-C, later the guard) cancels what is
-//! in flight; cancelled requests are recorded as such and the case is left incomplete.
+//! - closed rounds: C simultaneous requests; a round ends when its last request ends;
+//! - closed continuous: C kept in flight, a new request as soon as one ends;
+//! - open loop: arrivals at precomputed offsets, each sent at `start + offset` on an absolute
+//!   clock, optionally capped in flight. A launch that waits for the cap is sent late, and the
+//!   record shows it (`sent − scheduled`, the send lag): the wait is never hidden.
+//!
+//! Every request becomes a record written the moment it ends. A stop (Ctrl-C or the guard, which
+//! is checked before every launch) cancels what is in flight; cancelled requests are recorded as
+//! such and the case is left incomplete.
 
+use crate::api::client::Exchange;
 use crate::api::{GenerationRequest, Prompt};
-use crate::config::Case;
 use crate::guard::Guard;
-use crate::record::{Phase, Record, RecordSink, RequestMeta};
+use crate::record::{Phase, Record, RecordSink, RequestMeta, Seconds};
 use crate::target::Target;
+use crate::workload::prompt::splitmix64;
+use crate::workload::schedule::{self, Bound};
+use crate::workload::shape::{CasePlan, Shape};
 use crate::workload::source::PromptSource;
 use anyhow::Context;
+use rand::SeedableRng;
+use std::time::Duration;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -28,9 +39,10 @@ pub struct Runner<'a> {
     pub origin: Instant,
     /// Fires when the run must stop (the guard's token).
     pub cancel: CancellationToken,
-    /// Stop rules, checked before every warmup and round and told of every measured record.
+    /// Stop rules, checked before every warmup, round and launch and told of every measured
+    /// record.
     pub guard: &'a Guard,
-    /// Seed for prompt offsets.
+    /// Seed for prompt offsets, sampled lengths and arrival schedules.
     pub seed: u64,
     /// Requests built so far (each gets a distinct prompt offset).
     pub serial: u64,
@@ -41,57 +53,280 @@ pub struct Runner<'a> {
 pub struct CaseRun {
     /// Measured records, in completion order.
     pub records: Vec<Record>,
+    /// Open and continuous loops: records launched during the warmup time (they occupy the
+    /// server in the window, so achieved concurrency and throughput count them).
+    pub warmup: Vec<Record>,
+    /// Open and continuous loops: the measurement window, seconds since the attempt started.
+    pub window: Option<(Seconds, Seconds)>,
     /// Whether the run was stopped during this case.
     pub stopped: bool,
 }
 
+/// A request ready to go: what it is and its body.
+type Prepared = (RequestMeta, serde_json::Value);
+
+/// The in-flight requests of a case: one task each, joined as they end.
+type InFlight = JoinSet<(RequestMeta, Exchange)>;
+
+/// How a streamed (continuous or open) load launches its requests.
+struct Pacing {
+    /// Open loop: offsets from the start of the load.
+    offsets: Option<Vec<Duration>>,
+    /// The most requests in flight.
+    cap: Option<u32>,
+    /// Where launching stops.
+    bound: Bound,
+}
+
+/// The tokio timer wakes on millisecond ticks; the pacer sleeps to this much before the arrival,
+/// then yields until it, for sub-millisecond sends.
+const SPIN: Duration = Duration::from_micros(1_100);
+
 impl Runner<'_> {
-    /// Runs `warmup` requests then `rounds` rounds of `case`.
-    pub async fn run_case(
-        &mut self,
-        case: &Case,
-        warmup: u32,
-        rounds: u32,
-    ) -> anyhow::Result<CaseRun> {
+    /// Runs `warmup` single requests then the load of `plan`.
+    pub async fn run_case(&mut self, plan: &CasePlan, warmup: u32) -> anyhow::Result<CaseRun> {
         let mut run = CaseRun::default();
         for index in 0..warmup {
-            if self
-                .guard
-                .process_check(&format!("before warmup {} of case {}", index + 1, case.id))
-            {
+            let at = format!("before warmup {} of case {}", index + 1, plan.case.id);
+            if self.guard.process_check(&at) {
                 run.stopped = true;
                 return Ok(run);
             }
-            let meta = self.meta(case, Phase::Warmup, None, index);
+            let meta = self.meta(plan, Phase::Warmup, None, index, None);
             self.launch(vec![(meta, Some(0))]).await?;
         }
-        for round in 1..=rounds {
-            if self
-                .guard
-                .process_check(&format!("before round {round} of case {}", case.id))
-            {
-                run.stopped = true;
-                return Ok(run);
+        match &plan.shape {
+            Shape::Rounds { rounds } => self.rounds(plan, *rounds, &mut run).await?,
+            Shape::ClosedContinuous { bound } => {
+                let pacing = Pacing {
+                    offsets: None,
+                    cap: Some(plan.case.concurrency),
+                    bound: *bound,
+                };
+                self.stream(plan, pacing, &mut run).await?;
             }
-            let requests = (0..case.concurrency)
-                .map(|index| (self.meta(case, Phase::Measured, Some(round), index), None))
-                .collect();
-            run.records.extend(self.launch(requests).await?);
+            Shape::Open {
+                process,
+                rate_rps,
+                bound,
+                max_in_flight,
+            } => {
+                let seed = splitmix64(self.seed ^ self.serial);
+                let offsets = schedule::offsets(*process, *rate_rps, *bound, seed);
+                let pacing = Pacing {
+                    bound: Bound::Requests(offsets.len() as u64),
+                    offsets: Some(offsets),
+                    cap: *max_in_flight,
+                };
+                self.stream(plan, pacing, &mut run).await?;
+            }
         }
-        run.stopped = self.cancel.is_cancelled();
+        run.stopped |= self.cancel.is_cancelled();
         Ok(run)
     }
 
-    fn meta(&self, case: &Case, phase: Phase, round: Option<u32>, index: u32) -> RequestMeta {
+    async fn rounds(
+        &mut self,
+        plan: &CasePlan,
+        rounds: u32,
+        run: &mut CaseRun,
+    ) -> anyhow::Result<()> {
+        for round in 1..=rounds {
+            let at = format!("before round {round} of case {}", plan.case.id);
+            if self.guard.process_check(&at) {
+                run.stopped = true;
+                return Ok(());
+            }
+            let requests = (0..plan.case.concurrency)
+                .map(|index| {
+                    (
+                        self.meta(plan, Phase::Measured, Some(round), index, None),
+                        None,
+                    )
+                })
+                .collect();
+            run.records.extend(self.launch(requests).await?);
+        }
+        Ok(())
+    }
+
+    /// A continuous or open load: launch on the pacing, record as requests end, then drain.
+    async fn stream(
+        &mut self,
+        plan: &CasePlan,
+        pacing: Pacing,
+        run: &mut CaseRun,
+    ) -> anyhow::Result<()> {
+        let mut in_flight = InFlight::new();
+        let total = match pacing.bound {
+            Bound::Requests(n) => n,
+            Bound::Duration(_) => u64::MAX,
+        };
+        // The first prompt is built before the clock starts, so that the first arrival is on time.
+        let mut next = Some(self.prepare(plan, 0, None).await?);
+        let start = Instant::now();
+        let deadline = match pacing.bound {
+            Bound::Duration(d) => Some(start + d),
+            Bound::Requests(_) => None,
+        };
+        let warmup_end = start + plan.warmup_time;
+        let mut last_launch = start;
+        for index in 0..total {
+            let Some((mut meta, body)) = next.take() else {
+                break;
+            };
+            let scheduled = pacing.offsets.as_ref().map(|o| start + o[index as usize]);
+            if let Some(at) = scheduled {
+                self.wait_until(at, &mut in_flight, run).await?;
+            }
+            while pacing
+                .cap
+                .is_some_and(|cap| in_flight.len() >= cap as usize)
+                && !self.cancel.is_cancelled()
+            {
+                self.settle_next(&mut in_flight, run).await?;
+            }
+            let at = format!("before request {} of case {}", index + 1, plan.case.id);
+            if self.guard.process_check(&at) || deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
+            last_launch = Instant::now();
+            meta.scheduled = scheduled;
+            meta.phase = if scheduled.unwrap_or(last_launch) < warmup_end {
+                Phase::Warmup
+            } else {
+                Phase::Measured
+            };
+            let endpoint = self.target.endpoint.clone();
+            let cancel = self.cancel.clone();
+            in_flight.spawn(async move {
+                let exchange = endpoint.stream(&body, &cancel).await;
+                (meta, exchange)
+            });
+            // Build the next prompt now, while waiting for its arrival, not after it.
+            if index + 1 < total {
+                next = Some(self.prepare(plan, index + 1, None).await?);
+            }
+        }
+        let end = deadline.unwrap_or(last_launch).max(warmup_end);
+        let since = |t: Instant| t.saturating_duration_since(self.origin).as_secs_f64();
+        run.window = Some((since(warmup_end), since(end)));
+        while !in_flight.is_empty() {
+            self.settle_next(&mut in_flight, run).await?;
+        }
+        Ok(())
+    }
+
+    /// Sleeps until `at` (absolute), recording requests that end meanwhile; returns early on a
+    /// stop.
+    async fn wait_until(
+        &mut self,
+        at: Instant,
+        in_flight: &mut InFlight,
+        run: &mut CaseRun,
+    ) -> anyhow::Result<()> {
+        let coarse = at.checked_sub(SPIN).unwrap_or(at);
+        loop {
+            tokio::select! {
+                biased;
+                () = self.cancel.cancelled() => return Ok(()),
+                () = tokio::time::sleep_until(coarse) => break,
+                Some(joined) = in_flight.join_next(), if !in_flight.is_empty() => {
+                    let (meta, exchange) = joined.context("a request task failed")?;
+                    self.settle(meta, &exchange, run)?;
+                }
+            }
+        }
+        // Yield (not sleep) through the last tick; bounded on the real clock so that a paused
+        // tokio clock (tests) cannot spin forever.
+        let real_end = std::time::Instant::now() + at.saturating_duration_since(Instant::now());
+        while Instant::now() < at && std::time::Instant::now() < real_end {
+            tokio::task::yield_now().await;
+        }
+        Ok(())
+    }
+
+    async fn settle_next(
+        &mut self,
+        in_flight: &mut InFlight,
+        run: &mut CaseRun,
+    ) -> anyhow::Result<()> {
+        if let Some(joined) = in_flight.join_next().await {
+            let (meta, exchange) = joined.context("a request task failed")?;
+            self.settle(meta, &exchange, run)?;
+        }
+        Ok(())
+    }
+
+    /// Records an ended request: written, shown to the guard when measured, kept for the summary.
+    fn settle(
+        &mut self,
+        meta: RequestMeta,
+        exchange: &Exchange,
+        run: &mut CaseRun,
+    ) -> anyhow::Result<()> {
+        let record = Record::from_exchange(meta, exchange, self.origin);
+        self.sink
+            .append(&record)
+            .context("writing requests.jsonl")?;
+        if record.phase == Phase::Measured {
+            self.guard.observe_record(&record);
+            run.records.push(record);
+        } else {
+            run.warmup.push(record);
+        }
+        Ok(())
+    }
+
+    /// A request's meta with lengths drawn for it (from the seed and its serial number).
+    fn meta(
+        &self,
+        plan: &CasePlan,
+        phase: Phase,
+        round: Option<u32>,
+        index: u32,
+        scheduled: Option<Instant>,
+    ) -> RequestMeta {
+        // Serial numbers are distinct between streamed requests, indices within a round.
+        let key = splitmix64(self.serial).rotate_left(17) ^ u64::from(index);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(splitmix64(self.seed ^ key));
         RequestMeta {
-            case: case.id.clone(),
+            case: plan.case.id.clone(),
             phase,
             round,
             index,
-            input_tokens: case.input_tokens,
-            output_tokens: case.output_tokens,
-            scheduled: None,
+            input_tokens: plan.input.sample(&mut rng),
+            output_tokens: plan.output.sample(&mut rng),
+            scheduled,
         }
+    }
+
+    /// A streamed request's meta and body.
+    async fn prepare(
+        &mut self,
+        plan: &CasePlan,
+        index: u64,
+        slot: Option<u32>,
+    ) -> anyhow::Result<Prepared> {
+        let index = u32::try_from(index).unwrap_or(u32::MAX);
+        let meta = self.meta(plan, Phase::Measured, None, index, None);
+        let body = self.body(&meta, slot).await?;
+        Ok((meta, body))
+    }
+
+    async fn body(
+        &mut self,
+        meta: &RequestMeta,
+        slot: Option<u32>,
+    ) -> anyhow::Result<serde_json::Value> {
+        let prompt = self.next_prompt(meta.input_tokens).await?;
+        let request = GenerationRequest {
+            prompt: &prompt,
+            output_tokens: meta.output_tokens,
+            slot: slot.filter(|_| self.target.endpoint.api == crate::api::Api::Llamacpp),
+            model: self.target.model.as_deref(),
+        };
+        Ok(self.target.endpoint.api.body(&request))
     }
 
     /// Builds every prompt, then sends all requests at once; returns their records in the order
@@ -102,34 +337,23 @@ impl Runner<'_> {
     ) -> anyhow::Result<Vec<Record>> {
         let mut bodies = Vec::with_capacity(requests.len());
         for (meta, slot) in &requests {
-            let prompt = self.next_prompt(meta.input_tokens).await?;
-            let request = GenerationRequest {
-                prompt: &prompt,
-                output_tokens: meta.output_tokens,
-                slot: slot.filter(|_| self.target.endpoint.api == crate::api::Api::Llamacpp),
-                model: self.target.model.as_deref(),
-            };
-            bodies.push(self.target.endpoint.api.body(&request));
+            bodies.push(self.body(meta, *slot).await?);
         }
-        let mut in_flight = JoinSet::new();
+        let mut in_flight = InFlight::new();
         for ((meta, _), body) in requests.into_iter().zip(bodies) {
             let endpoint = self.target.endpoint.clone();
             let cancel = self.cancel.clone();
-            in_flight.spawn(async move { (meta, endpoint.stream(&body, &cancel).await) });
+            in_flight.spawn(async move {
+                let exchange = endpoint.stream(&body, &cancel).await;
+                (meta, exchange)
+            });
         }
-        let mut records = Vec::with_capacity(in_flight.len());
-        while let Some(joined) = in_flight.join_next().await {
-            let (meta, exchange) = joined.context("a request task failed")?;
-            let record = Record::from_exchange(meta, &exchange, self.origin);
-            self.sink
-                .append(&record)
-                .context("writing requests.jsonl")?;
-            if record.phase == Phase::Measured {
-                self.guard.observe_record(&record);
-            }
-            records.push(record);
+        let mut round = CaseRun::default();
+        while !in_flight.is_empty() {
+            self.settle_next(&mut in_flight, &mut round).await?;
         }
-        Ok(records)
+        round.records.extend(round.warmup);
+        Ok(round.records)
     }
 
     async fn next_prompt(&mut self, tokens: u32) -> anyhow::Result<Prompt> {

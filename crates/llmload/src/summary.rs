@@ -76,6 +76,9 @@ pub struct CaseSummary {
     pub throughput_tps: Option<Spread>,
     /// Request outcomes.
     pub counts: Counts,
+    /// Continuous and open loops: figures over the measurement window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<crate::window::LoadSummary>,
 }
 
 impl CaseSummary {
@@ -112,6 +115,7 @@ impl CaseSummary {
             throughput_tps: Spread::of(&complete_rounds),
             counts: counts(records),
             rounds,
+            load: None,
         }
     }
 }

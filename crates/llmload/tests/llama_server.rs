@@ -73,7 +73,7 @@ fn campaign(api: &str) {
     assert_eq!(summary["outcome"]["rounds_completed"], 12);
     let cases = summary["cases"].as_array().expect("cases");
     assert_eq!(cases.len(), 4);
-    let median_ttft = |input: u64, concurrency: u64| -> f64 {
+    let fastest_ttft = |input: u64, concurrency: u64| -> f64 {
         let case = cases
             .iter()
             .find(|c| c["input_tokens"] == input && c["concurrency"] == concurrency)
@@ -86,10 +86,12 @@ fn campaign(api: &str) {
         assert_eq!(case["itl_ms"]["n"], n * (OUTPUT - 1), "{case}");
         assert_eq!(case["throughput_tps"]["n"], ROUNDS, "{case}");
         assert!(case["throughput_tps"]["mean"].as_f64().expect("throughput") > 0.0);
-        case["ttft_ms"]["median"].as_f64().expect("median TTFT")
+        case["ttft_ms"]["min"].as_f64().expect("fastest TTFT")
     };
+    // Four times the prompt work shows in TTFT. The fastest response of each case is compared:
+    // medians of three samples are at the mercy of whatever else this 2-core machine does.
     for c in CONCURRENCY {
-        let (short, long) = (median_ttft(INPUTS[0], c), median_ttft(INPUTS[1], c));
+        let (short, long) = (fastest_ttft(INPUTS[0], c), fastest_ttft(INPUTS[1], c));
         assert!(
             long > short,
             "TTFT at 512 tokens ({long} ms) ≤ at 128 ({short} ms), concurrency {c}"

@@ -4,74 +4,13 @@
 //! caption that says what was plotted and from how many samples.
 
 use crate::report::markdown::thousands;
+use crate::report::plot::{
+    empty, legend, svg, tick, upper, whole, Area, ChartError, Figure, TimeAxis, COLORS,
+};
 use crate::stats::Distribution;
 use crate::summary::{CaseSummary, Summary};
 use plotters::coord::types::RangedCoordf64;
-use plotters::coord::Shift;
 use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
-
-/// A drawing area of an SVG chart.
-pub type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
-
-/// A chart could not be drawn.
-#[derive(Debug, thiserror::Error)]
-#[error("the chart could not be drawn: {0}")]
-pub struct ChartError(String);
-
-impl<E: std::error::Error + Send + Sync> From<DrawingAreaErrorKind<E>> for ChartError {
-    fn from(e: DrawingAreaErrorKind<E>) -> ChartError {
-        ChartError(e.to_string())
-    }
-}
-
-/// One chart of the report.
-#[derive(Debug)]
-pub struct Figure {
-    /// Heading, plain text.
-    pub title: String,
-    /// The chart as an `<svg>` element, or why it could not be drawn.
-    pub svg: Result<String, ChartError>,
-    /// What was plotted and the sample sizes, plain text.
-    pub caption: String,
-}
-
-/// Line colours (Tableau 10), one per input length.
-pub const COLORS: [RGBColor; 8] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-];
-
-/// Draws into a fresh SVG of `size` pixels and returns it as an element to inline in HTML.
-pub fn svg(
-    size: (u32, u32),
-    draw: impl FnOnce(&Area) -> Result<(), ChartError>,
-) -> Result<String, ChartError> {
-    let mut out = String::new();
-    {
-        let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
-        root.fill(&WHITE)?;
-        draw(&root)?;
-        root.present()?;
-    }
-    // Inline SVG needs no namespace, and the page then names no external address at all.
-    Ok(out.replacen(r#" xmlns="http://www.w3.org/2000/svg""#, "", 1))
-}
-
-/// Writes `message` in the middle of an empty chart.
-pub fn empty(area: &Area, message: &str) -> Result<(), ChartError> {
-    let (w, h) = area.dim_in_pixel();
-    let style = TextStyle::from(("sans-serif", 16).into_font())
-        .pos(Pos::new(HPos::Center, VPos::Center));
-    area.draw_text(message, &style, (w as i32 / 2, h as i32 / 2))?;
-    Ok(())
-}
 
 /// Complete cases of one input and output length, by concurrency.
 struct Series<'a> {
@@ -127,37 +66,6 @@ fn left_out(summary: &Summary) -> String {
     match summary.cases.iter().filter(|c| !c.complete).count() {
         0 => String::new(),
         k => format!(" {k} incomplete case(s) left out."),
-    }
-}
-
-/// Milliseconds shown in seconds once the largest value passes 2 s.
-#[derive(Clone, Copy)]
-struct TimeAxis {
-    divisor: f64,
-    unit: &'static str,
-}
-
-impl TimeAxis {
-    fn for_max_ms(max_ms: f64) -> TimeAxis {
-        if max_ms > 2000.0 {
-            TimeAxis {
-                divisor: 1e3,
-                unit: "s",
-            }
-        } else {
-            TimeAxis {
-                divisor: 1.0,
-                unit: "ms",
-            }
-        }
-    }
-}
-
-fn upper(max: f64) -> f64 {
-    if max > 0.0 {
-        max * 1.1
-    } else {
-        1.0
     }
 }
 
@@ -231,6 +139,8 @@ fn latency_panel(
         .build_cartesian_2d(concurrency_range(lines), 0.0..upper(max_ms / axis.divisor))?;
     chart
         .configure_mesh()
+        .x_label_formatter(&whole)
+        .y_label_formatter(&tick)
         .x_desc("concurrent requests")
         .y_desc(format!("{title} ({})", axis.unit))
         .draw()?;
@@ -245,46 +155,44 @@ fn latency_panel(
                 })
             })
             .collect();
-        let color = line.color;
-        let band: Vec<(f64, f64)> = points
-            .iter()
-            .map(|&(x, m, _)| (x, m))
-            .chain(points.iter().rev().map(|&(x, _, p)| (x, p)))
-            .collect();
-        chart.draw_series(std::iter::once(Polygon::new(band, color.mix(0.15).filled())))?;
-        chart
-            .draw_series(LineSeries::new(
-                points.iter().map(|&(x, m, _)| (x, m)),
-                color.stroke_width(2),
-            ))?
-            .label(line.label.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
-        chart.draw_series(
-            points
-                .iter()
-                .map(|&(x, m, _)| Circle::new((x, m), 3, color.filled())),
-        )?;
-        chart.draw_series(
-            points
-                .iter()
-                .map(|&(x, _, p)| Cross::new((x, p), 4, color.stroke_width(2))),
-        )?;
+        median_and_p95(&mut chart, line, &points)?;
     }
-    legend(&mut chart)
+    legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
-fn legend<'a, DB: DrawingBackend + 'a>(
-    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
-) -> Result<(), ChartError>
-where
-    DB::ErrorType: 'static,
-{
+/// One line of a latency panel: the median, a band up to the p95, and × at the p95.
+fn median_and_p95(
+    chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    line: &Series,
+    points: &[(f64, f64, f64)],
+) -> Result<(), ChartError> {
+    let color = line.color;
+    let band: Vec<(f64, f64)> = points
+        .iter()
+        .map(|&(x, m, _)| (x, m))
+        .chain(points.iter().rev().map(|&(x, _, p)| (x, p)))
+        .collect();
+    chart.draw_series(std::iter::once(Polygon::new(
+        band,
+        color.mix(0.15).filled(),
+    )))?;
     chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .draw()?;
+        .draw_series(LineSeries::new(
+            points.iter().map(|&(x, m, _)| (x, m)),
+            color.stroke_width(2),
+        ))?
+        .label(line.label.clone())
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+    chart.draw_series(
+        points
+            .iter()
+            .map(|&(x, m, _)| Circle::new((x, m), 3, color.filled())),
+    )?;
+    chart.draw_series(
+        points
+            .iter()
+            .map(|&(x, _, p)| Cross::new((x, p), 4, color.stroke_width(2))),
+    )?;
     Ok(())
 }
 
@@ -329,6 +237,8 @@ fn throughput_chart(root: &Area, lines: &[Series]) -> Result<(), ChartError> {
         .build_cartesian_2d(concurrency_range(lines), 0.0..upper(max))?;
     chart
         .configure_mesh()
+        .x_label_formatter(&whole)
+        .y_label_formatter(&tick)
         .x_desc("concurrent requests")
         .y_desc("output tokens/s")
         .draw()?;
@@ -358,7 +268,7 @@ fn throughput_chart(root: &Area, lines: &[Series]) -> Result<(), ChartError> {
             PathElement::new(vec![(x, lo), (x, hi)], color.stroke_width(1))
         }))?;
     }
-    legend(&mut chart)
+    legend(&mut chart, SeriesLabelPosition::LowerRight)
 }
 
 /// (c) Latency against throughput: p50 and p99 TTFT of each complete case against its
@@ -386,7 +296,12 @@ pub fn latency_throughput(summary: &Summary) -> Figure {
              requests. {} responses and {} rounds per point ({} cases). The p99 is descriptive \
              (fewer than 5 samples beyond it) at {descriptive} of {} points.{}",
             sizes(cases.iter().filter_map(|c| c.ttft_ms.as_ref()).map(|d| d.n)),
-            sizes(cases.iter().filter_map(|c| c.throughput_tps.as_ref()).map(|t| t.n)),
+            sizes(
+                cases
+                    .iter()
+                    .filter_map(|c| c.throughput_tps.as_ref())
+                    .map(|t| t.n)
+            ),
             cases.len(),
             cases.len(),
             left_out(summary),
@@ -416,6 +331,8 @@ fn latency_throughput_chart(root: &Area, lines: &[Series]) -> Result<(), ChartEr
         .build_cartesian_2d(0.0..upper(max_x), 0.0..upper(max_y))?;
     chart
         .configure_mesh()
+        .x_label_formatter(&tick)
+        .y_label_formatter(&tick)
         .x_desc("aggregate output throughput (tokens/s)")
         .y_desc(format!("TTFT ({})", axis.unit))
         .draw()?;
@@ -430,7 +347,10 @@ fn latency_throughput_chart(root: &Area, lines: &[Series]) -> Result<(), ChartEr
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
         chart.draw_series(p50.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
         chart
-            .draw_series(LineSeries::new(p99.clone(), color.mix(0.45).stroke_width(1)))?
+            .draw_series(LineSeries::new(
+                p99.clone(),
+                color.mix(0.45).stroke_width(1),
+            ))?
             .label(format!("{} p99", line.label))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.mix(0.45)));
         chart.draw_series(
@@ -442,7 +362,7 @@ fn latency_throughput_chart(root: &Area, lines: &[Series]) -> Result<(), ChartEr
             EmptyElement::at(at) + Text::new(format!("c{}", p.0), (5, -14), label_style.clone())
         }))?;
     }
-    legend(&mut chart)
+    legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
 #[cfg(test)]

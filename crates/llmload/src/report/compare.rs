@@ -82,19 +82,13 @@ pub fn render(attempts: &[Summary]) -> String {
          attempt's own, never pooled.\n",
     );
     if !single.is_empty() {
-        let _ = writeln!(
-            out,
-            "\nCases in only one attempt: {}.",
-            single.join(", ")
-        );
+        let _ = writeln!(out, "\nCases in only one attempt: {}.", single.join(", "));
     }
     out
 }
 
 fn attempts_table(out: &mut String, attempts: &[Summary]) {
-    out.push_str(
-        "| | Attempt | Target | API | Model | Outcome |\n|---|---|---|---|---|---|\n",
-    );
+    out.push_str("| | Attempt | Target | API | Model | Outcome |\n|---|---|---|---|---|---|\n");
     for (i, s) in attempts.iter().enumerate() {
         let o = &s.outcome;
         let target = if s.simulated {
@@ -141,7 +135,10 @@ fn cells(case: Option<&CaseSummary>, base: Option<&CaseSummary>) -> String {
     let ttft = case.ttft_ms.as_ref().map(|d| d.median);
     let e2e = case.e2e_ms.as_ref().map(|d| d.median);
     let tps = case.throughput_tps.as_ref().map(|t| t.mean);
-    let ratio = |value: Option<f64>, of: fn(&CaseSummary) -> Option<f64>| match (value, base.and_then(of)) {
+    let ratio = |value: Option<f64>, of: fn(&CaseSummary) -> Option<f64>| match (
+        value,
+        base.and_then(of),
+    ) {
         (Some(v), Some(b)) if b > 0.0 => format!("{:.2}", v / b),
         _ => "–".into(),
     };
@@ -182,14 +179,25 @@ mod tests {
     #[test]
     fn matching_cases_get_ratios_and_the_rest_are_labelled() {
         let out = render(&[fixture::report().summary, second_attempt()]);
-        let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("| 64 | 2 |")).collect();
+        let rows: Vec<&str> = out
+            .lines()
+            .filter(|l| l.starts_with("| 64 | 2 |"))
+            .collect();
         assert_eq!(rows.len(), 2, "{out}");
         assert!(rows[0].contains("| A | 13.5 ms | 1.00 |"), "{}", rows[0]);
         assert!(rows[1].contains("| B | 27.0 ms | 2.00 |"), "{}", rows[1]);
-        assert!(out.contains("| 64 | 1 | 4 | B | not in this attempt"), "{out}");
+        assert!(
+            out.contains("| 64 | 1 | 4 | B | not in this attempt"),
+            "{out}"
+        );
         assert!(out.contains("only in A"), "{out}");
-        let incomplete: Vec<&str> = out.lines().filter(|l| l.starts_with("| 256 | 2 |")).collect();
-        assert!(incomplete.iter().all(|l| l.contains("incomplete (1 of 2 rounds complete)")));
+        let incomplete: Vec<&str> = out
+            .lines()
+            .filter(|l| l.starts_with("| 256 | 2 |"))
+            .collect();
+        assert!(incomplete
+            .iter()
+            .all(|l| l.contains("incomplete (1 of 2 rounds complete)")));
         assert!(!incomplete.iter().any(|l| l.contains("tokens/s")));
     }
 

@@ -85,7 +85,11 @@ fn row(summary: &Summary, case: &CaseSummary) -> Vec<String> {
         case.complete.to_string(),
         case.rounds_planned.to_string(),
         case.rounds.len().to_string(),
-        case.rounds.iter().filter(|r| r.complete).count().to_string(),
+        case.rounds
+            .iter()
+            .filter(|r| r.complete)
+            .count()
+            .to_string(),
         c.ok.to_string(),
         c.invalid.to_string(),
         c.error.to_string(),

@@ -34,7 +34,14 @@ pub fn campaign() -> Campaign {
 }
 
 /// A complete, verified response: 4 tokens, evenly spaced between TTFT and completion.
-fn ok(case: &str, round: Option<u32>, index: u32, sent_s: f64, ttft_ms: f64, e2e_ms: f64) -> Record {
+fn ok(
+    case: &str,
+    round: Option<u32>,
+    index: u32,
+    sent_s: f64,
+    ttft_ms: f64,
+    e2e_ms: f64,
+) -> Record {
     let (input_tokens, _) = CASES
         .iter()
         .copied()

@@ -5,9 +5,10 @@
 //! from the records or the server is escaped.
 
 use crate::record::Status;
-use crate::report::charts::{self, Figure};
+use crate::report::charts;
 use crate::report::load::Report;
-use crate::report::markdown::{incomplete_line, seconds, thousands};
+use crate::report::markdown::{incomplete_line, seconds, telemetry_line, thousands};
+use crate::report::plot::Figure;
 use crate::summary::{CaseSummary, Summary};
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -97,6 +98,16 @@ fn outcome(out: &mut String, summary: &Summary) {
             .as_ref()
             .map_or(String::new(), |r| format!(" — {}", escape(r))),
     );
+    if let Some(sample) = &o.stop_sample {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">The reading that stopped the run: <code>{}</code></p>",
+            escape(&sample.to_string())
+        );
+    }
+    if let Some(t) = &summary.telemetry {
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(&telemetry_line(t)));
+    }
 }
 
 fn results(out: &mut String, report: &Report) {
@@ -239,7 +250,8 @@ mod tests {
     #[test]
     fn only_complete_cases_enter_the_table() {
         let html = render(&fixture::report());
-        let table = &html[html.find("<table>").expect("table")..html.find("</table>").expect("end")];
+        let table =
+            &html[html.find("<table>").expect("table")..html.find("</table>").expect("end")];
         assert_eq!(table.matches("<tr>").count(), 1 + 3);
         assert!(html.contains("Incomplete cases"));
     }

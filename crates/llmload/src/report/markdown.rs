@@ -63,11 +63,21 @@ pub fn render(summary: &Summary) -> String {
     );
     if let Some(t) = &summary.telemetry {
         let _ = writeln!(out, "{}", telemetry_line(t));
+        if let Some(m) = &t.server_metrics {
+            let peaks: Vec<String> = m.peak.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let _ = writeln!(
+                out,
+                "Server /metrics: {} scrapes; peaks: {}.",
+                m.scrapes,
+                peaks.join(", ")
+            );
+        }
     }
     out
 }
 
-fn telemetry_line(t: &crate::telemetry::TelemetrySummary) -> String {
+/// The attempt's GPU telemetry in one line.
+pub(crate) fn telemetry_line(t: &crate::telemetry::TelemetrySummary) -> String {
     if t.readings == 0 {
         return format!("GPU telemetry: no readings ({}).", t.source);
     }

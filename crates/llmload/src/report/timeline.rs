@@ -4,9 +4,9 @@
 //! round queueing behind each other's prefill.
 
 use crate::record::{Record, Status};
-use crate::report::charts::{empty, svg, Area, ChartError, Figure, COLORS};
 use crate::report::load::Report;
 use crate::report::markdown::thousands;
+use crate::report::plot::{empty, svg, tick, Area, ChartError, Figure, COLORS};
 use crate::summary::CaseSummary;
 use plotters::prelude::*;
 
@@ -22,11 +22,7 @@ pub fn pick_case(report: &Report) -> Option<&CaseSummary> {
         .iter()
         .filter(|c| c.complete)
         .max_by_key(|c| (c.concurrency, c.input_tokens))
-        .or_else(|| {
-            cases
-                .iter()
-                .max_by_key(|c| report.measured(&c.id).len())
-        })
+        .or_else(|| cases.iter().max_by_key(|c| report.measured(&c.id).len()))
 }
 
 /// One bar of the chart, in seconds since the attempt started.
@@ -51,6 +47,10 @@ impl Bar {
             ok: r.status == Status::Ok,
         }
     }
+
+    fn first_token_or_end(&self) -> f64 {
+        self.first_token.unwrap_or(self.end)
+    }
 }
 
 /// The timeline of [`pick_case`].
@@ -59,12 +59,13 @@ pub fn timeline(report: &Report) -> Figure {
     let mut bars: Vec<Bar> = case
         .map(|c| report.measured(&c.id).into_iter().map(Bar::of).collect())
         .unwrap_or_default();
+    // Within a round, the order of first tokens shows who waited behind whose prefill.
     bars.sort_by(|a, b| {
         (a.round.cmp(&b.round))
-            .then(a.sent.total_cmp(&b.sent))
+            .then(a.first_token_or_end().total_cmp(&b.first_token_or_end()))
             .then(a.index.cmp(&b.index))
     });
-    let height = (120 + 16 * bars.len() as u32).clamp(260, 900);
+    let height = (150 + 16 * bars.len() as u32).clamp(290, 930);
     let svg = svg((960, height), |root| {
         if bars.is_empty() {
             return empty(root, "no measured request to show");
@@ -75,7 +76,7 @@ pub fn timeline(report: &Report) -> Figure {
         None => "No case ran.".to_owned(),
         Some(c) => format!(
             "Case {} ({} input tokens, {} concurrent requests, {} output tokens{}): one bar per \
-             measured request, n = {} requests in {} rounds, ordered by round and send time. \
+             measured request, n = {} requests in {} rounds, ordered by round and first token. \
              Orange: sent → first token (waiting and prefill); blue: first token → final event \
              (decode); red: a request that did not end ok, up to its last event. Times in seconds \
              since the attempt started.",
@@ -95,14 +96,34 @@ pub fn timeline(report: &Report) -> Figure {
     }
 }
 
+const LEGEND: [(&str, RGBColor); 3] = [
+    ("sent → first token (waiting, prefill)", PREFILL),
+    ("first token → final event (decode)", DECODE),
+    ("did not end ok", FAILED),
+];
+
+/// The legend in a strip above the chart, where it can hide no bar.
+fn legend(strip: &Area) -> Result<(), ChartError> {
+    let style = TextStyle::from(("sans-serif", 13).into_font()).color(&BLACK);
+    let mut x = 90;
+    for (label, color) in LEGEND {
+        strip.draw(&Rectangle::new([(x, 10), (x + 16, 22)], color.filled()))?;
+        strip.draw(&Text::new(label, (x + 22, 9), style.clone()))?;
+        x += 40 + 7 * label.chars().count() as i32;
+    }
+    Ok(())
+}
+
 fn draw(root: &Area, bars: &[Bar]) -> Result<(), ChartError> {
+    let (strip, root) = root.split_vertically(30);
+    legend(&strip)?;
     let start = bars.iter().map(|b| b.sent).fold(f64::INFINITY, f64::min);
     let end = bars.iter().map(|b| b.end).fold(f64::NEG_INFINITY, f64::max);
     let pad = ((end - start) * 0.03).max(1e-3);
     let n = bars.len();
     // Row i is drawn at y = n − 1 − i, so that the first request is at the top.
     let y = |i: usize| (n - 1 - i) as f64;
-    let mut chart = ChartBuilder::on(root)
+    let mut chart = ChartBuilder::on(&root)
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(72)
@@ -120,6 +141,7 @@ fn draw(root: &Area, bars: &[Bar]) -> Result<(), ChartError> {
                 _ => String::new(),
             }
         })
+        .x_label_formatter(&tick)
         .x_desc("seconds since the attempt started")
         .y_desc("request (round #index)")
         .draw()?;
@@ -138,22 +160,6 @@ fn draw(root: &Area, bars: &[Bar]) -> Result<(), ChartError> {
         }
     }
     chart.draw_series(shapes)?;
-    for (label, color) in [
-        ("sent → first token", PREFILL),
-        ("first token → done", DECODE),
-        ("did not end ok", FAILED),
-    ] {
-        chart
-            .draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())?
-            .label(label)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 16, y + 5)], color.filled()));
-    }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .draw()?;
     Ok(())
 }
 
@@ -171,8 +177,10 @@ mod tests {
         );
         let figure = timeline(&report);
         let svg = figure.svg.expect("drawn");
-        // Two bars per request (prefill and decode) plus three legend swatches.
-        assert_eq!(svg.matches("<rect").count() - 1, 4 * 2 + 3, "{svg}");
+        // One prefill and one decode bar per request, plus a legend swatch of each colour.
+        assert_eq!(svg.matches(r##"fill="#FF7F0E""##).count(), 4 + 1, "{svg}");
+        assert_eq!(svg.matches(r##"fill="#1F77B4""##).count(), 4 + 1, "{svg}");
+        assert_eq!(svg.matches(r##"fill="#D62728""##).count(), 1, "{svg}");
         assert!(figure.caption.contains("n = 4 requests in 2 rounds"));
     }
 

@@ -6,6 +6,7 @@
 
 pub mod nvidia_smi;
 pub mod replay;
+pub mod server_metrics;
 
 use crate::guard::Guard;
 use serde::{Deserialize, Serialize};
@@ -107,6 +108,9 @@ pub struct TelemetrySummary {
     pub hw_thermal_slowdown_share: Option<f64>,
     /// Share with the SW power cap active.
     pub sw_power_cap_share: Option<f64>,
+    /// The target's own `/metrics`, where it has them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_metrics: Option<server_metrics::ServerMetricsSummary>,
 }
 
 impl TelemetrySummary {

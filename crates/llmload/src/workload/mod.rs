@@ -1,9 +1,13 @@
-//! Workload: what each request asks for — its exact-length prompt and its output length.
+//! Workload: what each request asks for — its exact-length prompt, its input and output lengths
+//! (fixed or drawn from a distribution) — and when open-loop requests arrive.
 //!
 //! Prompts come from a public-domain text bundled with llmload (or `--corpus FILE`), tokenized by
 //! the target itself so that the lengths are exact in the server's own vocabulary.
 
+pub mod length;
 pub mod prompt;
+pub mod schedule;
+pub mod shape;
 pub mod source;
 
 /// The text bundled with llmload: the Declaration of Independence and the Gettysburg Address.

@@ -6,6 +6,11 @@ use crate::api::Api;
 use crate::cli::RunArgs;
 use crate::guard::Limits;
 use crate::telemetry::Source;
+use crate::workload::length::{self, Length};
+use crate::workload::shape::{Arrival, CasePlan, LoadPoint, ShapeTemplate};
+pub use load::LoadConfig;
+
+mod load;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -30,9 +35,19 @@ struct CampaignFile {
     #[serde(default)]
     headers: Vec<String>,
     timeout: Option<String>,
-    input_tokens: Option<Vec<u32>>,
+    input_tokens: Option<Lengths>,
     concurrency: Option<Vec<u32>>,
-    output_tokens: Option<Vec<u32>>,
+    output_tokens: Option<Lengths>,
+    arrival: Option<Arrival>,
+    rate: Option<Vec<f64>>,
+    burstiness: Option<f64>,
+    duration: Option<String>,
+    requests: Option<u64>,
+    max_in_flight: Option<u32>,
+    warmup_time: Option<String>,
+    slo_ttft: Option<String>,
+    slo_tpot: Option<String>,
+    slo_e2e: Option<String>,
     rounds: Option<u32>,
     warmup: Option<u32>,
     seed: Option<u64>,
@@ -48,6 +63,37 @@ struct CampaignFile {
     max_error_rate: Option<f64>,
     cool_down_below: Option<f64>,
     cool_down_timeout: Option<String>,
+}
+
+/// Lengths in a campaign file: `[128, 512]`, `"choice:32,256"` or a list mixing both.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Lengths {
+    One(LengthItem),
+    List(Vec<LengthItem>),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum LengthItem {
+    Tokens(u32),
+    Spec(String),
+}
+
+impl Lengths {
+    fn texts(self) -> Vec<String> {
+        let items = match self {
+            Lengths::One(item) => vec![item],
+            Lengths::List(items) => items,
+        };
+        items
+            .into_iter()
+            .map(|item| match item {
+                LengthItem::Tokens(n) => n.to_string(),
+                LengthItem::Spec(s) => s,
+            })
+            .collect()
+    }
 }
 
 /// A validated campaign.
@@ -71,12 +117,15 @@ pub struct Config {
     /// Per-request limit.
     #[serde(rename = "timeout_s", serialize_with = "as_seconds")]
     pub timeout: Duration,
-    /// Prompt lengths.
-    pub input_tokens: Vec<u32>,
-    /// Simultaneous requests per round.
+    /// Prompt lengths: one case each.
+    pub input_tokens: Vec<Length>,
+    /// Simultaneous requests per round, or kept in flight.
     pub concurrency: Vec<u32>,
-    /// Generated tokens per request.
-    pub output_tokens: Vec<u32>,
+    /// Generated tokens per request: one case each.
+    pub output_tokens: Vec<Length>,
+    /// How requests are launched, and the objectives for goodput.
+    #[serde(flatten)]
+    pub load: LoadConfig,
     /// Measured rounds per case.
     pub rounds: u32,
     /// Warmup requests per case.
@@ -127,6 +176,7 @@ impl Config {
             Some(path) => read_file(path)?,
             None => CampaignFile::default(),
         };
+        let load = LoadConfig::resolve(args, &file)?;
         let list = |flag: &[u32], file: Option<Vec<u32>>, default: &[u32]| {
             if flag.is_empty() {
                 file.unwrap_or_else(|| default.to_vec())
@@ -142,6 +192,7 @@ impl Config {
             .or(file.timeout)
             .unwrap_or_else(|| "10m".into());
         let config = Config {
+            load,
             name: args
                 .name
                 .clone()
@@ -162,9 +213,19 @@ impl Config {
                 .map(|h| parse_header(h))
                 .collect::<Result<_, _>>()?,
             timeout: parse_duration("timeout", &timeout)?,
-            input_tokens: list(&args.input_tokens, file.input_tokens, &[2048, 8192]),
+            input_tokens: lengths(
+                "input-tokens",
+                &args.input_tokens,
+                file.input_tokens,
+                "2048,8192",
+            )?,
             concurrency: list(&args.concurrency, file.concurrency, &[1, 4]),
-            output_tokens: list(&args.output_tokens, file.output_tokens, &[256]),
+            output_tokens: lengths(
+                "output-tokens",
+                &args.output_tokens,
+                file.output_tokens,
+                "256",
+            )?,
             rounds: args.rounds.or(file.rounds).unwrap_or(3),
             warmup: args.warmup.or(file.warmup).unwrap_or(1),
             seed: args.seed.or(file.seed).unwrap_or_else(random_seed),
@@ -211,15 +272,10 @@ impl Config {
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
-        for (flag, values) in [
-            ("--input-tokens", &self.input_tokens),
-            ("--concurrency", &self.concurrency),
-            ("--output-tokens", &self.output_tokens),
-        ] {
-            if values.is_empty() || values.contains(&0) {
-                return bad(format!("{flag} needs one or more values above 0"));
-            }
+        if self.concurrency.is_empty() || self.concurrency.contains(&0) {
+            return bad("--concurrency needs one or more values above 0");
         }
+        self.load.validate()?;
         if self.rounds == 0 {
             return bad("--rounds must be at least 1");
         }
@@ -246,23 +302,42 @@ impl Config {
         Ok(())
     }
 
-    /// The matrix in the seeds' order: input tokens, then concurrency, then output tokens.
-    pub fn cases(&self) -> Vec<Case> {
-        let mut cases = Vec::new();
-        for &input_tokens in &self.input_tokens {
-            for &concurrency in &self.concurrency {
-                for &output_tokens in &self.output_tokens {
-                    cases.push(Case {
-                        id: format!("in{input_tokens}-c{concurrency}-out{output_tokens}"),
-                        input_tokens,
-                        concurrency,
-                        output_tokens,
-                    });
+    /// Whether requests arrive on a schedule.
+    pub fn is_open(&self) -> bool {
+        self.load.is_open()
+    }
+
+    /// What every case shares.
+    pub fn template(&self) -> ShapeTemplate {
+        self.load.template(self.rounds)
+    }
+
+    /// The load points: rates for an open loop, else concurrencies.
+    pub fn load_points(&self) -> Vec<LoadPoint> {
+        self.load.points(&self.concurrency)
+    }
+
+    /// The matrix in the seeds' order: input tokens, then load (concurrency or rate), then output
+    /// tokens.
+    pub fn plans(&self) -> Vec<CasePlan> {
+        let template = self.template();
+        let mut plans: Vec<CasePlan> = Vec::new();
+        for input in &self.input_tokens {
+            for &point in &self.load_points() {
+                for output in &self.output_tokens {
+                    let plan = template.plan(input, point, output);
+                    if !plans.iter().any(|p| p.case.id == plan.case.id) {
+                        plans.push(plan);
+                    }
                 }
             }
         }
-        cases.dedup_by(|a, b| a.id == b.id);
-        cases
+        plans
+    }
+
+    /// The cases of [`Config::plans`], as the tables show them.
+    pub fn cases(&self) -> Vec<Case> {
+        self.plans().into_iter().map(|p| p.case).collect()
     }
 }
 
@@ -333,6 +408,31 @@ fn parse_source(text: Option<String>) -> Result<Source, ConfigError> {
     Ok(source)
 }
 
+fn lengths(
+    what: &str,
+    flag: &[String],
+    file: Option<Lengths>,
+    default: &str,
+) -> Result<Vec<Length>, ConfigError> {
+    let texts = if flag.is_empty() {
+        file.map_or_else(|| vec![default.to_owned()], Lengths::texts)
+    } else {
+        flag.to_vec()
+    };
+    let mut out = Vec::new();
+    for text in &texts {
+        out.extend(length::parse_list(text).map_err(|e| ConfigError(format!("--{what} {e}")))?);
+    }
+    if out.is_empty() {
+        return bad(format!("--{what} needs one or more values above 0"));
+    }
+    Ok(out)
+}
+
+fn optional_duration(what: &str, text: Option<String>) -> Result<Option<Duration>, ConfigError> {
+    text.map(|t| parse_duration(what, &t)).transpose()
+}
+
 fn parse_duration(what: &str, text: &str) -> Result<Duration, ConfigError> {
     humantime::parse_duration(text.trim())
         .or_else(|e| bad(format!("--{what} {text:?}: {e} (e.g. 90s, 10m)")))
@@ -380,7 +480,10 @@ mod tests {
         a.rounds = Some(2);
         let config = Config::resolve(&a).expect("valid");
         assert_eq!(config.api, Api::Chat);
-        assert_eq!((config.rounds, config.input_tokens.clone()), (2, vec![128]));
+        assert_eq!(
+            (config.rounds, config.input_tokens.clone()),
+            (2, vec![Length::Fixed(128)])
+        );
         assert_eq!(config.concurrency, vec![2]);
     }
 

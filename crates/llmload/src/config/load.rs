@@ -1,0 +1,140 @@
+//! Config: the load-shape settings (`--arrival`, `--rate`, `--duration`, `--requests`,
+//! `--max-in-flight`, `--warmup-time`, the SLOs), merged from flags and file and validated.
+
+use super::{bad, optional_duration, CampaignFile, ConfigError};
+use crate::cli::RunArgs;
+use crate::workload::schedule::Bound;
+use crate::workload::shape::{Arrival, LoadPoint, ShapeTemplate, Slo};
+use serde::Serialize;
+use std::time::Duration;
+
+/// How requests are launched, shared by every case.
+#[derive(Clone, Debug, Serialize)]
+pub struct LoadConfig {
+    /// How requests are launched.
+    pub arrival: Arrival,
+    /// Open loop: arrivals per second, one case each.
+    pub rate_rps: Vec<f64>,
+    /// Gamma arrivals: coefficient of variation of the gaps.
+    pub burstiness: f64,
+    /// Open and continuous loops: how long to launch requests.
+    #[serde(rename = "duration_s", serialize_with = "as_opt_seconds")]
+    pub duration: Option<Duration>,
+    /// Open and continuous loops: how many requests to launch.
+    pub requests: Option<u64>,
+    /// Open loop: the most requests in flight.
+    pub max_in_flight: Option<u32>,
+    /// Open and continuous loops: launches in this first stretch are warmup.
+    #[serde(rename = "warmup_time_s", serialize_with = "as_seconds")]
+    pub warmup_time: Duration,
+    /// Objectives for goodput.
+    pub slo: Slo,
+}
+
+fn as_opt_seconds<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_f64(d.as_secs_f64()),
+        None => s.serialize_none(),
+    }
+}
+
+fn as_seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+impl LoadConfig {
+    /// The flags over the file; not yet validated.
+    pub(super) fn resolve(args: &RunArgs, file: &CampaignFile) -> Result<LoadConfig, ConfigError> {
+        let text = |flag: &Option<String>, file: &Option<String>| flag.clone().or(file.clone());
+        Ok(LoadConfig {
+            arrival: args.arrival.or(file.arrival).unwrap_or_default(),
+            rate_rps: if args.rate.is_empty() {
+                file.rate.clone().unwrap_or_default()
+            } else {
+                args.rate.clone()
+            },
+            burstiness: args.burstiness.or(file.burstiness).unwrap_or(1.0),
+            duration: optional_duration("duration", text(&args.duration, &file.duration))?,
+            requests: args.requests.or(file.requests),
+            max_in_flight: args.max_in_flight.or(file.max_in_flight),
+            warmup_time: optional_duration(
+                "warmup-time",
+                text(&args.warmup_time, &file.warmup_time),
+            )?
+            .unwrap_or_default(),
+            slo: Slo {
+                ttft: optional_duration("slo-ttft", text(&args.slo_ttft, &file.slo_ttft))?,
+                tpot: optional_duration("slo-tpot", text(&args.slo_tpot, &file.slo_tpot))?,
+                e2e: optional_duration("slo-e2e", text(&args.slo_e2e, &file.slo_e2e))?,
+            },
+        })
+    }
+
+    /// Checks the combination of settings.
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        let open = self.is_open();
+        if open && self.rate_rps.is_empty() {
+            return bad("open-loop arrivals need --rate R (requests per second)");
+        }
+        if !open && !self.rate_rps.is_empty() {
+            return bad("--rate needs --arrival poisson, gamma or constant");
+        }
+        if self.rate_rps.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
+            return bad("--rate values must be above 0");
+        }
+        if !(self.burstiness.is_finite() && self.burstiness > 0.0) {
+            return bad("--burstiness must be above 0");
+        }
+        if self.duration.is_some() && self.requests.is_some() {
+            return bad("give --duration or --requests, not both");
+        }
+        if self.duration.is_some_and(|d| d.is_zero()) || self.requests == Some(0) {
+            return bad("--duration and --requests must be above 0");
+        }
+        if self.max_in_flight == Some(0) {
+            return bad("--max-in-flight must be at least 1");
+        }
+        if self.arrival == Arrival::Rounds && (self.duration.is_some() || self.requests.is_some()) {
+            return bad(
+                "--duration and --requests need --arrival closed-continuous or an open loop",
+            );
+        }
+        Ok(())
+    }
+
+    /// Whether requests arrive on a schedule.
+    pub fn is_open(&self) -> bool {
+        matches!(
+            self.arrival,
+            Arrival::Poisson | Arrival::Gamma | Arrival::Constant
+        )
+    }
+
+    /// What every case shares, with `rounds` for closed rounds.
+    pub fn template(&self, rounds: u32) -> ShapeTemplate {
+        ShapeTemplate {
+            arrival: self.arrival,
+            rounds,
+            bound: match (self.duration, self.requests) {
+                (Some(d), _) => Some(Bound::Duration(d)),
+                (None, Some(n)) => Some(Bound::Requests(n)),
+                (None, None) => None,
+            },
+            burstiness: self.burstiness,
+            max_in_flight: self.max_in_flight,
+            warmup_time: self.warmup_time,
+        }
+    }
+
+    /// The load points: the rates of an open loop, else `concurrency`.
+    pub fn points(&self, concurrency: &[u32]) -> Vec<LoadPoint> {
+        if self.is_open() {
+            self.rate_rps.iter().map(|&r| LoadPoint::Rate(r)).collect()
+        } else {
+            concurrency
+                .iter()
+                .map(|&c| LoadPoint::Concurrency(c))
+                .collect()
+        }
+    }
+}

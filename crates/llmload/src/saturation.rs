@@ -1,0 +1,344 @@
+//! Saturation analysis over a sweep's curve (seed 003): the saturating load C_sat from the
+//! throughput curve, the latency knee, the recommended cap, and the largest load meeting the
+//! SLO. Each answer says how it was computed; when the data cannot support one, it says that
+//! instead of guessing.
+
+use crate::summary::CaseSummary;
+use crate::workload::shape::Slo;
+use serde::Serialize;
+
+/// Share of the peak throughput that counts as saturated.
+pub const SATURATION_SHARE: f64 = 0.9;
+/// The recommended cap, as a share of C_sat.
+pub const CAP_SHARE: f64 = 0.8;
+
+/// One load of a sweep.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Point {
+    /// Concurrency, or arrivals per second.
+    pub load: f64,
+    /// Aggregate output tokens/s (per round mean, or over the window).
+    pub throughput_tps: f64,
+    /// Median TTFT, ms (from scheduled in an open loop).
+    pub ttft_p50_ms: Option<f64>,
+    /// p99 TTFT, ms (from scheduled in an open loop).
+    pub ttft_p99_ms: Option<f64>,
+    /// p99 time per output token, ms.
+    pub tpot_p99_ms: Option<f64>,
+    /// p99 complete-response time, ms (from scheduled in an open loop).
+    pub e2e_p99_ms: Option<f64>,
+    /// Share of responses that failed or were invalid.
+    pub error_share: f64,
+}
+
+impl Point {
+    /// The point of one case's summary.
+    pub fn of(case: &CaseSummary) -> Point {
+        let c = &case.counts;
+        let total = c.ok + c.invalid + c.error + c.cancelled;
+        let scheduled = case
+            .load
+            .as_ref()
+            .filter(|l| l.ttft_from_scheduled_ms.is_some());
+        let ttft = scheduled
+            .and_then(|l| l.ttft_from_scheduled_ms.as_ref())
+            .or(case.ttft_ms.as_ref());
+        let e2e = scheduled
+            .and_then(|l| l.e2e_from_scheduled_ms.as_ref())
+            .or(case.e2e_ms.as_ref());
+        Point {
+            load: case
+                .load
+                .as_ref()
+                .and_then(|l| l.nominal_rate_rps)
+                .unwrap_or(f64::from(case.concurrency)),
+            throughput_tps: case.throughput_tps.as_ref().map_or(0.0, |t| t.mean),
+            ttft_p50_ms: ttft.map(|d| d.median),
+            ttft_p99_ms: ttft.map(|d| d.p99),
+            tpot_p99_ms: case.tpot_ms.as_ref().map(|d| d.p99),
+            e2e_p99_ms: e2e.map(|d| d.p99),
+            error_share: if total == 0 {
+                1.0
+            } else {
+                f64::from(total - c.ok) / f64::from(total)
+            },
+        }
+    }
+}
+
+/// One answer of the analysis: a value and how it was found, or why there is none.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Finding {
+    /// The load, when the data supports one.
+    pub value: Option<f64>,
+    /// How it was computed, or why it could not be.
+    pub method: String,
+}
+
+/// What a sweep's curve supports.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Analysis {
+    /// The measured points, in load order.
+    pub points: Vec<Point>,
+    /// Highest throughput measured, tokens/s, and its load.
+    pub peak_throughput_tps: Option<f64>,
+    /// The saturating load (C_sat).
+    pub saturation: Finding,
+    /// Where TTFT p50 starts growing faster than throughput.
+    pub knee: Finding,
+    /// The recommended cap.
+    pub recommended_cap: Finding,
+    /// The largest load meeting every p99 objective given.
+    pub slo_max_load: Finding,
+}
+
+/// Index of the highest-throughput point.
+pub fn peak(points: &[Point]) -> Option<usize> {
+    (0..points.len()).max_by(|&a, &b| {
+        points[a]
+            .throughput_tps
+            .total_cmp(&points[b].throughput_tps)
+    })
+}
+
+/// Analyses `points` (any order); `integer_loads` rounds the cap down to a whole concurrency.
+pub fn analyse(points: &[Point], slo: &Slo, integer_loads: bool) -> Analysis {
+    let mut points = points.to_vec();
+    points.sort_by(|a, b| a.load.total_cmp(&b.load));
+    let saturation = saturation(&points);
+    let recommended_cap = match saturation.value {
+        Some(c) => {
+            let cap = if integer_loads {
+                (CAP_SHARE * c).floor().max(1.0)
+            } else {
+                CAP_SHARE * c
+            };
+            Finding {
+                value: Some(cap),
+                method: format!(
+                    "{CAP_SHARE} × C_sat ({c}){}",
+                    if integer_loads { ", rounded down" } else { "" }
+                ),
+            }
+        }
+        None => Finding {
+            value: None,
+            method: "no C_sat, so no cap".into(),
+        },
+    };
+    Analysis {
+        peak_throughput_tps: peak(&points).map(|i| points[i].throughput_tps),
+        knee: knee(&points),
+        slo_max_load: slo_max_load(&points, slo),
+        saturation,
+        recommended_cap,
+        points,
+    }
+}
+
+/// C_sat: the smallest load reaching 90% of the peak throughput, provided the curve flattened
+/// (some load beyond it gained less than 10% more).
+fn saturation(points: &[Point]) -> Finding {
+    if points.len() < 3 {
+        return Finding {
+            value: None,
+            method: format!("{} loads measured; at least 3 are needed", points.len()),
+        };
+    }
+    let Some(best) = peak(points) else {
+        return Finding {
+            value: None,
+            method: "no loads measured".into(),
+        };
+    };
+    let peak_tps = points[best].throughput_tps;
+    if peak_tps <= 0.0 {
+        return Finding {
+            value: None,
+            method: "no load completed any response".into(),
+        };
+    }
+    // Still rising: the largest load is the best by more than 10% over every smaller load.
+    let last = &points[points.len() - 1];
+    let best_before = points[..points.len() - 1]
+        .iter()
+        .map(|p| p.throughput_tps)
+        .fold(0.0, f64::max);
+    if best == points.len() - 1 && last.throughput_tps > best_before * (2.0 - SATURATION_SHARE) {
+        return Finding {
+            value: None,
+            method: format!(
+                "throughput was still rising at the largest load ({}): no saturation reached, \
+                 C_sat is above it",
+                last.load
+            ),
+        };
+    }
+    let at = points
+        .iter()
+        .find(|p| p.throughput_tps >= SATURATION_SHARE * peak_tps)
+        .map(|p| p.load);
+    Finding {
+        value: at,
+        method: format!(
+            "the smallest load reaching {:.0}% of the peak throughput ({peak_tps:.1} tokens/s)",
+            SATURATION_SHARE * 100.0
+        ),
+    }
+}
+
+/// The knee: the last load before one where TTFT p50 grew by a larger factor than throughput.
+fn knee(points: &[Point]) -> Finding {
+    let method =
+        "the last load before TTFT p50 grows by a larger factor than throughput".to_owned();
+    for pair in points.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        let (Some(t0), Some(t1)) = (a.ttft_p50_ms, b.ttft_p50_ms) else {
+            continue;
+        };
+        if t0 <= 0.0 || a.throughput_tps <= 0.0 {
+            continue;
+        }
+        if t1 / t0 > b.throughput_tps / a.throughput_tps {
+            return Finding {
+                value: Some(a.load),
+                method,
+            };
+        }
+    }
+    Finding { value: None, method: format!("no knee reached: over every step throughput grew at least as fast as TTFT p50 ({method})") }
+}
+
+/// The largest load such that it and every smaller load meet every p99 objective given.
+fn slo_max_load(points: &[Point], slo: &Slo) -> Finding {
+    if slo.ttft.is_none() && slo.tpot.is_none() && slo.e2e.is_none() {
+        return Finding {
+            value: None,
+            method: "no SLO given (--slo-ttft, --slo-tpot, --slo-e2e)".into(),
+        };
+    }
+    let within = |v: Option<f64>, limit: Option<std::time::Duration>| {
+        limit.is_none_or(|l| v.is_some_and(|v| v <= l.as_secs_f64() * 1e3))
+    };
+    let meets = |p: &Point| {
+        within(p.ttft_p99_ms, slo.ttft)
+            && within(p.tpot_p99_ms, slo.tpot)
+            && within(p.e2e_p99_ms, slo.e2e)
+            && p.error_share == 0.0
+    };
+    let value = points
+        .iter()
+        .take_while(|p| meets(p))
+        .last()
+        .map(|p| p.load);
+    let method = match value {
+        Some(_) if points.iter().all(meets) => "every load measured meets the SLO (p99); the largest load meeting it is above the sweep".into(),
+        Some(_) => "the largest load that, with every smaller one, meets every p99 objective without errors".into(),
+        None => "no load measured meets the SLO (p99)".into(),
+    };
+    Finding { value, method }
+}
+
+/// The sweep as text: one row per load, then each finding with its method.
+pub fn render(analysis: &Analysis, axis: &str) -> String {
+    let ms = |v: Option<f64>| v.map_or_else(|| "–".to_owned(), |v| format!("{v:.1} ms"));
+    let mut out = format!(
+        "| {axis} | throughput | TTFT p50 | TTFT p99 | TPOT p99 | errors |\n|---|---|---|---|---|---|\n"
+    );
+    for p in &analysis.points {
+        out += &format!(
+            "| {} | {:.1} tokens/s | {} | {} | {} | {:.1}% |\n",
+            p.load,
+            p.throughput_tps,
+            ms(p.ttft_p50_ms),
+            ms(p.ttft_p99_ms),
+            ms(p.tpot_p99_ms),
+            p.error_share * 100.0
+        );
+    }
+    let line = |name: &str, f: &Finding| match f.value {
+        Some(v) => format!("{name}: {v} ({})\n", f.method),
+        None => format!("{name}: none ({})\n", f.method),
+    };
+    out += "\n";
+    out += &line("Saturation (C_sat)", &analysis.saturation);
+    out += &line("Latency knee", &analysis.knee);
+    out += &line("Recommended cap", &analysis.recommended_cap);
+    out += &line("Largest load meeting the SLO", &analysis.slo_max_load);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// A server with `slots` slots: throughput rises linearly, then flat; TTFT is flat, then
+    /// grows with the queue.
+    fn curve(loads: &[f64], slots: f64) -> Vec<Point> {
+        loads
+            .iter()
+            .map(|&c| Point {
+                load: c,
+                throughput_tps: 100.0 * c.min(slots) * (1.0 - 0.02 * c.min(slots)),
+                ttft_p50_ms: Some(50.0 * (c / slots).max(1.0) + c),
+                ttft_p99_ms: Some(80.0 * (c / slots).max(1.0) + c),
+                tpot_p99_ms: Some(20.0),
+                e2e_p99_ms: None,
+                error_share: 0.0,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn saturating_curve_gives_c_sat_knee_and_cap() {
+        let points = curve(&[1.0, 2.0, 4.0, 8.0, 16.0, 32.0], 8.0);
+        let slo = Slo {
+            ttft: Some(Duration::from_millis(150)),
+            ..Slo::default()
+        };
+        let a = analyse(&points, &slo, true);
+        assert_eq!(a.saturation.value, Some(8.0), "{}", a.saturation.method);
+        assert_eq!(a.knee.value, Some(8.0), "{}", a.knee.method);
+        assert_eq!(a.recommended_cap.value, Some(6.0));
+        // p99 TTFT: 16 → 176 ms, above 150; 8 → 88 ms.
+        assert_eq!(a.slo_max_load.value, Some(8.0), "{}", a.slo_max_load.method);
+    }
+
+    #[test]
+    fn a_curve_still_rising_has_no_c_sat() {
+        let points = curve(&[1.0, 2.0, 4.0], 64.0);
+        let a = analyse(&points, &Slo::default(), true);
+        assert_eq!(a.saturation.value, None);
+        assert!(
+            a.saturation.method.contains("still rising"),
+            "{}",
+            a.saturation.method
+        );
+        assert_eq!(a.knee.value, None);
+        assert!(a.knee.method.starts_with("no knee reached"));
+        assert_eq!(a.recommended_cap.value, None);
+        assert!(a.slo_max_load.method.contains("no SLO"));
+    }
+
+    #[test]
+    fn too_few_points_say_so_and_unmet_slo_says_so() {
+        let points = curve(&[1.0, 2.0], 8.0);
+        let slo = Slo {
+            ttft: Some(Duration::from_millis(1)),
+            ..Slo::default()
+        };
+        let a = analyse(&points, &slo, false);
+        assert!(a.saturation.method.contains("at least 3"));
+        assert_eq!(a.slo_max_load.value, None);
+        assert!(a.slo_max_load.method.contains("no load"));
+    }
+
+    #[test]
+    fn rates_keep_a_fractional_cap() {
+        let points = curve(&[1.0, 2.0, 3.0, 5.0, 7.0], 3.0);
+        let a = analyse(&points, &Slo::default(), false);
+        assert_eq!(a.saturation.value, Some(3.0));
+        assert!((a.recommended_cap.value.expect("cap") - 2.4).abs() < 1e-9);
+    }
+}

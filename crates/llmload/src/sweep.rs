@@ -1,0 +1,311 @@
+//! Where an attempt's cases come from: the fixed matrix of `llmload run`, or `llmload sweep`,
+//! which steps the load (a list, or `--auto`: geometric until throughput stops rising, then
+//! filling in between) and stops on its stop conditions; then the saturation analysis
+//! (`saturation.rs`) over the curve it measured.
+
+use crate::cli::SweepArgs;
+use crate::config::{Config, ConfigError};
+use crate::saturation::{self, Analysis, Point};
+use crate::summary::{CaseSummary, Summary};
+use crate::workload::length::Length;
+use crate::workload::shape::{CasePlan, LoadPoint, ShapeTemplate};
+use serde::Serialize;
+use std::collections::VecDeque;
+use std::time::Duration;
+
+/// Cases, decided one at a time from the results so far.
+pub trait CaseSource {
+    /// The next case to run, or `None` when done; `done` holds the cases run so far.
+    fn next(&mut self, done: &[CaseSummary]) -> Option<CasePlan>;
+    /// Cases planned so far (the outcome's total).
+    fn planned(&self) -> usize;
+    /// Plans of those cases, for `campaign.json`.
+    fn plans(&self) -> Vec<CasePlan>;
+}
+
+/// The fixed matrix of `llmload run`.
+pub struct Matrix {
+    plans: Vec<CasePlan>,
+    next: usize,
+}
+
+impl Matrix {
+    /// The matrix of `plans`, run in order.
+    pub fn new(plans: Vec<CasePlan>) -> Matrix {
+        Matrix { plans, next: 0 }
+    }
+}
+
+impl CaseSource for Matrix {
+    fn next(&mut self, _done: &[CaseSummary]) -> Option<CasePlan> {
+        let plan = self.plans.get(self.next).cloned();
+        self.next += 1;
+        plan
+    }
+
+    fn planned(&self) -> usize {
+        self.plans.len()
+    }
+
+    fn plans(&self) -> Vec<CasePlan> {
+        self.plans.clone()
+    }
+}
+
+/// When a sweep stops adding load.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct StopRules {
+    /// Stop once a point's p99 TTFT (from scheduled in an open loop) exceeds this.
+    #[serde(rename = "ttft_p99_ms")]
+    pub ttft_p99_ms: Option<f64>,
+    /// Stop once a point's share of failed or invalid responses exceeds this.
+    pub error_share: Option<f64>,
+    /// Throughput "still rising" means at least this relative gain over the best so far.
+    pub min_gain: f64,
+}
+
+/// `llmload sweep`: the load steps and what the sweep found.
+pub struct Sweep {
+    template: ShapeTemplate,
+    input: Length,
+    output: Length,
+    auto: bool,
+    open: bool,
+    queue: VecDeque<LoadPoint>,
+    filled: bool,
+    max_load: f64,
+    rules: StopRules,
+    issued: Vec<CasePlan>,
+    /// Why the sweep stopped adding load, when a stop condition did it.
+    pub stop_reason: Option<String>,
+}
+
+impl Sweep {
+    /// A sweep over `config`'s load points (or `--auto`), with `rules`.
+    pub fn new(
+        config: &Config,
+        auto: bool,
+        max_load: f64,
+        rules: StopRules,
+    ) -> Result<Sweep, ConfigError> {
+        let (input, output) = match (&config.input_tokens[..], &config.output_tokens[..]) {
+            ([input], [output]) => (input.clone(), output.clone()),
+            _ => return Err(ConfigError(
+                "a sweep takes one --input-tokens and one --output-tokens (a distribution is fine)"
+                    .into(),
+            )),
+        };
+        let open = config.is_open();
+        let queue: VecDeque<LoadPoint> = if auto {
+            let first = if open {
+                LoadPoint::Rate(config.load.rate_rps.first().copied().unwrap_or(1.0))
+            } else {
+                LoadPoint::Concurrency(1)
+            };
+            VecDeque::from([first])
+        } else {
+            let mut points = config.load_points();
+            points.sort_by(|a, b| a.value().total_cmp(&b.value()));
+            points.into()
+        };
+        if !auto && queue.len() < 2 {
+            return Err(ConfigError(
+                "a sweep needs two or more loads (--concurrency 1,2,4,8 or --rate 1,2,4) or --auto"
+                    .into(),
+            ));
+        }
+        Ok(Sweep {
+            template: config.template(),
+            input,
+            output,
+            auto,
+            open,
+            queue,
+            filled: false,
+            max_load,
+            rules,
+            issued: Vec::new(),
+            stop_reason: None,
+        })
+    }
+
+    /// The measured curve, one point per case, in load order.
+    pub fn points(summary: &Summary) -> Vec<Point> {
+        let mut points: Vec<Point> = summary.cases.iter().map(Point::of).collect();
+        points.sort_by(|a, b| a.load.total_cmp(&b.load));
+        points
+    }
+
+    fn point(&self, load: f64) -> LoadPoint {
+        if self.open {
+            LoadPoint::Rate(load)
+        } else {
+            LoadPoint::Concurrency(load.round().max(1.0) as u32)
+        }
+    }
+
+    /// After the geometric phase: the midpoints on either side of the best point.
+    fn fill_in(&mut self, curve: &[Point]) {
+        self.filled = true;
+        let Some(best) = saturation::peak(curve) else {
+            return;
+        };
+        let loads: Vec<f64> = curve.iter().map(|p| p.load).collect();
+        for pair in loads.windows(2) {
+            if pair.contains(&curve[best].load) {
+                let mid = if self.open {
+                    (pair[0] + pair[1]) / 2.0
+                } else {
+                    ((pair[0] + pair[1]) / 2.0).round()
+                };
+                if !loads.contains(&mid) && mid > pair[0] && mid < pair[1] {
+                    self.queue.push_back(self.point(mid));
+                }
+            }
+        }
+    }
+
+    /// Whether the last point breaks a stop rule (why, if so).
+    fn broken_rule(&self, curve: &[Point], last: &Point) -> Option<String> {
+        if let (Some(limit), Some(p99)) = (self.rules.ttft_p99_ms, last.ttft_p99_ms) {
+            if p99 > limit {
+                return Some(format!(
+                    "p99 TTFT {p99:.1} ms at load {} is above the limit of {limit} ms",
+                    last.load
+                ));
+            }
+        }
+        if let Some(limit) = self.rules.error_share {
+            if last.error_share > limit {
+                return Some(format!(
+                    "{:.1}% of responses failed at load {} (limit {:.1}%)",
+                    last.error_share * 100.0,
+                    last.load,
+                    limit * 100.0
+                ));
+            }
+        }
+        let n = curve.len();
+        let flat = !self.auto && n >= 3 && self.no_gain(curve, n - 1) && self.no_gain(curve, n - 2);
+        flat.then(|| {
+            format!(
+                "throughput stopped rising (less than {:.0}% over the best, twice running)",
+                self.rules.min_gain * 100.0
+            )
+        })
+    }
+
+    /// Whether point `i` failed to beat the best before it by the minimum gain.
+    fn no_gain(&self, curve: &[Point], i: usize) -> bool {
+        let best = curve[..i]
+            .iter()
+            .map(|p| p.throughput_tps)
+            .fold(0.0, f64::max);
+        i > 0 && curve[i].throughput_tps < best * (1.0 + self.rules.min_gain)
+    }
+}
+
+impl CaseSource for Sweep {
+    fn next(&mut self, done: &[CaseSummary]) -> Option<CasePlan> {
+        let curve: Vec<Point> = done.iter().map(Point::of).collect();
+        if let Some(last) = curve.last() {
+            if let Some(reason) = self.broken_rule(&curve, last) {
+                self.stop_reason = Some(reason);
+                return None;
+            }
+            if self.auto && !self.filled && self.queue.is_empty() {
+                let best_before = curve[..curve.len() - 1]
+                    .iter()
+                    .map(|p| p.throughput_tps)
+                    .fold(0.0, f64::max);
+                let rising = last.throughput_tps >= best_before * (1.0 + self.rules.min_gain);
+                if rising && last.load * 2.0 <= self.max_load {
+                    self.queue.push_back(self.point(last.load * 2.0));
+                } else {
+                    let mut sorted = curve.clone();
+                    sorted.sort_by(|a, b| a.load.total_cmp(&b.load));
+                    self.fill_in(&sorted);
+                }
+            }
+        }
+        let point = self.queue.pop_front()?;
+        let plan = self.template.plan(&self.input, point, &self.output);
+        self.issued.push(plan.clone());
+        Some(plan)
+    }
+
+    fn planned(&self) -> usize {
+        self.issued.len() + self.queue.len()
+    }
+
+    fn plans(&self) -> Vec<CasePlan> {
+        self.issued.clone()
+    }
+}
+
+/// The `sweep` section of `summary.json`.
+#[derive(Clone, Debug, Serialize)]
+pub struct SweepSection {
+    /// `concurrency` or `rate_rps`.
+    pub axis: &'static str,
+    /// Stop conditions in force.
+    pub stop_rules: StopRules,
+    /// Why the sweep stopped adding load, if a stop condition did.
+    pub stopped_because: Option<String>,
+    /// The curve and what it supports.
+    pub analysis: Analysis,
+}
+
+/// `summary.json` of a sweep: the attempt's summary and the sweep section.
+#[derive(Serialize)]
+struct SweepSummary<'a> {
+    #[serde(flatten)]
+    summary: &'a Summary,
+    sweep: &'a SweepSection,
+}
+
+/// `llmload sweep`: run the load steps, analyse the curve, add it to `summary.json`; returns the
+/// attempt and the section.
+pub async fn sweep(args: &SweepArgs) -> anyhow::Result<(crate::RunResult, SweepSection)> {
+    let config = Config::resolve(&args.run)?;
+    let parse_ms = |what: &str, text: &Option<String>| -> Result<Option<f64>, ConfigError> {
+        text.as_ref()
+            .map(|t| {
+                humantime::parse_duration(t.trim())
+                    .map(|d: Duration| d.as_secs_f64() * 1e3)
+                    .map_err(|e| ConfigError(format!("--{what} {t:?}: {e}")))
+            })
+            .transpose()
+    };
+    let rules = StopRules {
+        ttft_p99_ms: parse_ms("stop-ttft-p99", &args.stop_ttft_p99)?,
+        error_share: args.stop_error_rate,
+        min_gain: args.min_gain.unwrap_or(0.05),
+    };
+    let mut source = Sweep::new(
+        &config,
+        args.auto,
+        args.max_load.unwrap_or(256.0),
+        rules.clone(),
+    )?;
+    let result = crate::execute(&config, &mut source).await?;
+    let points = Sweep::points(&result.summary);
+    let section = SweepSection {
+        axis: if config.is_open() {
+            "rate_rps"
+        } else {
+            "concurrency"
+        },
+        stop_rules: rules,
+        stopped_because: source.stop_reason.clone(),
+        analysis: saturation::analyse(&points, &config.load.slo, !config.is_open()),
+    };
+    let attempt_file = result.dir.join("summary.json");
+    let text = serde_json::to_string_pretty(&SweepSummary {
+        summary: &result.summary,
+        sweep: &section,
+    })?;
+    std::fs::write(&attempt_file, text + "\n")
+        .map_err(|e| anyhow::anyhow!("writing {}: {e}", attempt_file.display()))?;
+    Ok((result, section))
+}

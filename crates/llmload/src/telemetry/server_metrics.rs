@@ -1,0 +1,143 @@
+//! Server-side metrics: the target's Prometheus `/metrics` (llama-server with `--metrics`, vLLM,
+//! SGLang, TGI, the simulator) scraped at the telemetry interval, so that the queue and the KV
+//! cache can be read beside the client's figures. Written to `server_metrics.jsonl`.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// Series kept: running and waiting requests, KV-cache use, prompt and generated token counters.
+const KEPT: [&str; 16] = [
+    "llamacpp:requests_processing",
+    "llamacpp:requests_deferred",
+    "llamacpp:kv_cache_usage_ratio",
+    "llamacpp:kv_cache_tokens",
+    "llamacpp:prompt_tokens_total",
+    "llamacpp:tokens_predicted_total",
+    "vllm:num_requests_running",
+    "vllm:num_requests_waiting",
+    "vllm:gpu_cache_usage_perc",
+    "vllm:kv_cache_usage_perc",
+    "vllm:prompt_tokens_total",
+    "vllm:generation_tokens_total",
+    "sglang:num_running_reqs",
+    "sglang:num_queue_reqs",
+    "tgi_queue_size",
+    "tgi_batch_current_size",
+];
+
+/// One scrape.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Scrape {
+    /// Seconds since the attempt started.
+    pub t_s: f64,
+    /// Kept series, summed over their label sets.
+    pub metrics: BTreeMap<String, f64>,
+}
+
+/// What the scrapes of an attempt show.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerMetricsSummary {
+    /// Successful scrapes.
+    pub scrapes: u32,
+    /// Highest value seen of each kept series.
+    pub peak: BTreeMap<String, f64>,
+}
+
+/// Parses Prometheus text exposition, keeping the series in [`KEPT`].
+pub fn parse(text: &str) -> BTreeMap<String, f64> {
+    let mut metrics = BTreeMap::new();
+    for line in text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        let name_end = line.find(['{', ' ']).unwrap_or(line.len());
+        let name = &line[..name_end];
+        if !KEPT.contains(&name) {
+            continue;
+        }
+        let after_labels = match line[name_end..].find('}') {
+            Some(close) if line[name_end..].starts_with('{') => &line[name_end + close + 1..],
+            _ => &line[name_end..],
+        };
+        if let Some(value) = after_labels
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<f64>().ok())
+        {
+            *metrics.entry(name.to_owned()).or_insert(0.0) += value;
+        }
+    }
+    metrics
+}
+
+/// Scrapes `url` every `interval` until `stop`, appending to `server_metrics.jsonl` in `dir`.
+pub async fn scrape(
+    client: reqwest::Client,
+    url: String,
+    interval: Duration,
+    dir: PathBuf,
+    origin: Instant,
+    stop: CancellationToken,
+) -> ServerMetricsSummary {
+    let mut summary = ServerMetricsSummary::default();
+    let Ok(file) = std::fs::File::create(dir.join("server_metrics.jsonl")) else {
+        return summary;
+    };
+    let mut file = std::io::BufWriter::new(file);
+    let mut next = Instant::now();
+    loop {
+        let t_s = next.saturating_duration_since(origin).as_secs_f64();
+        let body = match client
+            .get(&url)
+            .timeout(interval.max(Duration::from_secs(1)))
+            .send()
+            .await
+        {
+            Ok(r) if r.status().is_success() => r.text().await.ok(),
+            _ => None,
+        };
+        if let Some(metrics) = body.map(|b| parse(&b)).filter(|m| !m.is_empty()) {
+            summary.scrapes += 1;
+            for (name, &value) in &metrics {
+                let peak = summary.peak.entry(name.clone()).or_insert(value);
+                *peak = peak.max(value);
+            }
+            if serde_json::to_writer(&mut file, &Scrape { t_s, metrics }).is_ok() {
+                let _ = file.write_all(b"\n").and_then(|()| file.flush());
+            }
+        }
+        next += interval;
+        tokio::select! {
+            () = stop.cancelled() => return summary,
+            () = tokio::time::sleep_until(next) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_the_queue_and_cache_series_and_sums_labels() {
+        let text = "# HELP llamacpp:requests_processing Number of requests processing.\n\
+            # TYPE llamacpp:requests_processing gauge\n\
+            llamacpp:requests_processing 3\n\
+            llamacpp:requests_deferred 2\n\
+            llamacpp:n_busy_slots_per_decode 1.5\n\
+            vllm:num_requests_waiting{model_name=\"a\"} 4\n\
+            vllm:num_requests_waiting{model_name=\"b\",engine=\"0\"} 1 1700000000\n\
+            vllm:e2e_request_latency_seconds_bucket{le=\"1.0\"} 9\n";
+        let m = parse(text);
+        assert_eq!(m.get("llamacpp:requests_processing"), Some(&3.0));
+        assert_eq!(m.get("llamacpp:requests_deferred"), Some(&2.0));
+        assert_eq!(m.get("vllm:num_requests_waiting"), Some(&5.0));
+        assert_eq!(m.len(), 3);
+    }
+}

@@ -1,0 +1,243 @@
+//! Workload: load shapes — how requests are launched in a case — and the plan of each case
+//! (its lengths and its shape), built from the validated config as a matrix.
+//!
+//! Closed rounds (C together, wait for all), closed continuous (keep C in flight), and open loop
+//! (arrivals from a seeded schedule, optionally capped in flight).
+
+use crate::config::Case;
+use crate::workload::length::Length;
+use crate::workload::schedule::{Bound, Process};
+use serde::{Serialize, Serializer};
+use std::time::Duration;
+
+/// The `--arrival` flag.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Arrival {
+    /// Rounds of C simultaneous requests; a round ends with its last request (the seeds' way).
+    #[default]
+    Rounds,
+    /// Keep C requests in flight: a new one starts as soon as one ends.
+    ClosedContinuous,
+    /// Open loop, exponential inter-arrival times at `--rate`.
+    Poisson,
+    /// Open loop, gamma inter-arrival times with coefficient of variation `--burstiness`.
+    Gamma,
+    /// Open loop, equal inter-arrival times of 1 / `--rate`.
+    Constant,
+}
+
+/// How the requests of one case are launched.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "shape", rename_all = "kebab-case")]
+pub enum Shape {
+    /// `rounds` rounds of `concurrency` simultaneous requests.
+    Rounds {
+        /// Measured rounds.
+        rounds: u32,
+    },
+    /// `concurrency` requests kept in flight until the bound.
+    ClosedContinuous {
+        /// Where launching stops.
+        #[serde(serialize_with = "serialize_bound")]
+        bound: Bound,
+    },
+    /// Arrivals from a schedule.
+    Open {
+        /// Inter-arrival process.
+        process: Process,
+        /// Mean arrivals per second.
+        rate_rps: f64,
+        /// Where the schedule ends.
+        #[serde(serialize_with = "serialize_bound")]
+        bound: Bound,
+        /// The most requests in flight; a launch waits for a free place (the wait is send lag).
+        max_in_flight: Option<u32>,
+    },
+}
+
+fn serialize_bound<S: Serializer>(b: &Bound, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut map = s.serialize_map(Some(1))?;
+    match b {
+        Bound::Duration(d) => map.serialize_entry("duration_s", &d.as_secs_f64())?,
+        Bound::Requests(n) => map.serialize_entry("requests", n)?,
+    }
+    map.end()
+}
+
+/// Service-level objectives for goodput: a request counts when it meets every one given.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Slo {
+    /// Time to first token, from scheduled (or sent, in closed loops).
+    #[serde(rename = "ttft_ms", serialize_with = "opt_ms")]
+    pub ttft: Option<Duration>,
+    /// Time per output token after the first.
+    #[serde(rename = "tpot_ms", serialize_with = "opt_ms")]
+    pub tpot: Option<Duration>,
+    /// Complete-response time, from scheduled (or sent).
+    #[serde(rename = "e2e_ms", serialize_with = "opt_ms")]
+    pub e2e: Option<Duration>,
+}
+
+fn opt_ms<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_f64(d.as_secs_f64() * 1e3),
+        None => s.serialize_none(),
+    }
+}
+
+impl Slo {
+    /// Whether any objective is set.
+    pub fn is_set(&self) -> bool {
+        self.ttft.is_some() || self.tpot.is_some() || self.e2e.is_some()
+    }
+}
+
+/// One case as the runner sees it: the table's case plus its lengths and shape.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CasePlan {
+    /// What the tables show (nominal lengths for distributions).
+    #[serde(flatten)]
+    pub case: Case,
+    /// Prompt length of each request.
+    #[serde(rename = "input_length")]
+    pub input: Length,
+    /// Output length of each request.
+    #[serde(rename = "output_length")]
+    pub output: Length,
+    /// How requests are launched.
+    #[serde(flatten)]
+    pub shape: Shape,
+    /// Open and continuous loops: launches in this first stretch of the load are warmup.
+    #[serde(rename = "warmup_s", serialize_with = "seconds")]
+    pub warmup_time: Duration,
+}
+
+fn seconds<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+/// The load axis of the matrix: a concurrency (closed loops) or a rate (open loop).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LoadPoint {
+    /// Requests together (rounds) or kept in flight (continuous).
+    Concurrency(u32),
+    /// Arrivals per second.
+    Rate(f64),
+}
+
+impl LoadPoint {
+    /// The point as a number (for curves).
+    pub fn value(&self) -> f64 {
+        match self {
+            LoadPoint::Concurrency(c) => f64::from(*c),
+            LoadPoint::Rate(r) => *r,
+        }
+    }
+}
+
+/// Everything but the lengths and the load point, shared by every case of a campaign.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShapeTemplate {
+    /// `--arrival`.
+    pub arrival: Arrival,
+    /// `--rounds`.
+    pub rounds: u32,
+    /// `--duration` or `--requests`.
+    pub bound: Option<Bound>,
+    /// `--burstiness`.
+    pub burstiness: f64,
+    /// `--max-in-flight`.
+    pub max_in_flight: Option<u32>,
+    /// `--warmup-time`.
+    pub warmup_time: Duration,
+}
+
+impl ShapeTemplate {
+    /// The plan of one case.
+    pub fn plan(&self, input: &Length, point: LoadPoint, output: &Length) -> CasePlan {
+        let bound = self.bound.unwrap_or(Bound::Requests(100));
+        let (shape, concurrency, load_id) = match (self.arrival, point) {
+            (Arrival::Rounds, LoadPoint::Concurrency(c)) => (
+                Shape::Rounds {
+                    rounds: self.rounds,
+                },
+                c,
+                format!("c{c}"),
+            ),
+            (Arrival::ClosedContinuous, LoadPoint::Concurrency(c)) => {
+                (Shape::ClosedContinuous { bound }, c, format!("cc{c}"))
+            }
+            (arrival, point) => {
+                let process = match arrival {
+                    Arrival::Gamma => Process::Gamma {
+                        cv: self.burstiness,
+                    },
+                    Arrival::Constant => Process::Constant,
+                    _ => Process::Poisson,
+                };
+                let rate_rps = point.value();
+                let shape = Shape::Open {
+                    process,
+                    rate_rps,
+                    bound,
+                    max_in_flight: self.max_in_flight,
+                };
+                let name = serde_json::to_value(arrival).ok();
+                let name = name.as_ref().and_then(|v| v.as_str()).unwrap_or("open");
+                (
+                    shape,
+                    self.max_in_flight.unwrap_or(0),
+                    format!("{name}-r{rate_rps}"),
+                )
+            }
+        };
+        let id_part = |l: &Length| l.to_string().replace(',', "/");
+        CasePlan {
+            case: Case {
+                id: format!("in{}-{load_id}-out{}", id_part(input), id_part(output)),
+                input_tokens: input.nominal_tokens(),
+                concurrency,
+                output_tokens: output.nominal_tokens(),
+            },
+            input: input.clone(),
+            output: output.clone(),
+            shape,
+            warmup_time: self.warmup_time,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_name_the_shape_and_fixed_cases_keep_the_seeds_ids() {
+        let mut template = ShapeTemplate {
+            arrival: Arrival::Rounds,
+            rounds: 3,
+            bound: None,
+            burstiness: 1.0,
+            max_in_flight: None,
+            warmup_time: Duration::ZERO,
+        };
+        let fixed = template.plan(
+            &Length::Fixed(2048),
+            LoadPoint::Concurrency(4),
+            &Length::Fixed(256),
+        );
+        assert_eq!(fixed.case.id, "in2048-c4-out256");
+        template.arrival = Arrival::Poisson;
+        let input: Length = "choice:32,256,1024".parse().expect("spec");
+        let open = template.plan(&input, LoadPoint::Rate(20.0), &Length::Fixed(128));
+        assert_eq!(open.case.id, "inchoice:32/256/1024-poisson-r20-out128");
+        assert_eq!(open.case.input_tokens, 437);
+        let json = serde_json::to_value(&open).expect("serialise");
+        assert_eq!(json["input_tokens"], 437);
+        assert_eq!(json["process"]["kind"], "poisson");
+    }
+}

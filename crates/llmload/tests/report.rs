@@ -1,0 +1,280 @@
+//! The views of real attempts: `llmload run` against the simulator writes `cases.csv` and a
+//! self-contained `report.html`; `llmload report DIR` rebuilds every view from the records alone,
+//! byte for byte; `llmload compare` puts two attempts side by side, labels incomplete cases and
+//! cases that only one attempt ran.
+
+mod common;
+
+use common::{attempt_dir, json, llmload, Simulator, SERIAL};
+use std::path::{Path, PathBuf};
+
+/// A small campaign against `sim`: 2 rounds of 16 output tokens per case. Returns the attempt.
+fn small_run(sim: &Simulator, out: &Path, name: &str, matrix: &[&str], code: i32) -> PathBuf {
+    let out_arg = out.to_str().expect("UTF-8 path");
+    let mut args = vec![
+        "run",
+        "--url",
+        &sim.url,
+        "--output-tokens",
+        "16",
+        "--rounds",
+        "2",
+        "--out",
+        out_arg,
+        "--name",
+        name,
+        "-q",
+    ];
+    args.extend(matrix);
+    let run = llmload(&args);
+    assert_eq!(run.code, code, "{}\n{}", run.stdout, run.stderr);
+    attempt_dir(out, name)
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The page names no address but the target's, loads nothing, and holds one SVG per chart.
+fn assert_self_contained(html: &str, target_url: &str) {
+    assert_eq!(html.matches("<svg").count(), 4, "one <svg> per chart");
+    assert_eq!(html.matches("<figcaption>").count(), 4);
+    for banned in [
+        "<script", "<link", "<iframe", "<img", "src=", "url(", "@import",
+    ] {
+        assert!(!html.contains(banned), "report.html contains {banned}");
+    }
+    let rest = html.replace(target_url, "");
+    assert!(
+        !rest.contains("http://") && !rest.contains("https://"),
+        "an address other than the target's"
+    );
+}
+
+#[test]
+fn a_run_writes_every_view_and_report_rebuilds_them_from_the_records_alone() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let sim = Simulator::start(&["--profile", "cpu-tiny"]);
+    let out = tempfile::tempdir().expect("temp dir");
+    let matrix = ["--input-tokens", "64,256", "--concurrency", "1,2,4"];
+    let dir = small_run(&sim, out.path(), "views", &matrix, 0);
+    let (markdown, csv, summary) = (
+        read(&dir.join("report.md")),
+        read(&dir.join("cases.csv")),
+        read(&dir.join("summary.json")),
+    );
+    let html = read(&dir.join("report.html"));
+    assert_self_contained(&html, &sim.url);
+    // `llmload sim` at a URL is a server like any other: campaign.json does not say simulated.
+    assert!(
+        !html.contains("id=\"simulated\""),
+        "no banner for a server at --url"
+    );
+
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows.len(), 1 + 6, "a header and one row per case:\n{csv}");
+    let header: Vec<&str> = rows[0].split(',').collect();
+    for column in ["ttft_ms_n", "ttft_ms_p99", "e2e_ms_median", "tpot_ms_p95"] {
+        assert!(header.contains(&column), "{column} in {}", rows[0]);
+    }
+    let at = |name: &str| header.iter().position(|c| *c == name).expect("column");
+    for row in &rows[1..] {
+        let cells: Vec<&str> = row.split(',').collect();
+        assert_eq!(cells.len(), header.len(), "{row}");
+        assert_eq!(cells[at("complete")], "true", "{row}");
+        let concurrency: u32 = cells[at("concurrency")].parse().expect("number");
+        assert_eq!(cells[at("ttft_ms_n")], (2 * concurrency).to_string());
+        assert_eq!(cells[at("throughput_tps_n")], "2");
+    }
+
+    for view in ["report.md", "cases.csv", "report.html"] {
+        std::fs::remove_file(dir.join(view)).expect("remove a view");
+    }
+    let report = llmload(&["report", dir.to_str().expect("UTF-8 path")]);
+    assert_eq!(report.code, 0, "{}", report.stderr);
+    assert_eq!(
+        report.stdout, markdown,
+        "the table, rebuilt from the records"
+    );
+    assert_eq!(read(&dir.join("report.md")), markdown);
+    assert_eq!(read(&dir.join("cases.csv")), csv);
+    assert_eq!(read(&dir.join("summary.json")), summary, "never rewritten");
+    assert_self_contained(&read(&dir.join("report.html")), &sim.url);
+}
+
+/// A tiny campaign on the built-in simulator (no --url): two cases, one round each.
+fn builtin_run(out: &Path) -> PathBuf {
+    let run = llmload(&[
+        "run",
+        "--input-tokens",
+        "64",
+        "--concurrency",
+        "1,2",
+        "--output-tokens",
+        "8",
+        "--rounds",
+        "1",
+        "--out",
+        out.to_str().expect("UTF-8 path"),
+        "--name",
+        "builtin",
+        "-q",
+    ]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    attempt_dir(out, "builtin")
+}
+
+#[test]
+fn a_run_on_the_built_in_simulator_says_so_in_a_banner() {
+    let out = tempfile::tempdir().expect("temp dir");
+    let dir = builtin_run(out.path());
+    assert_eq!(
+        json(&dir.join("campaign.json"))["target"]["simulated"],
+        true
+    );
+    let html = read(&dir.join("report.html"));
+    assert!(html.contains("<div class=\"banner\" id=\"simulated\">SIMULATED target"));
+    let url = json(&dir.join("summary.json"))["target_url"].clone();
+    assert_self_contained(&html, url.as_str().expect("URL"));
+}
+
+/// Chromium's own background requests (updates, sign-in, clock), which are not the page's.
+const BROWSER_HOSTS: [&str; 3] = ["google.com/", "googleapis.com/", "gvt1.com/"];
+
+/// Runs headless Chromium on `page` with the network cut off: every request goes to a closed
+/// loopback proxy and no name resolves. Returns what `mode` printed and the URLs requested.
+fn chromium(page: &Path, profile: &Path, mode: &str) -> (String, Vec<String>) {
+    let netlog = profile.join(format!("netlog-{}.json", mode.trim_start_matches('-')));
+    let output = std::process::Command::new("timeout")
+        .args([
+            "120",
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+        ])
+        .args([
+            "--proxy-server=127.0.0.1:9",
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+        ])
+        .args(["--disable-background-networking", "--no-first-run"])
+        .arg(format!(
+            "--user-data-dir={}",
+            profile.join("profile").display()
+        ))
+        .arg(format!("--log-net-log={}", netlog.display()))
+        .args(["--virtual-time-budget=3000", mode])
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("run chromium");
+    assert!(output.status.success(), "chromium failed");
+    let log = std::fs::read_to_string(&netlog).unwrap_or_default();
+    let urls = log
+        .split("\"url\":\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .filter(|url| !url.starts_with("file://"))
+        .filter(|url| !BROWSER_HOSTS.iter().any(|host| url.contains(host)))
+        .map(String::from)
+        .collect();
+    (String::from_utf8_lossy(&output.stdout).into_owned(), urls)
+}
+
+/// Debian's `chromium` renders the page offline with every chart; the page asks for nothing.
+/// `scripts/test.sh` installs Chromium; without it this test fails rather than pass unseen.
+#[test]
+fn the_page_loads_offline_in_headless_chromium() {
+    let installed = std::process::Command::new("chromium")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        installed,
+        "chromium is not installed: run scripts/test.sh, which installs it"
+    );
+    let out = tempfile::tempdir().expect("temp dir");
+    let dir = builtin_run(out.path());
+    let page = dir.join("report.html");
+    let (dom, urls) = chromium(&page, out.path(), "--dump-dom");
+    assert_eq!(dom.matches("<svg").count(), 4, "every chart is in the DOM");
+    assert_eq!(dom.matches("<figcaption>").count(), 4);
+    assert!(dom.contains("id=\"simulated\""));
+    assert!(urls.is_empty(), "the page requested {urls:?}");
+    let shot = out.path().join("report.png");
+    chromium(
+        &page,
+        out.path(),
+        &format!("--screenshot={}", shot.display()),
+    );
+    let size = std::fs::metadata(&shot).map_or(0, |m| m.len());
+    assert!(
+        size > 20_000,
+        "a screenshot with charts, not a blank page: {size} bytes"
+    );
+}
+
+#[test]
+fn compare_puts_attempts_side_by_side_and_never_pools_them() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir().expect("temp dir");
+    let sim = Simulator::start(&["--profile", "cpu-tiny"]);
+    let full = ["--input-tokens", "64,256", "--concurrency", "1,2,4"];
+    let first = small_run(&sim, out.path(), "first", &full, 0);
+    drop(sim);
+    // Request 5 is in the first round of in64-c2 (warmup 0, rounds 1–2, warmup 3, then 4, 5).
+    let faulty = Simulator::start(&["--profile", "cpu-tiny", "--fault", "http500:index=5"]);
+    let fewer = ["--input-tokens", "64,256", "--concurrency", "1,2"];
+    let second = small_run(&faulty, out.path(), "second", &fewer, 3);
+    let compare = llmload(&[
+        "compare",
+        first.to_str().expect("UTF-8 path"),
+        second.to_str().expect("UTF-8 path"),
+    ]);
+    assert_eq!(compare.code, 0, "{}", compare.stderr);
+    let text = compare.stdout;
+    let rows = |prefix: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with(prefix))
+            .map(String::from)
+            .collect()
+    };
+    let id = |dir: &Path| json(&dir.join("summary.json"))["attempt_id"].clone();
+    assert!(text.contains(id(&first).as_str().expect("id")), "{text}");
+    assert!(text.contains(id(&second).as_str().expect("id")), "{text}");
+
+    let matched = rows("| 256 | 2 | 16 |");
+    assert_eq!(matched.len(), 2, "{text}");
+    assert!(
+        matched[0].contains("| A |") && matched[0].contains("| 1.00 |"),
+        "{text}"
+    );
+    assert!(
+        matched[1].contains("| B |") && matched[1].contains("tokens/s"),
+        "{text}"
+    );
+
+    let incomplete = rows("| 64 | 2 | 16 | B |");
+    assert_eq!(incomplete.len(), 1, "{text}");
+    assert!(incomplete[0].contains("incomplete"), "{}", incomplete[0]);
+    assert!(!incomplete[0].contains("tokens/s"), "never figures for it");
+
+    let only_first = rows("| 64 | 4 | 16 | B |");
+    assert!(only_first[0].contains("not in this attempt"), "{text}");
+    assert!(text.contains("only in A"), "{text}");
+
+    let alone = llmload(&["compare", first.to_str().expect("UTF-8 path")]);
+    assert_eq!(
+        alone.code, 2,
+        "compare needs two attempts: {}",
+        alone.stderr
+    );
+}
+
+#[test]
+fn report_on_a_folder_that_is_no_attempt_fails_in_one_line() {
+    let empty = tempfile::tempdir().expect("temp dir");
+    let report = llmload(&["report", empty.path().to_str().expect("UTF-8 path")]);
+    assert_eq!(report.code, 1);
+    assert!(report.stderr.contains("campaign.json"), "{}", report.stderr);
+    assert_eq!(report.stderr.trim().lines().count(), 1, "{}", report.stderr);
+}
