@@ -90,6 +90,10 @@ pub struct RunArgs {
     /// Open loop: arrivals per second, comma-separated (one case each).
     #[arg(long, value_delimiter = ',', value_name = "R,…")]
     pub rate: Vec<f64>,
+    /// Replay a trace: JSONL lines of {"offset_s", "input_tokens", "output_tokens"}; implies
+    /// --arrival trace.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
     /// Gamma arrivals: coefficient of variation of the gaps (1 = Poisson, above 1 = bursty)
     /// [default: 1].
     #[arg(long, value_name = "CV")]
@@ -189,10 +193,14 @@ pub struct SweepArgs {
     /// Stop adding load once the share of failed or invalid responses is above this (0–1).
     #[arg(long, value_name = "SHARE")]
     pub stop_error_rate: Option<f64>,
-    /// Throughput counts as rising when it gains at least this share over the best so far; a
-    /// listed sweep stops after two loads without it [default: 0.05].
+    /// Throughput counts as rising when it gains at least this share over the best so far
+    /// [default: 0.05].
     #[arg(long, value_name = "SHARE")]
     pub min_gain: Option<f64>,
+    /// Stop a listed sweep after two loads in a row without that gain (--auto always stops its
+    /// doubling there).
+    #[arg(long)]
+    pub stop_flat: bool,
 }
 
 /// `llmload sim`: serve the engine simulator.

@@ -111,6 +111,8 @@ pub async fn run_source<S: CaseSource>(
 ) -> anyhow::Result<RunResult> {
     let endpoint = endpoint(config, url)?;
     let target = Target::connect(endpoint, config.model.clone()).await?;
+    // A `llmload sim` reached through --url is simulated too: it says so in /props.
+    let simulated = simulated || target.server["props"]["llmload_sim"].is_object();
     let corpus = match &config.corpus {
         Some(path) => std::fs::read_to_string(path)
             .with_context(|| format!("reading --corpus {}", path.display()))?,

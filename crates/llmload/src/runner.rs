@@ -20,8 +20,10 @@ use crate::workload::prompt::splitmix64;
 use crate::workload::schedule::{self, Bound};
 use crate::workload::shape::{CasePlan, Shape};
 use crate::workload::source::PromptSource;
+use crate::workload::trace::{self, TraceEntry};
 use anyhow::Context;
 use rand::SeedableRng;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -72,6 +74,8 @@ type InFlight = JoinSet<(RequestMeta, Exchange)>;
 struct Pacing {
     /// Open loop: offsets from the start of the load.
     offsets: Option<Vec<Duration>>,
+    /// Trace replay: each request's lengths.
+    lengths: Option<Arc<Vec<TraceEntry>>>,
     /// The most requests in flight.
     cap: Option<u32>,
     /// Where launching stops.
@@ -95,16 +99,25 @@ impl Runner<'_> {
             let meta = self.meta(plan, Phase::Warmup, None, index, None);
             self.launch(vec![(meta, Some(0))]).await?;
         }
-        match &plan.shape {
-            Shape::Rounds { rounds } => self.rounds(plan, *rounds, &mut run).await?,
-            Shape::ClosedContinuous { bound } => {
-                let pacing = Pacing {
-                    offsets: None,
-                    cap: Some(plan.case.concurrency),
-                    bound: *bound,
-                };
-                self.stream(plan, pacing, &mut run).await?;
-            }
+        match (&plan.shape, self.pacing(plan)) {
+            (Shape::Rounds { rounds }, _) => self.rounds(plan, *rounds, &mut run).await?,
+            (_, Some(pacing)) => self.stream(plan, pacing, &mut run).await?,
+            (_, None) => {}
+        }
+        run.stopped |= self.cancel.is_cancelled();
+        Ok(run)
+    }
+
+    /// How a continuous or open-loop case launches; `None` for closed rounds.
+    fn pacing(&self, plan: &CasePlan) -> Option<Pacing> {
+        let pacing = match &plan.shape {
+            Shape::Rounds { .. } => return None,
+            Shape::ClosedContinuous { bound } => Pacing {
+                offsets: None,
+                lengths: None,
+                cap: Some(plan.case.concurrency),
+                bound: *bound,
+            },
             Shape::Open {
                 process,
                 rate_rps,
@@ -112,17 +125,25 @@ impl Runner<'_> {
                 max_in_flight,
             } => {
                 let seed = splitmix64(self.seed ^ self.serial);
-                let offsets = schedule::offsets(*process, *rate_rps, *bound, seed);
-                let pacing = Pacing {
-                    bound: Bound::Requests(offsets.len() as u64),
-                    offsets: Some(offsets),
+                Pacing {
+                    offsets: Some(schedule::offsets(*process, *rate_rps, *bound, seed)),
+                    lengths: None,
                     cap: *max_in_flight,
-                };
-                self.stream(plan, pacing, &mut run).await?;
+                    bound: *bound,
+                }
             }
-        }
-        run.stopped |= self.cancel.is_cancelled();
-        Ok(run)
+            Shape::Replay {
+                entries,
+                max_in_flight,
+                ..
+            } => Pacing {
+                offsets: Some(trace::offsets(entries)),
+                lengths: Some(entries.clone()),
+                cap: *max_in_flight,
+                bound: Bound::Requests(entries.len() as u64),
+            },
+        };
+        Some(pacing)
     }
 
     async fn rounds(
@@ -158,12 +179,19 @@ impl Runner<'_> {
         run: &mut CaseRun,
     ) -> anyhow::Result<()> {
         let mut in_flight = InFlight::new();
-        let total = match pacing.bound {
-            Bound::Requests(n) => n,
-            Bound::Duration(_) => u64::MAX,
+        let total = match (&pacing.offsets, pacing.bound) {
+            (Some(offsets), _) => offsets.len() as u64,
+            (None, Bound::Requests(n)) => n,
+            (None, Bound::Duration(_)) => u64::MAX,
         };
         // The first prompt is built before the clock starts, so that the first arrival is on time.
-        let mut next = Some(self.prepare(plan, 0, None).await?);
+        let entry = |i: u64| {
+            pacing
+                .lengths
+                .as_ref()
+                .and_then(|l| l.get(i as usize).copied())
+        };
+        let mut next = Some(self.prepare(plan, 0, entry(0)).await?);
         let start = Instant::now();
         let deadline = match pacing.bound {
             Bound::Duration(d) => Some(start + d),
@@ -179,33 +207,22 @@ impl Runner<'_> {
             if let Some(at) = scheduled {
                 self.wait_until(at, &mut in_flight, run).await?;
             }
-            while pacing
-                .cap
-                .is_some_and(|cap| in_flight.len() >= cap as usize)
-                && !self.cancel.is_cancelled()
-            {
-                self.settle_next(&mut in_flight, run).await?;
-            }
+            self.make_room(pacing.cap, &mut in_flight, run).await?;
             let at = format!("before request {} of case {}", index + 1, plan.case.id);
-            if self.guard.process_check(&at) || deadline.is_some_and(|d| Instant::now() >= d) {
+            // A schedule ends within the duration already: a late arrival is still sent.
+            let past_deadline =
+                scheduled.is_none() && deadline.is_some_and(|d| Instant::now() >= d);
+            if self.guard.process_check(&at) || past_deadline {
                 break;
             }
             last_launch = Instant::now();
             meta.scheduled = scheduled;
-            meta.phase = if scheduled.unwrap_or(last_launch) < warmup_end {
-                Phase::Warmup
-            } else {
-                Phase::Measured
-            };
-            let endpoint = self.target.endpoint.clone();
-            let cancel = self.cancel.clone();
-            in_flight.spawn(async move {
-                let exchange = endpoint.stream(&body, &cancel).await;
-                (meta, exchange)
-            });
+            let warm = scheduled.unwrap_or(last_launch) < warmup_end;
+            meta.phase = if warm { Phase::Warmup } else { Phase::Measured };
+            self.spawn(&mut in_flight, meta, body);
             // Build the next prompt now, while waiting for its arrival, not after it.
             if index + 1 < total {
-                next = Some(self.prepare(plan, index + 1, None).await?);
+                next = Some(self.prepare(plan, index + 1, entry(index + 1)).await?);
             }
         }
         let end = deadline.unwrap_or(last_launch).max(warmup_end);
@@ -213,6 +230,20 @@ impl Runner<'_> {
         run.window = Some((since(warmup_end), since(end)));
         while !in_flight.is_empty() {
             self.settle_next(&mut in_flight, run).await?;
+        }
+        Ok(())
+    }
+
+    /// Under a cap, records ended requests until there is a place (or the run stops).
+    async fn make_room(
+        &mut self,
+        cap: Option<u32>,
+        in_flight: &mut InFlight,
+        run: &mut CaseRun,
+    ) -> anyhow::Result<()> {
+        while cap.is_some_and(|cap| in_flight.len() >= cap as usize) && !self.cancel.is_cancelled()
+        {
+            self.settle_next(in_flight, run).await?;
         }
         Ok(())
     }
@@ -301,16 +332,20 @@ impl Runner<'_> {
         }
     }
 
-    /// A streamed request's meta and body.
+    /// A streamed request's meta and body; a trace entry sets its lengths.
     async fn prepare(
         &mut self,
         plan: &CasePlan,
         index: u64,
-        slot: Option<u32>,
+        entry: Option<TraceEntry>,
     ) -> anyhow::Result<Prepared> {
         let index = u32::try_from(index).unwrap_or(u32::MAX);
-        let meta = self.meta(plan, Phase::Measured, None, index, None);
-        let body = self.body(&meta, slot).await?;
+        let mut meta = self.meta(plan, Phase::Measured, None, index, None);
+        if let Some(entry) = entry {
+            meta.input_tokens = entry.input_tokens;
+            meta.output_tokens = entry.output_tokens;
+        }
+        let body = self.body(&meta, None).await?;
         Ok((meta, body))
     }
 
@@ -341,12 +376,7 @@ impl Runner<'_> {
         }
         let mut in_flight = InFlight::new();
         for ((meta, _), body) in requests.into_iter().zip(bodies) {
-            let endpoint = self.target.endpoint.clone();
-            let cancel = self.cancel.clone();
-            in_flight.spawn(async move {
-                let exchange = endpoint.stream(&body, &cancel).await;
-                (meta, exchange)
-            });
+            self.spawn(&mut in_flight, meta, body);
         }
         let mut round = CaseRun::default();
         while !in_flight.is_empty() {
@@ -354,6 +384,16 @@ impl Runner<'_> {
         }
         round.records.extend(round.warmup);
         Ok(round.records)
+    }
+
+    /// Sends one request on its own task; its record is made when it is joined.
+    fn spawn(&self, in_flight: &mut InFlight, meta: RequestMeta, body: serde_json::Value) {
+        let endpoint = self.target.endpoint.clone();
+        let cancel = self.cancel.clone();
+        in_flight.spawn(async move {
+            let exchange = endpoint.stream(&body, &cancel).await;
+            (meta, exchange)
+        });
     }
 
     async fn next_prompt(&mut self, tokens: u32) -> anyhow::Result<Prompt> {

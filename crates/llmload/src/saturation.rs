@@ -29,6 +29,10 @@ pub struct Point {
     pub e2e_p99_ms: Option<f64>,
     /// Share of responses that failed or were invalid.
     pub error_share: f64,
+    /// Continuous and open loops: time-averaged requests in flight over the window.
+    pub achieved_concurrency_mean: Option<f64>,
+    /// Continuous and open loops: most requests in flight at once.
+    pub achieved_concurrency_peak: Option<u32>,
 }
 
 impl Point {
@@ -57,6 +61,8 @@ impl Point {
             ttft_p99_ms: ttft.map(|d| d.p99),
             tpot_p99_ms: case.tpot_ms.as_ref().map(|d| d.p99),
             e2e_p99_ms: e2e.map(|d| d.p99),
+            achieved_concurrency_mean: case.load.as_ref().map(|l| l.achieved_concurrency_mean),
+            achieved_concurrency_peak: case.load.as_ref().map(|l| l.achieved_concurrency_peak),
             error_share: if total == 0 {
                 1.0
             } else {
@@ -178,6 +184,17 @@ fn saturation(points: &[Point]) -> Finding {
         .iter()
         .find(|p| p.throughput_tps >= SATURATION_SHARE * peak_tps)
         .map(|p| p.load);
+    if at == Some(points[0].load) {
+        return Finding {
+            value: None,
+            method: format!(
+                "the smallest load ({}) already reached {:.0}% of the peak throughput: C_sat is at \
+                 or below it; sweep lower loads",
+                points[0].load,
+                SATURATION_SHARE * 100.0
+            ),
+        };
+    }
     Finding {
         value: at,
         method: format!(
@@ -187,10 +204,21 @@ fn saturation(points: &[Point]) -> Finding {
     }
 }
 
-/// The knee: the last load before one where TTFT p50 grew by a larger factor than throughput.
+/// TTFT p50 must grow by more than this factor over one step for a knee…
+pub const KNEE_TTFT_GROWTH: f64 = 1.5;
+/// …while throughput grows by less than this factor.
+pub const KNEE_THROUGHPUT_GROWTH: f64 = 1.1;
+
+/// The knee: the last load before a step where TTFT p50 grew by more than 50% while throughput
+/// grew by less than 10% — added requests queue instead of adding work. (Closed rounds raise TTFT
+/// early from simultaneous prefills while throughput still rises; that is not the knee.)
 fn knee(points: &[Point]) -> Finding {
-    let method =
-        "the last load before TTFT p50 grows by a larger factor than throughput".to_owned();
+    let method = format!(
+        "the last load before a step where TTFT p50 grew by more than {:.0}% while throughput \
+         grew by less than {:.0}%",
+        (KNEE_TTFT_GROWTH - 1.0) * 100.0,
+        (KNEE_THROUGHPUT_GROWTH - 1.0) * 100.0
+    );
     for pair in points.windows(2) {
         let (a, b) = (&pair[0], &pair[1]);
         let (Some(t0), Some(t1)) = (a.ttft_p50_ms, b.ttft_p50_ms) else {
@@ -199,14 +227,18 @@ fn knee(points: &[Point]) -> Finding {
         if t0 <= 0.0 || a.throughput_tps <= 0.0 {
             continue;
         }
-        if t1 / t0 > b.throughput_tps / a.throughput_tps {
+        let queueing = t1 / t0 > KNEE_TTFT_GROWTH;
+        if queueing && b.throughput_tps / a.throughput_tps < KNEE_THROUGHPUT_GROWTH {
             return Finding {
                 value: Some(a.load),
                 method,
             };
         }
     }
-    Finding { value: None, method: format!("no knee reached: over every step throughput grew at least as fast as TTFT p50 ({method})") }
+    Finding {
+        value: None,
+        method: format!("no knee reached ({method})"),
+    }
 }
 
 /// The largest load such that it and every smaller load meet every p99 objective given.
@@ -243,11 +275,16 @@ fn slo_max_load(points: &[Point], slo: &Slo) -> Finding {
 pub fn render(analysis: &Analysis, axis: &str) -> String {
     let ms = |v: Option<f64>| v.map_or_else(|| "–".to_owned(), |v| format!("{v:.1} ms"));
     let mut out = format!(
-        "| {axis} | throughput | TTFT p50 | TTFT p99 | TPOT p99 | errors |\n|---|---|---|---|---|---|\n"
+        "| {axis} | throughput | TTFT p50 | TTFT p99 | TPOT p99 | in flight (mean / peak) | errors |\n\
+         |---|---|---|---|---|---|---|\n"
     );
     for p in &analysis.points {
+        let in_flight = match (p.achieved_concurrency_mean, p.achieved_concurrency_peak) {
+            (Some(mean), Some(peak)) => format!("{mean:.2} / {peak}"),
+            _ => "–".to_owned(),
+        };
         out += &format!(
-            "| {} | {:.1} tokens/s | {} | {} | {} | {:.1}% |\n",
+            "| {} | {:.1} tokens/s | {} | {} | {} | {in_flight} | {:.1}% |\n",
             p.load,
             p.throughput_tps,
             ms(p.ttft_p50_ms),
@@ -286,6 +323,8 @@ mod tests {
                 tpot_p99_ms: Some(20.0),
                 e2e_p99_ms: None,
                 error_share: 0.0,
+                achieved_concurrency_mean: None,
+                achieved_concurrency_peak: None,
             })
             .collect()
     }
@@ -332,6 +371,18 @@ mod tests {
         assert!(a.saturation.method.contains("at least 3"));
         assert_eq!(a.slo_max_load.value, None);
         assert!(a.slo_max_load.method.contains("no load"));
+    }
+
+    #[test]
+    fn a_curve_saturated_from_its_first_load_has_no_c_sat() {
+        let points = curve(&[8.0, 16.0, 32.0], 4.0);
+        let a = analyse(&points, &Slo::default(), true);
+        assert_eq!(a.saturation.value, None);
+        assert!(
+            a.saturation.method.contains("at or below"),
+            "{}",
+            a.saturation.method
+        );
     }
 
     #[test]

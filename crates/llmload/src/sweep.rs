@@ -62,6 +62,8 @@ pub struct StopRules {
     pub error_share: Option<f64>,
     /// Throughput "still rising" means at least this relative gain over the best so far.
     pub min_gain: f64,
+    /// A listed sweep stops after two loads in a row without that gain.
+    pub stop_when_flat: bool,
 }
 
 /// `llmload sweep`: the load steps and what the sweep found.
@@ -95,6 +97,11 @@ impl Sweep {
                     .into(),
             )),
         };
+        if config.load.trace.is_some() {
+            return Err(ConfigError(
+                "a sweep cannot step a trace's load; run it instead".into(),
+            ));
+        }
         let open = config.is_open();
         let queue: VecDeque<LoadPoint> = if auto {
             let first = if open {
@@ -186,7 +193,11 @@ impl Sweep {
             }
         }
         let n = curve.len();
-        let flat = !self.auto && n >= 3 && self.no_gain(curve, n - 1) && self.no_gain(curve, n - 2);
+        let flat = !self.auto
+            && self.rules.stop_when_flat
+            && n >= 3
+            && self.no_gain(curve, n - 1)
+            && self.no_gain(curve, n - 2);
         flat.then(|| {
             format!(
                 "throughput stopped rising (less than {:.0}% over the best, twice running)",
@@ -211,6 +222,7 @@ impl CaseSource for Sweep {
         if let Some(last) = curve.last() {
             if let Some(reason) = self.broken_rule(&curve, last) {
                 self.stop_reason = Some(reason);
+                self.queue.clear();
                 return None;
             }
             if self.auto && !self.filled && self.queue.is_empty() {
@@ -281,6 +293,7 @@ pub async fn sweep(args: &SweepArgs) -> anyhow::Result<(crate::RunResult, SweepS
         ttft_p99_ms: parse_ms("stop-ttft-p99", &args.stop_ttft_p99)?,
         error_share: args.stop_error_rate,
         min_gain: args.min_gain.unwrap_or(0.05),
+        stop_when_flat: args.stop_flat,
     };
     let mut source = Sweep::new(
         &config,

@@ -68,6 +68,15 @@ pub fn summarise(plan: &CasePlan, run: &CaseRun, slo: &Slo) -> CaseSummary {
                 *max_in_flight,
             )
         }
+        Shape::Replay {
+            entries,
+            max_in_flight,
+            ..
+        } => {
+            let span_s = entries.last().map_or(0.0, |e| e.offset_s);
+            let rate = (span_s > 0.0).then(|| (entries.len() - 1) as f64 / span_s);
+            ("trace".to_owned(), rate, *max_in_flight)
+        }
     };
     let mut summary = CaseSummary::new(&plan.case, 0, &run.records);
     let Some(window) = run.window else {
@@ -165,33 +174,31 @@ pub fn meets(r: &Record, slo: &Slo) -> bool {
 /// to its final event (or its last token event when it failed).
 pub fn concurrency(records: &[&Record], window: (Seconds, Seconds)) -> (f64, u32) {
     let (w0, w1) = window;
-    let mut edges: Vec<(Seconds, i32)> = Vec::with_capacity(records.len() * 2);
-    let mut area = 0.0;
-    for r in records {
-        let end = r
-            .done_s
-            .unwrap_or_else(|| r.sent_s + r.event_ms.last().copied().unwrap_or(0.0) / 1e3);
-        area += (end.min(w1) - r.sent_s.max(w0)).max(0.0);
-        edges.push((r.sent_s, 1));
-        edges.push((end, -1));
-    }
+    let spans: Vec<(Seconds, Seconds)> = records.iter().map(|r| (r.sent_s, end_of(r))).collect();
+    let area: f64 = spans
+        .iter()
+        .map(|&(s, e)| (e.min(w1) - s.max(w0)).max(0.0))
+        .sum();
+    let mut edges: Vec<(Seconds, i32)> =
+        spans.iter().flat_map(|&(s, e)| [(s, 1), (e, -1)]).collect();
     // Ends sort before starts at the same instant: back-to-back requests do not overlap.
     edges.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    let (mut now, mut peak) = (0_i32, 0_i32);
+    let at_start = spans.iter().filter(|&&(s, e)| s <= w0 && e > w0).count() as i32;
+    let (mut now, mut peak) = (0_i32, at_start);
     for (t, delta) in edges {
         now += delta;
-        if t <= w1 && (t >= w0 || delta < 0) {
+        if delta > 0 && t >= w0 && t <= w1 {
             peak = peak.max(now);
         }
-        if t < w0 {
-            peak = 0;
-        }
     }
-    let at_start = records
-        .iter()
-        .filter(|r| r.sent_s <= w0 && r.done_s.is_none_or(|d| d > w0))
-        .count() as i32;
-    (area / (w1 - w0).max(1e-9), peak.max(at_start).max(0) as u32)
+    (area / (w1 - w0).max(1e-9), peak.max(0) as u32)
+}
+
+/// When a request stopped occupying the server: its final event, or its last token event (or
+/// its send) when it failed.
+fn end_of(r: &Record) -> Seconds {
+    r.done_s
+        .unwrap_or_else(|| r.sent_s + r.event_ms.last().copied().unwrap_or(0.0) / 1e3)
 }
 
 #[cfg(test)]

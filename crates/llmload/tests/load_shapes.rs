@@ -294,6 +294,20 @@ fn load_flags_are_checked_and_a_campaign_file_may_set_them() {
         assert_eq!(result.code, 2, "{}", result.stderr);
         assert!(result.stderr.contains(expected), "{}", result.stderr);
     }
+    for (args, expected) in [
+        (
+            vec!["sweep", "--input-tokens", "64,128"],
+            "one --input-tokens",
+        ),
+        (
+            vec!["sweep", "--concurrency", "4", "--input-tokens", "64"],
+            "two or more loads",
+        ),
+    ] {
+        let result = llmload(&args);
+        assert_eq!(result.code, 2, "{}", result.stderr);
+        assert!(result.stderr.contains(expected), "{}", result.stderr);
+    }
     let sim = Simulator::start(&["--profile", "cpu-tiny"]);
     let file = out.path().join("c.toml");
     std::fs::write(
@@ -363,6 +377,8 @@ fn sweep_finds_the_simulators_saturation_point() {
         (0.8 * c_sat).floor()
     );
     assert_eq!(analysis["points"].as_array().expect("points").len(), 6);
+    let knee = f(&analysis["knee"]["value"]);
+    assert!((4.0..=16.0).contains(&knee), "{analysis}");
     assert!(
         result.stdout.contains("Saturation (C_sat)"),
         "{}",
@@ -419,8 +435,6 @@ fn sweep_against_llama_server_shows_queueing_beyond_its_four_slots() {
             "16",
             "--rounds",
             "2",
-            "--min-gain",
-            "-1",
         ],
     );
     let points = summary["sweep"]["analysis"]["points"]
@@ -434,6 +448,12 @@ fn sweep_against_llama_server_shows_queueing_beyond_its_four_slots() {
             .expect("load measured");
         f(&p["ttft_p50_ms"])
     };
+    for load in [1.0, 2.0, 4.0, 8.0] {
+        eprintln!(
+            "llama-server, {load} concurrent: TTFT p50 {:.1} ms",
+            ttft(load)
+        );
+    }
     // Eight requests on four slots: half wait for a whole response before their prefill.
     assert!(
         ttft(8.0) > 1.3 * ttft(4.0),
@@ -441,4 +461,43 @@ fn sweep_against_llama_server_shows_queueing_beyond_its_four_slots() {
         ttft(8.0),
         ttft(4.0)
     );
+}
+
+#[test]
+fn a_trace_is_replayed_with_its_offsets_and_lengths() {
+    let sim = Simulator::start(&["--profile", "cpu-tiny", "--slots", "8"]);
+    let out = tempfile::tempdir().expect("temp dir");
+    let trace = out.path().join("trace.jsonl");
+    let lines: Vec<String> = (0..20)
+        .map(|i| {
+            format!(
+                "{{\"offset_s\": {}, \"input_tokens\": {}, \"output_tokens\": {}}}",
+                f64::from(i) * 0.03,
+                16 + i * 8,
+                2 + i % 5
+            )
+        })
+        .collect();
+    std::fs::write(&trace, lines.join("\n")).expect("write trace");
+    let (_, dir) = run(
+        out.path(),
+        "trace",
+        &sim.url,
+        &["--trace", trace.to_str().expect("UTF-8")],
+    );
+    let mut records = measured(&dir);
+    assert_eq!(records.len(), 20);
+    records.sort_by(|a, b| f(&a["scheduled_s"]).total_cmp(&f(&b["scheduled_s"])));
+    let first = f(&records[0]["scheduled_s"]);
+    for (i, r) in records.iter().enumerate() {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert!(
+            (f(&r["scheduled_s"]) - first - i as f64 * 0.03).abs() < 1e-6,
+            "{r}"
+        );
+        assert_eq!(r["input_tokens"], 16 + i as u64 * 8, "{r}");
+        assert_eq!(r["output_tokens"], 2 + i as u64 % 5, "{r}");
+    }
+    let case = &json(&dir.join("summary.json"))["cases"][0];
+    assert_eq!(case["load"]["shape"], "trace");
 }

@@ -65,10 +65,10 @@ fn a_run_writes_every_view_and_report_rebuilds_them_from_the_records_alone() {
     );
     let html = read(&dir.join("report.html"));
     assert_self_contained(&html, &sim.url);
-    // `llmload sim` at a URL is a server like any other: campaign.json does not say simulated.
+    // `llmload sim` reached through --url says so in /props: the attempt is marked simulated.
     assert!(
-        !html.contains("id=\"simulated\""),
-        "no banner for a server at --url"
+        html.contains("id=\"simulated\""),
+        "the simulator at --url is recognised and bannered"
     );
 
     let rows: Vec<&str> = csv.lines().collect();

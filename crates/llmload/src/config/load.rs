@@ -5,7 +5,10 @@ use super::{bad, optional_duration, CampaignFile, ConfigError};
 use crate::cli::RunArgs;
 use crate::workload::schedule::Bound;
 use crate::workload::shape::{Arrival, LoadPoint, ShapeTemplate, Slo};
+use crate::workload::trace::{self, TraceEntry};
 use serde::Serialize;
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How requests are launched, shared by every case.
@@ -29,6 +32,11 @@ pub struct LoadConfig {
     pub warmup_time: Duration,
     /// Objectives for goodput.
     pub slo: Slo,
+    /// Trace replay: the file.
+    pub trace: Option<PathBuf>,
+    /// Trace replay: its arrivals.
+    #[serde(skip)]
+    pub trace_entries: Option<Arc<Vec<TraceEntry>>>,
 }
 
 fn as_opt_seconds<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
@@ -46,8 +54,22 @@ impl LoadConfig {
     /// The flags over the file; not yet validated.
     pub(super) fn resolve(args: &RunArgs, file: &CampaignFile) -> Result<LoadConfig, ConfigError> {
         let text = |flag: &Option<String>, file: &Option<String>| flag.clone().or(file.clone());
+        let trace = args.trace.clone().or(file.trace.clone());
+        let trace_entries = match &trace {
+            Some(path) => Some(Arc::new(
+                trace::load(path).map_err(|e| ConfigError(format!("--trace {e}")))?,
+            )),
+            None => None,
+        };
+        let implied = trace.as_ref().map(|_| Arrival::Trace);
         Ok(LoadConfig {
-            arrival: args.arrival.or(file.arrival).unwrap_or_default(),
+            trace,
+            trace_entries,
+            arrival: args
+                .arrival
+                .or(file.arrival)
+                .or(implied)
+                .unwrap_or_default(),
             rate_rps: if args.rate.is_empty() {
                 file.rate.clone().unwrap_or_default()
             } else {
@@ -72,11 +94,17 @@ impl LoadConfig {
 
     /// Checks the combination of settings.
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
-        let open = self.is_open();
+        if (self.arrival == Arrival::Trace) != self.trace.is_some() {
+            return bad("--arrival trace and --trace FILE go together");
+        }
+        let open = self.is_open() && self.arrival != Arrival::Trace;
         if open && self.rate_rps.is_empty() {
             return bad("open-loop arrivals need --rate R (requests per second)");
         }
         if !open && !self.rate_rps.is_empty() {
+            if self.arrival == Arrival::Trace {
+                return bad("a trace sets its own arrivals: --rate does not apply");
+            }
             return bad("--rate needs --arrival poisson, gamma or constant");
         }
         if self.rate_rps.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
@@ -106,7 +134,7 @@ impl LoadConfig {
     pub fn is_open(&self) -> bool {
         matches!(
             self.arrival,
-            Arrival::Poisson | Arrival::Gamma | Arrival::Constant
+            Arrival::Poisson | Arrival::Gamma | Arrival::Constant | Arrival::Trace
         )
     }
 
@@ -123,12 +151,21 @@ impl LoadConfig {
             burstiness: self.burstiness,
             max_in_flight: self.max_in_flight,
             warmup_time: self.warmup_time,
+            trace: self.trace.clone().zip(self.trace_entries.clone()),
         }
     }
 
     /// The load points: the rates of an open loop, else `concurrency`.
     pub fn points(&self, concurrency: &[u32]) -> Vec<LoadPoint> {
-        if self.is_open() {
+        if let Some(entries) = &self.trace_entries {
+            let span_s = entries.last().map_or(0.0, |e| e.offset_s);
+            let rate = if span_s > 0.0 {
+                (entries.len() - 1) as f64 / span_s
+            } else {
+                0.0
+            };
+            vec![LoadPoint::Rate(rate)]
+        } else if self.is_open() {
             self.rate_rps.iter().map(|&r| LoadPoint::Rate(r)).collect()
         } else {
             concurrency

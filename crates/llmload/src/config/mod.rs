@@ -6,13 +6,16 @@ use crate::api::Api;
 use crate::cli::RunArgs;
 use crate::guard::Limits;
 use crate::telemetry::Source;
-use crate::workload::length::{self, Length};
-use crate::workload::shape::{Arrival, CasePlan, LoadPoint, ShapeTemplate};
+use crate::workload::length::Length;
+use crate::workload::shape::{CasePlan, LoadPoint, ShapeTemplate};
+use crate::workload::trace::TraceEntry;
 pub use load::LoadConfig;
 
+mod file;
 mod load;
-use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use file::{lengths, read_file, CampaignFile};
+use serde::Serialize;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// A bad flag or campaign file: reported in one line, exit code 2.
@@ -22,78 +25,6 @@ pub struct ConfigError(pub String);
 
 fn bad<T>(message: impl Into<String>) -> Result<T, ConfigError> {
     Err(ConfigError(message.into()))
-}
-
-/// The campaign file: the flags' names, all optional.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CampaignFile {
-    url: Option<String>,
-    api: Option<Api>,
-    model: Option<String>,
-    api_key: Option<String>,
-    #[serde(default)]
-    headers: Vec<String>,
-    timeout: Option<String>,
-    input_tokens: Option<Lengths>,
-    concurrency: Option<Vec<u32>>,
-    output_tokens: Option<Lengths>,
-    arrival: Option<Arrival>,
-    rate: Option<Vec<f64>>,
-    burstiness: Option<f64>,
-    duration: Option<String>,
-    requests: Option<u64>,
-    max_in_flight: Option<u32>,
-    warmup_time: Option<String>,
-    slo_ttft: Option<String>,
-    slo_tpot: Option<String>,
-    slo_e2e: Option<String>,
-    rounds: Option<u32>,
-    warmup: Option<u32>,
-    seed: Option<u64>,
-    out: Option<PathBuf>,
-    name: Option<String>,
-    corpus: Option<PathBuf>,
-    telemetry: Option<String>,
-    telemetry_interval: Option<String>,
-    stop_temp: Option<f64>,
-    stop_margin: Option<f64>,
-    max_duration: Option<String>,
-    max_errors: Option<u32>,
-    max_error_rate: Option<f64>,
-    cool_down_below: Option<f64>,
-    cool_down_timeout: Option<String>,
-}
-
-/// Lengths in a campaign file: `[128, 512]`, `"choice:32,256"` or a list mixing both.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum Lengths {
-    One(LengthItem),
-    List(Vec<LengthItem>),
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum LengthItem {
-    Tokens(u32),
-    Spec(String),
-}
-
-impl Lengths {
-    fn texts(self) -> Vec<String> {
-        let items = match self {
-            Lengths::One(item) => vec![item],
-            Lengths::List(items) => items,
-        };
-        items
-            .into_iter()
-            .map(|item| match item {
-                LengthItem::Tokens(n) => n.to_string(),
-                LengthItem::Spec(s) => s,
-            })
-            .collect()
-    }
 }
 
 /// A validated campaign.
@@ -321,6 +252,16 @@ impl Config {
     /// tokens.
     pub fn plans(&self) -> Vec<CasePlan> {
         let template = self.template();
+        if let Some(entries) = &self.load.trace_entries {
+            // A trace carries its own lengths: one case, named by their means.
+            let mean = |f: fn(&TraceEntry) -> u32| {
+                let total: f64 = entries.iter().map(|e| f64::from(f(e))).sum();
+                Length::Fixed((total / entries.len() as f64).round().max(1.0) as u32)
+            };
+            let point = self.load_points()[0];
+            let input = mean(|e| e.input_tokens);
+            return vec![template.plan(&input, point, &mean(|e| e.output_tokens))];
+        }
         let mut plans: Vec<CasePlan> = Vec::new();
         for input in &self.input_tokens {
             for &point in &self.load_points() {
@@ -349,23 +290,6 @@ fn random_seed() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
     crate::workload::prompt::splitmix64(nanos ^ (u64::from(std::process::id()) << 32))
-}
-
-fn read_file(path: &Path) -> Result<CampaignFile, ConfigError> {
-    let text = std::fs::read_to_string(path)
-        .or_else(|e| bad(format!("cannot read {}: {e}", path.display())))?;
-    toml::from_str(&text).or_else(|e| {
-        let message = e.message().trim().to_owned();
-        let Some(span) = e.span() else {
-            return bad(format!("{}: {message}", path.display()));
-        };
-        let line = text[..span.start].matches('\n').count() + 1;
-        let content = text.lines().nth(line - 1).unwrap_or("").trim();
-        bad(format!(
-            "{}:{line}: {message} (in `{content}`)",
-            path.display()
-        ))
-    })
 }
 
 fn validate_url(url: &str) -> Result<String, ConfigError> {
@@ -406,27 +330,6 @@ fn parse_source(text: Option<String>) -> Result<Source, ConfigError> {
             .map_err(|e| ConfigError(format!("--telemetry {e}")))?;
     }
     Ok(source)
-}
-
-fn lengths(
-    what: &str,
-    flag: &[String],
-    file: Option<Lengths>,
-    default: &str,
-) -> Result<Vec<Length>, ConfigError> {
-    let texts = if flag.is_empty() {
-        file.map_or_else(|| vec![default.to_owned()], Lengths::texts)
-    } else {
-        flag.to_vec()
-    };
-    let mut out = Vec::new();
-    for text in &texts {
-        out.extend(length::parse_list(text).map_err(|e| ConfigError(format!("--{what} {e}")))?);
-    }
-    if out.is_empty() {
-        return bad(format!("--{what} needs one or more values above 0"));
-    }
-    Ok(out)
 }
 
 fn optional_duration(what: &str, text: Option<String>) -> Result<Option<Duration>, ConfigError> {

@@ -192,39 +192,41 @@ impl FromStr for Length {
                 },
                 _ => return Err(fail("uniform:MIN,MAX with 1 ≤ MIN ≤ MAX")),
             },
-            "normal" | "lognormal" => {
-                let p = numbers(rest)?;
-                let (centre, spread) = match p[..] {
-                    [c, s] | [c, s, _, _] if c >= 1.0 => (c, s),
-                    _ => return Err(fail("KIND:CENTRE,SPREAD[,MIN,MAX] with CENTRE ≥ 1")),
-                };
-                let (min, max) = match p[..] {
-                    [_, _, min, max] => (min.max(1.0) as u32, max as u32),
-                    _ => (1, (4.0 * centre) as u32),
-                };
-                if max < min {
-                    return Err(fail("MAX must be at least MIN"));
-                }
-                if kind == "normal" {
-                    Length::Normal {
-                        mean: centre,
-                        sd: spread,
-                        min,
-                        max,
-                    }
-                } else {
-                    Length::LogNormal {
-                        median: centre,
-                        sigma: spread,
-                        min,
-                        max,
-                    }
-                }
-            }
+            "normal" | "lognormal" => centred(kind, &numbers(rest)?).map_err(|why| fail(&why))?,
             _ => return Err(fail("kinds are choice, uniform, normal and lognormal")),
         };
         Ok(length)
     }
+}
+
+/// `normal` or `lognormal` from CENTRE,SPREAD[,MIN,MAX].
+fn centred(kind: &str, p: &[f64]) -> Result<Length, String> {
+    let (centre, spread) = match p {
+        [c, s] | [c, s, _, _] if *c >= 1.0 => (*c, *s),
+        _ => return Err("KIND:CENTRE,SPREAD[,MIN,MAX] with CENTRE ≥ 1".into()),
+    };
+    let (min, max) = match p {
+        [_, _, min, max] => (min.max(1.0) as u32, *max as u32),
+        _ => (1, (4.0 * centre) as u32),
+    };
+    if max < min {
+        return Err("MAX must be at least MIN".into());
+    }
+    Ok(if kind == "normal" {
+        Length::Normal {
+            mean: centre,
+            sd: spread,
+            min,
+            max,
+        }
+    } else {
+        Length::LogNormal {
+            median: centre,
+            sigma: spread,
+            min,
+            max,
+        }
+    })
 }
 
 fn choice(rest: &str) -> Result<Length, String> {

@@ -7,7 +7,10 @@
 use crate::config::Case;
 use crate::workload::length::Length;
 use crate::workload::schedule::{Bound, Process};
+use crate::workload::trace::TraceEntry;
 use serde::{Serialize, Serializer};
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The `--arrival` flag.
@@ -27,6 +30,8 @@ pub enum Arrival {
     Gamma,
     /// Open loop, equal inter-arrival times of 1 / `--rate`.
     Constant,
+    /// Open loop replaying `--trace FILE`: each arrival's offset and lengths.
+    Trace,
 }
 
 /// How the requests of one case are launched.
@@ -54,6 +59,18 @@ pub enum Shape {
         #[serde(serialize_with = "serialize_bound")]
         bound: Bound,
         /// The most requests in flight; a launch waits for a free place (the wait is send lag).
+        max_in_flight: Option<u32>,
+    },
+    /// Arrivals and lengths from a trace.
+    Replay {
+        /// The trace file.
+        trace: PathBuf,
+        /// Its arrivals, in offset order.
+        #[serde(skip)]
+        entries: Arc<Vec<TraceEntry>>,
+        /// Number of arrivals.
+        arrivals: usize,
+        /// The most requests in flight.
         max_in_flight: Option<u32>,
     },
 }
@@ -154,6 +171,8 @@ pub struct ShapeTemplate {
     pub max_in_flight: Option<u32>,
     /// `--warmup-time`.
     pub warmup_time: Duration,
+    /// `--trace`, read.
+    pub trace: Option<(PathBuf, Arc<Vec<TraceEntry>>)>,
 }
 
 impl ShapeTemplate {
@@ -171,6 +190,7 @@ impl ShapeTemplate {
             (Arrival::ClosedContinuous, LoadPoint::Concurrency(c)) => {
                 (Shape::ClosedContinuous { bound }, c, format!("cc{c}"))
             }
+            (Arrival::Trace, point) => self.replay(point),
             (arrival, point) => {
                 let process = match arrival {
                     Arrival::Gamma => Process::Gamma {
@@ -211,6 +231,28 @@ impl ShapeTemplate {
     }
 }
 
+impl ShapeTemplate {
+    /// A trace replay's shape, its nominal in-flight cap and its id part.
+    fn replay(&self, point: LoadPoint) -> (Shape, u32, String) {
+        let (trace, entries) = self.trace.clone().unwrap_or_default();
+        let stem = trace
+            .file_stem()
+            .map_or_else(|| "trace".to_owned(), |s| s.to_string_lossy().into_owned());
+        let shape = Shape::Replay {
+            trace,
+            arrivals: entries.len(),
+            entries,
+            max_in_flight: self.max_in_flight,
+        };
+        let rate = point.value();
+        (
+            shape,
+            self.max_in_flight.unwrap_or(0),
+            format!("trace:{stem}-r{rate:.3}"),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,6 +266,7 @@ mod tests {
             burstiness: 1.0,
             max_in_flight: None,
             warmup_time: Duration::ZERO,
+            trace: None,
         };
         let fixed = template.plan(
             &Length::Fixed(2048),
