@@ -22,7 +22,11 @@ pub fn render(summary: &Summary) -> String {
         "| Input tokens per request | Concurrent requests | Median TTFT | Median complete response | Aggregate output throughput | Responses (n) | Rounds |\n\
          |---|---|---|---|---|---|---|\n",
     );
-    for case in summary.cases.iter().filter(|c| c.complete) {
+    for case in summary
+        .cases
+        .iter()
+        .filter(|c| c.complete && c.load.is_none())
+    {
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} | {} |",
@@ -41,6 +45,7 @@ pub fn render(summary: &Summary) -> String {
         "\nTTFT: request sent → first event carrying a generated token. Complete response: sent → final event. \
          Both are medians over the n responses. Throughput: mean over rounds of Σ output tokens ÷ (last completion − first send).\n",
     );
+    out.push_str(&load_table(summary));
     let incomplete: Vec<&CaseSummary> = summary.cases.iter().filter(|c| !c.complete).collect();
     if !incomplete.is_empty() {
         out.push_str("\nIncomplete cases (not in the table above):\n");
@@ -72,6 +77,48 @@ pub fn render(summary: &Summary) -> String {
                 peaks.join(", ")
             );
         }
+    }
+    out
+}
+
+/// Continuous and open-loop cases: figures over the measurement window, which the seeds' table
+/// (per-round throughput at a fixed concurrency) cannot hold.
+fn load_table(summary: &Summary) -> String {
+    let cases: Vec<&CaseSummary> = summary
+        .cases
+        .iter()
+        .filter(|c| c.complete && c.load.is_some())
+        .collect();
+    if cases.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "\nContinuous and open-loop cases (figures over the measurement window):\n\n\
+         | Load | Input tokens (mean) | Output tokens (mean) | Achieved concurrency (mean / peak) | Median TTFT | p99 TTFT from scheduled | Send lag p99 | Throughput | Goodput | Responses (n) |\n\
+         |---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for case in cases {
+        let Some(load) = &case.load else { continue };
+        let nominal = match (load.nominal_rate_rps, load.nominal_concurrency) {
+            (Some(rate), _) => format!("{} at {rate} req/s", load.shape),
+            (None, Some(c)) => format!("{} × {c}", load.shape),
+            (None, None) => load.shape.clone(),
+        };
+        let _ = writeln!(
+            out,
+            "| {nominal} | {} | {} | {:.2} / {} | {} | {} | {} | {:.2} tokens/s | {} | {} |",
+            thousands(case.input_tokens),
+            case.output_tokens,
+            load.achieved_concurrency_mean,
+            load.achieved_concurrency_peak,
+            seconds(case.ttft_ms.as_ref().map(|d| d.median)),
+            seconds(load.ttft_from_scheduled_ms.as_ref().map(|d| d.p99)),
+            seconds(load.send_lag_ms.as_ref().map(|d| d.p99)),
+            load.throughput_tps,
+            load.goodput_rps
+                .map_or("–".into(), |g| format!("{g:.2} req/s")),
+            case.counts.ok,
+        );
     }
     out
 }
