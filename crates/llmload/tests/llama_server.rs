@@ -11,7 +11,9 @@ const CONCURRENCY: [u64; 2] = [1, 4];
 const OUTPUT: u64 = 32;
 const ROUNDS: u64 = 3;
 
-fn campaign(api: &str) {
+/// Runs the small campaign with `api` against a fresh llama-server; returns the invocation,
+/// the attempt folder and the temporary folder that holds it.
+fn run_campaign(api: &str) -> (common::Invocation, std::path::PathBuf, tempfile::TempDir) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let server = LlamaServer::start();
     let out = tempfile::tempdir().expect("temp dir");
@@ -37,12 +39,17 @@ fn campaign(api: &str) {
         "--timeout",
         "5m",
     ]);
+    let dir = attempt_dir(out.path(), api);
+    (run, dir, out)
+}
+
+fn campaign(api: &str) {
+    let (run, dir, _out) = run_campaign(api);
     assert_eq!(
         run.code, 0,
         "llmload failed:\n{}\n{}",
         run.stdout, run.stderr
     );
-    let dir = attempt_dir(out.path(), api);
 
     let records = json_lines(&dir.join("requests.jsonl"));
     let measured: Vec<&Value> = records
@@ -118,7 +125,61 @@ fn completions_api_campaign_is_complete_and_verified() {
     campaign("completions");
 }
 
+/// Chat prompts are text: llmload searches a text that the server's own template and tokenizer
+/// count as exactly N. This llama-server build sometimes counts one token fewer on the chat path
+/// for such a text (see the issue notes); llmload must then say so (`invalid`, with the counts),
+/// never report it as verified. Everything else is as strict as for the other APIs.
 #[test]
-fn chat_api_campaign_is_complete_and_verified() {
-    campaign("chat");
+fn chat_api_campaign_is_verified_and_flags_every_miscount() {
+    let (run, dir, _out) = run_campaign("chat");
+    assert!(
+        run.code == 0 || run.code == 3,
+        "llmload failed:\n{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    let records = json_lines(&dir.join("requests.jsonl"));
+    let measured: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["phase"] == "measured")
+        .collect();
+    assert_eq!(measured.len(), 30, "2 inputs × (1 + 4) × 3 rounds");
+    assert_eq!(records.len() - measured.len(), 4, "one warmup per case");
+    let mut miscounted = 0;
+    for r in &measured {
+        assert_eq!(r["cached_tokens"], 0, "{r}");
+        assert_eq!(r["output_tokens"], OUTPUT, "{r}");
+        let counted = r["prompt_tokens"].as_i64().expect("prompt count");
+        let asked = r["input_tokens"].as_i64().expect("requested length");
+        if r["status"] == "invalid" {
+            miscounted += 1;
+            assert_eq!((counted - asked).abs(), 1, "{r}");
+            assert!(
+                r["error"]
+                    .as_str()
+                    .is_some_and(|e| e.contains("prompt tokens")),
+                "{r}"
+            );
+        } else {
+            assert_eq!(
+                (r["status"].as_str(), r["verified"].as_bool()),
+                (Some("ok"), Some(true)),
+                "{r}"
+            );
+            assert_eq!(counted, asked, "{r}");
+        }
+    }
+    assert!(
+        miscounted <= 3,
+        "{miscounted} of 30 chat prompts miscounted"
+    );
+    let summary = json(&dir.join("summary.json"));
+    let ok = measured.iter().filter(|r| r["status"] == "ok").count();
+    assert_eq!(summary["outcome"]["responses_completed"], ok as u64);
+    let expected = if miscounted == 0 {
+        "completed"
+    } else {
+        "failed"
+    };
+    assert_eq!(summary["outcome"]["status"], expected);
 }
