@@ -7,7 +7,7 @@
 use crate::record::Status;
 use crate::report::charts;
 use crate::report::load::Report;
-use crate::report::markdown::{incomplete_line, seconds, telemetry_line, thousands};
+use crate::report::markdown::{incomplete_line, seeds_rows, telemetry_line};
 use crate::report::plot::Figure;
 use crate::summary::{CaseSummary, Summary};
 use std::collections::BTreeSet;
@@ -116,20 +116,12 @@ fn results(out: &mut String, report: &Report) {
          <th>Concurrent requests</th><th>Median TTFT</th><th>Median complete response</th>\
          <th>Aggregate output throughput</th><th>Responses (n)</th><th>Rounds</th></tr>\n",
     );
-    for case in report.summary.cases.iter().filter(|c| c.complete) {
-        let _ = writeln!(
-            out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            thousands(case.input_tokens),
-            case.concurrency,
-            seconds(case.ttft_ms.as_ref().map(|d| d.median)),
-            seconds(case.e2e_ms.as_ref().map(|d| d.median)),
-            case.throughput_tps
-                .as_ref()
-                .map_or("–".into(), |t| format!("{:.2} tokens/s", t.mean)),
-            case.counts.ok,
-            case.rounds.len(),
-        );
+    for row in seeds_rows(&report.summary) {
+        let cells: String = row
+            .iter()
+            .map(|cell| format!("<td>{}</td>", escape(cell)))
+            .collect();
+        let _ = writeln!(out, "<tr>{cells}</tr>");
     }
     out.push_str(
         "</table>\n<p class=\"note\">Complete cases only. TTFT: request sent → first event \

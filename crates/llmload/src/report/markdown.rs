@@ -22,24 +22,8 @@ pub fn render(summary: &Summary) -> String {
         "| Input tokens per request | Concurrent requests | Median TTFT | Median complete response | Aggregate output throughput | Responses (n) | Rounds |\n\
          |---|---|---|---|---|---|---|\n",
     );
-    for case in summary
-        .cases
-        .iter()
-        .filter(|c| c.complete && c.load.is_none())
-    {
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} | {} | {} |",
-            thousands(case.input_tokens),
-            case.concurrency,
-            seconds(case.ttft_ms.as_ref().map(|d| d.median)),
-            seconds(case.e2e_ms.as_ref().map(|d| d.median)),
-            case.throughput_tps
-                .as_ref()
-                .map_or("–".into(), |t| format!("{:.2} tokens/s", t.mean)),
-            case.counts.ok,
-            case.rounds.len(),
-        );
+    for row in seeds_rows(summary) {
+        let _ = writeln!(out, "| {} |", row.join(" | "));
     }
     out.push_str(
         "\nTTFT: request sent → first event carrying a generated token. Complete response: sent → final event. \
@@ -79,6 +63,31 @@ pub fn render(summary: &Summary) -> String {
         }
     }
     out
+}
+
+/// The cells of the seeds' table, one row per complete closed-round case: input tokens,
+/// concurrency, median TTFT, median complete response, throughput, responses, rounds. Window
+/// cases (continuous, open loop) have their own table.
+pub(crate) fn seeds_rows(summary: &Summary) -> Vec<[String; 7]> {
+    let closed = summary
+        .cases
+        .iter()
+        .filter(|c| c.complete && c.load.is_none());
+    closed
+        .map(|case| {
+            [
+                thousands(case.input_tokens),
+                case.concurrency.to_string(),
+                seconds(case.ttft_ms.as_ref().map(|d| d.median)),
+                seconds(case.e2e_ms.as_ref().map(|d| d.median)),
+                case.throughput_tps
+                    .as_ref()
+                    .map_or("–".into(), |t| format!("{:.2} tokens/s", t.mean)),
+                case.counts.ok.to_string(),
+                case.rounds.len().to_string(),
+            ]
+        })
+        .collect()
 }
 
 /// Continuous and open-loop cases: figures over the measurement window, which the seeds' table
