@@ -29,12 +29,14 @@ pub mod engine;
 mod error;
 mod fault;
 mod profile;
+mod schedule;
 mod server;
 mod tokenizer;
 
 pub use error::SimError;
 pub use fault::{FaultKind, FaultSpec, Selector};
 pub use profile::Profile;
+pub use schedule::Schedule;
 pub use tokenizer::Tokenizer;
 
 use std::sync::Arc;
@@ -60,6 +62,9 @@ pub struct SimConfig {
     pub time_scale: f64,
     /// Faults to inject.
     pub faults: Vec<FaultSpec>,
+    /// When tokens are sent: the engine model (default), or a fixed or zero-cost timeline that
+    /// bypasses it (for measuring clients).
+    pub schedule: Schedule,
 }
 
 impl SimConfig {
@@ -71,6 +76,7 @@ impl SimConfig {
             seed: 0,
             time_scale: 1.0,
             faults: Vec::new(),
+            schedule: Schedule::Engine,
         }
     }
 
@@ -113,6 +119,7 @@ pub async fn serve(
         tokenizer: Tokenizer::new(),
         seed: config.seed,
         time_scale: config.time_scale,
+        schedule: config.schedule,
         profile,
     });
     server::accept_loop(listener, state, shutdown).await;

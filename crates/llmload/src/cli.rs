@@ -27,6 +27,10 @@ pub enum Command {
     Report(ReportArgs),
     /// Attempts side by side, per matching case, with ratios to the first; never pooled.
     Compare(CompareArgs),
+    /// Answer capacity questions from measured attempts: the largest concurrency or rate that
+    /// keeps a TTFT budget at the typical and maximum prompt length, the case that supports it,
+    /// and what to run where the measurements fall short.
+    Plan(PlanArgs),
 }
 
 /// `llmload report`: regenerate an attempt's views.
@@ -35,6 +39,9 @@ pub struct ReportArgs {
     /// The attempt folder (OUT/NAME/ATTEMPT-ID), holding campaign.json and requests.jsonl.
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
+    /// Print the rebuilt summary (summary.json's content) as JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `llmload compare`: attempts side by side.
@@ -43,6 +50,44 @@ pub struct CompareArgs {
     /// Attempt folders; ratios are relative to the first.
     #[arg(value_name = "DIR", num_args = 2.., required = true)]
     pub dirs: Vec<PathBuf>,
+    /// Print the comparison as JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `llmload plan`: capacity answers from measured attempts.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// Attempt folders (sweeps, or runs over several loads); each is answered on its own.
+    #[arg(value_name = "DIR", required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Typical prompt length, tokens.
+    #[arg(long, value_name = "N")]
+    pub prompt_tokens: u32,
+    /// Longest prompt the service must take, tokens.
+    #[arg(long, value_name = "N")]
+    pub max_prompt_tokens: Option<u32>,
+    /// Generated tokens per response.
+    #[arg(long, value_name = "N")]
+    pub output_tokens: u32,
+    /// Acceptable time to first token at --percentile, e.g. 2s or 500ms.
+    #[arg(long, value_name = "DURATION")]
+    pub ttft: String,
+    /// Acceptable time per output token at --percentile, e.g. 50ms.
+    #[arg(long, value_name = "DURATION")]
+    pub tpot: Option<String>,
+    /// The percentile the budgets must hold at.
+    #[arg(long, value_enum, default_value = "p99")]
+    pub percentile: crate::plan::Percentile,
+    /// Simultaneous generations wanted: is this concurrency within the budget?
+    #[arg(long, value_name = "C")]
+    pub concurrency: Option<u32>,
+    /// Arrivals per second wanted (answered from open-loop attempts).
+    #[arg(long, value_name = "R")]
+    pub rate: Option<f64>,
+    /// Print the answer as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `llmload run`: flags override the values of `--config`.
@@ -111,6 +156,11 @@ pub struct RunArgs {
     /// measurement window [default: 0s].
     #[arg(long, value_name = "DURATION")]
     pub warmup_time: Option<String>,
+    /// Soak runs: cut the measurement window into windows this long, each with its throughput,
+    /// TTFT, errors and GPU readings, and state the drift from the first to the last [default:
+    /// with --duration, a twentieth of (duration − warmup time) in whole seconds, 1s to 5m].
+    #[arg(long, value_name = "DURATION")]
+    pub series_window: Option<String>,
     /// Goodput objective: time to first token (from scheduled in an open loop), e.g. 500ms.
     #[arg(long, value_name = "DURATION")]
     pub slo_ttft: Option<String>,
@@ -120,6 +170,11 @@ pub struct RunArgs {
     /// Goodput objective: complete-response time (from scheduled in an open loop), e.g. 10s.
     #[arg(long, value_name = "DURATION")]
     pub slo_e2e: Option<String>,
+    /// Open every prompt with the same S tokens, a shared system prompt: the server may serve
+    /// them from its prefix cache (it is allowed to for those tokens alone), and the summary
+    /// reports the hit rate its counters show. The rest of each prompt stays unique [default: 0].
+    #[arg(long, value_name = "S")]
+    pub system_prompt_tokens: Option<u32>,
     /// Measured rounds per case [default: 3].
     #[arg(long)]
     pub rounds: Option<u32>,
@@ -139,8 +194,8 @@ pub struct RunArgs {
     /// Text to build prompts from [default: the bundled public-domain text].
     #[arg(long, value_name = "FILE")]
     pub corpus: Option<PathBuf>,
-    /// GPU telemetry: auto, nvidia-smi, replay:FILE (JSONL readings played from the start) or off
-    /// [default: auto].
+    /// GPU telemetry: auto (NVML, else nvidia-smi, else none), nvml, nvidia-smi, replay:FILE
+    /// (JSONL readings played from the start) or off [default: auto].
     #[arg(long, value_name = "SOURCE")]
     pub telemetry: Option<String>,
     /// Time between GPU readings [default: 1s].
@@ -171,6 +226,10 @@ pub struct RunArgs {
     /// Print only the results table.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Print summary.json's content on stdout instead of the table (a sweep's includes its
+    /// analysis).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `llmload sweep`: every flag of `run`, the loads being the sweep's steps.
@@ -227,4 +286,9 @@ pub struct SimArgs {
     /// Fault to inject, e.g. `http503:rate=0.1` or `drop:index=3,after=5`; may be repeated.
     #[arg(long = "fault", value_name = "SPEC")]
     pub faults: Vec<String>,
+    /// When tokens are sent: `engine` (the profile's model), `zero-cost` (as fast as the
+    /// connection takes them, one event per write) or `fixed:ttft_ms=100,itl_ms=20` (an exact
+    /// per-request timeline, no batching, no jitter); the last two are for measuring clients.
+    #[arg(long, default_value = "engine", value_name = "SCHEDULE")]
+    pub schedule: String,
 }

@@ -9,11 +9,15 @@ pub mod attempt;
 pub mod cli;
 pub mod config;
 pub mod guard;
+pub mod pacer;
+pub mod plan;
+pub mod progress;
 pub mod record;
 pub mod report;
 pub mod runner;
 pub mod saturation;
 pub mod sim;
+pub mod soak;
 pub mod stats;
 pub mod summary;
 pub mod sweep;
@@ -118,7 +122,8 @@ pub async fn run_source<S: CaseSource>(
             .with_context(|| format!("reading --corpus {}", path.display()))?,
         None => workload::BUNDLED_CORPUS.to_owned(),
     };
-    let prompts = PromptSource::prepare(&target, &corpus).await?;
+    let prompts = PromptSource::prepare(&target, &corpus, config.load.system_prompt_tokens).await?;
+    let sampler = Sampler::connect(&config.telemetry, config.telemetry_interval).await?;
     let attempt = Attempt::create(&config.out, &config.name)?;
     let origin = Instant::now();
     attempt.write_json(
@@ -128,11 +133,8 @@ pub async fn run_source<S: CaseSource>(
     let cancel = CancellationToken::new();
     let guard = Arc::new(Guard::new(config.limits.clone(), origin, cancel.clone()));
     let watcher = tokio::spawn(trip_on_interrupt(interrupted, guard.clone()));
+    let (progress, drawing) = progress::Progress::start(config.quiet, guard.clone());
     let telemetry_stop = CancellationToken::new();
-    let sampler = Sampler {
-        source: config.telemetry.clone(),
-        interval: config.telemetry_interval,
-    };
     let telemetry = tokio::spawn(sampler.run(
         attempt.dir.clone(),
         origin,
@@ -158,6 +160,7 @@ pub async fn run_source<S: CaseSource>(
         guard: &guard,
         seed: config.seed,
         serial: 0,
+        progress: progress.clone(),
     };
     let mut summary = Summary {
         schema_version: SCHEMA_VERSION,
@@ -169,8 +172,11 @@ pub async fn run_source<S: CaseSource>(
         cases: Vec::new(),
         outcome: Outcome::new(&[], source.planned() as u32, None, None),
         telemetry: None,
+        sweep: None,
     };
-    let failure = run_cases(config, &mut runner, &attempt, &mut summary, source).await?;
+    let failure = run_cases(config, &mut runner, &attempt, &mut summary, source).await;
+    progress.finish(drawing);
+    let failure = failure?;
     guard.process_check("the final process check");
     telemetry_stop.cancel();
     let server_metrics = scraper.await.ok().filter(|m| m.scrapes > 0);
@@ -225,17 +231,20 @@ async fn run_cases<S: CaseSource>(
             break;
         }
         cool_down(config, runner.guard).await;
+        let number = summary.cases.len() + 1;
+        runner.progress.case(number, source.planned(), &plan);
         match runner.run_case(&plan, config.warmup).await {
-            Ok(run) => summary
-                .cases
-                .push(window::summarise(&plan, &run, &config.load.slo)),
+            Ok(run) => {
+                let mut done = window::summarise(&plan, &run, &config.load.slo);
+                done.series = soak::for_case(config, &run, &attempt.dir);
+                summary.cases.push(done);
+            }
             Err(e) => failure = Some(format!("case {}: {e:#}", case.id)),
         }
         if let (false, Some(done)) = (config.quiet, summary.cases.last()) {
-            eprintln!(
-                "{}",
-                progress_line(summary.cases.len(), source.planned(), done)
-            );
+            runner
+                .progress
+                .println(&progress_line(summary.cases.len(), source.planned(), done));
         }
         set_outcome(summary, runner.guard, failure.clone(), source.planned());
         write_views(attempt, summary)?;
@@ -336,18 +345,19 @@ fn endpoint(config: &Config, url: &str) -> anyhow::Result<Endpoint> {
         headers.insert(name, HeaderValue::from_str(value).context("header value")?);
     }
     let client = reqwest::Client::builder()
-        .default_headers(headers)
+        .default_headers(headers.clone())
         .tcp_nodelay(true)
         .pool_max_idle_per_host(usize::MAX)
         .connect_timeout(config.timeout)
         .build()
         .context("building the HTTP client")?;
-    Ok(Endpoint {
+    Ok(Endpoint::new(
         client,
-        base_url: url.trim_end_matches('/').to_owned(),
-        api: config.api,
-        timeout: config.timeout,
-    })
+        url,
+        config.api,
+        config.timeout,
+        &headers,
+    ))
 }
 
 fn campaign_json(

@@ -70,6 +70,10 @@ pub struct Record {
     pub prompt_tokens: Option<u32>,
     /// Prompt tokens the server took from its cache.
     pub cached_tokens: Option<u32>,
+    /// Tokens of the shared system prompt the prompt opened with: the only ones the server may
+    /// take from its cache (absent: none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub shared_tokens: u32,
     /// Tokens the server says it generated.
     pub output_tokens: Option<u32>,
     /// Events that carried at least one generated token.
@@ -110,6 +114,9 @@ pub struct RequestMeta {
     pub input_tokens: u32,
     /// Output tokens requested.
     pub output_tokens: u32,
+    /// Tokens of the shared system prompt that opens the prompt (0: none); the server may serve
+    /// these, and only these, from its cache.
+    pub shared_tokens: u32,
     /// Open loop: scheduled start.
     pub scheduled: Option<Instant>,
 }
@@ -125,9 +132,14 @@ pub struct Verdict {
     pub notes: Vec<String>,
 }
 
-/// Checks a complete response's counters: prompt processed in full, nothing from the cache,
-/// exactly the requested number of output tokens (SPEC §4).
-pub fn verify(counters: &Counters, streamed: u32, input: u32, output: u32) -> Verdict {
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// Checks a complete response's counters: prompt processed in full, nothing from the cache but
+/// the `shared` tokens of a shared system prompt, exactly the requested number of output tokens
+/// (SPEC §4).
+pub fn verify(counters: &Counters, streamed: u32, input: u32, output: u32, shared: u32) -> Verdict {
     let mut v = Verdict {
         verified: true,
         problems: Vec::new(),
@@ -141,9 +153,12 @@ pub fn verify(counters: &Counters, streamed: u32, input: u32, output: u32) -> Ve
         None => v.verified = false,
     }
     match counters.cached_tokens {
-        Some(c) if c > 0 => v
-            .problems
-            .push(format!("{c} prompt tokens came from the server's cache")),
+        Some(c) if c > shared => v.problems.push(match shared {
+            0 => format!("{c} prompt tokens came from the server's cache"),
+            s => {
+                format!("{c} prompt tokens came from the server's cache, more than the {s} shared")
+            }
+        }),
         Some(_) => {}
         None => v.verified = false,
     }
@@ -193,6 +208,7 @@ impl Record {
                     streamed,
                     meta.input_tokens,
                     meta.output_tokens,
+                    meta.shared_tokens,
                 );
                 if v.problems.is_empty() {
                     (Status::Ok, None, None, Some(v))
@@ -221,6 +237,7 @@ impl Record {
             requested_output_tokens: meta.output_tokens,
             prompt_tokens: exchange.counters.prompt_tokens,
             cached_tokens: exchange.counters.cached_tokens,
+            shared_tokens: meta.shared_tokens,
             output_tokens: exchange.counters.output_tokens,
             token_events: exchange.token_events.len() as u32,
             streamed_tokens: streamed,
@@ -336,32 +353,43 @@ mod tests {
 
     #[test]
     fn verification_accepts_exact_uncached_responses() {
-        let v = verify(&counters(128, 0, 32), 32, 128, 32);
+        let v = verify(&counters(128, 0, 32), 32, 128, 32, 0);
         assert!(v.verified && v.problems.is_empty() && v.notes.is_empty());
     }
 
     #[test]
     fn verification_rejects_each_contradiction() {
-        assert_eq!(verify(&counters(129, 0, 32), 32, 128, 32).problems.len(), 1);
         assert_eq!(
-            verify(&counters(128, 64, 32), 32, 128, 32).problems.len(),
+            verify(&counters(129, 0, 32), 32, 128, 32, 0).problems.len(),
             1
         );
-        assert_eq!(verify(&counters(128, 0, 7), 7, 128, 32).problems.len(), 1);
-        assert_eq!(verify(&counters(100, 5, 7), 7, 128, 32).problems.len(), 3);
+        assert_eq!(
+            verify(&counters(128, 64, 32), 32, 128, 32, 0)
+                .problems
+                .len(),
+            1
+        );
+        assert_eq!(
+            verify(&counters(128, 0, 7), 7, 128, 32, 0).problems.len(),
+            1
+        );
+        assert_eq!(
+            verify(&counters(100, 5, 7), 7, 128, 32, 0).problems.len(),
+            3
+        );
     }
 
     #[test]
     fn missing_counters_leave_the_response_unverified() {
-        let v = verify(&Counters::default(), 32, 128, 32);
+        let v = verify(&Counters::default(), 32, 128, 32, 0);
         assert!(!v.verified && v.problems.is_empty());
-        let v = verify(&Counters::default(), 31, 128, 32);
+        let v = verify(&Counters::default(), 31, 128, 32, 0);
         assert_eq!(v.problems.len(), 1);
     }
 
     #[test]
     fn stream_and_counter_disagreement_is_noted() {
-        let v = verify(&counters(128, 0, 32), 30, 128, 32);
+        let v = verify(&counters(128, 0, 32), 30, 128, 32, 0);
         assert!(v.problems.is_empty() && v.notes.len() == 1);
     }
 
@@ -381,6 +409,7 @@ mod tests {
             index: 0,
             input_tokens: 1,
             output_tokens: 1,
+            shared_tokens: 0,
             scheduled: None,
         };
         let mut r = Record::from_exchange(meta, &sink, sink.sent);

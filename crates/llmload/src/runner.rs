@@ -14,6 +14,7 @@
 use crate::api::client::Exchange;
 use crate::api::{GenerationRequest, Prompt};
 use crate::guard::Guard;
+use crate::pacer::{Gate, Job, Pacer};
 use crate::record::{Phase, Record, RecordSink, RequestMeta, Seconds};
 use crate::target::Target;
 use crate::workload::prompt::splitmix64;
@@ -25,6 +26,7 @@ use anyhow::Context;
 use rand::SeedableRng;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -48,6 +50,8 @@ pub struct Runner<'a> {
     pub seed: u64,
     /// Requests built so far (each gets a distinct prompt offset).
     pub serial: u64,
+    /// Told of every round and ended request, for the live progress line.
+    pub progress: crate::progress::Progress,
 }
 
 /// What the runner did for one case.
@@ -82,9 +86,11 @@ struct Pacing {
     bound: Bound,
 }
 
-/// The tokio timer wakes on millisecond ticks; the pacer sleeps to this much before the arrival,
-/// then yields until it, for sub-millisecond sends.
-const SPIN: Duration = Duration::from_micros(1_100);
+/// The open loop's clock starts this long after its first request is ready.
+const LEAD: Duration = Duration::from_millis(2);
+
+/// How often an open loop checks the guard while it launches and drains.
+const CHECK: Duration = Duration::from_millis(100);
 
 impl Runner<'_> {
     /// Runs `warmup` single requests then the load of `plan`.
@@ -101,7 +107,10 @@ impl Runner<'_> {
         }
         match (&plan.shape, self.pacing(plan)) {
             (Shape::Rounds { rounds }, _) => self.rounds(plan, *rounds, &mut run).await?,
-            (_, Some(pacing)) => self.stream(plan, pacing, &mut run).await?,
+            (_, Some(mut pacing)) => match pacing.offsets.take() {
+                Some(offsets) => self.open_loop(plan, pacing, &offsets, &mut run).await?,
+                None => self.stream(plan, pacing, &mut run).await?,
+            },
             (_, None) => {}
         }
         run.stopped |= self.cancel.is_cancelled();
@@ -158,6 +167,7 @@ impl Runner<'_> {
                 run.stopped = true;
                 return Ok(());
             }
+            self.progress.round(round);
             let requests = (0..plan.case.concurrency)
                 .map(|index| {
                     (
@@ -171,7 +181,8 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// A continuous or open load: launch on the pacing, record as requests end, then drain.
+    /// A closed continuous load: keep the cap in flight, a new request as soon as one ends, until
+    /// the bound; then drain.
     async fn stream(
         &mut self,
         plan: &CasePlan,
@@ -179,19 +190,11 @@ impl Runner<'_> {
         run: &mut CaseRun,
     ) -> anyhow::Result<()> {
         let mut in_flight = InFlight::new();
-        let total = match (&pacing.offsets, pacing.bound) {
-            (Some(offsets), _) => offsets.len() as u64,
-            (None, Bound::Requests(n)) => n,
-            (None, Bound::Duration(_)) => u64::MAX,
+        let total = match pacing.bound {
+            Bound::Requests(n) => n,
+            Bound::Duration(_) => u64::MAX,
         };
-        // The first prompt is built before the clock starts, so that the first arrival is on time.
-        let entry = |i: u64| {
-            pacing
-                .lengths
-                .as_ref()
-                .and_then(|l| l.get(i as usize).copied())
-        };
-        let mut next = Some(self.prepare(plan, 0, entry(0)).await?);
+        let mut next = Some(self.prepare(plan, 0, None).await?);
         let start = Instant::now();
         let deadline = match pacing.bound {
             Bound::Duration(d) => Some(start + d),
@@ -203,35 +206,136 @@ impl Runner<'_> {
             let Some((mut meta, body)) = next.take() else {
                 break;
             };
-            let scheduled = pacing.offsets.as_ref().map(|o| start + o[index as usize]);
-            if let Some(at) = scheduled {
-                self.wait_until(at, &mut in_flight, run).await?;
-            }
             self.make_room(pacing.cap, &mut in_flight, run).await?;
             let at = format!("before request {} of case {}", index + 1, plan.case.id);
-            // A schedule ends within the duration already: a late arrival is still sent.
-            let past_deadline =
-                scheduled.is_none() && deadline.is_some_and(|d| Instant::now() >= d);
+            let past_deadline = deadline.is_some_and(|d| Instant::now() >= d);
             if self.guard.process_check(&at) || past_deadline {
                 break;
             }
             last_launch = Instant::now();
-            meta.scheduled = scheduled;
-            let warm = scheduled.unwrap_or(last_launch) < warmup_end;
-            meta.phase = if warm { Phase::Warmup } else { Phase::Measured };
+            meta.phase = if last_launch < warmup_end {
+                Phase::Warmup
+            } else {
+                Phase::Measured
+            };
             self.spawn(&mut in_flight, meta, body);
-            // Build the next prompt now, while waiting for its arrival, not after it.
             if index + 1 < total {
-                next = Some(self.prepare(plan, index + 1, entry(index + 1)).await?);
+                next = Some(self.prepare(plan, index + 1, None).await?);
             }
         }
         let end = deadline.unwrap_or(last_launch).max(warmup_end);
-        let since = |t: Instant| t.saturating_duration_since(self.origin).as_secs_f64();
-        run.window = Some((since(warmup_end), since(end)));
+        run.window = Some((self.since(warmup_end), self.since(end)));
         while !in_flight.is_empty() {
             self.settle_next(&mut in_flight, run).await?;
         }
         Ok(())
+    }
+
+    /// An open loop or a trace: requests prepared ahead, in order, and launched by the pacer
+    /// thread at `start + offset` under the cap; records written as requests end, then drained.
+    async fn open_loop(
+        &mut self,
+        plan: &CasePlan,
+        pacing: Pacing,
+        offsets: &[Duration],
+        run: &mut CaseRun,
+    ) -> anyhow::Result<()> {
+        let gate = Gate::new(pacing.cap.map(|c| c as usize));
+        let mut pacer =
+            Pacer::start(gate.clone(), self.cancel.clone()).context("starting the pacer thread")?;
+        let (results, mut ended) = mpsc::unbounded_channel();
+        let entry = |i: usize| pacing.lengths.as_ref().and_then(|l| l.get(i).copied());
+        // The first prompt is built before the clock starts, so that the first arrival is on time.
+        let mut first = match offsets.is_empty() {
+            true => None,
+            false => Some(self.prepare(plan, 0, entry(0)).await?),
+        };
+        let start = Instant::now() + LEAD;
+        let warmup_end = start + plan.warmup_time;
+        let mut last = start;
+        let mut checks = tokio::time::interval(CHECK);
+        let at = format!("during case {}", plan.case.id);
+        let mut index = 0;
+        while index < offsets.len() && !self.cancel.is_cancelled() {
+            let permit = tokio::select! {
+                biased;
+                Some((meta, exchange)) = ended.recv() => {
+                    self.settle(meta, &exchange, run)?;
+                    continue;
+                }
+                _ = checks.tick() => {
+                    self.guard.process_check(&at);
+                    continue;
+                }
+                permit = pacer.reserve() => permit,
+            };
+            let Some(permit) = permit else { break };
+            let (mut meta, body) = match first.take() {
+                Some(prepared) => prepared,
+                None => self.prepare(plan, index as u64, entry(index)).await?,
+            };
+            let scheduled = start + offsets[index];
+            meta.scheduled = Some(scheduled);
+            meta.phase = if scheduled < warmup_end {
+                Phase::Warmup
+            } else {
+                Phase::Measured
+            };
+            permit.send((scheduled.into_std(), self.job(meta, body, &gate, &results)));
+            last = scheduled;
+            index += 1;
+        }
+        // No more launches: wait for those the pacer holds and those in flight.
+        drop(results);
+        pacer.close();
+        loop {
+            tokio::select! {
+                biased;
+                ended = ended.recv() => match ended {
+                    Some((meta, exchange)) => self.settle(meta, &exchange, run)?,
+                    None => break,
+                },
+                _ = checks.tick() => {
+                    self.guard.process_check(&at);
+                }
+            }
+        }
+        pacer.finish().await;
+        let end = match pacing.bound {
+            Bound::Duration(d) => start + d,
+            Bound::Requests(_) => last,
+        };
+        run.window = Some((self.since(warmup_end), self.since(end.max(warmup_end))));
+        Ok(())
+    }
+
+    /// A request to launch on the pacer thread: spawned on the runtime, its place under the cap
+    /// given back and its result sent back when it ends.
+    fn job(
+        &self,
+        meta: RequestMeta,
+        body: serde_json::Value,
+        gate: &Arc<Gate>,
+        results: &mpsc::UnboundedSender<(RequestMeta, Exchange)>,
+    ) -> Job {
+        let endpoint = self.target.endpoint.clone();
+        let cancel = self.cancel.clone();
+        let gate = gate.clone();
+        let results = results.clone();
+        let runtime = tokio::runtime::Handle::current();
+        Box::new(move || {
+            runtime.spawn(async move {
+                let exchange = endpoint.stream(&body, &cancel).await;
+                gate.release();
+                // The runner holds the receiver until every launched request has reported.
+                let _ = results.send((meta, exchange));
+            });
+        })
+    }
+
+    /// Seconds from the attempt's origin to `t`.
+    fn since(&self, t: Instant) -> Seconds {
+        t.saturating_duration_since(self.origin).as_secs_f64()
     }
 
     /// Under a cap, records ended requests until there is a place (or the run stops).
@@ -244,35 +348,6 @@ impl Runner<'_> {
         while cap.is_some_and(|cap| in_flight.len() >= cap as usize) && !self.cancel.is_cancelled()
         {
             self.settle_next(in_flight, run).await?;
-        }
-        Ok(())
-    }
-
-    /// Sleeps until `at` (absolute), recording requests that end meanwhile; returns early on a
-    /// stop.
-    async fn wait_until(
-        &mut self,
-        at: Instant,
-        in_flight: &mut InFlight,
-        run: &mut CaseRun,
-    ) -> anyhow::Result<()> {
-        let coarse = at.checked_sub(SPIN).unwrap_or(at);
-        loop {
-            tokio::select! {
-                biased;
-                () = self.cancel.cancelled() => return Ok(()),
-                () = tokio::time::sleep_until(coarse) => break,
-                Some(joined) = in_flight.join_next(), if !in_flight.is_empty() => {
-                    let (meta, exchange) = joined.context("a request task failed")?;
-                    self.settle(meta, &exchange, run)?;
-                }
-            }
-        }
-        // Yield (not sleep) through the last tick; bounded on the real clock so that a paused
-        // tokio clock (tests) cannot spin forever.
-        let real_end = std::time::Instant::now() + at.saturating_duration_since(Instant::now());
-        while Instant::now() < at && std::time::Instant::now() < real_end {
-            tokio::task::yield_now().await;
         }
         Ok(())
     }
@@ -300,6 +375,7 @@ impl Runner<'_> {
         self.sink
             .append(&record)
             .context("writing requests.jsonl")?;
+        self.progress.record(&record);
         if record.phase == Phase::Measured {
             self.guard.observe_record(&record);
             run.records.push(record);
@@ -328,6 +404,7 @@ impl Runner<'_> {
             index,
             input_tokens: plan.input.sample(&mut rng),
             output_tokens: plan.output.sample(&mut rng),
+            shared_tokens: self.prompts.shared_tokens(),
             scheduled,
         }
     }
@@ -360,6 +437,7 @@ impl Runner<'_> {
             output_tokens: meta.output_tokens,
             slot: slot.filter(|_| self.target.endpoint.api == crate::api::Api::Llamacpp),
             model: self.target.model.as_deref(),
+            cache_prompt: meta.shared_tokens > 0,
         };
         Ok(self.target.endpoint.api.body(&request))
     }

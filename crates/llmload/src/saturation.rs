@@ -5,7 +5,7 @@
 
 use crate::summary::CaseSummary;
 use crate::workload::shape::Slo;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Share of the peak throughput that counts as saturated.
 pub const SATURATION_SHARE: f64 = 0.9;
@@ -13,7 +13,7 @@ pub const SATURATION_SHARE: f64 = 0.9;
 pub const CAP_SHARE: f64 = 0.8;
 
 /// One load of a sweep.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Point {
     /// Concurrency, or arrivals per second.
     pub load: f64,
@@ -73,7 +73,7 @@ impl Point {
 }
 
 /// One answer of the analysis: a value and how it was found, or why there is none.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
     /// The load, when the data supports one.
     pub value: Option<f64>,
@@ -82,7 +82,7 @@ pub struct Finding {
 }
 
 /// What a sweep's curve supports.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Analysis {
     /// The measured points, in load order.
     pub points: Vec<Point>,

@@ -4,7 +4,7 @@
 use crate::cli::SimArgs;
 use crate::config::ConfigError;
 use anyhow::Context;
-use llmload_sim::{serve, FaultSpec, Profile, SimConfig};
+use llmload_sim::{serve, FaultSpec, Profile, Schedule, SimConfig};
 use std::io::Write;
 use tokio_util::sync::CancellationToken;
 
@@ -42,6 +42,7 @@ fn sim_config(
         seed,
         time_scale,
         faults,
+        schedule: Schedule::Engine,
     };
     config
         .effective_profile()
@@ -71,13 +72,17 @@ pub async fn serve_until_stopped(args: &SimArgs) -> anyhow::Result<()> {
     if !(args.time_scale.is_finite() && args.time_scale > 0.0) {
         return Err(ConfigError("--time-scale must be a number above 0".into()).into());
     }
-    let config = sim_config(
+    let mut config = sim_config(
         &args.profile,
         args.slots,
         args.seed,
         args.time_scale,
         &args.faults,
     )?;
+    config.schedule = args
+        .schedule
+        .parse()
+        .map_err(|e: llmload_sim::SimError| ConfigError(e.to_string()))?;
     let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
         .await
         .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;

@@ -79,6 +79,53 @@ pub struct CaseSummary {
     /// Continuous and open loops: figures over the measurement window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<crate::window::LoadSummary>,
+    /// Soak runs: the measurement window cut into windows, and the drift from first to last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series: Option<crate::soak::Series>,
+    /// With a shared system prompt: how much of it the server's counters say came from its
+    /// prefix cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_cache: Option<PrefixCache>,
+}
+
+/// The prefix-cache hit rate of a shared system prompt, from the servers' own counters
+/// (`cache_n`, `cached_tokens`) on the `ok` responses that reported them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PrefixCache {
+    /// Tokens of the shared system prompt.
+    pub shared_tokens: u32,
+    /// Responses whose server reported its cached tokens.
+    pub n: u32,
+    /// Σ cached prompt tokens over those responses.
+    pub cached_tokens: u64,
+    /// `cached_tokens / (n × shared_tokens)`: the share of shared tokens served from the cache.
+    pub hit_rate: f64,
+    /// Responses that took at least one token from the cache.
+    pub responses_hit: u32,
+}
+
+impl PrefixCache {
+    /// Over the `ok` responses among `records` that opened with a shared system prompt; `None`
+    /// without one, or when no server reported its cached tokens.
+    pub fn of(records: &[&Record]) -> Option<PrefixCache> {
+        let shared = records.iter().map(|r| r.shared_tokens).max()?;
+        let reported: Vec<u32> = records
+            .iter()
+            .filter(|r| r.shared_tokens > 0)
+            .filter_map(|r| r.cached_tokens)
+            .collect();
+        if shared == 0 || reported.is_empty() {
+            return None;
+        }
+        let cached_tokens: u64 = reported.iter().map(|&c| u64::from(c)).sum();
+        Some(PrefixCache {
+            shared_tokens: shared,
+            n: reported.len() as u32,
+            cached_tokens,
+            hit_rate: cached_tokens as f64 / (reported.len() as f64 * f64::from(shared)),
+            responses_hit: reported.iter().filter(|&&c| c > 0).count() as u32,
+        })
+    }
 }
 
 impl CaseSummary {
@@ -116,6 +163,8 @@ impl CaseSummary {
             counts: counts(records),
             rounds,
             load: None,
+            series: None,
+            prefix_cache: PrefixCache::of(&ok),
         }
     }
 }
@@ -266,4 +315,39 @@ pub struct Summary {
     /// GPU readings of the attempt, when telemetry was on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<crate::telemetry::TelemetrySummary>,
+    /// `llmload sweep`: the saturation analysis of the measured curve.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<crate::sweep::SweepSection>,
+}
+
+/// The report's lines on a shared system prompt: per case, the share of its tokens the server
+/// served from its prefix cache; empty when no case had one.
+pub fn prefix_cache_section(summary: &Summary) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    for case in &summary.cases {
+        let Some(p) = &case.prefix_cache else {
+            continue;
+        };
+        if out.is_empty() {
+            out.push_str(
+                "\nShared system prompt: the share of its tokens served from the prefix cache, from \
+                 the server's cached-token counters over the ok responses:\n",
+            );
+        }
+        let _ = writeln!(
+            out,
+            "- {}: {} shared tokens, {:.1}% from the prefix cache (Σ {} of {} tokens); {} of {} \
+             responses hit (n = {})",
+            case.id,
+            p.shared_tokens,
+            p.hit_rate * 100.0,
+            p.cached_tokens,
+            u64::from(p.n) * u64::from(p.shared_tokens),
+            p.responses_hit,
+            p.n,
+            p.n
+        );
+    }
+    out
 }

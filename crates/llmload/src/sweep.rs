@@ -9,7 +9,7 @@ use crate::saturation::{self, Analysis, Point};
 use crate::summary::{CaseSummary, Summary};
 use crate::workload::length::Length;
 use crate::workload::shape::{CasePlan, LoadPoint, ShapeTemplate};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -53,7 +53,7 @@ impl CaseSource for Matrix {
 }
 
 /// When a sweep stops adding load.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StopRules {
     /// Stop once a point's p99 TTFT (from scheduled in an open loop) exceeds this.
     #[serde(rename = "ttft_p99_ms")]
@@ -256,24 +256,16 @@ impl CaseSource for Sweep {
 }
 
 /// The `sweep` section of `summary.json`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SweepSection {
     /// `concurrency` or `rate_rps`.
-    pub axis: &'static str,
+    pub axis: String,
     /// Stop conditions in force.
     pub stop_rules: StopRules,
     /// Why the sweep stopped adding load, if a stop condition did.
     pub stopped_because: Option<String>,
     /// The curve and what it supports.
     pub analysis: Analysis,
-}
-
-/// `summary.json` of a sweep: the attempt's summary and the sweep section.
-#[derive(Serialize)]
-struct SweepSummary<'a> {
-    #[serde(flatten)]
-    summary: &'a Summary,
-    sweep: &'a SweepSection,
 }
 
 /// `llmload sweep`: run the load steps, analyse the curve, add it to `summary.json`; returns the
@@ -301,24 +293,20 @@ pub async fn sweep(args: &SweepArgs) -> anyhow::Result<(crate::RunResult, SweepS
         args.max_load.unwrap_or(256.0),
         rules.clone(),
     )?;
-    let result = crate::execute(&config, &mut source).await?;
+    let mut result = crate::execute(&config, &mut source).await?;
     let points = Sweep::points(&result.summary);
     let section = SweepSection {
         axis: if config.is_open() {
             "rate_rps"
         } else {
             "concurrency"
-        },
+        }
+        .to_owned(),
         stop_rules: rules,
         stopped_because: source.stop_reason.clone(),
         analysis: saturation::analyse(&points, &config.load.slo, !config.is_open()),
     };
-    let attempt_file = result.dir.join("summary.json");
-    let text = serde_json::to_string_pretty(&SweepSummary {
-        summary: &result.summary,
-        sweep: &section,
-    })?;
-    std::fs::write(&attempt_file, text + "\n")
-        .map_err(|e| anyhow::anyhow!("writing {}: {e}", attempt_file.display()))?;
+    result.summary.sweep = Some(section.clone());
+    crate::report::rewrite(&result.dir, &result.summary)?;
     Ok((result, section))
 }

@@ -135,6 +135,7 @@ impl Target {
             output_tokens: 1,
             slot: None,
             model: self.model.as_deref(),
+            cache_prompt: false,
         };
         let body = self.endpoint.api.body(&request);
         let exchange = self.endpoint.stream(&body, &CancellationToken::new()).await;

@@ -223,6 +223,7 @@ mod tests {
             requested_output_tokens: tokens,
             prompt_tokens: Some(8),
             cached_tokens: Some(0),
+            shared_tokens: 0,
             output_tokens: Some(tokens),
             token_events: tokens,
             streamed_tokens: tokens,

@@ -110,3 +110,193 @@ fn campaign_file_values_are_used_and_checked() {
     let run = llmload(&["run", "--config", path.to_str().expect("UTF-8")]);
     assert_one_line_error(&run, 2, "rounds");
 }
+
+/// A one-case run against a `cpu-tiny` simulator, with `extra` flags; returns the invocation
+/// and the attempt folder.
+fn small_run(
+    sim: &common::Simulator,
+    out: &std::path::Path,
+    extra: &[&str],
+) -> (Invocation, std::path::PathBuf) {
+    let mut args = vec![
+        "run",
+        "--url",
+        &sim.url,
+        "--input-tokens",
+        "64",
+        "--concurrency",
+        "2",
+        "--output-tokens",
+        "16",
+        "--rounds",
+        "1",
+        "--telemetry",
+        "off",
+        "--out",
+        out.to_str().expect("UTF-8 path"),
+        "--name",
+        "cli",
+    ];
+    args.extend(extra);
+    let run = llmload(&args);
+    let dir = common::attempt_dir(out, "cli");
+    (run, dir)
+}
+
+#[test]
+fn json_prints_the_summary_and_quiet_prints_only_the_table() {
+    let _serial = common::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let sim = common::Simulator::start(&["--profile", "cpu-tiny"]);
+    let out = tempfile::tempdir().expect("temp dir");
+    let (run, dir) = small_run(&sim, &out.path().join("json"), &["--json", "-q"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let printed: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON on stdout");
+    assert_eq!(printed, common::json(&dir.join("summary.json")));
+    assert_eq!(run.stderr, "", "--quiet: nothing on stderr");
+
+    let (run, _) = small_run(&sim, &out.path().join("quiet"), &["-q"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.starts_with("Target: "), "{}", run.stdout);
+    assert!(run.stdout.contains("| 64 | 2 |"), "{}", run.stdout);
+    assert_eq!(run.stderr, "", "--quiet: nothing on stderr");
+
+    // Not quiet, not a terminal: the per-case lines, no progress line and no colour.
+    let (run, _) = small_run(&sim, &out.path().join("plain"), &[]);
+    assert!(
+        run.stderr.contains("case 1/1 in64-c2-out16:"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("records: "), "{}", run.stderr);
+    assert!(
+        !run.stderr.contains('\x1b') && !run.stderr.contains('\r'),
+        "{:?}",
+        run.stderr
+    );
+
+    let sweep = llmload(&[
+        "sweep",
+        "--url",
+        &sim.url,
+        "--input-tokens",
+        "64",
+        "--output-tokens",
+        "16",
+        "--concurrency",
+        "1,2",
+        "--rounds",
+        "1",
+        "--telemetry",
+        "off",
+        "--out",
+        out.path().join("sweep").to_str().expect("UTF-8 path"),
+        "--json",
+        "-q",
+    ]);
+    assert_eq!(sweep.code, 0, "{}", sweep.stderr);
+    let printed: serde_json::Value = serde_json::from_str(&sweep.stdout).expect("JSON");
+    assert_eq!(printed["sweep"]["axis"], "concurrency");
+    assert_eq!(
+        printed["sweep"]["analysis"]["points"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
+}
+
+/// Runs `command` under `script`, so that llmload's stderr is a terminal; returns what the
+/// terminal received.
+fn on_a_terminal(command: &str, no_color: bool) -> String {
+    let mut script = std::process::Command::new("script");
+    script.args(["-qec", command, "/dev/null"]);
+    if no_color {
+        script.env("NO_COLOR", "1");
+    } else {
+        script.env_remove("NO_COLOR");
+    }
+    let output = script.output().expect("run script (util-linux)");
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn on_a_terminal_a_progress_line_is_drawn_and_cleared_and_no_color_is_honoured() {
+    let _serial = common::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let sim = common::Simulator::start(&["--profile", "cpu-tiny"]);
+    let out = tempfile::tempdir().expect("temp dir");
+    let command = |name: &str, quiet: &str| {
+        format!(
+            "{} run --url {} --input-tokens 64 --concurrency 2 --output-tokens 200 --rounds 2 \
+             --telemetry off --out {} --name {name} {quiet}",
+            env!("CARGO_BIN_EXE_llmload"),
+            sim.url,
+            out.path().display()
+        )
+    };
+    let screen = on_a_terminal(&command("color", ""), false);
+    // The line is drawn over itself (\r, clear to end of line) and cleared before the case's
+    // own line.
+    assert!(
+        screen.contains("\r\x1b[2K\x1b[1mcase 1/1 in64-c2-out200\x1b[0m"),
+        "{screen:?}"
+    );
+    assert!(screen.contains("requests"), "{screen:?}");
+    assert!(
+        screen.contains("\r\x1b[2Kcase 1/1 in64-c2-out200: 2/2 rounds"),
+        "{screen:?}"
+    );
+
+    let screen = on_a_terminal(&command("plain", ""), true);
+    assert!(
+        screen.contains("\r\x1b[2Kcase 1/1 in64-c2-out200 · "),
+        "{screen:?}"
+    );
+    assert!(
+        !screen.contains("\x1b[1m") && !screen.contains("\x1b[2m"),
+        "NO_COLOR: {screen:?}"
+    );
+
+    let screen = on_a_terminal(&command("quiet", "-q"), false);
+    assert!(
+        !screen.contains("\x1b[2K"),
+        "--quiet draws nothing: {screen:?}"
+    );
+}
+
+#[test]
+fn plan_with_bad_flags_or_no_attempt_is_one_line() {
+    let empty = tempfile::tempdir().expect("temp dir");
+    let dir = empty.path().to_str().expect("UTF-8 path");
+    let plan = |ttft: &str| {
+        llmload(&[
+            "plan",
+            dir,
+            "--prompt-tokens",
+            "128",
+            "--output-tokens",
+            "16",
+            "--ttft",
+            ttft,
+        ])
+    };
+    assert_one_line_error(&plan("fast"), 2, "--ttft");
+    assert_one_line_error(&plan("0s"), 2, "--ttft");
+    assert_one_line_error(&plan("2s"), 1, "campaign.json");
+    let both = llmload(&[
+        "plan",
+        dir,
+        "--prompt-tokens",
+        "1",
+        "--output-tokens",
+        "1",
+        "--ttft",
+        "1s",
+        "--concurrency",
+        "2",
+        "--rate",
+        "1",
+    ]);
+    assert_one_line_error(&both, 2, "--rate");
+    let compare = llmload(&["compare", dir, dir, "--json"]);
+    assert_one_line_error(&compare, 1, "campaign.json");
+}

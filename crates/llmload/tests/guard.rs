@@ -269,3 +269,47 @@ fn a_stop_mid_round_on_llama_server_leaves_every_started_request_recorded() {
     assert_eq!(summary["outcome"]["status"], "stopped");
     outcome_matches_records(&summary, &records);
 }
+
+#[test]
+fn nvml_asked_for_where_there_is_none_is_one_error_line_and_no_attempt() {
+    if llmload::telemetry::nvml::open().is_ok() {
+        eprintln!("NVML loads here: this test is for machines without it");
+        return;
+    }
+    let sim = Simulator::start(&["--profile", "cpu-tiny"]);
+    let out = tempfile::tempdir().expect("temp dir");
+    let run = llmload(&[
+        "run",
+        "--url",
+        &sim.url,
+        "--input-tokens",
+        "32",
+        "--concurrency",
+        "1",
+        "--output-tokens",
+        "4",
+        "--rounds",
+        "1",
+        "--out",
+        out.path().to_str().expect("UTF-8"),
+        "--telemetry",
+        "nvml",
+        "-q",
+    ]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let lines: Vec<&str> = run.stderr.trim().lines().collect();
+    assert_eq!(lines.len(), 1, "{}", run.stderr);
+    assert!(
+        lines[0].starts_with("error: --telemetry nvml: ") && lines[0].contains("NVML"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("panicked"));
+    assert!(
+        std::fs::read_dir(out.path())
+            .expect("out exists")
+            .next()
+            .is_none(),
+        "no attempt folder for a run that did not start"
+    );
+}

@@ -1,7 +1,9 @@
 //! The views of real attempts: `llmload run` against the simulator writes `cases.csv` and a
 //! self-contained `report.html`; `llmload report DIR` rebuilds every view from the records alone,
-//! byte for byte; `llmload compare` puts two attempts side by side, labels incomplete cases and
-//! cases that only one attempt ran.
+//! byte for byte — closed rounds, open loops with their window figures, and sweeps with their
+//! saturation analysis; `llmload compare` puts two attempts side by side, labels incomplete cases
+//! and cases that only one attempt ran; the charts show a sweep's C_sat and cap and the guard's
+//! stop on the telemetry chart.
 
 mod common;
 
@@ -35,10 +37,26 @@ fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// The charts of report.html, by title.
+const CHARTS: [&str; 5] = [
+    "Latency against concurrency",
+    "Aggregate throughput against concurrency",
+    "Latency against throughput",
+    "Per-request timeline",
+    "GPU telemetry over time",
+];
+
 /// The page names no address but the target's, loads nothing, and holds one SVG per chart.
 fn assert_self_contained(html: &str, target_url: &str) {
-    assert_eq!(html.matches("<svg").count(), 4, "one <svg> per chart");
-    assert_eq!(html.matches("<figcaption>").count(), 4);
+    assert_eq!(
+        html.matches("<svg").count(),
+        CHARTS.len(),
+        "one <svg> per chart"
+    );
+    assert_eq!(html.matches("<figcaption>").count(), CHARTS.len());
+    for title in CHARTS {
+        assert!(html.contains(&format!("<h3>{title}</h3>")), "{title}");
+    }
     for banned in [
         "<script", "<link", "<iframe", "<img", "src=", "url(", "@import",
     ] {
@@ -192,13 +210,61 @@ fn the_page_loads_offline_in_headless_chromium() {
         installed,
         "chromium is not installed: run scripts/test.sh, which installs it"
     );
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let sim = Simulator::start(&["--profile", "cpu-tiny"]);
     let out = tempfile::tempdir().expect("temp dir");
-    let dir = builtin_run(out.path());
+    let trace = replay(out.path(), 120.0, |t| 70.0 + t / 12.0);
+    let dir = llmload_ok(
+        &[
+            "sweep",
+            "--url",
+            &sim.url,
+            "--input-tokens",
+            "64",
+            "--output-tokens",
+            "32",
+            "--concurrency",
+            "1,2,4",
+            "--rounds",
+            "1",
+            "--telemetry",
+            &trace,
+            "--name",
+            "page",
+        ],
+        out.path(),
+        0,
+    );
+    let summary = json(&dir.join("summary.json"));
     let page = dir.join("report.html");
     let (dom, urls) = chromium(&page, out.path(), "--dump-dom");
-    assert_eq!(dom.matches("<svg").count(), 4, "every chart is in the DOM");
-    assert_eq!(dom.matches("<figcaption>").count(), 4);
+    assert_eq!(
+        dom.matches("<svg").count(),
+        CHARTS.len(),
+        "every chart is in the DOM"
+    );
+    assert_eq!(dom.matches("<figcaption>").count(), CHARTS.len());
+    for title in CHARTS {
+        assert!(
+            dom.contains(&format!("<h3>{title}</h3>")),
+            "{title} is on the page"
+        );
+    }
     assert!(dom.contains("id=\"simulated\""));
+    assert!(
+        dom.contains("id=\"sweep\""),
+        "the sweep's analysis is on the page"
+    );
+    // The telemetry chart draws both GPUs of the replay.
+    let telemetry = &dom[dom.find("<h3>GPU telemetry over time</h3>").expect("chart")..];
+    assert!(telemetry.contains("GPU 0") && telemetry.contains("GPU 1"));
+    match summary["sweep"]["analysis"]["saturation"]["value"].as_f64() {
+        Some(c) => assert!(
+            dom.matches(&format!("C_sat = {c}")).count() >= 2,
+            "C_sat marked on both charts over load"
+        ),
+        None => assert!(dom.contains("found no saturation point")),
+    }
     assert!(urls.is_empty(), "the page requested {urls:?}");
     let shot = out.path().join("report.png");
     chromium(
@@ -211,6 +277,171 @@ fn the_page_loads_offline_in_headless_chromium() {
         size > 20_000,
         "a screenshot with charts, not a blank page: {size} bytes"
     );
+}
+
+/// Writes a replay trace of two GPUs, a reading every 0.25 s for `seconds`, GPU 0 at
+/// `temperature(t)` and GPU 1 five degrees cooler; returns the `--telemetry` value.
+fn replay(dir: &Path, seconds: f64, temperature: impl Fn(f64) -> f64) -> String {
+    let path = dir.join("trace.jsonl");
+    let mut text = String::new();
+    for step in 0..=(seconds * 4.0) as u32 {
+        let t = f64::from(step) / 4.0;
+        for gpu in [0u32, 1] {
+            let line = serde_json::json!({"t_s": t, "gpu": gpu,
+                "temperature_c": temperature(t) - 5.0 * f64::from(gpu), "margin_c": 12.0,
+                "power_w": 250.0 + t - 20.0 * f64::from(gpu), "power_limit_w": 300.0});
+            text.push_str(&format!("{line}\n"));
+        }
+    }
+    std::fs::write(&path, text).expect("write trace");
+    format!("replay:{}", path.display())
+}
+
+/// Runs llmload with `args`, `--out out` and `-q`; expects exit `code`; returns the attempt
+/// folder of the `--name` given.
+fn llmload_ok(args: &[&str], out: &Path, code: i32) -> PathBuf {
+    let name = args
+        .iter()
+        .position(|a| *a == "--name")
+        .map(|i| args[i + 1])
+        .expect("a --name");
+    let mut all = args.to_vec();
+    all.extend(["--out", out.to_str().expect("UTF-8 path"), "-q"]);
+    let run = llmload(&all);
+    assert_eq!(run.code, code, "{}\n{}", run.stdout, run.stderr);
+    attempt_dir(out, name)
+}
+
+/// Deletes the views of `dir`, rebuilds them with `llmload report`, and checks they are what
+/// the run wrote, byte for byte, and that `report --json` gives summary.json's content.
+fn assert_rebuilds_the_same(dir: &Path) {
+    let views = ["report.md", "cases.csv", "report.html"];
+    let written: Vec<String> = views.iter().map(|v| read(&dir.join(v))).collect();
+    let summary = json(&dir.join("summary.json"));
+    for view in views {
+        std::fs::remove_file(dir.join(view)).expect("remove a view");
+    }
+    let rebuilt = llmload(&["report", dir.to_str().expect("UTF-8 path"), "--json"]);
+    assert_eq!(rebuilt.code, 0, "{}", rebuilt.stderr);
+    let value: serde_json::Value = serde_json::from_str(&rebuilt.stdout).expect("JSON on stdout");
+    assert_eq!(value, summary, "report --json is the summary, rebuilt");
+    for (view, before) in views.iter().zip(&written) {
+        assert_eq!(
+            &read(&dir.join(view)),
+            before,
+            "{view} rebuilt from the records"
+        );
+    }
+}
+
+#[test]
+fn open_loop_and_sweep_attempts_rebuild_with_their_window_and_sweep_sections() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let sim = Simulator::start(&["--profile", "cpu-tiny"]);
+    let out = tempfile::tempdir().expect("temp dir");
+    let open = llmload_ok(
+        &[
+            "run",
+            "--url",
+            &sim.url,
+            "--arrival",
+            "poisson",
+            "--rate",
+            "20",
+            "--requests",
+            "24",
+            "--warmup-time",
+            "0.2s",
+            "--slo-ttft",
+            "1s",
+            "--input-tokens",
+            "64",
+            "--output-tokens",
+            "16",
+            "--name",
+            "open",
+        ],
+        out.path(),
+        0,
+    );
+    let markdown = read(&open.join("report.md"));
+    assert!(
+        markdown.contains("Continuous and open-loop cases"),
+        "{markdown}"
+    );
+    assert!(read(&open.join("report.html")).contains("id=\"window\""));
+    assert_rebuilds_the_same(&open);
+
+    let sweep = llmload_ok(
+        &[
+            "sweep",
+            "--url",
+            &sim.url,
+            "--input-tokens",
+            "64",
+            "--output-tokens",
+            "16",
+            "--concurrency",
+            "1,2,4",
+            "--rounds",
+            "1",
+            "--name",
+            "sweep",
+        ],
+        out.path(),
+        0,
+    );
+    let markdown = read(&sweep.join("report.md"));
+    assert!(markdown.contains("Sweep over concurrency"), "{markdown}");
+    assert!(markdown.contains("Saturation (C_sat):"), "{markdown}");
+    assert!(read(&sweep.join("report.html")).contains("id=\"sweep\""));
+    assert_rebuilds_the_same(&sweep);
+}
+
+#[test]
+fn a_guard_stop_is_marked_on_the_telemetry_chart() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let sim = Simulator::start(&["--profile", "cpu-tiny"]);
+    let out = tempfile::tempdir().expect("temp dir");
+    // 95 °C from 1 s on: the guard stops the campaign at the first reading past it.
+    let trace = replay(out.path(), 60.0, |t| if t < 1.0 { 75.0 } else { 95.0 });
+    let dir = llmload_ok(
+        &[
+            "run",
+            "--url",
+            &sim.url,
+            "--input-tokens",
+            "60,61,62,63",
+            "--concurrency",
+            "2",
+            "--output-tokens",
+            "400",
+            "--rounds",
+            "1",
+            "--telemetry",
+            &trace,
+            "--stop-temp",
+            "90",
+            "--name",
+            "stop",
+        ],
+        out.path(),
+        4,
+    );
+    let html = read(&dir.join("report.html"));
+    let chart = &html[html
+        .find("<h3>GPU telemetry over time</h3>")
+        .expect("chart")..];
+    assert!(
+        chart.contains("guard stop: temperature rule, 1 s"),
+        "the stop line is labelled"
+    );
+    assert!(chart.contains("stop threshold 90 °C"));
+    assert!(
+        chart.contains("stopped (temperature rule) at 1 s"),
+        "the caption says so"
+    );
+    assert_rebuilds_the_same(&dir);
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! A generation request from parse to answer: serial number and faults, validation, EOS draw,
-//! submission to the engine, then a stream or one JSON object.
+//! submission to the engine (or to the request's own clock under a fixed or zero-cost schedule),
+//! then a stream or one JSON object.
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -12,11 +13,13 @@ use rand::{Rng, SeedableRng};
 use super::events::{EventContext, MALFORMED_EVENT};
 use super::reply::{bytes_response, event_stream, ApiError, Body};
 use super::request::{self, Api, Generation};
-use super::stream::TokenStream;
+use super::stream::{Clock, Source, TokenStream};
 use super::State;
 use crate::driver::Progress;
-use crate::engine::SequenceRequest;
+use crate::engine::{SequenceRequest, StopReason};
 use crate::fault::FaultPlan;
+use crate::Schedule;
+use tokio::time::Instant;
 
 /// What the connection does with a generation request.
 pub(crate) enum Outcome {
@@ -58,29 +61,66 @@ async fn run(state: &Arc<State>, api: Api, body: &Bytes) -> Result<Outcome, ApiE
         .check(prompt_tokens, max_tokens, generation.slot)
         .map_err(|rejection| ApiError::bad_request(rejection.to_string()))?;
     let context = state.event_context(api, serial, &generation, &plan);
+    let eos_after = plan
+        .eos_after
+        .or_else(|| state.draw_eos(serial, &generation));
+    if state.schedule != Schedule::Engine {
+        let tokens = eos_after.map_or(max_tokens, |eos| eos.min(max_tokens));
+        let clock = Clock {
+            arrival: Instant::now(),
+            schedule: state.schedule,
+            tokens,
+            stop: if tokens < max_tokens {
+                StopReason::Eos
+            } else {
+                StopReason::Limit
+            },
+            slot: generation.slot.unwrap_or(0),
+            per_event: plan.tokens_per_event.max(1),
+            time_scale: state.time_scale,
+        };
+        return respond(context, Source::Clock(clock), generation.stream, &plan).await;
+    }
     let sequence = SequenceRequest {
-        eos_after: plan
-            .eos_after
-            .or_else(|| state.draw_eos(serial, &generation)),
+        eos_after,
         prompt: generation.prompt,
         max_tokens,
         cache_prompt: generation.cache_prompt,
         slot: generation.slot,
     };
-    let mut progress = state
+    let progress = state
         .engine
         .submit(serial, sequence)
         .await
         .map_err(|stopped| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, stopped.to_string()))?;
+    respond(context, Source::Engine(progress), generation.stream, &plan).await
+}
+
+/// A stream of the source's tokens, or (not streaming) one body once it has finished.
+async fn respond(
+    context: EventContext,
+    source: Source,
+    stream: bool,
+    plan: &FaultPlan,
+) -> Result<Outcome, ApiError> {
     if let Some(delay) = plan.first_byte_delay {
         tokio::time::sleep(delay).await;
     }
-    if generation.stream {
-        let body = TokenStream::new(context, progress, &plan).into_body();
+    if stream {
+        let body = TokenStream::new(context, source, plan).into_body();
         return Ok(Outcome::Respond(event_stream(body)));
     }
-    let finished = wait_for_finish(&mut progress).await?;
-    complete(&context, &finished, &plan).await
+    let finished = match source {
+        Source::Engine(mut progress) => wait_for_finish(&mut progress).await?,
+        Source::Clock(clock) => {
+            let last = clock.tokens.saturating_sub(1);
+            if let Some(offset) = clock.schedule.token_offset(last) {
+                tokio::time::sleep_until(clock.arrival + offset).await;
+            }
+            clock.progress(clock.tokens)
+        }
+    };
+    complete(&context, &finished, plan).await
 }
 
 /// The answer of a non-streaming request, with its faults.

@@ -33,6 +33,7 @@ pub(crate) fn props(state: &State) -> Response<Body> {
             "model": state.profile.model,
             "slots": state.profile.slots,
             "time_scale": state.time_scale,
+            "schedule": state.schedule.to_string(),
             "seed": state.seed,
             "faults": faults,
         },

@@ -46,6 +46,8 @@ pub(crate) struct State {
     pub tokenizer: Tokenizer,
     /// The engine task.
     pub engine: EngineHandle,
+    /// Whether tokens follow the engine or a fixed timeline.
+    pub schedule: crate::Schedule,
 }
 
 /// Accepts connections until `shutdown` is cancelled.

@@ -1,7 +1,9 @@
 //! The streaming body: turns a request's engine progress into SSE bytes, one event per token (or
 //! per `k` tokens under the multi-token fault), and plays the stream faults (drop, stall,
 //! malformed). It wakes on the request's `watch` channel; when it falls behind it writes every
-//! pending event into one frame, so a slow client costs no engine time.
+//! pending event into one frame, so a slow client costs no engine time. Under a fixed or zero-cost
+//! [`Schedule`] the tokens come from the request's own clock instead of the engine, one event per
+//! frame.
 
 use std::io;
 use std::time::Duration;
@@ -11,12 +13,120 @@ use futures_util::stream;
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
 use tokio::sync::watch;
+use tokio::time::Instant;
 
 use super::events::{EventContext, MALFORMED_EVENT};
 use super::reply::Body;
 use super::request::Api;
 use crate::driver::Progress;
+use crate::engine::{Finish, StopReason};
 use crate::fault::FaultPlan;
+use crate::Schedule;
+
+/// Where a request's tokens come from.
+pub(crate) enum Source {
+    /// The engine task's progress reports.
+    Engine(watch::Receiver<Progress>),
+    /// The request's own timeline (a fixed or zero-cost schedule).
+    Clock(Clock),
+}
+
+/// A request's timeline under a fixed or zero-cost schedule.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Clock {
+    /// When the request's body was read.
+    pub arrival: Instant,
+    /// The schedule (never `Engine`).
+    pub schedule: Schedule,
+    /// Tokens it generates.
+    pub tokens: usize,
+    /// Why it stops after them.
+    pub stop: StopReason,
+    /// Slot reported in events.
+    pub slot: usize,
+    /// Tokens per event (the multi-token fault), at least 1.
+    pub per_event: usize,
+    /// Modelled per wall-clock time: the reported timings are divided by it again.
+    pub time_scale: f64,
+}
+
+impl Clock {
+    fn due(&self, index: usize) -> Instant {
+        self.arrival + self.schedule.token_offset(index).unwrap_or_default()
+    }
+
+    /// Progress at this moment, given `sent` tokens are out. Zero-cost releases one event's
+    /// tokens per call, so that every event is a write of its own.
+    pub fn progress(&self, sent: usize) -> Progress {
+        let due = match self.schedule {
+            Schedule::ZeroCost | Schedule::Engine => sent + self.per_event,
+            Schedule::Fixed { ttft, itl } => {
+                let elapsed = Instant::now().saturating_duration_since(self.arrival);
+                match elapsed.checked_sub(ttft) {
+                    None => 0,
+                    Some(_) if itl.is_zero() => self.tokens,
+                    Some(after) => 1 + (after.as_nanos() / itl.as_nanos()) as usize,
+                }
+            }
+        };
+        let generated = due.min(self.tokens);
+        let finish = (generated == self.tokens).then(|| {
+            let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3 * self.time_scale;
+            let first = self.due(0) - self.arrival;
+            let last = self.due(self.tokens.saturating_sub(1)) - self.arrival;
+            Finish {
+                stop: self.stop,
+                prompt_ms: ms(first),
+                predicted_ms: ms(last - first),
+            }
+        });
+        Progress {
+            slot: Some(self.slot),
+            cached_tokens: 0,
+            generated,
+            finish,
+        }
+    }
+
+    /// Waits until the next event's tokens are due, `sent` being out.
+    async fn next(&self, sent: usize) {
+        match self.schedule {
+            Schedule::ZeroCost | Schedule::Engine => tokio::task::yield_now().await,
+            Schedule::Fixed { .. } => {
+                let last = (sent + self.per_event).min(self.tokens).saturating_sub(1);
+                tokio::time::sleep_until(self.due(last)).await;
+            }
+        }
+    }
+
+    /// Zero-cost: hand the connection back between events (one `Pending`), so that it writes
+    /// each event on its own instead of buffering the whole stream into one write.
+    async fn between_events(&self) {
+        if self.schedule == Schedule::ZeroCost {
+            tokio::task::yield_now().await;
+        }
+    }
+}
+
+impl Source {
+    fn current(&mut self, sent: usize) -> Progress {
+        match self {
+            Source::Engine(progress) => *progress.borrow_and_update(),
+            Source::Clock(clock) => clock.progress(sent),
+        }
+    }
+
+    /// Waits for more progress; an error when the engine stopped.
+    async fn changed(&mut self, sent: usize) -> Result<(), watch::error::RecvError> {
+        match self {
+            Source::Engine(progress) => progress.changed().await,
+            Source::Clock(clock) => {
+                clock.next(sent).await;
+                Ok(())
+            }
+        }
+    }
+}
 
 /// The stream faults of one request.
 #[derive(Debug, Clone, Copy)]
@@ -42,7 +152,7 @@ enum Fill {
 /// State of one streaming response.
 pub(crate) struct TokenStream {
     context: EventContext,
-    progress: watch::Receiver<Progress>,
+    source: Source,
     faults: StreamFaults,
     sent: usize,
     finish_sent: bool,
@@ -53,15 +163,11 @@ pub(crate) struct TokenStream {
 
 impl TokenStream {
     /// A stream for one request.
-    pub fn new(
-        context: EventContext,
-        progress: watch::Receiver<Progress>,
-        plan: &FaultPlan,
-    ) -> Self {
+    pub fn new(context: EventContext, source: Source, plan: &FaultPlan) -> Self {
         Self {
             role_pending: context.api == Api::Chat,
             context,
-            progress,
+            source,
             faults: StreamFaults {
                 drop_after: plan.drop_after,
                 stall: plan.stall,
@@ -89,6 +195,9 @@ impl TokenStream {
         if self.done {
             return None;
         }
+        if let (Source::Clock(clock), true) = (&self.source, self.sent > 0) {
+            clock.between_events().await;
+        }
         loop {
             match self.pending.take() {
                 Some(Fill::Drop) => {
@@ -101,7 +210,7 @@ impl TokenStream {
                 Some(Fill::Stall(duration)) => tokio::time::sleep(duration).await,
                 _ => {}
             }
-            let progress = *self.progress.borrow_and_update();
+            let progress = self.source.current(self.sent);
             let mut out = String::new();
             if std::mem::take(&mut self.role_pending) {
                 self.context.role_event(&mut out);
@@ -122,7 +231,7 @@ impl TokenStream {
             if self.pending.is_some() {
                 continue;
             }
-            if self.progress.changed().await.is_err() {
+            if self.source.changed(self.sent).await.is_err() {
                 self.done = true;
                 return Some(Err(io::Error::other("the engine stopped")));
             }

@@ -1,12 +1,18 @@
 //! One streamed exchange with the target: send, timestamp every received chunk, decode events.
 //!
-//! Times are taken with the monotonic clock on receipt of the bytes, before any parsing. A failure
-//! (refused connection, HTTP error, timeout, broken or malformed stream, cancellation) is data:
-//! the exchange keeps what it saw up to that point and says what went wrong.
+//! Times are taken with the monotonic clock on receipt of the bytes, before any parsing; `sent`
+//! is taken when the request's bytes are handed to an open connection, so connecting is not part
+//! of any latency. A failure (refused connection, HTTP error, timeout, broken or malformed
+//! stream, cancellation) is data: the exchange keeps what it saw up to that point and says what
+//! went wrong. Plain `http://` targets are driven by [`super::http1`] (one kept-alive connection
+//! per in-flight stream, read in place); `https://` goes through `reqwest`.
 
+use super::http1::{self, BodyDecoder, Origin};
 use super::sse::SseDecoder;
 use super::{Api, Counters, EventError};
+use std::sync::Arc;
 use std::time::Duration;
+use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -74,6 +80,18 @@ pub struct Exchange {
 }
 
 impl Exchange {
+    /// An exchange about to be sent now.
+    fn new() -> Exchange {
+        Exchange {
+            sent: Instant::now(),
+            token_events: Vec::new(),
+            done: None,
+            counters: Counters::default(),
+            failure: None,
+            retried: false,
+        }
+    }
+
     /// Receipt time of the first event carrying a generated token.
     pub fn first_token(&self) -> Option<Instant> {
         self.token_events.first().map(|&(t, _)| t)
@@ -88,7 +106,7 @@ impl Exchange {
 /// A configured target endpoint.
 #[derive(Clone, Debug)]
 pub struct Endpoint {
-    /// The HTTP client (connection pool, headers, TLS).
+    /// The HTTP client (connection pool, headers, TLS) for everything but plain-HTTP streams.
     pub client: reqwest::Client,
     /// Base URL without a trailing slash.
     pub base_url: String,
@@ -96,34 +114,287 @@ pub struct Endpoint {
     pub api: Api,
     /// Per-request limit from send to final event.
     pub timeout: Duration,
+    /// Plain `http://` targets: the direct streaming connections.
+    origin: Option<Arc<Origin>>,
 }
 
 impl Endpoint {
+    /// An endpoint at `base_url`; `headers` (key, extra headers) go on every streamed request and
+    /// must be the client's default headers too.
+    pub fn new(
+        client: reqwest::Client,
+        base_url: &str,
+        api: Api,
+        timeout: Duration,
+        headers: &reqwest::header::HeaderMap,
+    ) -> Endpoint {
+        let base_url = base_url.trim_end_matches('/').to_owned();
+        let lines: Vec<(String, String)> = headers
+            .iter()
+            .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_owned())))
+            .collect();
+        // A header that is not visible ASCII cannot be written by hand: leave it to reqwest.
+        let plain = lines.len() == headers.len();
+        Endpoint {
+            client,
+            origin: Origin::parse(&base_url, &lines)
+                .filter(|_| plain)
+                .map(Arc::new),
+            base_url,
+            api,
+            timeout,
+        }
+    }
+
     /// Sends one streaming request and reads it to its end, its failure, its timeout or `cancel`.
     pub async fn stream(&self, body: &serde_json::Value, cancel: &CancellationToken) -> Exchange {
-        let request = self
-            .client
-            .post(format!("{}{}", self.base_url, self.api.path()))
-            .header(reqwest::header::ACCEPT, "text/event-stream")
-            .json(body);
-        let mut exchange = Exchange {
-            sent: Instant::now(),
-            token_events: Vec::new(),
-            done: None,
-            counters: Counters::default(),
-            failure: None,
-            retried: false,
-        };
+        let mut exchange = Exchange::new();
         let deadline = exchange.sent + self.timeout;
+        let read = async {
+            match &self.origin {
+                Some(origin) => read_plain(origin, self.api, body, &mut exchange).await,
+                None => {
+                    let request = self
+                        .client
+                        .post(format!("{}{}", self.base_url, self.api.path()))
+                        .header(reqwest::header::ACCEPT, "text/event-stream")
+                        .json(body);
+                    read_stream(self.api, request, &mut exchange).await
+                }
+            }
+        };
         let outcome = tokio::select! {
             biased;
             () = cancel.cancelled() => Err(Failure::Cancelled),
-            read = tokio::time::timeout_at(deadline, read_stream(self.api, request, &mut exchange)) => {
+            read = tokio::time::timeout_at(deadline, read) => {
                 read.unwrap_or(Err(Failure::Timeout(self.timeout)))
             }
         };
         exchange.failure = outcome.err();
         exchange
+    }
+}
+
+/// Why one try on a connection ended without a result.
+enum Broken {
+    /// A kept-alive connection had been closed by the server before it saw the request.
+    Stale,
+    /// Anything else.
+    Failed(Failure),
+}
+
+impl From<Failure> for Broken {
+    fn from(failure: Failure) -> Broken {
+        Broken::Failed(failure)
+    }
+}
+
+/// The plain-HTTP exchange: on a kept-alive connection if there is one, sent once more on a new
+/// connection if the server had closed it unseen.
+async fn read_plain(
+    origin: &Origin,
+    api: Api,
+    body: &serde_json::Value,
+    exchange: &mut Exchange,
+) -> Result<(), Failure> {
+    let payload = serde_json::to_vec(body)
+        .map_err(|e| Failure::Malformed(format!("cannot encode the request: {e}")))?;
+    let request = origin.request(api.path(), &payload);
+    drop(payload);
+    let connect = || async {
+        let (stream, reused) = origin
+            .connection()
+            .await
+            .map_err(|e| Failure::Connect(format!("cannot connect to {}: {e}", origin.address)))?;
+        Ok::<_, Failure>((stream, reused))
+    };
+    let (stream, reused) = connect().await?;
+    let kept = match converse(stream, reused, api, &request, exchange).await {
+        Err(Broken::Stale) => {
+            exchange.retried = true;
+            *exchange = Exchange {
+                retried: true,
+                ..Exchange::new()
+            };
+            let (stream, _) = connect().await?;
+            match converse(stream, false, api, &request, exchange).await {
+                Err(Broken::Stale) => Err(Failure::Disconnected(
+                    "the server closed the connection before answering".into(),
+                )),
+                Err(Broken::Failed(failure)) => Err(failure),
+                Ok(kept) => Ok(kept),
+            }
+        }
+        Err(Broken::Failed(failure)) => Err(failure),
+        Ok(kept) => Ok(kept),
+    }?;
+    if let Some(stream) = kept {
+        origin.keep(stream);
+    }
+    Ok(())
+}
+
+/// One request on one connection; the connection back when it can carry another.
+async fn converse(
+    mut stream: TcpStream,
+    reused: bool,
+    api: Api,
+    request: &[u8],
+    exchange: &mut Exchange,
+) -> Result<Option<TcpStream>, Broken> {
+    let stale_or = |failure: Failure| {
+        if reused {
+            Broken::Stale
+        } else {
+            Broken::Failed(failure)
+        }
+    };
+    exchange.sent = Instant::now();
+    if let Err(e) = http1::send(&mut stream, request).await {
+        return Err(stale_or(Failure::Disconnected(format!(
+            "request failed: {e}"
+        ))));
+    }
+    let mut buffer = vec![0u8; http1::READ_BUFFER];
+    let mut filled = 0;
+    let head = loop {
+        let n = match http1::read(&stream, &mut buffer[filled..]).await {
+            Ok(0) | Err(_) if filled == 0 => {
+                return Err(stale_or(Failure::Disconnected(
+                    "the server closed the connection before answering".into(),
+                )))
+            }
+            Ok(0) => {
+                return Err(Failure::Disconnected(
+                    "connection closed inside the response head".into(),
+                )
+                .into())
+            }
+            Ok(n) => n,
+            Err(e) => return Err(Failure::Disconnected(format!("stream broke: {e}")).into()),
+        };
+        filled += n;
+        match http1::parse_head(&buffer[..filled]).map_err(Failure::Malformed)? {
+            Some(head) => break head,
+            None if filled == buffer.len() => buffer.resize(filled * 2, 0),
+            None => {}
+        }
+    };
+    let mut reader = BodyReader {
+        decoder: BodyDecoder::new(head.framing),
+        sse: SseDecoder::new(),
+        error: None,
+    };
+    if !(200..300).contains(&head.status) {
+        let body = reader
+            .error_body(&stream, &buffer[head.length..filled])
+            .await;
+        return Err(Failure::Http {
+            status: head.status,
+            body,
+        }
+        .into());
+    }
+    let now = Instant::now();
+    reader.feed(api, &buffer[head.length..filled], now, exchange)?;
+    buffer.truncate(http1::READ_BUFFER);
+    while exchange.done.is_none() && !reader.decoder.done() {
+        let n = http1::read(&stream, &mut buffer)
+            .await
+            .map_err(|e| Failure::Disconnected(format!("stream broke: {e}")))?;
+        let now = Instant::now();
+        if n == 0 {
+            reader.finish(api, now, exchange)?;
+            break;
+        }
+        reader.feed(api, &buffer[..n], now, exchange)?;
+    }
+    if reader.decoder.done() && exchange.done.is_none() {
+        reader.finish(api, Instant::now(), exchange)?;
+    }
+    if exchange.done.is_none() {
+        return Err(Failure::Disconnected("stream ended before its final event".into()).into());
+    }
+    // Let the connection see its end of body so it can be kept alive for the next request.
+    let end = Instant::now() + Duration::from_millis(50);
+    while !reader.decoder.done() {
+        match tokio::time::timeout_at(end, http1::read(&stream, &mut buffer)).await {
+            Ok(Ok(n)) if n > 0 => reader.skip(&buffer[..n]),
+            _ => return Ok(None),
+        }
+    }
+    Ok(head.keep_alive.then_some(stream))
+}
+
+/// A response body on its way to events.
+struct BodyReader {
+    decoder: BodyDecoder,
+    sse: SseDecoder,
+    error: Option<EventError>,
+}
+
+impl BodyReader {
+    /// Decodes bytes received at `now` into events of `exchange`.
+    fn feed(
+        &mut self,
+        api: Api,
+        bytes: &[u8],
+        now: Instant,
+        exchange: &mut Exchange,
+    ) -> Result<(), Failure> {
+        let (sse, error) = (&mut self.sse, &mut self.error);
+        self.decoder
+            .feed(bytes, &mut |data| {
+                sse.feed(data, &mut |event| {
+                    on_event(api, event, now, exchange, error)
+                });
+            })
+            .map_err(Failure::Malformed)?;
+        self.check()
+    }
+
+    /// The body ended: a last event without its blank line still counts.
+    fn finish(&mut self, api: Api, now: Instant, exchange: &mut Exchange) -> Result<(), Failure> {
+        let error = &mut self.error;
+        self.sse
+            .finish(&mut |event| on_event(api, event, now, exchange, error));
+        self.check()
+    }
+
+    /// Reads past the rest of the body (after the final event).
+    fn skip(&mut self, bytes: &[u8]) {
+        if self.decoder.feed(bytes, &mut |_| {}).is_err() {
+            self.decoder = BodyDecoder::new(http1::Framing::Close);
+        }
+    }
+
+    fn check(&mut self) -> Result<(), Failure> {
+        match self.error.take() {
+            Some(EventError::Malformed(m)) => Err(Failure::Malformed(m)),
+            Some(EventError::Server(m)) => Err(Failure::Server(m)),
+            None => Ok(()),
+        }
+    }
+
+    /// The start of an error response's body (what the server said), read for at most a second.
+    async fn error_body(&mut self, stream: &TcpStream, first: &[u8]) -> String {
+        let mut text = Vec::new();
+        let keep = |text: &mut Vec<u8>, data: &[u8]| {
+            text.extend_from_slice(&data[..data.len().min(4096)]);
+        };
+        let _ = self.decoder.feed(first, &mut |d| keep(&mut text, d));
+        let end = Instant::now() + Duration::from_secs(1);
+        let mut buffer = vec![0u8; http1::READ_BUFFER];
+        while !self.decoder.done() && text.len() < 4096 {
+            match tokio::time::timeout_at(end, http1::read(stream, &mut buffer)).await {
+                Ok(Ok(n)) if n > 0 => {
+                    let _ = self.decoder.feed(&buffer[..n], &mut |d| keep(&mut text, d));
+                }
+                _ => break,
+            }
+        }
+        let body: String = String::from_utf8_lossy(&text).chars().take(300).collect();
+        body.trim().to_owned()
     }
 }
 

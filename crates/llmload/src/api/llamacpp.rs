@@ -19,7 +19,7 @@ pub fn body(request: &GenerationRequest<'_>) -> serde_json::Value {
         "prompt": prompt,
         "n_predict": request.output_tokens,
         "ignore_eos": true,
-        "cache_prompt": false,
+        "cache_prompt": request.cache_prompt,
         "id_slot": request.slot.map_or(-1, i64::from),
         "stream": true,
         "return_tokens": true,
@@ -133,6 +133,7 @@ mod tests {
             output_tokens: 16,
             slot: Some(0),
             model: None,
+            cache_prompt: false,
         };
         let b = body(&request);
         assert_eq!(b["prompt"], json!([1, 2, 3]));

@@ -6,6 +6,7 @@
 
 pub mod client;
 mod decode;
+pub mod http1;
 pub mod llamacpp;
 pub mod openai;
 pub mod sse;
@@ -85,6 +86,9 @@ pub struct GenerationRequest<'a> {
     pub slot: Option<u32>,
     /// Model name for OpenAI APIs.
     pub model: Option<&'a str>,
+    /// Let the server reuse cached prompt tokens (only with a shared system prompt: the nonce
+    /// after it keeps the rest of the prompt uncacheable).
+    pub cache_prompt: bool,
 }
 
 /// The counters a server reported about one response.

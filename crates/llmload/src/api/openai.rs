@@ -22,7 +22,7 @@ pub fn body(api: Api, request: &GenerationRequest<'_>) -> serde_json::Value {
         "ignore_eos": true,
         "stream": true,
         "stream_options": {"include_usage": true},
-        "cache_prompt": false,
+        "cache_prompt": request.cache_prompt,
     });
     let prompt = match request.prompt {
         Prompt::Tokens(ids) => json!(ids),
@@ -185,6 +185,7 @@ mod tests {
             output_tokens: 8,
             slot: None,
             model: Some("m"),
+            cache_prompt: false,
         };
         let b = body(Api::Chat, &request);
         assert_eq!(b["messages"][0]["content"], "hello");

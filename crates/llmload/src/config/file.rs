@@ -29,6 +29,8 @@ pub(super) struct CampaignFile {
     pub(super) requests: Option<u64>,
     pub(super) max_in_flight: Option<u32>,
     pub(super) warmup_time: Option<String>,
+    pub(super) system_prompt_tokens: Option<u32>,
+    pub(super) series_window: Option<String>,
     pub(super) slo_ttft: Option<String>,
     pub(super) slo_tpot: Option<String>,
     pub(super) slo_e2e: Option<String>,

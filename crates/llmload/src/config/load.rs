@@ -32,6 +32,8 @@ pub struct LoadConfig {
     pub warmup_time: Duration,
     /// Objectives for goodput.
     pub slo: Slo,
+    /// Tokens that open every prompt, the same in all (a shared system prompt); 0 for none.
+    pub system_prompt_tokens: u32,
     /// Trace replay: the file.
     pub trace: Option<PathBuf>,
     /// Trace replay: its arrivals.
@@ -79,6 +81,10 @@ impl LoadConfig {
             duration: optional_duration("duration", text(&args.duration, &file.duration))?,
             requests: args.requests.or(file.requests),
             max_in_flight: args.max_in_flight.or(file.max_in_flight),
+            system_prompt_tokens: args
+                .system_prompt_tokens
+                .or(file.system_prompt_tokens)
+                .unwrap_or(0),
             warmup_time: optional_duration(
                 "warmup-time",
                 text(&args.warmup_time, &file.warmup_time),

@@ -76,6 +76,10 @@ pub struct Config {
     pub telemetry_interval: Duration,
     /// The guard's stop rules.
     pub limits: Limits,
+    /// Soak runs: the window length given (else derived from the duration, see
+    /// [`crate::soak::window_length`]).
+    #[serde(rename = "series_window_s", serialize_with = "as_optional_seconds")]
+    pub series_window: Option<Duration>,
     /// Between cases, wait until every GPU is below this temperature, °C.
     pub cool_down_below_c: Option<f64>,
     /// The longest a cool-down waits.
@@ -85,6 +89,16 @@ pub struct Config {
 
 fn as_seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64())
+}
+
+fn as_optional_seconds<S: serde::Serializer>(
+    d: &Option<Duration>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_f64(d.as_secs_f64()),
+        None => s.serialize_none(),
+    }
 }
 
 /// One point of the matrix.
@@ -188,6 +202,10 @@ impl Config {
                 max_errors: args.max_errors.or(file.max_errors),
                 max_error_rate: args.max_error_rate.or(file.max_error_rate),
             },
+            series_window: optional_duration(
+                "series-window",
+                args.series_window.clone().or(file.series_window),
+            )?,
             cool_down_below_c: args.cool_down_below.or(file.cool_down_below),
             cool_down_timeout: parse_duration(
                 "cool-down-timeout",
@@ -202,16 +220,50 @@ impl Config {
         Ok(config)
     }
 
+    /// A shared system prompt leaves room in every prompt for the nonce and one more token.
+    fn check_shared_prefix(&self) -> Result<(), ConfigError> {
+        let shared = self.load.system_prompt_tokens;
+        if shared == 0 {
+            return Ok(());
+        }
+        let floor = shared + crate::workload::prompt::NONCE_LEN as u32 + 1;
+        let traced = self.load.trace_entries.iter().flat_map(|e| e.iter());
+        let shortest = self
+            .input_tokens
+            .iter()
+            .map(Length::min_tokens)
+            .chain(traced.map(|e| e.input_tokens))
+            .min()
+            .unwrap_or(0);
+        if shortest < floor {
+            return bad(format!(
+                "--system-prompt-tokens {shared} needs prompts of at least {floor} tokens (the \
+                 shared part, the {}-token nonce and one more); the shortest is {shortest}",
+                crate::workload::prompt::NONCE_LEN
+            ));
+        }
+        Ok(())
+    }
+
     fn validate(&self) -> Result<(), ConfigError> {
         if self.concurrency.is_empty() || self.concurrency.contains(&0) {
             return bad("--concurrency needs one or more values above 0");
         }
         self.load.validate()?;
+        self.check_shared_prefix()?;
         if self.rounds == 0 {
             return bad("--rounds must be at least 1");
         }
         if self.name.is_empty() || self.name.contains(['/', '\\']) || self.name.starts_with('.') {
             return bad(format!("--name {:?} cannot be a folder name", self.name));
+        }
+        if let Some(window) = self.series_window {
+            if window.is_zero() {
+                return bad("--series-window must be longer than 0");
+            }
+            if self.load.arrival == crate::workload::shape::Arrival::Rounds {
+                return bad("--series-window needs --arrival closed-continuous or an open loop");
+            }
         }
         if self.timeout.is_zero() || self.telemetry_interval.is_zero() {
             return bad("--timeout and --telemetry-interval must be longer than 0");

@@ -1,9 +1,11 @@
 //! The report's charts over cases, drawn by plotters into SVG strings that `report.html` inlines:
-//! latency against concurrency, throughput against concurrency, and the latency–throughput
-//! curve. Only complete cases are plotted, as in the seeds' table; each chart comes with a
-//! caption that says what was plotted and from how many samples.
+//! latency against load, throughput against load, and the latency–throughput curve, with a
+//! sweep's C_sat and recommended cap marked. The load is the concurrency, or the arrival rate
+//! of open-loop cases. Only complete cases are plotted, as in the seeds' table; each chart comes
+//! with a caption that says what was plotted and from how many samples.
 
 use crate::report::markdown::thousands;
+use crate::report::marks::{self, Marks};
 use crate::report::plot::{
     empty, legend, svg, tick, upper, whole, Area, ChartError, Figure, TimeAxis, COLORS,
 };
@@ -12,44 +14,95 @@ use crate::summary::{CaseSummary, Summary};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
-/// Complete cases of one input and output length, by concurrency.
+/// Complete cases of one input and output length and one kind of load, by load.
 struct Series<'a> {
     label: String,
     color: RGBColor,
+    /// The load is an arrival rate (open loop), not a concurrency.
+    rate: bool,
     cases: Vec<&'a CaseSummary>,
 }
 
+/// A case's load: its arrival rate in an open loop, else its concurrency.
+fn load_of(case: &CaseSummary) -> f64 {
+    case.load
+        .as_ref()
+        .and_then(|l| l.nominal_rate_rps)
+        .unwrap_or(f64::from(case.concurrency))
+}
+
+fn is_rate(case: &CaseSummary) -> bool {
+    case.load
+        .as_ref()
+        .is_some_and(|l| l.nominal_rate_rps.is_some())
+}
+
 fn series(summary: &Summary) -> Vec<Series<'_>> {
-    let mut keys: Vec<(u32, u32)> = summary
+    let mut keys: Vec<(u32, u32, bool)> = summary
         .cases
         .iter()
         .filter(|c| c.complete)
-        .map(|c| (c.input_tokens, c.output_tokens))
+        .map(|c| (c.input_tokens, c.output_tokens, is_rate(c)))
         .collect();
     keys.sort_unstable();
     keys.dedup();
     let several_outputs = keys.iter().any(|k| k.1 != keys[0].1);
+    let mixed = keys.iter().any(|k| k.2 != keys[0].2);
     keys.iter()
         .enumerate()
-        .map(|(i, &(input, output))| {
+        .map(|(i, &(input, output, rate))| {
             let mut cases: Vec<&CaseSummary> = summary
                 .cases
                 .iter()
-                .filter(|c| c.complete && (c.input_tokens, c.output_tokens) == (input, output))
+                .filter(|c| {
+                    c.complete
+                        && (c.input_tokens, c.output_tokens, is_rate(c)) == (input, output, rate)
+                })
                 .collect();
-            cases.sort_by_key(|c| c.concurrency);
-            let label = if several_outputs {
+            cases.sort_by(|a, b| load_of(a).total_cmp(&load_of(b)));
+            let mut label = if several_outputs {
                 format!("{} in / {} out", thousands(input), thousands(output))
             } else {
                 format!("{} input tokens", thousands(input))
             };
+            if mixed && rate {
+                label.push_str(", open loop");
+            }
             Series {
                 label,
                 color: COLORS[i % COLORS.len()],
+                rate,
                 cases,
             }
         })
         .collect()
+}
+
+/// The load axis' name: concurrency, arrival rate, or both when the series mix them.
+fn load_axis(lines: &[Series]) -> &'static str {
+    match (lines.iter().any(|s| s.rate), lines.iter().all(|s| s.rate)) {
+        (false, _) => "concurrent requests",
+        (true, true) => "arrival rate (requests/s)",
+        (true, false) => "concurrent requests; requests/s for open-loop series",
+    }
+}
+
+/// The load in a chart's title.
+fn load_word(lines: &[Series]) -> &'static str {
+    match (lines.iter().any(|s| s.rate), lines.iter().all(|s| s.rate)) {
+        (false, _) => "concurrency",
+        (true, true) => "arrival rate",
+        (true, false) => "load",
+    }
+}
+
+/// Labels of the load axis: whole numbers for concurrencies, any tick for rates.
+fn load_label(lines: &[Series]) -> fn(&f64) -> String {
+    if lines.iter().any(|s| s.rate) {
+        tick
+    } else {
+        whole
+    }
 }
 
 /// "n = 3" or "n = 2–8" over the values `ns`.
@@ -69,14 +122,18 @@ fn left_out(summary: &Summary) -> String {
     }
 }
 
-/// Concurrency axis: from 0 to a little past the largest concurrency.
-fn concurrency_range(lines: &[Series]) -> std::ops::Range<f64> {
+/// Load axis: from 0 to a little past the largest load.
+fn load_range(lines: &[Series]) -> std::ops::Range<f64> {
     let max = lines
         .iter()
         .flat_map(|s| &s.cases)
-        .map(|c| f64::from(c.concurrency))
-        .fold(1.0, f64::max);
-    0.0..max * 1.1 + 0.5
+        .map(|c| load_of(c))
+        .fold(0.0, f64::max);
+    if lines.iter().any(|s| s.rate) {
+        0.0..upper(max)
+    } else {
+        0.0..max.max(1.0) * 1.1 + 0.5
+    }
 }
 
 type Metric = fn(&CaseSummary) -> Option<&Distribution>;
@@ -103,11 +160,11 @@ pub fn latency(summary: &Summary) -> Figure {
         .filter(|d| d.descriptive.iter().any(|p| p == "p95"))
         .count();
     Figure {
-        title: "Latency against concurrency".into(),
+        title: format!("Latency against {}", load_word(&lines)),
         svg,
         caption: format!(
             "Median TTFT (left) and median complete-response time (right) of each complete case \
-             against its concurrent requests, one line per input length; the shaded band reaches \
+             against its load, one line per input length; the shaded band reaches \
              up to the p95, marked ×. {} responses per point ({} cases). The p95 is descriptive \
              (fewer than 5 samples beyond it) at {descriptive} of {} points.{}",
             sizes(cases.iter().filter_map(|c| c.ttft_ms.as_ref()).map(|d| d.n)),
@@ -136,12 +193,12 @@ fn latency_panel(
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(56)
-        .build_cartesian_2d(concurrency_range(lines), 0.0..upper(max_ms / axis.divisor))?;
+        .build_cartesian_2d(load_range(lines), 0.0..upper(max_ms / axis.divisor))?;
     chart
         .configure_mesh()
-        .x_label_formatter(&whole)
+        .x_label_formatter(&load_label(lines))
         .y_label_formatter(&tick)
-        .x_desc("concurrent requests")
+        .x_desc(load_axis(lines))
         .y_desc(format!("{title} ({})", axis.unit))
         .draw()?;
     for line in lines {
@@ -150,7 +207,7 @@ fn latency_panel(
             .iter()
             .filter_map(|c| {
                 metric(c).map(|d| {
-                    let x = f64::from(c.concurrency);
+                    let x = load_of(c);
                     (x, d.median / axis.divisor, d.p95 / axis.divisor)
                 })
             })
@@ -199,31 +256,37 @@ fn median_and_p95(
 /// (b) Aggregate output throughput against concurrency, with the rounds' min–max.
 pub fn throughput(summary: &Summary) -> Figure {
     let lines = series(summary);
+    let marks = Marks::of(summary);
     let svg = svg((720, 420), |root| {
         if lines.is_empty() {
             return empty(root, "no complete case to plot");
         }
-        throughput_chart(root, &lines)
+        throughput_chart(root, &lines, marks.as_ref())
     });
     let rounds = lines
         .iter()
         .flat_map(|s| &s.cases)
         .filter_map(|c| c.throughput_tps.as_ref().map(|t| t.n));
     Figure {
-        title: "Aggregate throughput against concurrency".into(),
+        title: format!("Aggregate throughput against {}", load_word(&lines)),
         svg,
         caption: format!(
             "Aggregate output throughput of each complete case (mean over its rounds of Σ output \
-             tokens ÷ (last completion − first send)) against its concurrent requests, one line \
-             per input length; the whiskers span the slowest and fastest round. {} rounds per \
-             point.{}",
+             tokens ÷ (last completion − first send); over the measurement window in continuous \
+             and open loops) against its load, one line per input length; the whiskers span the \
+             slowest and fastest round. {} rounds per point.{}{}",
             sizes(rounds),
+            marks.map_or(String::new(), |m| m.caption()),
             left_out(summary),
         ),
     }
 }
 
-fn throughput_chart(root: &Area, lines: &[Series]) -> Result<(), ChartError> {
+fn throughput_chart(
+    root: &Area,
+    lines: &[Series],
+    marks: Option<&Marks>,
+) -> Result<(), ChartError> {
     let max = lines
         .iter()
         .flat_map(|s| &s.cases)
@@ -234,14 +297,26 @@ fn throughput_chart(root: &Area, lines: &[Series]) -> Result<(), ChartError> {
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(64)
-        .build_cartesian_2d(concurrency_range(lines), 0.0..upper(max))?;
+        .build_cartesian_2d(load_range(lines), 0.0..upper(max))?;
     chart
         .configure_mesh()
-        .x_label_formatter(&whole)
+        .x_label_formatter(&load_label(lines))
         .y_label_formatter(&tick)
-        .x_desc("concurrent requests")
+        .x_desc(load_axis(lines))
         .y_desc("output tokens/s")
         .draw()?;
+    // Marks first, so that the measured curve is drawn over them.
+    if let Some(m) = marks {
+        let top = upper(max);
+        if let Some(c) = m.saturation {
+            let label = format!("C_sat = {}", m.load(c));
+            marks::vertical(&mut chart, c, top, &label, marks::SATURATION)?;
+        }
+        if let Some(cap) = m.cap {
+            let label = format!("cap = {}", m.load(cap));
+            marks::vertical(&mut chart, cap, top * 0.93, &label, marks::CAP)?;
+        }
+    }
     for line in lines {
         let color = line.color;
         let points: Vec<(f64, f64, f64, f64)> = line
@@ -249,7 +324,7 @@ fn throughput_chart(root: &Area, lines: &[Series]) -> Result<(), ChartError> {
             .iter()
             .filter_map(|c| {
                 let t = c.throughput_tps.as_ref()?;
-                Some((f64::from(c.concurrency), t.mean, t.min, t.max))
+                Some((load_of(c), t.mean, t.min, t.max))
             })
             .collect();
         chart
@@ -275,11 +350,12 @@ fn throughput_chart(root: &Area, lines: &[Series]) -> Result<(), ChartError> {
 /// aggregate throughput, one curve per input length, each point labelled with its concurrency.
 pub fn latency_throughput(summary: &Summary) -> Figure {
     let lines = series(summary);
+    let marks = Marks::of(summary);
     let svg = svg((720, 460), |root| {
         if lines.is_empty() {
             return empty(root, "no complete case to plot");
         }
-        latency_throughput_chart(root, &lines)
+        latency_throughput_chart(root, &lines, marks.as_ref())
     });
     let cases: Vec<&CaseSummary> = lines.iter().flat_map(|s| s.cases.clone()).collect();
     let descriptive = cases
@@ -292,9 +368,10 @@ pub fn latency_throughput(summary: &Summary) -> Figure {
         svg,
         caption: format!(
             "Median (p50, solid, ●) and p99 (faint, ×) TTFT of each complete case against its \
-             aggregate output throughput, one curve per input length; labels give the concurrent \
-             requests. {} responses and {} rounds per point ({} cases). The p99 is descriptive \
-             (fewer than 5 samples beyond it) at {descriptive} of {} points.{}",
+             aggregate output throughput, one curve per input length; labels give the load \
+             (c4: 4 concurrent requests; 2/s: 2 arrivals per second). {} responses and {} rounds \
+             per point ({} cases). The p99 is descriptive (fewer than 5 samples beyond it) at \
+             {descriptive} of {} points.{}{}",
             sizes(cases.iter().filter_map(|c| c.ttft_ms.as_ref()).map(|d| d.n)),
             sizes(
                 cases
@@ -304,23 +381,48 @@ pub fn latency_throughput(summary: &Summary) -> Figure {
             ),
             cases.len(),
             cases.len(),
+            marks.map_or(String::new(), |m| curve_caption(&m, &cases)),
             left_out(summary),
         ),
     }
 }
 
-fn latency_throughput_chart(root: &Area, lines: &[Series]) -> Result<(), ChartError> {
-    let points = |line: &Series| -> Vec<(u32, f64, f64, f64)> {
+/// The caption's sentence about the marks on the latency–throughput curve, where a load is
+/// marked at its measured point (a cap that was not measured has none).
+fn curve_caption(m: &Marks, cases: &[&CaseSummary]) -> String {
+    let measured = |load: f64| cases.iter().any(|c| load_of(c) == load);
+    let mut text = m
+        .caption()
+        .replace("Dashed lines:", "Dashed lines at the throughput of")
+        .replace("Dashed line:", "Dashed line at the throughput of");
+    if let Some(cap) = m.cap.filter(|&cap| !measured(cap)) {
+        text.push_str(&format!(
+            " The recommended cap ({}) was not measured, so it has no point on this curve.",
+            m.load(cap)
+        ));
+    }
+    text
+}
+
+/// (load, throughput, TTFT p50, TTFT p99) of a line's cases.
+type CurvePoint = (f64, f64, f64, f64);
+
+fn latency_throughput_chart(
+    root: &Area,
+    lines: &[Series],
+    marks: Option<&Marks>,
+) -> Result<(), ChartError> {
+    let points = |line: &Series| -> Vec<CurvePoint> {
         line.cases
             .iter()
             .filter_map(|c| {
                 let t = c.throughput_tps.as_ref()?;
                 let d = c.ttft_ms.as_ref()?;
-                Some((c.concurrency, t.mean, d.median, d.p99))
+                Some((load_of(c), t.mean, d.median, d.p99))
             })
             .collect()
     };
-    let all: Vec<(u32, f64, f64, f64)> = lines.iter().flat_map(points).collect();
+    let all: Vec<CurvePoint> = lines.iter().flat_map(points).collect();
     let max_x = all.iter().map(|p| p.1).fold(0.0, f64::max);
     let axis = TimeAxis::for_max_ms(all.iter().map(|p| p.3).fold(0.0, f64::max));
     let max_y = all.iter().map(|p| p.3 / axis.divisor).fold(0.0, f64::max);
@@ -336,6 +438,19 @@ fn latency_throughput_chart(root: &Area, lines: &[Series]) -> Result<(), ChartEr
         .x_desc("aggregate output throughput (tokens/s)")
         .y_desc(format!("TTFT ({})", axis.unit))
         .draw()?;
+    // Marks first, so that the measured curve is drawn over them.
+    if let Some(m) = marks {
+        let top = upper(max_y);
+        let at = |load: f64| all.iter().find(|p| p.0 == load).map(|p| p.1);
+        if let Some((c, x)) = m.saturation.and_then(|c| Some((c, at(c)?))) {
+            let label = format!("C_sat = {}", m.load(c));
+            marks::vertical(&mut chart, x, top, &label, marks::SATURATION)?;
+        }
+        if let Some((cap, x)) = m.cap.and_then(|cap| Some((cap, at(cap)?))) {
+            let label = format!("cap = {}", m.load(cap));
+            marks::vertical(&mut chart, x, top * 0.93, &label, marks::CAP)?;
+        }
+    }
     for line in lines {
         let color = line.color;
         let pts = points(line);
@@ -359,7 +474,12 @@ fn latency_throughput_chart(root: &Area, lines: &[Series]) -> Result<(), ChartEr
         )?;
         let label_style = TextStyle::from(("sans-serif", 12).into_font()).color(&BLACK);
         chart.draw_series(pts.iter().zip(&p50).map(|(p, &at)| {
-            EmptyElement::at(at) + Text::new(format!("c{}", p.0), (5, -14), label_style.clone())
+            let label = if line.rate {
+                format!("{}/s", tick(&p.0))
+            } else {
+                format!("c{}", p.0)
+            };
+            EmptyElement::at(at) + Text::new(label, (5, -14), label_style.clone())
         }))?;
     }
     legend(&mut chart, SeriesLabelPosition::UpperLeft)
@@ -395,6 +515,30 @@ mod tests {
             assert!(figure.caption.contains("n = "), "{}", figure.caption);
             assert!(figure.caption.contains("1 incomplete case"));
         }
+    }
+
+    #[test]
+    fn a_sweep_marks_c_sat_and_the_cap_where_it_measured_them() {
+        let summary = fixture::sweep_report().summary;
+        let figure = throughput(&summary);
+        let svg = figure.svg.expect("drawn");
+        assert!(
+            svg.contains("C_sat = 4") && svg.contains("cap = 3"),
+            "both lines"
+        );
+        assert!(figure.caption.contains("C_sat = 4"), "{}", figure.caption);
+        // The cap (3) was not a measured load: the curve has a C_sat line only, and says why.
+        let figure = latency_throughput(&summary);
+        let svg = figure.svg.expect("drawn");
+        assert!(svg.contains("C_sat = 4"));
+        assert!(!svg.contains("cap = 3"));
+        assert!(
+            figure.caption.contains("cap (3) was not measured"),
+            "{}",
+            figure.caption
+        );
+        let plain = throughput(&fixture::report().summary).svg.expect("drawn");
+        assert!(!plain.contains("C_sat"), "no sweep, no marks");
     }
 
     #[test]

@@ -14,15 +14,18 @@ use std::path::PathBuf;
 
 /// Loads every attempt folder in `dirs` (recomputing each from its records) and renders them.
 pub fn compare(dirs: &[PathBuf]) -> anyhow::Result<String> {
-    let summaries = dirs
-        .iter()
+    Ok(render(&load(dirs)?))
+}
+
+/// The summary of every attempt folder in `dirs`, recomputed from its records.
+pub fn load(dirs: &[PathBuf]) -> anyhow::Result<Vec<Summary>> {
+    dirs.iter()
         .map(|dir| {
             Report::load(dir)
                 .map(|r| r.summary)
                 .with_context(|| format!("attempt {}", dir.display()))
         })
-        .collect::<anyhow::Result<Vec<Summary>>>()?;
-    Ok(render(&summaries))
+        .collect()
 }
 
 /// (input tokens, concurrency, output tokens): what makes two attempts' cases the same case.
@@ -154,6 +157,79 @@ fn cells(case: Option<&CaseSummary>, base: Option<&CaseSummary>) -> String {
     )
 }
 
+/// The comparison as JSON: the attempts (lettered as in the tables), then every case any of
+/// them ran with each attempt's own figures and ratios to attempt A — `null` where a figure or
+/// ratio does not exist (absent or incomplete cases, a missing base).
+pub fn to_json(dirs: &[PathBuf], attempts: &[Summary]) -> serde_json::Value {
+    use serde_json::json;
+    let keys: BTreeSet<Key> = attempts
+        .iter()
+        .flat_map(|s| s.cases.iter().map(key))
+        .collect();
+    let list: Vec<serde_json::Value> = attempts
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            json!({
+                "label": letter(i),
+                "dir": dirs.get(i).map(|d| d.display().to_string()),
+                "attempt_id": s.attempt_id,
+                "target_url": s.target_url,
+                "api": s.api,
+                "model": s.model,
+                "simulated": s.simulated,
+                "outcome": s.outcome,
+            })
+        })
+        .collect();
+    let figures = |c: &CaseSummary| {
+        (
+            c.ttft_ms.as_ref().map(|d| d.median),
+            c.e2e_ms.as_ref().map(|d| d.median),
+            c.throughput_tps.as_ref().map(|t| t.mean),
+        )
+    };
+    let ratio = |v: Option<f64>, b: Option<f64>| match (v, b) {
+        (Some(v), Some(b)) if b > 0.0 => Some(v / b),
+        _ => None,
+    };
+    let cases: Vec<serde_json::Value> = keys
+        .iter()
+        .map(|k| {
+            let found: Vec<Option<&CaseSummary>> = attempts
+                .iter()
+                .map(|s| s.cases.iter().find(|c| key(c) == *k))
+                .collect();
+            let base = found[0].filter(|c| c.complete).map(figures);
+            let rows: Vec<serde_json::Value> = found
+                .iter()
+                .enumerate()
+                .map(|(i, case)| match case {
+                    None => json!({"label": letter(i), "status": "absent"}),
+                    Some(c) if !c.complete => json!({
+                        "label": letter(i), "status": "incomplete",
+                        "rounds_complete": c.rounds.iter().filter(|r| r.complete).count(),
+                        "rounds_planned": c.rounds_planned, "responses_ok": c.counts.ok,
+                    }),
+                    Some(c) => {
+                        let (ttft, e2e, tps) = figures(c);
+                        json!({
+                            "label": letter(i), "status": "complete", "case_id": c.id,
+                            "ttft_median_ms": ttft, "e2e_median_ms": e2e, "throughput_tps": tps,
+                            "ttft_ratio": ratio(ttft, base.and_then(|b| b.0)),
+                            "e2e_ratio": ratio(e2e, base.and_then(|b| b.1)),
+                            "throughput_ratio": ratio(tps, base.and_then(|b| b.2)),
+                            "responses_ok": c.counts.ok,
+                        })
+                    }
+                })
+                .collect();
+            json!({"input_tokens": k.0, "concurrency": k.1, "output_tokens": k.2, "attempts": rows})
+        })
+        .collect();
+    json!({"ratios_to": "A", "attempts": list, "cases": cases})
+}
+
 /// Text for a Markdown table cell: pipes and line breaks would break the table.
 fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace(['\n', '\r'], " ")
@@ -204,6 +280,32 @@ mod tests {
     #[test]
     fn snapshot() {
         insta::assert_snapshot!(render(&[fixture::report().summary, second_attempt()]));
+    }
+
+    #[test]
+    fn json_has_the_same_rows_and_ratios() {
+        let attempts = [fixture::report().summary, second_attempt()];
+        let dirs = [PathBuf::from("a"), PathBuf::from("b")];
+        let value = to_json(&dirs, &attempts);
+        assert_eq!(value["attempts"][1]["label"], "B");
+        assert_eq!(value["attempts"][1]["dir"], "b");
+        let cases = value["cases"].as_array().expect("cases");
+        let case = |input: u64, c: u64| {
+            cases
+                .iter()
+                .find(|v| v["input_tokens"] == input && v["concurrency"] == c)
+                .expect("case")
+        };
+        let b = &case(64, 2)["attempts"][1];
+        assert_eq!(b["status"], "complete");
+        assert!((b["ttft_ratio"].as_f64().expect("ratio") - 2.0).abs() < 1e-12);
+        assert_eq!(case(64, 1)["attempts"][1]["status"], "absent");
+        let incomplete = &case(256, 2)["attempts"][0];
+        assert_eq!(incomplete["status"], "incomplete");
+        assert!(
+            incomplete.get("throughput_tps").is_none(),
+            "no figures for it"
+        );
     }
 
     #[test]

@@ -14,7 +14,10 @@ pub fn campaign() -> Campaign {
         schema_version: 1,
         attempt_id: "20250101T000000Z-abcd".into(),
         started_at: Some("2025-01-01T00:00:00Z".into()),
-        config: CampaignConfig { rounds: 2 },
+        config: CampaignConfig {
+            rounds: 2,
+            ..CampaignConfig::default()
+        },
         cases: CASES
             .iter()
             .map(|&(input_tokens, concurrency)| CampaignCase {
@@ -22,6 +25,7 @@ pub fn campaign() -> Campaign {
                 input_tokens,
                 concurrency,
                 output_tokens: 4,
+                ..CampaignCase::default()
             })
             .collect(),
         target: CampaignTarget {
@@ -67,6 +71,7 @@ fn ok(
         requested_output_tokens: 4,
         prompt_tokens: Some(input_tokens),
         cached_tokens: Some(0),
+        shared_tokens: 0,
         output_tokens: Some(4),
         token_events: 4,
         streamed_tokens: 4,
@@ -121,4 +126,134 @@ pub fn records() -> Vec<Record> {
 /// The fixture's report, recomputed from its records as `llmload report` would.
 pub fn report() -> Report {
     Report::from_records(&campaign(), records(), None)
+}
+
+/// (concurrency, TTFT of the first request ms, round duration ms) of the sweep fixture: 8
+/// output tokens per request, so 100, 190, 340 and 360 tokens/s: C_sat = 4, the cap 3.
+const SWEEP: [(u32, f64, f64); 4] = [
+    (1, 10.0, 80.0),
+    (2, 12.0, 16e3 / 190.0),
+    (4, 20.0, 32e3 / 340.0),
+    (8, 30.0, 64e3 / 360.0),
+];
+
+/// A request of the sweep fixture: 64 prompt tokens, 8 output tokens evenly spaced.
+fn sweep_request(
+    concurrency: u32,
+    round: Option<u32>,
+    index: u32,
+    sent_s: f64,
+    ttft_ms: f64,
+    e2e_ms: f64,
+) -> Record {
+    let mut r = ok("in64-c1-out4", round, index, sent_s, ttft_ms, e2e_ms);
+    r.case = format!("in64-c{concurrency}-out8");
+    r.requested_output_tokens = 8;
+    r.output_tokens = Some(8);
+    r.token_events = 8;
+    r.streamed_tokens = 8;
+    let step = (e2e_ms - ttft_ms) / 7.0;
+    r.event_ms = (0..8).map(|k| ttft_ms + step * f64::from(k)).collect();
+    r
+}
+
+/// A sweep over concurrency 1, 2, 4, 8 (one round each) on two GPUs whose replayed telemetry
+/// crosses the 90 °C stop threshold at 1.5 s, before the fifth load (16) started.
+pub fn sweep_report() -> Report {
+    let mut campaign = campaign();
+    campaign.attempt_id = "20250101T000000Z-5eep".into();
+    campaign.config.rounds = 1;
+    campaign.config.limits.stop_temp_c = Some(90.0);
+    campaign.cases = [1, 2, 4, 8, 16]
+        .iter()
+        .map(|&c| CampaignCase {
+            id: format!("in64-c{c}-out8"),
+            input_tokens: 64,
+            concurrency: c,
+            output_tokens: 8,
+            shape: Some("rounds".into()),
+            rounds: Some(1),
+            ..CampaignCase::default()
+        })
+        .collect();
+    let mut records = Vec::new();
+    for (k, &(c, ttft_ms, round_ms)) in SWEEP.iter().enumerate() {
+        let start = 0.1 + 0.3 * k as f64;
+        records.push(sweep_request(c, None, 0, start, 10.0, 80.0));
+        for i in 0..c {
+            // Later requests of the round wait behind earlier prefills; the last ends the round.
+            let ttft = ttft_ms * (1.0 + f64::from(i) / 2.0);
+            let e2e = round_ms - f64::from(c - 1 - i) * 2.0;
+            records.push(sweep_request(c, Some(1), i, start + 0.1, ttft, e2e));
+        }
+    }
+    let first = Report::from_records(&campaign, records.clone(), None);
+    let mut previous = first.summary;
+    previous.sweep = Some(crate::sweep::SweepSection {
+        axis: "concurrency".into(),
+        stop_rules: crate::sweep::StopRules {
+            min_gain: 0.05,
+            ..crate::sweep::StopRules::default()
+        },
+        stopped_because: None,
+        analysis: crate::saturation::analyse(&[], &Default::default(), true),
+    });
+    let telemetry = readings();
+    let stop = telemetry.last().cloned();
+    previous.outcome = crate::summary::Outcome::new(
+        &previous.cases,
+        5,
+        Some("stopped by the temperature rule at telemetry: GPU 0 reached 90 °C, at or above the harness's stop threshold of 90 °C".into()),
+        None,
+    );
+    previous.outcome.stop_sample = stop.and_then(|s| serde_json::to_value(s).ok());
+    let mut report = Report::from_records(&campaign, records, Some(&previous));
+    report.telemetry = telemetry;
+    report
+}
+
+/// Two GPUs every 0.25 s for 1.5 s: GPU 0 warms from 70 to 90 °C, GPU 1 runs 6 °C cooler; the
+/// stop sample (GPU 0 at 90 °C) comes last.
+fn readings() -> Vec<crate::telemetry::Reading> {
+    let mut out = Vec::new();
+    for step in 0..=6u32 {
+        let t_s = f64::from(step) * 0.25;
+        for gpu in [1u32, 0] {
+            out.push(crate::telemetry::Reading {
+                t_s,
+                gpu,
+                temperature_c: 70.0 + 20.0 * t_s / 1.5 - 6.0 * f64::from(gpu),
+                margin_c: Some(15.0 - 10.0 * t_s),
+                power_w: Some(240.0 + 40.0 * t_s - 30.0 * f64::from(gpu)),
+                power_limit_w: Some(300.0),
+                sm_clock_mhz: None,
+                mem_clock_mhz: None,
+                utilization_pct: Some(97.0),
+                memory_used_mib: None,
+                sw_thermal_slowdown: Some(false),
+                hw_thermal_slowdown: Some(false),
+                sw_power_cap: Some(step > 3),
+            });
+        }
+    }
+    out
+}
+
+/// A reading with only the required fields.
+pub fn reading() -> crate::telemetry::Reading {
+    crate::telemetry::Reading {
+        t_s: 0.0,
+        gpu: 0,
+        temperature_c: 60.0,
+        margin_c: None,
+        power_w: None,
+        power_limit_w: None,
+        sm_clock_mhz: None,
+        mem_clock_mhz: None,
+        utilization_pct: None,
+        memory_used_mib: None,
+        sw_thermal_slowdown: None,
+        hw_thermal_slowdown: None,
+        sw_power_cap: None,
+    }
 }

@@ -1,13 +1,15 @@
 //! `report.html`: one self-contained page that opens offline — no script, no stylesheet, font or
 //! image from elsewhere; the charts are inline SVG. It holds the seeds' table (complete cases
-//! only, incomplete ones listed apart with their errors), the outcome, the four charts with
+//! only, incomplete ones listed apart with their errors), the outcome, the five charts with
 //! captions, and a banner when the target was the built-in simulator. Every string that came
 //! from the records or the server is escaped.
 
 use crate::record::Status;
 use crate::report::charts;
 use crate::report::load::Report;
-use crate::report::markdown::{incomplete_line, seeds_rows, telemetry_line};
+use crate::report::markdown::{
+    incomplete_line, load_rows, seeds_rows, telemetry_line, LOAD_COLUMNS,
+};
 use crate::report::plot::Figure;
 use crate::summary::{CaseSummary, Summary};
 use std::collections::BTreeSet;
@@ -41,12 +43,14 @@ pub fn render(report: &Report) -> String {
     header(&mut out, report);
     outcome(&mut out, summary);
     results(&mut out, report);
+    sweep(&mut out, summary);
     out.push_str("<h2 id=\"charts\">Charts</h2>\n");
     for figure in [
         charts::latency(summary),
         charts::throughput(summary),
         charts::latency_throughput(summary),
         crate::report::timeline::timeline(report),
+        crate::report::gpu::telemetry(report),
     ] {
         push_figure(&mut out, &figure);
     }
@@ -129,6 +133,7 @@ fn results(out: &mut String, report: &Report) {
          the n responses. Throughput: mean over rounds of Σ output tokens ÷ (last completion − \
          first send).</p>\n",
     );
+    load_table(out, &report.summary);
     let incomplete: Vec<&CaseSummary> = report
         .summary
         .cases
@@ -152,6 +157,79 @@ fn results(out: &mut String, report: &Report) {
         out.push_str("</li>\n");
     }
     out.push_str("</ul>\n");
+}
+
+/// Continuous and open-loop cases: figures over the measurement window.
+fn load_table(out: &mut String, summary: &Summary) {
+    let rows = load_rows(summary);
+    if rows.is_empty() {
+        return;
+    }
+    out.push_str(
+        "<h3 id=\"window\">Continuous and open-loop cases (figures over the measurement window)</h3>\n<table>\n<tr>",
+    );
+    for column in LOAD_COLUMNS {
+        let _ = write!(out, "<th>{}</th>", escape(column));
+    }
+    out.push_str("</tr>\n");
+    for row in rows {
+        let cells: String = row
+            .iter()
+            .map(|cell| format!("<td>{}</td>", escape(cell)))
+            .collect();
+        let _ = writeln!(out, "<tr>{cells}</tr>");
+    }
+    out.push_str("</table>\n");
+}
+
+/// A sweep's curve and its findings, each with how it was found.
+fn sweep(out: &mut String, summary: &Summary) {
+    let Some(sweep) = &summary.sweep else {
+        return;
+    };
+    let a = &sweep.analysis;
+    let rate = sweep.axis != "concurrency";
+    let _ = write!(
+        out,
+        "<h2 id=\"sweep\">Sweep: saturation analysis</h2>\n<table>\n<tr><th>{}</th>\
+         <th>Throughput</th><th>TTFT p50</th><th>TTFT p99</th><th>TPOT p99</th><th>Errors</th></tr>\n",
+        if rate { "Arrival rate (requests/s)" } else { "Concurrent requests" },
+    );
+    let ms = |v: Option<f64>| crate::report::markdown::seconds(v);
+    for p in &a.points {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{:.1} tokens/s</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}%</td></tr>",
+            p.load,
+            p.throughput_tps,
+            ms(p.ttft_p50_ms),
+            ms(p.ttft_p99_ms),
+            ms(p.tpot_p99_ms),
+            p.error_share * 100.0
+        );
+    }
+    out.push_str("</table>\n<ul>\n");
+    for (name, f) in [
+        ("Saturation (C_sat)", &a.saturation),
+        ("Latency knee", &a.knee),
+        ("Recommended cap", &a.recommended_cap),
+        ("Largest load meeting the SLO", &a.slo_max_load),
+    ] {
+        let value = f.value.map_or("none".to_owned(), |v| v.to_string());
+        let _ = writeln!(
+            out,
+            "<li><strong>{name}: {value}</strong> — {}</li>",
+            escape(&f.method)
+        );
+    }
+    out.push_str("</ul>\n");
+    if let Some(why) = &sweep.stopped_because {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">The sweep stopped adding load: {}.</p>",
+            escape(why)
+        );
+    }
 }
 
 /// The distinct errors of a case's measured requests, at most five.
@@ -218,8 +296,8 @@ mod tests {
     #[test]
     fn the_page_is_self_contained_with_one_svg_per_chart() {
         let html = render(&fixture::report());
-        assert_eq!(html.matches("<svg").count(), 4);
-        assert_eq!(html.matches("<figure>").count(), 4);
+        assert_eq!(html.matches("<svg").count(), 5);
+        assert_eq!(html.matches("<figure>").count(), 5);
         assert!(!html.contains("<script"));
         assert!(!html.contains("<link"));
         assert!(!html.contains("src="));

@@ -6,8 +6,9 @@
 use crate::attempt::Attempt;
 use crate::config::Case;
 use crate::record::{read_records, Phase, Record};
-use crate::report::{csv, html, markdown};
+use crate::report::{csv, html, markdown, rebuild};
 use crate::summary::{CaseSummary, Outcome, Summary};
+use crate::telemetry::Reading;
 use anyhow::Context;
 use serde::Deserialize;
 use std::path::Path;
@@ -31,14 +32,62 @@ pub struct Campaign {
 }
 
 /// The part of the resolved config that the views need.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 pub struct CampaignConfig {
     /// Measured rounds per case.
     pub rounds: u32,
+    /// Single warmup requests before each case's load.
+    #[serde(default = "one")]
+    pub warmup: u32,
+    /// Objectives for goodput, in milliseconds.
+    #[serde(default)]
+    pub slo: SloMs,
+    /// The guard's thresholds.
+    #[serde(default)]
+    pub limits: CampaignLimits,
 }
 
-/// One case of `campaign.json`.
-#[derive(Clone, Debug, Deserialize)]
+fn one() -> u32 {
+    1
+}
+
+/// The goodput objectives as `campaign.json` writes them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
+pub struct SloMs {
+    /// Time to first token, ms.
+    pub ttft_ms: Option<f64>,
+    /// Time per output token, ms.
+    pub tpot_ms: Option<f64>,
+    /// Complete-response time, ms.
+    pub e2e_ms: Option<f64>,
+}
+
+impl SloMs {
+    /// The objectives as the runner holds them.
+    pub fn slo(&self) -> crate::workload::shape::Slo {
+        let duration = |ms: Option<f64>| {
+            ms.filter(|ms| ms.is_finite() && *ms >= 0.0)
+                .map(|ms| std::time::Duration::from_secs_f64(ms / 1e3))
+        };
+        crate::workload::shape::Slo {
+            ttft: duration(self.ttft_ms),
+            tpot: duration(self.tpot_ms),
+            e2e: duration(self.e2e_ms),
+        }
+    }
+}
+
+/// The guard's temperature thresholds as `campaign.json` writes them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
+pub struct CampaignLimits {
+    /// Stop temperature, °C.
+    pub stop_temp_c: Option<f64>,
+    /// Stop T.Limit margin, °C.
+    pub stop_margin_c: Option<f64>,
+}
+
+/// One case of `campaign.json`: the table's case and, for the window figures, its load shape.
+#[derive(Clone, Debug, Default, Deserialize)]
 pub struct CampaignCase {
     /// Case id.
     pub id: String,
@@ -48,6 +97,27 @@ pub struct CampaignCase {
     pub concurrency: u32,
     /// Generated tokens per request.
     pub output_tokens: u32,
+    /// `rounds`, `closed-continuous`, `open` or `replay`.
+    #[serde(default)]
+    pub shape: Option<String>,
+    /// Closed rounds: measured rounds.
+    #[serde(default)]
+    pub rounds: Option<u32>,
+    /// Open loop: arrivals per second.
+    #[serde(default)]
+    pub rate_rps: Option<f64>,
+    /// Open loop and replay: the in-flight cap.
+    #[serde(default)]
+    pub max_in_flight: Option<u32>,
+    /// Open loop: the inter-arrival process (`{"kind": "poisson"}`, …).
+    #[serde(default)]
+    pub process: Option<serde_json::Value>,
+    /// Open and continuous loops: where launching stops (`{"duration_s": …}` or `{"requests": …}`).
+    #[serde(default)]
+    pub bound: Option<serde_json::Value>,
+    /// Open and continuous loops: the warmup time at the start of the load, seconds.
+    #[serde(default)]
+    pub warmup_s: Option<f64>,
 }
 
 /// The target of `campaign.json`.
@@ -74,17 +144,18 @@ pub struct Report {
     pub records: Vec<Record>,
     /// Wall-clock start of the attempt, RFC 3339.
     pub started_at: Option<String>,
+    /// GPU readings of `telemetry.jsonl`, in file order (empty without telemetry).
+    pub telemetry: Vec<Reading>,
+    /// The guard's temperature thresholds.
+    pub limits: CampaignLimits,
 }
 
 impl Report {
     /// Reads the attempt folder `dir` and recomputes its summary from `requests.jsonl`.
     pub fn load(dir: &Path) -> anyhow::Result<Report> {
-        let path = dir.join("campaign.json");
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        let campaign: Campaign = serde_json::from_str(&text)
-            .with_context(|| format!("{}: not an llmload campaign", path.display()))?;
+        let campaign = read_campaign(dir)?;
         let records = read_records(&dir.join("requests.jsonl"))?;
+        let telemetry = read_telemetry(dir)?;
         let path = dir.join("summary.json");
         let previous: Option<Summary> = match std::fs::read_to_string(&path) {
             Ok(text) => Some(
@@ -94,11 +165,15 @@ impl Report {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         };
-        Ok(Report::from_records(&campaign, records, previous.as_ref()))
+        let mut report = Report::from_records(&campaign, records, previous.as_ref());
+        report.telemetry = telemetry;
+        Ok(report)
     }
 
-    /// Recomputes the summary of `campaign` from `records`. The outcome (how the run ended, which
-    /// the records cannot say) comes from `previous` when there is one.
+    /// Recomputes the summary of `campaign` from `records`. What the records cannot say comes
+    /// from `previous` when there is one: how the run ended (the outcome), the telemetry summary,
+    /// the measurement window of continuous and open-loop cases, and a sweep's stop rules (its
+    /// analysis is recomputed).
     pub fn from_records(
         campaign: &Campaign,
         records: Vec<Record>,
@@ -109,14 +184,21 @@ impl Report {
             .iter()
             .filter(|c| ran(c, &records, previous))
             .map(|c| {
+                let before = previous.and_then(|p| p.cases.iter().find(|p| p.id == c.id));
+                if rebuild::is_window(c) {
+                    return rebuild::window_case(campaign, c, &records, before);
+                }
                 let measured: Vec<Record> = records
                     .iter()
                     .filter(|r| r.case == c.id && r.phase == Phase::Measured)
                     .cloned()
                     .collect();
-                CaseSummary::new(&case(c), campaign.config.rounds, &measured)
+                let rounds = c.rounds.unwrap_or(campaign.config.rounds);
+                CaseSummary::new(&case(c), rounds, &measured)
             })
             .collect();
+        let slo = campaign.config.slo.slo();
+        let sweep = rebuild::sweep(previous.and_then(|p| p.sweep.as_ref()), &cases, &slo);
         let outcome = match previous {
             Some(p) => p.outcome.clone(),
             None => Outcome::new(&cases, campaign.cases.len() as u32, None, None),
@@ -133,9 +215,12 @@ impl Report {
                 cases,
                 outcome,
                 telemetry: previous.and_then(|p| p.telemetry.clone()),
+                sweep,
             },
             records,
             started_at: campaign.started_at.clone(),
+            telemetry: Vec::new(),
+            limits: campaign.config.limits,
         }
     }
 
@@ -155,7 +240,8 @@ fn ran(case: &CampaignCase, records: &[Record], previous: Option<&Summary>) -> b
         || records.iter().any(|r| r.case == case.id)
 }
 
-fn case(c: &CampaignCase) -> Case {
+/// The table's case of a `campaign.json` case.
+pub(crate) fn case(c: &CampaignCase) -> Case {
     Case {
         id: c.id.clone(),
         input_tokens: c.input_tokens,
@@ -186,8 +272,49 @@ pub fn write_html(attempt: &Attempt, summary: &Summary) -> anyhow::Result<()> {
         summary: summary.clone(),
         records: read_records(&attempt.dir.join("requests.jsonl"))?,
         started_at: Some(attempt.started_at.clone()),
+        telemetry: read_telemetry(&attempt.dir)?,
+        limits: read_campaign(&attempt.dir)
+            .map(|c| c.config.limits)
+            .unwrap_or_default(),
     };
     attempt.write_text("report.html", &html::render(&report))
+}
+
+/// Writes `summary` as `summary.json` and every view of it into the attempt folder `dir` (after
+/// a run has added to its summary, as a sweep does with its analysis).
+pub fn rewrite(dir: &Path, summary: &Summary) -> anyhow::Result<()> {
+    let campaign = read_campaign(dir)?;
+    let attempt = Attempt {
+        id: summary.attempt_id.clone(),
+        dir: dir.to_path_buf(),
+        started_at: campaign.started_at.clone().unwrap_or_default(),
+    };
+    attempt.write_json("summary.json", summary)?;
+    attempt.write_text("report.md", &markdown::render(summary))?;
+    attempt.write_text("cases.csv", &csv::render(summary))?;
+    write_html(&attempt, summary)
+}
+
+fn read_campaign(dir: &Path) -> anyhow::Result<Campaign> {
+    let path = dir.join("campaign.json");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("{}: not an llmload campaign", path.display()))
+}
+
+/// The readings of `telemetry.jsonl` in `dir`; none when there is no such file. A line that is
+/// not a reading (a run killed mid-write leaves half a line) is skipped.
+pub fn read_telemetry(dir: &Path) -> anyhow::Result<Vec<Reading>> {
+    let path = dir.join("telemetry.jsonl");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok(text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
 }
 
 #[cfg(test)]
@@ -218,6 +345,7 @@ mod tests {
             input_tokens: 1024,
             concurrency: 1,
             output_tokens: 4,
+            ..CampaignCase::default()
         });
         let mut previous = fixture::report().summary;
         previous.outcome.reason = Some("interrupted".into());
@@ -265,6 +393,17 @@ mod tests {
     #[test]
     fn markdown_snapshot() {
         insta::assert_snapshot!(markdown::render(&fixture::report().summary));
+    }
+
+    #[test]
+    fn sweep_markdown_snapshot() {
+        insta::assert_snapshot!(markdown::render(&fixture::sweep_report().summary));
+    }
+
+    #[test]
+    fn sweep_summary_json_snapshot() {
+        let summary = fixture::sweep_report().summary;
+        insta::assert_snapshot!(serde_json::to_string_pretty(&summary).expect("serialises"));
     }
 
     #[test]

@@ -30,6 +30,9 @@ pub fn render(summary: &Summary) -> String {
          Both are medians over the n responses. Throughput: mean over rounds of Σ output tokens ÷ (last completion − first send).\n",
     );
     out.push_str(&load_table(summary));
+    out.push_str(&sweep_section(summary));
+    out.push_str(&crate::soak::render(summary));
+    out.push_str(&crate::summary::prefix_cache_section(summary));
     let incomplete: Vec<&CaseSummary> = summary.cases.iter().filter(|c| !c.complete).collect();
     if !incomplete.is_empty() {
         out.push_str("\nIncomplete cases (not in the table above):\n");
@@ -90,44 +93,83 @@ pub(crate) fn seeds_rows(summary: &Summary) -> Vec<[String; 7]> {
         .collect()
 }
 
-/// Continuous and open-loop cases: figures over the measurement window, which the seeds' table
-/// (per-round throughput at a fixed concurrency) cannot hold.
+/// Column names of the table of continuous and open-loop cases.
+pub(crate) const LOAD_COLUMNS: [&str; 10] = [
+    "Load",
+    "Input tokens (mean)",
+    "Output tokens (mean)",
+    "Achieved concurrency (mean / peak)",
+    "Median TTFT",
+    "p99 TTFT from scheduled",
+    "Send lag p99",
+    "Throughput",
+    "Goodput",
+    "Responses (n)",
+];
+
+/// The cells of the table of complete continuous and open-loop cases: figures over the
+/// measurement window, which the seeds' table (per-round throughput at a fixed concurrency)
+/// cannot hold.
+pub(crate) fn load_rows(summary: &Summary) -> Vec<[String; 10]> {
+    let cases = summary.cases.iter().filter(|c| c.complete);
+    cases
+        .filter_map(|case| {
+            let load = case.load.as_ref()?;
+            let nominal = match (load.nominal_rate_rps, load.nominal_concurrency) {
+                (Some(rate), _) => format!("{} at {rate} req/s", load.shape),
+                (None, Some(c)) => format!("{} × {c}", load.shape),
+                (None, None) => load.shape.clone(),
+            };
+            Some([
+                nominal,
+                thousands(case.input_tokens),
+                case.output_tokens.to_string(),
+                format!(
+                    "{:.2} / {}",
+                    load.achieved_concurrency_mean, load.achieved_concurrency_peak
+                ),
+                seconds(case.ttft_ms.as_ref().map(|d| d.median)),
+                seconds(load.ttft_from_scheduled_ms.as_ref().map(|d| d.p99)),
+                seconds(load.send_lag_ms.as_ref().map(|d| d.p99)),
+                format!("{:.2} tokens/s", load.throughput_tps),
+                load.goodput_rps
+                    .map_or("–".into(), |g| format!("{g:.2} req/s")),
+                case.counts.ok.to_string(),
+            ])
+        })
+        .collect()
+}
+
+/// Continuous and open-loop cases in their own table.
 fn load_table(summary: &Summary) -> String {
-    let cases: Vec<&CaseSummary> = summary
-        .cases
-        .iter()
-        .filter(|c| c.complete && c.load.is_some())
-        .collect();
-    if cases.is_empty() {
+    let rows = load_rows(summary);
+    if rows.is_empty() {
         return String::new();
     }
-    let mut out = String::from(
-        "\nContinuous and open-loop cases (figures over the measurement window):\n\n\
-         | Load | Input tokens (mean) | Output tokens (mean) | Achieved concurrency (mean / peak) | Median TTFT | p99 TTFT from scheduled | Send lag p99 | Throughput | Goodput | Responses (n) |\n\
-         |---|---|---|---|---|---|---|---|---|---|\n",
+    let mut out = format!(
+        "\nContinuous and open-loop cases (figures over the measurement window):\n\n| {} |\n|{}\n",
+        LOAD_COLUMNS.join(" | "),
+        "---|".repeat(LOAD_COLUMNS.len())
     );
-    for case in cases {
-        let Some(load) = &case.load else { continue };
-        let nominal = match (load.nominal_rate_rps, load.nominal_concurrency) {
-            (Some(rate), _) => format!("{} at {rate} req/s", load.shape),
-            (None, Some(c)) => format!("{} × {c}", load.shape),
-            (None, None) => load.shape.clone(),
-        };
-        let _ = writeln!(
-            out,
-            "| {nominal} | {} | {} | {:.2} / {} | {} | {} | {} | {:.2} tokens/s | {} | {} |",
-            thousands(case.input_tokens),
-            case.output_tokens,
-            load.achieved_concurrency_mean,
-            load.achieved_concurrency_peak,
-            seconds(case.ttft_ms.as_ref().map(|d| d.median)),
-            seconds(load.ttft_from_scheduled_ms.as_ref().map(|d| d.p99)),
-            seconds(load.send_lag_ms.as_ref().map(|d| d.p99)),
-            load.throughput_tps,
-            load.goodput_rps
-                .map_or("–".into(), |g| format!("{g:.2} req/s")),
-            case.counts.ok,
-        );
+    for row in rows {
+        let _ = writeln!(out, "| {} |", row.join(" | "));
+    }
+    out
+}
+
+/// A sweep's curve and what it supports (C_sat, knee, recommended cap, largest load within the
+/// SLO), each finding with how it was found.
+fn sweep_section(summary: &Summary) -> String {
+    let Some(sweep) = &summary.sweep else {
+        return String::new();
+    };
+    let mut out = format!(
+        "\nSweep over {} (saturation analysis):\n\n{}",
+        sweep.axis.replace('_', " "),
+        crate::saturation::render(&sweep.analysis, &sweep.axis)
+    );
+    if let Some(why) = &sweep.stopped_because {
+        let _ = writeln!(out, "The sweep stopped adding load: {why}.");
     }
     out
 }

@@ -5,11 +5,14 @@ pub mod charts;
 pub mod compare;
 pub mod csv;
 #[cfg(test)]
-mod fixture;
+pub(crate) mod fixture;
+pub mod gpu;
 pub mod html;
 pub mod load;
 pub mod markdown;
+pub mod marks;
 pub mod plot;
+mod rebuild;
 pub mod timeline;
 
-pub use load::{regenerate, write_html, Report};
+pub use load::{regenerate, rewrite, write_html, Report};

@@ -1,10 +1,13 @@
-//! GPU telemetry beside the runner: readings every interval from `nvidia-smi` or a replay file,
-//! appended to `telemetry.jsonl` and handed to the guard, which may stop the campaign.
+//! GPU telemetry beside the runner: readings every interval from NVML, `nvidia-smi` or a replay
+//! file, appended to `telemetry.jsonl` and handed to the guard, which may stop the campaign.
 //!
-//! Sources sit behind one enum so that the sampler does not care where readings come from; a
-//! machine without NVIDIA tools runs on with telemetry off, and says so once.
+//! Sources sit behind one enum so that the sampler does not care where readings come from. The
+//! source is settled before the attempt starts: `auto` tries NVML, then `nvidia-smi`, and a
+//! machine with neither runs on with telemetry off, saying so once; a source asked for by name
+//! that is not there is an error.
 
 pub mod nvidia_smi;
+pub mod nvml;
 pub mod replay;
 pub mod server_metrics;
 
@@ -63,8 +66,10 @@ pub struct Reading {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "kind", content = "file")]
 pub enum Source {
-    /// `nvidia-smi` if it answers, else off (said once).
+    /// NVML if it loads and sees a GPU, else `nvidia-smi` if it answers, else off (said once).
     Auto,
+    /// NVML (`libnvidia-ml`), loaded at run time.
+    Nvml,
     /// `nvidia-smi --query-gpu … --format=csv`.
     NvidiaSmi,
     /// A JSONL file of readings, played on the real clock from the attempt's start.
@@ -78,13 +83,13 @@ impl std::str::FromStr for Source {
     fn from_str(s: &str) -> Result<Source, String> {
         match s {
             "auto" => Ok(Source::Auto),
+            "nvml" => Ok(Source::Nvml),
             "nvidia-smi" => Ok(Source::NvidiaSmi),
             "off" => Ok(Source::Off),
-            "nvml" => Err("NVML is not supported yet; use nvidia-smi".into()),
             _ => match s.strip_prefix("replay:") {
                 Some(path) if !path.is_empty() => Ok(Source::Replay(PathBuf::from(path))),
                 _ => Err(format!(
-                    "{s:?}: expected auto, nvidia-smi, replay:FILE or off"
+                    "{s:?}: expected auto, nvml, nvidia-smi, replay:FILE or off"
                 )),
             },
         }
@@ -139,16 +144,65 @@ impl TelemetrySummary {
     }
 }
 
-/// The sampler's settings.
-#[derive(Clone, Debug)]
+/// A source asked for by name is not there.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "--telemetry {asked}: {why}; use another source (auto, nvml, nvidia-smi, replay:FILE) or off"
+)]
+pub struct Unavailable {
+    /// The source asked for.
+    pub asked: &'static str,
+    /// Why it cannot be read, in one line.
+    pub why: String,
+}
+
+/// A source settled at the start of a run.
+enum Live {
+    Nvml(Arc<nvml_wrapper::Nvml>),
+    NvidiaSmi,
+    Replay(PathBuf),
+    /// No readings; the summary's `source` says why.
+    Without(&'static str),
+}
+
+/// The sampler: a settled source and the time between readings.
 pub struct Sampler {
-    /// Where readings come from.
-    pub source: Source,
-    /// Time between live readings.
-    pub interval: Duration,
+    live: Live,
+    interval: Duration,
 }
 
 impl Sampler {
+    /// Settles `source`: `auto` picks NVML, else `nvidia-smi`, else none (said once on stderr);
+    /// `nvml` and `nvidia-smi` must answer now, or the run does not start.
+    pub async fn connect(source: &Source, interval: Duration) -> Result<Sampler, Unavailable> {
+        let live = match source {
+            Source::Off => Live::Without("off"),
+            Source::Replay(path) => Live::Replay(path.clone()),
+            Source::Nvml => {
+                Live::Nvml(nvml::open().map_err(|why| Unavailable { asked: "nvml", why })?)
+            }
+            Source::NvidiaSmi if nvidia_smi::available().await => Live::NvidiaSmi,
+            Source::NvidiaSmi => {
+                return Err(Unavailable {
+                    asked: "nvidia-smi",
+                    why: "nvidia-smi is not installed or does not answer a query".into(),
+                })
+            }
+            Source::Auto => match nvml::open() {
+                Ok(handle) => Live::Nvml(handle),
+                Err(_) if nvidia_smi::available().await => Live::NvidiaSmi,
+                Err(why) => {
+                    eprintln!(
+                        "note: no GPU telemetry available ({why}; nvidia-smi not found or not \
+                         answering); running without it"
+                    );
+                    Live::Without("none available")
+                }
+            },
+        };
+        Ok(Sampler { live, interval })
+    }
+
     /// Reads until `stop`, writing `telemetry.jsonl` in `dir` and passing each reading to the
     /// guard. Returns the summary.
     pub async fn run(
@@ -158,28 +212,22 @@ impl Sampler {
         guard: Arc<Guard>,
         stop: CancellationToken,
     ) -> TelemetrySummary {
-        let mut summary = TelemetrySummary::default();
-        let source = match self.source {
-            Source::Auto if nvidia_smi::available().await => Source::NvidiaSmi,
-            Source::Auto => {
-                eprintln!("note: no GPU telemetry available (nvidia-smi not found or not answering); running without it");
-                summary.source = "none available".into();
-                return summary;
-            }
-            other => other,
+        let mut summary = TelemetrySummary {
+            source: match &self.live {
+                Live::Nvml(_) => "nvml".into(),
+                Live::NvidiaSmi => "nvidia-smi".into(),
+                Live::Replay(path) => format!("replay:{}", path.display()),
+                Live::Without(why) => (*why).into(),
+            },
+            ..TelemetrySummary::default()
         };
-        summary.source = match &source {
-            Source::Replay(path) => format!("replay:{}", path.display()),
-            Source::NvidiaSmi => "nvidia-smi".into(),
-            _ => "off".into(),
-        };
-        if source == Source::Off {
+        if let Live::Without(_) = self.live {
             return summary;
         }
-        let mut file = match std::fs::File::create(dir.join("telemetry.jsonl")) {
+        let mut file = match std::fs::File::create(dir.join(FILE)) {
             Ok(f) => std::io::BufWriter::new(f),
             Err(e) => {
-                eprintln!("warning: cannot write telemetry.jsonl: {e}");
+                eprintln!("warning: cannot write {FILE}: {e}");
                 return summary;
             }
         };
@@ -191,13 +239,64 @@ impl Sampler {
             summary.add(&r, &mut counts);
             guard.observe_reading(r);
         };
-        match source {
-            Source::Replay(path) => replay::play(&path, origin, &stop, &mut on_reading).await,
-            Source::NvidiaSmi => {
+        match self.live {
+            Live::Replay(path) => replay::play(&path, origin, &stop, &mut on_reading).await,
+            Live::NvidiaSmi => {
                 nvidia_smi::sample(self.interval, origin, &stop, &mut on_reading).await
             }
-            Source::Auto | Source::Off => {}
+            Live::Nvml(handle) => {
+                nvml::sample(handle, self.interval, origin, &stop, &mut on_reading).await
+            }
+            Live::Without(_) => {}
         }
         summary
+    }
+}
+
+/// The readings file of an attempt.
+pub const FILE: &str = "telemetry.jsonl";
+
+/// The readings written so far to `telemetry.jsonl` in `dir`; none when there is no file. A line
+/// that does not parse (one being written) is skipped.
+pub fn written(dir: &std::path::Path) -> Vec<Reading> {
+    std::fs::read_to_string(dir.join(FILE))
+        .map(|text| {
+            text.lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_source_name_parses_and_a_bad_one_lists_them() {
+        assert_eq!("nvml".parse(), Ok(Source::Nvml));
+        assert_eq!("auto".parse(), Ok(Source::Auto));
+        assert_eq!("nvidia-smi".parse(), Ok(Source::NvidiaSmi));
+        assert_eq!(
+            "replay:t.jsonl".parse(),
+            Ok(Source::Replay(PathBuf::from("t.jsonl")))
+        );
+        let e = "gpu".parse::<Source>().expect_err("not a source");
+        assert!(e.contains("nvml") && e.contains("replay:FILE"), "{e}");
+        assert!("replay:".parse::<Source>().is_err());
+    }
+
+    #[test]
+    fn written_readings_skip_a_torn_line_and_a_missing_file_is_empty() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        assert!(written(dir.path()).is_empty());
+        std::fs::write(
+            dir.path().join(FILE),
+            "{\"t_s\":0.5,\"gpu\":0,\"temperature_c\":60}\n{\"t_s\":1.5,\"gpu\":0,\"tem",
+        )
+        .expect("write");
+        let readings = written(dir.path());
+        assert_eq!(readings.len(), 1);
+        assert_eq!(readings[0].t_s, 0.5);
     }
 }

@@ -92,6 +92,17 @@ impl Length {
         }
     }
 
+    /// The smallest length this can produce.
+    pub fn min_tokens(&self) -> u32 {
+        match self {
+            Length::Fixed(n) => *n,
+            Length::Choice(items) => items.iter().map(|&(v, _)| v).min().unwrap_or(1),
+            Length::Uniform { min, .. }
+            | Length::Normal { min, .. }
+            | Length::LogNormal { min, .. } => *min,
+        }
+    }
+
     /// A representative length for tables: the value, the weighted mean, or the centre.
     pub fn nominal_tokens(&self) -> u32 {
         let centre = match self {

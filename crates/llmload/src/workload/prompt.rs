@@ -110,6 +110,14 @@ impl Words {
         }
     }
 
+    /// The distinct words of the ring, sorted.
+    pub fn distinct(&self) -> Vec<String> {
+        let mut words = self.words.clone();
+        words.sort_unstable();
+        words.dedup();
+        words
+    }
+
     /// Number of words in the ring.
     pub fn len(&self) -> usize {
         self.words.len()

@@ -4,15 +4,48 @@
 //! `/tokenize`) get word-based texts whose server-side count is searched to be exact: through
 //! `/tokenize` plus the chat template's overhead (measured once with a probe request), or, with no
 //! tokenizer endpoint, through probe requests alone.
+//!
+//! With a shared system prompt of S tokens, every prompt of the attempt opens with the same S
+//! tokens (from the seed alone), then the request's nonce and its unique rest: a prefix cache may
+//! serve the shared part and nothing else. For text prompts S is the shared text's count as the
+//! server counts it alone (chat template included), and the whole prompt is still exactly N.
 
-use super::prompt::{token_prompt, TokenCount, Words};
+use super::prompt::{offset, splitmix64, token_prompt, TokenCount, Words};
 use crate::api::{Api, Prompt};
 use crate::target::Target;
 use anyhow::{bail, Context};
 
 /// Where a run's prompts come from.
 #[derive(Debug)]
-pub enum PromptSource {
+pub struct PromptSource {
+    vocabulary: Vocabulary,
+    /// Tokens of the shared system prompt (0: none).
+    shared: u32,
+    /// Text prompts: the shared system prompt, built once.
+    shared_text: tokio::sync::OnceCell<String>,
+    /// Token prompts: the corpus's distinct tokens, for the token after the shared part.
+    distinct: std::sync::OnceLock<Vec<u32>>,
+    /// Text prompts: the corpus's distinct words, for the word after the shared part.
+    distinct_words: std::sync::OnceLock<Vec<String>>,
+}
+
+/// The distinct items of a corpus, sorted.
+fn distinct<T: Ord>(items: impl Iterator<Item = T>) -> Vec<T> {
+    let mut items: Vec<T> = items.collect();
+    items.sort_unstable();
+    items.dedup();
+    items
+}
+
+/// Which distinct item follows the shared part in the `serial`-th prompt: consecutive serials
+/// take consecutive items, so no two prompts within `len` of each other share it.
+fn junction(serial: u64, seed: u64, len: usize) -> usize {
+    ((seed.wrapping_add(serial)) % len.max(1) as u64) as usize
+}
+
+/// The corpus in the form the API takes.
+#[derive(Debug)]
+pub enum Vocabulary {
     /// The corpus as the server's token IDs.
     Tokens(Vec<u32>),
     /// The corpus as words, with a way to count a text's prompt tokens.
@@ -40,8 +73,97 @@ pub enum Counter {
 }
 
 impl PromptSource {
-    /// Prepares prompts for `target` from `corpus`.
-    pub async fn prepare(target: &Target, corpus: &str) -> anyhow::Result<PromptSource> {
+    /// Prepares prompts for `target` from `corpus`, each opening with the same `shared` tokens.
+    pub async fn prepare(
+        target: &Target,
+        corpus: &str,
+        shared: u32,
+    ) -> anyhow::Result<PromptSource> {
+        Ok(PromptSource {
+            vocabulary: Vocabulary::prepare(target, corpus).await?,
+            shared,
+            shared_text: tokio::sync::OnceCell::new(),
+            distinct: std::sync::OnceLock::new(),
+            distinct_words: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// Tokens of the shared system prompt that opens every prompt (0: none).
+    pub fn shared_tokens(&self) -> u32 {
+        self.shared
+    }
+
+    /// The prompt of the `serial`-th request of the run, exactly `n` tokens long: the shared
+    /// system prompt, then the request's nonce and its own text.
+    pub async fn prompt(
+        &self,
+        target: &Target,
+        n: u32,
+        serial: u64,
+        seed: u64,
+    ) -> anyhow::Result<Prompt> {
+        if self.shared == 0 {
+            return self.vocabulary.prompt(target, n, serial, seed, "").await;
+        }
+        let unique = n
+            .checked_sub(self.shared)
+            .filter(|&u| u > 0)
+            .with_context(|| {
+                format!(
+                    "a prompt of {n} tokens cannot hold the {} shared",
+                    self.shared
+                )
+            })?;
+        match &self.vocabulary {
+            Vocabulary::Tokens(corpus) => {
+                let distinct = self
+                    .distinct
+                    .get_or_init(|| distinct(corpus.iter().copied()));
+                let start = offset(0, splitmix64(seed ^ SHARED_SALT), corpus.len());
+                let mut tokens: Vec<u32> = corpus
+                    .iter()
+                    .cycle()
+                    .skip(start)
+                    .take(self.shared as usize)
+                    .copied()
+                    .collect();
+                let mut rest = token_prompt(corpus, unique, serial, seed);
+                // A server that reuses a slot's cache token by token (llama.cpp) would match a
+                // nonce token equal to the one its previous prompt had there by chance: the
+                // first token after the shared part differs from the last `distinct` prompts'.
+                rest[0] = distinct[junction(serial, seed, distinct.len())];
+                tokens.extend(rest);
+                Ok(Prompt::Tokens(tokens))
+            }
+            Vocabulary::Text { words, counter } => {
+                let shared = self
+                    .shared_text
+                    .get_or_try_init(|| async {
+                        let start = offset(0, splitmix64(seed ^ SHARED_SALT), words.len());
+                        let counting = ServerCount::new(target, *counter);
+                        words
+                            .exact_text(self.shared, start, &counting)
+                            .await
+                            .context("building the shared system prompt")
+                    })
+                    .await?;
+                let words = self.distinct_words.get_or_init(|| words.distinct());
+                let before = format!("{shared} {}", words[junction(serial, seed, words.len())]);
+                self.vocabulary
+                    .prompt(target, n, serial, seed, &before)
+                    .await
+            }
+        }
+    }
+}
+
+/// Mixed into the seed for the shared system prompt's place in the corpus.
+const SHARED_SALT: u64 = 0x5A4E_D000;
+
+impl Vocabulary {
+    /// Tokenizes `corpus` on the server when the API takes token IDs, else picks how texts are
+    /// counted.
+    async fn prepare(target: &Target, corpus: &str) -> anyhow::Result<Vocabulary> {
         let api = target.endpoint.api;
         let tokens = target
             .tokenize(corpus, false)
@@ -49,7 +171,7 @@ impl PromptSource {
             .context("tokenizing the corpus")?;
         if api.takes_token_ids() {
             match tokens {
-                Some(tokens) if tokens.len() >= 64 => return Ok(PromptSource::Tokens(tokens)),
+                Some(tokens) if tokens.len() >= 64 => return Ok(Vocabulary::Tokens(tokens)),
                 Some(tokens) => bail!(
                     "the corpus is only {} tokens long; give a longer --corpus",
                     tokens.len()
@@ -81,28 +203,32 @@ impl PromptSource {
                 None => Counter::Probe,
             }
         };
-        Ok(PromptSource::Text { words, counter })
+        Ok(Vocabulary::Text { words, counter })
     }
 
-    /// The prompt of the `serial`-th request of the run, exactly `n` tokens long.
-    pub async fn prompt(
+    /// Exactly `n` tokens: the nonce of the `serial`-th request and its corpus text, after
+    /// `before` (text prompts: a shared text that the count includes).
+    async fn prompt(
         &self,
         target: &Target,
         n: u32,
         serial: u64,
         seed: u64,
+        before: &str,
     ) -> anyhow::Result<Prompt> {
         match self {
-            PromptSource::Tokens(corpus) => {
-                Ok(Prompt::Tokens(token_prompt(corpus, n, serial, seed)))
-            }
-            PromptSource::Text { words, counter } => {
-                let counting = ServerCount::new(target, *counter);
+            Vocabulary::Tokens(corpus) => Ok(Prompt::Tokens(token_prompt(corpus, n, serial, seed))),
+            Vocabulary::Text { words, counter } => {
+                let counting = ServerCount {
+                    target,
+                    counter: *counter,
+                    before,
+                };
                 let mut last_error = None;
                 for attempt in 0..4 {
                     let sequence = words.sequence(serial * 4 + attempt, seed);
                     match sequence.exact_text(n, 0, &counting).await {
-                        Ok(text) => return Ok(Prompt::Text(text)),
+                        Ok(text) => return Ok(Prompt::Text(counting.whole(&text))),
                         Err(e) => last_error = Some(e),
                     }
                 }
@@ -113,19 +239,35 @@ impl PromptSource {
     }
 }
 
+/// Counts texts on the server, each after a fixed text (the shared system prompt, or nothing).
 struct ServerCount<'a> {
     target: &'a Target,
     counter: Counter,
+    before: &'a str,
 }
 
 impl<'a> ServerCount<'a> {
     fn new(target: &'a Target, counter: Counter) -> Self {
-        ServerCount { target, counter }
+        ServerCount {
+            target,
+            counter,
+            before: "",
+        }
+    }
+
+    /// The text as sent: after the fixed text, separated by a space.
+    fn whole(&self, text: &str) -> String {
+        match self.before {
+            "" => text.to_owned(),
+            before => format!("{before} {text}"),
+        }
     }
 }
 
 impl TokenCount for ServerCount<'_> {
     async fn count(&self, text: &str) -> anyhow::Result<u32> {
+        let whole = self.whole(text);
+        let text = whole.as_str();
         match self.counter {
             Counter::Tokenize { overhead } => {
                 let tokens = self

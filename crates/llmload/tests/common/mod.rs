@@ -55,6 +55,11 @@ fn installed() -> (String, String) {
 impl LlamaServer {
     /// Starts llama-server with 4 slots of 1,024 tokens and metrics, on a port the OS picks.
     pub fn start() -> LlamaServer {
+        LlamaServer::start_with(&[])
+    }
+
+    /// As [`LlamaServer::start`], with extra llama-server flags.
+    pub fn start_with(extra: &[&str]) -> LlamaServer {
         let (server, model) = installed();
         let mut child = Command::new("timeout")
             .args([
@@ -77,6 +82,7 @@ impl LlamaServer {
                 "-t",
                 "2",
             ])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

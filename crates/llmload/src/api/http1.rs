@@ -1,0 +1,418 @@
+//! The wire under a streamed exchange on plain `http://`: HTTP/1.1 over one kept-alive TCP
+//! connection per in-flight stream, written for the hot path of a benchmark client.
+//!
+//! One task owns its connection and reads it directly: no connection task, no body channel, no
+//! copy between the socket buffer and the SSE decoder. A read that returns less than the buffer
+//! holds has drained the socket, so readiness is cleared without a second `recv` that would only
+//! say "would block": one system call per arrival of bytes. Chunked and length-delimited bodies
+//! are decoded incrementally, in place.
+
+use std::io;
+use std::sync::Mutex;
+use tokio::io::{AsyncWriteExt, Interest};
+use tokio::net::TcpStream;
+
+/// Bytes read from the socket at a time; a stream's whole receive memory.
+pub const READ_BUFFER: usize = 4096;
+
+/// Largest response head accepted.
+const MAX_HEAD: usize = 64 * 1024;
+
+/// Where plain-HTTP requests go, and the header lines every request carries.
+#[derive(Debug)]
+pub struct Origin {
+    /// `host:port` to connect to.
+    pub address: String,
+    /// Path of the base URL (empty or starting with `/`, no trailing slash).
+    pub prefix: String,
+    /// `Host:` and the configured header lines, each ending in CRLF.
+    pub header_lines: String,
+    /// Connections whose last response ended cleanly, ready for the next request.
+    idle: Mutex<Vec<TcpStream>>,
+}
+
+impl Origin {
+    /// The origin of `base_url` when it is plain `http://`; `None` otherwise (https goes through
+    /// the general client).
+    pub fn parse(base_url: &str, headers: &[(String, String)]) -> Option<Origin> {
+        let rest = base_url.strip_prefix("http://")?;
+        let (authority, prefix) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        if authority.is_empty() || authority.contains('@') {
+            return None;
+        }
+        let address = if authority
+            .rsplit_once(':')
+            .is_some_and(|(_, p)| !p.contains(']'))
+        {
+            authority.to_owned()
+        } else {
+            format!("{authority}:80")
+        };
+        let mut header_lines = format!("Host: {authority}\r\n");
+        for (name, value) in headers {
+            header_lines.push_str(&format!("{name}: {value}\r\n"));
+        }
+        Some(Origin {
+            address,
+            prefix: prefix.trim_end_matches('/').to_owned(),
+            header_lines,
+            idle: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// An idle kept-alive connection (and `true`), or a new one.
+    pub async fn connection(&self) -> io::Result<(TcpStream, bool)> {
+        let reused = self.idle.lock().ok().and_then(|mut idle| idle.pop());
+        if let Some(stream) = reused {
+            return Ok((stream, true));
+        }
+        let stream = TcpStream::connect(&self.address).await?;
+        // Requests must leave at once, not wait for Nagle's algorithm.
+        stream.set_nodelay(true)?;
+        Ok((stream, false))
+    }
+
+    /// Keeps a connection whose response ended cleanly for the next request.
+    pub fn keep(&self, stream: TcpStream) {
+        if let Ok(mut idle) = self.idle.lock() {
+            idle.push(stream);
+        }
+    }
+
+    /// The bytes of a `POST` of `body` (JSON) to `path`.
+    pub fn request(&self, path: &str, body: &[u8]) -> Vec<u8> {
+        let mut request = Vec::with_capacity(body.len() + 256);
+        request.extend_from_slice(b"POST ");
+        request.extend_from_slice(self.prefix.as_bytes());
+        request.extend_from_slice(path.as_bytes());
+        request.extend_from_slice(b" HTTP/1.1\r\n");
+        request.extend_from_slice(self.header_lines.as_bytes());
+        request.extend_from_slice(
+            format!(
+                "Accept: text/event-stream\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            )
+            .as_bytes(),
+        );
+        request.extend_from_slice(body);
+        request
+    }
+}
+
+/// Writes a whole request.
+pub async fn send(stream: &mut TcpStream, request: &[u8]) -> io::Result<()> {
+    stream.write_all(request).await
+}
+
+/// Reads what has arrived into `buffer[filled..]`, waiting for at least one byte; 0 at the end
+/// of the stream. A short read drained the socket: readiness is cleared at once, so the next
+/// call waits for new bytes instead of spending a `recv` to learn there are none.
+pub async fn read(stream: &TcpStream, buffer: &mut [u8]) -> io::Result<usize> {
+    loop {
+        stream.readable().await?;
+        let mut got = None;
+        let outcome = stream.try_io(Interest::READABLE, || {
+            let n = stream.try_read(buffer)?;
+            got = Some(n);
+            if n > 0 && n < buffer.len() {
+                // Drained: report "would block" so that the readiness is cleared.
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            Ok(n)
+        });
+        match (outcome, got) {
+            (_, Some(n)) => return Ok(n),
+            (Err(e), None) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            (Err(e), None) => return Err(e),
+            (Ok(n), None) => return Ok(n),
+        }
+    }
+}
+
+/// How the response body is delimited.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Framing {
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+    /// `Content-Length`.
+    Length(u64),
+    /// Until the server closes the connection.
+    Close,
+}
+
+/// The parts of a response head the client needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Head {
+    /// Status code.
+    pub status: u16,
+    /// How the body is delimited.
+    pub framing: Framing,
+    /// The connection may carry another request after this response.
+    pub keep_alive: bool,
+    /// Bytes of `buffer` the head took.
+    pub length: usize,
+}
+
+/// Parses a response head at the start of `buffer`: `Ok(None)` while it is incomplete.
+pub fn parse_head(buffer: &[u8]) -> Result<Option<Head>, String> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut response = httparse::Response::new(&mut headers);
+    let length = match response.parse(buffer) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) if buffer.len() < MAX_HEAD => return Ok(None),
+        Ok(httparse::Status::Partial) => return Err("response head too large".into()),
+        Err(e) => return Err(format!("not an HTTP response: {e}")),
+    };
+    let status = response.code.unwrap_or(0);
+    let mut framing = Framing::Close;
+    let mut keep_alive = response.version == Some(1);
+    for header in response.headers.iter() {
+        let value = std::str::from_utf8(header.value).unwrap_or("").trim();
+        if header.name.eq_ignore_ascii_case("transfer-encoding") {
+            if value.to_ascii_lowercase().ends_with("chunked") {
+                framing = Framing::Chunked;
+            }
+        } else if header.name.eq_ignore_ascii_case("content-length") {
+            if framing != Framing::Chunked {
+                framing = Framing::Length(value.parse().map_err(|_| "bad Content-Length")?);
+            }
+        } else if header.name.eq_ignore_ascii_case("connection") {
+            let value = value.to_ascii_lowercase();
+            keep_alive = value.contains("keep-alive") || (keep_alive && !value.contains("close"));
+        }
+    }
+    keep_alive &= framing != Framing::Close;
+    Ok(Some(Head {
+        status,
+        framing,
+        keep_alive,
+        length,
+    }))
+}
+
+/// Where a chunked body's decoder stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ChunkState {
+    /// Reading the hex size line; the size so far, and whether an extension started.
+    Size(u64, bool),
+    /// Expecting the LF of the size line.
+    SizeLf(u64),
+    /// Inside chunk data, with this much left.
+    Data(u64),
+    /// Expecting CR then LF after the data.
+    DataCr,
+    DataLf,
+    /// Reading trailer lines; whether the current line is empty so far.
+    Trailer(bool),
+    /// Expecting the LF of the last (empty) line.
+    TrailerLf(bool),
+    /// The body has ended.
+    Done,
+}
+
+/// Incremental decoder of a body's framing: gives the body's bytes as slices of the input.
+#[derive(Clone, Copy, Debug)]
+pub struct BodyDecoder {
+    framing: Framing,
+    chunk: ChunkState,
+}
+
+impl BodyDecoder {
+    /// A decoder at the start of a body.
+    pub fn new(framing: Framing) -> Self {
+        Self {
+            framing,
+            chunk: ChunkState::Size(0, false),
+        }
+    }
+
+    /// Whether the body has ended.
+    pub fn done(&self) -> bool {
+        match self.framing {
+            Framing::Chunked => self.chunk == ChunkState::Done,
+            Framing::Length(left) => left == 0,
+            Framing::Close => false,
+        }
+    }
+
+    /// Decodes `input`, calling `data` with each run of body bytes; bytes after the body's end
+    /// are ignored. An error when the framing is broken.
+    pub fn feed(&mut self, mut input: &[u8], data: &mut impl FnMut(&[u8])) -> Result<(), String> {
+        match &mut self.framing {
+            Framing::Close => {
+                data(input);
+                return Ok(());
+            }
+            Framing::Length(left) => {
+                let take = input
+                    .len()
+                    .min(usize::try_from(*left).unwrap_or(usize::MAX));
+                if take > 0 {
+                    data(&input[..take]);
+                }
+                *left -= take as u64;
+                return Ok(());
+            }
+            Framing::Chunked => {}
+        }
+        while !input.is_empty() {
+            match self.chunk {
+                ChunkState::Data(left) => {
+                    let take = input.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+                    data(&input[..take]);
+                    input = &input[take..];
+                    let left = left - take as u64;
+                    self.chunk = if left == 0 {
+                        ChunkState::DataCr
+                    } else {
+                        ChunkState::Data(left)
+                    };
+                }
+                ChunkState::Done => return Ok(()),
+                state => {
+                    self.chunk = chunk_byte(state, input[0])?;
+                    input = &input[1..];
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The framing state after one byte outside chunk data.
+fn chunk_byte(state: ChunkState, byte: u8) -> Result<ChunkState, String> {
+    use ChunkState::*;
+    let broken = || Err(format!("broken chunked encoding at byte {byte:#04x}"));
+    Ok(match (state, byte) {
+        (Size(n, false), b) if b.is_ascii_hexdigit() => {
+            let digit = u64::from((b as char).to_digit(16).unwrap_or(0));
+            if n >= 1 << 56 {
+                return Err("chunk size too large".into());
+            }
+            Size(n * 16 + digit, false)
+        }
+        (Size(n, _), b'\r') => SizeLf(n),
+        (Size(n, _), b'\n') | (SizeLf(n), b'\n') => {
+            if n == 0 {
+                Trailer(true)
+            } else {
+                Data(n)
+            }
+        }
+        (Size(n, false), b';' | b' ' | b'\t') | (Size(n, true), _) => Size(n, true),
+        (DataCr, b'\r') => DataLf,
+        (DataCr, b'\n') | (DataLf, b'\n') => Size(0, false),
+        (Trailer(empty), b'\r') => TrailerLf(empty),
+        (Trailer(true), b'\n') | (TrailerLf(true), b'\n') => Done,
+        (Trailer(false), b'\n') | (TrailerLf(false), b'\n') => Trailer(true),
+        (Trailer(_), _) => Trailer(false),
+        _ => return broken(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn decode(framing: Framing, pieces: &[&[u8]]) -> (Vec<u8>, bool) {
+        let mut decoder = BodyDecoder::new(framing);
+        let mut out = Vec::new();
+        for piece in pieces {
+            decoder
+                .feed(piece, &mut |d| out.extend_from_slice(d))
+                .expect("valid framing");
+        }
+        (out, decoder.done())
+    }
+
+    #[test]
+    fn chunked_bodies_with_extensions_and_trailers() {
+        let body = b"5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nX-Trailer: 1\r\n\r\nNEXT";
+        assert_eq!(
+            decode(Framing::Chunked, &[body]),
+            (b"hello world".to_vec(), true)
+        );
+        let (out, done) = decode(Framing::Chunked, &[b"a\r\n0123456789\r\n"]);
+        assert_eq!((out.len(), done), (10, false));
+        let mut decoder = BodyDecoder::new(Framing::Chunked);
+        assert!(decoder.feed(b"zz\r\n", &mut |_| {}).is_err());
+    }
+
+    #[test]
+    fn length_bodies_stop_at_their_length() {
+        assert_eq!(
+            decode(Framing::Length(3), &[b"ab", b"cd"]),
+            (b"abc".to_vec(), true)
+        );
+    }
+
+    #[test]
+    fn heads_give_status_framing_and_keep_alive() {
+        let head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n";
+        let parsed = parse_head(head).expect("valid").expect("complete");
+        assert_eq!(parsed.status, 200);
+        assert_eq!(parsed.framing, Framing::Chunked);
+        assert!(parsed.keep_alive);
+        assert_eq!(&head[parsed.length..], b"5\r\n");
+        let head =
+            b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 12\r\nconnection: close\r\n\r\n";
+        let parsed = parse_head(head).expect("valid").expect("complete");
+        assert_eq!(
+            (parsed.status, parsed.framing, parsed.keep_alive),
+            (503, Framing::Length(12), false)
+        );
+        let head = b"HTTP/1.0 200 OK\r\n\r\n";
+        let parsed = parse_head(head).expect("valid").expect("complete");
+        assert_eq!((parsed.framing, parsed.keep_alive), (Framing::Close, false));
+        assert_eq!(parse_head(b"HTTP/1.1 200 OK\r\nA: b"), Ok(None));
+        assert!(parse_head(b"SSH-2.0-OpenSSH\r\n\r\n").is_err());
+    }
+
+    #[test]
+    fn origins_of_plain_http_urls_only() {
+        let headers = [("Authorization".to_owned(), "Bearer k".to_owned())];
+        let origin = Origin::parse("http://127.0.0.1:8080/api", &headers).expect("http");
+        assert_eq!(origin.address, "127.0.0.1:8080");
+        assert_eq!(origin.prefix, "/api");
+        let request = String::from_utf8(origin.request("/v1/completions", b"{}")).expect("text");
+        assert!(
+            request.starts_with("POST /api/v1/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n")
+        );
+        assert!(request.contains("Authorization: Bearer k\r\n"));
+        assert!(request.ends_with("Content-Length: 2\r\n\r\n{}"));
+        assert_eq!(
+            Origin::parse("http://example.com", &[]).map(|o| o.address),
+            Some("example.com:80".into())
+        );
+        assert!(Origin::parse("https://example.com", &[]).is_none());
+    }
+
+    proptest! {
+        #[test]
+        fn any_split_of_a_chunked_body_gives_the_same_bytes(
+            chunks in prop::collection::vec(prop::collection::vec(any::<u8>(), 1..40), 0..8),
+            cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..6),
+        ) {
+            let mut wire = Vec::new();
+            for chunk in &chunks {
+                wire.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+                wire.extend_from_slice(chunk);
+                wire.extend_from_slice(b"\r\n");
+            }
+            wire.extend_from_slice(b"0\r\n\r\n");
+            let mut points: Vec<usize> = cuts.iter().map(|c| c.index(wire.len() + 1)).collect();
+            points.sort_unstable();
+            let mut pieces = Vec::new();
+            let mut start = 0;
+            for point in points {
+                pieces.push(&wire[start..point]);
+                start = point;
+            }
+            pieces.push(&wire[start..]);
+            let (out, done) = decode(Framing::Chunked, &pieces);
+            prop_assert_eq!(out, chunks.concat());
+            prop_assert!(done);
+        }
+    }
+}

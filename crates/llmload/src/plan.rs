@@ -1,0 +1,385 @@
+//! `llmload plan`: the seeds' closing questions — typical and maximum prompt length, output
+//! length, simultaneous generations, acceptable time to first token — answered from measured
+//! attempts (sweeps, or runs over several loads), after the report stage of the pipeline.
+//!
+//! Each attempt's curve is answered on its own, never pooled with another's. The answer is the
+//! largest measured load that, with every smaller measured load, keeps the budget, and the case
+//! that supports it. Where the measurements do not cover the question, the answer says so and
+//! gives the `llmload sweep` command that would; nothing is extrapolated, and the one
+//! interpolation made (a wanted load between two measured loads that both keep the budget) is
+//! labelled as such.
+
+use crate::report::load::Report;
+use crate::report::markdown::thousands;
+use crate::stats::Distribution;
+use crate::summary::{CaseSummary, Summary};
+use anyhow::Context;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+mod curve;
+mod render;
+
+pub use curve::{CurveAnswer, Support, Wanted, WantedAnswer};
+pub use render::render;
+
+/// The percentile at which the budgets must hold.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Percentile {
+    /// The median.
+    P50,
+    /// The 90th percentile.
+    P90,
+    /// The 95th percentile.
+    P95,
+    /// The 99th percentile (seed 003: "watch p99 TTFT").
+    #[default]
+    P99,
+}
+
+impl Percentile {
+    /// Its value in `d`, and whether it only describes the sample (too few samples beyond it).
+    pub fn of(self, d: &Distribution) -> (f64, bool) {
+        let (value, name) = match self {
+            Percentile::P50 => (d.median, "p50"),
+            Percentile::P90 => (d.p90, "p90"),
+            Percentile::P95 => (d.p95, "p95"),
+            Percentile::P99 => (d.p99, "p99"),
+        };
+        (value, d.descriptive.iter().any(|p| p == name))
+    }
+
+    /// `p99`, `p50`, …
+    pub fn name(self) -> &'static str {
+        match self {
+            Percentile::P50 => "p50",
+            Percentile::P90 => "p90",
+            Percentile::P95 => "p95",
+            Percentile::P99 => "p99",
+        }
+    }
+}
+
+/// The question, as the flags put it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Question {
+    /// Typical prompt length, tokens.
+    pub prompt_tokens: u32,
+    /// Longest prompt to serve, tokens.
+    pub max_prompt_tokens: Option<u32>,
+    /// Generated tokens per response.
+    pub output_tokens: u32,
+    /// Acceptable time to first token, ms, at `percentile`.
+    pub ttft_ms: f64,
+    /// Acceptable time per output token, ms, at `percentile`.
+    pub tpot_ms: Option<f64>,
+    /// Where the budgets must hold.
+    pub percentile: Percentile,
+    /// A load to check against the budget.
+    pub wanted: Option<Wanted>,
+}
+
+/// One measured attempt: its folder and its summary, recomputed from its records.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    /// The attempt folder, as given.
+    pub dir: PathBuf,
+    /// Its summary.
+    pub summary: Summary,
+}
+
+/// The answers for one prompt length.
+#[derive(Clone, Debug, Serialize)]
+pub struct LengthAnswer {
+    /// `typical` or `maximum`.
+    pub role: &'static str,
+    /// Prompt tokens.
+    pub prompt_tokens: u32,
+    /// One answer per attempt and load shape that measured this length; never pooled.
+    pub curves: Vec<CurveAnswer>,
+    /// Why no attempt answers for this length, when none does.
+    pub gap: Option<String>,
+    /// What to run when the measurements do not cover this length.
+    pub command: Option<String>,
+}
+
+/// The whole answer.
+#[derive(Clone, Debug, Serialize)]
+pub struct Plan {
+    /// What was asked.
+    pub question: Question,
+    /// The typical length, then the maximum.
+    pub lengths: Vec<LengthAnswer>,
+    /// A cap that keeps the budget even when every request carries the longest prompt: the
+    /// smaller of the lengths' answers, when both were answered on the same kind of load.
+    pub cap_for_longest: Option<f64>,
+    /// Whether the measurements answer every question asked.
+    pub covered: bool,
+    /// Commands that would measure what is missing, each once.
+    pub commands: Vec<String>,
+}
+
+/// `llmload plan` from its flags.
+pub fn run(args: &crate::cli::PlanArgs) -> anyhow::Result<Plan> {
+    use crate::config::ConfigError;
+    if args.prompt_tokens == 0 || args.output_tokens == 0 {
+        return Err(
+            ConfigError("--prompt-tokens and --output-tokens must be above zero".into()).into(),
+        );
+    }
+    if args
+        .max_prompt_tokens
+        .is_some_and(|m| m < args.prompt_tokens)
+    {
+        return Err(ConfigError("--max-prompt-tokens is below --prompt-tokens".into()).into());
+    }
+    let wanted = match (args.concurrency, args.rate) {
+        (Some(_), Some(_)) => {
+            return Err(ConfigError("give --concurrency or --rate, not both".into()).into())
+        }
+        (Some(0), _) => return Err(ConfigError("--concurrency must be above zero".into()).into()),
+        (_, Some(r)) if !(r.is_finite() && r > 0.0) => {
+            return Err(ConfigError("--rate must be above zero".into()).into())
+        }
+        (Some(c), _) => Some(Wanted::Concurrency(c)),
+        (None, Some(r)) => Some(Wanted::RateRps(r)),
+        (None, None) => None,
+    };
+    let question = Question {
+        prompt_tokens: args.prompt_tokens,
+        max_prompt_tokens: args.max_prompt_tokens,
+        output_tokens: args.output_tokens,
+        ttft_ms: parse_budget("ttft", &args.ttft)?,
+        tpot_ms: args
+            .tpot
+            .as_ref()
+            .map(|t| parse_budget("tpot", t))
+            .transpose()?,
+        percentile: args.percentile,
+        wanted,
+    };
+    plan(&args.dirs, &question)
+}
+
+/// `llmload plan`: loads every attempt in `dirs` and answers `question`.
+pub fn plan(dirs: &[PathBuf], question: &Question) -> anyhow::Result<Plan> {
+    let measured = dirs
+        .iter()
+        .map(|dir| {
+            Report::load(dir)
+                .map(|r| Measured {
+                    dir: dir.clone(),
+                    summary: r.summary,
+                })
+                .with_context(|| format!("attempt {}", dir.display()))
+        })
+        .collect::<anyhow::Result<Vec<Measured>>>()?;
+    Ok(answer(question, &measured))
+}
+
+/// Answers `question` from `measured` attempts.
+pub fn answer(question: &Question, measured: &[Measured]) -> Plan {
+    let mut lengths = vec![length(
+        question,
+        measured,
+        "typical",
+        question.prompt_tokens,
+    )];
+    if let Some(max) = question
+        .max_prompt_tokens
+        .filter(|&m| m != question.prompt_tokens)
+    {
+        lengths.push(length(question, measured, "maximum", max));
+    }
+    let cap_for_longest = cap_for_longest(&lengths);
+    let covered = lengths
+        .iter()
+        .all(|l| l.curves.iter().any(CurveAnswer::covered));
+    let mut commands: Vec<String> = Vec::new();
+    for command in lengths.iter().flat_map(|l| {
+        l.command
+            .iter()
+            .chain(l.curves.iter().flat_map(CurveAnswer::commands))
+    }) {
+        if !commands.contains(command) {
+            commands.push(command.clone());
+        }
+    }
+    Plan {
+        question: question.clone(),
+        lengths,
+        cap_for_longest,
+        covered,
+        commands,
+    }
+}
+
+/// The answers of every attempt that measured `prompt_tokens` (× the output length asked).
+fn length(
+    question: &Question,
+    measured: &[Measured],
+    role: &'static str,
+    prompt_tokens: u32,
+) -> LengthAnswer {
+    let mut curves = Vec::new();
+    for m in measured {
+        for kind in [
+            curve::Kind::Rounds,
+            curve::Kind::Continuous,
+            curve::Kind::Open,
+        ] {
+            let cases: Vec<&CaseSummary> = m
+                .summary
+                .cases
+                .iter()
+                .filter(|c| {
+                    c.input_tokens == prompt_tokens
+                        && c.output_tokens == question.output_tokens
+                        && curve::Kind::of(c) == kind
+                })
+                .collect();
+            if !cases.is_empty() {
+                curves.push(curve::answer(question, m, kind, &cases));
+            }
+        }
+    }
+    let (gap, command) = if curves.is_empty() {
+        (
+            Some(format!(
+                "no attempt measured {}-token prompts with {} output tokens (measured: {})",
+                thousands(prompt_tokens),
+                thousands(question.output_tokens),
+                lengths_measured(measured)
+            )),
+            Some(command(
+                measured,
+                question,
+                prompt_tokens,
+                curve::Kind::Rounds,
+                &[1.0, 2.0, 4.0, 8.0, 16.0],
+            )),
+        )
+    } else {
+        (None, None)
+    };
+    LengthAnswer {
+        role,
+        prompt_tokens,
+        curves,
+        gap,
+        command,
+    }
+}
+
+/// "2,048 × 256, 8,192 × 256" or "nothing".
+fn lengths_measured(measured: &[Measured]) -> String {
+    let mut pairs: Vec<(u32, u32)> = measured
+        .iter()
+        .flat_map(|m| m.summary.cases.iter())
+        .map(|c| (c.input_tokens, c.output_tokens))
+        .collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    if pairs.is_empty() {
+        return "nothing".into();
+    }
+    let names: Vec<String> = pairs
+        .iter()
+        .map(|&(i, o)| format!("{} × {}", thousands(i), thousands(o)))
+        .collect();
+    format!("prompt × output tokens {}", names.join(", "))
+}
+
+/// The smaller of the typical and maximum lengths' recommended loads, per kind of load, when
+/// both lengths were answered on that kind.
+fn cap_for_longest(lengths: &[LengthAnswer]) -> Option<f64> {
+    let [typical, maximum] = lengths else {
+        return None;
+    };
+    let best = |l: &LengthAnswer, kind: &str| {
+        l.curves
+            .iter()
+            .filter(|c| c.shape == kind)
+            .filter_map(|c| c.recommended_load)
+            .reduce(f64::min)
+    };
+    typical
+        .curves
+        .iter()
+        .map(|c| c.shape)
+        .find_map(|kind| Some(best(typical, kind)?.min(best(maximum, kind)?)))
+}
+
+/// The `llmload sweep` command that measures `loads` of `prompt_tokens` against the attempts'
+/// target (named when they all measured the same real server).
+pub(crate) fn command(
+    measured: &[Measured],
+    question: &Question,
+    prompt_tokens: u32,
+    kind: curve::Kind,
+    loads: &[f64],
+) -> String {
+    let mut text = String::from("llmload sweep");
+    let first = measured.first().map(|m| &m.summary);
+    let same =
+        |f: fn(&Summary) -> &str| first.filter(|s| measured.iter().all(|m| f(&m.summary) == f(s)));
+    if let Some(s) = same(|s| s.target_url.as_str()).filter(|s| !s.simulated) {
+        text.push_str(&format!(" --url {}", s.target_url));
+    }
+    if let Some(s) = same(|s| s.api.as_str()).filter(|s| s.api != "llamacpp") {
+        text.push_str(&format!(" --api {}", s.api));
+    }
+    text.push_str(&format!(
+        " --input-tokens {prompt_tokens} --output-tokens {}",
+        question.output_tokens
+    ));
+    let list: Vec<String> = loads.iter().map(crate::report::plot::tick).collect();
+    match kind {
+        curve::Kind::Rounds => text.push_str(&format!(" --concurrency {}", list.join(","))),
+        curve::Kind::Continuous => text.push_str(&format!(
+            " --arrival closed-continuous --concurrency {}",
+            list.join(",")
+        )),
+        curve::Kind::Open => {
+            text.push_str(&format!(" --arrival poisson --rate {}", list.join(",")));
+        }
+    }
+    if question.percentile == Percentile::P99 {
+        text.push_str(&format!(" --stop-ttft-p99 {}", duration(question.ttft_ms)));
+    }
+    text
+}
+
+/// Milliseconds as a duration flag: `2s`, `500ms`.
+pub(crate) fn duration(ms: f64) -> String {
+    if ms >= 1000.0 && (ms / 1000.0).fract() == 0.0 {
+        format!("{}s", ms / 1000.0)
+    } else {
+        format!("{}ms", crate::report::plot::tick(&ms))
+    }
+}
+
+/// The question's `--ttft` and `--tpot` in milliseconds, from flag text (`2s`, `500ms`).
+pub fn parse_budget(flag: &str, text: &str) -> Result<f64, crate::config::ConfigError> {
+    humantime::parse_duration(text.trim())
+        .map(|d| d.as_secs_f64() * 1e3)
+        .map_err(|e| crate::config::ConfigError(format!("--{flag} {text:?}: {e}")))
+        .and_then(|ms| {
+            if ms > 0.0 {
+                Ok(ms)
+            } else {
+                Err(crate::config::ConfigError(format!(
+                    "--{flag} must be more than zero"
+                )))
+            }
+        })
+}
+
+/// The attempt folder as the answer names it.
+pub(crate) fn shown(dir: &Path) -> String {
+    dir.display().to_string()
+}
+
+#[cfg(test)]
+mod tests;

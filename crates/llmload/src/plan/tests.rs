@@ -1,0 +1,188 @@
+//! `plan` on fixed attempts: the sweep fixture (64-token prompts, 8 output tokens, concurrency
+//! 1, 2, 4, 8 with p99 TTFT 10, 17.9, 49.7 and 134 ms; C_sat 4, cap 3) and the report fixture
+//! (whose 256 × 2 case failed).
+
+use super::*;
+use crate::report::fixture;
+
+fn sweep() -> Measured {
+    Measured {
+        dir: PathBuf::from("results/sweep/A"),
+        summary: fixture::sweep_report().summary,
+    }
+}
+
+fn question(ttft_ms: f64) -> Question {
+    Question {
+        prompt_tokens: 64,
+        max_prompt_tokens: None,
+        output_tokens: 8,
+        ttft_ms,
+        tpot_ms: None,
+        percentile: Percentile::P99,
+        wanted: None,
+    }
+}
+
+#[test]
+fn the_largest_load_within_the_budget_and_its_case() {
+    let plan = answer(&question(60.0), &[sweep()]);
+    assert!(plan.covered);
+    let curve = &plan.lengths[0].curves[0];
+    assert_eq!(curve.loads, vec![1.0, 2.0, 4.0, 8.0]);
+    assert_eq!(curve.largest_load, Some(4.0));
+    assert_eq!(curve.limit, "inside");
+    let support = curve.support.as_ref().expect("a supporting case");
+    assert_eq!(support.case_id, "in64-c4-out8");
+    assert_eq!(support.n, 4);
+    assert!(support.descriptive, "4 samples cannot hold a p99");
+    let miss = curve.first_miss.as_ref().expect("c8 misses");
+    assert_eq!(miss.load, 8.0);
+    assert!(miss
+        .why_not
+        .as_deref()
+        .is_some_and(|w| w.contains("p99 TTFT")));
+    // The sweep's cap (3) is lower than what the budget allows (4).
+    assert_eq!(curve.sweep_cap, Some(3.0));
+    assert_eq!(curve.recommended_load, Some(3.0));
+    // Between 4 and 8 nothing was measured: the command narrows it.
+    assert_eq!(
+        plan.commands,
+        vec!["llmload sweep --input-tokens 64 --output-tokens 8 --concurrency 4,5,6,7,8 --stop-ttft-p99 60ms"]
+    );
+    let text = render(&plan);
+    assert!(
+        text.contains("Largest load keeping the budget: concurrency 4 (concurrency 8 misses it"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Supported by: case in64-c4-out8, n = 4 responses in 1 round;"),
+        "{text}"
+    );
+    assert!(text.contains("Recommended: concurrency 3."), "{text}");
+}
+
+#[test]
+fn every_load_within_the_budget_means_the_limit_was_not_measured() {
+    let plan = answer(&question(1000.0), &[sweep()]);
+    assert!(!plan.covered);
+    let curve = &plan.lengths[0].curves[0];
+    assert_eq!(curve.limit, "above");
+    assert_eq!(curve.largest_load, Some(8.0));
+    assert_eq!(
+        plan.commands,
+        vec!["llmload sweep --input-tokens 64 --output-tokens 8 --concurrency 8,16,32,64 --stop-ttft-p99 1s"]
+    );
+    assert!(render(&plan).contains("the limit is higher than measured"));
+}
+
+#[test]
+fn a_budget_missed_by_one_request_at_a_time_is_an_answer() {
+    let plan = answer(&question(5.0), &[sweep()]);
+    let curve = &plan.lengths[0].curves[0];
+    assert_eq!(curve.largest_load, None);
+    assert_eq!(curve.limit, "none");
+    assert!(plan.covered, "nothing lower than one request to measure");
+    assert!(plan.commands.is_empty());
+    assert!(render(&plan).contains("One request at a time already misses it"));
+}
+
+#[test]
+fn an_unmeasured_prompt_length_says_what_to_run() {
+    let mut q = question(60.0);
+    q.max_prompt_tokens = Some(256);
+    let plan = answer(&q, &[sweep()]);
+    assert!(!plan.covered);
+    let max = &plan.lengths[1];
+    assert_eq!(max.role, "maximum");
+    assert!(max.curves.is_empty());
+    let gap = max.gap.as_deref().expect("a gap");
+    assert!(
+        gap.contains("no attempt measured 256-token prompts with 8 output tokens"),
+        "{gap}"
+    );
+    assert!(gap.contains("64 × 8"), "{gap}");
+    assert!(plan.commands.contains(
+        &"llmload sweep --input-tokens 256 --output-tokens 8 --concurrency 1,2,4,8,16 --stop-ttft-p99 60ms".to_owned()
+    ));
+    assert_eq!(plan.cap_for_longest, None);
+}
+
+#[test]
+fn a_wanted_load_is_measured_interpolated_unknown_or_beyond() {
+    let verdict = |ttft: f64, c: u32| {
+        let mut q = question(ttft);
+        q.wanted = Some(Wanted::Concurrency(c));
+        let plan = answer(&q, &[sweep()]);
+        plan.lengths[0].curves[0].wanted.clone().expect("asked")
+    };
+    let measured = verdict(60.0, 8);
+    assert_eq!(measured.verdict, "misses");
+    assert!(measured.text.contains("in64-c8-out8"));
+    let between = verdict(500.0, 6);
+    assert_eq!(between.verdict, "interpolated");
+    assert!(
+        between.text.contains("an interpolation, not a measurement"),
+        "{}",
+        between.text
+    );
+    let unknown = verdict(60.0, 6);
+    assert_eq!(unknown.verdict, "unknown");
+    assert!(unknown
+        .command
+        .as_deref()
+        .is_some_and(|c| c.contains("--concurrency 4,6,8")));
+    let beyond = verdict(500.0, 16);
+    assert_eq!(beyond.verdict, "not-measured");
+    assert!(beyond.text.contains("not extrapolated"), "{}", beyond.text);
+    assert!(beyond
+        .command
+        .as_deref()
+        .is_some_and(|c| c.contains("--concurrency 1,2,4,8,16")));
+    // A rate asked of a concurrency sweep does not apply.
+    let mut q = question(60.0);
+    q.wanted = Some(Wanted::RateRps(2.0));
+    assert_eq!(answer(&q, &[sweep()]).lengths[0].curves[0].wanted, None);
+}
+
+#[test]
+fn attempts_are_answered_apart_and_a_failed_case_misses() {
+    let report = Measured {
+        dir: PathBuf::from("results/run/B"),
+        summary: fixture::report().summary,
+    };
+    let q = Question {
+        prompt_tokens: 64,
+        max_prompt_tokens: Some(256),
+        output_tokens: 4,
+        ..question(1000.0)
+    };
+    let plan = answer(&q, &[report.clone(), report]);
+    assert_eq!(plan.lengths[0].curves.len(), 2, "never pooled");
+    let long = &plan.lengths[1].curves[0];
+    assert_eq!(long.largest_load, Some(1.0));
+    let miss = long.first_miss.as_ref().expect("the failed case");
+    assert_eq!(miss.case_id, "in256-c2-out4");
+    assert!(
+        miss.why_not
+            .as_deref()
+            .is_some_and(|w| w.contains("1 of 4 responses failed")),
+        "{miss:?}"
+    );
+    assert_eq!(
+        plan.cap_for_longest,
+        Some(1.0),
+        "64 tokens allow 2, 256 only 1"
+    );
+}
+
+#[test]
+fn budgets_parse_and_print_as_durations() {
+    assert_eq!(parse_budget("ttft", "2s").expect("valid"), 2000.0);
+    assert_eq!(parse_budget("ttft", "250ms").expect("valid"), 250.0);
+    assert!(parse_budget("ttft", "fast").is_err());
+    assert!(parse_budget("ttft", "0s").is_err());
+    assert_eq!(duration(2000.0), "2s");
+    assert_eq!(duration(1500.0), "1500ms");
+    assert_eq!(duration(60.0), "60ms");
+}

@@ -1,0 +1,421 @@
+//! Soak runs: one load held for a long `--duration`, its measurement window cut into equal
+//! windows so that drift shows (throughput sagging as the GPU heats, TTFT creeping up), and a
+//! drift statement comparing the first full window with the last.
+//!
+//! Beside `window.rs` (figures over the whole measurement window) in the pipeline: records of a
+//! continuous or open-loop case, plus the GPU readings of `telemetry.jsonl`, → a `series` in the
+//! case's summary. Only measured requests count: the windows start where the warmup time ends.
+//! A request belongs to the window in which it was sent, so the windows' request counts add up to
+//! the case's; throughput counts the output tokens received inside each window, as the case's
+//! window throughput does, so the windows average to it.
+
+use crate::config::Config;
+use crate::record::{Record, Seconds, Status};
+use crate::runner::CaseRun;
+use crate::stats::Distribution;
+use crate::telemetry::Reading;
+use serde::{Deserialize, Serialize};
+use std::fmt::Write;
+use std::time::Duration;
+
+/// The default window is this share of the measurement window…
+const DEFAULT_WINDOWS: u32 = 20;
+/// …in whole seconds, at least this…
+const MIN_WINDOW: Duration = Duration::from_secs(1);
+/// …and at most this.
+const MAX_WINDOW: Duration = Duration::from_secs(300);
+/// A remainder shorter than this at the end of the measurement window is not a window of its own.
+const SLACK_S: Seconds = 1e-3;
+
+/// The windowed time series of one case.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    /// Length of a full window, s.
+    pub window_s: Seconds,
+    /// The windows, in time order; only the last may be shorter than `window_s`.
+    pub windows: Vec<SeriesWindow>,
+    /// First against last full window; absent with fewer than two full windows.
+    pub drift: Option<Drift>,
+    /// The drift in one sentence, or why there is none.
+    pub drift_statement: String,
+}
+
+/// One window of a series.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SeriesWindow {
+    /// Window number, from 1.
+    pub index: u32,
+    /// Start and end, seconds since the attempt started.
+    pub span_s: [Seconds; 2],
+    /// Whether it has the full window length.
+    pub full: bool,
+    /// Measured requests sent in the window.
+    pub requests: u32,
+    /// Of those, the ones that ended `ok`.
+    pub ok: u32,
+    /// Of those, failed or invalid.
+    pub errors: u32,
+    /// Of those, cancelled by a stop.
+    pub cancelled: u32,
+    /// Output tokens of `ok` responses received in the window ÷ its length, tokens/s.
+    pub throughput_tps: f64,
+    /// Time to first token of the `ok` requests sent in the window, ms.
+    pub ttft_ms: Option<Distribution>,
+    /// GPU readings taken in the window, over all GPUs; absent without readings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuWindow>,
+}
+
+/// GPU readings of one window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GpuWindow {
+    /// Readings in the window (all GPUs).
+    pub readings: u32,
+    /// Mean temperature, °C.
+    pub temperature_c_mean: f64,
+    /// Highest temperature, °C.
+    pub temperature_c_max: f64,
+    /// Mean power draw, W, over the readings that report it.
+    pub power_w_mean: Option<f64>,
+    /// Highest power draw, W.
+    pub power_w_max: Option<f64>,
+}
+
+/// First against last full window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Drift {
+    /// Number of the first full window.
+    pub first_window: u32,
+    /// Number of the last full window.
+    pub last_window: u32,
+    /// Throughput, tokens/s; n is the `ok` responses sent in each window.
+    pub throughput_tps: Change,
+    /// Median TTFT, ms; absent when a window has no `ok` response.
+    pub ttft_p50_ms: Option<Change>,
+    /// p99 TTFT, ms.
+    pub ttft_p99_ms: Option<Change>,
+}
+
+/// A figure in the first and in the last full window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    /// Value in the first window.
+    pub first: f64,
+    /// Value in the last window.
+    pub last: f64,
+    /// (last − first) ÷ first × 100; absent when `first` is 0.
+    pub change_pct: Option<f64>,
+    /// Sample size behind `first`.
+    pub n_first: usize,
+    /// Sample size behind `last`.
+    pub n_last: usize,
+}
+
+impl Change {
+    fn new(first: f64, last: f64, n_first: usize, n_last: usize) -> Change {
+        Change {
+            first,
+            last,
+            change_pct: (first != 0.0).then(|| (last - first) / first * 100.0),
+            n_first,
+            n_last,
+        }
+    }
+}
+
+/// The window length: `--series-window` when given, else one twentieth of the measurement window
+/// (`--duration` − `--warmup-time`) in whole seconds, between 1 s and 5 min; `None` (no series)
+/// without either, or for closed rounds.
+pub fn window_length(config: &Config) -> Option<Duration> {
+    if config.load.arrival == crate::workload::shape::Arrival::Rounds {
+        return None;
+    }
+    if let Some(explicit) = config.series_window {
+        return Some(explicit);
+    }
+    let measured = config
+        .load
+        .duration?
+        .saturating_sub(config.load.warmup_time);
+    let seconds = (measured / DEFAULT_WINDOWS).as_secs();
+    Some(Duration::from_secs(seconds).clamp(MIN_WINDOW, MAX_WINDOW))
+}
+
+/// The series of a finished case, reading the GPU readings written so far in `dir`; `None` when
+/// the config asks for no series or the case has no measurement window.
+pub fn for_case(config: &Config, run: &CaseRun, dir: &std::path::Path) -> Option<Series> {
+    let window = window_length(config)?;
+    let (w0, w1) = run.window?;
+    let all: Vec<&Record> = run.warmup.iter().chain(&run.records).collect();
+    // A stop ends the series where activity ended, not at the planned end of the load.
+    let end = if run.stopped {
+        w1.min(all.iter().map(|r| last_seen(r)).fold(w0, f64::max))
+    } else {
+        w1
+    };
+    let readings = crate::telemetry::written(dir);
+    Some(series(
+        &all,
+        &run.records,
+        (w0, end),
+        window.as_secs_f64(),
+        &readings,
+    ))
+}
+
+/// The series of the measurement window `span`, cut into windows of `window_s`: `all` records
+/// (warmup included) give the tokens received, `measured` ones the requests, `readings` the GPU.
+pub fn series(
+    all: &[&Record],
+    measured: &[Record],
+    span: (Seconds, Seconds),
+    window_s: Seconds,
+    readings: &[Reading],
+) -> Series {
+    let spans = cut(span, window_s);
+    let index_of = |t: Seconds| {
+        let i = ((t - span.0) / window_s).floor().max(0.0) as usize;
+        i.min(spans.len().saturating_sub(1))
+    };
+    let mut sent: Vec<Vec<&Record>> = vec![Vec::new(); spans.len()];
+    for r in measured {
+        if let Some(bucket) = sent.get_mut(index_of(r.sent_s)) {
+            bucket.push(r);
+        }
+    }
+    let mut tokens = vec![0.0; spans.len()];
+    for (t, n) in all
+        .iter()
+        .filter(|r| r.status == Status::Ok)
+        .flat_map(|r| event_times(r))
+        .filter(|&(t, _)| t >= span.0 && t <= span.1)
+    {
+        if let Some(bucket) = tokens.get_mut(index_of(t)) {
+            *bucket += f64::from(n);
+        }
+    }
+    let windows: Vec<SeriesWindow> = spans
+        .iter()
+        .zip(&sent)
+        .zip(&tokens)
+        .enumerate()
+        .map(|(i, ((&(a, b), records), &tokens))| {
+            let last = i + 1 == spans.len();
+            let in_window = |t: Seconds| t >= a && (t < b || (last && t <= b));
+            let gpu = gpu_window(readings.iter().filter(|r| in_window(r.t_s)));
+            window_of(i, (a, b), b - a >= window_s - SLACK_S, records, tokens, gpu)
+        })
+        .collect();
+    let drift = drift(&windows);
+    let drift_statement = statement(drift.as_ref(), &windows, window_s);
+    Series {
+        window_s,
+        windows,
+        drift,
+        drift_statement,
+    }
+}
+
+/// Window spans covering `span`: full ones, then a shorter remainder if there is one.
+fn cut(span: (Seconds, Seconds), window_s: Seconds) -> Vec<(Seconds, Seconds)> {
+    let length = (span.1 - span.0).max(0.0);
+    if window_s <= 0.0 || length <= SLACK_S {
+        return Vec::new();
+    }
+    let full = (length / window_s + SLACK_S / window_s).floor() as usize;
+    let mut spans: Vec<(Seconds, Seconds)> = (0..full)
+        .map(|i| {
+            let a = span.0 + i as f64 * window_s;
+            (a, (a + window_s).min(span.1))
+        })
+        .collect();
+    let covered = span.0 + full as f64 * window_s;
+    if span.1 - covered > SLACK_S {
+        spans.push((covered, span.1));
+    }
+    spans
+}
+
+fn window_of(
+    i: usize,
+    (a, b): (Seconds, Seconds),
+    full: bool,
+    records: &[&Record],
+    tokens: f64,
+    gpu: Option<GpuWindow>,
+) -> SeriesWindow {
+    let count = |f: fn(Status) -> bool| records.iter().filter(|r| f(r.status)).count() as u32;
+    let mut ttft: Vec<f64> = records
+        .iter()
+        .filter(|r| r.status == Status::Ok)
+        .filter_map(|r| r.ttft_ms)
+        .collect();
+    SeriesWindow {
+        index: i as u32 + 1,
+        span_s: [a, b],
+        full,
+        requests: records.len() as u32,
+        ok: count(|s| s == Status::Ok),
+        errors: count(|s| matches!(s, Status::Error | Status::Invalid)),
+        cancelled: count(|s| s == Status::Cancelled),
+        throughput_tps: tokens / (b - a).max(1e-9),
+        ttft_ms: Distribution::from_samples(&mut ttft),
+        gpu,
+    }
+}
+
+fn gpu_window<'a>(readings: impl Iterator<Item = &'a Reading>) -> Option<GpuWindow> {
+    let readings: Vec<&Reading> = readings.collect();
+    let n = readings.len();
+    if n == 0 {
+        return None;
+    }
+    let temperatures = readings.iter().map(|r| r.temperature_c);
+    let powers: Vec<f64> = readings.iter().filter_map(|r| r.power_w).collect();
+    Some(GpuWindow {
+        readings: n as u32,
+        temperature_c_mean: temperatures.clone().sum::<f64>() / n as f64,
+        temperature_c_max: temperatures.fold(f64::NEG_INFINITY, f64::max),
+        power_w_mean: (!powers.is_empty())
+            .then(|| powers.iter().sum::<f64>() / powers.len() as f64),
+        power_w_max: powers.iter().copied().reduce(f64::max),
+    })
+}
+
+/// First against last full window; `None` with fewer than two.
+pub fn drift(windows: &[SeriesWindow]) -> Option<Drift> {
+    let mut full = windows.iter().filter(|w| w.full);
+    let first = full.next()?;
+    let last = full.next_back()?;
+    let (n_first, n_last) = (first.ok as usize, last.ok as usize);
+    let ttft = |pick: fn(&Distribution) -> f64| {
+        let (a, b) = (first.ttft_ms.as_ref()?, last.ttft_ms.as_ref()?);
+        Some(Change::new(pick(a), pick(b), a.n, b.n))
+    };
+    Some(Drift {
+        first_window: first.index,
+        last_window: last.index,
+        throughput_tps: Change::new(first.throughput_tps, last.throughput_tps, n_first, n_last),
+        ttft_p50_ms: ttft(|d| d.median),
+        ttft_p99_ms: ttft(|d| d.p99),
+    })
+}
+
+fn statement(drift: Option<&Drift>, windows: &[SeriesWindow], window_s: Seconds) -> String {
+    let Some(d) = drift else {
+        let full = windows.iter().filter(|w| w.full).count();
+        let plural = if full == 1 { "" } else { "s" };
+        return format!(
+            "Drift: not enough windows to state drift ({full} full window{plural} of {}; 2 needed).",
+            seconds(window_s)
+        );
+    };
+    let change = |name: &str, c: &Change, unit: &str, of: &str| {
+        let pct = c.change_pct.map_or_else(
+            || "change undefined from 0".to_owned(),
+            |p| format!("{p:+.1} %"),
+        );
+        format!(
+            "{name} {:.1} → {:.1} {unit} ({pct}; n {} → {} {of})",
+            c.first, c.last, c.n_first, c.n_last
+        )
+    };
+    let mut parts = vec![change(
+        "throughput",
+        &d.throughput_tps,
+        "tokens/s",
+        "ok responses",
+    )];
+    if let Some(c) = &d.ttft_p50_ms {
+        parts.push(change("TTFT p50", c, "ms", "responses"));
+    }
+    if let Some(c) = &d.ttft_p99_ms {
+        let descriptive = (c.n_first.min(c.n_last) as f64) * 0.01 < crate::stats::MIN_TAIL_SAMPLES;
+        let note = if descriptive {
+            ", descriptive only"
+        } else {
+            ""
+        };
+        parts.push(change("TTFT p99", c, "ms", &format!("responses{note}")));
+    }
+    format!(
+        "Drift, first against last full window (windows {} and {} of {}): {}.",
+        d.first_window,
+        d.last_window,
+        seconds(window_s),
+        parts.join("; ")
+    )
+}
+
+fn seconds(s: Seconds) -> String {
+    humantime::format_duration(Duration::from_millis((s * 1e3).round() as u64)).to_string()
+}
+
+/// (time, tokens) of each token-carrying event, seconds since the attempt started.
+fn event_times(r: &Record) -> impl Iterator<Item = (Seconds, u32)> + '_ {
+    r.event_ms.iter().enumerate().map(|(i, ms)| {
+        let tokens = r.event_tokens.get(i).copied().unwrap_or(1);
+        (r.sent_s + ms / 1e3, tokens)
+    })
+}
+
+/// The last moment a record shows activity: its final event, else its last token, else its send.
+fn last_seen(r: &Record) -> Seconds {
+    r.done_s
+        .unwrap_or_else(|| r.sent_s + r.event_ms.last().copied().unwrap_or(0.0) / 1e3)
+}
+
+/// The series of every case that has one, as Markdown: a table per case and its drift statement.
+pub fn render(summary: &crate::summary::Summary) -> String {
+    let mut out = String::new();
+    for case in &summary.cases {
+        let Some(s) = &case.series else { continue };
+        let _ = writeln!(
+            out,
+            "\nSoak series, case {}{} (windows of {} from the end of the warmup time; requests \
+             by send time, throughput by token receipt):\n",
+            case.id,
+            if case.complete { "" } else { ", INCOMPLETE" },
+            seconds(s.window_s)
+        );
+        out.push_str(
+            "| Window | From (s) | Requests | Failed (cancelled) | Throughput (tokens/s) | TTFT p50 | TTFT p99 | n | GPU °C mean / max | GPU W mean / max |\n\
+             |---|---|---|---|---|---|---|---|---|---|\n",
+        );
+        for w in &s.windows {
+            let _ = writeln!(out, "| {} |", row(w).join(" | "));
+        }
+        let _ = writeln!(out, "\n{}", s.drift_statement);
+    }
+    out
+}
+
+fn row(w: &SeriesWindow) -> Vec<String> {
+    let ms = |v: Option<f64>| v.map_or_else(|| "–".to_owned(), |v| format!("{v:.1} ms"));
+    let pair = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => format!("{a:.1} / {b:.1}"),
+        _ => "–".to_owned(),
+    };
+    let gpu = w.gpu.as_ref();
+    vec![
+        format!("{}{}", w.index, if w.full { "" } else { " (short)" }),
+        format!("{:.1}", w.span_s[0]),
+        w.requests.to_string(),
+        format!("{} ({})", w.errors, w.cancelled),
+        format!("{:.1}", w.throughput_tps),
+        ms(w.ttft_ms.as_ref().map(|d| d.median)),
+        ms(w.ttft_ms.as_ref().map(|d| d.p99)),
+        w.ttft_ms.as_ref().map_or(0, |d| d.n).to_string(),
+        pair(
+            gpu.map(|g| g.temperature_c_mean),
+            gpu.map(|g| g.temperature_c_max),
+        ),
+        pair(
+            gpu.and_then(|g| g.power_w_mean),
+            gpu.and_then(|g| g.power_w_max),
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests;

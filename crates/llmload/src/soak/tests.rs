@@ -1,0 +1,250 @@
+//! Unit tests of the soak series: hand-made records, windows, drift.
+
+use super::*;
+use crate::record::Phase;
+
+/// A measured `ok` record sent at `sent` with `tokens` tokens, the first after `ttft_ms` and
+/// the rest spread over the next 0.5 s.
+fn record(sent: Seconds, ttft_ms: f64, tokens: u32) -> Record {
+    let step = 500.0 / f64::from(tokens);
+    let event_ms: Vec<f64> = (0..tokens).map(|i| ttft_ms + f64::from(i) * step).collect();
+    let e2e = event_ms.last().copied().unwrap_or(ttft_ms);
+    Record {
+        case: "c".into(),
+        phase: Phase::Measured,
+        round: None,
+        index: 0,
+        scheduled_s: None,
+        sent_s: sent,
+        first_token_s: Some(sent + ttft_ms / 1e3),
+        done_s: Some(sent + e2e / 1e3),
+        ttft_ms: Some(ttft_ms),
+        e2e_ms: Some(e2e),
+        input_tokens: 8,
+        requested_output_tokens: tokens,
+        prompt_tokens: Some(8),
+        cached_tokens: Some(0),
+        shared_tokens: 0,
+        output_tokens: Some(tokens),
+        token_events: tokens,
+        streamed_tokens: tokens,
+        status: Status::Ok,
+        verified: true,
+        error_kind: None,
+        error: None,
+        notes: Vec::new(),
+        event_ms,
+        event_tokens: Vec::new(),
+    }
+}
+
+fn reading(t_s: f64, temperature_c: f64, power_w: f64) -> Reading {
+    serde_json::from_value(serde_json::json!(
+        {"t_s": t_s, "gpu": 0, "temperature_c": temperature_c, "power_w": power_w}
+    ))
+    .expect("valid reading")
+}
+
+/// Six seconds: four requests a second of 10 tokens and 100 ms TTFT for three seconds, then
+/// two a second of 10 tokens and 300 ms TTFT (a server slowing down as it heats).
+fn slowing() -> Vec<Record> {
+    let mut records = Vec::new();
+    for second in 0..6 {
+        let (per_second, ttft) = if second < 3 { (4, 100.0) } else { (2, 300.0) };
+        for k in 0..per_second {
+            let sent = f64::from(second) + f64::from(k) * 0.05;
+            records.push(record(sent, ttft, 10));
+        }
+    }
+    records
+}
+
+#[test]
+fn windows_cover_the_span_with_a_short_remainder_only_when_there_is_one() {
+    assert_eq!(cut((0.0, 6.0), 1.0).len(), 6);
+    assert_eq!(
+        cut((2.0, 5.999_999_9), 1.0).len(),
+        4,
+        "float noise is no window"
+    );
+    let spans = cut((0.0, 6.5), 2.0);
+    assert_eq!(spans.len(), 4);
+    assert_eq!(spans[3], (6.0, 6.5));
+    assert!(cut((1.0, 1.0), 1.0).is_empty());
+}
+
+#[test]
+fn a_throughput_drop_shows_as_a_negative_change_and_ttft_as_a_positive_one() {
+    let records = slowing();
+    let all: Vec<&Record> = records.iter().collect();
+    let s = series(&all, &records, (0.0, 6.0), 1.0, &[]);
+    assert_eq!(s.windows.len(), 6);
+    assert!(s.windows.iter().all(|w| w.full));
+    let total: u32 = s.windows.iter().map(|w| w.requests).sum();
+    assert_eq!(total as usize, records.len(), "every request in one window");
+    assert_eq!(s.windows[0].requests, 4);
+    assert_eq!(s.windows[5].requests, 2);
+    let d = s.drift.expect("six full windows");
+    assert_eq!((d.first_window, d.last_window), (1, 6));
+    assert!(
+        (d.throughput_tps.first - 40.0).abs() < 1e-9,
+        "{:?}",
+        d.throughput_tps
+    );
+    assert!(
+        (d.throughput_tps.last - 20.0).abs() < 1e-9,
+        "{:?}",
+        d.throughput_tps
+    );
+    let pct = d.throughput_tps.change_pct.expect("first is not 0");
+    assert!((pct + 50.0).abs() < 1e-9, "{pct}");
+    assert_eq!((d.throughput_tps.n_first, d.throughput_tps.n_last), (4, 2));
+    let p50 = d.ttft_p50_ms.expect("both windows have responses");
+    assert_eq!((p50.first, p50.last), (100.0, 300.0));
+    assert!((p50.change_pct.expect("defined") - 200.0).abs() < 1e-9);
+    assert!(
+        s.drift_statement.contains("−50.0 %") || s.drift_statement.contains("-50.0 %"),
+        "{}",
+        s.drift_statement
+    );
+    assert!(
+        s.drift_statement.contains("+200.0 %"),
+        "{}",
+        s.drift_statement
+    );
+    assert!(
+        s.drift_statement.contains("n 4 → 2"),
+        "{}",
+        s.drift_statement
+    );
+}
+
+#[test]
+fn window_throughputs_average_to_the_tokens_over_the_span() {
+    let records = slowing();
+    let all: Vec<&Record> = records.iter().collect();
+    let s = series(&all, &records, (0.0, 6.5), 2.0, &[]);
+    assert_eq!(s.windows.iter().filter(|w| w.full).count(), 3);
+    let tokens: f64 = s
+        .windows
+        .iter()
+        .map(|w| w.throughput_tps * (w.span_s[1] - w.span_s[0]))
+        .sum();
+    // Every token of the 18 requests arrives before 6.5 s.
+    assert!((tokens - 180.0).abs() < 1e-6, "{tokens}");
+}
+
+#[test]
+fn fewer_than_two_full_windows_state_no_drift() {
+    let records = slowing();
+    let all: Vec<&Record> = records.iter().collect();
+    let s = series(&all, &records, (0.0, 6.0), 4.0, &[]);
+    assert_eq!(s.windows.len(), 2);
+    assert_eq!(
+        (s.windows[0].full, s.windows[1].full),
+        (true, false),
+        "4 s then a 2 s remainder"
+    );
+    assert!(s.drift.is_none());
+    assert!(
+        s.drift_statement
+            .contains("not enough windows to state drift")
+            && s.drift_statement.contains("1 full window of 4s"),
+        "{}",
+        s.drift_statement
+    );
+    assert_eq!(s.windows.iter().map(|w| w.requests).sum::<u32>(), 18);
+}
+
+#[test]
+fn failures_are_counted_apart_and_kept_out_of_ttft() {
+    let mut records = slowing();
+    records[0].status = Status::Error;
+    records[1].status = Status::Cancelled;
+    records[2].status = Status::Invalid;
+    let all: Vec<&Record> = records.iter().collect();
+    let s = series(&all, &records, (0.0, 6.0), 1.0, &[]);
+    let w = &s.windows[0];
+    assert_eq!((w.requests, w.ok, w.errors, w.cancelled), (4, 1, 2, 1));
+    assert_eq!(w.ttft_ms.as_ref().map(|d| d.n), Some(1));
+    assert!(
+        (w.throughput_tps - 10.0).abs() < 1e-9,
+        "{}",
+        w.throughput_tps
+    );
+}
+
+#[test]
+fn gpu_figures_come_from_the_readings_inside_each_window() {
+    let records = slowing();
+    let all: Vec<&Record> = records.iter().collect();
+    let readings = [
+        reading(0.0, 60.0, 200.0),
+        reading(0.5, 70.0, 300.0),
+        reading(1.0, 80.0, 250.0),
+        reading(6.0, 90.0, 260.0),
+    ];
+    let s = series(&all, &records, (0.0, 6.0), 3.0, &readings);
+    let first = s.windows[0].gpu.as_ref().expect("readings in window 1");
+    assert_eq!(first.readings, 3);
+    assert!((first.temperature_c_mean - 70.0).abs() < 1e-9);
+    assert_eq!(first.temperature_c_max, 80.0);
+    assert_eq!(
+        (first.power_w_mean, first.power_w_max),
+        (Some(250.0), Some(300.0))
+    );
+    let last = s.windows[1]
+        .gpu
+        .as_ref()
+        .expect("the end is inside the last window");
+    assert_eq!((last.readings, last.temperature_c_max), (1, 90.0));
+    let quiet = series(&all, &records, (0.0, 6.0), 3.0, &readings[..1]);
+    assert!(quiet.windows[1].gpu.is_none());
+}
+
+#[test]
+fn the_default_window_is_a_twentieth_of_the_measurement_window_within_bounds() {
+    let length = |duration: &str, warmup: Option<&str>, explicit: Option<&str>| {
+        let args = crate::cli::RunArgs {
+            arrival: Some(crate::workload::shape::Arrival::ClosedContinuous),
+            duration: Some(duration.into()),
+            warmup_time: warmup.map(str::to_owned),
+            series_window: explicit.map(str::to_owned),
+            ..crate::cli::RunArgs::default()
+        };
+        window_length(&Config::resolve(&args).expect("valid")).map(|d| d.as_secs())
+    };
+    assert_eq!(length("4h", None, None), Some(300));
+    assert_eq!(length("60s", None, None), Some(3));
+    assert_eq!(length("70s", Some("10s"), None), Some(3));
+    assert_eq!(length("6s", None, None), Some(1));
+    assert_eq!(length("4h", None, Some("1m")), Some(60));
+    let rounds = Config::resolve(&crate::cli::RunArgs::default()).expect("valid");
+    assert_eq!(window_length(&rounds), None, "closed rounds have no series");
+}
+
+#[test]
+fn a_stopped_case_ends_its_series_where_activity_ended() {
+    let args = crate::cli::RunArgs {
+        arrival: Some(crate::workload::shape::Arrival::ClosedContinuous),
+        duration: Some("10s".into()),
+        series_window: Some("1s".into()),
+        ..crate::cli::RunArgs::default()
+    };
+    let config = Config::resolve(&args).expect("valid");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut run = CaseRun {
+        records: slowing(),
+        window: Some((0.0, 10.0)),
+        ..CaseRun::default()
+    };
+    let whole = for_case(&config, &run, dir.path()).expect("a series");
+    assert_eq!(whole.windows.len(), 10, "not stopped: the planned window");
+    run.stopped = true;
+    let cut = for_case(&config, &run, dir.path()).expect("a series");
+    // The last request, sent at 5.05 s, ends 0.3 + 0.45 s later.
+    assert_eq!(cut.windows.len(), 6);
+    let end = cut.windows[5].span_s[1];
+    assert!((end - 5.8).abs() < 1e-9, "{end}");
+    assert!(!cut.windows[5].full);
+}
