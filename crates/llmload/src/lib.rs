@@ -123,7 +123,8 @@ pub async fn run_source<S: CaseSource>(
         None => workload::BUNDLED_CORPUS.to_owned(),
     };
     let prompts = PromptSource::prepare(&target, &corpus, config.load.system_prompt_tokens).await?;
-    let sampler = Sampler::connect(&config.telemetry, config.telemetry_interval).await?;
+    let sampler =
+        Sampler::connect(&config.telemetry, config.telemetry_interval, config.quiet).await?;
     let attempt = Attempt::create(&config.out, &config.name)?;
     let origin = Instant::now();
     attempt.write_json(

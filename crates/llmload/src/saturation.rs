@@ -27,7 +27,7 @@ pub struct Point {
     pub tpot_p99_ms: Option<f64>,
     /// p99 complete-response time, ms (from scheduled in an open loop).
     pub e2e_p99_ms: Option<f64>,
-    /// Share of responses that failed or were invalid.
+    /// Share of responses that failed or were invalid (requests cancelled by a stop left out).
     pub error_share: f64,
     /// Continuous and open loops: time-averaged requests in flight over the window.
     pub achieved_concurrency_mean: Option<f64>,
@@ -35,11 +35,24 @@ pub struct Point {
     pub achieved_concurrency_peak: Option<u32>,
 }
 
+/// The measured curve of a sweep, one point per case, in load order. A case cut short by a stop
+/// (it has cancelled requests) is left out: its throughput and tails cover part of its load.
+pub fn curve(cases: &[CaseSummary]) -> Vec<Point> {
+    let mut points: Vec<Point> = cases
+        .iter()
+        .filter(|c| c.counts.cancelled == 0)
+        .map(Point::of)
+        .collect();
+    points.sort_by(|a, b| a.load.total_cmp(&b.load));
+    points
+}
+
 impl Point {
     /// The point of one case's summary.
     pub fn of(case: &CaseSummary) -> Point {
         let c = &case.counts;
-        let total = c.ok + c.invalid + c.error + c.cancelled;
+        // Requests cancelled by a stop neither failed nor succeeded: they are not counted.
+        let total = c.ok + c.invalid + c.error;
         let scheduled = case
             .load
             .as_ref()

@@ -136,11 +136,9 @@ impl Sweep {
         })
     }
 
-    /// The measured curve, one point per case, in load order.
+    /// The measured curve, one point per case, in load order (see [`saturation::curve`]).
     pub fn points(summary: &Summary) -> Vec<Point> {
-        let mut points: Vec<Point> = summary.cases.iter().map(Point::of).collect();
-        points.sort_by(|a, b| a.load.total_cmp(&b.load));
-        points
+        crate::saturation::curve(&summary.cases)
     }
 
     fn point(&self, load: f64) -> LoadPoint {

@@ -160,6 +160,16 @@ fn a_six_second_soak_has_five_windows_after_the_warmup_and_states_its_drift() {
     );
     assert!(run.stdout.contains(statement), "{}", run.stdout);
     assert!(run.stdout.contains("Soak series, case"), "{}", run.stdout);
+
+    // `llmload report` rebuilds the same series from the records and the readings.
+    let report_md = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
+    std::fs::remove_file(dir.join("report.md")).expect("remove report.md");
+    let rebuilt = llmload(&["report", dir.to_str().expect("UTF-8"), "--json"]);
+    assert_eq!(rebuilt.code, 0, "{}", rebuilt.stderr);
+    let again: Value = serde_json::from_str(&rebuilt.stdout).expect("report --json");
+    assert_eq!(again["cases"][0]["series"], *series);
+    let rebuilt_md = std::fs::read_to_string(dir.join("report.md")).expect("rebuilt report.md");
+    assert_eq!(rebuilt_md, report_md);
 }
 
 #[test]

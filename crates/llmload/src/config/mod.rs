@@ -87,6 +87,27 @@ pub struct Config {
     pub cool_down_timeout: Duration,
 }
 
+/// The flag's value, else the campaign file's, else `default`.
+fn pick(flag: &Option<String>, file: Option<String>, default: &str) -> String {
+    flag.clone().or(file).unwrap_or_else(|| default.into())
+}
+
+/// The guard's stop rules, flags over the file.
+fn limits(args: &RunArgs, file: &CampaignFile) -> Result<Limits, ConfigError> {
+    Ok(Limits {
+        stop_temp_c: args.stop_temp.or(file.stop_temp),
+        stop_margin_c: args.stop_margin.or(file.stop_margin),
+        max_duration: args
+            .max_duration
+            .clone()
+            .or(file.max_duration.clone())
+            .map(|d| parse_duration("max-duration", &d))
+            .transpose()?,
+        max_errors: args.max_errors.or(file.max_errors),
+        max_error_rate: args.max_error_rate.or(file.max_error_rate),
+    })
+}
+
 fn as_seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64())
 }
@@ -122,27 +143,17 @@ impl Config {
             None => CampaignFile::default(),
         };
         let load = LoadConfig::resolve(args, &file)?;
-        let list = |flag: &[u32], file: Option<Vec<u32>>, default: &[u32]| {
-            if flag.is_empty() {
-                file.unwrap_or_else(|| default.to_vec())
-            } else {
-                flag.to_vec()
-            }
-        };
-        let mut headers = file.headers.clone();
-        headers.extend(args.headers.iter().cloned());
-        let timeout = args
-            .timeout
-            .clone()
-            .or(file.timeout)
-            .unwrap_or_else(|| "10m".into());
+        let headers = file
+            .headers
+            .iter()
+            .chain(&args.headers)
+            .map(|h| parse_header(h))
+            .collect::<Result<_, _>>()?;
+        let timeout = pick(&args.timeout, file.timeout.clone(), "10m");
+        let limits = limits(args, &file)?;
         let config = Config {
             load,
-            name: args
-                .name
-                .clone()
-                .or(file.name)
-                .unwrap_or_else(|| "campaign".into()),
+            name: pick(&args.name, file.name, "campaign"),
             url: args
                 .url
                 .clone()
@@ -153,10 +164,7 @@ impl Config {
             model: args.model.clone().or(file.model),
             api_key_set: args.api_key.is_some() || file.api_key.is_some(),
             api_key: args.api_key.clone().or(file.api_key),
-            headers: headers
-                .iter()
-                .map(|h| parse_header(h))
-                .collect::<Result<_, _>>()?,
+            headers,
             timeout: parse_duration("timeout", &timeout)?,
             input_tokens: lengths(
                 "input-tokens",
@@ -164,7 +172,10 @@ impl Config {
                 file.input_tokens,
                 "2048,8192",
             )?,
-            concurrency: list(&args.concurrency, file.concurrency, &[1, 4]),
+            concurrency: match args.concurrency.as_slice() {
+                [] => file.concurrency.unwrap_or_else(|| vec![1, 4]),
+                flag => flag.to_vec(),
+            },
             output_tokens: lengths(
                 "output-tokens",
                 &args.output_tokens,
@@ -184,24 +195,9 @@ impl Config {
             telemetry: parse_source(args.telemetry.clone().or(file.telemetry))?,
             telemetry_interval: parse_duration(
                 "telemetry-interval",
-                &args
-                    .telemetry_interval
-                    .clone()
-                    .or(file.telemetry_interval)
-                    .unwrap_or_else(|| "1s".into()),
+                &pick(&args.telemetry_interval, file.telemetry_interval, "1s"),
             )?,
-            limits: Limits {
-                stop_temp_c: args.stop_temp.or(file.stop_temp),
-                stop_margin_c: args.stop_margin.or(file.stop_margin),
-                max_duration: args
-                    .max_duration
-                    .clone()
-                    .or(file.max_duration)
-                    .map(|d| parse_duration("max-duration", &d))
-                    .transpose()?,
-                max_errors: args.max_errors.or(file.max_errors),
-                max_error_rate: args.max_error_rate.or(file.max_error_rate),
-            },
+            limits,
             series_window: optional_duration(
                 "series-window",
                 args.series_window.clone().or(file.series_window),
@@ -209,11 +205,7 @@ impl Config {
             cool_down_below_c: args.cool_down_below.or(file.cool_down_below),
             cool_down_timeout: parse_duration(
                 "cool-down-timeout",
-                &args
-                    .cool_down_timeout
-                    .clone()
-                    .or(file.cool_down_timeout)
-                    .unwrap_or_else(|| "10m".into()),
+                &pick(&args.cool_down_timeout, file.cool_down_timeout, "10m"),
             )?,
         };
         config.validate()?;

@@ -166,6 +166,13 @@ impl Report {
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         };
         let mut report = Report::from_records(&campaign, records, previous.as_ref());
+        for case in &mut report.summary.cases {
+            let before = previous
+                .as_ref()
+                .and_then(|p| p.cases.iter().find(|c| c.id == case.id))
+                .and_then(|c| c.series.as_ref());
+            case.series = before.map(|b| rebuild::series(b, &case.id, &report.records, &telemetry));
+        }
         report.telemetry = telemetry;
         Ok(report)
     }

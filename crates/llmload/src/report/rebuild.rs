@@ -66,6 +66,33 @@ pub(crate) fn window_case(
     summary
 }
 
+/// A soak case's series from its records and GPU readings, over the windows the run cut
+/// (`before`: where the series started and ended, and the window length, which the records
+/// cannot say).
+pub(crate) fn series(
+    before: &crate::soak::Series,
+    id: &str,
+    records: &[Record],
+    readings: &[crate::telemetry::Reading],
+) -> crate::soak::Series {
+    let (Some(first), Some(last)) = (before.windows.first(), before.windows.last()) else {
+        return before.clone();
+    };
+    let all: Vec<&Record> = records.iter().filter(|r| r.case == id).collect();
+    let measured: Vec<Record> = all
+        .iter()
+        .filter(|r| r.phase == Phase::Measured)
+        .map(|&r| r.clone())
+        .collect();
+    crate::soak::series(
+        &all,
+        &measured,
+        (first.span_s[0], last.span_s[1]),
+        before.window_s,
+        readings,
+    )
+}
+
 /// The shape's name, the nominal rate and the nominal concurrency (or in-flight cap). A trace's
 /// rate comes from its arrivals, which `campaign.json` does not hold: it is taken from `before`.
 fn nominal(c: &CampaignCase, before: Option<&CaseSummary>) -> (String, Option<f64>, Option<u32>) {
@@ -124,7 +151,7 @@ pub(crate) fn sweep(
     slo: &Slo,
 ) -> Option<SweepSection> {
     let before = before?;
-    let points: Vec<Point> = cases.iter().map(Point::of).collect();
+    let points: Vec<Point> = saturation::curve(cases);
     Some(SweepSection {
         analysis: saturation::analyse(&points, slo, before.axis == "concurrency"),
         ..before.clone()

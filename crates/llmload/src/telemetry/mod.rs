@@ -173,8 +173,13 @@ pub struct Sampler {
 
 impl Sampler {
     /// Settles `source`: `auto` picks NVML, else `nvidia-smi`, else none (said once on stderr);
-    /// `nvml` and `nvidia-smi` must answer now, or the run does not start.
-    pub async fn connect(source: &Source, interval: Duration) -> Result<Sampler, Unavailable> {
+    /// `nvml` and `nvidia-smi` must answer now, or the run does not start. `quiet` keeps the note
+    /// off stderr (the summary still says there were no readings).
+    pub async fn connect(
+        source: &Source,
+        interval: Duration,
+        quiet: bool,
+    ) -> Result<Sampler, Unavailable> {
         let live = match source {
             Source::Off => Live::Without("off"),
             Source::Replay(path) => Live::Replay(path.clone()),
@@ -192,10 +197,12 @@ impl Sampler {
                 Ok(handle) => Live::Nvml(handle),
                 Err(_) if nvidia_smi::available().await => Live::NvidiaSmi,
                 Err(why) => {
-                    eprintln!(
-                        "note: no GPU telemetry available ({why}; nvidia-smi not found or not \
+                    if !quiet {
+                        eprintln!(
+                            "note: no GPU telemetry available ({why}; nvidia-smi not found or not \
                          answering); running without it"
-                    );
+                        );
+                    }
                     Live::Without("none available")
                 }
             },
