@@ -7,6 +7,7 @@
 pub mod api;
 pub mod attempt;
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod guard;
 pub mod pacer;
@@ -113,15 +114,12 @@ pub async fn run_source<S: CaseSource>(
     interrupted: CancellationToken,
     source: &mut S,
 ) -> anyhow::Result<RunResult> {
+    api::http1::raise_open_files_limit();
     let endpoint = endpoint(config, url)?;
     let target = Target::connect(endpoint, config.model.clone()).await?;
     // A `llmload sim` reached through --url is simulated too: it says so in /props.
     let simulated = simulated || target.server["props"]["llmload_sim"].is_object();
-    let corpus = match &config.corpus {
-        Some(path) => std::fs::read_to_string(path)
-            .with_context(|| format!("reading --corpus {}", path.display()))?,
-        None => workload::BUNDLED_CORPUS.to_owned(),
-    };
+    let corpus = read_corpus(config)?;
     let prompts = PromptSource::prepare(&target, &corpus, config.load.system_prompt_tokens).await?;
     let sampler =
         Sampler::connect(&config.telemetry, config.telemetry_interval, config.quiet).await?;
@@ -133,23 +131,16 @@ pub async fn run_source<S: CaseSource>(
     )?;
     let cancel = CancellationToken::new();
     let guard = Arc::new(Guard::new(config.limits.clone(), origin, cancel.clone()));
-    let watcher = tokio::spawn(trip_on_interrupt(interrupted, guard.clone()));
+    let monitors = Monitors::start(
+        config,
+        sampler,
+        &target,
+        &attempt,
+        &guard,
+        interrupted,
+        origin,
+    );
     let (progress, drawing) = progress::Progress::start(config.quiet, guard.clone());
-    let telemetry_stop = CancellationToken::new();
-    let telemetry = tokio::spawn(sampler.run(
-        attempt.dir.clone(),
-        origin,
-        guard.clone(),
-        telemetry_stop.clone(),
-    ));
-    let scraper = tokio::spawn(telemetry::server_metrics::scrape(
-        target.endpoint.client.clone(),
-        format!("{}/metrics", target.endpoint.base_url),
-        config.telemetry_interval,
-        attempt.dir.clone(),
-        origin,
-        telemetry_stop.clone(),
-    ));
     let mut sink = RecordSink::create(&attempt.dir.join("requests.jsonl"))
         .context("creating requests.jsonl")?;
     let mut runner = Runner {
@@ -179,16 +170,7 @@ pub async fn run_source<S: CaseSource>(
     progress.finish(drawing);
     let failure = failure?;
     guard.process_check("the final process check");
-    telemetry_stop.cancel();
-    let server_metrics = scraper.await.ok().filter(|m| m.scrapes > 0);
-    if server_metrics.is_none() {
-        let _ = std::fs::remove_file(attempt.dir.join("server_metrics.jsonl"));
-    }
-    summary.telemetry = telemetry.await.ok().map(|mut t| {
-        t.server_metrics = server_metrics;
-        t
-    });
-    watcher.abort();
+    summary.telemetry = monitors.finish(&attempt).await;
     set_outcome(&mut summary, &guard, failure, source.planned());
     // A sweep decides its cases as it goes: the file lists those it ran.
     attempt.write_json(
@@ -201,6 +183,70 @@ pub async fn run_source<S: CaseSource>(
         dir: attempt.dir,
         summary,
     })
+}
+
+/// The corpus prompts are built from: `--corpus`, else the bundled text.
+fn read_corpus(config: &Config) -> anyhow::Result<String> {
+    match &config.corpus {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("reading --corpus {}", path.display())),
+        None => Ok(workload::BUNDLED_CORPUS.to_owned()),
+    }
+}
+
+/// What watches the run beside the runner: GPU telemetry, the server's `/metrics`, and Ctrl-C.
+struct Monitors {
+    stop: CancellationToken,
+    telemetry: tokio::task::JoinHandle<telemetry::TelemetrySummary>,
+    scraper: tokio::task::JoinHandle<telemetry::server_metrics::ServerMetricsSummary>,
+    watcher: tokio::task::JoinHandle<()>,
+}
+
+impl Monitors {
+    fn start(
+        config: &Config,
+        sampler: Sampler,
+        target: &Target,
+        attempt: &Attempt,
+        guard: &Arc<Guard>,
+        interrupted: CancellationToken,
+        origin: Instant,
+    ) -> Monitors {
+        let stop = CancellationToken::new();
+        Monitors {
+            telemetry: tokio::spawn(sampler.run(
+                attempt.dir.clone(),
+                origin,
+                guard.clone(),
+                stop.clone(),
+            )),
+            scraper: tokio::spawn(telemetry::server_metrics::scrape(
+                target.endpoint.client.clone(),
+                format!("{}/metrics", target.endpoint.base_url),
+                config.telemetry_interval,
+                attempt.dir.clone(),
+                origin,
+                stop.clone(),
+            )),
+            watcher: tokio::spawn(trip_on_interrupt(interrupted, guard.clone())),
+            stop,
+        }
+    }
+
+    /// Stops them; the telemetry summary, with the server metrics' when there were any (their
+    /// file is removed when the server had none).
+    async fn finish(self, attempt: &Attempt) -> Option<telemetry::TelemetrySummary> {
+        self.stop.cancel();
+        self.watcher.abort();
+        let server_metrics = self.scraper.await.ok().filter(|m| m.scrapes > 0);
+        if server_metrics.is_none() {
+            let _ = std::fs::remove_file(attempt.dir.join("server_metrics.jsonl"));
+        }
+        self.telemetry.await.ok().map(|mut t| {
+            t.server_metrics = server_metrics;
+            t
+        })
+    }
 }
 
 async fn trip_on_interrupt(interrupted: CancellationToken, guard: Arc<Guard>) {

@@ -114,6 +114,64 @@ fn poisson_open_loop_with_a_choice_of_lengths() {
     assert_eq!(campaign["cases"][0]["input_length"], "choice:32,256,1024");
 }
 
+/// (rate, coefficient of variation) of the gaps between sorted times.
+fn rate_and_cv(times: &mut [f64]) -> (f64, f64) {
+    times.sort_by(f64::total_cmp);
+    let gaps: Vec<f64> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+    let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64;
+    (1.0 / mean, var.sqrt() / mean)
+}
+
+#[test]
+fn the_pacer_sends_poisson_arrivals_at_their_rate_and_shape() {
+    let sim = Simulator::start(&["--profile", "cpu-tiny", "--slots", "256"]);
+    let out = tempfile::tempdir().expect("temp dir");
+    let (_, dir) = run(
+        out.path(),
+        "paced",
+        &sim.url,
+        &[
+            "--arrival",
+            "poisson",
+            "--rate",
+            "200",
+            "--requests",
+            "1000",
+            "--input-tokens",
+            "16",
+            "--output-tokens",
+            "2",
+            "--seed",
+            "11",
+        ],
+    );
+    let records = measured(&dir);
+    assert_eq!(records.len(), 1000);
+    let (scheduled_rate, scheduled_cv) = rate_and_cv(
+        &mut records
+            .iter()
+            .map(|r| f(&r["scheduled_s"]))
+            .collect::<Vec<_>>(),
+    );
+    let (sent_rate, sent_cv) =
+        rate_and_cv(&mut records.iter().map(|r| f(&r["sent_s"])).collect::<Vec<_>>());
+    // The schedule is the process; the sends follow it.
+    assert!(
+        (scheduled_rate / 200.0 - 1.0).abs() < 0.01,
+        "{scheduled_rate}"
+    );
+    assert!((scheduled_cv - 1.0).abs() < 0.1, "{scheduled_cv}");
+    assert!(
+        (sent_rate / scheduled_rate - 1.0).abs() < 0.02,
+        "{sent_rate}"
+    );
+    assert!(
+        (sent_cv - scheduled_cv).abs() < 0.05,
+        "{sent_cv} vs {scheduled_cv}"
+    );
+}
+
 #[test]
 fn capped_gamma_loop_never_exceeds_its_cap_and_shows_the_wait_as_send_lag() {
     let sim = Simulator::start(&["--profile", "cpu-tiny", "--slots", "8"]);

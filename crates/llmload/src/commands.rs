@@ -1,0 +1,91 @@
+//! What each subcommand prints: the human tables (or, with `--json`, the machine-readable
+//! result) on stdout, where the records went on stderr, and the exit code. The work itself is in
+//! the pipeline (`run`, `sweep`, `report`, `plan`); `main` only parses and exits.
+//!
+//! Exit codes: 0 every case complete; 1 the run could not start or go on (unreachable server,
+//! I/O); 2 bad flags or campaign file; 3 finished with incomplete cases (`plan`: the
+//! measurements do not cover the whole question); 4 stopped (interrupted or by a guard).
+
+use crate::cli::Command;
+use crate::report::{compare, markdown};
+
+/// Runs `command`; returns its exit code.
+pub async fn execute(command: Command) -> anyhow::Result<u8> {
+    match command {
+        Command::Run(args) => {
+            let result = crate::run(&args).await?;
+            print!("{}", summary_text(&result.summary, args.json));
+            records_line(&result.dir, args.quiet);
+            Ok(crate::exit_code(&result.summary.outcome))
+        }
+        Command::Sweep(args) => {
+            let (result, section) = crate::sweep::sweep(&args).await?;
+            if args.run.json {
+                print!("{}", json(&result.summary));
+            } else {
+                print!(
+                    "{}",
+                    crate::saturation::render(&section.analysis, &section.axis)
+                );
+                if let Some(why) = &section.stopped_because {
+                    println!("The sweep stopped adding load: {why}.");
+                }
+            }
+            records_line(&result.dir, args.run.quiet);
+            Ok(crate::exit_code(&result.summary.outcome))
+        }
+        Command::Sim(args) => crate::sim::serve_until_stopped(&args).await.map(|()| 0),
+        Command::Report(args) => {
+            let report = crate::report::regenerate(&args.dir)?;
+            print!("{}", summary_text(&report.summary, args.json));
+            Ok(0)
+        }
+        Command::Compare(args) => {
+            let attempts = compare::load(&args.dirs)?;
+            match args.json {
+                true => print!("{}", json(&compare::to_json(&args.dirs, &attempts))),
+                false => print!("{}", compare::render(&attempts)),
+            }
+            Ok(0)
+        }
+        Command::Plan(args) => {
+            let plan = crate::plan::run(&args)?;
+            match args.json {
+                true => print!("{}", json(&plan)),
+                false => print!("{}", crate::plan::render(&plan)),
+            }
+            Ok(if plan.covered { 0 } else { 3 })
+        }
+    }
+}
+
+/// The exit code of an error: 2 for bad flags or a bad campaign file, else 1.
+pub fn error_code(error: &anyhow::Error) -> u8 {
+    match error.downcast_ref::<crate::config::ConfigError>() {
+        Some(_) => 2,
+        None => 1,
+    }
+}
+
+/// The seeds' table and the outcome, or with `json` the summary itself.
+fn summary_text(summary: &crate::summary::Summary, json_wanted: bool) -> String {
+    match json_wanted {
+        true => json(summary),
+        false => markdown::render(summary),
+    }
+}
+
+/// Where the records are, on stderr, unless quiet.
+fn records_line(dir: &std::path::Path, quiet: bool) {
+    if !quiet {
+        eprintln!("records: {}", dir.display());
+    }
+}
+
+/// `value` as pretty JSON and a newline.
+fn json(value: &impl serde::Serialize) -> String {
+    match serde_json::to_string_pretty(value) {
+        Ok(text) => text + "\n",
+        Err(e) => format!("{{\"error\": {:?}}}\n", e.to_string()),
+    }
+}
