@@ -105,8 +105,8 @@ fn outcome(out: &mut String, summary: &Summary) {
     if let Some(sample) = &o.stop_sample {
         let _ = writeln!(
             out,
-            "<p class=\"note\">The reading that stopped the run: <code>{}</code></p>",
-            escape(&sample.to_string())
+            "<p class=\"note\">The reading that stopped the run: {}</p>",
+            escape(&describe_sample(sample))
         );
     }
     if let Some(t) = &summary.telemetry {
@@ -280,6 +280,41 @@ pub fn escape(text: &str) -> String {
     out
 }
 
+/// A stop's GPU reading in words: which GPU and when, then each figure it holds.
+fn describe_sample(sample: &serde_json::Value) -> String {
+    let number = |key: &str| sample.get(key).and_then(serde_json::Value::as_f64);
+    let mut parts = Vec::new();
+    if let Some(t) = number("temperature_c") {
+        parts.push(format!("{t:.0} °C"));
+    }
+    parts.push(match number("margin_c") {
+        Some(m) => format!("T.Limit margin {m:.0} °C"),
+        None => "T.Limit margin not reported".into(),
+    });
+    match (number("power_w"), number("power_limit_w")) {
+        (Some(p), Some(l)) => parts.push(format!("{p:.0} W of a {l:.0} W limit")),
+        (Some(p), None) => parts.push(format!("{p:.0} W")),
+        _ => {}
+    }
+    for (key, name) in [
+        ("sw_thermal_slowdown", "SW thermal slowdown"),
+        ("hw_thermal_slowdown", "HW thermal slowdown"),
+        ("sw_power_cap", "SW power cap"),
+    ] {
+        if let Some(active) = sample.get(key).and_then(serde_json::Value::as_bool) {
+            parts.push(format!("{name} {}", if active { "active" } else { "inactive" }));
+        }
+    }
+    let gpu = sample.get("gpu").and_then(serde_json::Value::as_u64);
+    let at = number("t_s");
+    let head = match (gpu, at) {
+        (Some(g), Some(t)) => format!("GPU {g} at {t:.1} s: "),
+        (Some(g), None) => format!("GPU {g}: "),
+        _ => String::new(),
+    };
+    format!("{head}{}", parts.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -324,5 +359,16 @@ mod tests {
             &html[html.find("<table>").expect("table")..html.find("</table>").expect("end")];
         assert_eq!(table.matches("<tr>").count(), 1 + 3);
         assert!(html.contains("Incomplete cases"));
+    }
+
+    #[test]
+    fn a_stop_reading_is_told_in_words() {
+        let sample = serde_json::json!({"t_s": 8.5, "gpu": 1, "temperature_c": 90.0,
+            "power_w": 292.5, "power_limit_w": 400.0, "hw_thermal_slowdown": false});
+        assert_eq!(
+            describe_sample(&sample),
+            "GPU 1 at 8.5 s: 90 °C, T.Limit margin not reported, 292 W of a 400 W limit, \
+             HW thermal slowdown inactive"
+        );
     }
 }
