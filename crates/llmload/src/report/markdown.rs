@@ -53,10 +53,20 @@ pub fn render(summary: &Summary) -> String {
             .as_ref()
             .map_or(String::new(), |r| format!(" — {r}")),
     );
+    if let Some(check) = &summary.client_check {
+        let _ = writeln!(out, "{}", check.line());
+    }
     if let Some(t) = &summary.telemetry {
         let _ = writeln!(out, "{}", telemetry_line(t));
         if let Some(m) = &t.server_metrics {
-            let peaks: Vec<String> = m.peak.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let peaks: Vec<String> = m
+                .peak
+                .iter()
+                .map(|(k, v)| match v.fract() == 0.0 {
+                    true => format!("{k} {v}"),
+                    false => format!("{k} {v:.3}"),
+                })
+                .collect();
             let _ = writeln!(
                 out,
                 "Server /metrics: {} scrapes; peaks: {}.",
