@@ -313,3 +313,94 @@ fn nvml_asked_for_where_there_is_none_is_one_error_line_and_no_attempt() {
         "no attempt folder for a run that did not start"
     );
 }
+
+#[test]
+fn ctrl_c_stops_the_run_as_interrupted_and_keeps_every_started_request() {
+    let sim = Simulator::start(&["--profile", "cpu-tiny"]);
+    let out = tempfile::tempdir().expect("temp dir");
+    // Two cases of rounds that each take seconds: the interrupt lands inside the first.
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_llmload"))
+        .args([
+            "run",
+            "--url",
+            &sim.url,
+            "--out",
+            out.path().to_str().expect("UTF-8"),
+            "--name",
+            "interrupted",
+            "--telemetry",
+            "off",
+            "--input-tokens",
+            "64",
+            "--concurrency",
+            "2,4",
+            "--output-tokens",
+            "600",
+            "--rounds",
+            "3",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start llmload");
+    let dir = out.path().join("interrupted");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    // Wait until the measured round has started (the warmup record is written), then interrupt.
+    loop {
+        let started = std::fs::read_dir(&dir)
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| e.ok())
+            .map(|e| e.path().join("requests.jsonl"))
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .is_some_and(|t| t.lines().count() >= 1);
+        if started {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(status.success());
+    let output = child.wait_with_output().expect("llmload ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(4), "{stderr}");
+    let dir = attempt_dir(out.path(), "interrupted");
+    let summary = json(&dir.join("summary.json"));
+    let outcome = &summary["outcome"];
+    assert_eq!(outcome["status"], "stopped", "{outcome}");
+    assert!(
+        outcome["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("interrupted")),
+        "{outcome}"
+    );
+    // Every measured request that was started is on disk, ended or cancelled, and the counts
+    // match the records.
+    let records: Vec<Value> = json_lines(&dir.join("requests.jsonl"))
+        .into_iter()
+        .filter(|r| r["phase"] == "measured")
+        .collect();
+    assert!(!records.is_empty());
+    assert!(records.iter().any(|r| r["status"] == "cancelled"));
+    let case = &summary["cases"][0];
+    assert_eq!(case["complete"], false);
+    let counts = &case["counts"];
+    let counted: u64 = ["ok", "invalid", "error", "cancelled"]
+        .iter()
+        .map(|k| counts[k].as_u64().expect("a count"))
+        .sum();
+    assert_eq!(counted as usize, records.len());
+    assert_eq!(
+        summary["cases"].as_array().map(Vec::len),
+        Some(1),
+        "the second case never ran"
+    );
+}
