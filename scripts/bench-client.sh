@@ -4,15 +4,18 @@
 #   scripts/bench-client.sh [--peer guidellm|aiperf] [--quick]
 #
 # Builds in release mode and starts `llmload sim --schedule zero-cost` (every token at once, one
-# SSE event per write) pinned to one core with taskset, llmload pinned to the other. For the
+# SSE event per token, written as fast as the connection takes them) pinned to one core with
+# taskset, llmload pinned to the other. For the
 # completions and chat APIs at concurrency 1, 64, 1,024 and 10,000 (128-token prompts, 256-token
 # answers, one token per event) it prints llmload's CPU time (user + sys of the process, from
 # /usr/bin/time) per token event (from requests.jsonl, warmups included), token events per
 # second over the measured rounds, peak RSS, and RSS per in-flight stream (peak RSS above the
-# concurrency-1 run, divided by the concurrency). Then, against `--schedule fixed` (first token
+# concurrency-1 run, divided by the concurrency), and once more at concurrency 64 with every
+# event on a write of its own (`zero-cost:write=each`, one receive per event). Then, against `--schedule fixed` (first token
 # exactly 100 ms after the request, then one every 20 ms), it prints llmload's TTFT and ITL
-# bias (measured − scheduled) at concurrency 1, 1,000 and 10,000 (the last with a 200 ms gap, so
-# that the one-core simulator keeps its schedule).
+# bias (measured − scheduled) at concurrency 1, 1,000 and 10,000. At 10,000 the schedule is
+# 1,500 ms to the first token and 500 ms between tokens: opening 10,000 connections takes the
+# client's core about a second, and the one-core simulator must keep its own schedule.
 #
 # --peer installs that Python client (pip, into a virtualenv under ~/.cache/llmload/) and runs it
 # on the same workload against the same simulator, printing its CPU per token event and TTFT
@@ -48,7 +51,7 @@ start_sim() {
   stop_sim
   taskset -c 1 "$bin" sim --port 0 --profile cpu-tiny --schedule "$1" >"$work/sim.log" 2>&1 &
   sim_pid=$!
-  for _ in $(seq 100); do grep -q "listening on" "$work/sim.log" && break; sleep 0.05; done
+  for _ in $(seq 600); do grep -q "listening on" "$work/sim.log" && break; sleep 0.05; done
   url="$(sed -n 's|^listening on ||p' "$work/sim.log")"
   [ -n "$url" ] || { echo "the simulator did not start: $(cat "$work/sim.log")" >&2; exit 1; }
 }
@@ -118,12 +121,16 @@ for api in completions chat; do
     [ -n "$base" ] || base="$(awk '{print $3}' "$work/$name.time")"
   done
 done
+start_sim zero-cost:write=each
+run_llmload zc-each-64 completions 64 "$((quick ? 10 : 20))" 256
+zero_cost_row zc-each-64 "completions¹" 64
+echo "¹ zero-cost:write=each: every event on a write of its own, so one receive per event (the harshest case)."
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 echo
 echo "Fixed-schedule simulator (scheduled TTFT/ITL shown); completions API, 128-token prompts."
 printf '%6s %6s %11s %9s %9s %9s %9s\n' concurrency ok schedule "TTFT p50" "TTFT p99" "ITL p50" "ITL p99"
-for spec in "1 20 32 100 20" "1000 1 32 100 20" "10000 1 8 100 200"; do
+for spec in "1 20 32 100 20" "1000 1 32 100 20" "10000 1 4 1500 500"; do
   read -r concurrency rounds output ttft itl <<<"$spec"
   start_sim "fixed:ttft_ms=$ttft,itl_ms=$itl"
   name="fixed-$concurrency"
@@ -133,6 +140,94 @@ done
 echo "bias = measured − scheduled; load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 [ -n "$peer" ] || exit 0
-run_peer() { echo "peer $1: not yet"; }
-echo
-run_peer "$peer"
+
+# The peer, side by side on the same simulator and cores: CPU per token event from the
+# difference of two runs (64 and 320 requests of 256 tokens at concurrency 64), so that start-up
+# (a Python interpreter importing its libraries) cancels out; TTFT bias at concurrency 64 against
+# the fixed schedule. The peer counts tokens with a word-level tokenizer built locally from the
+# bundled corpus, so nothing but the package itself is downloaded.
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/llmload"
+venv="$cache/peer-$peer"
+if [ ! -x "$venv/bin/$peer" ]; then
+  echo "installing $peer into $venv (pip)…"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet "$peer"
+fi
+if [ ! -f "$cache/tokenizer/tokenizer.json" ]; then
+  "$venv/bin/python" - crates/llmload/corpus/declaration.txt "$cache/tokenizer" <<'PY'
+import sys
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast
+lines = open(sys.argv[1]).read().split("\n")
+tokenizer = Tokenizer(models.WordLevel(unk_token="[UNK]"))
+tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+tokenizer.train_from_iterator(lines, trainers.WordLevelTrainer(special_tokens=["[UNK]", "<eos>"]))
+PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]", eos_token="<eos>").save_pretrained(sys.argv[2])
+PY
+fi
+
+# Runs the peer on CPU 0: NAME REQUESTS OUTPUT_TOKENS; leaves NAME.time and NAME.json.
+run_peer() {
+  local name="$1" requests="$2" output="$3"
+  case "$peer" in
+    guidellm)
+      HF_HUB_OFFLINE=1 /usr/bin/time -f "%U %S %M" -o "$work/$name.time" taskset -c 0 \
+        "$venv/bin/guidellm" run --backend "kind=openai_http,target=$url" \
+        --profile kind=concurrent,streams=64 \
+        --data "kind=synthetic_text,prompt_tokens=128,output_tokens=$output" \
+        --tokenizer "kind=huggingface_auto,model=$cache/tokenizer" \
+        --constraint "kind=max_requests,count=$requests" \
+        --output "kind=json,path=$work/$name.json" --disable-console >"$work/$name.log" 2>&1 || true ;;
+    aiperf)
+      HF_HUB_OFFLINE=1 /usr/bin/time -f "%U %S %M" -o "$work/$name.time" taskset -c 0 \
+        "$venv/bin/aiperf" profile --url "$url" --endpoint-type completions --streaming \
+        --model tiny-sim --tokenizer "$cache/tokenizer" --concurrency 64 \
+        --request-count "$requests" --synthetic-input-tokens-mean 128 \
+        --output-tokens-mean "$output" --extra-inputs ignore_eos:true \
+        --artifact-dir "$work/$name" >"$work/$name.log" 2>&1 || true ;;
+  esac
+}
+
+# Median TTFT (ms) and successful requests of a peer run: NAME.
+peer_ttft() {
+  python3 - "$work/$1" "$peer" <<'PY'
+import glob, json, sys
+base, peer = sys.argv[1:3]
+try:
+    if peer == "guidellm":
+        metric = json.load(open(base + ".json"))["benchmarks"][0]["metrics"]["time_to_first_token_ms"]["successful"]
+        print(metric["median"], metric["count"])
+    else:
+        data = json.load(open(glob.glob(base + "/**/profile_export_aiperf.json", recursive=True)[0]))
+        print(data["time_to_first_token"]["p50"], data["request_count"]["avg"])
+except Exception as error:
+    print("nan 0")
+PY
+}
+
+cpu() { awk '{print $1 + $2}' "$work/$1.time"; }
+echo "Side by side with $peer ($("$venv/bin/pip" show "$peer" 2>/dev/null | sed -n 's/^Version: //p')), concurrency 64, completions API, 128-token prompts, 256-token answers."
+start_sim zero-cost
+run_llmload peer-l1 completions 64 1 256
+run_llmload peer-l5 completions 64 5 256
+run_peer peer-p1 64 256
+run_peer peer-p5 320 256
+read -r _ p1_ok <<<"$(peer_ttft peer-p1)"
+read -r p5_ttft p5_ok <<<"$(peer_ttft peer-p5)"
+llmload_us="$(python3 -c "print(($(cpu peer-l5) - $(cpu peer-l1)) * 1e6 / (256 * 256))")"
+peer_us="$(python3 -c "print(($(cpu peer-p5) - $(cpu peer-p1)) * 1e6 / max(1, ($p5_ok - $p1_ok) * 256))")"
+printf 'CPU per token event: llmload %.2f µs, %s %.2f µs (%.0f×); %s median TTFT against zero-cost: %s ms\n' \
+  "$llmload_us" "$peer" "$peer_us" "$(python3 -c "print($peer_us / max($llmload_us, 1e-9))")" "$peer" "$p5_ttft"
+start_sim "fixed:ttft_ms=100,itl_ms=20"
+run_llmload peer-lf completions 64 2 32
+run_peer peer-pf 128 32
+read -r pf_ttft _ <<<"$(peer_ttft peer-pf)"
+lf_ttft="$(python3 - "$work/peer-lf" <<'PY'
+import glob, json, statistics, sys
+records = [json.loads(l) for f in glob.glob(sys.argv[1] + "/*/requests.jsonl") for l in open(f) if l.strip()]
+print(statistics.median(r["ttft_ms"] for r in records if r["phase"] == "measured" and r["status"] == "ok"))
+PY
+)"
+printf 'TTFT bias at concurrency 64 against the fixed schedule (100 ms): llmload %+.3f ms, %s %+.3f ms\n' \
+  "$(python3 -c "print($lf_ttft - 100)")" "$peer" "$(python3 -c "print($pf_ttft - 100)")"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -31,6 +31,7 @@ mod fault;
 mod profile;
 mod schedule;
 mod server;
+mod timer;
 mod tokenizer;
 
 pub use error::SimError;
@@ -94,6 +95,23 @@ impl SimConfig {
         profile.validate()?;
         Ok(profile)
     }
+}
+
+/// Connections the kernel may hold for the simulator before it accepts them (capped by the
+/// system's `somaxconn`). Tokio's default of 1,024 is too few when 10,000 clients connect at
+/// once: a full queue drops the handshake's last packet, and the client, believing itself
+/// connected, waits a second for the retransmission.
+const LISTEN_BACKLOG: u32 = 65_535;
+
+/// A listener on `address` with a backlog deep enough for thousands of simultaneous connects.
+pub async fn bind(address: std::net::SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = match address {
+        std::net::SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        std::net::SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(address)?;
+    socket.listen(LISTEN_BACKLOG)
 }
 
 /// Serves the simulator's HTTP API on `listener` until `shutdown` is cancelled.

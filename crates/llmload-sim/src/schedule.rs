@@ -2,12 +2,15 @@
 //!
 //! The engine model makes every token's time depend on the batch; a client benchmark needs the
 //! opposite: a server whose timing is known exactly, or one that costs nothing. `zero-cost`
-//! writes each request's tokens as fast as the connection takes them, one event per write;
+//! makes each request's tokens at once, one SSE event per token, and writes them as fast as the
+//! connection takes them (events queued behind a slow reader leave together, as from any server
+//! that writes faster than its client reads); `zero-cost:write=each` hands every event to the
+//! socket on its own write, the harshest case for a client (one receive per event);
 //! `fixed:ttft_ms=T,itl_ms=G` sends the first token T ms after the request arrived and each next
 //! one G ms after the one before, on an absolute clock, with no jitter and no batching, however
 //! many requests run at once. The time scale does not apply to either.
 //!
-//! Grammar: `engine` (the default: the profile's engine model), `zero-cost`, or
+//! Grammar: `engine` (the default: the profile's engine model), `zero-cost[:write=each]`, or
 //! `fixed[:ttft_ms=T][,itl_ms=G]` (defaults 100 and 20).
 
 use std::fmt;
@@ -27,8 +30,11 @@ pub enum Schedule {
     /// The profile's engine model: slots, batching, prefill and decode cost.
     #[default]
     Engine,
-    /// Every token at once, one SSE event per write: the fastest the server can stream.
-    ZeroCost,
+    /// Every token at once, one SSE event per token: the fastest the server can stream.
+    ZeroCost {
+        /// Each event goes out on a write of its own instead of queueing behind the last.
+        write_each: bool,
+    },
     /// A fixed timeline per request, from the moment its body was read.
     Fixed {
         /// From the request to its first token.
@@ -44,7 +50,7 @@ impl Schedule {
     pub fn token_offset(&self, index: usize) -> Option<Duration> {
         match *self {
             Schedule::Engine => None,
-            Schedule::ZeroCost => Some(Duration::ZERO),
+            Schedule::ZeroCost { .. } => Some(Duration::ZERO),
             Schedule::Fixed { ttft, itl } => {
                 let gaps = u32::try_from(index).unwrap_or(u32::MAX);
                 Some(ttft + itl.saturating_mul(gaps))
@@ -57,7 +63,8 @@ impl fmt::Display for Schedule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Schedule::Engine => f.write_str("engine"),
-            Schedule::ZeroCost => f.write_str("zero-cost"),
+            Schedule::ZeroCost { write_each: false } => f.write_str("zero-cost"),
+            Schedule::ZeroCost { write_each: true } => f.write_str("zero-cost:write=each"),
             Schedule::Fixed { ttft, itl } => write!(
                 f,
                 "fixed:ttft_ms={},itl_ms={}",
@@ -77,12 +84,15 @@ impl FromStr for Schedule {
         let (kind, keys) = spec.split_once(':').unwrap_or((spec, ""));
         match (kind, keys) {
             ("engine", "") => return Ok(Schedule::Engine),
-            ("zero-cost", "") => return Ok(Schedule::ZeroCost),
+            ("zero-cost", "") => return Ok(Schedule::ZeroCost { write_each: false }),
+            ("zero-cost", "write=each") => return Ok(Schedule::ZeroCost { write_each: true }),
             ("fixed", _) => {}
-            ("engine" | "zero-cost", _) => return Err(invalid(format!("{kind} takes no keys"))),
+            ("engine", _) => return Err(invalid("engine takes no keys".to_owned())),
+            ("zero-cost", _) => return Err(invalid("zero-cost takes only write=each".to_owned())),
             _ => {
                 return Err(invalid(
-                    "expected engine, zero-cost or fixed[:ttft_ms=T,itl_ms=G]".to_owned(),
+                    "expected engine, zero-cost[:write=each] or fixed[:ttft_ms=T,itl_ms=G]"
+                        .to_owned(),
                 ))
             }
         }
@@ -116,10 +126,9 @@ mod tests {
     #[test]
     fn parses_each_kind_and_rejects_the_rest() {
         assert_eq!("engine".parse::<Schedule>().ok(), Some(Schedule::Engine));
-        assert_eq!(
-            "zero-cost".parse::<Schedule>().ok(),
-            Some(Schedule::ZeroCost)
-        );
+        let zero = |write_each| Some(Schedule::ZeroCost { write_each });
+        assert_eq!("zero-cost".parse::<Schedule>().ok(), zero(false));
+        assert_eq!("zero-cost:write=each".parse::<Schedule>().ok(), zero(true));
         let fixed = Schedule::Fixed {
             ttft: Duration::from_millis(100),
             itl: Duration::from_millis(20),
@@ -153,7 +162,9 @@ mod tests {
         };
         assert_eq!(fixed.token_offset(0), Some(Duration::from_millis(100)));
         assert_eq!(fixed.token_offset(3), Some(Duration::from_millis(160)));
-        assert_eq!(Schedule::ZeroCost.token_offset(9), Some(Duration::ZERO));
+        let zero = Schedule::ZeroCost { write_each: true };
+        assert_eq!(zero.token_offset(9), Some(Duration::ZERO));
+        assert_eq!(zero.to_string().parse::<Schedule>().ok(), Some(zero));
         assert_eq!(Schedule::Engine.token_offset(0), None);
     }
 }

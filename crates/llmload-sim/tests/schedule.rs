@@ -86,7 +86,7 @@ async fn fixed_schedule_ignores_the_engine_s_slots() {
 
 #[tokio::test]
 async fn zero_cost_streams_every_token_as_its_own_event_at_once() {
-    let server = start("zero-cost", &[]).await;
+    let server = start("zero-cost:write=each", &[]).await;
     let start = Instant::now();
     let response = server.post("/v1/completions", completions(256)).await;
     let events = read_events(response).await.expect("complete stream");
@@ -125,8 +125,25 @@ async fn schedules_keep_faults_and_timings() {
     assert_eq!(last["stop_type"], "eos");
     assert_eq!(last["timings"]["predicted_n"], 6);
     assert_eq!(last["timings"]["prompt_ms"], 5.0);
-    let server = start("zero-cost", &["drop:after=3"]).await;
+    let server = start("zero-cost:write=each", &["drop:after=3"]).await;
     let response = server.post("/v1/completions", completions(10)).await;
     let events = read_events(response).await.expect_err("dropped");
     assert_eq!(events.len(), 3);
+}
+
+#[tokio::test]
+async fn zero_cost_without_write_each_streams_every_token_too() {
+    let server = start("zero-cost", &[]).await;
+    let response = server.post("/v1/completions", completions(64)).await;
+    let events = read_events(response).await.expect("complete stream");
+    assert_eq!(events.len(), 64 + 2);
+    let texts = events[..64]
+        .iter()
+        .filter(|e| {
+            e.json()["choices"][0]["text"]
+                .as_str()
+                .is_some_and(|t| !t.is_empty())
+        })
+        .count();
+    assert_eq!(texts, 64, "one token per event");
 }

@@ -17,6 +17,7 @@ pub mod record;
 pub mod report;
 pub mod runner;
 pub mod saturation;
+pub mod selfcheck;
 pub mod sim;
 pub mod soak;
 pub mod stats;
@@ -165,12 +166,15 @@ pub async fn run_source<S: CaseSource>(
         outcome: Outcome::new(&[], source.planned() as u32, None, None),
         telemetry: None,
         sweep: None,
+        client_check: None,
     };
+    let self_check = selfcheck::Monitor::start();
     let failure = run_cases(config, &mut runner, &attempt, &mut summary, source).await;
     progress.finish(drawing);
     let failure = failure?;
     guard.process_check("the final process check");
     summary.telemetry = monitors.finish(&attempt).await;
+    summary.client_check = Some(self_check.finish(&summary.cases).await);
     set_outcome(&mut summary, &guard, failure, source.planned());
     // A sweep decides its cases as it goes: the file lists those it ran.
     attempt.write_json(

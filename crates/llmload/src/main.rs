@@ -6,10 +6,23 @@ use llmload::cli::Cli;
 use llmload::commands;
 use std::process::ExitCode;
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = Cli::parse();
-    match commands::execute(cli.command).await {
+    // Tasks woken from outside the runtime (the open-loop pacer's launches) wait in its global
+    // queue; workers look there every 4 polls instead of tokio's default 61, which halves the
+    // open loop's p99 send lag on a busy 2-core machine (`scripts/bench-pacer.sh`).
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .global_queue_interval(4)
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(commands::execute(cli.command)) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -84,7 +84,7 @@ impl Gate {
 /// The runner's side of a running pacer.
 pub struct Pacer {
     queue: Option<mpsc::Sender<(Instant, Job)>>,
-    thread: Option<JoinHandle<u64>>,
+    thread: Option<JoinHandle<(u64, Priority)>>,
 }
 
 impl Pacer {
@@ -120,20 +120,68 @@ impl Pacer {
         self.queue = None;
     }
 
-    /// Closes the queue and waits for the thread; returns how many jobs it launched.
-    pub async fn finish(mut self) -> u64 {
+    /// Closes the queue and waits for the thread; returns how many jobs it launched and the
+    /// priority it ran at (`None` if the thread panicked).
+    pub async fn finish(mut self) -> Option<(u64, Priority)> {
         self.close();
-        let Some(thread) = self.thread.take() else {
-            return 0;
-        };
-        tokio::task::spawn_blocking(move || thread.join().unwrap_or(0))
+        let thread = self.thread.take()?;
+        tokio::task::spawn_blocking(move || thread.join().ok())
             .await
-            .unwrap_or(0)
+            .ok()
+            .flatten()
+    }
+}
+
+/// The scheduling priority the pacer thread got.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Priority {
+    /// Real-time (`SCHED_FIFO`, lowest real-time level): it wakes ahead of every ordinary thread.
+    RealTime,
+    /// The highest ordinary priority (nice −20).
+    Raised,
+    /// Neither was permitted (both need privileges): an ordinary thread.
+    Normal,
+}
+
+impl Priority {
+    /// The name written to summaries.
+    pub fn name(self) -> &'static str {
+        match self {
+            Priority::RealTime => "real-time",
+            Priority::Raised => "raised",
+            Priority::Normal => "normal",
+        }
+    }
+
+    /// Asks for real-time scheduling for the calling thread, else the highest ordinary priority.
+    /// On a busy machine an ordinary thread may wake milliseconds late; a real-time one does not
+    /// wait for other threads. Its spin is bounded ([`SPIN`] per arrival), so it cannot starve
+    /// the machine.
+    fn raise() -> Priority {
+        use thread_priority::{
+            set_thread_priority_and_policy, thread_native_id, NormalThreadSchedulePolicy,
+            RealtimeThreadSchedulePolicy, ThreadPriority, ThreadSchedulePolicy,
+        };
+        let id = thread_native_id();
+        let fifo = ThreadSchedulePolicy::Realtime(RealtimeThreadSchedulePolicy::Fifo);
+        if set_thread_priority_and_policy(id, ThreadPriority::Min, fifo).is_ok() {
+            return Priority::RealTime;
+        }
+        let normal = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Other);
+        match set_thread_priority_and_policy(id, ThreadPriority::Max, normal) {
+            Ok(()) => Priority::Raised,
+            Err(_) => Priority::Normal,
+        }
     }
 }
 
 /// The pacer thread: each job at its instant, in order.
-fn pace(mut jobs: mpsc::Receiver<(Instant, Job)>, gate: &Gate, cancel: &CancellationToken) -> u64 {
+fn pace(
+    mut jobs: mpsc::Receiver<(Instant, Job)>,
+    gate: &Gate,
+    cancel: &CancellationToken,
+) -> (u64, Priority) {
+    let priority = Priority::raise();
     let mut launched = 0;
     while let Some((at, job)) = jobs.blocking_recv() {
         if !wait_until(at, cancel) || !gate.take(cancel) {
@@ -142,7 +190,7 @@ fn pace(mut jobs: mpsc::Receiver<(Instant, Job)>, gate: &Gate, cancel: &Cancella
         job();
         launched += 1;
     }
-    launched
+    (launched, priority)
 }
 
 /// Sleeps, then spins, until `at`; false when `cancel` fired first.
@@ -184,7 +232,7 @@ mod tests {
             assert!(pacer.submit(at, job).await);
         }
         drop(tx);
-        assert_eq!(pacer.finish().await, 20);
+        assert_eq!(pacer.finish().await.map(|f| f.0), Some(20));
         let mut seen = Vec::new();
         while let Some((i, at, fired)) = rx.recv().await {
             assert!(fired >= at, "job {i} fired before its instant");
@@ -215,7 +263,7 @@ mod tests {
         );
         assert_eq!(gate.in_flight(), 2);
         gate.release();
-        assert_eq!(pacer.finish().await, 3);
+        assert_eq!(pacer.finish().await.map(|f| f.0), Some(3));
         assert_eq!(launched.load(Ordering::SeqCst), 3);
     }
 
@@ -233,7 +281,7 @@ mod tests {
         assert!(pacer.submit(far, job).await);
         drop(tx);
         cancel.cancel();
-        assert_eq!(pacer.finish().await, 0);
+        assert_eq!(pacer.finish().await.map(|f| f.0), Some(0));
         assert!(rx.recv().await.is_none(), "the unlaunched job was dropped");
     }
 }

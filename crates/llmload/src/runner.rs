@@ -66,6 +66,8 @@ pub struct CaseRun {
     pub window: Option<(Seconds, Seconds)>,
     /// Whether the run was stopped during this case.
     pub stopped: bool,
+    /// Open loop: the scheduling priority the pacer thread got.
+    pub pacer_priority: Option<&'static str>,
 }
 
 /// A request ready to go: what it is and its body.
@@ -300,7 +302,7 @@ impl Runner<'_> {
                 }
             }
         }
-        pacer.finish().await;
+        run.pacer_priority = pacer.finish().await.map(|(_, priority)| priority.name());
         let end = match pacing.bound {
             Bound::Duration(d) => start + d,
             Bound::Requests(_) => last,

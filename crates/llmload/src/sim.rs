@@ -83,7 +83,13 @@ pub async fn serve_until_stopped(args: &SimArgs) -> anyhow::Result<()> {
         .schedule
         .parse()
         .map_err(|e: llmload_sim::SimError| ConfigError(e.to_string()))?;
-    let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
+    crate::api::http1::raise_open_files_limit();
+    let address = tokio::net::lookup_host((args.host.as_str(), args.port))
+        .await
+        .ok()
+        .and_then(|mut addresses| addresses.next())
+        .with_context(|| format!("cannot resolve --host {}", args.host))?;
+    let listener = llmload_sim::bind(address)
         .await
         .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
     let mut stdout = std::io::stdout();

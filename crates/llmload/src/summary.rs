@@ -318,6 +318,9 @@ pub struct Summary {
     /// `llmload sweep`: the saturation analysis of the measured curve.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<crate::sweep::SweepSection>,
+    /// Whether llmload itself kept up (its CPU, its timers, its send lag) during the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_check: Option<crate::selfcheck::ClientCheck>,
 }
 
 /// The report's lines on a shared system prompt: per case, the share of its tokens the server

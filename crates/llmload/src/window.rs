@@ -38,6 +38,10 @@ pub struct LoadSummary {
     pub achieved_concurrency_peak: u32,
     /// Open loop: sent − scheduled, ms (waiting for the in-flight cap included).
     pub send_lag_ms: Option<Distribution>,
+    /// Open loop: the scheduling priority the pacer thread got (`real-time`, `raised` or
+    /// `normal`; the first two need privileges).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacer_priority: Option<String>,
     /// Open loop: first token − scheduled, ms.
     pub ttft_from_scheduled_ms: Option<Distribution>,
     /// Open loop: final event − scheduled, ms.
@@ -89,6 +93,7 @@ pub fn summarise(plan: &CasePlan, run: &CaseRun, slo: &Slo) -> CaseSummary {
         shape,
         nominal_concurrency: nominal,
         nominal_rate_rps: rate,
+        pacer_priority: run.pacer_priority.map(str::to_owned),
         ..load
     };
     summary.complete = !run.stopped
@@ -145,6 +150,7 @@ pub fn window_figures(
         achieved_concurrency_mean: mean,
         achieved_concurrency_peak: peak,
         send_lag_ms: Distribution::from_samples(&mut lag),
+        pacer_priority: None,
         ttft_from_scheduled_ms: from_scheduled(|r| r.first_token_s),
         e2e_from_scheduled_ms: from_scheduled(|r| r.done_s),
     }

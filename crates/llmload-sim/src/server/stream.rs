@@ -59,7 +59,7 @@ impl Clock {
     /// tokens per call, so that every event is a write of its own.
     pub fn progress(&self, sent: usize) -> Progress {
         let due = match self.schedule {
-            Schedule::ZeroCost | Schedule::Engine => sent + self.per_event,
+            Schedule::ZeroCost { .. } | Schedule::Engine => sent + self.per_event,
             Schedule::Fixed { ttft, itl } => {
                 let elapsed = Instant::now().saturating_duration_since(self.arrival);
                 match elapsed.checked_sub(ttft) {
@@ -91,18 +91,18 @@ impl Clock {
     /// Waits until the next event's tokens are due, `sent` being out.
     async fn next(&self, sent: usize) {
         match self.schedule {
-            Schedule::ZeroCost | Schedule::Engine => tokio::task::yield_now().await,
+            Schedule::ZeroCost { .. } | Schedule::Engine => tokio::task::yield_now().await,
             Schedule::Fixed { .. } => {
                 let last = (sent + self.per_event).min(self.tokens).saturating_sub(1);
-                tokio::time::sleep_until(self.due(last)).await;
+                crate::timer::sleep_until(self.due(last)).await;
             }
         }
     }
 
-    /// Zero-cost: hand the connection back between events (one `Pending`), so that it writes
-    /// each event on its own instead of buffering the whole stream into one write.
+    /// `zero-cost:write=each`: hand the connection back between events (one `Pending`), so that
+    /// it writes each event on its own instead of queueing it behind the last.
     async fn between_events(&self) {
-        if self.schedule == Schedule::ZeroCost {
+        if self.schedule == (Schedule::ZeroCost { write_each: true }) {
             tokio::task::yield_now().await;
         }
     }

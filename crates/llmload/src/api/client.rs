@@ -149,6 +149,12 @@ impl Endpoint {
     /// Sends one streaming request and reads it to its end, its failure, its timeout or `cancel`.
     pub async fn stream(&self, body: &serde_json::Value, cancel: &CancellationToken) -> Exchange {
         let mut exchange = Exchange::new();
+        // One allocation for the whole stream's timestamps: the length was asked for.
+        let asked = ["max_tokens", "n_predict"]
+            .iter()
+            .find_map(|key| body.get(*key)?.as_u64())
+            .unwrap_or(0);
+        exchange.token_events = Vec::with_capacity(asked.min(1 << 16) as usize);
         let deadline = exchange.sent + self.timeout;
         let read = async {
             match &self.origin {
@@ -216,7 +222,10 @@ async fn read_plain(
                 retried: true,
                 ..Exchange::new()
             };
-            let (stream, _) = connect().await?;
+            // The retry goes on a new connection: another kept one may be as stale.
+            let stream = origin.fresh_connection().await.map_err(|e| {
+                Failure::Connect(format!("cannot connect to {}: {e}", origin.address))
+            })?;
             match converse(stream, false, api, &request, exchange).await {
                 Err(Broken::Stale) => Err(Failure::Disconnected(
                     "the server closed the connection before answering".into(),

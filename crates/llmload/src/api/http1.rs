@@ -60,16 +60,32 @@ impl Origin {
         })
     }
 
-    /// An idle kept-alive connection (and `true`), or a new one.
+    /// An idle kept-alive connection that the server has not closed (and `true`), or a new one.
+    /// Some servers (llama-server) close a connection after each stream without saying so: a
+    /// kept connection whose peer has since closed it reads as at its end, and is dropped here
+    /// rather than failing the next request.
     pub async fn connection(&self) -> io::Result<(TcpStream, bool)> {
-        let reused = self.idle.lock().ok().and_then(|mut idle| idle.pop());
-        if let Some(stream) = reused {
-            return Ok((stream, true));
+        loop {
+            let reused = self.idle.lock().ok().and_then(|mut idle| idle.pop());
+            let Some(stream) = reused else {
+                break;
+            };
+            let mut probe = [0u8; 1];
+            match stream.try_read(&mut probe) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok((stream, true)),
+                // Closed (0 bytes), broken, or holding bytes nobody asked for: not reusable.
+                _ => continue,
+            }
         }
+        Ok((self.fresh_connection().await?, false))
+    }
+
+    /// A new connection, never a kept one.
+    pub async fn fresh_connection(&self) -> io::Result<TcpStream> {
         let stream = TcpStream::connect(&self.address).await?;
         // Requests must leave at once, not wait for Nagle's algorithm.
         stream.set_nodelay(true)?;
-        Ok((stream, false))
+        Ok(stream)
     }
 
     /// Keeps a connection whose response ended cleanly for the next request.
@@ -97,6 +113,13 @@ impl Origin {
         request.extend_from_slice(body);
         request
     }
+}
+
+/// Raises this process's open-files limit to its hard limit, so that 10,000 streams (a socket
+/// each) fit; returns the limit in force. Failing to raise it is not an error: connections
+/// beyond the limit fail as connect errors, counted like any other.
+pub fn raise_open_files_limit() -> u64 {
+    rlimit::increase_nofile_limit(u64::MAX).unwrap_or(0)
 }
 
 /// Writes a whole request.

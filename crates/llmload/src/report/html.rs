@@ -302,7 +302,10 @@ fn describe_sample(sample: &serde_json::Value) -> String {
         ("sw_power_cap", "SW power cap"),
     ] {
         if let Some(active) = sample.get(key).and_then(serde_json::Value::as_bool) {
-            parts.push(format!("{name} {}", if active { "active" } else { "inactive" }));
+            parts.push(format!(
+                "{name} {}",
+                if active { "active" } else { "inactive" }
+            ));
         }
     }
     let gpu = sample.get("gpu").and_then(serde_json::Value::as_u64);

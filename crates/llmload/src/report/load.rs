@@ -223,6 +223,7 @@ impl Report {
                 outcome,
                 telemetry: previous.and_then(|p| p.telemetry.clone()),
                 sweep,
+                client_check: previous.and_then(|p| p.client_check.clone()),
             },
             records,
             started_at: campaign.started_at.clone(),

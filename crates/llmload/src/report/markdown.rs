@@ -164,6 +164,21 @@ fn load_table(summary: &Summary) -> String {
     for row in rows {
         let _ = writeln!(out, "| {} |", row.join(" | "));
     }
+    let mut priorities: Vec<&str> = summary
+        .cases
+        .iter()
+        .filter_map(|c| c.load.as_ref()?.pacer_priority.as_deref())
+        .collect();
+    priorities.dedup();
+    if !priorities.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nSend lag: sent − scheduled. The open-loop pacer thread ran at {} priority \
+             (real-time and raised need privileges; at normal priority a busy machine may wake \
+             it late, and that shows as send lag).",
+            priorities.join(" / ")
+        );
+    }
     out
 }
 

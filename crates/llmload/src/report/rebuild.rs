@@ -56,6 +56,9 @@ pub(crate) fn window_case(
         shape,
         nominal_concurrency: nominal,
         nominal_rate_rps: rate,
+        pacer_priority: before
+            .and_then(|b| b.load.as_ref())
+            .and_then(|l| l.pacer_priority.clone()),
         ..figures
     };
     summary.complete = before.is_none_or(|b| b.complete)

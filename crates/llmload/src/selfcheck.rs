@@ -1,0 +1,444 @@
+//! The client's self-check, beside the runner: is llmload itself fast enough for what it measured?
+//!
+//! A benchmark client that runs out of CPU reads its sockets late, and every latency it reports
+//! then includes its own queueing — silently. So every run samples, every [`INTERVAL`], how much
+//! CPU llmload used (`/proc/self/stat`, user + system, all threads), how long its threads waited
+//! for a CPU they wanted (`/proc/self/task/*/schedstat`: another process on its cores), and how
+//! late a timer on its runtime fired. At the end the samples become `client_check` in
+//! `summary.json`, and a verdict that says in words when the client may have distorted the
+//! measurement (see [`Bounds`] for the lines drawn).
+
+use crate::summary::CaseSummary;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// Time between samples.
+pub const INTERVAL: Duration = Duration::from_millis(500);
+
+/// Clock ticks per second of the CPU times in `/proc/*/stat` (Linux's `USER_HZ`, 100 on every
+/// architecture it exposes to user space).
+const USER_HZ: f64 = 100.0;
+
+/// Where the self-check draws its lines. A bound counts as crossed when at least
+/// `max(2, 10 %)` of the samples cross it, so that one busy moment (startup, writing a summary)
+/// is not a verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Bounds {
+    /// CPU used, as a share of the cores llmload may run on: at 0.9 its event loop is nearly
+    /// always busy and a socket that becomes readable waits for the loop to come round.
+    pub cpu_share: f64,
+    /// Time llmload's threads were ready to run but waited for a CPU, per second of wall time:
+    /// at 0.1 another process takes its cores often enough to delay reads by scheduler slices.
+    pub run_queue_wait_share: f64,
+    /// How late a sleep may wake, in ms. Tokio's timer ticks every millisecond, so up to 1 ms is
+    /// the clock's grain; 5 ms means the event loop was held up.
+    pub timer_lag_ms: f64,
+    /// Uncapped open loops: the p99 of sent − scheduled, in ms, past which requests left
+    /// noticeably later than the arrival process said (coordinated omission).
+    pub send_lag_p99_ms: f64,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Bounds {
+            cpu_share: 0.9,
+            run_queue_wait_share: 0.1,
+            timer_lag_ms: 5.0,
+            send_lag_p99_ms: 10.0,
+        }
+    }
+}
+
+/// One sample of the client's own behaviour over the last interval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sample {
+    /// CPU used per second of wall time, in cores (all threads); `None` without `/proc`.
+    pub cpu_cores: Option<f64>,
+    /// Time spent waiting for a CPU per second of wall time; `None` without schedstat.
+    pub run_queue_wait: Option<f64>,
+    /// How late the sampling timer fired, in ms.
+    pub timer_lag_ms: f64,
+}
+
+/// Whether the client kept up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Every figure stayed inside its bound.
+    Ok,
+    /// Some bound was crossed: latencies may include the client's own delays.
+    ClientMayHaveDistorted,
+    /// Too few samples to judge (a run shorter than two intervals).
+    TooShort,
+}
+
+/// Timer lateness, in ms.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Lag {
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile (the maximum below 100 samples).
+    pub p99: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+/// `client_check` in `summary.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClientCheck {
+    /// Time between samples, ms.
+    pub interval_ms: f64,
+    /// Cores llmload could run on (its CPU affinity).
+    pub cores: u32,
+    /// Samples taken.
+    pub samples: u32,
+    /// Mean CPU used, as a share of `cores`.
+    pub cpu_share_mean: Option<f64>,
+    /// Largest CPU share of one interval.
+    pub cpu_share_max: Option<f64>,
+    /// Largest time waiting for a CPU per second of wall time, over the intervals.
+    pub run_queue_wait_share_max: Option<f64>,
+    /// Lateness of the sampling timer.
+    pub timer_lag_ms: Lag,
+    /// Largest p99 send lag of an uncapped open-loop case, ms.
+    pub send_lag_p99_ms: Option<f64>,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Each bound crossed, in words with its figures.
+    pub reasons: Vec<String>,
+    /// The bounds applied.
+    pub bounds: Bounds,
+}
+
+impl ClientCheck {
+    /// What a reader should know, in one paragraph; `None` when the client kept up.
+    pub fn warning(&self) -> Option<String> {
+        (self.verdict == Verdict::ClientMayHaveDistorted).then(|| {
+            format!(
+                "The client may have distorted this measurement: {}. Latencies may include \
+                 llmload's own delays; rerun with fewer concurrent streams, on an idle machine or \
+                 with more cores.",
+                self.reasons.join("; ")
+            )
+        })
+    }
+
+    /// One line for the human views, flagged or not.
+    pub fn line(&self) -> String {
+        if let Some(warning) = self.warning() {
+            return format!("Client self-check: WARNING. {warning}");
+        }
+        let share = self
+            .cpu_share_max
+            .map_or("–".to_owned(), |s| format!("{:.0} %", s * 100.0));
+        let verdict = match self.verdict {
+            Verdict::TooShort => "too short to judge",
+            _ => "ok, the client kept up",
+        };
+        format!(
+            "Client self-check: {verdict} (CPU at most {share} of {} core(s), timer lag p99 \
+             {:.1} ms, {} samples).",
+            self.cores, self.timer_lag_ms.p99, self.samples
+        )
+    }
+}
+
+/// The sampler, running beside the runner until [`Monitor::finish`].
+pub struct Monitor {
+    stop: CancellationToken,
+    task: JoinHandle<Vec<Sample>>,
+}
+
+impl Monitor {
+    /// Starts sampling every [`INTERVAL`].
+    pub fn start() -> Monitor {
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(sample(INTERVAL, stop.clone()));
+        Monitor { stop, task }
+    }
+
+    /// Stops sampling and judges the samples; `cases` gives the open loops' send lag.
+    pub async fn finish(self, cases: &[CaseSummary]) -> ClientCheck {
+        self.stop.cancel();
+        let samples = self.task.await.unwrap_or_default();
+        assess(&samples, cores(), worst_send_lag(cases), &Bounds::default())
+    }
+}
+
+async fn sample(interval: Duration, stop: CancellationToken) -> Vec<Sample> {
+    let mut samples = Vec::new();
+    let mut last = Reading::now();
+    let mut next = Instant::now() + interval;
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return samples,
+            () = tokio::time::sleep_until(next) => {}
+        }
+        let woke = Instant::now();
+        let reading = Reading::now();
+        let wall = reading.at.duration_since(last.at).as_secs_f64();
+        let per_second = |now: Option<f64>, before: Option<f64>| {
+            Some(((now? - before?) / wall).max(0.0)).filter(|_| wall > 0.0)
+        };
+        samples.push(Sample {
+            cpu_cores: per_second(reading.cpu_s, last.cpu_s),
+            run_queue_wait: per_second(reading.wait_s, last.wait_s),
+            timer_lag_ms: woke.saturating_duration_since(next).as_secs_f64() * 1e3,
+        });
+        last = reading;
+        // Absolute schedule: a late wake does not push the following ones back.
+        next += interval;
+    }
+}
+
+/// The process's CPU counters at one instant.
+struct Reading {
+    at: std::time::Instant,
+    /// User + system CPU time of all threads, seconds.
+    cpu_s: Option<f64>,
+    /// Time the live threads spent runnable but not running, seconds.
+    wait_s: Option<f64>,
+}
+
+impl Reading {
+    fn now() -> Reading {
+        Reading {
+            at: std::time::Instant::now(),
+            cpu_s: std::fs::read_to_string("/proc/self/stat")
+                .ok()
+                .and_then(|s| cpu_seconds(&s)),
+            wait_s: run_queue_wait_seconds(),
+        }
+    }
+}
+
+/// utime + stime of a `/proc/PID/stat` line, in seconds.
+fn cpu_seconds(stat: &str) -> Option<f64> {
+    // The command name (field 2) may hold spaces; fields after its `)` are fixed.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<f64>().ok();
+    Some((ticks(11)? + ticks(12)?) / USER_HZ)
+}
+
+/// Σ over live threads of the run-queue wait in `/proc/self/task/*/schedstat`, in seconds.
+fn run_queue_wait_seconds() -> Option<f64> {
+    let mut total = 0.0;
+    for entry in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let text = std::fs::read_to_string(entry.path().join("schedstat")).ok()?;
+        let wait_ns: f64 = text.split_whitespace().nth(1)?.parse().ok()?;
+        total += wait_ns / 1e9;
+    }
+    Some(total)
+}
+
+/// Cores this process may run on.
+fn cores() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+}
+
+/// The largest p99 send lag of an open loop without an in-flight cap (with a cap, waiting for a
+/// place is the point and is reported as such).
+pub fn worst_send_lag(cases: &[CaseSummary]) -> Option<f64> {
+    cases
+        .iter()
+        .filter_map(|c| c.load.as_ref())
+        .filter(|l| l.nominal_rate_rps.is_some() && l.nominal_concurrency.is_none())
+        .filter_map(|l| l.send_lag_ms.as_ref().map(|d| d.p99))
+        .reduce(f64::max)
+}
+
+/// Judges `samples` (taken on `cores` cores) against `bounds`.
+pub fn assess(
+    samples: &[Sample],
+    cores: u32,
+    send_lag_p99_ms: Option<f64>,
+    bounds: &Bounds,
+) -> ClientCheck {
+    let cores = cores.max(1);
+    let shares: Vec<f64> = samples
+        .iter()
+        .filter_map(|s| s.cpu_cores)
+        .map(|c| c / f64::from(cores))
+        .collect();
+    let waits: Vec<f64> = samples.iter().filter_map(|s| s.run_queue_wait).collect();
+    let mut lags: Vec<f64> = samples.iter().map(|s| s.timer_lag_ms).collect();
+    lags.sort_unstable_by(f64::total_cmp);
+    let quantile = |q: f64| {
+        let i = ((lags.len() as f64 * q).ceil() as usize).clamp(1, lags.len().max(1)) - 1;
+        lags.get(i).copied().unwrap_or(0.0)
+    };
+    // A bound is crossed when enough samples cross it, not on one busy moment.
+    let needed = 2.max(samples.len().div_ceil(10));
+    let over = |values: &[f64], bound: f64| values.iter().filter(|v| **v >= bound).count();
+    let mut reasons = Vec::new();
+    let busy = over(&shares, bounds.cpu_share);
+    if busy >= needed {
+        reasons.push(format!(
+            "llmload used {:.0} % or more of its {cores} core(s) in {busy} of {} samples \
+             (at most {:.0} %; bound {:.0} %)",
+            bounds.cpu_share * 100.0,
+            shares.len(),
+            shares.iter().copied().fold(0.0, f64::max) * 100.0,
+            bounds.cpu_share * 100.0
+        ));
+    }
+    let waited = over(&waits, bounds.run_queue_wait_share);
+    if waited >= needed {
+        reasons.push(format!(
+            "its threads waited for a CPU taken by other work for up to {:.0} ms per second \
+             in {waited} of {} samples (bound {:.0} ms)",
+            waits.iter().copied().fold(0.0, f64::max) * 1e3,
+            waits.len(),
+            bounds.run_queue_wait_share * 1e3
+        ));
+    }
+    let late = over(&lags, bounds.timer_lag_ms);
+    if late >= needed {
+        reasons.push(format!(
+            "its timer fired late by more than {} ms in {late} of {} samples (p50 {:.1} ms, \
+             p99 {:.1} ms, max {:.1} ms)",
+            bounds.timer_lag_ms,
+            lags.len(),
+            quantile(0.5),
+            quantile(0.99),
+            quantile(1.0)
+        ));
+    }
+    if let Some(lag) = send_lag_p99_ms.filter(|l| *l > bounds.send_lag_p99_ms) {
+        reasons.push(format!(
+            "open-loop requests left late: send lag p99 {lag:.1} ms (bound {} ms)",
+            bounds.send_lag_p99_ms
+        ));
+    }
+    let verdict = if !reasons.is_empty() {
+        Verdict::ClientMayHaveDistorted
+    } else if samples.len() < 2 {
+        Verdict::TooShort
+    } else {
+        Verdict::Ok
+    };
+    let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    ClientCheck {
+        interval_ms: INTERVAL.as_secs_f64() * 1e3,
+        cores,
+        samples: samples.len() as u32,
+        cpu_share_mean: mean(&shares),
+        cpu_share_max: shares.iter().copied().reduce(f64::max),
+        run_queue_wait_share_max: waits.iter().copied().reduce(f64::max),
+        timer_lag_ms: Lag {
+            p50: quantile(0.5),
+            p99: quantile(0.99),
+            max: quantile(1.0),
+        },
+        send_lag_p99_ms,
+        verdict,
+        reasons,
+        bounds: *bounds,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn samples(cpu_cores: f64, wait: f64, lag_ms: f64, n: usize) -> Vec<Sample> {
+        vec![
+            Sample {
+                cpu_cores: Some(cpu_cores),
+                run_queue_wait: Some(wait),
+                timer_lag_ms: lag_ms,
+            };
+            n
+        ]
+    }
+
+    fn judge(samples: &[Sample], cores: u32, send_lag: Option<f64>) -> ClientCheck {
+        assess(samples, cores, send_lag, &Bounds::default())
+    }
+
+    #[test]
+    fn an_idle_client_is_ok() {
+        let check = judge(&samples(0.3, 0.0, 0.6, 10), 2, Some(0.4));
+        assert_eq!(check.verdict, Verdict::Ok);
+        assert!(check.reasons.is_empty() && check.warning().is_none());
+        assert_eq!(check.cpu_share_max, Some(0.15));
+        assert!(check.line().contains("kept up"), "{}", check.line());
+    }
+
+    #[test]
+    fn each_bound_is_a_reason_with_its_figures() {
+        let busy = judge(&samples(1.96, 0.0, 0.5, 8), 2, None);
+        assert_eq!(busy.verdict, Verdict::ClientMayHaveDistorted);
+        assert!(
+            busy.reasons[0].contains("8 of 8 samples"),
+            "{:?}",
+            busy.reasons
+        );
+        assert!(
+            busy.reasons[0].contains("at most 98 %"),
+            "{:?}",
+            busy.reasons
+        );
+        let crowded = judge(&samples(0.5, 0.45, 0.5, 8), 1, None);
+        assert!(crowded.reasons[0].contains("up to 450 ms per second"));
+        let late = judge(&samples(0.2, 0.0, 12.0, 4), 2, None);
+        assert!(
+            late.reasons[0].contains("p99 12.0 ms"),
+            "{:?}",
+            late.reasons
+        );
+        let lagging = judge(&samples(0.2, 0.0, 0.5, 4), 2, Some(25.0));
+        assert!(lagging.reasons[0].contains("send lag p99 25.0 ms"));
+        let warning = busy.warning().expect("flagged");
+        assert!(warning.starts_with("The client may have distorted this measurement"));
+        assert!(busy.line().starts_with("Client self-check: WARNING."));
+    }
+
+    #[test]
+    fn one_busy_moment_is_not_a_verdict() {
+        let mut mixed = samples(0.2, 0.0, 0.5, 20);
+        mixed[0].cpu_cores = Some(2.0);
+        mixed[1].timer_lag_ms = 40.0;
+        assert_eq!(judge(&mixed, 2, None).verdict, Verdict::Ok);
+        mixed[2].cpu_cores = Some(2.0);
+        assert_eq!(
+            judge(&mixed, 2, None).verdict,
+            Verdict::ClientMayHaveDistorted
+        );
+        assert_eq!(judge(&mixed[..1], 2, None).verdict, Verdict::TooShort);
+        let without_proc = vec![
+            Sample {
+                cpu_cores: None,
+                run_queue_wait: None,
+                timer_lag_ms: 0.5,
+            };
+            3
+        ];
+        let check = judge(&without_proc, 2, None);
+        assert_eq!((check.verdict, check.cpu_share_mean), (Verdict::Ok, None));
+    }
+
+    #[test]
+    fn proc_stat_lines_give_cpu_seconds() {
+        let line = "1234 (tokio rt (x)) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0 4";
+        assert_eq!(cpu_seconds(line), Some(3.0));
+        assert_eq!(cpu_seconds("garbage"), None);
+    }
+
+    #[tokio::test]
+    async fn the_sampler_reads_this_process() {
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(sample(Duration::from_millis(20), stop.clone()));
+        tokio::time::sleep(Duration::from_millis(110)).await;
+        stop.cancel();
+        let samples = task.await.expect("sampler");
+        assert!(samples.len() >= 3, "{samples:?}");
+        if std::path::Path::new("/proc/self/stat").exists() {
+            assert!(samples.iter().all(|s| s.cpu_cores.is_some()));
+        }
+    }
+}
