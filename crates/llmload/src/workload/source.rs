@@ -139,12 +139,19 @@ impl PromptSource {
                 let shared = self
                     .shared_text
                     .get_or_try_init(|| async {
-                        let start = offset(0, splitmix64(seed ^ SHARED_SALT), words.len());
+                        // Word boundaries may step over S: try a few places in the corpus.
                         let counting = ServerCount::new(target, *counter);
-                        words
-                            .exact_text(self.shared, start, &counting)
-                            .await
-                            .context("building the shared system prompt")
+                        let mut last_error = None;
+                        for attempt in 0..8 {
+                            let start =
+                                offset(attempt, splitmix64(seed ^ SHARED_SALT), words.len());
+                            match words.exact_text(self.shared, start, &counting).await {
+                                Ok(text) => return Ok(text),
+                                Err(e) => last_error = Some(e),
+                            }
+                        }
+                        let e = last_error.expect("the loop ran at least once");
+                        Err(anyhow::Error::new(e).context("building the shared system prompt"))
                     })
                     .await?;
                 let words = self.distinct_words.get_or_init(|| words.distinct());
