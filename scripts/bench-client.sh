@@ -216,7 +216,7 @@ read -r _ p1_ok <<<"$(peer_ttft peer-p1)"
 read -r p5_ttft p5_ok <<<"$(peer_ttft peer-p5)"
 llmload_us="$(python3 -c "print(($(cpu peer-l5) - $(cpu peer-l1)) * 1e6 / (256 * 256))")"
 peer_us="$(python3 -c "print(($(cpu peer-p5) - $(cpu peer-p1)) * 1e6 / max(1, ($p5_ok - $p1_ok) * 256))")"
-printf 'CPU per token event: llmload %.2f µs, %s %.2f µs (%.0f×); %s median TTFT against zero-cost: %s ms\n' \
+printf 'CPU per token event: llmload %.2f µs, %s %.2f µs (%.0f×); %s median TTFT against zero-cost: %.1f ms\n' \
   "$llmload_us" "$peer" "$peer_us" "$(python3 -c "print($peer_us / max($llmload_us, 1e-9))")" "$peer" "$p5_ttft"
 start_sim "fixed:ttft_ms=100,itl_ms=20"
 run_llmload peer-lf completions 64 2 32

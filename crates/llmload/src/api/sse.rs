@@ -33,7 +33,8 @@ impl SseDecoder {
                 bytes = rest;
             }
         }
-        while let Some(end) = bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
+        // The line search is most of the decoder's time: done a word at a time, not a byte.
+        while let Some(end) = memchr::memchr2(b'\n', b'\r', bytes) {
             let (line, rest) = bytes.split_at(end);
             let crlf = rest.starts_with(b"\r\n");
             if rest[0] == b'\r' && rest.len() == 1 {
@@ -75,7 +76,7 @@ impl SseDecoder {
         if line[0] == b':' {
             return;
         }
-        let (name, value) = match line.iter().position(|&b| b == b':') {
+        let (name, value) = match memchr::memchr(b':', line) {
             Some(colon) => {
                 let value = &line[colon + 1..];
                 (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
