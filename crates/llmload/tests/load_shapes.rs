@@ -5,31 +5,18 @@
 
 mod common;
 
-use common::{attempt_dir, json, json_lines, llmload, Invocation, Simulator};
+use common::{attempt_dir, json, json_lines, llmload, run_against, Invocation, Simulator};
 use serde_json::Value;
 use std::path::Path;
 
 fn run(out: &Path, name: &str, url: &str, extra: &[&str]) -> (Invocation, std::path::PathBuf) {
-    let mut args = vec![
-        "run",
-        "--url",
-        url,
-        "--out",
-        out.to_str().expect("UTF-8"),
-        "--name",
-        name,
-        "--telemetry",
-        "off",
-    ];
-    args.extend_from_slice(extra);
-    let result = llmload(&args);
+    let (result, dir) = run_against(out, name, url, extra);
     assert!(
         result.code == 0 || result.code == 4,
         "{}\n{}",
         result.stdout,
         result.stderr
     );
-    let dir = attempt_dir(out, name);
     (result, dir)
 }
 

@@ -5,28 +5,14 @@
 
 mod common;
 
-use common::{attempt_dir, json, json_lines, llmload, LlamaServer, Simulator, SERIAL};
+use common::{json, json_lines, llmload, run_against, LlamaServer, Simulator, SERIAL};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 fn run(out: &Path, name: &str, url: &str, extra: &[&str]) -> (common::Invocation, PathBuf) {
-    let mut args = vec![
-        "run",
-        "--url",
-        url,
-        "--out",
-        out.to_str().expect("UTF-8"),
-        "--name",
-        name,
-        "--telemetry",
-        "off",
-        "--output-tokens",
-        "8",
-    ];
+    let mut args = vec!["--output-tokens", "8"];
     args.extend_from_slice(extra);
-    let result = llmload(&args);
-    let dir = attempt_dir(out, name);
-    (result, dir)
+    run_against(out, name, url, &args)
 }
 
 fn measured(dir: &Path) -> Vec<Value> {

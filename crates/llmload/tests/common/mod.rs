@@ -163,6 +163,26 @@ pub fn llmload(args: &[&str]) -> Invocation {
     }
 }
 
+/// `llmload run --url URL --out OUT --name NAME --telemetry off EXTRA…`; returns the invocation
+/// and the attempt folder it made.
+pub fn run_against(out: &Path, name: &str, url: &str, extra: &[&str]) -> (Invocation, PathBuf) {
+    let mut args = vec![
+        "run",
+        "--url",
+        url,
+        "--out",
+        out.to_str().expect("UTF-8 path"),
+        "--name",
+        name,
+        "--telemetry",
+        "off",
+    ];
+    args.extend_from_slice(extra);
+    let result = llmload(&args);
+    let dir = attempt_dir(out, name);
+    (result, dir)
+}
+
 /// The single attempt folder under `out/name/`.
 pub fn attempt_dir(out: &Path, name: &str) -> PathBuf {
     let dirs: Vec<PathBuf> = std::fs::read_dir(out.join(name))
