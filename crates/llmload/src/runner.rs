@@ -12,7 +12,7 @@
 //! such and the case is left incomplete.
 
 use crate::api::client::Exchange;
-use crate::api::{GenerationRequest, Prompt};
+use crate::api::{Body, GenerationRequest, Prompt};
 use crate::guard::Guard;
 use crate::pacer::{Gate, Job, Pacer};
 use crate::record::{Phase, Record, RecordSink, RequestMeta, Seconds};
@@ -71,7 +71,7 @@ pub struct CaseRun {
 }
 
 /// A request ready to go: what it is and its body.
-type Prepared = (RequestMeta, serde_json::Value);
+type Prepared = (RequestMeta, Body);
 
 /// The in-flight requests of a case: one task each, joined as they end.
 type InFlight = JoinSet<(RequestMeta, Exchange)>;
@@ -316,7 +316,7 @@ impl Runner<'_> {
     fn job(
         &self,
         meta: RequestMeta,
-        body: serde_json::Value,
+        body: Body,
         gate: &Arc<Gate>,
         results: &mpsc::UnboundedSender<(RequestMeta, Exchange)>,
     ) -> Job {
@@ -428,11 +428,7 @@ impl Runner<'_> {
         Ok((meta, body))
     }
 
-    async fn body(
-        &mut self,
-        meta: &RequestMeta,
-        slot: Option<u32>,
-    ) -> anyhow::Result<serde_json::Value> {
+    async fn body(&mut self, meta: &RequestMeta, slot: Option<u32>) -> anyhow::Result<Body> {
         let prompt = self.next_prompt(meta.input_tokens).await?;
         let request = GenerationRequest {
             prompt: &prompt,
@@ -441,7 +437,7 @@ impl Runner<'_> {
             model: self.target.model.as_deref(),
             cache_prompt: meta.shared_tokens > 0,
         };
-        Ok(self.target.endpoint.api.body(&request))
+        Ok(Body::from_json(&self.target.endpoint.api.body(&request)))
     }
 
     /// Builds every prompt, then sends all requests at once; returns their records in the order
@@ -467,7 +463,7 @@ impl Runner<'_> {
     }
 
     /// Sends one request on its own task; its record is made when it is joined.
-    fn spawn(&self, in_flight: &mut InFlight, meta: RequestMeta, body: serde_json::Value) {
+    fn spawn(&self, in_flight: &mut InFlight, meta: RequestMeta, body: Body) {
         let endpoint = self.target.endpoint.clone();
         let cancel = self.cancel.clone();
         in_flight.spawn(async move {

@@ -137,7 +137,7 @@ impl Target {
             model: self.model.as_deref(),
             cache_prompt: false,
         };
-        let body = self.endpoint.api.body(&request);
+        let body = crate::api::Body::from_json(&self.endpoint.api.body(&request));
         let exchange = self.endpoint.stream(&body, &CancellationToken::new()).await;
         if let Some(failure) = exchange.failure {
             bail!("probe request failed: {failure}");

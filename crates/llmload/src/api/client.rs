@@ -9,7 +9,7 @@
 
 use super::http1::{self, BodyDecoder, Origin};
 use super::sse::SseDecoder;
-use super::{Api, Counters, EventError};
+use super::{Api, Body, Counters, EventError};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpStream;
@@ -147,24 +147,21 @@ impl Endpoint {
     }
 
     /// Sends one streaming request and reads it to its end, its failure, its timeout or `cancel`.
-    pub async fn stream(&self, body: &serde_json::Value, cancel: &CancellationToken) -> Exchange {
+    pub async fn stream(&self, body: &Body, cancel: &CancellationToken) -> Exchange {
         let mut exchange = Exchange::new();
         // One allocation for the whole stream's timestamps: the length was asked for.
-        let asked = ["max_tokens", "n_predict"]
-            .iter()
-            .find_map(|key| body.get(*key)?.as_u64())
-            .unwrap_or(0);
-        exchange.token_events = Vec::with_capacity(asked.min(1 << 16) as usize);
+        exchange.token_events = Vec::with_capacity(body.output_tokens.min(1 << 16) as usize);
         let deadline = exchange.sent + self.timeout;
         let read = async {
             match &self.origin {
-                Some(origin) => read_plain(origin, self.api, body, &mut exchange).await,
+                Some(origin) => read_plain(origin, self.api, &body.json, &mut exchange).await,
                 None => {
                     let request = self
                         .client
                         .post(format!("{}{}", self.base_url, self.api.path()))
                         .header(reqwest::header::ACCEPT, "text/event-stream")
-                        .json(body);
+                        .header(reqwest::header::CONTENT_TYPE, "application/json")
+                        .body(body.json.clone());
                     read_stream(self.api, request, &mut exchange).await
                 }
             }
@@ -200,13 +197,10 @@ impl From<Failure> for Broken {
 async fn read_plain(
     origin: &Origin,
     api: Api,
-    body: &serde_json::Value,
+    body: &[u8],
     exchange: &mut Exchange,
 ) -> Result<(), Failure> {
-    let payload = serde_json::to_vec(body)
-        .map_err(|e| Failure::Malformed(format!("cannot encode the request: {e}")))?;
-    let request = origin.request(api.path(), &payload);
-    drop(payload);
+    let request = origin.request(api.path(), body);
     let connect = || async {
         let (stream, reused) = origin
             .connection()

@@ -75,6 +75,33 @@ pub enum Prompt {
     Text(String),
 }
 
+/// A request body, serialised once when the request is prepared: what waits for its arrival
+/// or stays with its stream is the bytes, not a JSON tree (a token array as a tree takes about
+/// eight times the room).
+#[derive(Clone, Debug)]
+pub struct Body {
+    /// The JSON body.
+    pub json: bytes::Bytes,
+    /// Output tokens asked for (sizes the stream's timestamp buffer).
+    pub output_tokens: u32,
+}
+
+impl Body {
+    /// Serialises `value`, a body made by [`Api::body`].
+    pub fn from_json(value: &serde_json::Value) -> Body {
+        let output_tokens = ["max_tokens", "n_predict"]
+            .iter()
+            .find_map(|key| value.get(*key)?.as_u64())
+            .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX));
+        // A `Value` always serialises (its map keys are strings).
+        let json = serde_json::to_vec(value).unwrap_or_default();
+        Body {
+            json: json.into(),
+            output_tokens,
+        }
+    }
+}
+
 /// One generation request, before it becomes a body.
 #[derive(Clone, Copy, Debug)]
 pub struct GenerationRequest<'a> {
