@@ -157,6 +157,13 @@ fn the_pacer_sends_poisson_arrivals_at_their_rate_and_shape() {
         (sent_cv - scheduled_cv).abs() < 0.05,
         "{sent_cv} vs {scheduled_cv}"
     );
+    // The summary says at which priority the pacer thread ran.
+    let load = &json(&dir.join("summary.json"))["cases"][0]["load"];
+    let priority = load["pacer_priority"].as_str().expect("pacer priority");
+    assert!(
+        ["real-time", "raised", "normal"].contains(&priority),
+        "{load}"
+    );
 }
 
 #[test]
