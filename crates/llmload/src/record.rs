@@ -339,6 +339,46 @@ pub fn read_records(path: &Path) -> anyhow::Result<Vec<Record>> {
         .collect()
 }
 
+/// A measured `ok` record for tests: sent at `sent_s`, one token per event at `event_ms` after
+/// the send (TTFT the first, complete response the last).
+#[cfg(test)]
+pub(crate) fn ok_record(
+    sent_s: Seconds,
+    scheduled_s: Option<Seconds>,
+    event_ms: Vec<f64>,
+) -> Record {
+    let ttft = event_ms.first().copied();
+    let e2e = event_ms.last().copied();
+    let tokens = event_ms.len() as u32;
+    Record {
+        case: "c".into(),
+        phase: Phase::Measured,
+        round: None,
+        index: 0,
+        scheduled_s,
+        sent_s,
+        first_token_s: ttft.map(|t| sent_s + t / 1e3),
+        done_s: e2e.map(|t| sent_s + t / 1e3),
+        ttft_ms: ttft,
+        e2e_ms: e2e,
+        input_tokens: 8,
+        requested_output_tokens: tokens,
+        prompt_tokens: Some(8),
+        cached_tokens: Some(0),
+        shared_tokens: 0,
+        output_tokens: Some(tokens),
+        token_events: tokens,
+        streamed_tokens: tokens,
+        status: Status::Ok,
+        verified: true,
+        error_kind: None,
+        error: None,
+        notes: Vec::new(),
+        event_ms,
+        event_tokens: Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -210,37 +210,11 @@ fn end_of(r: &Record) -> Seconds {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::Phase;
 
     fn record(sent: f64, done: f64, scheduled: Option<f64>, tokens: u32) -> Record {
         let step = (done - sent) * 1e3 / f64::from(tokens);
-        Record {
-            case: "c".into(),
-            phase: Phase::Measured,
-            round: None,
-            index: 0,
-            scheduled_s: scheduled,
-            sent_s: sent,
-            first_token_s: Some(sent + step / 1e3),
-            done_s: Some(done),
-            ttft_ms: Some(step),
-            e2e_ms: Some((done - sent) * 1e3),
-            input_tokens: 8,
-            requested_output_tokens: tokens,
-            prompt_tokens: Some(8),
-            cached_tokens: Some(0),
-            shared_tokens: 0,
-            output_tokens: Some(tokens),
-            token_events: tokens,
-            streamed_tokens: tokens,
-            status: Status::Ok,
-            verified: true,
-            error_kind: None,
-            error: None,
-            notes: Vec::new(),
-            event_ms: (1..=tokens).map(|i| f64::from(i) * step).collect(),
-            event_tokens: Vec::new(),
-        }
+        let events = (1..=tokens).map(|i| f64::from(i) * step).collect();
+        crate::record::ok_record(sent, scheduled, events)
     }
 
     #[test]

@@ -1,41 +1,16 @@
 //! Unit tests of the soak series: hand-made records, windows, drift.
 
 use super::*;
-use crate::record::Phase;
 
 /// A measured `ok` record sent at `sent` with `tokens` tokens, the first after `ttft_ms` and
 /// the rest spread over the next 0.5 s.
 fn record(sent: Seconds, ttft_ms: f64, tokens: u32) -> Record {
     let step = 500.0 / f64::from(tokens);
-    let event_ms: Vec<f64> = (0..tokens).map(|i| ttft_ms + f64::from(i) * step).collect();
-    let e2e = event_ms.last().copied().unwrap_or(ttft_ms);
-    Record {
-        case: "c".into(),
-        phase: Phase::Measured,
-        round: None,
-        index: 0,
-        scheduled_s: None,
-        sent_s: sent,
-        first_token_s: Some(sent + ttft_ms / 1e3),
-        done_s: Some(sent + e2e / 1e3),
-        ttft_ms: Some(ttft_ms),
-        e2e_ms: Some(e2e),
-        input_tokens: 8,
-        requested_output_tokens: tokens,
-        prompt_tokens: Some(8),
-        cached_tokens: Some(0),
-        shared_tokens: 0,
-        output_tokens: Some(tokens),
-        token_events: tokens,
-        streamed_tokens: tokens,
-        status: Status::Ok,
-        verified: true,
-        error_kind: None,
-        error: None,
-        notes: Vec::new(),
-        event_ms,
-        event_tokens: Vec::new(),
-    }
+    crate::record::ok_record(
+        sent,
+        None,
+        (0..tokens).map(|i| ttft_ms + f64::from(i) * step).collect(),
+    )
 }
 
 fn reading(t_s: f64, temperature_c: f64, power_w: f64) -> Reading {
