@@ -218,7 +218,7 @@ impl Record {
                 }
             }
         };
-        let multi = exchange.token_events.iter().any(|&(_, k)| k != 1);
+        let multi = exchange.token_events.iter().any(|(_, k)| k != 1);
         Record {
             case: meta.case,
             phase: meta.phase,
@@ -256,10 +256,10 @@ impl Record {
             event_ms: exchange
                 .token_events
                 .iter()
-                .map(|&(t, _)| round3(ms_from_sent(t)))
+                .map(|(t, _)| round3(ms_from_sent(t)))
                 .collect(),
             event_tokens: if multi {
-                exchange.token_events.iter().map(|&(_, k)| k).collect()
+                exchange.token_events.iter().map(|(_, k)| k).collect()
             } else {
                 Vec::new()
             },
@@ -436,7 +436,7 @@ mod tests {
     fn record(event_ms: Vec<f64>, event_tokens: Vec<u32>) -> Record {
         let sink = Exchange {
             sent: Instant::now(),
-            token_events: Vec::new(),
+            token_events: crate::api::client::TokenEvents::new(Instant::now()),
             done: None,
             counters: Counters::default(),
             failure: None,
