@@ -9,6 +9,7 @@
 
 use super::http1::{self, BodyDecoder, Origin};
 use super::sse::SseDecoder;
+pub use super::token_events::TokenEvents;
 use super::{Api, Body, Counters, EventError};
 use std::sync::Arc;
 use std::time::Duration;
@@ -77,59 +78,6 @@ pub struct Exchange {
     pub failure: Option<Failure>,
     /// The request was sent a second time because its kept-alive connection had been closed.
     pub retried: bool,
-}
-
-/// Receipt times of the token-carrying events of one stream and their token counts, in 8 bytes
-/// an event (an `Instant` and a count take 24): microseconds since the stream began in the high
-/// 44 bits (half a year), tokens in the low 20 (a million an event; more are counted as that).
-/// Records keep event times to the microsecond, so nothing they show is lost.
-#[derive(Clone, Debug)]
-pub struct TokenEvents {
-    epoch: Instant,
-    packed: Vec<u64>,
-}
-
-const TOKEN_BITS: u32 = 20;
-
-impl TokenEvents {
-    /// No events yet; times are kept relative to `epoch`, which precedes them all.
-    pub fn new(epoch: Instant) -> TokenEvents {
-        TokenEvents {
-            epoch,
-            packed: Vec::new(),
-        }
-    }
-
-    /// Room for `n` more events without reallocating.
-    pub fn reserve(&mut self, n: usize) {
-        self.packed.reserve(n);
-    }
-
-    /// An event received `at`, carrying `tokens`.
-    pub fn push(&mut self, at: Instant, tokens: u32) {
-        let micros = at.saturating_duration_since(self.epoch).as_micros();
-        let micros = u64::try_from(micros).unwrap_or(u64::MAX) & ((1 << (64 - TOKEN_BITS)) - 1);
-        let tokens = u64::from(tokens).min((1 << TOKEN_BITS) - 1);
-        self.packed.push(micros << TOKEN_BITS | tokens);
-    }
-
-    /// Events so far.
-    pub fn len(&self) -> usize {
-        self.packed.len()
-    }
-
-    /// Whether no event carried tokens.
-    pub fn is_empty(&self) -> bool {
-        self.packed.is_empty()
-    }
-
-    /// Each event's receipt time and tokens, in order.
-    pub fn iter(&self) -> impl Iterator<Item = (Instant, u32)> + '_ {
-        self.packed.iter().map(|&p| {
-            let at = self.epoch + Duration::from_micros(p >> TOKEN_BITS);
-            (at, (p & ((1 << TOKEN_BITS) - 1)) as u32)
-        })
-    }
 }
 
 impl Exchange {
@@ -566,32 +514,4 @@ pub fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
         current = source;
     }
     current.to_string()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn token_events_keep_times_to_the_microsecond_and_their_counts() {
-        let epoch = Instant::now();
-        let mut events = TokenEvents::new(epoch);
-        let at = [1_500u64, 20_000_123, 3_600_000_000];
-        for (i, &micros) in at.iter().enumerate() {
-            events.push(
-                epoch + Duration::from_nanos(micros * 1_000 + 999),
-                i as u32 + 1,
-            );
-        }
-        events.push(epoch + Duration::from_secs(4_000), 5_000_000);
-        let back: Vec<(Instant, u32)> = events.iter().collect();
-        assert_eq!(events.len(), 4);
-        for (i, &micros) in at.iter().enumerate() {
-            assert_eq!(back[i].0, epoch + Duration::from_micros(micros));
-            assert_eq!(back[i].1, i as u32 + 1);
-        }
-        // More tokens than an event can hold are counted as the most it can.
-        assert_eq!(back[3].1, (1 << TOKEN_BITS) - 1);
-        assert_eq!(back[3].0, epoch + Duration::from_secs(4_000));
-    }
 }

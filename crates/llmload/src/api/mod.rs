@@ -10,6 +10,7 @@ pub mod http1;
 pub mod llamacpp;
 pub mod openai;
 pub mod sse;
+pub mod token_events;
 
 use serde::{Deserialize, Serialize};
 
