@@ -275,6 +275,33 @@ pub fn written(dir: &std::path::Path) -> Vec<Reading> {
         .unwrap_or_default()
 }
 
+/// Calls `read` every `interval` on an absolute schedule until `stop`, with the reading time in
+/// seconds since `origin`, and passes each reading it returns to `on_reading`: the loop every
+/// live GPU source shares.
+pub(crate) async fn every<F, Fut>(
+    interval: Duration,
+    origin: Instant,
+    stop: &CancellationToken,
+    on_reading: &mut impl FnMut(Reading),
+    mut read: F,
+) where
+    F: FnMut(f64) -> Fut,
+    Fut: std::future::Future<Output = Vec<Reading>>,
+{
+    let mut next = Instant::now();
+    loop {
+        let t_s = next.saturating_duration_since(origin).as_secs_f64();
+        for reading in read(t_s).await {
+            on_reading(reading);
+        }
+        next += interval;
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep_until(next) => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

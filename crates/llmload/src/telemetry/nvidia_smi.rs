@@ -75,35 +75,31 @@ pub fn parse_line(line: &str, t_s: f64) -> Option<Reading> {
     })
 }
 
-/// Reads every `interval` (on an absolute schedule) until `stop`.
+/// Reads every `interval` (on an absolute schedule) until `stop`; drops the margin column once
+/// the driver refuses it.
 pub async fn sample(
     interval: Duration,
     origin: Instant,
     stop: &CancellationToken,
     on_reading: &mut impl FnMut(Reading),
 ) {
-    let mut with_margin = true;
-    let mut next = Instant::now();
-    loop {
-        let t_s = next.saturating_duration_since(origin).as_secs_f64();
-        let mut text = query(with_margin).await;
-        if text.is_none() && with_margin {
-            with_margin = false;
-            text = query(false).await;
+    let with_margin = std::sync::atomic::AtomicBool::new(true);
+    super::every(interval, origin, stop, on_reading, |t_s| {
+        let with_margin = &with_margin;
+        async move {
+            use std::sync::atomic::Ordering::Relaxed;
+            let mut text = query(with_margin.load(Relaxed)).await;
+            if text.is_none() && with_margin.load(Relaxed) {
+                with_margin.store(false, Relaxed);
+                text = query(false).await;
+            }
+            text.iter()
+                .flat_map(|t| t.lines())
+                .filter_map(|l| parse_line(l, t_s))
+                .collect()
         }
-        for reading in text
-            .iter()
-            .flat_map(|t| t.lines())
-            .filter_map(|l| parse_line(l, t_s))
-        {
-            on_reading(reading);
-        }
-        next += interval;
-        tokio::select! {
-            () = stop.cancelled() => return,
-            () = tokio::time::sleep_until(next) => {}
-        }
-    }
+    })
+    .await;
 }
 
 #[cfg(test)]

@@ -126,22 +126,16 @@ pub async fn sample(
     stop: &CancellationToken,
     on_reading: &mut impl FnMut(Reading),
 ) {
-    let mut next = Instant::now();
-    loop {
-        let t_s = next.saturating_duration_since(origin).as_secs_f64();
+    super::every(interval, origin, stop, on_reading, |t_s| {
         let handle = nvml.clone();
-        let raw = tokio::task::spawn_blocking(move || query(&handle))
-            .await
-            .unwrap_or_default();
-        for reading in raw.iter().filter_map(|r| to_reading(r, t_s)) {
-            on_reading(reading);
+        async move {
+            let raw = tokio::task::spawn_blocking(move || query(&handle))
+                .await
+                .unwrap_or_default();
+            raw.iter().filter_map(|r| to_reading(r, t_s)).collect()
         }
-        next += interval;
-        tokio::select! {
-            () = stop.cancelled() => return,
-            () = tokio::time::sleep_until(next) => {}
-        }
-    }
+    })
+    .await;
 }
 
 #[cfg(test)]
