@@ -154,6 +154,8 @@ pub async fn run_source<S: CaseSource>(
         seed: config.seed,
         serial: 0,
         progress: progress.clone(),
+        slo: config.load.slo,
+        series_window: soak::window_length(config),
     };
     let mut summary = Summary {
         schema_version: SCHEMA_VERSION,
@@ -286,9 +288,9 @@ async fn run_cases<S: CaseSource>(
         runner.progress.case(number, source.planned(), &plan);
         match runner.run_case(&plan, config.warmup).await {
             Ok(run) => {
-                let mut done = window::summarise(&plan, &run, &config.load.slo);
-                done.series = soak::for_case(config, &run, &attempt.dir);
-                summary.cases.push(done);
+                summary
+                    .cases
+                    .push(window::summarise(&plan, run, &attempt.dir));
             }
             Err(e) => failure = Some(format!("case {}: {e:#}", case.id)),
         }

@@ -287,6 +287,21 @@ impl Record {
         self.event_ms.windows(2).map(|w| w[1] - w[0])
     }
 
+    /// (time, tokens) of each token-carrying event, seconds since the attempt started.
+    pub fn event_times(&self) -> impl Iterator<Item = (Seconds, u32)> + '_ {
+        self.event_ms.iter().enumerate().map(|(i, ms)| {
+            let tokens = self.event_tokens.get(i).copied().unwrap_or(1);
+            (self.sent_s + ms / 1e3, tokens)
+        })
+    }
+
+    /// The last moment the request occupied the server: its final event, else its last token
+    /// event, else its send.
+    pub fn last_seen(&self) -> Seconds {
+        self.done_s
+            .unwrap_or_else(|| self.sent_s + self.event_ms.last().copied().unwrap_or(0.0) / 1e3)
+    }
+
     /// Time per output token after the first: (complete − TTFT) / (output tokens − 1).
     pub fn tpot_ms(&self) -> Option<f64> {
         let n = self.generated_tokens();
@@ -326,17 +341,27 @@ impl RecordSink {
 
 /// Reads every record of a `requests.jsonl` file.
 pub fn read_records(path: &Path) -> anyhow::Result<Vec<Record>> {
+    let mut records = Vec::new();
+    for_each_record(path, |r| records.push(r))?;
+    Ok(records)
+}
+
+/// Reads a `requests.jsonl` file one line at a time, handing each record to `f`, so that a long
+/// run's file is never held whole.
+pub fn for_each_record(path: &Path, mut f: impl FnMut(Record)) -> anyhow::Result<()> {
     use anyhow::Context;
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l)
-                .with_context(|| format!("{}:{}: not a record", path.display(), i + 1))
-        })
-        .collect()
+    use std::io::BufRead;
+    let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line.with_context(|| format!("reading {}", path.display()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record = serde_json::from_str(&line)
+            .with_context(|| format!("{}:{}: not a record", path.display(), i + 1))?;
+        f(record);
+    }
+    Ok(())
 }
 
 /// A measured `ok` record for tests: sent at `sent_s`, one token per event at `event_ms` after

@@ -16,10 +16,12 @@ use crate::api::{Body, GenerationRequest, Prompt};
 use crate::guard::Guard;
 use crate::pacer::{Gate, Job, Pacer};
 use crate::record::{Phase, Record, RecordSink, RequestMeta, Seconds};
+use crate::summary::CaseFigures;
 use crate::target::Target;
+use crate::window::WindowFigures;
 use crate::workload::prompt::splitmix64;
 use crate::workload::schedule::{self, Bound};
-use crate::workload::shape::{CasePlan, Shape};
+use crate::workload::shape::{CasePlan, Shape, Slo};
 use crate::workload::source::PromptSource;
 use crate::workload::trace::{self, TraceEntry};
 use anyhow::Context;
@@ -52,16 +54,21 @@ pub struct Runner<'a> {
     pub serial: u64,
     /// Told of every round and ended request, for the live progress line.
     pub progress: crate::progress::Progress,
+    /// Objectives for goodput over a continuous or open loop's window.
+    pub slo: Slo,
+    /// Soak runs: the length of the windows the measurement window is cut into.
+    pub series_window: Option<Duration>,
 }
 
-/// What the runner did for one case.
+/// What the runner did for one case. Records are written as requests end and folded into the
+/// figures at once; none is kept, so a case of any length runs in bounded memory.
 #[derive(Debug, Default)]
 pub struct CaseRun {
-    /// Measured records, in completion order.
-    pub records: Vec<Record>,
-    /// Open and continuous loops: records launched during the warmup time (they occupy the
-    /// server in the window, so achieved concurrency and throughput count them).
-    pub warmup: Vec<Record>,
+    /// The measured requests' figures.
+    pub figures: CaseFigures,
+    /// Open and continuous loops: the window figures, over every request launched during the
+    /// load (those of the warmup time occupy the server in the window too).
+    pub load: Option<WindowFigures>,
     /// Open and continuous loops: the measurement window, seconds since the attempt started.
     pub window: Option<(Seconds, Seconds)>,
     /// Whether the run was stopped during this case.
@@ -105,7 +112,9 @@ impl Runner<'_> {
                 return Ok(run);
             }
             let meta = self.meta(plan, Phase::Warmup, None, index, None);
-            self.launch(vec![(meta, Some(0))]).await?;
+            // Single warmups are written, and left out of every figure.
+            self.launch(vec![(meta, Some(0))], &mut CaseRun::default())
+                .await?;
         }
         match (&plan.shape, self.pacing(plan)) {
             (Shape::Rounds { rounds }, _) => self.rounds(plan, *rounds, &mut run).await?,
@@ -178,7 +187,7 @@ impl Runner<'_> {
                     )
                 })
                 .collect();
-            run.records.extend(self.launch(requests).await?);
+            self.launch(requests, run).await?;
         }
         Ok(())
     }
@@ -203,6 +212,8 @@ impl Runner<'_> {
             Bound::Requests(_) => None,
         };
         let warmup_end = start + plan.warmup_time;
+        let known_end = deadline.map(|d| self.since(d.max(warmup_end)));
+        run.load = Some(self.window_figures(warmup_end, known_end));
         let mut last_launch = start;
         for index in 0..total {
             let Some((mut meta, body)) = next.take() else {
@@ -221,6 +232,8 @@ impl Runner<'_> {
                 Phase::Measured
             };
             self.spawn(&mut in_flight, meta, body);
+            let launched = self.since(last_launch);
+            run.load.iter_mut().for_each(|l| l.settle_to(launched));
             if index + 1 < total {
                 next = Some(self.prepare(plan, index + 1, None).await?);
             }
@@ -254,6 +267,11 @@ impl Runner<'_> {
         };
         let start = Instant::now() + LEAD;
         let warmup_end = start + plan.warmup_time;
+        let known_end = match pacing.bound {
+            Bound::Duration(d) => Some(self.since((start + d).max(warmup_end))),
+            Bound::Requests(_) => None,
+        };
+        run.load = Some(self.window_figures(warmup_end, known_end));
         let mut last = start;
         let mut checks = tokio::time::interval(CHECK);
         let at = format!("during case {}", plan.case.id);
@@ -285,6 +303,8 @@ impl Runner<'_> {
             };
             permit.send((scheduled.into_std(), self.job(meta, body, &gate, &results)));
             last = scheduled;
+            let settled = self.since(scheduled);
+            run.load.iter_mut().for_each(|l| l.settle_to(settled));
             index += 1;
         }
         // No more launches: wait for those the pacer holds and those in flight.
@@ -335,6 +355,17 @@ impl Runner<'_> {
         })
     }
 
+    /// A load's window figures, its window starting at `warmup_end` and ending at `end` when
+    /// that is known already.
+    fn window_figures(&self, warmup_end: Instant, end: Option<Seconds>) -> WindowFigures {
+        WindowFigures::new(
+            self.since(warmup_end),
+            end,
+            self.slo,
+            self.series_window.map(|d| d.as_secs_f64()),
+        )
+    }
+
     /// Seconds from the attempt's origin to `t`.
     fn since(&self, t: Instant) -> Seconds {
         t.saturating_duration_since(self.origin).as_secs_f64()
@@ -366,7 +397,8 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// Records an ended request: written, shown to the guard when measured, kept for the summary.
+    /// Records an ended request: written, shown to the guard when measured, folded into the
+    /// figures.
     fn settle(
         &mut self,
         meta: RequestMeta,
@@ -380,9 +412,10 @@ impl Runner<'_> {
         self.progress.record(&record);
         if record.phase == Phase::Measured {
             self.guard.observe_record(&record);
-            run.records.push(record);
-        } else {
-            run.warmup.push(record);
+            run.figures.add(&record);
+        }
+        if let Some(load) = &mut run.load {
+            load.add(&record);
         }
         Ok(())
     }
@@ -440,12 +473,13 @@ impl Runner<'_> {
         Ok(Body::from_json(&self.target.endpoint.api.body(&request)))
     }
 
-    /// Builds every prompt, then sends all requests at once; returns their records in the order
-    /// they ended, each already written to the sink.
+    /// Builds every prompt, then sends all requests at once; their records are written and
+    /// folded into `run` as they end.
     async fn launch(
         &mut self,
         requests: Vec<(RequestMeta, Option<u32>)>,
-    ) -> anyhow::Result<Vec<Record>> {
+        run: &mut CaseRun,
+    ) -> anyhow::Result<()> {
         let mut bodies = Vec::with_capacity(requests.len());
         for (meta, slot) in &requests {
             bodies.push(self.body(meta, *slot).await?);
@@ -454,12 +488,10 @@ impl Runner<'_> {
         for ((meta, _), body) in requests.into_iter().zip(bodies) {
             self.spawn(&mut in_flight, meta, body);
         }
-        let mut round = CaseRun::default();
         while !in_flight.is_empty() {
-            self.settle_next(&mut in_flight, &mut round).await?;
+            self.settle_next(&mut in_flight, run).await?;
         }
-        round.records.extend(round.warmup);
-        Ok(round.records)
+        Ok(())
     }
 
     /// Sends one request on its own task; its record is made when it is joined.

@@ -11,8 +11,7 @@
 
 use crate::config::Config;
 use crate::record::{Record, Seconds, Status};
-use crate::runner::CaseRun;
-use crate::stats::Distribution;
+use crate::stats::{Distribution, Samples};
 use crate::telemetry::Reading;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
@@ -141,30 +140,9 @@ pub fn window_length(config: &Config) -> Option<Duration> {
     Some(Duration::from_secs(seconds).clamp(MIN_WINDOW, MAX_WINDOW))
 }
 
-/// The series of a finished case, reading the GPU readings written so far in `dir`; `None` when
-/// the config asks for no series or the case has no measurement window.
-pub fn for_case(config: &Config, run: &CaseRun, dir: &std::path::Path) -> Option<Series> {
-    let window = window_length(config)?;
-    let (w0, w1) = run.window?;
-    let all: Vec<&Record> = run.warmup.iter().chain(&run.records).collect();
-    // A stop ends the series where activity ended, not at the planned end of the load.
-    let end = if run.stopped {
-        w1.min(all.iter().map(|r| last_seen(r)).fold(w0, f64::max))
-    } else {
-        w1
-    };
-    let readings = crate::telemetry::written(dir);
-    Some(series(
-        &all,
-        &run.records,
-        (w0, end),
-        window.as_secs_f64(),
-        &readings,
-    ))
-}
-
 /// The series of the measurement window `span`, cut into windows of `window_s`: `all` records
 /// (warmup included) give the tokens received, `measured` ones the requests, `readings` the GPU.
+/// The same as the run's [`SeriesBins`], fed as it feeds them.
 pub fn series(
     all: &[&Record],
     measured: &[Record],
@@ -172,47 +150,120 @@ pub fn series(
     window_s: Seconds,
     readings: &[Reading],
 ) -> Series {
-    let spans = cut(span, window_s);
-    let index_of = |t: Seconds| {
-        let i = ((t - span.0) / window_s).floor().max(0.0) as usize;
-        i.min(spans.len().saturating_sub(1))
-    };
-    let mut sent: Vec<Vec<&Record>> = vec![Vec::new(); spans.len()];
-    for r in measured {
-        if let Some(bucket) = sent.get_mut(index_of(r.sent_s)) {
-            bucket.push(r);
-        }
-    }
-    let mut tokens = vec![0.0; spans.len()];
+    let mut bins = SeriesBins::new(span.0, window_s);
+    measured.iter().for_each(|r| bins.add_request(r));
     for (t, n) in all
         .iter()
         .filter(|r| r.status == Status::Ok)
-        .flat_map(|r| event_times(r))
+        .flat_map(|r| r.event_times())
         .filter(|&(t, _)| t >= span.0 && t <= span.1)
     {
-        if let Some(bucket) = tokens.get_mut(index_of(t)) {
-            *bucket += f64::from(n);
+        bins.add_tokens(t, n);
+    }
+    bins.finish(span, readings)
+}
+
+/// A soak series gathered one record at a time: per window from the start of the measurement
+/// window, the measured requests sent in it (counts and TTFT samples) and the tokens received in
+/// it. Windows past the end of the span fold into the last one when the span is known.
+#[derive(Debug)]
+pub struct SeriesBins {
+    w0: Seconds,
+    window_s: Seconds,
+    bins: Vec<Bin>,
+}
+
+/// One window's figures so far.
+#[derive(Debug, Default)]
+struct Bin {
+    requests: u32,
+    ok: u32,
+    errors: u32,
+    cancelled: u32,
+    ttft: Samples,
+    tokens: f64,
+}
+
+impl SeriesBins {
+    /// Windows of `window_s` from `w0`.
+    pub fn new(w0: Seconds, window_s: Seconds) -> SeriesBins {
+        SeriesBins {
+            w0,
+            window_s,
+            bins: Vec::new(),
         }
     }
-    let windows: Vec<SeriesWindow> = spans
-        .iter()
-        .zip(&sent)
-        .zip(&tokens)
-        .enumerate()
-        .map(|(i, ((&(a, b), records), &tokens))| {
-            let last = i + 1 == spans.len();
-            let in_window = |t: Seconds| t >= a && (t < b || (last && t <= b));
-            let gpu = gpu_window(readings.iter().filter(|r| in_window(r.t_s)));
-            window_of(i, (a, b), b - a >= window_s - SLACK_S, records, tokens, gpu)
-        })
-        .collect();
-    let drift = drift(&windows);
-    let drift_statement = statement(drift.as_ref(), &windows, window_s);
-    Series {
-        window_s,
-        windows,
-        drift,
-        drift_statement,
+
+    fn bin(&mut self, t: Seconds) -> &mut Bin {
+        let i = ((t - self.w0) / self.window_s).floor().max(0.0) as usize;
+        if self.bins.len() <= i {
+            self.bins.resize_with(i + 1, Bin::default);
+        }
+        &mut self.bins[i]
+    }
+
+    /// A measured request, in the window it was sent in.
+    pub fn add_request(&mut self, r: &Record) {
+        let bin = self.bin(r.sent_s);
+        bin.requests += 1;
+        match r.status {
+            Status::Ok => {
+                bin.ok += 1;
+                if let Some(t) = r.ttft_ms {
+                    bin.ttft.push(t);
+                }
+            }
+            Status::Error | Status::Invalid => bin.errors += 1,
+            Status::Cancelled => bin.cancelled += 1,
+        }
+    }
+
+    /// `n` tokens received at `t` (inside the span).
+    pub fn add_tokens(&mut self, t: Seconds, n: u32) {
+        self.bin(t).tokens += f64::from(n);
+    }
+
+    /// The series over `span`, with the GPU `readings` of each window.
+    pub fn finish(mut self, span: (Seconds, Seconds), readings: &[Reading]) -> Series {
+        let window_s = self.window_s;
+        let spans = cut(span, window_s);
+        self.bins
+            .resize_with(self.bins.len().max(spans.len()), Bin::default);
+        let overflow = self.bins.split_off(spans.len());
+        if let Some(last) = self.bins.last_mut() {
+            overflow.into_iter().for_each(|extra| last.merge(extra));
+        }
+        let count = spans.len();
+        let windows: Vec<SeriesWindow> = spans
+            .into_iter()
+            .zip(self.bins)
+            .enumerate()
+            .map(|(i, ((a, b), bin))| {
+                let last = i + 1 == count;
+                let in_window = |t: Seconds| t >= a && (t < b || (last && t <= b));
+                let gpu = gpu_window(readings.iter().filter(|r| in_window(r.t_s)));
+                window_of(i, (a, b), b - a >= window_s - SLACK_S, bin, gpu)
+            })
+            .collect();
+        let drift = drift(&windows);
+        let drift_statement = statement(drift.as_ref(), &windows, window_s);
+        Series {
+            window_s,
+            windows,
+            drift,
+            drift_statement,
+        }
+    }
+}
+
+impl Bin {
+    fn merge(&mut self, other: Bin) {
+        self.requests += other.requests;
+        self.ok += other.ok;
+        self.errors += other.errors;
+        self.cancelled += other.cancelled;
+        self.ttft.merge(other.ttft);
+        self.tokens += other.tokens;
     }
 }
 
@@ -240,26 +291,19 @@ fn window_of(
     i: usize,
     (a, b): (Seconds, Seconds),
     full: bool,
-    records: &[&Record],
-    tokens: f64,
+    bin: Bin,
     gpu: Option<GpuWindow>,
 ) -> SeriesWindow {
-    let count = |f: fn(Status) -> bool| records.iter().filter(|r| f(r.status)).count() as u32;
-    let mut ttft: Vec<f64> = records
-        .iter()
-        .filter(|r| r.status == Status::Ok)
-        .filter_map(|r| r.ttft_ms)
-        .collect();
     SeriesWindow {
         index: i as u32 + 1,
         span_s: [a, b],
         full,
-        requests: records.len() as u32,
-        ok: count(|s| s == Status::Ok),
-        errors: count(|s| matches!(s, Status::Error | Status::Invalid)),
-        cancelled: count(|s| s == Status::Cancelled),
-        throughput_tps: tokens / (b - a).max(1e-9),
-        ttft_ms: Distribution::from_samples(&mut ttft),
+        requests: bin.requests,
+        ok: bin.ok,
+        errors: bin.errors,
+        cancelled: bin.cancelled,
+        throughput_tps: bin.tokens / (b - a).max(1e-9),
+        ttft_ms: bin.ttft.distribution(),
         gpu,
     }
 }
@@ -349,20 +393,6 @@ fn statement(drift: Option<&Drift>, windows: &[SeriesWindow], window_s: Seconds)
 
 fn seconds(s: Seconds) -> String {
     humantime::format_duration(Duration::from_millis((s * 1e3).round() as u64)).to_string()
-}
-
-/// (time, tokens) of each token-carrying event, seconds since the attempt started.
-fn event_times(r: &Record) -> impl Iterator<Item = (Seconds, u32)> + '_ {
-    r.event_ms.iter().enumerate().map(|(i, ms)| {
-        let tokens = r.event_tokens.get(i).copied().unwrap_or(1);
-        (r.sent_s + ms / 1e3, tokens)
-    })
-}
-
-/// The last moment a record shows activity: its final event, else its last token, else its send.
-fn last_seen(r: &Record) -> Seconds {
-    r.done_s
-        .unwrap_or_else(|| r.sent_s + r.event_ms.last().copied().unwrap_or(0.0) / 1e3)
 }
 
 /// The series of every case that has one, as Markdown: a table per case and its drift statement.

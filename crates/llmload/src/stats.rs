@@ -1,11 +1,17 @@
 //! Statistics: one `Distribution` type serves every metric.
 //!
-//! Percentiles are exact: the samples are sorted and interpolated linearly between the two
-//! nearest order statistics (the "type 7" definition used by NumPy and R). Each distribution
-//! carries its sample size, and names the percentiles whose tail holds fewer than
-//! [`MIN_TAIL_SAMPLES`] samples: those only describe the sample, they promise nothing.
+//! Percentiles are exact up to [`EXACT_LIMIT`] samples: the samples are sorted and interpolated
+//! linearly between the two nearest order statistics (the "type 7" definition used by NumPy and
+//! R). Beyond that, [`Samples`] folds them into a mergeable histogram of three significant digits,
+//! so that a run of any length summarises in bounded memory; the distribution then says so
+//! (`relative_error`). Each distribution carries its sample size, and names the percentiles whose
+//! tail holds fewer than [`MIN_TAIL_SAMPLES`] samples: those only describe the sample, they promise
+//! nothing.
 
 use serde::{Deserialize, Serialize};
+
+mod samples;
+pub use samples::{Samples, EXACT_LIMIT};
 
 /// A percentile needs this many samples beyond it to be more than a description of the sample.
 pub const MIN_TAIL_SAMPLES: f64 = 5.0;
@@ -34,6 +40,11 @@ pub struct Distribution {
     /// Percentiles whose tail holds fewer than five samples ("p90", "p95", "p99").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub descriptive: Vec<String>,
+    /// Absent: the percentiles are exact. Present: they were read from a histogram (more than
+    /// [`EXACT_LIMIT`] samples), and each is within this share of the exact one; `n`, the mean,
+    /// sd, min and max stay exact.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relative_error: Option<f64>,
 }
 
 impl Distribution {
@@ -51,11 +62,6 @@ impl Distribution {
         } else {
             0.0
         };
-        let descriptive = [("p90", 0.90), ("p95", 0.95), ("p99", 0.99)]
-            .into_iter()
-            .filter(|&(_, q)| (n as f64) * (1.0 - q) < MIN_TAIL_SAMPLES)
-            .map(|(name, _)| name.to_owned())
-            .collect();
         Some(Distribution {
             n,
             median: percentile(samples, 0.50),
@@ -66,9 +72,19 @@ impl Distribution {
             min: samples[0],
             max: samples[n - 1],
             sd,
-            descriptive,
+            descriptive: descriptive(n),
+            relative_error: None,
         })
     }
+}
+
+/// The percentiles whose tail holds fewer than [`MIN_TAIL_SAMPLES`] of `n` samples.
+fn descriptive(n: usize) -> Vec<String> {
+    [("p90", 0.90), ("p95", 0.95), ("p99", 0.99)]
+        .into_iter()
+        .filter(|&(_, q)| (n as f64) * (1.0 - q) < MIN_TAIL_SAMPLES)
+        .map(|(name, _)| name.to_owned())
+        .collect()
 }
 
 /// The `q` quantile (0–1) of sorted, non-empty `sorted`, interpolated linearly.

@@ -4,7 +4,7 @@
 
 use crate::config::Case;
 use crate::record::{Record, Status};
-use crate::stats::{Distribution, Spread};
+use crate::stats::{Distribution, Samples, Spread};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -108,104 +108,107 @@ impl PrefixCache {
     /// Over the `ok` responses among `records` that opened with a shared system prompt; `None`
     /// without one, or when no server reported its cached tokens.
     pub fn of(records: &[&Record]) -> Option<PrefixCache> {
-        let shared = records.iter().map(|r| r.shared_tokens).max()?;
-        let reported: Vec<u32> = records
-            .iter()
-            .filter(|r| r.shared_tokens > 0)
-            .filter_map(|r| r.cached_tokens)
-            .collect();
-        if shared == 0 || reported.is_empty() {
-            return None;
+        let mut acc = PrefixAcc::default();
+        records.iter().for_each(|r| acc.add(r));
+        acc.finish()
+    }
+}
+
+/// Σ of the prefix-cache counters, one `ok` record at a time.
+#[derive(Debug, Default)]
+struct PrefixAcc {
+    shared: u32,
+    n: u32,
+    cached_tokens: u64,
+    hit: u32,
+}
+
+impl PrefixAcc {
+    fn add(&mut self, r: &Record) {
+        self.shared = self.shared.max(r.shared_tokens);
+        if let (true, Some(c)) = (r.shared_tokens > 0, r.cached_tokens) {
+            self.n += 1;
+            self.cached_tokens += u64::from(c);
+            self.hit += u32::from(c > 0);
         }
-        let cached_tokens: u64 = reported.iter().map(|&c| u64::from(c)).sum();
-        Some(PrefixCache {
-            shared_tokens: shared,
-            n: reported.len() as u32,
-            cached_tokens,
-            hit_rate: cached_tokens as f64 / (reported.len() as f64 * f64::from(shared)),
-            responses_hit: reported.iter().filter(|&&c| c > 0).count() as u32,
+    }
+
+    fn finish(self) -> Option<PrefixCache> {
+        (self.shared > 0 && self.n > 0).then(|| PrefixCache {
+            shared_tokens: self.shared,
+            n: self.n,
+            cached_tokens: self.cached_tokens,
+            hit_rate: self.cached_tokens as f64 / (f64::from(self.n) * f64::from(self.shared)),
+            responses_hit: self.hit,
         })
     }
 }
 
-impl CaseSummary {
-    /// Summarises the measured `records` of `case`.
-    pub fn new(case: &Case, rounds_planned: u32, records: &[Record]) -> CaseSummary {
-        let ok: Vec<&Record> = records.iter().filter(|r| r.status == Status::Ok).collect();
-        let dist = |values: Vec<f64>| Distribution::from_samples(&mut values.clone());
-        let rounds = round_summaries(case, records);
-        let complete_rounds: Vec<f64> = rounds
-            .iter()
-            .filter(|r| r.complete)
-            .map(|r| r.throughput_tps)
-            .collect();
-        let complete = rounds.len() as u32 == rounds_planned && rounds.iter().all(|r| r.complete);
-        CaseSummary {
-            id: case.id.clone(),
-            input_tokens: case.input_tokens,
-            concurrency: case.concurrency,
-            output_tokens: case.output_tokens,
-            rounds_planned,
-            complete,
-            ttft_ms: dist(ok.iter().filter_map(|r| r.ttft_ms).collect()),
-            e2e_ms: dist(ok.iter().filter_map(|r| r.e2e_ms).collect()),
-            itl_ms: dist(ok.iter().flat_map(|r| r.itl_ms()).collect()),
-            chunk_gap_ms: dist(ok.iter().flat_map(|r| r.chunk_gaps_ms()).collect()),
-            tpot_ms: dist(ok.iter().filter_map(|r| r.tpot_ms()).collect()),
-            decode_rate_tps: dist(
-                ok.iter()
-                    .filter_map(|r| r.tpot_ms())
-                    .filter(|&t| t > 0.0)
-                    .map(|t| 1e3 / t)
-                    .collect(),
-            ),
-            throughput_tps: Spread::of(&complete_rounds),
-            counts: counts(records),
-            rounds,
-            load: None,
-            series: None,
-            prefix_cache: PrefixCache::of(&ok),
-        }
-    }
+/// A round's figures so far.
+#[derive(Debug)]
+struct RoundAcc {
+    requests: u32,
+    ok: u32,
+    first_send: f64,
+    last_done: f64,
+    output_tokens: u64,
 }
 
-fn round_summaries(case: &Case, records: &[Record]) -> Vec<RoundSummary> {
-    let mut by_round: BTreeMap<u32, Vec<&Record>> = BTreeMap::new();
-    for r in records {
+/// A case's figures, gathered one measured record at a time as requests end, so that nothing
+/// per request outlives its record: the distributions are [`Samples`] (exact, then a histogram),
+/// the rest are counts and sums. [`CaseSummary::new`] is the same over a slice of records.
+#[derive(Debug, Default)]
+pub struct CaseFigures {
+    ttft: Samples,
+    e2e: Samples,
+    itl: Samples,
+    chunk_gap: Samples,
+    tpot: Samples,
+    decode_rate: Samples,
+    counts: Counts,
+    rounds: BTreeMap<u32, RoundAcc>,
+    prefix: PrefixAcc,
+}
+
+impl CaseFigures {
+    /// Adds one measured record.
+    pub fn add(&mut self, r: &Record) {
+        self.count(r);
+        let ok = r.status == Status::Ok;
         if let Some(round) = r.round {
-            by_round.entry(round).or_default().push(r);
-        }
-    }
-    by_round
-        .into_iter()
-        .map(|(round, rs)| {
-            let ok: Vec<&&Record> = rs.iter().filter(|r| r.status == Status::Ok).collect();
-            let first_send = rs.iter().map(|r| r.sent_s).fold(f64::INFINITY, f64::min);
-            let last_done = ok
-                .iter()
-                .filter_map(|r| r.done_s)
-                .fold(f64::NEG_INFINITY, f64::max);
-            let duration_s = (last_done - first_send).max(0.0);
-            let output_tokens: u64 = ok.iter().map(|r| u64::from(r.generated_tokens())).sum();
-            RoundSummary {
-                round,
-                complete: ok.len() == rs.len() && rs.len() as u32 == case.concurrency,
-                responses_ok: ok.len() as u32,
-                output_tokens,
-                duration_s,
-                throughput_tps: if duration_s > 0.0 {
-                    output_tokens as f64 / duration_s
-                } else {
-                    0.0
-                },
+            let acc = self.rounds.entry(round).or_insert(RoundAcc {
+                requests: 0,
+                ok: 0,
+                first_send: f64::INFINITY,
+                last_done: f64::NEG_INFINITY,
+                output_tokens: 0,
+            });
+            acc.requests += 1;
+            acc.first_send = acc.first_send.min(r.sent_s);
+            if ok {
+                acc.ok += 1;
+                acc.last_done = r.done_s.map_or(acc.last_done, |d| acc.last_done.max(d));
+                acc.output_tokens += u64::from(r.generated_tokens());
             }
-        })
-        .collect()
-}
+        }
+        if !ok {
+            return;
+        }
+        r.ttft_ms.into_iter().for_each(|v| self.ttft.push(v));
+        r.e2e_ms.into_iter().for_each(|v| self.e2e.push(v));
+        r.itl_ms().for_each(|v| self.itl.push(v));
+        r.chunk_gaps_ms().for_each(|v| self.chunk_gap.push(v));
+        if let Some(t) = r.tpot_ms() {
+            self.tpot.push(t);
+            if t > 0.0 {
+                self.decode_rate.push(1e3 / t);
+            }
+        }
+        self.prefix.add(r);
+    }
 
-fn counts(records: &[Record]) -> Counts {
-    let mut c = Counts::default();
-    for r in records {
+    fn count(&mut self, r: &Record) {
+        let c = &mut self.counts;
         match r.status {
             Status::Ok => {
                 c.ok += 1;
@@ -219,7 +222,77 @@ fn counts(records: &[Record]) -> Counts {
             *c.by_kind.entry(kind.clone()).or_default() += 1;
         }
     }
-    c
+
+    /// Measured records added so far.
+    pub fn requests(&self) -> u32 {
+        let c = &self.counts;
+        c.ok + c.invalid + c.error + c.cancelled
+    }
+
+    /// Whether there was at least one measured record and every one ended `ok`.
+    pub fn all_ok(&self) -> bool {
+        self.requests() > 0 && self.counts.ok == self.requests()
+    }
+
+    /// The case's summary, `rounds_planned` deciding whether it is complete.
+    pub fn finish(self, case: &Case, rounds_planned: u32) -> CaseSummary {
+        let rounds: Vec<RoundSummary> = self
+            .rounds
+            .into_iter()
+            .map(|(round, acc)| round_summary(case, round, &acc))
+            .collect();
+        let complete_rounds: Vec<f64> = rounds
+            .iter()
+            .filter(|r| r.complete)
+            .map(|r| r.throughput_tps)
+            .collect();
+        let complete = rounds.len() as u32 == rounds_planned && rounds.iter().all(|r| r.complete);
+        CaseSummary {
+            id: case.id.clone(),
+            input_tokens: case.input_tokens,
+            concurrency: case.concurrency,
+            output_tokens: case.output_tokens,
+            rounds_planned,
+            complete,
+            ttft_ms: self.ttft.distribution(),
+            e2e_ms: self.e2e.distribution(),
+            itl_ms: self.itl.distribution(),
+            chunk_gap_ms: self.chunk_gap.distribution(),
+            tpot_ms: self.tpot.distribution(),
+            decode_rate_tps: self.decode_rate.distribution(),
+            throughput_tps: Spread::of(&complete_rounds),
+            counts: self.counts,
+            rounds,
+            load: None,
+            series: None,
+            prefix_cache: self.prefix.finish(),
+        }
+    }
+}
+
+impl CaseSummary {
+    /// Summarises the measured `records` of `case`.
+    pub fn new(case: &Case, rounds_planned: u32, records: &[Record]) -> CaseSummary {
+        let mut figures = CaseFigures::default();
+        records.iter().for_each(|r| figures.add(r));
+        figures.finish(case, rounds_planned)
+    }
+}
+
+fn round_summary(case: &Case, round: u32, acc: &RoundAcc) -> RoundSummary {
+    let duration_s = (acc.last_done - acc.first_send).max(0.0);
+    RoundSummary {
+        round,
+        complete: acc.ok == acc.requests && acc.requests == case.concurrency,
+        responses_ok: acc.ok,
+        output_tokens: acc.output_tokens,
+        duration_s,
+        throughput_tps: if duration_s > 0.0 {
+            acc.output_tokens as f64 / duration_s
+        } else {
+            0.0
+        },
+    }
 }
 
 /// How an attempt ended.

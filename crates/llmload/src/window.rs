@@ -2,12 +2,15 @@
 //! throughput and goodput over the window only, achieved concurrency next to the nominal one,
 //! send lag, and latencies from `scheduled` as well as from `sent` (coordinated omission).
 
-use crate::record::{Record, Seconds, Status};
+use crate::record::{Phase, Record, Seconds, Status};
 use crate::runner::CaseRun;
-use crate::stats::{Distribution, Spread};
+use crate::soak::SeriesBins;
+use crate::stats::{Distribution, Samples, Spread};
 use crate::summary::CaseSummary;
 use crate::workload::shape::{CasePlan, Shape, Slo};
 use serde::{Deserialize, Serialize};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 /// Window figures of one continuous or open-loop case.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -48,10 +51,11 @@ pub struct LoadSummary {
     pub e2e_from_scheduled_ms: Option<Distribution>,
 }
 
-/// The summary of one case: per round for closed rounds, over the window otherwise.
-pub fn summarise(plan: &CasePlan, run: &CaseRun, slo: &Slo) -> CaseSummary {
+/// The summary of one case: per round for closed rounds, over the window otherwise, with its soak
+/// series when the run asked for one (GPU readings from `dir`'s telemetry).
+pub fn summarise(plan: &CasePlan, run: CaseRun, dir: &std::path::Path) -> CaseSummary {
     let (shape, rate, nominal) = match &plan.shape {
-        Shape::Rounds { rounds } => return CaseSummary::new(&plan.case, *rounds, &run.records),
+        Shape::Rounds { rounds } => return run.figures.finish(&plan.case, *rounds),
         Shape::ClosedContinuous { .. } => (
             "closed-continuous".to_owned(),
             None,
@@ -82,13 +86,13 @@ pub fn summarise(plan: &CasePlan, run: &CaseRun, slo: &Slo) -> CaseSummary {
             ("trace".to_owned(), rate, *max_in_flight)
         }
     };
-    let mut summary = CaseSummary::new(&plan.case, 0, &run.records);
-    let Some(window) = run.window else {
+    let all_ok = run.figures.all_ok();
+    let mut summary = run.figures.finish(&plan.case, 0);
+    let (Some(window), Some(figures)) = (run.window, run.load) else {
         summary.complete = false;
         return summary;
     };
-    let all: Vec<&Record> = run.warmup.iter().chain(&run.records).collect();
-    let load = window_figures(&all, &run.records, window, slo);
+    let (load, series) = figures.finish(window.1, run.stopped);
     let load = LoadSummary {
         shape,
         nominal_concurrency: nominal,
@@ -96,72 +100,242 @@ pub fn summarise(plan: &CasePlan, run: &CaseRun, slo: &Slo) -> CaseSummary {
         pacer_priority: run.pacer_priority.map(str::to_owned),
         ..load
     };
-    summary.complete = !run.stopped
-        && !run.records.is_empty()
-        && run.records.iter().all(|r| r.status == Status::Ok);
+    summary.complete = !run.stopped && all_ok;
     summary.throughput_tps = Spread::of(&[load.throughput_tps]);
     summary.load = Some(load);
+    summary.series = series.map(|(bins, span)| bins.finish(span, &crate::telemetry::written(dir)));
     summary
 }
 
-/// Window figures from `all` records (warmup included: they occupy the server) and the
-/// `measured` ones; `shape` and the nominal figures are left for the caller.
-pub fn window_figures(
-    all: &[&Record],
-    measured: &[Record],
-    window: (Seconds, Seconds),
-    slo: &Slo,
-) -> LoadSummary {
-    let (w0, w1) = window;
-    let length_s = (w1 - w0).max(1e-9);
-    let inside = |t: Seconds| t >= w0 && t <= w1;
-    let ok = || measured.iter().filter(|r| r.status == Status::Ok);
-    let tokens: f64 = all
-        .iter()
-        .filter(|r| r.status == Status::Ok)
-        .flat_map(|r| event_times(r))
-        .filter(|&(t, _)| inside(t))
-        .map(|(_, n)| f64::from(n))
-        .sum();
-    let completed: Vec<&Record> = ok().filter(|r| r.done_s.is_some_and(inside)).collect();
-    let met = completed.iter().filter(|r| meets(r, slo)).count();
-    let (mean, peak) = concurrency(all, window);
-    let from_scheduled = |end: fn(&Record) -> Option<Seconds>| {
-        let mut v: Vec<f64> = ok()
-            .filter_map(|r| Some((end(r)? - r.scheduled_s?) * 1e3))
-            .collect();
-        Distribution::from_samples(&mut v)
-    };
-    let mut lag: Vec<f64> = measured
-        .iter()
-        .filter_map(|r| Some((r.sent_s - r.scheduled_s?) * 1e3))
-        .collect();
-    LoadSummary {
-        shape: String::new(),
-        nominal_concurrency: None,
-        nominal_rate_rps: None,
-        window_s: [w0, w1],
-        requests_launched: all.len() as u32,
-        completed_rps: completed.len() as f64 / length_s,
-        throughput_tps: tokens / length_s,
-        goodput_rps: slo.is_set().then(|| met as f64 / length_s),
-        slo_met_share: (slo.is_set() && !completed.is_empty())
-            .then(|| met as f64 / completed.len() as f64),
-        achieved_concurrency_mean: mean,
-        achieved_concurrency_peak: peak,
-        send_lag_ms: Distribution::from_samples(&mut lag),
-        pacer_priority: None,
-        ttft_from_scheduled_ms: from_scheduled(|r| r.first_token_s),
-        e2e_from_scheduled_ms: from_scheduled(|r| r.done_s),
+/// Window figures from `records` (warmups launched during the load included: they occupy the
+/// server; the measured ones are told by their phase); `shape` and the nominal figures are left
+/// for the caller. The same as feeding a [`WindowFigures`] as the run does.
+pub fn window_figures(records: &[&Record], window: (Seconds, Seconds), slo: &Slo) -> LoadSummary {
+    let mut figures = WindowFigures::new(window.0, Some(window.1), *slo, None);
+    records.iter().for_each(|r| figures.add(r));
+    figures.finish(window.1, false).0
+}
+
+/// The window figures of a continuous or open-loop case, gathered one record at a time as
+/// requests end. What outlives a record is its span (16 bytes, for the concurrency figures) and,
+/// while the window's end is not yet known, its token events after the latest instant surely
+/// inside the window (a request's tail, until the next launch moves that instant on). Latencies
+/// go into [`Samples`].
+#[derive(Debug)]
+pub struct WindowFigures {
+    w0: Seconds,
+    /// The window ends at or after this instant, so every event up to it is settled.
+    settled_to: Seconds,
+    slo: Slo,
+    launched: u32,
+    tokens: f64,
+    completed: u32,
+    met: u32,
+    spans: Vec<(Seconds, Seconds)>,
+    last_seen: Seconds,
+    pending: BinaryHeap<Reverse<Tail>>,
+    send_lag: Samples,
+    ttft_from_scheduled: Samples,
+    e2e_from_scheduled: Samples,
+    series: Option<SeriesBins>,
+}
+
+/// A soak series' bins and the span they cover.
+pub type SeriesPart = (SeriesBins, (Seconds, Seconds));
+
+/// What of an `ok` request is not yet settled: its later token events and, when measured, its
+/// completion (and whether it met the SLO).
+#[derive(Debug)]
+struct Tail {
+    /// The earliest unsettled instant (`f64::to_bits` of a non-negative time orders as the time).
+    key: u64,
+    events: Vec<(Seconds, u32)>,
+    done: Option<(Seconds, bool)>,
+}
+
+impl Tail {
+    fn rekey(mut self) -> Tail {
+        let first = self.events.first().map(|e| e.0);
+        let t = match (first, self.done) {
+            (Some(e), Some((d, _))) => e.min(d),
+            (Some(e), None) => e,
+            (None, Some((d, _))) => d,
+            (None, None) => 0.0,
+        };
+        self.key = t.max(0.0).to_bits();
+        self
+    }
+
+    fn is_empty(&self) -> bool {
+        self.events.is_empty() && self.done.is_none()
     }
 }
 
-/// (time, tokens) of each token-carrying event, seconds since the attempt started.
-fn event_times(r: &Record) -> impl Iterator<Item = (Seconds, u32)> + '_ {
-    r.event_ms.iter().enumerate().map(|(i, ms)| {
-        let tokens = r.event_tokens.get(i).copied().unwrap_or(1);
-        (r.sent_s + ms / 1e3, tokens)
-    })
+impl PartialEq for Tail {
+    fn eq(&self, other: &Tail) -> bool {
+        self.key == other.key
+    }
+}
+impl Eq for Tail {}
+impl PartialOrd for Tail {
+    fn partial_cmp(&self, other: &Tail) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Tail {
+    fn cmp(&self, other: &Tail) -> std::cmp::Ordering {
+        self.key.cmp(&other.key)
+    }
+}
+
+impl WindowFigures {
+    /// A window starting at `w0`; `end` when it is already known (a duration-bound load), else
+    /// the runner tells of later and later launches with [`WindowFigures::settle_to`].
+    /// `series_s`: cut the window into windows of this length (a soak series).
+    pub fn new(w0: Seconds, end: Option<Seconds>, slo: Slo, series_s: Option<Seconds>) -> Self {
+        WindowFigures {
+            w0,
+            settled_to: end.unwrap_or(w0).max(w0),
+            slo,
+            launched: 0,
+            tokens: 0.0,
+            completed: 0,
+            met: 0,
+            spans: Vec::new(),
+            last_seen: w0,
+            pending: BinaryHeap::new(),
+            send_lag: Samples::new(),
+            ttft_from_scheduled: Samples::new(),
+            e2e_from_scheduled: Samples::new(),
+            series: series_s.map(|s| SeriesBins::new(w0, s)),
+        }
+    }
+
+    /// Adds an ended request launched during the load (warmup time included).
+    pub fn add(&mut self, r: &Record) {
+        let measured = r.phase == Phase::Measured;
+        self.launched += 1;
+        self.spans.push((r.sent_s, r.last_seen()));
+        self.last_seen = self.last_seen.max(r.last_seen());
+        if measured {
+            if let Some(s) = r.scheduled_s {
+                self.send_lag.push((r.sent_s - s) * 1e3);
+            }
+            if let Some(series) = &mut self.series {
+                series.add_request(r);
+            }
+        }
+        if r.status != Status::Ok {
+            return;
+        }
+        if let (true, Some(s)) = (measured, r.scheduled_s) {
+            if let Some(t) = r.first_token_s {
+                self.ttft_from_scheduled.push((t - s) * 1e3);
+            }
+            if let Some(t) = r.done_s {
+                self.e2e_from_scheduled.push((t - s) * 1e3);
+            }
+        }
+        let mut tail = Tail {
+            key: 0,
+            events: Vec::new(),
+            done: None,
+        };
+        for (t, n) in r.event_times() {
+            match t <= self.settled_to {
+                true => self.fold_tokens(t, n),
+                false => tail.events.push((t, n)),
+            }
+        }
+        if let (true, Some(d)) = (measured, r.done_s) {
+            let meets = meets(r, &self.slo);
+            match d <= self.settled_to {
+                true => self.fold_done(d, meets),
+                false => tail.done = Some((d, meets)),
+            }
+        }
+        if !tail.is_empty() {
+            self.pending.push(Reverse(tail.rekey()));
+        }
+    }
+
+    /// The window is now known to end at or after `t`: settles every event up to it.
+    pub fn settle_to(&mut self, t: Seconds) {
+        self.settled_to = self.settled_to.max(t);
+        while self
+            .pending
+            .peek()
+            .is_some_and(|Reverse(tail)| f64::from_bits(tail.key) <= self.settled_to)
+        {
+            let Some(Reverse(mut tail)) = self.pending.pop() else {
+                break;
+            };
+            let cut = tail.events.partition_point(|e| e.0 <= self.settled_to);
+            for (t, n) in tail.events.drain(..cut) {
+                self.fold_tokens(t, n);
+            }
+            if let Some((d, meets)) = tail.done.filter(|d| d.0 <= self.settled_to) {
+                self.fold_done(d, meets);
+                tail.done = None;
+            }
+            if !tail.is_empty() {
+                self.pending.push(Reverse(tail.rekey()));
+            }
+        }
+    }
+
+    /// Token events and completions held until the window's end is known.
+    pub fn unsettled(&self) -> usize {
+        self.pending
+            .iter()
+            .map(|Reverse(t)| t.events.len() + usize::from(t.done.is_some()))
+            .sum()
+    }
+
+    fn fold_tokens(&mut self, t: Seconds, n: u32) {
+        if t >= self.w0 {
+            self.tokens += f64::from(n);
+            if let Some(series) = &mut self.series {
+                series.add_tokens(t, n);
+            }
+        }
+    }
+
+    fn fold_done(&mut self, d: Seconds, meets: bool) {
+        if d >= self.w0 {
+            self.completed += 1;
+            self.met += u32::from(meets);
+        }
+    }
+
+    /// The figures of the window ending at `w1`, and the soak bins with the span they cover (a
+    /// stopped load's series ends where activity ended).
+    pub fn finish(mut self, w1: Seconds, stopped: bool) -> (LoadSummary, Option<SeriesPart>) {
+        self.settle_to(w1);
+        let (w0, slo) = (self.w0, self.slo);
+        let length_s = (w1 - w0).max(1e-9);
+        let (mean, peak) = concurrency(&self.spans, (w0, w1));
+        let load = LoadSummary {
+            shape: String::new(),
+            nominal_concurrency: None,
+            nominal_rate_rps: None,
+            window_s: [w0, w1],
+            requests_launched: self.launched,
+            completed_rps: f64::from(self.completed) / length_s,
+            throughput_tps: self.tokens / length_s,
+            goodput_rps: slo.is_set().then(|| f64::from(self.met) / length_s),
+            slo_met_share: (slo.is_set() && self.completed > 0)
+                .then(|| f64::from(self.met) / f64::from(self.completed)),
+            achieved_concurrency_mean: mean,
+            achieved_concurrency_peak: peak,
+            send_lag_ms: self.send_lag.distribution(),
+            pacer_priority: None,
+            ttft_from_scheduled_ms: self.ttft_from_scheduled.distribution(),
+            e2e_from_scheduled_ms: self.e2e_from_scheduled.distribution(),
+        };
+        let end = if stopped { w1.min(self.last_seen) } else { w1 };
+        (load, self.series.map(|bins| (bins, (w0, end))))
+    }
 }
 
 /// Whether a response meets every objective; TTFT and E2E count from `scheduled` where there is
@@ -176,11 +350,11 @@ pub fn meets(r: &Record, slo: &Slo) -> bool {
         && within(r.done_s.map(|t| (t - start) * 1e3), slo.e2e)
 }
 
-/// (time-averaged, peak) requests in flight over `window`; a request is in flight from `sent`
-/// to its final event (or its last token event when it failed).
-pub fn concurrency(records: &[&Record], window: (Seconds, Seconds)) -> (f64, u32) {
+/// (time-averaged, peak) requests in flight over `window`, from each request's (sent, last seen)
+/// span: a request is in flight from `sent` to its final event (or its last token event when it
+/// failed).
+pub fn concurrency(spans: &[(Seconds, Seconds)], window: (Seconds, Seconds)) -> (f64, u32) {
     let (w0, w1) = window;
-    let spans: Vec<(Seconds, Seconds)> = records.iter().map(|r| (r.sent_s, end_of(r))).collect();
     let area: f64 = spans
         .iter()
         .map(|&(s, e)| (e.min(w1) - s.max(w0)).max(0.0))
@@ -198,13 +372,6 @@ pub fn concurrency(records: &[&Record], window: (Seconds, Seconds)) -> (f64, u32
         }
     }
     (area / (w1 - w0).max(1e-9), peak.max(0) as u32)
-}
-
-/// When a request stopped occupying the server: its final event, or its last token event (or
-/// its send) when it failed.
-fn end_of(r: &Record) -> Seconds {
-    r.done_s
-        .unwrap_or_else(|| r.sent_s + r.event_ms.last().copied().unwrap_or(0.0) / 1e3)
 }
 
 #[cfg(test)]
@@ -225,11 +392,11 @@ mod tests {
             record(1.0, 3.0, None, 4),
             record(5.0, 6.0, None, 4),
         ];
-        let refs: Vec<&Record> = rs.iter().collect();
-        let (mean, peak) = concurrency(&refs, (0.0, 4.0));
+        let spans: Vec<_> = rs.iter().map(|r| (r.sent_s, r.last_seen())).collect();
+        let (mean, peak) = concurrency(&spans, (0.0, 4.0));
         assert!((mean - 1.5).abs() < 1e-9, "{mean}");
         assert_eq!(peak, 2);
-        let (mean, peak) = concurrency(&refs, (3.5, 4.0));
+        let (mean, peak) = concurrency(&spans, (3.5, 4.0));
         assert!((mean - 1.0).abs() < 1e-9 && peak == 1, "{mean} {peak}");
     }
 
@@ -245,7 +412,7 @@ mod tests {
             ttft: Some(std::time::Duration::from_millis(900)),
             ..Slo::default()
         };
-        let w = window_figures(&refs, &rs, (2.0, 6.0), &slo);
+        let w = window_figures(&refs, (2.0, 6.0), &slo);
         assert!(
             (w.throughput_tps - 6.0 / 4.0).abs() < 1e-9,
             "{}",
@@ -261,7 +428,50 @@ mod tests {
             ttft: Some(std::time::Duration::from_secs(2)),
             ..Slo::default()
         };
-        let w = window_figures(&refs, &rs, (2.0, 6.0), &slo);
+        let w = window_figures(&refs, (2.0, 6.0), &slo);
         assert_eq!(w.goodput_rps, Some(0.25));
+    }
+
+    #[test]
+    fn fed_as_requests_end_with_the_end_learnt_late_the_figures_are_the_same() {
+        // A continuous load: a launch every 0.1 s, each request 10 tokens over 1 s. The window's
+        // end (the last launch) is unknown until the end; records arrive as requests end, each
+        // launch telling the figures that the window reaches at least that far.
+        let rs: Vec<Record> = (0..50)
+            .map(|i| {
+                record(
+                    f64::from(i) * 0.1,
+                    f64::from(i) * 0.1 + 1.0,
+                    Some(f64::from(i) * 0.1),
+                    10,
+                )
+            })
+            .collect();
+        let window = (0.5, 4.9);
+        let slo = Slo {
+            e2e: Some(std::time::Duration::from_millis(1000)),
+            ..Slo::default()
+        };
+        let mut figures = WindowFigures::new(window.0, None, slo, None);
+        let mut launched = 0;
+        let mut most_unsettled = 0;
+        for r in &rs {
+            let done = r.done_s.expect("ok");
+            while launched < rs.len() && rs[launched].sent_s <= done {
+                figures.settle_to(rs[launched].sent_s);
+                launched += 1;
+            }
+            figures.add(r);
+            if launched < rs.len() {
+                most_unsettled = most_unsettled.max(figures.unsettled());
+            }
+        }
+        let refs: Vec<&Record> = rs.iter().collect();
+        let batch = window_figures(&refs, window, &slo);
+        assert_eq!(figures.finish(window.1, false).0, batch);
+        assert!(batch.throughput_tps > 0.0 && batch.completed_rps > 0.0);
+        // While launches go on, only the tail after the latest launch waits: never more than one
+        // request's events. (Once they stop, what is in flight waits for the end.)
+        assert!(most_unsettled <= 11, "{most_unsettled}");
     }
 }

@@ -46,15 +46,8 @@ pub fn stop(report: &Report) -> Option<Stop> {
         .as_ref()
         .and_then(|s| s["t_s"].as_f64())
         .filter(|_| matches!(rule.as_str(), "temperature" | "margin"));
-    let last_activity = || {
-        report
-            .records
-            .iter()
-            .map(|r| r.done_s.unwrap_or(r.sent_s))
-            .reduce(f64::max)
-    };
     Some(Stop {
-        t_s: at_sample.or_else(last_activity)?,
+        t_s: at_sample.or(report.last_activity_s)?,
         rule,
     })
 }

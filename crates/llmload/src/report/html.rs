@@ -232,12 +232,13 @@ fn sweep(out: &mut String, summary: &Summary) {
     }
 }
 
-/// The distinct errors of a case's measured requests, at most five.
+/// The distinct errors of a case's first failed requests (up to `FAILED_SHOWN`), at most five.
 fn errors(report: &Report, id: &str) -> Vec<String> {
     let distinct: BTreeSet<String> = report
         .measured(id)
         .into_iter()
         .filter(|r| r.status != Status::Ok)
+        .take(crate::report::load::FAILED_SHOWN)
         .map(|r| {
             format!(
                 "{}: {}",

@@ -11,6 +11,7 @@ use crate::summary::{CaseSummary, Outcome, Summary};
 use crate::telemetry::Reading;
 use anyhow::Context;
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// What the views need from `campaign.json`; other fields are ignored.
@@ -148,6 +149,23 @@ pub struct Report {
     pub telemetry: Vec<Reading>,
     /// The guard's temperature thresholds.
     pub limits: CampaignLimits,
+    /// The latest final event (or send) of any record, seconds since the attempt started.
+    pub last_activity_s: Option<f64>,
+}
+
+/// The report's timeline shows at most this many measured requests of its case: the first ones,
+/// in file order.
+pub const TIMELINE_MAX: usize = 2_000;
+
+/// The report names the distinct errors among at most this many failed requests of a case: the
+/// first ones, in file order.
+pub const FAILED_SHOWN: usize = 100;
+
+/// The latest activity among `records`.
+fn last_activity<'a>(records: impl Iterator<Item = &'a Record>) -> Option<f64> {
+    records
+        .map(|r| r.done_s.unwrap_or(r.sent_s))
+        .reduce(f64::max)
 }
 
 impl Report {
@@ -225,6 +243,7 @@ impl Report {
                 sweep,
                 client_check: previous.and_then(|p| p.client_check.clone()),
             },
+            last_activity_s: last_activity(records.iter()),
             records,
             started_at: campaign.started_at.clone(),
             telemetry: Vec::new(),
@@ -274,11 +293,15 @@ pub fn regenerate(dir: &Path) -> anyhow::Result<Report> {
     Ok(report)
 }
 
-/// Writes `report.html` at the end of a run, from its `summary` and the records it wrote.
+/// Writes `report.html` at the end of a run, from its `summary` and the records it wrote. The
+/// records are read one at a time and only those the page draws are kept (see
+/// [`records_for_html`]), so that a long run's file is never held whole.
 pub fn write_html(attempt: &Attempt, summary: &Summary) -> anyhow::Result<()> {
+    let (records, last_activity_s) = records_for_html(&attempt.dir.join("requests.jsonl"))?;
     let report = Report {
         summary: summary.clone(),
-        records: read_records(&attempt.dir.join("requests.jsonl"))?,
+        records,
+        last_activity_s,
         started_at: Some(attempt.started_at.clone()),
         telemetry: read_telemetry(&attempt.dir)?,
         limits: read_campaign(&attempt.dir)
@@ -286,6 +309,34 @@ pub fn write_html(attempt: &Attempt, summary: &Summary) -> anyhow::Result<()> {
             .unwrap_or_default(),
     };
     attempt.write_text("report.html", &html::render(&report))
+}
+
+/// The measured records the HTML page draws, slimmed to what it reads (token times dropped but
+/// the last): per case, the first [`TIMELINE_MAX`], and the failed ones among the first
+/// [`FAILED_SHOWN`] failures; with the latest activity of any record.
+fn records_for_html(path: &Path) -> anyhow::Result<(Vec<Record>, Option<f64>)> {
+    let mut kept = Vec::new();
+    let mut last: Option<f64> = None;
+    let mut seen: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    crate::record::for_each_record(path, |mut r| {
+        let t = r.done_s.unwrap_or(r.sent_s);
+        last = Some(last.map_or(t, |l| l.max(t)));
+        if r.phase != Phase::Measured {
+            return;
+        }
+        let (measured, failed) = seen.entry(r.case.clone()).or_default();
+        let is_failed = r.status != crate::record::Status::Ok;
+        let keep = *measured < TIMELINE_MAX || (is_failed && *failed < FAILED_SHOWN);
+        *measured += 1;
+        *failed += usize::from(is_failed);
+        if keep {
+            r.event_ms = r.event_ms.last().copied().into_iter().collect();
+            r.event_tokens = Vec::new();
+            r.notes = Vec::new();
+            kept.push(r);
+        }
+    })?;
+    Ok((kept, last))
 }
 
 /// Writes `summary` as `summary.json` and every view of it into the attempt folder `dir` (after
@@ -329,6 +380,33 @@ pub fn read_telemetry(dir: &Path) -> anyhow::Result<Vec<Reading>> {
 mod tests {
     use super::*;
     use crate::report::fixture;
+
+    #[test]
+    fn the_page_keeps_only_the_records_it_draws() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("requests.jsonl");
+        let mut sink = crate::record::RecordSink::create(&path).expect("sink");
+        let events: Vec<f64> = (1..=64).map(f64::from).collect();
+        for i in 0..TIMELINE_MAX + 500 {
+            let mut r = crate::record::ok_record(i as f64 * 0.01, None, events.clone());
+            if i >= TIMELINE_MAX + 300 {
+                r.status = crate::record::Status::Error;
+                r.error_kind = Some("http".into());
+            }
+            sink.append(&r).expect("append");
+        }
+        let (kept, last) = records_for_html(&path).expect("readable");
+        // The first TIMELINE_MAX, then the first FAILED_SHOWN failures after them.
+        assert_eq!(kept.len(), TIMELINE_MAX + FAILED_SHOWN);
+        assert!(
+            kept.iter().all(|r| r.event_ms == [64.0]),
+            "only the last event kept"
+        );
+        let latest = (TIMELINE_MAX + 499) as f64 * 0.01 + 0.064;
+        assert!(last.is_some_and(|l| (l - latest).abs() < 1e-9), "{last:?}");
+        let all = read_records(&path).expect("readable");
+        assert_eq!(last_activity(all.iter()), last);
+    }
 
     #[test]
     fn warmups_stay_out_and_the_failure_leaves_its_case_incomplete() {

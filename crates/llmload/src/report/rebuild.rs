@@ -50,7 +50,7 @@ pub(crate) fn window_case(
     };
     let all: Vec<&Record> = launched_warm.iter().copied().chain(&measured).collect();
     let slo = campaign.config.slo.slo();
-    let figures = window::window_figures(&all, &measured, window, &slo);
+    let figures = window::window_figures(&all, window, &slo);
     let (shape, rate, nominal) = nominal(c, before);
     let load = LoadSummary {
         shape,

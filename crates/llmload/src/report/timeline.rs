@@ -4,7 +4,7 @@
 //! round queueing behind each other's prefill.
 
 use crate::record::{Record, Status};
-use crate::report::load::Report;
+use crate::report::load::{Report, TIMELINE_MAX};
 use crate::report::markdown::thousands;
 use crate::report::plot::{empty, svg, tick, Area, ChartError, Figure, COLORS};
 use crate::summary::CaseSummary;
@@ -22,7 +22,12 @@ pub fn pick_case(report: &Report) -> Option<&CaseSummary> {
         .iter()
         .filter(|c| c.complete)
         .max_by_key(|c| (c.concurrency, c.input_tokens))
-        .or_else(|| cases.iter().max_by_key(|c| report.measured(&c.id).len()))
+        .or_else(|| {
+            cases.iter().max_by_key(|c| {
+                let n = &c.counts;
+                n.ok + n.invalid + n.error + n.cancelled
+            })
+        })
 }
 
 /// One bar of the chart, in seconds since the attempt started.
@@ -57,7 +62,10 @@ impl Bar {
 pub fn timeline(report: &Report) -> Figure {
     let case = pick_case(report);
     let mut bars: Vec<Bar> = case
-        .map(|c| report.measured(&c.id).into_iter().map(Bar::of).collect())
+        .map(|c| {
+            let measured = report.measured(&c.id).into_iter();
+            measured.take(TIMELINE_MAX).map(Bar::of).collect()
+        })
         .unwrap_or_default();
     // Within a round, the order of first tokens shows who waited behind whose prefill.
     bars.sort_by(|a, b| {
@@ -76,7 +84,7 @@ pub fn timeline(report: &Report) -> Figure {
         None => "No case ran.".to_owned(),
         Some(c) => format!(
             "Case {} ({} input tokens, {} concurrent requests, {} output tokens{}): one bar per \
-             measured request, n = {} requests in {} rounds, ordered by round and first token. \
+             measured request, n = {} requests{} in {} rounds, ordered by round and first token. \
              Orange: sent → first token (waiting and prefill); blue: first token → final event \
              (decode); red: a request that did not end ok, up to its last event. Times in seconds \
              since the attempt started.",
@@ -86,6 +94,7 @@ pub fn timeline(report: &Report) -> Figure {
             thousands(c.output_tokens),
             if c.complete { "" } else { "; incomplete" },
             bars.len(),
+            shown_of(c, bars.len()),
             c.rounds.len(),
         ),
     };
@@ -93,6 +102,20 @@ pub fn timeline(report: &Report) -> Figure {
         title: "Per-request timeline".into(),
         svg,
         caption,
+    }
+}
+
+/// " (the first n of N)" when the case had more measured requests than the timeline shows.
+fn shown_of(c: &CaseSummary, shown: usize) -> String {
+    let n = &c.counts;
+    let total = (n.ok + n.invalid + n.error + n.cancelled) as usize;
+    match total > shown && shown == TIMELINE_MAX {
+        true => format!(
+            " (the first {} of {})",
+            thousands(shown as u32),
+            thousands(total as u32)
+        ),
+        false => String::new(),
     }
 }
 

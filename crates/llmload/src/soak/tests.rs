@@ -200,26 +200,42 @@ fn the_default_window_is_a_twentieth_of_the_measurement_window_within_bounds() {
 
 #[test]
 fn a_stopped_case_ends_its_series_where_activity_ended() {
-    let args = crate::cli::RunArgs {
-        arrival: Some(crate::workload::shape::Arrival::ClosedContinuous),
-        duration: Some("10s".into()),
-        series_window: Some("1s".into()),
-        ..crate::cli::RunArgs::default()
+    let slo = crate::workload::shape::Slo::default();
+    let series_of = |stopped: bool| {
+        let mut figures = crate::window::WindowFigures::new(0.0, Some(10.0), slo, Some(1.0));
+        slowing().iter().for_each(|r| figures.add(r));
+        let (_, bins) = figures.finish(10.0, stopped);
+        let (bins, span) = bins.expect("a series");
+        bins.finish(span, &[])
     };
-    let config = Config::resolve(&args).expect("valid");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let mut run = CaseRun {
-        records: slowing(),
-        window: Some((0.0, 10.0)),
-        ..CaseRun::default()
-    };
-    let whole = for_case(&config, &run, dir.path()).expect("a series");
-    assert_eq!(whole.windows.len(), 10, "not stopped: the planned window");
-    run.stopped = true;
-    let cut = for_case(&config, &run, dir.path()).expect("a series");
+    assert_eq!(
+        series_of(false).windows.len(),
+        10,
+        "not stopped: the planned window"
+    );
+    let cut = series_of(true);
     // The last request, sent at 5.05 s, ends 0.3 + 0.45 s later.
     assert_eq!(cut.windows.len(), 6);
     let end = cut.windows[5].span_s[1];
     assert!((end - 5.8).abs() < 1e-9, "{end}");
     assert!(!cut.windows[5].full);
+}
+
+#[test]
+fn the_runs_bins_equal_the_series_of_the_records() {
+    // Fed as the run feeds them, the window's end learnt launch by launch: the same series as
+    // the one computed from every record at the end.
+    let records = slowing();
+    let all: Vec<&Record> = records.iter().collect();
+    let whole = series(&all, &records, (0.0, 5.5), 1.0, &[]);
+    let slo = crate::workload::shape::Slo::default();
+    let mut figures = crate::window::WindowFigures::new(0.0, None, slo, Some(1.0));
+    for r in &records {
+        figures.add(r);
+        figures.settle_to(r.sent_s);
+    }
+    let (_, bins) = figures.finish(5.5, false);
+    let (bins, span) = bins.expect("a series");
+    assert_eq!(span, (0.0, 5.5));
+    assert_eq!(bins.finish(span, &[]), whole);
 }

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Benchmark: llmload's memory over a long open-loop run.
+#
+#   scripts/bench-memory.sh [SECONDS=3600] [RATE=100] [OUTPUT_TOKENS=256]
+#
+# Builds in release mode and starts `llmload sim --schedule fixed:ttft_ms=50,itl_ms=2` (each
+# request streams its tokens on an exact timeline, so about RATE × 0.56 s requests are in flight
+# at 256 tokens). Runs a Poisson open loop at RATE requests/s for SECONDS with 128-token prompts
+# and OUTPUT_TOKENS-token answers, one token per event, reads llmload's resident set size
+# (VmRSS) every 10 s, and prints it with the requests ended so far, then the growth per hour fitted
+# (least squares) over the second half of the run, when start-up and the histograms' first fill
+# are over. Prints figures; asserts nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-3600}"
+rate="${2:-100}"
+output="${3:-256}"
+
+cargo build --release --quiet -p llmload --bin llmload
+bin="$PWD/target/release/llmload"
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+work="$(mktemp -d)"
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$work"' EXIT
+
+"$bin" sim --port 0 --profile cpu-tiny --schedule fixed:ttft_ms=50,itl_ms=2 >"$work/sim.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do grep -q "listening on" "$work/sim.log" && break; sleep 0.05; done
+url="$(sed -n 's|^listening on ||p' "$work/sim.log")"
+[ -n "$url" ] || { echo "the simulator did not start: $(cat "$work/sim.log")" >&2; exit 1; }
+
+"$bin" run --url "$url" --arrival poisson --rate "$rate" --duration "${seconds}s" --warmup 0 \
+  --input-tokens 128 --output-tokens "$output" --telemetry off --seed 1 --out "$work" \
+  --name memory -q >"$work/run.log" 2>&1 &
+run=$!
+pids+=($run)
+echo "llmload $("$bin" --version | awk '{print $2}'): Poisson arrivals at $rate/s for ${seconds}s, 128-token prompts, $output tokens each (fixed schedule: 50 ms to the first token, 2 ms between tokens)"
+printf '%8s %10s %12s\n' "time (s)" "RSS (MiB)" "requests"
+samples="$work/rss.tsv"
+start=$(date +%s)
+while kill -0 "$run" 2>/dev/null; do
+  rss_kb="$(awk '/^VmRSS/ {print $2}' "/proc/$run/status" 2>/dev/null || true)"
+  [ -n "$rss_kb" ] || break
+  t=$(($(date +%s) - start))
+  requests="$( (cat "$work"/memory/*/requests.jsonl 2>/dev/null || true) | wc -l)"
+  printf '%8d %10.1f %12d\n' "$t" "$(awk -v k="$rss_kb" 'BEGIN {print k / 1024}')" "$requests"
+  printf '%d\t%d\n' "$t" "$rss_kb" >>"$samples"
+  sleep 10
+done
+wait "$run" || true
+python3 - "$samples" "$work" <<'PY'
+import glob, json, sys
+rows = [tuple(map(int, l.split())) for l in open(sys.argv[1]) if l.strip()]
+half = [r for r in rows if r[0] >= rows[-1][0] / 2]
+if len(half) >= 3:
+    n = len(half)
+    mt = sum(t for t, _ in half) / n
+    mr = sum(r for _, r in half) / n
+    slope = sum((t - mt) * (r - mr) for t, r in half) / sum((t - mt) ** 2 for t, _ in half)
+    print(f"growth over the second half ({n} readings): {slope * 3600 / 1024:+.1f} MiB per hour; "
+          f"peak RSS {max(r for _, r in rows) / 1024:.1f} MiB")
+summary = glob.glob(sys.argv[2] + "/memory/*/summary.json")
+if summary:
+    case = json.load(open(summary[0]))["cases"][0]
+    itl = case.get("itl_ms") or {}
+    print(f"requests ok: {case['counts']['ok']}; ITL samples: {itl.get('n', 0)} "
+          f"({'histogram, within ' + str(itl['relative_error'] * 100) + ' %' if itl.get('relative_error') else 'exact'})")
+PY
