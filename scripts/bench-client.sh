@@ -85,7 +85,8 @@ print(f"{api:<12} {concurrency:>6} {ok:>7} {events:>10} {cpu * 1e6 / max(events,
 PY
 }
 
-# Prints TTFT and ITL bias against the fixed schedule: NAME CONCURRENCY TTFT_MS ITL_MS.
+# Prints TTFT and ITL bias against the fixed schedule, and how late llmload read what the kernel
+# had stamped (token times are the stamps): NAME CONCURRENCY TTFT_MS ITL_MS.
 bias_row() {
   python3 - "$work/$1" "$2" "$3" "$4" <<'PY'
 import glob, json, sys
@@ -97,8 +98,13 @@ def pct(xs, q):
     return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
 t = [r["ttft_ms"] - ttft for r in ok]
 g = [b - a - itl for r in ok for a, b in zip(r["event_ms"], r["event_ms"][1:])]
+lag = "–"
+for f in glob.glob(folder + "/*/summary.json"):
+    r = (json.load(open(f)).get("client_check") or {}).get("read_lag")
+    if r:
+        lag = f"{r['mean_ms']:.3f} / {r['max_ms']:.1f}"
 print(f"{concurrency:>6} {len(ok):>6} {ttft:>6.0f}/{itl:<4.0f} {pct(t, .5):>9.3f} {pct(t, .99):>9.3f} "
-      f"{pct(g, .5):>9.3f} {pct(g, .99):>9.3f}   (ms)")
+      f"{pct(g, .5):>9.3f} {pct(g, .99):>9.3f} {lag:>16}   (ms)")
 PY
 }
 
@@ -129,7 +135,7 @@ echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 echo
 echo "Fixed-schedule simulator (scheduled TTFT/ITL shown); completions API, 128-token prompts."
-printf '%6s %6s %11s %9s %9s %9s %9s\n' concurrency ok schedule "TTFT p50" "TTFT p99" "ITL p50" "ITL p99"
+printf '%6s %6s %11s %9s %9s %9s %9s %16s\n' concurrency ok schedule "TTFT p50" "TTFT p99" "ITL p50" "ITL p99" "read lag mean/max"
 for spec in "1 20 32 100 20" "1000 1 32 100 20" "10000 1 4 1500 500"; do
   read -r concurrency rounds output ttft itl <<<"$spec"
   start_sim "fixed:ttft_ms=$ttft,itl_ms=$itl"

@@ -8,6 +8,7 @@
 //! `summary.json`, and a verdict that says in words when the client may have distorted the
 //! measurement (see [`Bounds`] for the lines drawn).
 
+use crate::api::http1::{LagTally, READ_LAG};
 use crate::summary::CaseSummary;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -61,6 +62,8 @@ pub struct Sample {
     pub run_queue_wait: Option<f64>,
     /// How late the sampling timer fired, in ms.
     pub timer_lag_ms: f64,
+    /// How late llmload read bytes after the kernel stamped their arrival, over the interval.
+    pub read_lag: LagTally,
 }
 
 /// Whether the client kept up.
@@ -86,6 +89,40 @@ pub struct Lag {
     pub max: f64,
 }
 
+/// How late llmload read the bytes the kernel had stamped on arrival, over the whole run.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReadLag {
+    /// Stamped reads.
+    pub reads: u64,
+    /// Mean lag, ms.
+    pub mean_ms: f64,
+    /// Largest lag, ms.
+    pub max_ms: f64,
+    /// Share of the reads more than 1 ms late.
+    pub over_1ms_share: f64,
+}
+
+/// The run's read lag from the intervals' tallies; `None` without a stamped read.
+fn read_lag(samples: &[Sample]) -> Option<ReadLag> {
+    let reads: u64 = samples.iter().map(|s| s.read_lag.reads).sum();
+    (reads > 0).then(|| {
+        let total_ms: f64 = samples
+            .iter()
+            .map(|s| s.read_lag.mean_ms * s.read_lag.reads as f64)
+            .sum();
+        let over: u64 = samples.iter().map(|s| s.read_lag.over_1ms).sum();
+        ReadLag {
+            reads,
+            mean_ms: total_ms / reads as f64,
+            max_ms: samples
+                .iter()
+                .map(|s| s.read_lag.max_ms)
+                .fold(0.0, f64::max),
+            over_1ms_share: over as f64 / reads as f64,
+        }
+    })
+}
+
 /// `client_check` in `summary.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClientCheck {
@@ -105,6 +142,11 @@ pub struct ClientCheck {
     pub timer_lag_ms: Lag,
     /// Largest p99 send lag of an uncapped open-loop case, ms.
     pub send_lag_p99_ms: Option<f64>,
+    /// Plain-HTTP targets: how late llmload read what the kernel had received. Token times are
+    /// the kernel's arrival stamps, so this lag is kept out of the latencies; it shows how busy
+    /// the client was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_lag: Option<ReadLag>,
     /// The verdict.
     pub verdict: Verdict,
     /// Each bound crossed, in words with its figures.
@@ -126,6 +168,21 @@ impl ClientCheck {
         })
     }
 
+    /// "; reads … late" when reads were stamped by the kernel.
+    fn read_lag_words(&self) -> String {
+        self.read_lag.map_or_else(String::new, |r| {
+            format!(
+                "; socket reads {:.3} ms after arrival on average, at most {:.1} ms, {:.1} % \
+                 over 1 ms (n = {} reads; token times are the kernel's arrival stamps, so this \
+                 is not in the latencies)",
+                r.mean_ms,
+                r.max_ms,
+                r.over_1ms_share * 100.0,
+                r.reads
+            )
+        })
+    }
+
     /// One line for the human views, flagged or not.
     pub fn line(&self) -> String {
         if let Some(warning) = self.warning() {
@@ -140,8 +197,11 @@ impl ClientCheck {
         };
         format!(
             "Client self-check: {verdict} (CPU at most {share} of {} core(s), timer lag p99 \
-             {:.1} ms, {} samples).",
-            self.cores, self.timer_lag_ms.p99, self.samples
+             {:.1} ms, {} samples{}).",
+            self.cores,
+            self.timer_lag_ms.p99,
+            self.samples,
+            self.read_lag_words()
         )
     }
 }
@@ -171,6 +231,7 @@ impl Monitor {
 async fn sample(interval: Duration, stop: CancellationToken) -> Vec<Sample> {
     let mut samples = Vec::new();
     let mut last = Reading::now();
+    READ_LAG.take();
     let mut next = Instant::now() + interval;
     loop {
         tokio::select! {
@@ -187,6 +248,7 @@ async fn sample(interval: Duration, stop: CancellationToken) -> Vec<Sample> {
             cpu_cores: per_second(reading.cpu_s, last.cpu_s),
             run_queue_wait: per_second(reading.wait_s, last.wait_s),
             timer_lag_ms: woke.saturating_duration_since(next).as_secs_f64() * 1e3,
+            read_lag: READ_LAG.take(),
         });
         last = reading;
         // Absolute schedule: a late wake does not push the following ones back.
@@ -335,6 +397,7 @@ pub fn assess(
             max: quantile(1.0),
         },
         send_lag_p99_ms,
+        read_lag: read_lag(samples),
         verdict,
         reasons,
         bounds: *bounds,
@@ -351,6 +414,7 @@ mod tests {
                 cpu_cores: Some(cpu_cores),
                 run_queue_wait: Some(wait),
                 timer_lag_ms: lag_ms,
+                read_lag: LagTally::default(),
             };
             n
         ]
@@ -415,11 +479,39 @@ mod tests {
                 cpu_cores: None,
                 run_queue_wait: None,
                 timer_lag_ms: 0.5,
+                read_lag: LagTally::default(),
             };
             3
         ];
         let check = judge(&without_proc, 2, None);
         assert_eq!((check.verdict, check.cpu_share_mean), (Verdict::Ok, None));
+        assert_eq!(check.read_lag, None, "no stamped read, no read lag");
+    }
+
+    #[test]
+    fn read_lag_is_weighted_by_reads_and_shown_without_a_verdict() {
+        let mut s = samples(0.2, 0.0, 0.5, 3);
+        s[0].read_lag = LagTally {
+            reads: 100,
+            mean_ms: 0.1,
+            max_ms: 0.5,
+            over_1ms: 0,
+        };
+        s[2].read_lag = LagTally {
+            reads: 300,
+            mean_ms: 0.5,
+            max_ms: 3.0,
+            over_1ms: 40,
+        };
+        let check = judge(&s, 2, None);
+        let lag = check.read_lag.expect("stamped reads");
+        assert_eq!(lag.reads, 400);
+        assert!((lag.mean_ms - 0.4).abs() < 1e-12, "{lag:?}");
+        assert_eq!((lag.max_ms, lag.over_1ms_share), (3.0, 0.1));
+        assert_eq!(check.verdict, Verdict::Ok);
+        assert!(check
+            .line()
+            .contains("at most 3.0 ms, 10.0 % over 1 ms (n = 400 reads"));
     }
 
     #[test]

@@ -263,20 +263,24 @@ async fn converse(
     }
     let mut buffer = vec![0u8; http1::READ_BUFFER];
     let mut filled = 0;
+    let mut arrived;
     let head = loop {
         let n = match http1::read(&stream, &mut buffer[filled..]).await {
-            Ok(0) | Err(_) if filled == 0 => {
+            Ok((0, _)) | Err(_) if filled == 0 => {
                 return Err(stale_or(Failure::Disconnected(
                     "the server closed the connection before answering".into(),
                 )))
             }
-            Ok(0) => {
+            Ok((0, _)) => {
                 return Err(Failure::Disconnected(
                     "connection closed inside the response head".into(),
                 )
                 .into())
             }
-            Ok(n) => n,
+            Ok((n, at)) => {
+                arrived = at;
+                n
+            }
             Err(e) => return Err(Failure::Disconnected(format!("stream broke: {e}")).into()),
         };
         filled += n;
@@ -301,14 +305,12 @@ async fn converse(
         }
         .into());
     }
-    let now = Instant::now();
-    reader.feed(api, &buffer[head.length..filled], now, exchange)?;
+    reader.feed(api, &buffer[head.length..filled], arrived, exchange)?;
     buffer.truncate(http1::READ_BUFFER);
     while exchange.done.is_none() && !reader.decoder.done() {
-        let n = http1::read(&stream, &mut buffer)
+        let (n, now) = http1::read(&stream, &mut buffer)
             .await
             .map_err(|e| Failure::Disconnected(format!("stream broke: {e}")))?;
-        let now = Instant::now();
         if n == 0 {
             reader.finish(api, now, exchange)?;
             break;
@@ -325,7 +327,7 @@ async fn converse(
     let end = Instant::now() + Duration::from_millis(50);
     while !reader.decoder.done() {
         match tokio::time::timeout_at(end, http1::read(&stream, &mut buffer)).await {
-            Ok(Ok(n)) if n > 0 => reader.skip(&buffer[..n]),
+            Ok(Ok((n, _))) if n > 0 => reader.skip(&buffer[..n]),
             _ => return Ok(None),
         }
     }
@@ -393,7 +395,7 @@ impl BodyReader {
         let mut buffer = vec![0u8; http1::READ_BUFFER];
         while !self.decoder.done() && text.len() < 4096 {
             match tokio::time::timeout_at(end, http1::read(stream, &mut buffer)).await {
-                Ok(Ok(n)) if n > 0 => {
+                Ok(Ok((n, _))) if n > 0 => {
                     let _ = self.decoder.feed(&buffer[..n], &mut |d| keep(&mut text, d));
                 }
                 _ => break,

@@ -6,11 +6,23 @@
 //! holds has drained the socket, so readiness is cleared without a second `recv` that would only
 //! say "would block": one system call per arrival of bytes. Chunked and length-delimited bodies
 //! are decoded incrementally, in place.
+//!
+//! Bytes are timed by the kernel: every connection asks for receive timestamps (`SO_TIMESTAMPNS`),
+//! and each read converts the stamp of the latest segment it took into an `Instant`. A token's
+//! time is then when it reached this machine, not when llmload got round to reading it, so a busy
+//! client does not add its own delay to the latencies it reports; how late it read is kept apart
+//! ([`ReadLag`]) for the self-check.
 
+use nix::sys::socket::{recvmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags};
+use nix::sys::time::TimeSpec;
 use std::io;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::io::{AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
+use tokio::time::Instant;
 
 /// Bytes read from the socket at a time; a stream's whole receive memory.
 pub const READ_BUFFER: usize = 4096;
@@ -85,6 +97,8 @@ impl Origin {
         let stream = TcpStream::connect(&self.address).await?;
         // Requests must leave at once, not wait for Nagle's algorithm.
         stream.set_nodelay(true)?;
+        // Without kernel stamps (an exotic kernel), reads are timed when they return.
+        let _ = setsockopt(&stream, sockopt::ReceiveTimestampns, &true);
         Ok(stream)
     }
 
@@ -127,27 +141,134 @@ pub async fn send(stream: &mut TcpStream, request: &[u8]) -> io::Result<()> {
     stream.write_all(request).await
 }
 
-/// Reads what has arrived into `buffer[filled..]`, waiting for at least one byte; 0 at the end
-/// of the stream. A short read drained the socket: readiness is cleared at once, so the next
-/// call waits for new bytes instead of spending a `recv` to learn there are none.
-pub async fn read(stream: &TcpStream, buffer: &mut [u8]) -> io::Result<usize> {
+/// Reads what has arrived into `buffer`, waiting for at least one byte; 0 at the end of the
+/// stream. Returns the count and when the bytes arrived: the kernel's receive stamp of the latest
+/// segment read, else the moment the read returned. A short read drained the socket: readiness
+/// is cleared at once, so the next call waits for new bytes instead of spending a `recv` to learn
+/// there are none.
+pub async fn read(stream: &TcpStream, buffer: &mut [u8]) -> io::Result<(usize, Instant)> {
     loop {
         stream.readable().await?;
         let mut got = None;
         let outcome = stream.try_io(Interest::READABLE, || {
-            let n = stream.try_read(buffer)?;
-            got = Some(n);
+            let (n, stamp) = receive(stream, buffer)?;
+            got = Some((n, stamp));
             if n > 0 && n < buffer.len() {
                 // Drained: report "would block" so that the readiness is cleared.
                 return Err(io::ErrorKind::WouldBlock.into());
             }
-            Ok(n)
+            Ok(())
         });
         match (outcome, got) {
-            (_, Some(n)) => return Ok(n),
+            (_, Some((n, stamp))) => return Ok((n, arrival(n, stamp))),
             (Err(e), None) if e.kind() == io::ErrorKind::WouldBlock => continue,
             (Err(e), None) => return Err(e),
-            (Ok(n), None) => return Ok(n),
+            (Ok(()), None) => return Ok((0, Instant::now())),
+        }
+    }
+}
+
+/// One `recvmsg`: the bytes read and the kernel's receive stamp, when it gave one.
+fn receive(stream: &TcpStream, buffer: &mut [u8]) -> io::Result<(usize, Option<TimeSpec>)> {
+    let mut iov = [io::IoSliceMut::new(buffer)];
+    let mut space = nix::cmsg_space!(TimeSpec);
+    let msg = recvmsg::<()>(
+        stream.as_raw_fd(),
+        &mut iov,
+        Some(&mut space),
+        MsgFlags::empty(),
+    )
+    .map_err(io::Error::from)?;
+    let stamp = msg.cmsgs().ok().and_then(|mut all| {
+        all.find_map(|c| match c {
+            ControlMessageOwned::ScmTimestampns(ts) => Some(ts),
+            _ => None,
+        })
+    });
+    Ok((msg.bytes, stamp))
+}
+
+/// A lag past this is not believed: the wall clock was stepped between the stamp and the read.
+const MAX_BELIEVED_LAG: Duration = Duration::from_secs(10);
+
+/// When `n` bytes stamped `stamp` (wall clock) arrived, on the monotonic clock; the read lag is
+/// recorded.
+fn arrival(n: usize, stamp: Option<TimeSpec>) -> Instant {
+    let now = Instant::now();
+    let Some(ts) = stamp.filter(|_| n > 0) else {
+        return now;
+    };
+    let (Ok(secs), Ok(nanos)) = (u64::try_from(ts.tv_sec()), u32::try_from(ts.tv_nsec())) else {
+        return now;
+    };
+    let stamped = UNIX_EPOCH + Duration::new(secs, nanos);
+    let lag = SystemTime::now()
+        .duration_since(stamped)
+        .unwrap_or_default();
+    if lag > MAX_BELIEVED_LAG {
+        return now;
+    }
+    READ_LAG.record(lag);
+    now.checked_sub(lag).unwrap_or(now)
+}
+
+/// How late llmload read the bytes the kernel had received: per read, the wall-clock time of the
+/// read minus the kernel's stamp. Process-wide counters, read and reset by the self-check.
+#[derive(Debug)]
+pub struct ReadLag {
+    reads: AtomicU64,
+    total_ns: AtomicU64,
+    max_ns: AtomicU64,
+    over_1ms: AtomicU64,
+}
+
+/// The process's read-lag counters.
+pub static READ_LAG: ReadLag = ReadLag {
+    reads: AtomicU64::new(0),
+    total_ns: AtomicU64::new(0),
+    max_ns: AtomicU64::new(0),
+    over_1ms: AtomicU64::new(0),
+};
+
+/// Read lag over an interval.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LagTally {
+    /// Stamped reads.
+    pub reads: u64,
+    /// Mean lag, ms.
+    pub mean_ms: f64,
+    /// Largest lag, ms.
+    pub max_ms: f64,
+    /// Reads more than 1 ms late.
+    pub over_1ms: u64,
+}
+
+impl ReadLag {
+    fn record(&self, lag: Duration) {
+        let ns = u64::try_from(lag.as_nanos()).unwrap_or(u64::MAX);
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        self.total_ns.fetch_add(ns, Ordering::Relaxed);
+        self.max_ns.fetch_max(ns, Ordering::Relaxed);
+        if ns > 1_000_000 {
+            self.over_1ms.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The tally since the last call, and a fresh start.
+    pub fn take(&self) -> LagTally {
+        let reads = self.reads.swap(0, Ordering::Relaxed);
+        let total = self.total_ns.swap(0, Ordering::Relaxed);
+        let max = self.max_ns.swap(0, Ordering::Relaxed);
+        let over_1ms = self.over_1ms.swap(0, Ordering::Relaxed);
+        LagTally {
+            reads,
+            mean_ms: if reads > 0 {
+                total as f64 / reads as f64 / 1e6
+            } else {
+                0.0
+            },
+            max_ms: max as f64 / 1e6,
+            over_1ms,
         }
     }
 }
@@ -337,6 +458,45 @@ fn chunk_byte(state: ChunkState, byte: u8) -> Result<ChunkState, String> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use tokio::io::AsyncWriteExt;
+
+    #[tokio::test]
+    async fn bytes_are_timed_when_they_arrived_not_when_they_were_read() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let origin = Origin::parse(
+            &format!("http://{}", listener.local_addr().expect("address")),
+            &[],
+        )
+        .expect("plain http");
+        let (stream, accepted) = tokio::join!(origin.fresh_connection(), listener.accept());
+        let (stream, (mut server, _)) = (stream.expect("connect"), accepted.expect("accept"));
+        // The kernel turns stamping on for everyone a moment after the first socket asks (a
+        // deferred switch), so the first segments may go unstamped: a few tries.
+        let mut lags = Vec::new();
+        for _ in 0..20 {
+            let before = Instant::now();
+            server.write_all(b"data: early\n\n").await.expect("write");
+            // The client is busy for 80 ms before it reads: the bytes are already there.
+            std::thread::sleep(Duration::from_millis(80));
+            let mut buffer = [0u8; 64];
+            let (n, arrived) = read(&stream, &mut buffer).await.expect("read");
+            let returned = Instant::now();
+            assert_eq!(&buffer[..n], b"data: early\n\n");
+            // The wall-clock stamp converted to the monotonic clock: within a little of the
+            // truth, never before the bytes were sent.
+            assert!(
+                arrived >= before - Duration::from_millis(2),
+                "{arrived:?} {before:?}"
+            );
+            lags.push(returned.duration_since(arrived));
+            if lags.last().is_some_and(|l| *l >= Duration::from_millis(75)) {
+                return;
+            }
+        }
+        panic!("every read was timed when it returned, not at arrival: {lags:?}");
+    }
 
     fn decode(framing: Framing, pieces: &[&[u8]]) -> (Vec<u8>, bool) {
         let mut decoder = BodyDecoder::new(framing);

@@ -5,7 +5,7 @@
 
 use crate::attempt::Attempt;
 use crate::config::Case;
-use crate::record::{read_records, Phase, Record};
+use crate::record::{Phase, Record};
 use crate::report::{csv, html, markdown, rebuild};
 use crate::summary::{CaseSummary, Outcome, Summary};
 use crate::telemetry::Reading;
@@ -169,10 +169,10 @@ fn last_activity<'a>(records: impl Iterator<Item = &'a Record>) -> Option<f64> {
 }
 
 impl Report {
-    /// Reads the attempt folder `dir` and recomputes its summary from `requests.jsonl`.
+    /// Reads the attempt folder `dir` and recomputes its summary from `requests.jsonl`, read
+    /// one line at a time (a long run's file is never held whole).
     pub fn load(dir: &Path) -> anyhow::Result<Report> {
         let campaign = read_campaign(dir)?;
-        let records = read_records(&dir.join("requests.jsonl"))?;
         let telemetry = read_telemetry(dir)?;
         let path = dir.join("summary.json");
         let previous: Option<Summary> = match std::fs::read_to_string(&path) {
@@ -183,45 +183,42 @@ impl Report {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         };
-        let mut report = Report::from_records(&campaign, records, previous.as_ref());
-        for case in &mut report.summary.cases {
-            let before = previous
-                .as_ref()
-                .and_then(|p| p.cases.iter().find(|c| c.id == case.id))
-                .and_then(|c| c.series.as_ref());
-            case.series = before.map(|b| rebuild::series(b, &case.id, &report.records, &telemetry));
-        }
+        let path = dir.join("requests.jsonl");
+        let mut replay =
+            |f: &mut dyn FnMut(&Record)| crate::record::for_each_record(&path, |r| f(&r));
+        let cases = rebuild::cases(&campaign, previous.as_ref(), &telemetry, &mut replay)?;
+        let (records, last_activity_s) = records_for_html(&path)?;
+        let mut report = Report::assemble(&campaign, cases, records, previous.as_ref());
+        report.last_activity_s = last_activity_s;
         report.telemetry = telemetry;
         Ok(report)
     }
 
     /// Recomputes the summary of `campaign` from `records`. What the records cannot say comes
     /// from `previous` when there is one: how the run ended (the outcome), the telemetry summary,
-    /// the measurement window of continuous and open-loop cases, and a sweep's stop rules (its
-    /// analysis is recomputed).
+    /// the measurement window of continuous and open-loop cases, the soak series' spans, and a
+    /// sweep's stop rules (its analysis is recomputed).
     pub fn from_records(
         campaign: &Campaign,
         records: Vec<Record>,
         previous: Option<&Summary>,
     ) -> Report {
-        let cases: Vec<CaseSummary> = campaign
-            .cases
-            .iter()
-            .filter(|c| ran(c, &records, previous))
-            .map(|c| {
-                let before = previous.and_then(|p| p.cases.iter().find(|p| p.id == c.id));
-                if rebuild::is_window(c) {
-                    return rebuild::window_case(campaign, c, &records, before);
-                }
-                let measured: Vec<Record> = records
-                    .iter()
-                    .filter(|r| r.case == c.id && r.phase == Phase::Measured)
-                    .cloned()
-                    .collect();
-                let rounds = c.rounds.unwrap_or(campaign.config.rounds);
-                CaseSummary::new(&case(c), rounds, &measured)
-            })
-            .collect();
+        let mut replay = |f: &mut dyn FnMut(&Record)| {
+            records.iter().for_each(|r| f(r));
+            Ok(())
+        };
+        // Replaying from memory cannot fail.
+        let cases = rebuild::cases(campaign, previous, &[], &mut replay).unwrap_or_default();
+        Report::assemble(campaign, cases, records, previous)
+    }
+
+    /// The report of `campaign` with its rebuilt `cases` and the `records` the views draw.
+    fn assemble(
+        campaign: &Campaign,
+        cases: Vec<CaseSummary>,
+        records: Vec<Record>,
+        previous: Option<&Summary>,
+    ) -> Report {
         let slo = campaign.config.slo.slo();
         let sweep = rebuild::sweep(previous.and_then(|p| p.sweep.as_ref()), &cases, &slo);
         let outcome = match previous {
@@ -258,13 +255,6 @@ impl Report {
             .filter(|r| r.case == id && r.phase == Phase::Measured)
             .collect()
     }
-}
-
-/// A case ran if the previous summary has it or it left a record: a case the run never reached
-/// is not reported as incomplete (the outcome counts it).
-fn ran(case: &CampaignCase, records: &[Record], previous: Option<&Summary>) -> bool {
-    previous.is_some_and(|p| p.cases.iter().any(|c| c.id == case.id))
-        || records.iter().any(|r| r.case == case.id)
 }
 
 /// The table's case of a `campaign.json` case.
@@ -404,7 +394,7 @@ mod tests {
         );
         let latest = (TIMELINE_MAX + 499) as f64 * 0.01 + 0.064;
         assert!(last.is_some_and(|l| (l - latest).abs() < 1e-9), "{last:?}");
-        let all = read_records(&path).expect("readable");
+        let all = crate::record::read_records(&path).expect("readable");
         assert_eq!(last_activity(all.iter()), last);
     }
 

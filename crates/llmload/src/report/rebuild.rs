@@ -1,16 +1,20 @@
-//! The parts of a summary that per-case rounds cannot give, rebuilt from an attempt's records:
-//! the window figures of continuous and open-loop cases (`load`) and a sweep's saturation
-//! analysis (`sweep`). Both are recomputed with the same functions the run used, so that a
-//! rebuilt report matches the one the run wrote.
+//! A summary rebuilt from an attempt's records: every case's figures, the window figures of
+//! continuous and open-loop cases (`load`), soak series and a sweep's saturation analysis
+//! (`sweep`), with the same accumulators the run fed as requests ended, so that a rebuilt report
+//! matches the one the run wrote. The records are replayed twice (once to learn each case's
+//! launches, once to fold them in), never held.
 
 use crate::record::{Phase, Record, Seconds, Status};
 use crate::report::load::{case, Campaign, CampaignCase};
 use crate::saturation::{self, Point};
+use crate::soak::SeriesBins;
 use crate::stats::Spread;
-use crate::summary::CaseSummary;
+use crate::summary::{CaseFigures, CaseSummary, Summary};
 use crate::sweep::SweepSection;
-use crate::window::{self, LoadSummary};
+use crate::telemetry::Reading;
+use crate::window::{LoadSummary, WindowFigures};
 use crate::workload::shape::Slo;
+use std::collections::BTreeMap;
 
 /// Whether the case was a continuous or open loop, whose figures are over a window.
 pub(crate) fn is_window(c: &CampaignCase) -> bool {
@@ -20,80 +24,182 @@ pub(crate) fn is_window(c: &CampaignCase) -> bool {
     )
 }
 
-/// A continuous or open-loop case from its records. The window is the one the run recorded in
-/// `before` (its previous summary); without one it is estimated from the launches.
-pub(crate) fn window_case(
-    campaign: &Campaign,
-    c: &CampaignCase,
-    records: &[Record],
-    before: Option<&CaseSummary>,
-) -> CaseSummary {
-    let of_case = || records.iter().filter(|r| r.case == c.id);
-    let measured: Vec<Record> = of_case()
-        .filter(|r| r.phase == Phase::Measured)
-        .cloned()
-        .collect();
-    // The first `warmup` warmup records are the single requests sent before the load started;
-    // the later ones were launched in its warmup time and occupy the server in the window.
-    let launched_warm: Vec<&Record> = of_case()
-        .filter(|r| r.phase == Phase::Warmup)
-        .skip(campaign.config.warmup as usize)
-        .collect();
-    let mut summary = CaseSummary::new(&case(c), 0, &measured);
-    let window = match before {
-        Some(b) => b.load.as_ref().map(|l| (l.window_s[0], l.window_s[1])),
-        None => estimated_window(c, &launched_warm, &measured),
-    };
-    let Some(window) = window else {
-        summary.complete = false;
-        return summary;
-    };
-    let all: Vec<&Record> = launched_warm.iter().copied().chain(&measured).collect();
-    let slo = campaign.config.slo.slo();
-    let figures = window::window_figures(&all, window, &slo);
-    let (shape, rate, nominal) = nominal(c, before);
-    let load = LoadSummary {
-        shape,
-        nominal_concurrency: nominal,
-        nominal_rate_rps: rate,
-        pacer_priority: before
-            .and_then(|b| b.load.as_ref())
-            .and_then(|l| l.pacer_priority.clone()),
-        ..figures
-    };
-    summary.complete = before.is_none_or(|b| b.complete)
-        && !measured.is_empty()
-        && measured.iter().all(|r| r.status == Status::Ok);
-    summary.throughput_tps = Spread::of(&[load.throughput_tps]);
-    summary.load = Some(load);
-    summary
+/// Hands every record of an attempt to the callback, in file order; called once per pass. From a
+/// file it reads one line at a time, so that a long run's records are never held whole.
+pub(crate) type Replay<'a> = dyn FnMut(&mut dyn FnMut(&Record)) -> anyhow::Result<()> + 'a;
+
+/// What the first pass learns of a case: whether it left records, and its launches (for a window
+/// the run did not record).
+#[derive(Debug)]
+struct Seen {
+    records: usize,
+    warmups: usize,
+    first_launch: Seconds,
+    last_launch: Seconds,
 }
 
-/// A soak case's series from its records and GPU readings, over the windows the run cut
-/// (`before`: where the series started and ended, and the window length, which the records
-/// cannot say).
-pub(crate) fn series(
-    before: &crate::soak::Series,
-    id: &str,
-    records: &[Record],
-    readings: &[crate::telemetry::Reading],
-) -> crate::soak::Series {
-    let (Some(first), Some(last)) = (before.windows.first(), before.windows.last()) else {
-        return before.clone();
-    };
-    let all: Vec<&Record> = records.iter().filter(|r| r.case == id).collect();
-    let measured: Vec<Record> = all
+impl Default for Seen {
+    fn default() -> Seen {
+        Seen {
+            records: 0,
+            warmups: 0,
+            first_launch: f64::INFINITY,
+            last_launch: f64::NEG_INFINITY,
+        }
+    }
+}
+
+/// One case being rebuilt from its records, with the accumulators the run used.
+struct Rebuilt<'a> {
+    c: &'a CampaignCase,
+    before: Option<&'a CaseSummary>,
+    figures: CaseFigures,
+    window: Option<(Seconds, Seconds)>,
+    load: Option<WindowFigures>,
+    series: Option<(SeriesBins, (Seconds, Seconds))>,
+    warmups: usize,
+}
+
+/// The per-case summaries of `campaign` from its records (two passes of `replay`), with what the
+/// records cannot say taken from `previous`: the measurement windows and the soak series' spans.
+/// The series take their GPU figures from `telemetry`.
+pub(crate) fn cases(
+    campaign: &Campaign,
+    previous: Option<&Summary>,
+    telemetry: &[Reading],
+    replay: &mut Replay,
+) -> anyhow::Result<Vec<CaseSummary>> {
+    let singles = campaign.config.warmup as usize;
+    let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
+    replay(&mut |r| {
+        let s = seen.entry(r.case.clone()).or_default();
+        s.records += 1;
+        s.warmups += usize::from(r.phase == Phase::Warmup);
+        if r.phase == Phase::Measured || s.warmups > singles {
+            let launch = r.scheduled_s.unwrap_or(r.sent_s);
+            s.first_launch = s.first_launch.min(launch);
+            s.last_launch = s.last_launch.max(launch);
+        }
+    })?;
+    let mut rebuilt: Vec<Rebuilt> = campaign
+        .cases
         .iter()
-        .filter(|r| r.phase == Phase::Measured)
-        .map(|&r| r.clone())
+        .filter_map(|c| {
+            let before = previous.and_then(|p| p.cases.iter().find(|p| p.id == c.id));
+            let seen = seen.get(&c.id);
+            (before.is_some() || seen.is_some()).then(|| Rebuilt::new(campaign, c, before, seen))
+        })
         .collect();
-    crate::soak::series(
-        &all,
-        &measured,
-        (first.span_s[0], last.span_s[1]),
-        before.window_s,
-        readings,
-    )
+    let index: BTreeMap<&str, usize> = rebuilt
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (b.c.id.as_str(), i))
+        .collect();
+    replay(&mut |r| {
+        if let Some(&i) = index.get(r.case.as_str()) {
+            rebuilt[i].add(r, singles);
+        }
+    })?;
+    Ok(rebuilt
+        .into_iter()
+        .map(|b| b.finish(campaign, telemetry))
+        .collect())
+}
+
+impl<'a> Rebuilt<'a> {
+    fn new(
+        campaign: &Campaign,
+        c: &'a CampaignCase,
+        before: Option<&'a CaseSummary>,
+        seen: Option<&Seen>,
+    ) -> Rebuilt<'a> {
+        let window = match (is_window(c), before) {
+            (false, _) => None,
+            (true, Some(b)) => b.load.as_ref().map(|l| (l.window_s[0], l.window_s[1])),
+            (true, None) => seen.and_then(|s| estimated_window(c, s)),
+        };
+        let slo = campaign.config.slo.slo();
+        let series = before
+            .and_then(|b| b.series.as_ref())
+            .and_then(|s| match (s.windows.first(), s.windows.last()) {
+                (Some(first), Some(last)) => Some((
+                    SeriesBins::new(first.span_s[0], s.window_s),
+                    (first.span_s[0], last.span_s[1]),
+                )),
+                _ => None,
+            });
+        Rebuilt {
+            c,
+            before,
+            figures: CaseFigures::default(),
+            window,
+            load: window.map(|(w0, w1)| WindowFigures::new(w0, Some(w1), slo, None)),
+            series,
+            warmups: 0,
+        }
+    }
+
+    /// One record of the case: measured ones into the figures; those launched during the load
+    /// (measured, or warmups after the `singles` sent one at a time) into the window figures;
+    /// every one into the series.
+    fn add(&mut self, r: &Record, singles: usize) {
+        let measured = r.phase == Phase::Measured;
+        self.warmups += usize::from(!measured);
+        if measured {
+            self.figures.add(r);
+        }
+        if let (true, Some(load)) = (measured || self.warmups > singles, &mut self.load) {
+            load.add(r);
+        }
+        if let Some((bins, span)) = &mut self.series {
+            if measured {
+                bins.add_request(r);
+            }
+            if r.status == Status::Ok {
+                r.event_times()
+                    .filter(|&(t, _)| t >= span.0 && t <= span.1)
+                    .for_each(|(t, n)| bins.add_tokens(t, n));
+            }
+        }
+    }
+
+    fn finish(self, campaign: &Campaign, telemetry: &[Reading]) -> CaseSummary {
+        let c = self.c;
+        let before_series = self.before.and_then(|b| b.series.clone());
+        let series = match self.series {
+            Some((bins, span)) => Some(bins.finish(span, telemetry)),
+            None => before_series,
+        };
+        if !is_window(c) {
+            let rounds = c.rounds.unwrap_or(campaign.config.rounds);
+            let mut summary = self.figures.finish(&case(c), rounds);
+            summary.series = series;
+            return summary;
+        }
+        let all_ok = self.figures.all_ok();
+        let mut summary = self.figures.finish(&case(c), 0);
+        summary.series = series;
+        let (Some(window), Some(load)) = (self.window, self.load) else {
+            summary.complete = false;
+            return summary;
+        };
+        let (figures, _) = load.finish(window.1, false);
+        let (shape, rate, nominal) = nominal(c, self.before);
+        let load = LoadSummary {
+            shape,
+            nominal_concurrency: nominal,
+            nominal_rate_rps: rate,
+            pacer_priority: self
+                .before
+                .and_then(|b| b.load.as_ref())
+                .and_then(|l| l.pacer_priority.clone()),
+            ..figures
+        };
+        summary.complete = self.before.is_none_or(|b| b.complete) && all_ok;
+        summary.throughput_tps = Spread::of(&[load.throughput_tps]);
+        summary.load = Some(load);
+        summary
+    }
 }
 
 /// The shape's name, the nominal rate and the nominal concurrency (or in-flight cap). A trace's
@@ -121,18 +227,8 @@ fn nominal(c: &CampaignCase, before: Option<&CaseSummary>) -> (String, Option<f6
 
 /// Without the run's own summary: the window from the first launch plus the warmup time to the
 /// end of the duration, or to the last launch.
-fn estimated_window(
-    c: &CampaignCase,
-    warm: &[&Record],
-    measured: &[Record],
-) -> Option<(Seconds, Seconds)> {
-    let launch = |r: &Record| r.scheduled_s.unwrap_or(r.sent_s);
-    let launches: Vec<Seconds> = warm
-        .iter()
-        .map(|r| launch(r))
-        .chain(measured.iter().map(launch))
-        .collect();
-    let start = launches.iter().copied().reduce(f64::min)?;
+fn estimated_window(c: &CampaignCase, seen: &Seen) -> Option<(Seconds, Seconds)> {
+    let start = Some(seen.first_launch).filter(|t| t.is_finite())?;
     let w0 = start + c.warmup_s.unwrap_or(0.0);
     let duration = c
         .bound
@@ -141,7 +237,7 @@ fn estimated_window(
         .filter(|_| c.shape.as_deref() == Some("closed-continuous"));
     let w1 = match duration {
         Some(d) => start + d,
-        None => launches.iter().copied().fold(w0, f64::max),
+        None => seen.last_launch.max(w0),
     };
     Some((w0, w1.max(w0)))
 }
