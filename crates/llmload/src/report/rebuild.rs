@@ -119,15 +119,15 @@ impl<'a> Rebuilt<'a> {
             (true, None) => seen.and_then(|s| estimated_window(c, s)),
         };
         let slo = campaign.config.slo.slo();
-        let series = before
-            .and_then(|b| b.series.as_ref())
-            .and_then(|s| match (s.windows.first(), s.windows.last()) {
+        let series = before.and_then(|b| b.series.as_ref()).and_then(|s| {
+            match (s.windows.first(), s.windows.last()) {
                 (Some(first), Some(last)) => Some((
                     SeriesBins::new(first.span_s[0], s.window_s),
                     (first.span_s[0], last.span_s[1]),
                 )),
                 _ => None,
-            });
+            }
+        });
         Rebuilt {
             c,
             before,
