@@ -204,7 +204,7 @@ impl Report {
         previous: Option<&Summary>,
     ) -> Report {
         let mut replay = |f: &mut dyn FnMut(&Record)| {
-            records.iter().for_each(|r| f(r));
+            records.iter().for_each(&mut *f);
             Ok(())
         };
         // Replaying from memory cannot fail.
