@@ -119,6 +119,8 @@ pub struct RequestMeta {
     pub shared_tokens: u32,
     /// Open loop: scheduled start.
     pub scheduled: Option<Instant>,
+    /// Continuous and open loops: when the runner launched it (its send is no earlier).
+    pub launched: Option<Instant>,
 }
 
 /// The verdict of checking a response's counters against its request.
@@ -476,6 +478,7 @@ mod tests {
             output_tokens: 1,
             shared_tokens: 0,
             scheduled: None,
+            launched: None,
         };
         let mut r = Record::from_exchange(meta, &sink, sink.sent);
         r.event_ms = event_ms;

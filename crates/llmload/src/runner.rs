@@ -226,13 +226,15 @@ impl Runner<'_> {
                 break;
             }
             last_launch = Instant::now();
+            meta.launched = Some(last_launch);
+            let launched = self.since(last_launch);
+            run.load.iter_mut().for_each(|l| l.launch(launched));
             meta.phase = if last_launch < warmup_end {
                 Phase::Warmup
             } else {
                 Phase::Measured
             };
             self.spawn(&mut in_flight, meta, body);
-            let launched = self.since(last_launch);
             run.load.iter_mut().for_each(|l| l.settle_to(launched));
             if index + 1 < total {
                 next = Some(self.prepare(plan, index + 1, None).await?);
@@ -296,6 +298,9 @@ impl Runner<'_> {
             };
             let scheduled = start + offsets[index];
             meta.scheduled = Some(scheduled);
+            meta.launched = Some(scheduled);
+            let settled = self.since(scheduled);
+            run.load.iter_mut().for_each(|l| l.launch(settled));
             meta.phase = if scheduled < warmup_end {
                 Phase::Warmup
             } else {
@@ -303,7 +308,6 @@ impl Runner<'_> {
             };
             permit.send((scheduled.into_std(), self.job(meta, body, &gate, &results)));
             last = scheduled;
-            let settled = self.since(scheduled);
             run.load.iter_mut().for_each(|l| l.settle_to(settled));
             index += 1;
         }
@@ -405,6 +409,7 @@ impl Runner<'_> {
         exchange: &Exchange,
         run: &mut CaseRun,
     ) -> anyhow::Result<()> {
+        let launched = meta.launched.map(|t| self.since(t));
         let record = Record::from_exchange(meta, exchange, self.origin);
         self.sink
             .append(&record)
@@ -415,7 +420,7 @@ impl Runner<'_> {
             run.figures.add(&record);
         }
         if let Some(load) = &mut run.load {
-            load.add(&record);
+            load.add(&record, launched);
         }
         Ok(())
     }
@@ -441,6 +446,7 @@ impl Runner<'_> {
             output_tokens: plan.output.sample(&mut rng),
             shared_tokens: self.prompts.shared_tokens(),
             scheduled,
+            launched: None,
         }
     }
 

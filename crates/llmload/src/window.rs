@@ -10,7 +10,7 @@ use crate::summary::CaseSummary;
 use crate::workload::shape::{CasePlan, Shape, Slo};
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, BinaryHeap};
 
 /// Window figures of one continuous or open-loop case.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -112,15 +112,16 @@ pub fn summarise(plan: &CasePlan, run: CaseRun, dir: &std::path::Path) -> CaseSu
 /// for the caller. The same as feeding a [`WindowFigures`] as the run does.
 pub fn window_figures(records: &[&Record], window: (Seconds, Seconds), slo: &Slo) -> LoadSummary {
     let mut figures = WindowFigures::new(window.0, Some(window.1), *slo, None);
-    records.iter().for_each(|r| figures.add(r));
+    records.iter().for_each(|r| figures.add(r, None));
     figures.finish(window.1, false).0
 }
 
 /// The window figures of a continuous or open-loop case, gathered one record at a time as
-/// requests end. What outlives a record is its span (16 bytes, for the concurrency figures) and,
-/// while the window's end is not yet known, its token events after the latest instant surely
-/// inside the window (a request's tail, until the next launch moves that instant on). Latencies
-/// go into [`Samples`].
+/// requests end, in memory that does not grow with the run. Latencies go into [`Samples`]. What
+/// waits is only what cannot be settled yet: while the window's end is unknown, token events
+/// after the latest instant surely inside it (a request's tail, until the next launch moves that
+/// instant on); and, for the concurrency figures, the span edges of ended requests that are later
+/// than the launch of the oldest request still in flight (whose own edges would come first).
 #[derive(Debug)]
 pub struct WindowFigures {
     w0: Seconds,
@@ -131,7 +132,14 @@ pub struct WindowFigures {
     tokens: f64,
     completed: u32,
     met: u32,
-    spans: Vec<(Seconds, Seconds)>,
+    /// Launch instants of the requests in flight (a multiset, by `f64::to_bits`); `live` once
+    /// launches are told (during a run). Replayed records come in end order with no launches:
+    /// their edges are swept at the end.
+    in_flight: BTreeMap<u64, u32>,
+    live: bool,
+    /// Span edges not yet swept: (time bits, 0 for an end, 1 for a start), earliest first.
+    edges: BinaryHeap<Reverse<(u64, u8)>>,
+    sweep: Sweep,
     last_seen: Seconds,
     pending: BinaryHeap<Reverse<Tail>>,
     send_lag: Samples,
@@ -201,7 +209,10 @@ impl WindowFigures {
             tokens: 0.0,
             completed: 0,
             met: 0,
-            spans: Vec::new(),
+            in_flight: BTreeMap::new(),
+            live: false,
+            edges: BinaryHeap::new(),
+            sweep: Sweep::new(w0),
             last_seen: w0,
             pending: BinaryHeap::new(),
             send_lag: Samples::new(),
@@ -211,11 +222,30 @@ impl WindowFigures {
         }
     }
 
-    /// Adds an ended request launched during the load (warmup time included).
-    pub fn add(&mut self, r: &Record) {
+    /// A request was launched at `at`: none of its span's edges is earlier.
+    pub fn launch(&mut self, at: Seconds) {
+        self.live = true;
+        *self.in_flight.entry(at.max(0.0).to_bits()).or_default() += 1;
+    }
+
+    /// Adds an ended request launched during the load (warmup time included); `launched`: when,
+    /// as told to [`WindowFigures::launch`] (none when replaying records after the run).
+    pub fn add(&mut self, r: &Record, launched: Option<Seconds>) {
         let measured = r.phase == Phase::Measured;
         self.launched += 1;
-        self.spans.push((r.sent_s, r.last_seen()));
+        if let Some(at) = launched {
+            let key = at.max(0.0).to_bits();
+            if let Some(n) = self.in_flight.get_mut(&key) {
+                *n -= 1;
+                if *n == 0 {
+                    self.in_flight.remove(&key);
+                }
+            }
+        }
+        self.edges.push(Reverse((r.sent_s.max(0.0).to_bits(), 1)));
+        self.edges
+            .push(Reverse((r.last_seen().max(0.0).to_bits(), 0)));
+        self.sweep_edges();
         self.last_seen = self.last_seen.max(r.last_seen());
         if measured {
             if let Some(s) = r.scheduled_s {
@@ -259,9 +289,30 @@ impl WindowFigures {
         }
     }
 
+    /// Sweeps the span edges that no request in flight can precede, up to `settled_to`.
+    fn sweep_edges(&mut self) {
+        if !self.live {
+            return;
+        }
+        let oldest = self
+            .in_flight
+            .keys()
+            .next()
+            .map_or(f64::INFINITY, |&k| f64::from_bits(k));
+        while let Some(&Reverse((key, kind))) = self.edges.peek() {
+            let t = f64::from_bits(key);
+            if t >= oldest || t > self.settled_to {
+                break;
+            }
+            self.edges.pop();
+            self.sweep.edge(t, kind == 1, self.settled_to);
+        }
+    }
+
     /// The window is now known to end at or after `t`: settles every event up to it.
     pub fn settle_to(&mut self, t: Seconds) {
         self.settled_to = self.settled_to.max(t);
+        self.sweep_edges();
         while self
             .pending
             .peek()
@@ -284,12 +335,14 @@ impl WindowFigures {
         }
     }
 
-    /// Token events and completions held until the window's end is known.
+    /// Token events, completions and span edges held until they can be settled.
     pub fn unsettled(&self) -> usize {
-        self.pending
+        let tails: usize = self
+            .pending
             .iter()
             .map(|Reverse(t)| t.events.len() + usize::from(t.done.is_some()))
-            .sum()
+            .sum();
+        tails + self.edges.len()
     }
 
     fn fold_tokens(&mut self, t: Seconds, n: u32) {
@@ -312,9 +365,12 @@ impl WindowFigures {
     /// stopped load's series ends where activity ended).
     pub fn finish(mut self, w1: Seconds, stopped: bool) -> (LoadSummary, Option<SeriesPart>) {
         self.settle_to(w1);
+        while let Some(Reverse((key, kind))) = self.edges.pop() {
+            self.sweep.edge(f64::from_bits(key), kind == 1, w1);
+        }
         let (w0, slo) = (self.w0, self.slo);
         let length_s = (w1 - w0).max(1e-9);
-        let (mean, peak) = concurrency(&self.spans, (w0, w1));
+        let (mean, peak) = self.sweep.finish(w1);
         let load = LoadSummary {
             shape: String::new(),
             nominal_concurrency: None,
@@ -354,24 +410,69 @@ pub fn meets(r: &Record, slo: &Slo) -> bool {
 /// span: a request is in flight from `sent` to its final event (or its last token event when it
 /// failed).
 pub fn concurrency(spans: &[(Seconds, Seconds)], window: (Seconds, Seconds)) -> (f64, u32) {
-    let (w0, w1) = window;
-    let area: f64 = spans
+    let mut edges: Vec<(Seconds, bool)> = spans
         .iter()
-        .map(|&(s, e)| (e.min(w1) - s.max(w0)).max(0.0))
-        .sum();
-    let mut edges: Vec<(Seconds, i32)> =
-        spans.iter().flat_map(|&(s, e)| [(s, 1), (e, -1)]).collect();
+        .flat_map(|&(s, e)| [(s, true), (e, false)])
+        .collect();
     // Ends sort before starts at the same instant: back-to-back requests do not overlap.
     edges.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    let at_start = spans.iter().filter(|&&(s, e)| s <= w0 && e > w0).count() as i32;
-    let (mut now, mut peak) = (0_i32, at_start);
-    for (t, delta) in edges {
-        now += delta;
-        if delta > 0 && t >= w0 && t <= w1 {
-            peak = peak.max(now);
+    let mut sweep = Sweep::new(window.0);
+    for (t, start) in edges {
+        sweep.edge(t, start, window.1);
+    }
+    sweep.finish(window.1)
+}
+
+/// Requests in flight swept edge by edge in time order: the area under their count over the
+/// window (for the time average) and the count's peak at a start inside it.
+#[derive(Debug)]
+struct Sweep {
+    w0: Seconds,
+    /// The latest edge swept.
+    at: Seconds,
+    now: i64,
+    area: f64,
+    peak: i64,
+    /// In flight at the window's start (`sent ≤ w0 < end`).
+    at_start: Option<i64>,
+}
+
+impl Sweep {
+    fn new(w0: Seconds) -> Sweep {
+        Sweep {
+            w0,
+            at: f64::NEG_INFINITY,
+            now: 0,
+            area: 0.0,
+            peak: 0,
+            at_start: None,
         }
     }
-    (area / (w1 - w0).max(1e-9), peak.max(0) as u32)
+
+    /// One edge at `t`; the window ends at `w1` or later.
+    fn edge(&mut self, t: Seconds, start: bool, w1: Seconds) {
+        if self.at_start.is_none() && t > self.w0 {
+            self.at_start = Some(self.now);
+        }
+        let (a, b) = (self.at.max(self.w0), t.min(w1));
+        if b > a {
+            self.area += self.now as f64 * (b - a);
+        }
+        self.at = self.at.max(t);
+        self.now += if start { 1 } else { -1 };
+        if start && t >= self.w0 && t <= w1 {
+            self.peak = self.peak.max(self.now);
+        }
+    }
+
+    fn finish(self, w1: Seconds) -> (f64, u32) {
+        let at_start = self.at_start.unwrap_or(self.now);
+        let peak = self.peak.max(at_start).max(0);
+        (
+            self.area / (w1 - self.w0).max(1e-9),
+            u32::try_from(peak).unwrap_or(u32::MAX),
+        )
+    }
 }
 
 #[cfg(test)]
@@ -437,16 +538,16 @@ mod tests {
         // A continuous load: a launch every 0.1 s, each request 10 tokens over 1 s. The window's
         // end (the last launch) is unknown until the end; records arrive as requests end, each
         // launch telling the figures that the window reaches at least that far.
+        // Requests of 0.5 to 1.4 s, so that they end out of launch order.
         let rs: Vec<Record> = (0..50)
             .map(|i| {
-                record(
-                    f64::from(i) * 0.1,
-                    f64::from(i) * 0.1 + 1.0,
-                    Some(f64::from(i) * 0.1),
-                    10,
-                )
+                let sent = f64::from(i) * 0.1;
+                let length = 0.5 + f64::from(i * 7 % 10) * 0.1;
+                record(sent, sent + length, Some(sent), 10)
             })
             .collect();
+        let mut by_end: Vec<&Record> = rs.iter().collect();
+        by_end.sort_by(|a, b| a.done_s.partial_cmp(&b.done_s).expect("finite"));
         let window = (0.5, 4.9);
         let slo = Slo {
             e2e: Some(std::time::Duration::from_millis(1000)),
@@ -455,13 +556,14 @@ mod tests {
         let mut figures = WindowFigures::new(window.0, None, slo, None);
         let mut launched = 0;
         let mut most_unsettled = 0;
-        for r in &rs {
+        for r in by_end {
             let done = r.done_s.expect("ok");
             while launched < rs.len() && rs[launched].sent_s <= done {
+                figures.launch(rs[launched].sent_s);
                 figures.settle_to(rs[launched].sent_s);
                 launched += 1;
             }
-            figures.add(r);
+            figures.add(r, Some(r.sent_s));
             if launched < rs.len() {
                 most_unsettled = most_unsettled.max(figures.unsettled());
             }
@@ -469,9 +571,20 @@ mod tests {
         let refs: Vec<&Record> = rs.iter().collect();
         let batch = window_figures(&refs, window, &slo);
         assert_eq!(figures.finish(window.1, false).0, batch);
-        assert!(batch.throughput_tps > 0.0 && batch.completed_rps > 0.0);
-        // While launches go on, only the tail after the latest launch waits: never more than one
-        // request's events. (Once they stop, what is in flight waits for the end.)
-        assert!(most_unsettled <= 11, "{most_unsettled}");
+        let spans: Vec<_> = rs.iter().map(|r| (r.sent_s, r.last_seen())).collect();
+        let (mean, peak) = concurrency(&spans, window);
+        assert_eq!(
+            (
+                batch.achieved_concurrency_mean,
+                batch.achieved_concurrency_peak
+            ),
+            (mean, peak)
+        );
+        assert!(batch.throughput_tps > 0.0 && batch.completed_rps > 0.0 && peak >= 5);
+        // While launches go on, what waits is one request's tail after the latest launch (at
+        // most 10 events and its completion) and the span edges of the requests that ended
+        // since the oldest one in flight was launched (at most 1.4 s of them, 2 edges each):
+        // never the whole run.
+        assert!(most_unsettled <= 11 + 2 * 15, "{most_unsettled}");
     }
 }

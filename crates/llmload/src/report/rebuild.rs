@@ -149,7 +149,7 @@ impl<'a> Rebuilt<'a> {
             self.figures.add(r);
         }
         if let (true, Some(load)) = (measured || self.warmups > singles, &mut self.load) {
-            load.add(r);
+            load.add(r, None);
         }
         if let Some((bins, span)) = &mut self.series {
             if measured {

@@ -203,7 +203,7 @@ fn a_stopped_case_ends_its_series_where_activity_ended() {
     let slo = crate::workload::shape::Slo::default();
     let series_of = |stopped: bool| {
         let mut figures = crate::window::WindowFigures::new(0.0, Some(10.0), slo, Some(1.0));
-        slowing().iter().for_each(|r| figures.add(r));
+        slowing().iter().for_each(|r| figures.add(r, None));
         let (_, bins) = figures.finish(10.0, stopped);
         let (bins, span) = bins.expect("a series");
         bins.finish(span, &[])
@@ -231,7 +231,7 @@ fn the_runs_bins_equal_the_series_of_the_records() {
     let slo = crate::workload::shape::Slo::default();
     let mut figures = crate::window::WindowFigures::new(0.0, None, slo, Some(1.0));
     for r in &records {
-        figures.add(r);
+        figures.add(r, None);
         figures.settle_to(r.sent_s);
     }
     let (_, bins) = figures.finish(5.5, false);
