@@ -31,6 +31,7 @@ mod fault;
 mod profile;
 mod schedule;
 mod server;
+pub mod stamp;
 mod timer;
 mod tokenizer;
 

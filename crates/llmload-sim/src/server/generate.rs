@@ -29,15 +29,25 @@ pub(crate) enum Outcome {
     Drop,
 }
 
-/// Handles one generation request on `api`.
-pub(crate) async fn generate(state: &Arc<State>, api: Api, body: &Bytes) -> Outcome {
-    match run(state, api, body).await {
+/// Handles one generation request on `api`, whose last byte arrived at `arrived`.
+pub(crate) async fn generate(
+    state: &Arc<State>,
+    api: Api,
+    body: &Bytes,
+    arrived: Instant,
+) -> Outcome {
+    match run(state, api, body, arrived).await {
         Ok(outcome) => outcome,
         Err(error) => Outcome::Respond(error.into_response()),
     }
 }
 
-async fn run(state: &Arc<State>, api: Api, body: &Bytes) -> Result<Outcome, ApiError> {
+async fn run(
+    state: &Arc<State>,
+    api: Api,
+    body: &Bytes,
+    arrived: Instant,
+) -> Result<Outcome, ApiError> {
     // Every generation request gets a serial number, well-formed or not, so `index=` and
     // `every=` count requests as the server received them.
     let (serial, kinds) = state.faults.next();
@@ -67,7 +77,7 @@ async fn run(state: &Arc<State>, api: Api, body: &Bytes) -> Result<Outcome, ApiE
     if state.schedule != Schedule::Engine {
         let tokens = eos_after.map_or(max_tokens, |eos| eos.min(max_tokens));
         let clock = Clock {
-            arrival: Instant::now(),
+            arrival: arrived,
             schedule: state.schedule,
             tokens,
             stop: if tokens < max_tokens {

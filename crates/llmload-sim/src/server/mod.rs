@@ -7,6 +7,7 @@ mod generate;
 mod info;
 mod reply;
 mod request;
+mod stamped;
 mod stream;
 
 use std::sync::Arc;
@@ -74,7 +75,10 @@ fn spawn_connection(stream: TcpStream, state: Arc<State>, shutdown: Cancellation
     // Small SSE frames must leave at once, not wait for Nagle's algorithm.
     let _ = stream.set_nodelay(true);
     tokio::spawn(async move {
-        let service = service_fn(move |request| handle(Arc::clone(&state), request));
+        let (stream, arrival) = stamped::Stamped::new(stream);
+        let service = service_fn(move |request| {
+            handle(Arc::clone(&state), request, Arc::clone(&arrival))
+        });
         let connection = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
         tokio::select! {
             _ = connection => {}
@@ -88,7 +92,12 @@ fn spawn_connection(stream: TcpStream, state: Arc<State>, shutdown: Cancellation
 #[error("connection dropped by the drop fault")]
 struct Dropped;
 
-async fn handle(state: Arc<State>, request: Request<Incoming>) -> Result<Response<Body>, Dropped> {
+/// Answers one request; `arrival` is when its connection's latest bytes arrived.
+async fn handle(
+    state: Arc<State>,
+    request: Request<Incoming>,
+    arrival: stamped::Arrival,
+) -> Result<Response<Body>, Dropped> {
     let (parts, body) = request.into_parts();
     let path = parts.uri.path();
     let generation = generation_api(path);
@@ -97,8 +106,14 @@ async fn handle(state: Arc<State>, request: Request<Incoming>) -> Result<Respons
             Ok(bytes) => bytes,
             Err(error) => return Ok(error.into_response()),
         };
+        // The body is whole: the latest bytes were its last.
+        let arrived = arrival
+            .lock()
+            .ok()
+            .and_then(|a| *a)
+            .unwrap_or_else(tokio::time::Instant::now);
         let response = match (generation, path) {
-            (Some(api), _) => match generate::generate(&state, api, &posted).await {
+            (Some(api), _) => match generate::generate(&state, api, &posted, arrived).await {
                 Outcome::Respond(response) => Ok(response),
                 Outcome::Drop => return Err(Dropped),
             },

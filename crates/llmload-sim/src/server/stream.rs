@@ -34,7 +34,8 @@ pub(crate) enum Source {
 /// A request's timeline under a fixed or zero-cost schedule.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Clock {
-    /// When the request's body was read.
+    /// When the request's last byte reached the machine (the kernel's receive stamp), else when
+    /// its body was read.
     pub arrival: Instant,
     /// The schedule (never `Engine`).
     pub schedule: Schedule,

@@ -13,13 +13,11 @@
 //! client does not add its own delay to the latencies it reports; how late it read is kept apart
 //! ([`ReadLag`]) for the self-check.
 
-use nix::sys::socket::{recvmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags};
-use nix::sys::time::TimeSpec;
+use llmload_sim::stamp;
 use std::io;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use tokio::io::{AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
@@ -98,7 +96,7 @@ impl Origin {
         // Requests must leave at once, not wait for Nagle's algorithm.
         stream.set_nodelay(true)?;
         // Without kernel stamps (an exotic kernel), reads are timed when they return.
-        let _ = setsockopt(&stream, sockopt::ReceiveTimestampns, &true);
+        stamp::enable(&stream);
         Ok(stream)
     }
 
@@ -151,8 +149,8 @@ pub async fn read(stream: &TcpStream, buffer: &mut [u8]) -> io::Result<(usize, I
         stream.readable().await?;
         let mut got = None;
         let outcome = stream.try_io(Interest::READABLE, || {
-            let (n, stamp) = receive(stream, buffer)?;
-            got = Some((n, stamp));
+            let (n, age) = stamp::receive(stream, buffer)?;
+            got = Some((n, age));
             if n > 0 && n < buffer.len() {
                 // Drained: report "would block" so that the readiness is cleared.
                 return Err(io::ErrorKind::WouldBlock.into());
@@ -160,7 +158,7 @@ pub async fn read(stream: &TcpStream, buffer: &mut [u8]) -> io::Result<(usize, I
             Ok(())
         });
         match (outcome, got) {
-            (_, Some((n, stamp))) => return Ok((n, arrival(n, stamp))),
+            (_, Some((n, age))) => return Ok((n, arrival(age))),
             (Err(e), None) if e.kind() == io::ErrorKind::WouldBlock => continue,
             (Err(e), None) => return Err(e),
             (Ok(()), None) => return Ok((0, Instant::now())),
@@ -168,48 +166,14 @@ pub async fn read(stream: &TcpStream, buffer: &mut [u8]) -> io::Result<(usize, I
     }
 }
 
-/// One `recvmsg`: the bytes read and the kernel's receive stamp, when it gave one.
-fn receive(stream: &TcpStream, buffer: &mut [u8]) -> io::Result<(usize, Option<TimeSpec>)> {
-    let mut iov = [io::IoSliceMut::new(buffer)];
-    let mut space = nix::cmsg_space!(TimeSpec);
-    let msg = recvmsg::<()>(
-        stream.as_raw_fd(),
-        &mut iov,
-        Some(&mut space),
-        MsgFlags::empty(),
-    )
-    .map_err(io::Error::from)?;
-    let stamp = msg.cmsgs().ok().and_then(|mut all| {
-        all.find_map(|c| match c {
-            ControlMessageOwned::ScmTimestampns(ts) => Some(ts),
-            _ => None,
-        })
-    });
-    Ok((msg.bytes, stamp))
-}
-
-/// A lag past this is not believed: the wall clock was stepped between the stamp and the read.
-const MAX_BELIEVED_LAG: Duration = Duration::from_secs(10);
-
-/// When `n` bytes stamped `stamp` (wall clock) arrived, on the monotonic clock; the read lag is
-/// recorded.
-fn arrival(n: usize, stamp: Option<TimeSpec>) -> Instant {
+/// When bytes read `age` after they arrived (per the kernel) came in, on the monotonic clock;
+/// the read lag is recorded.
+fn arrival(age: Option<Duration>) -> Instant {
     let now = Instant::now();
-    let Some(ts) = stamp.filter(|_| n > 0) else {
-        return now;
-    };
-    let (Ok(secs), Ok(nanos)) = (u64::try_from(ts.tv_sec()), u32::try_from(ts.tv_nsec())) else {
-        return now;
-    };
-    let stamped = UNIX_EPOCH + Duration::new(secs, nanos);
-    let lag = SystemTime::now()
-        .duration_since(stamped)
-        .unwrap_or_default();
-    if lag > MAX_BELIEVED_LAG {
-        return now;
+    if let Some(lag) = age {
+        READ_LAG.record(lag);
     }
-    READ_LAG.record(lag);
-    now.checked_sub(lag).unwrap_or(now)
+    stamp::arrived(now, age)
 }
 
 /// How late llmload read the bytes the kernel had received: per read, the wall-clock time of the
