@@ -46,7 +46,9 @@ fn age(ts: TimeSpec) -> Option<Duration> {
     let secs = u64::try_from(ts.tv_sec()).ok()?;
     let nanos = u32::try_from(ts.tv_nsec()).ok()?;
     let stamped = UNIX_EPOCH + Duration::new(secs, nanos);
-    let age = SystemTime::now().duration_since(stamped).unwrap_or_default();
+    let age = SystemTime::now()
+        .duration_since(stamped)
+        .unwrap_or_default();
     (age <= MAX_BELIEVED_LAG).then_some(age)
 }
 

@@ -76,9 +76,8 @@ fn spawn_connection(stream: TcpStream, state: Arc<State>, shutdown: Cancellation
     let _ = stream.set_nodelay(true);
     tokio::spawn(async move {
         let (stream, arrival) = stamped::Stamped::new(stream);
-        let service = service_fn(move |request| {
-            handle(Arc::clone(&state), request, Arc::clone(&arrival))
-        });
+        let service =
+            service_fn(move |request| handle(Arc::clone(&state), request, Arc::clone(&arrival)));
         let connection = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
         tokio::select! {
             _ = connection => {}

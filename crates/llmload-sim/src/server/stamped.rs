@@ -112,16 +112,25 @@ mod tests {
         let mut waits = Vec::new();
         for _ in 0..20 {
             let before = Instant::now();
-            client.write_all(b"POST / HTTP/1.1\r\n\r\n").await.expect("write");
+            client
+                .write_all(b"POST / HTTP/1.1\r\n\r\n")
+                .await
+                .expect("write");
             // The simulator is busy for 80 ms before it reads.
             std::thread::sleep(Duration::from_millis(80));
             let mut buffer = [0u8; 64];
             let n = server.read(&mut buffer).await.expect("read");
             assert_eq!(&buffer[..n], b"POST / HTTP/1.1\r\n\r\n");
             let arrived = arrival.lock().expect("lock").expect("a read was recorded");
-            assert!(arrived >= before - Duration::from_millis(2), "not before it was sent");
+            assert!(
+                arrived >= before - Duration::from_millis(2),
+                "not before it was sent"
+            );
             waits.push(Instant::now().duration_since(arrived));
-            if waits.last().is_some_and(|w| *w >= Duration::from_millis(75)) {
+            if waits
+                .last()
+                .is_some_and(|w| *w >= Duration::from_millis(75))
+            {
                 return;
             }
         }
