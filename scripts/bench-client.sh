@@ -185,7 +185,9 @@ run_peer() {
         --constraint "kind=max_requests,count=$requests" \
         --output "kind=json,path=$work/$name.json" --disable-console >"$work/$name.log" 2>&1 || true ;;
     aiperf)
-      HF_HUB_OFFLINE=1 /usr/bin/time -f "%U %S %M" -o "$work/$name.time" taskset -c 0 \
+      # Not HF_HUB_OFFLINE: in that mode AIPerf takes the tokenizer for a Hub repository name
+      # and refuses a local folder. A folder needs no network either way.
+      /usr/bin/time -f "%U %S %M" -o "$work/$name.time" taskset -c 0 \
         "$venv/bin/aiperf" profile --url "$url" --endpoint-type completions --streaming \
         --model tiny-sim --tokenizer "$cache/tokenizer" --concurrency 64 \
         --request-count "$requests" --synthetic-input-tokens-mean 128 \
@@ -211,7 +213,8 @@ except Exception as error:
 PY
 }
 
-cpu() { awk '{print $1 + $2}' "$work/$1.time"; }
+# User + system seconds of a run (the last line: a failed command's note comes first).
+cpu() { tail -1 "$work/$1.time" | awk '{print $1 + $2}'; }
 echo "Side by side with $peer ($("$venv/bin/pip" show "$peer" 2>/dev/null | sed -n 's/^Version: //p')), concurrency 64, completions API, 128-token prompts, 256-token answers."
 start_sim zero-cost
 run_llmload peer-l1 completions 64 1 256

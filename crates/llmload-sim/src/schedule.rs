@@ -35,7 +35,8 @@ pub enum Schedule {
         /// Each event goes out on a write of its own instead of queueing behind the last.
         write_each: bool,
     },
-    /// A fixed timeline per request, from the moment its body was read.
+    /// A fixed timeline per request, from the moment its last byte arrived (the kernel's receive
+    /// stamp; the moment its body was read where the kernel gives none).
     Fixed {
         /// From the request to its first token.
         ttft: Duration,
