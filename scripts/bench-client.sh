@@ -11,11 +11,13 @@
 # /usr/bin/time) per token event (from requests.jsonl, warmups included), token events per
 # second over the measured rounds, peak RSS, and RSS per in-flight stream (peak RSS above the
 # concurrency-1 run, divided by the concurrency), and once more at concurrency 64 with every
-# event on a write of its own (`zero-cost:write=each`, one receive per event). Then, against `--schedule fixed` (first token
-# exactly 100 ms after the request, then one every 20 ms), it prints llmload's TTFT and ITL
-# bias (measured − scheduled) at concurrency 1, 1,000 and 10,000. At 10,000 the schedule is
-# 1,500 ms to the first token and 500 ms between tokens: opening 10,000 connections takes the
-# client's core about a second, and the one-core simulator must keep its own schedule.
+# event on a write of its own (`zero-cost:write=each`, one receive per event). Then, against
+# `--schedule fixed` (first token exactly 100 ms after the request's last byte arrived, then one
+# every 20 ms), it prints llmload's TTFT and ITL bias (measured − scheduled) at concurrency 1,
+# 1,000 and 10,000, with the self-check's read lag (how late llmload read what the kernel had
+# stamped, kept out of the latencies). At 10,000 the schedule is 1,500 ms to the first token and
+# 500 ms between tokens: opening 10,000 connections takes the client's core about a second, and
+# the one-core simulator must keep its own schedule.
 #
 # --peer installs that Python client (pip, into a virtualenv under ~/.cache/llmload/) and runs it
 # on the same workload against the same simulator, printing its CPU per token event and TTFT

@@ -165,12 +165,17 @@ pub fn series(
 
 /// A soak series gathered one record at a time: per window from the start of the measurement
 /// window, the measured requests sent in it (counts and TTFT samples) and the tokens received in
-/// it. Windows past the end of the span fold into the last one when the span is known.
+/// it. Windows past the end of the span fold into the last one when the span is known. During a
+/// run, a window that nothing can reach any more (see [`SeriesBins::close_before`]) keeps only
+/// its TTFT distribution, so that a long soak with short windows holds no samples but the open
+/// windows'.
 #[derive(Debug)]
 pub struct SeriesBins {
     w0: Seconds,
     window_s: Seconds,
     bins: Vec<Bin>,
+    /// Windows before this one are closed.
+    closed: usize,
 }
 
 /// One window's figures so far.
@@ -180,8 +185,36 @@ struct Bin {
     ok: u32,
     errors: u32,
     cancelled: u32,
-    ttft: Samples,
+    ttft: Ttft,
     tokens: f64,
+}
+
+/// A window's TTFT: samples while requests may still be added, then their distribution.
+#[derive(Debug)]
+enum Ttft {
+    Open(Samples),
+    Closed(Option<Distribution>),
+}
+
+impl Default for Ttft {
+    fn default() -> Ttft {
+        Ttft::Open(Samples::new())
+    }
+}
+
+impl Ttft {
+    fn close(&mut self) {
+        if let Ttft::Open(samples) = self {
+            *self = Ttft::Closed(std::mem::take(samples).distribution());
+        }
+    }
+
+    fn distribution(self) -> Option<Distribution> {
+        match self {
+            Ttft::Open(samples) => samples.distribution(),
+            Ttft::Closed(d) => d,
+        }
+    }
 }
 
 impl SeriesBins {
@@ -191,6 +224,19 @@ impl SeriesBins {
             w0,
             window_s,
             bins: Vec::new(),
+            closed: 0,
+        }
+    }
+
+    /// No request will be sent, and no token received, before `t` any more: closes the windows
+    /// that end more than the slack before it. The span's end is then past `t`, so a closed
+    /// window is never the last one, into which windows past the end fold.
+    pub fn close_before(&mut self, t: Seconds) {
+        while self.closed < self.bins.len()
+            && self.w0 + (self.closed + 1) as f64 * self.window_s + SLACK_S < t
+        {
+            self.bins[self.closed].ttft.close();
+            self.closed += 1;
         }
     }
 
@@ -209,8 +255,12 @@ impl SeriesBins {
         match r.status {
             Status::Ok => {
                 bin.ok += 1;
-                if let Some(t) = r.ttft_ms {
-                    bin.ttft.push(t);
+                match (&mut bin.ttft, r.ttft_ms) {
+                    (Ttft::Open(samples), Some(t)) => samples.push(t),
+                    (Ttft::Closed(_), Some(_)) => {
+                        debug_assert!(false, "a request sent in a closed window")
+                    }
+                    (_, None) => {}
                 }
             }
             Status::Error | Status::Invalid => bin.errors += 1,
@@ -262,7 +312,11 @@ impl Bin {
         self.ok += other.ok;
         self.errors += other.errors;
         self.cancelled += other.cancelled;
-        self.ttft.merge(other.ttft);
+        match (&mut self.ttft, other.ttft) {
+            (Ttft::Open(samples), Ttft::Open(more)) => samples.merge(more),
+            // Only open windows fold into the last (see `SeriesBins::close_before`).
+            _ => debug_assert!(false, "a closed window folded"),
+        }
         self.tokens += other.tokens;
     }
 }

@@ -137,6 +137,8 @@ pub struct WindowFigures {
     /// their edges are swept at the end.
     in_flight: BTreeMap<u64, u32>,
     live: bool,
+    /// The latest launch told: later requests are sent after it.
+    latest_launch: Seconds,
     /// Span edges not yet swept: (time bits, 0 for an end, 1 for a start), earliest first.
     edges: BinaryHeap<Reverse<(u64, u8)>>,
     sweep: Sweep,
@@ -211,6 +213,7 @@ impl WindowFigures {
             met: 0,
             in_flight: BTreeMap::new(),
             live: false,
+            latest_launch: f64::NEG_INFINITY,
             edges: BinaryHeap::new(),
             sweep: Sweep::new(w0),
             last_seen: w0,
@@ -225,14 +228,17 @@ impl WindowFigures {
     /// A request was launched at `at`: none of its span's edges is earlier.
     pub fn launch(&mut self, at: Seconds) {
         self.live = true;
+        self.latest_launch = self.latest_launch.max(at);
         *self.in_flight.entry(at.max(0.0).to_bits()).or_default() += 1;
     }
 
     /// Adds an ended request launched during the load (warmup time included); `launched`: when,
     /// as told to [`WindowFigures::launch`] (none when replaying records after the run).
     pub fn add(&mut self, r: &Record, launched: Option<Seconds>) {
-        let measured = r.phase == Phase::Measured;
         self.launched += 1;
+        self.last_seen = self.last_seen.max(r.last_seen());
+        self.fold(r);
+        // Only now that it is folded in is the request no longer in flight.
         if let Some(at) = launched {
             let key = at.max(0.0).to_bits();
             if let Some(n) = self.in_flight.get_mut(&key) {
@@ -246,7 +252,12 @@ impl WindowFigures {
         self.edges
             .push(Reverse((r.last_seen().max(0.0).to_bits(), 0)));
         self.sweep_edges();
-        self.last_seen = self.last_seen.max(r.last_seen());
+    }
+
+    /// Folds a record's latencies, series request, tokens and completion in (those that can be
+    /// settled now; the rest wait as its tail).
+    fn fold(&mut self, r: &Record) {
+        let measured = r.phase == Phase::Measured;
         if measured {
             if let Some(s) = r.scheduled_s {
                 self.send_lag.push((r.sent_s - s) * 1e3);
@@ -306,6 +317,12 @@ impl WindowFigures {
             }
             self.edges.pop();
             self.sweep.edge(t, kind == 1, self.settled_to);
+        }
+        // Requests in flight and later ones are sent at or after this; tokens before it that
+        // still wait are past `settled_to`.
+        let reached = oldest.min(self.latest_launch).min(self.settled_to);
+        if let Some(series) = &mut self.series {
+            series.close_before(reached);
         }
     }
 

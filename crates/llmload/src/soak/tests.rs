@@ -239,3 +239,53 @@ fn the_runs_bins_equal_the_series_of_the_records() {
     assert_eq!(span, (0.0, 5.5));
     assert_eq!(bins.finish(span, &[]), whole);
 }
+
+#[test]
+fn windows_nothing_can_reach_keep_only_their_distribution() {
+    let records = slowing();
+    let fill = || {
+        let mut bins = SeriesBins::new(0.0, 1.0);
+        records.iter().for_each(|r| bins.add_request(r));
+        bins
+    };
+    let mut closing = fill();
+    closing.close_before(3.5);
+    assert_eq!(closing.closed, 3, "windows ending at 1, 2 and 3 s");
+    assert!(closing.bins[..3]
+        .iter()
+        .all(|b| matches!(b.ttft, Ttft::Closed(Some(_)))));
+    assert!(matches!(closing.bins[3].ttft, Ttft::Open(_)));
+    assert_eq!(
+        closing.finish((0.0, 6.0), &[]),
+        fill().finish((0.0, 6.0), &[]),
+        "closing early changes no figure"
+    );
+}
+
+#[test]
+fn a_live_soak_closes_windows_as_it_goes_and_ends_with_the_same_series() {
+    // Launch at each record's send, feed each record when it ends (events up to 0.8 s later),
+    // as the runner does; the series must equal the one computed from all records at the end.
+    let records = slowing();
+    let all: Vec<&Record> = records.iter().collect();
+    let span = (0.0, 5.5);
+    let whole = series(&all, &records, span, 1.0, &[]);
+    let slo = crate::workload::shape::Slo::default();
+    let mut figures = crate::window::WindowFigures::new(0.0, None, slo, Some(1.0));
+    let mut by_end = all.clone();
+    by_end.sort_by(|a, b| a.last_seen().total_cmp(&b.last_seen()));
+    let mut launched = 0;
+    for r in by_end {
+        while launched < records.len() && records[launched].sent_s <= r.last_seen() {
+            figures.launch(records[launched].sent_s);
+            figures.settle_to(records[launched].sent_s);
+            launched += 1;
+        }
+        figures.add(r, Some(r.sent_s));
+    }
+    let (_, bins) = figures.finish(span.1, false);
+    let (bins, at) = bins.expect("a series");
+    assert_eq!(at, span);
+    assert!(bins.closed >= 4, "closed as the run went: {}", bins.closed);
+    assert_eq!(bins.finish(span, &[]), whole);
+}
