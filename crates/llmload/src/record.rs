@@ -349,19 +349,32 @@ pub fn read_records(path: &Path) -> anyhow::Result<Vec<Record>> {
 }
 
 /// Reads a `requests.jsonl` file one line at a time, handing each record to `f`, so that a long
-/// run's file is never held whole.
+/// run's file is never held whole. A last line cut short (a run killed while writing it, with no
+/// newline after it) is left out; any other line that is not a record is an error.
 pub fn for_each_record(path: &Path, mut f: impl FnMut(Record)) -> anyhow::Result<()> {
     use anyhow::Context;
     use std::io::BufRead;
     let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
-    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line.with_context(|| format!("reading {}", path.display()))?;
+    let mut reader = std::io::BufReader::new(file);
+    let mut line = String::new();
+    for number in 1.. {
+        line.clear();
+        let read = reader
+            .read_line(&mut line)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if read == 0 {
+            break;
+        }
         if line.trim().is_empty() {
             continue;
         }
-        let record = serde_json::from_str(&line)
-            .with_context(|| format!("{}:{}: not a record", path.display(), i + 1))?;
-        f(record);
+        match serde_json::from_str(line.trim()) {
+            Ok(record) => f(record),
+            Err(_) if !line.ends_with('\n') => break,
+            Err(e) => {
+                return Err(e).with_context(|| format!("{}:{number}: not a record", path.display()))
+            }
+        }
     }
     Ok(())
 }
@@ -408,6 +421,21 @@ pub(crate) fn ok_record(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_last_line_cut_short_is_left_out_but_a_bad_line_is_an_error() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("requests.jsonl");
+        let line = serde_json::to_string(&ok_record(1.0, None, vec![5.0, 7.0])).expect("json");
+        std::fs::write(&path, format!("{line}\n{line}\n{}", &line[..40])).expect("write");
+        assert_eq!(read_records(&path).expect("readable").len(), 2);
+        std::fs::write(&path, format!("{line}\n{}\n{line}\n", &line[..40])).expect("write");
+        let error = read_records(&path).expect_err("a bad line in the middle");
+        assert!(
+            format!("{error:#}").contains(":2: not a record"),
+            "{error:#}"
+        );
+    }
+
     use super::*;
 
     fn counters(p: u32, c: u32, o: u32) -> Counters {
