@@ -21,19 +21,24 @@
 #
 # --peer installs that Python client (pip, into a virtualenv under ~/.cache/llmload/) and runs it
 # on the same workload against the same simulator, printing its CPU per token event and TTFT
-# bias next to llmload's. --quick runs fewer rounds. Prints figures; asserts nothing.
+# bias next to llmload's. --memory SECONDS then runs scripts/bench-memory.sh for that long (an
+# open loop at 100 requests/s × 256 tokens, RSS over time). --quick runs fewer rounds. Prints
+# figures; asserts nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 peer=""
 quick=0
+memory=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --peer) peer="${2:?--peer takes guidellm or aiperf}"; shift 2 ;;
     --quick) quick=1; shift ;;
-    *) echo "usage: $0 [--peer guidellm|aiperf] [--quick]" >&2; exit 2 ;;
+    --memory) memory="${2:?--memory takes a number of seconds}"; shift 2 ;;
+    *) echo "usage: $0 [--peer guidellm|aiperf] [--memory SECONDS] [--quick]" >&2; exit 2 ;;
   esac
 done
+case "$memory" in ""|*[!0-9]*) [ -z "$memory" ] || { echo "--memory: a number of seconds, not $memory" >&2; exit 2; } ;; esac
 case "$peer" in ""|guidellm|aiperf) ;; *) echo "--peer: guidellm or aiperf, not $peer" >&2; exit 2 ;; esac
 [ "$(nproc)" -ge 2 ] || { echo "needs two CPUs (one for the simulator, one for llmload)" >&2; exit 1; }
 
@@ -146,6 +151,12 @@ for spec in "1 20 32 100 20" "1000 1 32 100 20" "10000 1 4 1500 500"; do
   bias_row "$name" "$concurrency" "$ttft" "$itl"
 done
 echo "bias = measured − scheduled; load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+if [ -n "$memory" ]; then
+  echo
+  stop_sim
+  scripts/bench-memory.sh "$memory" 100 256
+fi
 
 [ -n "$peer" ] || exit 0
 
