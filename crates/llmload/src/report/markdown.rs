@@ -4,6 +4,54 @@
 use crate::summary::{CaseSummary, Summary};
 use std::fmt::Write;
 
+/// Which distributions had more samples than are kept exactly, so that their percentiles come
+/// from a histogram; empty when none had.
+fn histogram_note(summary: &Summary) -> String {
+    let mut parts = Vec::new();
+    let mut error = 0.0_f64;
+    for case in &summary.cases {
+        let load = case.load.as_ref();
+        let named = [
+            ("TTFT", case.ttft_ms.as_ref()),
+            ("complete response", case.e2e_ms.as_ref()),
+            ("ITL", case.itl_ms.as_ref()),
+            ("chunk gaps", case.chunk_gap_ms.as_ref()),
+            ("TPOT", case.tpot_ms.as_ref()),
+            ("decode rate", case.decode_rate_tps.as_ref()),
+            ("send lag", load.and_then(|l| l.send_lag_ms.as_ref())),
+            (
+                "TTFT from scheduled",
+                load.and_then(|l| l.ttft_from_scheduled_ms.as_ref()),
+            ),
+            (
+                "E2E from scheduled",
+                load.and_then(|l| l.e2e_from_scheduled_ms.as_ref()),
+            ),
+        ];
+        let binned: Vec<String> = named
+            .iter()
+            .filter_map(|(name, d)| {
+                let d = (*d)?;
+                error = error.max(d.relative_error?);
+                Some(format!("{name} (n = {})", d.n))
+            })
+            .collect();
+        if !binned.is_empty() {
+            parts.push(format!("{}: {}", case.id, binned.join(", ")));
+        }
+    }
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\nPercentiles read from a histogram (more than {} samples; each within {} % of the exact \
+         value; n, mean, min and max exact): {}.\n",
+        thousands(crate::stats::EXACT_LIMIT as u32),
+        error * 100.0,
+        parts.join("; ")
+    )
+}
+
 /// Renders the results table, the incomplete cases and the outcome.
 pub fn render(summary: &Summary) -> String {
     let mut out = String::new();
@@ -33,6 +81,7 @@ pub fn render(summary: &Summary) -> String {
     out.push_str(&sweep_section(summary));
     out.push_str(&crate::soak::render(summary));
     out.push_str(&crate::summary::prefix_cache_section(summary));
+    out.push_str(&histogram_note(summary));
     let incomplete: Vec<&CaseSummary> = summary.cases.iter().filter(|c| !c.complete).collect();
     if !incomplete.is_empty() {
         out.push_str("\nIncomplete cases (not in the table above):\n");
@@ -265,6 +314,25 @@ pub(crate) fn thousands(n: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn histogram_percentiles_are_named_with_their_error() {
+        let mut summary = crate::report::fixture::report().summary;
+        assert!(!render(&summary).contains("Percentiles read from a histogram"));
+        let case = &mut summary.cases[0];
+        let itl = case.itl_ms.as_mut().expect("the fixture has ITL");
+        itl.n = 250_000;
+        itl.relative_error = Some(0.001);
+        let id = case.id.clone();
+        let text = render(&summary);
+        assert!(
+            text.contains(&format!(
+                "Percentiles read from a histogram (more than 100,000 samples; each within 0.1 % \
+                 of the exact value; n, mean, min and max exact): {id}: ITL (n = 250000)."
+            )),
+            "{text}"
+        );
+    }
 
     #[test]
     fn numbers_read_like_the_seeds() {
