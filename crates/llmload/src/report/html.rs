@@ -43,6 +43,10 @@ pub fn render(report: &Report) -> String {
     header(&mut out, report);
     outcome(&mut out, summary);
     results(&mut out, report);
+    let binned = crate::report::markdown::histogram_note(summary);
+    if !binned.is_empty() {
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(binned.trim()));
+    }
     sweep(&mut out, summary);
     out.push_str("<h2 id=\"charts\">Charts</h2>\n");
     for figure in [

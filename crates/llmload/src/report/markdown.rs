@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 /// Which distributions had more samples than are kept exactly, so that their percentiles come
 /// from a histogram; empty when none had.
-fn histogram_note(summary: &Summary) -> String {
+pub(crate) fn histogram_note(summary: &Summary) -> String {
     let mut parts = Vec::new();
     let mut error = 0.0_f64;
     for case in &summary.cases {
