@@ -159,10 +159,18 @@ impl ClientCheck {
     /// What a reader should know, in one paragraph; `None` when the client kept up.
     pub fn warning(&self) -> Option<String> {
         (self.verdict == Verdict::ClientMayHaveDistorted).then(|| {
+            let effect = match self.read_lag {
+                // Token times are the kernel's: late reads stay out of them, late sends do not.
+                Some(_) => {
+                    "Its late reads are kept out of the latencies (token times are the kernel's \
+                     arrival stamps), but requests may have left late, which lowers throughput \
+                     and the concurrency achieved"
+                }
+                None => "Latencies may include llmload's own delays",
+            };
             format!(
-                "The client may have distorted this measurement: {}. Latencies may include \
-                 llmload's own delays; rerun with fewer concurrent streams, on an idle machine or \
-                 with more cores.",
+                "The client may have distorted this measurement: {}. {effect}; rerun with fewer \
+                 concurrent streams, on an idle machine or with more cores.",
                 self.reasons.join("; ")
             )
         })
