@@ -101,6 +101,11 @@ fn a_client_bound_run_is_flagged() {
     assert!(check["samples"].as_u64().is_some_and(|n| n >= 4), "{check}");
     let reasons = check["reasons"].as_array().expect("reasons");
     assert!(!reasons.is_empty(), "{check}");
+    // Its reads were timed by the kernel, and how late it read them is on record.
+    assert!(
+        check["read_lag"]["reads"].as_u64().is_some_and(|n| n > 0),
+        "{check}"
+    );
     assert!(
         report
             .contains("Client self-check: WARNING. The client may have distorted this measurement"),
