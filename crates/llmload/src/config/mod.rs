@@ -92,6 +92,30 @@ fn pick(flag: &Option<String>, file: Option<String>, default: &str) -> String {
     flag.clone().or(file).unwrap_or_else(|| default.into())
 }
 
+/// The case matrix (input lengths, concurrencies, output lengths): flags over the file over the
+/// defaults.
+type Matrix = (Vec<Length>, Vec<u32>, Vec<Length>);
+
+fn matrix(args: &RunArgs, file: &mut CampaignFile) -> Result<Matrix, ConfigError> {
+    let input = lengths(
+        "input-tokens",
+        &args.input_tokens,
+        file.input_tokens.take(),
+        "2048,8192",
+    )?;
+    let concurrency = match args.concurrency.as_slice() {
+        [] => file.concurrency.take().unwrap_or_else(|| vec![1, 4]),
+        flag => flag.to_vec(),
+    };
+    let output = lengths(
+        "output-tokens",
+        &args.output_tokens,
+        file.output_tokens.take(),
+        "256",
+    )?;
+    Ok((input, concurrency, output))
+}
+
 /// The guard's stop rules, flags over the file.
 fn limits(args: &RunArgs, file: &CampaignFile) -> Result<Limits, ConfigError> {
     Ok(Limits {
@@ -138,17 +162,13 @@ pub struct Case {
 impl Config {
     /// Merges the campaign file (if any) under the flags and validates the result.
     pub fn resolve(args: &RunArgs) -> Result<Config, ConfigError> {
-        let file = match &args.config {
+        let mut file = match &args.config {
             Some(path) => read_file(path)?,
             None => CampaignFile::default(),
         };
         let load = LoadConfig::resolve(args, &file)?;
-        let headers = file
-            .headers
-            .iter()
-            .chain(&args.headers)
-            .map(|h| parse_header(h))
-            .collect::<Result<_, _>>()?;
+        let (input_tokens, concurrency, output_tokens) = matrix(args, &mut file)?;
+        let headers = headers(args, &file)?;
         let timeout = pick(&args.timeout, file.timeout.clone(), "10m");
         let limits = limits(args, &file)?;
         let config = Config {
@@ -166,22 +186,9 @@ impl Config {
             api_key: args.api_key.clone().or(file.api_key),
             headers,
             timeout: parse_duration("timeout", &timeout)?,
-            input_tokens: lengths(
-                "input-tokens",
-                &args.input_tokens,
-                file.input_tokens,
-                "2048,8192",
-            )?,
-            concurrency: match args.concurrency.as_slice() {
-                [] => file.concurrency.unwrap_or_else(|| vec![1, 4]),
-                flag => flag.to_vec(),
-            },
-            output_tokens: lengths(
-                "output-tokens",
-                &args.output_tokens,
-                file.output_tokens,
-                "256",
-            )?,
+            input_tokens,
+            concurrency,
+            output_tokens,
             rounds: args.rounds.or(file.rounds).unwrap_or(3),
             warmup: args.warmup.or(file.warmup).unwrap_or(1),
             seed: args.seed.or(file.seed).unwrap_or_else(random_seed),
@@ -347,6 +354,15 @@ fn validate_url(url: &str) -> Result<String, ConfigError> {
         )),
         Err(e) => bad(format!("--url {url}: {e}")),
     }
+}
+
+/// The file's header lines, then the flags'.
+fn headers(args: &RunArgs, file: &CampaignFile) -> Result<Vec<(String, String)>, ConfigError> {
+    file.headers
+        .iter()
+        .chain(&args.headers)
+        .map(|h| parse_header(h))
+        .collect()
 }
 
 fn parse_header(header: &str) -> Result<(String, String), ConfigError> {
