@@ -329,61 +329,10 @@ pub fn assess(
     bounds: &Bounds,
 ) -> ClientCheck {
     let cores = cores.max(1);
-    let shares: Vec<f64> = samples
-        .iter()
-        .filter_map(|s| s.cpu_cores)
-        .map(|c| c / f64::from(cores))
-        .collect();
-    let waits: Vec<f64> = samples.iter().filter_map(|s| s.run_queue_wait).collect();
-    let mut lags: Vec<f64> = samples.iter().map(|s| s.timer_lag_ms).collect();
-    lags.sort_unstable_by(f64::total_cmp);
-    let quantile = |q: f64| {
-        let i = ((lags.len() as f64 * q).ceil() as usize).clamp(1, lags.len().max(1)) - 1;
-        lags.get(i).copied().unwrap_or(0.0)
-    };
+    let figures = Figures::of(samples, cores);
     // A bound is crossed when enough samples cross it, not on one busy moment.
     let needed = 2.max(samples.len().div_ceil(10));
-    let over = |values: &[f64], bound: f64| values.iter().filter(|v| **v >= bound).count();
-    let mut reasons = Vec::new();
-    let busy = over(&shares, bounds.cpu_share);
-    if busy >= needed {
-        reasons.push(format!(
-            "llmload used {:.0} % or more of its {cores} core(s) in {busy} of {} samples \
-             (at most {:.0} %; bound {:.0} %)",
-            bounds.cpu_share * 100.0,
-            shares.len(),
-            shares.iter().copied().fold(0.0, f64::max) * 100.0,
-            bounds.cpu_share * 100.0
-        ));
-    }
-    let waited = over(&waits, bounds.run_queue_wait_share);
-    if waited >= needed {
-        reasons.push(format!(
-            "its threads waited for a CPU taken by other work for up to {:.0} ms per second \
-             in {waited} of {} samples (bound {:.0} ms)",
-            waits.iter().copied().fold(0.0, f64::max) * 1e3,
-            waits.len(),
-            bounds.run_queue_wait_share * 1e3
-        ));
-    }
-    let late = over(&lags, bounds.timer_lag_ms);
-    if late >= needed {
-        reasons.push(format!(
-            "its timer fired late by more than {} ms in {late} of {} samples (p50 {:.1} ms, \
-             p99 {:.1} ms, max {:.1} ms)",
-            bounds.timer_lag_ms,
-            lags.len(),
-            quantile(0.5),
-            quantile(0.99),
-            quantile(1.0)
-        ));
-    }
-    if let Some(lag) = send_lag_p99_ms.filter(|l| *l > bounds.send_lag_p99_ms) {
-        reasons.push(format!(
-            "open-loop requests left late: send lag p99 {lag:.1} ms (bound {} ms)",
-            bounds.send_lag_p99_ms
-        ));
-    }
+    let reasons = figures.reasons(cores, needed, send_lag_p99_ms, bounds);
     let verdict = if !reasons.is_empty() {
         Verdict::ClientMayHaveDistorted
     } else if samples.len() < 2 {
@@ -396,19 +345,101 @@ pub fn assess(
         interval_ms: INTERVAL.as_secs_f64() * 1e3,
         cores,
         samples: samples.len() as u32,
-        cpu_share_mean: mean(&shares),
-        cpu_share_max: shares.iter().copied().reduce(f64::max),
-        run_queue_wait_share_max: waits.iter().copied().reduce(f64::max),
+        cpu_share_mean: mean(&figures.shares),
+        cpu_share_max: figures.shares.iter().copied().reduce(f64::max),
+        run_queue_wait_share_max: figures.waits.iter().copied().reduce(f64::max),
         timer_lag_ms: Lag {
-            p50: quantile(0.5),
-            p99: quantile(0.99),
-            max: quantile(1.0),
+            p50: figures.lag(0.5),
+            p99: figures.lag(0.99),
+            max: figures.lag(1.0),
         },
         send_lag_p99_ms,
         read_lag: read_lag(samples),
         verdict,
         reasons,
         bounds: *bounds,
+    }
+}
+
+/// The samples' figures: CPU shares, run-queue waits (s per s) and timer lags (ms, sorted).
+struct Figures {
+    shares: Vec<f64>,
+    waits: Vec<f64>,
+    lags: Vec<f64>,
+}
+
+impl Figures {
+    fn of(samples: &[Sample], cores: u32) -> Figures {
+        let mut lags: Vec<f64> = samples.iter().map(|s| s.timer_lag_ms).collect();
+        lags.sort_unstable_by(f64::total_cmp);
+        Figures {
+            shares: samples
+                .iter()
+                .filter_map(|s| s.cpu_cores)
+                .map(|c| c / f64::from(cores))
+                .collect(),
+            waits: samples.iter().filter_map(|s| s.run_queue_wait).collect(),
+            lags,
+        }
+    }
+
+    /// The `q` quantile of the timer lags (nearest rank), 0 without samples.
+    fn lag(&self, q: f64) -> f64 {
+        let n = self.lags.len();
+        let i = ((n as f64 * q).ceil() as usize).clamp(1, n.max(1)) - 1;
+        self.lags.get(i).copied().unwrap_or(0.0)
+    }
+
+    /// Each bound crossed by at least `needed` samples, in words with its figures.
+    fn reasons(
+        &self,
+        cores: u32,
+        needed: usize,
+        send_lag_p99_ms: Option<f64>,
+        bounds: &Bounds,
+    ) -> Vec<String> {
+        let over = |values: &[f64], bound: f64| values.iter().filter(|v| **v >= bound).count();
+        let mut reasons = Vec::new();
+        let busy = over(&self.shares, bounds.cpu_share);
+        if busy >= needed {
+            reasons.push(format!(
+                "llmload used {:.0} % or more of its {cores} core(s) in {busy} of {} samples \
+                 (at most {:.0} %; bound {:.0} %)",
+                bounds.cpu_share * 100.0,
+                self.shares.len(),
+                self.shares.iter().copied().fold(0.0, f64::max) * 100.0,
+                bounds.cpu_share * 100.0
+            ));
+        }
+        let waited = over(&self.waits, bounds.run_queue_wait_share);
+        if waited >= needed {
+            reasons.push(format!(
+                "its threads waited for a CPU taken by other work for up to {:.0} ms per second \
+                 in {waited} of {} samples (bound {:.0} ms)",
+                self.waits.iter().copied().fold(0.0, f64::max) * 1e3,
+                self.waits.len(),
+                bounds.run_queue_wait_share * 1e3
+            ));
+        }
+        let late = over(&self.lags, bounds.timer_lag_ms);
+        if late >= needed {
+            reasons.push(format!(
+                "its timer fired late by more than {} ms in {late} of {} samples (p50 {:.1} ms, \
+                 p99 {:.1} ms, max {:.1} ms)",
+                bounds.timer_lag_ms,
+                self.lags.len(),
+                self.lag(0.5),
+                self.lag(0.99),
+                self.lag(1.0)
+            ));
+        }
+        if let Some(lag) = send_lag_p99_ms.filter(|l| *l > bounds.send_lag_p99_ms) {
+            reasons.push(format!(
+                "open-loop requests left late: send lag p99 {lag:.1} ms (bound {} ms)",
+                bounds.send_lag_p99_ms
+            ));
+        }
+        reasons
     }
 }
 
