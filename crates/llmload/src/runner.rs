@@ -14,7 +14,6 @@
 use crate::api::client::Exchange;
 use crate::api::{Body, GenerationRequest, Prompt};
 use crate::guard::Guard;
-use crate::pacer::{Gate, Job, Pacer};
 use crate::record::{Phase, Record, RecordSink, RequestMeta, Seconds};
 use crate::summary::CaseFigures;
 use crate::target::Target;
@@ -28,10 +27,11 @@ use anyhow::Context;
 use rand::SeedableRng;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+mod open;
 
 /// Drives one attempt's requests.
 pub struct Runner<'a> {
@@ -212,8 +212,7 @@ impl Runner<'_> {
             Bound::Requests(_) => None,
         };
         let warmup_end = start + plan.warmup_time;
-        let known_end = deadline.map(|d| self.since(d.max(warmup_end)));
-        run.load = Some(self.window_figures(warmup_end, known_end));
+        run.load = Some(self.window_figures(warmup_end, deadline));
         let mut last_launch = start;
         for index in 0..total {
             let Some((mut meta, body)) = next.take() else {
@@ -248,123 +247,12 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// An open loop or a trace: requests prepared ahead, in order, and launched by the pacer
-    /// thread at `start + offset` under the cap; records written as requests end, then drained.
-    async fn open_loop(
-        &mut self,
-        plan: &CasePlan,
-        pacing: Pacing,
-        offsets: &[Duration],
-        run: &mut CaseRun,
-    ) -> anyhow::Result<()> {
-        let gate = Gate::new(pacing.cap.map(|c| c as usize));
-        let mut pacer =
-            Pacer::start(gate.clone(), self.cancel.clone()).context("starting the pacer thread")?;
-        let (results, mut ended) = mpsc::unbounded_channel();
-        let entry = |i: usize| pacing.lengths.as_ref().and_then(|l| l.get(i).copied());
-        // The first prompt is built before the clock starts, so that the first arrival is on time.
-        let mut first = match offsets.is_empty() {
-            true => None,
-            false => Some(self.prepare(plan, 0, entry(0)).await?),
-        };
-        let start = Instant::now() + LEAD;
-        let warmup_end = start + plan.warmup_time;
-        let known_end = match pacing.bound {
-            Bound::Duration(d) => Some(self.since((start + d).max(warmup_end))),
-            Bound::Requests(_) => None,
-        };
-        run.load = Some(self.window_figures(warmup_end, known_end));
-        let mut last = start;
-        let mut checks = tokio::time::interval(CHECK);
-        let at = format!("during case {}", plan.case.id);
-        let mut index = 0;
-        while index < offsets.len() && !self.cancel.is_cancelled() {
-            let permit = tokio::select! {
-                biased;
-                Some((meta, exchange)) = ended.recv() => {
-                    self.settle(meta, &exchange, run)?;
-                    continue;
-                }
-                _ = checks.tick() => {
-                    self.guard.process_check(&at);
-                    continue;
-                }
-                permit = pacer.reserve() => permit,
-            };
-            let Some(permit) = permit else { break };
-            let (mut meta, body) = match first.take() {
-                Some(prepared) => prepared,
-                None => self.prepare(plan, index as u64, entry(index)).await?,
-            };
-            let scheduled = start + offsets[index];
-            meta.scheduled = Some(scheduled);
-            meta.launched = Some(scheduled);
-            let settled = self.since(scheduled);
-            run.load.iter_mut().for_each(|l| l.launch(settled));
-            meta.phase = if scheduled < warmup_end {
-                Phase::Warmup
-            } else {
-                Phase::Measured
-            };
-            permit.send((scheduled.into_std(), self.job(meta, body, &gate, &results)));
-            last = scheduled;
-            run.load.iter_mut().for_each(|l| l.settle_to(settled));
-            index += 1;
-        }
-        // No more launches: wait for those the pacer holds and those in flight.
-        drop(results);
-        pacer.close();
-        loop {
-            tokio::select! {
-                biased;
-                ended = ended.recv() => match ended {
-                    Some((meta, exchange)) => self.settle(meta, &exchange, run)?,
-                    None => break,
-                },
-                _ = checks.tick() => {
-                    self.guard.process_check(&at);
-                }
-            }
-        }
-        run.pacer_priority = pacer.finish().await.map(|(_, priority)| priority.name());
-        let end = match pacing.bound {
-            Bound::Duration(d) => start + d,
-            Bound::Requests(_) => last,
-        };
-        run.window = Some((self.since(warmup_end), self.since(end.max(warmup_end))));
-        Ok(())
-    }
-
-    /// A request to launch on the pacer thread: spawned on the runtime, its place under the cap
-    /// given back and its result sent back when it ends.
-    fn job(
-        &self,
-        meta: RequestMeta,
-        body: Body,
-        gate: &Arc<Gate>,
-        results: &mpsc::UnboundedSender<(RequestMeta, Exchange)>,
-    ) -> Job {
-        let endpoint = self.target.endpoint.clone();
-        let cancel = self.cancel.clone();
-        let gate = gate.clone();
-        let results = results.clone();
-        let runtime = tokio::runtime::Handle::current();
-        Box::new(move || {
-            runtime.spawn(async move {
-                let exchange = endpoint.stream(&body, &cancel).await;
-                gate.release();
-                // The runner holds the receiver until every launched request has reported.
-                let _ = results.send((meta, exchange));
-            });
-        })
-    }
-
-    /// A load's window figures, its window starting at `warmup_end` and ending at `end` when
-    /// that is known already.
-    fn window_figures(&self, warmup_end: Instant, end: Option<Seconds>) -> WindowFigures {
+    /// A load's window figures, its window starting at `warmup_end` and ending at `end` (or at
+    /// `warmup_end`, if later) when that is known already.
+    fn window_figures(&self, warmup_end: Instant, end: Option<Instant>) -> WindowFigures {
         WindowFigures::new(
             self.since(warmup_end),
-            end,
+            end.map(|e| self.since(e.max(warmup_end))),
             self.slo,
             self.series_window.map(|d| d.as_secs_f64()),
         )
