@@ -248,48 +248,13 @@ async fn converse(
     request: &[u8],
     exchange: &mut Exchange,
 ) -> Result<Option<TcpStream>, Broken> {
-    let stale_or = |failure: Failure| {
-        if reused {
-            Broken::Stale
-        } else {
-            Broken::Failed(failure)
-        }
-    };
     exchange.sent = Instant::now();
     if let Err(e) = http1::send(&mut stream, request).await {
-        return Err(stale_or(Failure::Disconnected(format!(
-            "request failed: {e}"
-        ))));
+        let failure = Failure::Disconnected(format!("request failed: {e}"));
+        return Err(stale_or(reused, failure));
     }
     let mut buffer = vec![0u8; http1::READ_BUFFER];
-    let mut filled = 0;
-    let mut arrived;
-    let head = loop {
-        let n = match http1::read(&stream, &mut buffer[filled..]).await {
-            Ok((0, _)) | Err(_) if filled == 0 => {
-                return Err(stale_or(Failure::Disconnected(
-                    "the server closed the connection before answering".into(),
-                )))
-            }
-            Ok((0, _)) => {
-                return Err(Failure::Disconnected(
-                    "connection closed inside the response head".into(),
-                )
-                .into())
-            }
-            Ok((n, at)) => {
-                arrived = at;
-                n
-            }
-            Err(e) => return Err(Failure::Disconnected(format!("stream broke: {e}")).into()),
-        };
-        filled += n;
-        match http1::parse_head(&buffer[..filled]).map_err(Failure::Malformed)? {
-            Some(head) => break head,
-            None if filled == buffer.len() => buffer.resize(filled * 2, 0),
-            None => {}
-        }
-    };
+    let (head, filled, arrived) = read_head(&stream, &mut buffer, reused).await?;
     let mut reader = BodyReader {
         decoder: BodyDecoder::new(head.framing),
         sse: SseDecoder::new(),
@@ -332,6 +297,48 @@ async fn converse(
         }
     }
     Ok(head.keep_alive.then_some(stream))
+}
+
+/// On a kept-alive connection, a failure before any answer means the server had closed it unseen.
+fn stale_or(reused: bool, failure: Failure) -> Broken {
+    if reused {
+        Broken::Stale
+    } else {
+        Broken::Failed(failure)
+    }
+}
+
+/// Reads until the response head is whole, growing `buffer` as needed: the head, the bytes read
+/// so far and when the latest of them arrived.
+async fn read_head(
+    stream: &TcpStream,
+    buffer: &mut Vec<u8>,
+    reused: bool,
+) -> Result<(http1::Head, usize, Instant), Broken> {
+    let mut filled = 0;
+    loop {
+        let (n, arrived) = match http1::read(stream, &mut buffer[filled..]).await {
+            Ok((0, _)) | Err(_) if filled == 0 => {
+                let failure = Failure::Disconnected(
+                    "the server closed the connection before answering".into(),
+                );
+                return Err(stale_or(reused, failure));
+            }
+            Ok((0, _)) => {
+                let failure =
+                    Failure::Disconnected("connection closed inside the response head".into());
+                return Err(failure.into());
+            }
+            Ok(read) => read,
+            Err(e) => return Err(Failure::Disconnected(format!("stream broke: {e}")).into()),
+        };
+        filled += n;
+        match http1::parse_head(&buffer[..filled]).map_err(Failure::Malformed)? {
+            Some(head) => return Ok((head, filled, arrived)),
+            None if filled == buffer.len() => buffer.resize(filled * 2, 0),
+            None => {}
+        }
+    }
 }
 
 /// A response body on its way to events.
