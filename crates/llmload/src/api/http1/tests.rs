@@ -1,0 +1,142 @@
+//! Unit tests of `http1.rs`.
+
+use super::*;
+use proptest::prelude::*;
+use tokio::io::AsyncWriteExt;
+
+#[tokio::test]
+async fn bytes_are_timed_when_they_arrived_not_when_they_were_read() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let origin = Origin::parse(
+        &format!("http://{}", listener.local_addr().expect("address")),
+        &[],
+    )
+    .expect("plain http");
+    let (stream, accepted) = tokio::join!(origin.fresh_connection(), listener.accept());
+    let (stream, (mut server, _)) = (stream.expect("connect"), accepted.expect("accept"));
+    // The kernel turns stamping on for everyone a moment after the first socket asks (a
+    // deferred switch), so the first segments may go unstamped: a few tries.
+    let mut lags = Vec::new();
+    for _ in 0..20 {
+        let before = Instant::now();
+        server.write_all(b"data: early\n\n").await.expect("write");
+        // The client is busy for 80 ms before it reads: the bytes are already there.
+        std::thread::sleep(Duration::from_millis(80));
+        let mut buffer = [0u8; 64];
+        let (n, arrived) = read(&stream, &mut buffer).await.expect("read");
+        let returned = Instant::now();
+        assert_eq!(&buffer[..n], b"data: early\n\n");
+        // The wall-clock stamp converted to the monotonic clock: within a little of the
+        // truth, never before the bytes were sent.
+        assert!(
+            arrived >= before - Duration::from_millis(2),
+            "{arrived:?} {before:?}"
+        );
+        lags.push(returned.duration_since(arrived));
+        if lags.last().is_some_and(|l| *l >= Duration::from_millis(75)) {
+            return;
+        }
+    }
+    panic!("every read was timed when it returned, not at arrival: {lags:?}");
+}
+
+fn decode(framing: Framing, pieces: &[&[u8]]) -> (Vec<u8>, bool) {
+    let mut decoder = BodyDecoder::new(framing);
+    let mut out = Vec::new();
+    for piece in pieces {
+        decoder
+            .feed(piece, &mut |d| out.extend_from_slice(d))
+            .expect("valid framing");
+    }
+    (out, decoder.done())
+}
+
+#[test]
+fn chunked_bodies_with_extensions_and_trailers() {
+    let body = b"5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nX-Trailer: 1\r\n\r\nNEXT";
+    assert_eq!(
+        decode(Framing::Chunked, &[body]),
+        (b"hello world".to_vec(), true)
+    );
+    let (out, done) = decode(Framing::Chunked, &[b"a\r\n0123456789\r\n"]);
+    assert_eq!((out.len(), done), (10, false));
+    let mut decoder = BodyDecoder::new(Framing::Chunked);
+    assert!(decoder.feed(b"zz\r\n", &mut |_| {}).is_err());
+}
+
+#[test]
+fn length_bodies_stop_at_their_length() {
+    assert_eq!(
+        decode(Framing::Length(3), &[b"ab", b"cd"]),
+        (b"abc".to_vec(), true)
+    );
+}
+
+#[test]
+fn heads_give_status_framing_and_keep_alive() {
+    let head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n";
+    let parsed = parse_head(head).expect("valid").expect("complete");
+    assert_eq!(parsed.status, 200);
+    assert_eq!(parsed.framing, Framing::Chunked);
+    assert!(parsed.keep_alive);
+    assert_eq!(&head[parsed.length..], b"5\r\n");
+    let head =
+        b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 12\r\nconnection: close\r\n\r\n";
+    let parsed = parse_head(head).expect("valid").expect("complete");
+    assert_eq!(
+        (parsed.status, parsed.framing, parsed.keep_alive),
+        (503, Framing::Length(12), false)
+    );
+    let head = b"HTTP/1.0 200 OK\r\n\r\n";
+    let parsed = parse_head(head).expect("valid").expect("complete");
+    assert_eq!((parsed.framing, parsed.keep_alive), (Framing::Close, false));
+    assert_eq!(parse_head(b"HTTP/1.1 200 OK\r\nA: b"), Ok(None));
+    assert!(parse_head(b"SSH-2.0-OpenSSH\r\n\r\n").is_err());
+}
+
+#[test]
+fn origins_of_plain_http_urls_only() {
+    let headers = [("Authorization".to_owned(), "Bearer k".to_owned())];
+    let origin = Origin::parse("http://127.0.0.1:8080/api", &headers).expect("http");
+    assert_eq!(origin.address, "127.0.0.1:8080");
+    assert_eq!(origin.prefix, "/api");
+    let request = String::from_utf8(origin.request("/v1/completions", b"{}")).expect("text");
+    assert!(request.starts_with("POST /api/v1/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"));
+    assert!(request.contains("Authorization: Bearer k\r\n"));
+    assert!(request.ends_with("Content-Length: 2\r\n\r\n{}"));
+    assert_eq!(
+        Origin::parse("http://example.com", &[]).map(|o| o.address),
+        Some("example.com:80".into())
+    );
+    assert!(Origin::parse("https://example.com", &[]).is_none());
+}
+
+proptest! {
+    #[test]
+    fn any_split_of_a_chunked_body_gives_the_same_bytes(
+        chunks in prop::collection::vec(prop::collection::vec(any::<u8>(), 1..40), 0..8),
+        cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..6),
+    ) {
+        let mut wire = Vec::new();
+        for chunk in &chunks {
+            wire.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+            wire.extend_from_slice(chunk);
+            wire.extend_from_slice(b"\r\n");
+        }
+        wire.extend_from_slice(b"0\r\n\r\n");
+        let mut points: Vec<usize> = cuts.iter().map(|c| c.index(wire.len() + 1)).collect();
+        points.sort_unstable();
+        let mut pieces = Vec::new();
+        let mut start = 0;
+        for point in points {
+            pieces.push(&wire[start..point]);
+            start = point;
+        }
+        pieces.push(&wire[start..]);
+        let (out, done) = decode(Framing::Chunked, &pieces);
+        prop_assert_eq!(out, chunks.concat());
+        prop_assert!(done);
+    }
+}
