@@ -132,12 +132,10 @@ pub struct WindowFigures {
     tokens: f64,
     completed: u32,
     met: u32,
-    /// Launch instants of the requests in flight (a multiset, by `f64::to_bits`); `live` once
-    /// launches are told (during a run). Replayed records come in end order with no launches:
-    /// their edges are swept at the end.
+    /// Launch instants of the requests in flight (a multiset, by `f64::to_bits`).
     in_flight: BTreeMap<u64, u32>,
-    live: bool,
-    /// The latest launch told: later requests are sent after it.
+    /// The latest launch told: later requests are sent after it. None told (replayed records,
+    /// which come in end order with no launches): span edges are swept at the end.
     latest_launch: Seconds,
     /// Span edges not yet swept: (time bits, 0 for an end, 1 for a start), earliest first.
     edges: BinaryHeap<Reverse<(u64, u8)>>,
@@ -212,7 +210,6 @@ impl WindowFigures {
             completed: 0,
             met: 0,
             in_flight: BTreeMap::new(),
-            live: false,
             latest_launch: f64::NEG_INFINITY,
             edges: BinaryHeap::new(),
             sweep: Sweep::new(w0),
@@ -227,7 +224,6 @@ impl WindowFigures {
 
     /// A request was launched at `at`: none of its span's edges is earlier.
     pub fn launch(&mut self, at: Seconds) {
-        self.live = true;
         self.latest_launch = self.latest_launch.max(at);
         *self.in_flight.entry(at.max(0.0).to_bits()).or_default() += 1;
     }
@@ -302,7 +298,8 @@ impl WindowFigures {
 
     /// Sweeps the span edges that no request in flight can precede, up to `settled_to`.
     fn sweep_edges(&mut self) {
-        if !self.live {
+        // Replayed records come without launches: their edges wait for the end.
+        if self.latest_launch == f64::NEG_INFINITY {
             return;
         }
         let oldest = self

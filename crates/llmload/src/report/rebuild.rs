@@ -32,7 +32,6 @@ pub(crate) type Replay<'a> = dyn FnMut(&mut dyn FnMut(&Record)) -> anyhow::Resul
 /// the run did not record).
 #[derive(Debug)]
 struct Seen {
-    records: usize,
     warmups: usize,
     first_launch: Seconds,
     last_launch: Seconds,
@@ -41,7 +40,6 @@ struct Seen {
 impl Default for Seen {
     fn default() -> Seen {
         Seen {
-            records: 0,
             warmups: 0,
             first_launch: f64::INFINITY,
             last_launch: f64::NEG_INFINITY,
@@ -73,7 +71,6 @@ pub(crate) fn cases(
     let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
     replay(&mut |r| {
         let s = seen.entry(r.case.clone()).or_default();
-        s.records += 1;
         s.warmups += usize::from(r.phase == Phase::Warmup);
         if r.phase == Phase::Measured || s.warmups > singles {
             let launch = r.scheduled_s.unwrap_or(r.sent_s);
