@@ -54,7 +54,8 @@ done
 wait "$timer" || true
 echo "peak RSS over the whole run (end of run and report.html included): $(awk '{printf "%.1f MiB", $1 / 1024}' "$work/run.time")"
 attempt="$(ls -d "$work"/memory/*/ | head -1)"
-/usr/bin/time -f "%M %e" -o "$work/report.time" "$bin" report "$attempt" >/dev/null 2>&1 || true
+/usr/bin/time -f "%M %e" -o "$work/report.time" "$bin" report "$attempt" >"$work/report.log" 2>&1 ||
+  echo "llmload report failed: $(tail -1 "$work/report.log")"
 python3 - "$samples" "$work" <<'PY'
 import glob, json, os, sys
 rows = [tuple(map(int, l.split())) for l in open(sys.argv[1]) if l.strip()]
