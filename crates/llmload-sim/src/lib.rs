@@ -31,7 +31,6 @@ mod fault;
 mod profile;
 mod schedule;
 mod server;
-pub mod stamp;
 mod timer;
 mod tokenizer;
 

@@ -1,6 +1,11 @@
 //! Command line: clap derive. Each flag's doc comment is its `--help` text.
 
 use crate::api::Api;
+use crate::cases::SweepOptions;
+use crate::config::{parse_duration, ConfigError, Lengths, Settings};
+use crate::plan::{parse_budget, Question, Wanted};
+use crate::sim::SimOptions;
+use crate::summary::sweep::StopRules;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -291,4 +296,136 @@ pub struct SimArgs {
     /// per-request timeline, no batching, no jitter); the last two are for measuring clients.
     #[arg(long, default_value = "engine", value_name = "SCHEDULE")]
     pub schedule: String,
+}
+
+impl RunArgs {
+    /// The run's settings: these flags over the campaign file of `--config`, if any.
+    pub fn settings(&self) -> Result<Settings, ConfigError> {
+        let flags = Settings::from(self);
+        match &self.config {
+            Some(path) => Ok(flags.over(Settings::read(path)?)),
+            None => Ok(flags),
+        }
+    }
+}
+
+impl From<&RunArgs> for Settings {
+    fn from(a: &RunArgs) -> Settings {
+        let list = |v: &Vec<u32>| (!v.is_empty()).then(|| v.clone());
+        Settings {
+            url: a.url.clone(),
+            api: a.api,
+            model: a.model.clone(),
+            api_key: a.api_key.clone(),
+            headers: a.headers.clone(),
+            timeout: a.timeout.clone(),
+            input_tokens: Lengths::from_flags(&a.input_tokens),
+            concurrency: list(&a.concurrency),
+            output_tokens: Lengths::from_flags(&a.output_tokens),
+            arrival: a.arrival,
+            rate: (!a.rate.is_empty()).then(|| a.rate.clone()),
+            burstiness: a.burstiness,
+            duration: a.duration.clone(),
+            requests: a.requests,
+            max_in_flight: a.max_in_flight,
+            warmup_time: a.warmup_time.clone(),
+            system_prompt_tokens: a.system_prompt_tokens,
+            series_window: a.series_window.clone(),
+            slo_ttft: a.slo_ttft.clone(),
+            slo_tpot: a.slo_tpot.clone(),
+            slo_e2e: a.slo_e2e.clone(),
+            trace: a.trace.clone(),
+            rounds: a.rounds,
+            warmup: a.warmup,
+            seed: a.seed,
+            out: a.out.clone(),
+            name: a.name.clone(),
+            corpus: a.corpus.clone(),
+            telemetry: a.telemetry.clone(),
+            telemetry_interval: a.telemetry_interval.clone(),
+            stop_temp: a.stop_temp,
+            stop_margin: a.stop_margin,
+            max_duration: a.max_duration.clone(),
+            max_errors: a.max_errors,
+            max_error_rate: a.max_error_rate,
+            cool_down_below: a.cool_down_below,
+            cool_down_timeout: a.cool_down_timeout.clone(),
+            quiet: a.quiet.then_some(true),
+        }
+    }
+}
+
+impl TryFrom<&SweepArgs> for SweepOptions {
+    type Error = ConfigError;
+
+    fn try_from(a: &SweepArgs) -> Result<SweepOptions, ConfigError> {
+        let ttft_p99_ms = a
+            .stop_ttft_p99
+            .as_deref()
+            .map(|t| parse_duration("stop-ttft-p99", t).map(|d| d.as_secs_f64() * 1e3))
+            .transpose()?;
+        Ok(SweepOptions {
+            auto: a.auto,
+            max_load: a.max_load.unwrap_or(256.0),
+            rules: StopRules {
+                ttft_p99_ms,
+                error_share: a.stop_error_rate,
+                min_gain: a.min_gain.unwrap_or(0.05),
+                stop_when_flat: a.stop_flat,
+            },
+        })
+    }
+}
+
+impl TryFrom<&PlanArgs> for Question {
+    type Error = ConfigError;
+
+    fn try_from(args: &PlanArgs) -> Result<Question, ConfigError> {
+        let bad = |message: &str| Err(ConfigError(message.into()));
+        if args.prompt_tokens == 0 || args.output_tokens == 0 {
+            return bad("--prompt-tokens and --output-tokens must be above zero");
+        }
+        if args
+            .max_prompt_tokens
+            .is_some_and(|m| m < args.prompt_tokens)
+        {
+            return bad("--max-prompt-tokens is below --prompt-tokens");
+        }
+        let wanted = match (args.concurrency, args.rate) {
+            (Some(_), Some(_)) => return bad("give --concurrency or --rate, not both"),
+            (Some(0), _) => return bad("--concurrency must be above zero"),
+            (_, Some(r)) if !(r.is_finite() && r > 0.0) => return bad("--rate must be above zero"),
+            (Some(c), _) => Some(Wanted::Concurrency(c)),
+            (None, Some(r)) => Some(Wanted::RateRps(r)),
+            (None, None) => None,
+        };
+        Ok(Question {
+            prompt_tokens: args.prompt_tokens,
+            max_prompt_tokens: args.max_prompt_tokens,
+            output_tokens: args.output_tokens,
+            ttft_ms: parse_budget("ttft", &args.ttft)?,
+            tpot_ms: args
+                .tpot
+                .as_ref()
+                .map(|t| parse_budget("tpot", t))
+                .transpose()?,
+            percentile: args.percentile,
+            wanted,
+        })
+    }
+}
+
+impl From<&SimArgs> for SimOptions {
+    fn from(a: &SimArgs) -> SimOptions {
+        SimOptions {
+            host: a.host.clone(),
+            port: a.port,
+            profile: a.profile.clone(),
+            slots: a.slots,
+            seed: a.seed,
+            time_scale: a.time_scale,
+            faults: a.faults.clone(),
+            schedule: a.schedule.clone(),
+        }
+    }
 }

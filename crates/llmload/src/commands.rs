@@ -6,42 +6,47 @@
 //! I/O); 2 bad flags or campaign file; 3 finished with incomplete cases (`plan`: the
 //! measurements do not cover the whole question); 4 stopped (interrupted or by a guard).
 
+use crate::attempt::load;
 use crate::cli::Command;
-use crate::report::{compare, markdown};
+use crate::config::{Config, ConfigError};
+use crate::plan::Question;
+use crate::report::{compare, markdown, saturation};
+use crate::summary::{Outcome, OutcomeStatus, Summary};
 
 /// Runs `command`; returns its exit code.
 pub async fn execute(command: Command) -> anyhow::Result<u8> {
     match command {
         Command::Run(args) => {
-            let result = crate::run(&args).await?;
+            let config = Config::resolve(args.settings()?)?;
+            let result = crate::run(&config).await?;
             print!("{}", summary_text(&result.summary, args.json));
             records_line(&result.dir, args.quiet);
-            Ok(crate::exit_code(&result.summary.outcome))
+            Ok(exit_code(&result.summary.outcome))
         }
         Command::Sweep(args) => {
-            let (result, section) = crate::sweep::sweep(&args).await?;
+            let config = Config::resolve(args.run.settings()?)?;
+            let (result, section) = crate::sweep(&config, (&*args).try_into()?).await?;
             if args.run.json {
                 print!("{}", json(&result.summary));
             } else {
-                print!(
-                    "{}",
-                    crate::saturation::render(&section.analysis, &section.axis)
-                );
+                print!("{}", saturation::render(&section.analysis, section.axis));
                 if let Some(why) = &section.stopped_because {
                     println!("The sweep stopped adding load: {why}.");
                 }
             }
             records_line(&result.dir, args.run.quiet);
-            Ok(crate::exit_code(&result.summary.outcome))
+            Ok(exit_code(&result.summary.outcome))
         }
-        Command::Sim(args) => crate::sim::serve_until_stopped(&args).await.map(|()| 0),
+        Command::Sim(args) => crate::sim::serve_until_stopped(&(&args).into())
+            .await
+            .map(|()| 0),
         Command::Report(args) => {
-            let report = crate::report::regenerate(&args.dir)?;
+            let report = crate::views::regenerate(&args.dir)?;
             print!("{}", summary_text(&report.summary, args.json));
             Ok(0)
         }
         Command::Compare(args) => {
-            let attempts = compare::load(&args.dirs)?;
+            let attempts = load::summaries(&args.dirs)?;
             match args.json {
                 true => print!("{}", json(&compare::to_json(&args.dirs, &attempts))),
                 false => print!("{}", compare::render(&attempts)),
@@ -49,7 +54,8 @@ pub async fn execute(command: Command) -> anyhow::Result<u8> {
             Ok(0)
         }
         Command::Plan(args) => {
-            let plan = crate::plan::run(&args)?;
+            let question = Question::try_from(&args)?;
+            let plan = crate::plan::plan(&args.dirs, &question)?;
             match args.json {
                 true => print!("{}", json(&plan)),
                 false => print!("{}", crate::plan::render(&plan)),
@@ -59,16 +65,25 @@ pub async fn execute(command: Command) -> anyhow::Result<u8> {
     }
 }
 
+/// Exit status of `llmload run` and `llmload sweep`.
+pub fn exit_code(outcome: &Outcome) -> u8 {
+    match outcome.status {
+        OutcomeStatus::Completed => 0,
+        OutcomeStatus::Failed => 3,
+        OutcomeStatus::Stopped => 4,
+    }
+}
+
 /// The exit code of an error: 2 for bad flags or a bad campaign file, else 1.
 pub fn error_code(error: &anyhow::Error) -> u8 {
-    match error.downcast_ref::<crate::config::ConfigError>() {
+    match error.downcast_ref::<ConfigError>() {
         Some(_) => 2,
         None => 1,
     }
 }
 
-/// The seeds' table and the outcome, or with `json` the summary itself.
-fn summary_text(summary: &crate::summary::Summary, json_wanted: bool) -> String {
+/// The results table and the outcome, or with `json` the summary itself.
+fn summary_text(summary: &Summary, json_wanted: bool) -> String {
     match json_wanted {
         true => json(summary),
         false => markdown::render(summary),

@@ -36,11 +36,49 @@ fn seconds<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S:
     }
 }
 
+/// The stop rules, named as `summary.json` and the outcome name them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rule {
+    /// A GPU reached `--stop-temp`.
+    Temperature,
+    /// A GPU's T.Limit margin fell to `--stop-margin`.
+    Margin,
+    /// The campaign ran for `--max-duration`.
+    Duration,
+    /// `--max-errors` failed or invalid responses.
+    Errors,
+    /// The share of failed or invalid responses passed `--max-error-rate`.
+    ErrorRate,
+    /// Ctrl-C.
+    Interrupted,
+}
+
+impl Rule {
+    /// The rule's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rule::Temperature => "temperature",
+            Rule::Margin => "margin",
+            Rule::Duration => "duration",
+            Rule::Errors => "errors",
+            Rule::ErrorRate => "error_rate",
+            Rule::Interrupted => "interrupted",
+        }
+    }
+}
+
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Why the campaign stopped.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Verdict {
-    /// Which rule: `temperature`, `margin`, `duration`, `errors`, `error_rate`, `interrupted`.
-    pub rule: String,
+    /// Which rule fired.
+    pub rule: Rule,
     /// What happened, in words.
     pub reason: String,
     /// The reading that triggered it, for telemetry rules (and the last one otherwise).
@@ -105,20 +143,20 @@ impl Guard {
         let margin = r
             .margin_c
             .map_or("not reported".into(), |m| format!("{m} °C"));
-        let verdict = |rule: &str, reason: String| Verdict {
-            rule: rule.into(),
+        let verdict = |rule: Rule, reason: String| Verdict {
+            rule,
             reason,
             sample: Some(r.clone()),
             at: at.into(),
         };
         if let Some(limit) = self.limits.stop_temp_c.filter(|&l| r.temperature_c >= l) {
-            return Some(verdict("temperature", format!(
+            return Some(verdict(Rule::Temperature, format!(
                 "GPU {} reached {} °C, at or above the harness's stop threshold of {limit} °C (T.Limit margin {margin}); a harness threshold, not a hardware protection",
                 r.gpu, r.temperature_c
             )));
         }
         match (self.limits.stop_margin_c, r.margin_c) {
-            (Some(limit), Some(m)) if m <= limit => Some(verdict("margin", format!(
+            (Some(limit), Some(m)) if m <= limit => Some(verdict(Rule::Margin, format!(
                 "GPU {} T.Limit margin fell to {m} °C, at or below the harness's stop threshold of {limit} °C (temperature {} °C); a harness threshold, not a hardware protection",
                 r.gpu, r.temperature_c
             ))),
@@ -134,7 +172,7 @@ impl Guard {
         let at = "request".to_owned();
         if let Some(max) = self.limits.max_errors.filter(|&m| failed >= m) {
             self.trip(Verdict {
-                rule: "errors".into(),
+                rule: Rule::Errors,
                 reason: format!("{failed} failed or invalid responses reached --max-errors {max}"),
                 sample: None,
                 at,
@@ -145,7 +183,7 @@ impl Guard {
             .filter(|&m| finished >= 10 && f64::from(failed) / f64::from(finished) > m)
         {
             let rate = f64::from(failed) / f64::from(finished);
-            self.trip(Verdict { rule: "error_rate".into(), reason: format!("{failed} of {finished} responses failed or invalid ({rate:.3}), above --max-error-rate {max}"), sample: None, at });
+            self.trip(Verdict { rule: Rule::ErrorRate, reason: format!("{failed} of {finished} responses failed or invalid ({rate:.3}), above --max-error-rate {max}"), sample: None, at });
         }
     }
 
@@ -168,7 +206,7 @@ impl Guard {
             .filter(|&m| self.start.elapsed() >= m)
         {
             self.trip(Verdict {
-                rule: "duration".into(),
+                rule: Rule::Duration,
                 reason: format!(
                     "the campaign ran for --max-duration {}",
                     humantime::format_duration(max)
@@ -214,7 +252,7 @@ mod tests {
         assert!(g.verdict().is_none());
         g.observe_reading(reading(90.0, Some(3.0)));
         let v = g.verdict().expect("fired");
-        assert_eq!(v.rule, "temperature");
+        assert_eq!(v.rule, Rule::Temperature);
         assert!(
             v.reason.contains("90 °C") && v.reason.contains("margin 3 °C"),
             "{}",
@@ -232,11 +270,11 @@ mod tests {
             ..Limits::default()
         });
         g.observe_reading(reading(86.0, Some(2.0)));
-        assert_eq!(g.verdict().map(|v| v.rule), Some("margin".into()));
+        assert_eq!(g.verdict().map(|v| v.rule), Some(Rule::Margin));
         g.observe_reading(reading(95.0, Some(1.0)));
         assert_eq!(
             g.verdict().map(|v| v.rule),
-            Some("margin".into()),
+            Some(Rule::Margin),
             "the first verdict stays"
         );
     }
@@ -261,7 +299,7 @@ mod tests {
         assert!(g.process_check("before round 1"));
         assert_eq!(
             g.verdict().map(|v| (v.rule, v.at)),
-            Some(("duration".into(), "before round 1".into()))
+            Some((Rule::Duration, "before round 1".into()))
         );
     }
 }

@@ -9,8 +9,8 @@
 //! interpolation made (a wanted load between two measured loads that both keep the budget) is
 //! labelled as such.
 
-use crate::report::load::Report;
-use crate::report::markdown::thousands;
+use crate::attempt::load;
+use crate::fmt::thousands;
 use crate::stats::Distribution;
 use crate::summary::{CaseSummary, Summary};
 use anyhow::Context;
@@ -120,54 +120,12 @@ pub struct Plan {
     pub commands: Vec<String>,
 }
 
-/// `llmload plan` from its flags.
-pub fn run(args: &crate::cli::PlanArgs) -> anyhow::Result<Plan> {
-    use crate::config::ConfigError;
-    if args.prompt_tokens == 0 || args.output_tokens == 0 {
-        return Err(
-            ConfigError("--prompt-tokens and --output-tokens must be above zero".into()).into(),
-        );
-    }
-    if args
-        .max_prompt_tokens
-        .is_some_and(|m| m < args.prompt_tokens)
-    {
-        return Err(ConfigError("--max-prompt-tokens is below --prompt-tokens".into()).into());
-    }
-    let wanted = match (args.concurrency, args.rate) {
-        (Some(_), Some(_)) => {
-            return Err(ConfigError("give --concurrency or --rate, not both".into()).into())
-        }
-        (Some(0), _) => return Err(ConfigError("--concurrency must be above zero".into()).into()),
-        (_, Some(r)) if !(r.is_finite() && r > 0.0) => {
-            return Err(ConfigError("--rate must be above zero".into()).into())
-        }
-        (Some(c), _) => Some(Wanted::Concurrency(c)),
-        (None, Some(r)) => Some(Wanted::RateRps(r)),
-        (None, None) => None,
-    };
-    let question = Question {
-        prompt_tokens: args.prompt_tokens,
-        max_prompt_tokens: args.max_prompt_tokens,
-        output_tokens: args.output_tokens,
-        ttft_ms: parse_budget("ttft", &args.ttft)?,
-        tpot_ms: args
-            .tpot
-            .as_ref()
-            .map(|t| parse_budget("tpot", t))
-            .transpose()?,
-        percentile: args.percentile,
-        wanted,
-    };
-    plan(&args.dirs, &question)
-}
-
 /// `llmload plan`: loads every attempt in `dirs` and answers `question`.
 pub fn plan(dirs: &[PathBuf], question: &Question) -> anyhow::Result<Plan> {
     let measured = dirs
         .iter()
         .map(|dir| {
-            Report::load(dir)
+            load::read(dir)
                 .map(|r| Measured {
                     dir: dir.clone(),
                     summary: r.summary,

@@ -9,6 +9,8 @@
 
 use crate::guard::Guard;
 use crate::record::{Record, Status};
+use crate::summary::window::LoadSummary;
+use crate::summary::CaseSummary;
 use crate::telemetry::Reading;
 use crate::workload::schedule::Bound;
 use crate::workload::shape::{CasePlan, Shape};
@@ -139,10 +141,7 @@ pub fn line(s: &Snapshot, reading: Option<&Reading>, width: usize, color: bool) 
     };
     parts.push((format!("{}{total} requests{failed}", s.done), ""));
     let median = s.ttft_median_ms();
-    parts.push((
-        format!("TTFT p50 {}", crate::report::markdown::seconds(median)),
-        "",
-    ));
+    parts.push((format!("TTFT p50 {}", crate::fmt::seconds(median)), ""));
     let tps = s.tokens_per_s().map_or("–".into(), |t| format!("{t:.1}"));
     parts.push((format!("{tps} tokens/s"), ""));
     if let Some(r) = reading {
@@ -309,10 +308,56 @@ async fn draw(shared: Arc<Shared>, mut rx: watch::Receiver<Snapshot>, guard: Arc
     }
 }
 
+fn nominal(load: &LoadSummary) -> String {
+    match (load.nominal_rate_rps, load.nominal_concurrency) {
+        (Some(rate), Some(cap)) => format!("{rate} requests/s, at most {cap} in flight"),
+        (Some(rate), None) => format!("{rate} requests/s, uncapped"),
+        (None, Some(c)) => format!("{c} in flight"),
+        (None, None) => "none".into(),
+    }
+}
+
+/// The line printed when a case ends: its counts and headline figures.
+pub fn case_line(done: usize, total: usize, case: &CaseSummary) -> String {
+    if let Some(load) = &case.load {
+        return format!(
+            "case {done}/{total} {}: {} ok, {} failed; {:.2} tokens/s over the window; in flight \
+             {:.2} on average, {} at peak (nominal: {}); send lag p99 {}",
+            case.id,
+            case.counts.ok,
+            case.counts.error + case.counts.cancelled + case.counts.invalid,
+            load.throughput_tps,
+            load.achieved_concurrency_mean,
+            load.achieved_concurrency_peak,
+            nominal(load),
+            load.send_lag_ms
+                .as_ref()
+                .map_or_else(|| "–".to_owned(), |d| format!("{:.3} ms", d.p99)),
+        );
+    }
+    let ttft = case
+        .ttft_ms
+        .as_ref()
+        .map_or("–".into(), |d| format!("{:.1} ms", d.median));
+    let tps = case
+        .throughput_tps
+        .as_ref()
+        .map_or("–".into(), |t| format!("{:.2}", t.mean));
+    format!(
+        "case {done}/{total} {}: {}/{} rounds complete, {} ok, {} invalid, {} failed; median TTFT {ttft}, {tps} tokens/s",
+        case.id,
+        case.rounds.iter().filter(|r| r.complete).count(),
+        case.rounds_planned,
+        case.counts.ok,
+        case.counts.invalid,
+        case.counts.error + case.counts.cancelled,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::fixture;
+    use crate::fixture;
 
     fn snapshot() -> Snapshot {
         let mut s = Snapshot {

@@ -13,11 +13,11 @@
 
 use crate::api::client::Exchange;
 use crate::api::{Body, GenerationRequest, Prompt};
+use crate::attempt::records::RecordSink;
 use crate::guard::Guard;
-use crate::record::{Phase, Record, RecordSink, RequestMeta, Seconds};
-use crate::summary::CaseFigures;
+use crate::record::{Phase, RequestMeta, Seconds};
+use crate::summary::window::{CaseRun, WindowFigures};
 use crate::target::Target;
-use crate::window::WindowFigures;
 use crate::workload::prompt::splitmix64;
 use crate::workload::schedule::{self, Bound};
 use crate::workload::shape::{CasePlan, Shape, Slo};
@@ -31,7 +31,11 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+pub mod exchange;
+pub mod monitors;
 mod open;
+pub mod pacer;
+pub mod session;
 
 /// Drives one attempt's requests.
 pub struct Runner<'a> {
@@ -40,14 +44,14 @@ pub struct Runner<'a> {
     /// Where prompts come from.
     pub prompts: &'a PromptSource,
     /// Where records go.
-    pub sink: &'a mut RecordSink,
+    pub sink: RecordSink,
     /// The attempt's time origin.
     pub origin: Instant,
     /// Fires when the run must stop (the guard's token).
     pub cancel: CancellationToken,
     /// Stop rules, checked before every warmup, round and launch and told of every measured
     /// record.
-    pub guard: &'a Guard,
+    pub guard: Arc<Guard>,
     /// Seed for prompt offsets, sampled lengths and arrival schedules.
     pub seed: u64,
     /// Requests built so far (each gets a distinct prompt offset).
@@ -58,23 +62,6 @@ pub struct Runner<'a> {
     pub slo: Slo,
     /// Soak runs: the length of the windows the measurement window is cut into.
     pub series_window: Option<Duration>,
-}
-
-/// What the runner did for one case. Records are written as requests end and folded into the
-/// figures at once; none is kept, so a case of any length runs in bounded memory.
-#[derive(Debug, Default)]
-pub struct CaseRun {
-    /// The measured requests' figures.
-    pub figures: CaseFigures,
-    /// Open and continuous loops: the window figures, over every request launched during the
-    /// load (those of the warmup time occupy the server in the window too).
-    pub load: Option<WindowFigures>,
-    /// Open and continuous loops: the measurement window, seconds since the attempt started.
-    pub window: Option<(Seconds, Seconds)>,
-    /// Whether the run was stopped during this case.
-    pub stopped: bool,
-    /// Open loop: the scheduling priority the pacer thread got.
-    pub pacer_priority: Option<&'static str>,
 }
 
 /// A request ready to go: what it is and its body.
@@ -298,7 +285,7 @@ impl Runner<'_> {
         run: &mut CaseRun,
     ) -> anyhow::Result<()> {
         let launched = meta.launched.map(|t| self.since(t));
-        let record = Record::from_exchange(meta, exchange, self.origin);
+        let record = exchange::record(meta, exchange, self.origin);
         self.sink
             .append(&record)
             .context("writing requests.jsonl")?;

@@ -1,14 +1,14 @@
 //! The built-in engine simulator as a target: `llmload sim` serves it, and `llmload run` without
 //! `--url` starts it in-process (profile `seed-qwen3-8b`) so that the main job needs no setup.
 
-use crate::cli::SimArgs;
 use crate::config::ConfigError;
 use anyhow::Context;
 use llmload_sim::{serve, FaultSpec, Profile, Schedule, SimConfig};
 use std::io::Write;
 use tokio_util::sync::CancellationToken;
 
-/// Profile of the default target: calibrated to the seeds' Qwen3-8B table.
+/// Profile of the default target: calibrated to the reference campaign (Qwen3-8B Q4_K_M on one
+/// RTX PRO 6000, llama.cpp, 4 slots).
 pub const DEFAULT_PROFILE: &str = "seed-qwen3-8b";
 
 /// A simulator serving in this process until dropped.
@@ -50,8 +50,8 @@ fn sim_config(
     Ok(config)
 }
 
-/// Starts the default simulator on a free loopback port.
-pub async fn start_default() -> anyhow::Result<LocalSimulator> {
+/// Starts the default simulator on a free loopback port, saying so on stderr unless `quiet`.
+pub async fn start_default(quiet: bool) -> anyhow::Result<LocalSimulator> {
     let config = sim_config(DEFAULT_PROFILE, None, 0, 1.0, &[])?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -64,11 +64,38 @@ pub async fn start_default() -> anyhow::Result<LocalSimulator> {
             eprintln!("error: simulator: {e}");
         }
     });
+    if !quiet {
+        eprintln!(
+            "no --url: measuring the built-in simulator (profile {DEFAULT_PROFILE}) at {url}; \
+             results are SIMULATED"
+        );
+    }
     Ok(LocalSimulator { url, shutdown })
 }
 
+/// What `llmload sim` serves, and where.
+#[derive(Clone, Debug)]
+pub struct SimOptions {
+    /// Address to listen on.
+    pub host: String,
+    /// Port; 0 picks a free one.
+    pub port: u16,
+    /// Built-in profile name or a TOML profile file.
+    pub profile: String,
+    /// Slots, overriding the profile.
+    pub slots: Option<usize>,
+    /// Seed for jitter and fault selection.
+    pub seed: u64,
+    /// How many times faster than the modelled engine.
+    pub time_scale: f64,
+    /// Faults to inject, as `--fault` writes them.
+    pub faults: Vec<String>,
+    /// When tokens are sent, as `--schedule` writes it.
+    pub schedule: String,
+}
+
 /// `llmload sim`: serves until Ctrl-C; the first line on stdout is its address.
-pub async fn serve_until_stopped(args: &SimArgs) -> anyhow::Result<()> {
+pub async fn serve_until_stopped(args: &SimOptions) -> anyhow::Result<()> {
     if !(args.time_scale.is_finite() && args.time_scale > 0.0) {
         return Err(ConfigError("--time-scale must be a number above 0".into()).into());
     }

@@ -2,9 +2,15 @@
 //! defines them. Only `ok` responses enter distributions; a case is complete only when every
 //! planned round completed with every response `ok`.
 
-use crate::config::Case;
+pub mod client_check;
+pub mod saturation;
+pub mod soak;
+pub mod sweep;
+pub mod window;
+
 use crate::record::{Record, Status};
 use crate::stats::{Distribution, Samples, Spread};
+use crate::workload::shape::Case;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -78,10 +84,10 @@ pub struct CaseSummary {
     pub counts: Counts,
     /// Continuous and open loops: figures over the measurement window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub load: Option<crate::window::LoadSummary>,
+    pub load: Option<window::LoadSummary>,
     /// Soak runs: the measurement window cut into windows, and the drift from first to last.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub series: Option<crate::soak::Series>,
+    pub series: Option<soak::Series>,
     /// With a shared system prompt: how much of it the server's counters say came from its
     /// prefix cache.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -390,40 +396,8 @@ pub struct Summary {
     pub telemetry: Option<crate::telemetry::TelemetrySummary>,
     /// `llmload sweep`: the saturation analysis of the measured curve.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sweep: Option<crate::sweep::SweepSection>,
+    pub sweep: Option<sweep::SweepSection>,
     /// Whether llmload itself kept up (its CPU, its timers, its send lag) during the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client_check: Option<crate::selfcheck::ClientCheck>,
-}
-
-/// The report's lines on a shared system prompt: per case, the share of its tokens the server
-/// served from its prefix cache; empty when no case had one.
-pub fn prefix_cache_section(summary: &Summary) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::new();
-    for case in &summary.cases {
-        let Some(p) = &case.prefix_cache else {
-            continue;
-        };
-        if out.is_empty() {
-            out.push_str(
-                "\nShared system prompt: the share of its tokens served from the prefix cache, from \
-                 the server's cached-token counters over the ok responses:\n",
-            );
-        }
-        let _ = writeln!(
-            out,
-            "- {}: {} shared tokens, {:.1}% from the prefix cache (Σ {} of {} tokens); {} of {} \
-             responses hit (n = {})",
-            case.id,
-            p.shared_tokens,
-            p.hit_rate * 100.0,
-            p.cached_tokens,
-            u64::from(p.n) * u64::from(p.shared_tokens),
-            p.responses_hit,
-            p.n,
-            p.n
-        );
-    }
-    out
+    pub client_check: Option<client_check::ClientCheck>,
 }

@@ -22,6 +22,12 @@ pub struct Target {
 }
 
 impl Target {
+    /// Whether the server is llmload's own simulator (reached through `--url` too: it says so
+    /// in `/props`).
+    pub fn is_simulator(&self) -> bool {
+        self.server["props"]["llmload_sim"].is_object()
+    }
+
     /// Checks that the server answers, and collects what it says about itself.
     pub async fn connect(endpoint: Endpoint, model: Option<String>) -> anyhow::Result<Target> {
         let base = endpoint.base_url.clone();

@@ -2,7 +2,7 @@
 //! request's fixed schedule starts when its last byte reached the machine, not when the busy
 //! simulator got round to reading it.
 
-use crate::stamp;
+use llmload_stamp as stamp;
 use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};

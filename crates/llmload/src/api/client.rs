@@ -119,6 +119,17 @@ pub struct Endpoint {
     origin: Option<Arc<Origin>>,
 }
 
+/// Why an endpoint could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// A header value that HTTP does not allow.
+    #[error("{0} holds characters not allowed in an HTTP header")]
+    Header(String),
+    /// The HTTP client could not be built.
+    #[error("building the HTTP client: {0}")]
+    Client(#[source] reqwest::Error),
+}
+
 impl Endpoint {
     /// An endpoint at `base_url`; `headers` (key, extra headers) go on every streamed request and
     /// must be the client's default headers too.
@@ -145,6 +156,38 @@ impl Endpoint {
             api,
             timeout,
         }
+    }
+
+    /// An endpoint at `base_url` with its own HTTP client: `api_key` as a bearer token and
+    /// `headers` (name, value) on every request, `timeout` for each. The header values must be
+    /// valid (the config checks them).
+    pub fn build(
+        base_url: &str,
+        api: Api,
+        timeout: Duration,
+        api_key: Option<&str>,
+        headers: &[(String, String)],
+    ) -> Result<Endpoint, BuildError> {
+        use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
+        let mut map = HeaderMap::new();
+        if let Some(key) = api_key {
+            let value = HeaderValue::from_str(&format!("Bearer {key}"))
+                .map_err(|_| BuildError::Header("--api-key".into()))?;
+            map.insert(AUTHORIZATION, value);
+        }
+        for (name, value) in headers {
+            let invalid = || BuildError::Header(format!("--header {name}"));
+            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| invalid())?;
+            map.insert(name, HeaderValue::from_str(value).map_err(|_| invalid())?);
+        }
+        let client = reqwest::Client::builder()
+            .default_headers(map.clone())
+            .tcp_nodelay(true)
+            .pool_max_idle_per_host(usize::MAX)
+            .connect_timeout(timeout)
+            .build()
+            .map_err(BuildError::Client)?;
+        Ok(Endpoint::new(client, base_url, api, timeout, &map))
     }
 
     /// Sends one streaming request and reads it to its end, its failure, its timeout or `cancel`.

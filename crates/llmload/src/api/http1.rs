@@ -13,7 +13,7 @@
 //! client does not add its own delay to the latencies it reports; how late it read is kept apart
 //! ([`ReadLag`]) for the self-check.
 
-use llmload_sim::stamp;
+use llmload_stamp as stamp;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;

@@ -1,8 +1,7 @@
 //! Config: the load-shape settings (`--arrival`, `--rate`, `--duration`, `--requests`,
 //! `--max-in-flight`, `--warmup-time`, the SLOs), merged from flags and file and validated.
 
-use super::{bad, optional_duration, CampaignFile, ConfigError};
-use crate::cli::RunArgs;
+use super::{bad, optional_duration, ConfigError, Settings};
 use crate::workload::schedule::Bound;
 use crate::workload::shape::{Arrival, LoadPoint, ShapeTemplate, Slo};
 use crate::workload::trace::{self, TraceEntry};
@@ -53,47 +52,31 @@ fn as_seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Erro
 }
 
 impl LoadConfig {
-    /// The flags over the file; not yet validated.
-    pub(super) fn resolve(args: &RunArgs, file: &CampaignFile) -> Result<LoadConfig, ConfigError> {
-        let text = |flag: &Option<String>, file: &Option<String>| flag.clone().or(file.clone());
-        let trace = args.trace.clone().or(file.trace.clone());
-        let trace_entries = match &trace {
+    /// The load settings of `s`; not yet validated.
+    pub(super) fn resolve(s: &Settings) -> Result<LoadConfig, ConfigError> {
+        let trace_entries = match &s.trace {
             Some(path) => Some(Arc::new(
                 trace::load(path).map_err(|e| ConfigError(format!("--trace {e}")))?,
             )),
             None => None,
         };
-        let implied = trace.as_ref().map(|_| Arrival::Trace);
+        let implied = s.trace.as_ref().map(|_| Arrival::Trace);
         Ok(LoadConfig {
-            trace,
+            trace: s.trace.clone(),
             trace_entries,
-            arrival: args
-                .arrival
-                .or(file.arrival)
-                .or(implied)
+            arrival: s.arrival.or(implied).unwrap_or_default(),
+            rate_rps: s.rate.clone().unwrap_or_default(),
+            burstiness: s.burstiness.unwrap_or(1.0),
+            duration: optional_duration("duration", s.duration.clone())?,
+            requests: s.requests,
+            max_in_flight: s.max_in_flight,
+            system_prompt_tokens: s.system_prompt_tokens.unwrap_or(0),
+            warmup_time: optional_duration("warmup-time", s.warmup_time.clone())?
                 .unwrap_or_default(),
-            rate_rps: if args.rate.is_empty() {
-                file.rate.clone().unwrap_or_default()
-            } else {
-                args.rate.clone()
-            },
-            burstiness: args.burstiness.or(file.burstiness).unwrap_or(1.0),
-            duration: optional_duration("duration", text(&args.duration, &file.duration))?,
-            requests: args.requests.or(file.requests),
-            max_in_flight: args.max_in_flight.or(file.max_in_flight),
-            system_prompt_tokens: args
-                .system_prompt_tokens
-                .or(file.system_prompt_tokens)
-                .unwrap_or(0),
-            warmup_time: optional_duration(
-                "warmup-time",
-                text(&args.warmup_time, &file.warmup_time),
-            )?
-            .unwrap_or_default(),
             slo: Slo {
-                ttft: optional_duration("slo-ttft", text(&args.slo_ttft, &file.slo_ttft))?,
-                tpot: optional_duration("slo-tpot", text(&args.slo_tpot, &file.slo_tpot))?,
-                e2e: optional_duration("slo-e2e", text(&args.slo_e2e, &file.slo_e2e))?,
+                ttft: optional_duration("slo-ttft", s.slo_ttft.clone())?,
+                tpot: optional_duration("slo-tpot", s.slo_tpot.clone())?,
+                e2e: optional_duration("slo-e2e", s.slo_e2e.clone())?,
             },
         })
     }

@@ -3,7 +3,6 @@
 //! standing in for "unset".
 
 use crate::api::Api;
-use crate::cli::RunArgs;
 use crate::guard::Limits;
 use crate::telemetry::Source;
 use crate::workload::length::Length;
@@ -11,10 +10,11 @@ use crate::workload::shape::{CasePlan, LoadPoint, ShapeTemplate};
 use crate::workload::trace::TraceEntry;
 pub use load::LoadConfig;
 
-mod file;
 mod load;
-use file::{lengths, read_file, CampaignFile};
+mod settings;
 use serde::Serialize;
+use settings::lengths;
+pub use settings::{LengthItem, Lengths, Settings};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -26,6 +26,13 @@ pub struct ConfigError(pub String);
 fn bad<T>(message: impl Into<String>) -> Result<T, ConfigError> {
     Err(ConfigError(message.into()))
 }
+
+/// Soak runs: the default series window is this share of the measurement window…
+const DEFAULT_WINDOWS: u32 = 20;
+/// …in whole seconds, at least this…
+const MIN_WINDOW: Duration = Duration::from_secs(1);
+/// …and at most this.
+const MAX_WINDOW: Duration = Duration::from_secs(300);
 
 /// A validated campaign.
 #[derive(Clone, Debug, Serialize)]
@@ -77,7 +84,7 @@ pub struct Config {
     /// The guard's stop rules.
     pub limits: Limits,
     /// Soak runs: the window length given (else derived from the duration, see
-    /// [`crate::soak::window_length`]).
+    /// [`Config::series_window_length`]).
     #[serde(rename = "series_window_s", serialize_with = "as_optional_seconds")]
     pub series_window: Option<Duration>,
     /// Between cases, wait until every GPU is below this temperature, °C.
@@ -87,48 +94,25 @@ pub struct Config {
     pub cool_down_timeout: Duration,
 }
 
-/// The flag's value, else the campaign file's, else `default`.
-fn pick(flag: &Option<String>, file: Option<String>, default: &str) -> String {
-    flag.clone().or(file).unwrap_or_else(|| default.into())
-}
-
-/// The case matrix (input lengths, concurrencies, output lengths): flags over the file over the
+/// The case matrix (input lengths, concurrencies, output lengths): the given values over the
 /// defaults.
 type Matrix = (Vec<Length>, Vec<u32>, Vec<Length>);
 
-fn matrix(args: &RunArgs, file: &mut CampaignFile) -> Result<Matrix, ConfigError> {
-    let input = lengths(
-        "input-tokens",
-        &args.input_tokens,
-        file.input_tokens.take(),
-        "2048,8192",
-    )?;
-    let concurrency = match args.concurrency.as_slice() {
-        [] => file.concurrency.take().unwrap_or_else(|| vec![1, 4]),
-        flag => flag.to_vec(),
-    };
-    let output = lengths(
-        "output-tokens",
-        &args.output_tokens,
-        file.output_tokens.take(),
-        "256",
-    )?;
+fn matrix(s: &mut Settings) -> Result<Matrix, ConfigError> {
+    let input = lengths("input-tokens", s.input_tokens.take(), "2048,8192")?;
+    let concurrency = s.concurrency.take().unwrap_or_else(|| vec![1, 4]);
+    let output = lengths("output-tokens", s.output_tokens.take(), "256")?;
     Ok((input, concurrency, output))
 }
 
-/// The guard's stop rules, flags over the file.
-fn limits(args: &RunArgs, file: &CampaignFile) -> Result<Limits, ConfigError> {
+/// The guard's stop rules.
+fn limits(s: &Settings) -> Result<Limits, ConfigError> {
     Ok(Limits {
-        stop_temp_c: args.stop_temp.or(file.stop_temp),
-        stop_margin_c: args.stop_margin.or(file.stop_margin),
-        max_duration: args
-            .max_duration
-            .clone()
-            .or(file.max_duration.clone())
-            .map(|d| parse_duration("max-duration", &d))
-            .transpose()?,
-        max_errors: args.max_errors.or(file.max_errors),
-        max_error_rate: args.max_error_rate.or(file.max_error_rate),
+        stop_temp_c: s.stop_temp,
+        stop_margin_c: s.stop_margin,
+        max_duration: optional_duration("max-duration", s.max_duration.clone())?,
+        max_errors: s.max_errors,
+        max_error_rate: s.max_error_rate,
     })
 }
 
@@ -146,74 +130,46 @@ fn as_optional_seconds<S: serde::Serializer>(
     }
 }
 
-/// One point of the matrix.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Case {
-    /// `in{input}-c{concurrency}-out{output}`.
-    pub id: String,
-    /// Prompt tokens per request.
-    pub input_tokens: u32,
-    /// Simultaneous requests per round.
-    pub concurrency: u32,
-    /// Generated tokens per request.
-    pub output_tokens: u32,
-}
-
 impl Config {
-    /// Merges the campaign file (if any) under the flags and validates the result.
-    pub fn resolve(args: &RunArgs) -> Result<Config, ConfigError> {
-        let mut file = match &args.config {
-            Some(path) => read_file(path)?,
-            None => CampaignFile::default(),
+    /// Validates `settings` (flags already laid over the campaign file) and fills in the
+    /// defaults.
+    pub fn resolve(mut settings: Settings) -> Result<Config, ConfigError> {
+        let load = LoadConfig::resolve(&settings)?;
+        let (input_tokens, concurrency, output_tokens) = matrix(&mut settings)?;
+        let limits = limits(&settings)?;
+        let s = settings;
+        let duration = |flag: &str, given: Option<String>, default: &str| {
+            parse_duration(flag, given.as_deref().unwrap_or(default))
         };
-        let load = LoadConfig::resolve(args, &file)?;
-        let (input_tokens, concurrency, output_tokens) = matrix(args, &mut file)?;
-        let headers = headers(args, &file)?;
-        let timeout = pick(&args.timeout, file.timeout.clone(), "10m");
-        let limits = limits(args, &file)?;
         let config = Config {
             load,
-            name: pick(&args.name, file.name, "campaign"),
-            url: args
-                .url
-                .clone()
-                .or(file.url)
-                .map(|u| validate_url(&u))
-                .transpose()?,
-            api: args.api.or(file.api).unwrap_or(Api::Llamacpp),
-            model: args.model.clone().or(file.model),
-            api_key_set: args.api_key.is_some() || file.api_key.is_some(),
-            api_key: args.api_key.clone().or(file.api_key),
-            headers,
-            timeout: parse_duration("timeout", &timeout)?,
+            headers: s
+                .headers
+                .iter()
+                .map(|h| parse_header(h))
+                .collect::<Result<_, _>>()?,
+            timeout: duration("timeout", s.timeout, "10m")?,
+            name: s.name.unwrap_or_else(|| "campaign".into()),
+            url: s.url.map(|u| validate_url(&u)).transpose()?,
+            api: s.api.unwrap_or(Api::Llamacpp),
+            model: s.model,
+            api_key_set: s.api_key.is_some(),
+            api_key: s.api_key,
             input_tokens,
             concurrency,
             output_tokens,
-            rounds: args.rounds.or(file.rounds).unwrap_or(3),
-            warmup: args.warmup.or(file.warmup).unwrap_or(1),
-            seed: args.seed.or(file.seed).unwrap_or_else(random_seed),
-            out: args
-                .out
-                .clone()
-                .or(file.out)
-                .unwrap_or_else(|| "llmload-results".into()),
-            corpus: args.corpus.clone().or(file.corpus),
-            quiet: args.quiet,
-            telemetry: parse_source(args.telemetry.clone().or(file.telemetry))?,
-            telemetry_interval: parse_duration(
-                "telemetry-interval",
-                &pick(&args.telemetry_interval, file.telemetry_interval, "1s"),
-            )?,
+            rounds: s.rounds.unwrap_or(3),
+            warmup: s.warmup.unwrap_or(1),
+            seed: s.seed.unwrap_or_else(random_seed),
+            out: s.out.unwrap_or_else(|| "llmload-results".into()),
+            corpus: s.corpus,
+            quiet: s.quiet.unwrap_or(false),
+            telemetry: parse_source(s.telemetry)?,
+            telemetry_interval: duration("telemetry-interval", s.telemetry_interval, "1s")?,
             limits,
-            series_window: optional_duration(
-                "series-window",
-                args.series_window.clone().or(file.series_window),
-            )?,
-            cool_down_below_c: args.cool_down_below.or(file.cool_down_below),
-            cool_down_timeout: parse_duration(
-                "cool-down-timeout",
-                &pick(&args.cool_down_timeout, file.cool_down_timeout, "10m"),
-            )?,
+            series_window: optional_duration("series-window", s.series_window)?,
+            cool_down_below_c: s.cool_down_below,
+            cool_down_timeout: duration("cool-down-timeout", s.cool_down_timeout, "10m")?,
         };
         config.validate()?;
         Ok(config)
@@ -264,6 +220,11 @@ impl Config {
                 return bad("--series-window needs --arrival closed-continuous or an open loop");
             }
         }
+        if let Some(key) = &self.api_key {
+            if reqwest::header::HeaderValue::from_str(&format!("Bearer {key}")).is_err() {
+                return bad("--api-key holds characters not allowed in a header");
+            }
+        }
         if self.timeout.is_zero() || self.telemetry_interval.is_zero() {
             return bad("--timeout and --telemetry-interval must be longer than 0");
         }
@@ -282,6 +243,21 @@ impl Config {
             return bad("--max-error-rate is a share between 0 and 1");
         }
         Ok(())
+    }
+
+    /// The window length: `--series-window` when given, else one twentieth of the measurement window
+    /// (`--duration` − `--warmup-time`) in whole seconds, between 1 s and 5 min; `None` (no series)
+    /// without either, or for closed rounds.
+    pub fn series_window_length(&self) -> Option<Duration> {
+        if self.load.arrival == crate::workload::shape::Arrival::Rounds {
+            return None;
+        }
+        if let Some(explicit) = self.series_window {
+            return Some(explicit);
+        }
+        let measured = self.load.duration?.saturating_sub(self.load.warmup_time);
+        let seconds = (measured / DEFAULT_WINDOWS).as_secs();
+        Some(Duration::from_secs(seconds).clamp(MIN_WINDOW, MAX_WINDOW))
     }
 
     /// Whether requests arrive on a schedule.
@@ -328,7 +304,7 @@ impl Config {
     }
 
     /// The cases of [`Config::plans`], as the tables show them.
-    pub fn cases(&self) -> Vec<Case> {
+    pub fn cases(&self) -> Vec<crate::workload::shape::Case> {
         self.plans().into_iter().map(|p| p.case).collect()
     }
 }
@@ -354,15 +330,6 @@ fn validate_url(url: &str) -> Result<String, ConfigError> {
         )),
         Err(e) => bad(format!("--url {url}: {e}")),
     }
-}
-
-/// The file's header lines, then the flags'.
-fn headers(args: &RunArgs, file: &CampaignFile) -> Result<Vec<(String, String)>, ConfigError> {
-    file.headers
-        .iter()
-        .chain(&args.headers)
-        .map(|h| parse_header(h))
-        .collect()
 }
 
 fn parse_header(header: &str) -> Result<(String, String), ConfigError> {
@@ -392,11 +359,14 @@ fn parse_source(text: Option<String>) -> Result<Source, ConfigError> {
     Ok(source)
 }
 
-fn optional_duration(what: &str, text: Option<String>) -> Result<Option<Duration>, ConfigError> {
+pub(crate) fn optional_duration(
+    what: &str,
+    text: Option<String>,
+) -> Result<Option<Duration>, ConfigError> {
     text.map(|t| parse_duration(what, &t)).transpose()
 }
 
-fn parse_duration(what: &str, text: &str) -> Result<Duration, ConfigError> {
+pub fn parse_duration(what: &str, text: &str) -> Result<Duration, ConfigError> {
     humantime::parse_duration(text.trim())
         .or_else(|e| bad(format!("--{what} {text:?}: {e} (e.g. 90s, 10m)")))
 }
@@ -405,16 +375,16 @@ fn parse_duration(what: &str, text: &str) -> Result<Duration, ConfigError> {
 mod tests {
     use super::*;
 
-    fn args() -> RunArgs {
-        RunArgs {
+    fn args() -> Settings {
+        Settings {
             url: Some("http://127.0.0.1:8080/".into()),
-            ..RunArgs::default()
+            ..Settings::default()
         }
     }
 
     #[test]
     fn defaults_are_the_seeds_campaign() {
-        let config = Config::resolve(&args()).expect("valid");
+        let config = Config::resolve(args()).expect("valid");
         assert_eq!(config.url.as_deref(), Some("http://127.0.0.1:8080"));
         let ids: Vec<_> = config.cases().into_iter().map(|c| c.id).collect();
         assert_eq!(
@@ -439,9 +409,9 @@ mod tests {
         )
         .expect("write");
         let mut a = args();
-        a.config = Some(path);
         a.rounds = Some(2);
-        let config = Config::resolve(&a).expect("valid");
+        let config =
+            Config::resolve(a.over(Settings::read(&path).expect("readable"))).expect("valid");
         assert_eq!(config.api, Api::Chat);
         assert_eq!(
             (config.rounds, config.input_tokens.clone()),
@@ -452,11 +422,11 @@ mod tests {
 
     #[test]
     fn bad_values_are_one_line_errors() {
-        type Change = Box<dyn Fn(&mut RunArgs)>;
+        type Change = Box<dyn Fn(&mut Settings)>;
         let cases: Vec<(Change, &str)> = vec![
             (Box::new(|a| a.url = Some("ftp://x".into())), "scheme"),
             (Box::new(|a| a.url = Some("not a url".into())), "--url"),
-            (Box::new(|a| a.concurrency = vec![0]), "--concurrency"),
+            (Box::new(|a| a.concurrency = Some(vec![0])), "--concurrency"),
             (Box::new(|a| a.rounds = Some(0)), "--rounds"),
             (
                 Box::new(|a| a.headers = vec!["novalue".into()]),
@@ -468,7 +438,7 @@ mod tests {
         for (change, expected) in cases {
             let mut a = args();
             change(&mut a);
-            let e = Config::resolve(&a)
+            let e = Config::resolve(a)
                 .expect_err("must be rejected")
                 .to_string();
             assert!(e.contains(expected) && !e.contains('\n'), "{e}");
@@ -480,11 +450,37 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("c.toml");
         std::fs::write(&path, "concurency = [2]\n").expect("write");
-        let mut a = args();
-        a.config = Some(path);
-        let e = Config::resolve(&a)
+        let e = Settings::read(&path)
             .expect_err("typo must be rejected")
             .to_string();
         assert!(e.contains("concurency"), "{e}");
+    }
+
+    #[test]
+    fn the_default_window_is_a_twentieth_of_the_measurement_window_within_bounds() {
+        let length = |duration: &str, warmup: Option<&str>, explicit: Option<&str>| {
+            let args = Settings {
+                arrival: Some(crate::workload::shape::Arrival::ClosedContinuous),
+                duration: Some(duration.into()),
+                warmup_time: warmup.map(str::to_owned),
+                series_window: explicit.map(str::to_owned),
+                ..Settings::default()
+            };
+            Config::resolve(args)
+                .expect("valid")
+                .series_window_length()
+                .map(|d| d.as_secs())
+        };
+        assert_eq!(length("4h", None, None), Some(300));
+        assert_eq!(length("60s", None, None), Some(3));
+        assert_eq!(length("70s", Some("10s"), None), Some(3));
+        assert_eq!(length("6s", None, None), Some(1));
+        assert_eq!(length("4h", None, Some("1m")), Some(60));
+        let rounds = Config::resolve(Settings::default()).expect("valid");
+        assert_eq!(
+            rounds.series_window_length(),
+            None,
+            "closed rounds have no series"
+        );
     }
 }

@@ -180,8 +180,8 @@ fn evaluate(question: &Question, kind: Kind, case: &CaseSummary) -> Option<Suppo
             (None, _, _) => Some("no TTFT measured".into()),
             (Some((t, _)), _, _) if t > question.ttft_ms => Some(format!(
                 "{p} TTFT {} is above {}",
-                crate::report::markdown::seconds(Some(t)),
-                crate::report::markdown::seconds(Some(question.ttft_ms))
+                crate::fmt::seconds(Some(t)),
+                crate::fmt::seconds(Some(question.ttft_ms))
             )),
             (_, Some(t), Some(limit)) if t > limit => {
                 Some(format!("{p} TPOT {t:.1} ms is above {limit:.1} ms"))
@@ -243,11 +243,10 @@ pub fn answer(
         support.as_ref(),
         first_miss.as_ref(),
     );
-    let sweep = m
-        .summary
-        .sweep
-        .as_ref()
-        .filter(|s| (s.axis == "concurrency") == (kind != Kind::Open));
+    let sweep =
+        m.summary.sweep.as_ref().filter(|s| {
+            (s.axis == crate::summary::sweep::Axis::Concurrency) == (kind != Kind::Open)
+        });
     let sweep_cap = sweep.and_then(|s| s.analysis.recommended_cap.value);
     let recommended_load = match (support.as_ref().map(|s| s.load), sweep_cap) {
         (Some(l), Some(cap)) => Some(l.min(cap)),
@@ -421,7 +420,7 @@ fn wanted(
                     kind.load(b.load),
                     kind.load(a.load),
                     question.percentile.name(),
-                    crate::report::markdown::seconds(ttft)
+                    crate::fmt::seconds(ttft)
                 ),
                 None,
             )

@@ -3,7 +3,7 @@
 
 use super::curve::{CurveAnswer, Support};
 use super::{LengthAnswer, Plan, Question};
-use crate::report::markdown::{seconds, thousands};
+use crate::fmt::{seconds, thousands};
 use crate::report::plot::tick;
 use std::fmt::Write;
 

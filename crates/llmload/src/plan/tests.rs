@@ -3,7 +3,7 @@
 //! (whose 256 × 2 case failed).
 
 use super::*;
-use crate::report::fixture;
+use crate::fixture;
 
 fn sweep() -> Measured {
     Measured {

@@ -4,7 +4,7 @@
 //! of open-loop cases. Only complete cases are plotted, as in the seeds' table; each chart comes
 //! with a caption that says what was plotted and from how many samples.
 
-use crate::report::markdown::thousands;
+use crate::fmt::thousands;
 use crate::report::marks::{self, Marks};
 use crate::report::plot::{
     empty, legend, svg, tick, upper, whole, Area, ChartError, Figure, TimeAxis, COLORS,

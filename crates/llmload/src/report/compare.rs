@@ -4,29 +4,11 @@
 //! are never pooled. Incomplete cases are labelled and get no ratio; a case that an attempt did
 //! not run says so.
 
-use crate::report::load::Report;
-use crate::report::markdown::{seconds, thousands};
+use crate::fmt::{seconds, thousands};
 use crate::summary::{CaseSummary, Summary};
-use anyhow::Context;
 use std::collections::BTreeSet;
 use std::fmt::Write;
 use std::path::PathBuf;
-
-/// Loads every attempt folder in `dirs` (recomputing each from its records) and renders them.
-pub fn compare(dirs: &[PathBuf]) -> anyhow::Result<String> {
-    Ok(render(&load(dirs)?))
-}
-
-/// The summary of every attempt folder in `dirs`, recomputed from its records.
-pub fn load(dirs: &[PathBuf]) -> anyhow::Result<Vec<Summary>> {
-    dirs.iter()
-        .map(|dir| {
-            Report::load(dir)
-                .map(|r| r.summary)
-                .with_context(|| format!("attempt {}", dir.display()))
-        })
-        .collect()
-}
 
 /// (input tokens, concurrency, output tokens): what makes two attempts' cases the same case.
 type Key = (u32, u32, u32);
@@ -238,7 +220,7 @@ fn cell(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::fixture;
+    use crate::fixture;
 
     fn second_attempt() -> Summary {
         let mut s = fixture::report().summary;

@@ -156,7 +156,7 @@ fn field(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::fixture;
+    use crate::fixture;
 
     #[test]
     fn fields_are_quoted_only_when_they_must_be() {

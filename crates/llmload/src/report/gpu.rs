@@ -5,8 +5,8 @@
 //! reading of its stretch, so that no peak disappears.
 
 use crate::record::Seconds;
-use crate::report::load::Report;
 use crate::report::plot::{empty, legend, svg, tick, upper, Area, ChartError, Figure, COLORS};
+use crate::report::Report;
 use crate::summary::OutcomeStatus;
 use crate::telemetry::Reading;
 use plotters::coord::types::RangedCoordf64;
@@ -225,7 +225,7 @@ fn stop_line(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::fixture;
+    use crate::fixture;
 
     #[test]
     fn the_guard_stop_is_at_its_sample_and_named_by_its_rule() {

@@ -6,11 +6,11 @@
 
 use crate::record::Status;
 use crate::report::charts;
-use crate::report::load::Report;
 use crate::report::markdown::{
     incomplete_line, load_rows, seeds_rows, telemetry_line, LOAD_COLUMNS,
 };
 use crate::report::plot::Figure;
+use crate::report::Report;
 use crate::summary::{CaseSummary, Summary};
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -192,14 +192,14 @@ fn sweep(out: &mut String, summary: &Summary) {
         return;
     };
     let a = &sweep.analysis;
-    let rate = sweep.axis != "concurrency";
+    let rate = sweep.axis != crate::summary::sweep::Axis::Concurrency;
     let _ = write!(
         out,
         "<h2 id=\"sweep\">Sweep: saturation analysis</h2>\n<table>\n<tr><th>{}</th>\
          <th>Throughput</th><th>TTFT p50</th><th>TTFT p99</th><th>TPOT p99</th><th>Errors</th></tr>\n",
         if rate { "Arrival rate (requests/s)" } else { "Concurrent requests" },
     );
-    let ms = |v: Option<f64>| crate::report::markdown::seconds(v);
+    let ms = |v: Option<f64>| crate::fmt::seconds(v);
     for p in &a.points {
         let _ = writeln!(
             out,
@@ -242,7 +242,7 @@ fn errors(report: &Report, id: &str) -> Vec<String> {
         .measured(id)
         .into_iter()
         .filter(|r| r.status != Status::Ok)
-        .take(crate::report::load::FAILED_SHOWN)
+        .take(crate::report::FAILED_SHOWN)
         .map(|r| {
             format!(
                 "{}: {}",
@@ -326,7 +326,7 @@ fn describe_sample(sample: &serde_json::Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::fixture;
+    use crate::fixture;
 
     #[test]
     fn escaping_covers_markup_and_quotes() {

@@ -1,6 +1,7 @@
 //! The seeds' table ("Qwen3-8B streaming API results") in Markdown: complete cases only, with
 //! sample sizes; incomplete cases listed apart with what they did complete.
 
+use crate::fmt::{seconds, thousands};
 use crate::summary::{CaseSummary, Summary};
 use std::fmt::Write;
 
@@ -79,8 +80,8 @@ pub fn render(summary: &Summary) -> String {
     );
     out.push_str(&load_table(summary));
     out.push_str(&sweep_section(summary));
-    out.push_str(&crate::soak::render(summary));
-    out.push_str(&crate::summary::prefix_cache_section(summary));
+    out.push_str(&super::soak::render(summary));
+    out.push_str(&prefix_cache_section(summary));
     out.push_str(&histogram_note(summary));
     let incomplete: Vec<&CaseSummary> = summary.cases.iter().filter(|c| !c.complete).collect();
     if !incomplete.is_empty() {
@@ -239,8 +240,8 @@ fn sweep_section(summary: &Summary) -> String {
     };
     let mut out = format!(
         "\nSweep over {} (saturation analysis):\n\n{}",
-        sweep.axis.replace('_', " "),
-        crate::saturation::render(&sweep.analysis, &sweep.axis)
+        sweep.axis.as_str().replace('_', " "),
+        super::saturation::render(&sweep.analysis, sweep.axis)
     );
     if let Some(why) = &sweep.stopped_because {
         let _ = writeln!(out, "The sweep stopped adding load: {why}.");
@@ -289,24 +290,34 @@ pub(crate) fn incomplete_line(case: &CaseSummary) -> String {
     )
 }
 
-/// A time in seconds as the seeds write it ("0.19 s"); short times in milliseconds.
-pub(crate) fn seconds(ms: Option<f64>) -> String {
-    match ms {
-        None => "–".into(),
-        Some(ms) if ms < 100.0 => format!("{ms:.1} ms"),
-        Some(ms) => format!("{:.2} s", ms / 1e3),
-    }
-}
-
-/// A count with thousands separators, as the seeds write it ("8,192").
-pub(crate) fn thousands(n: u32) -> String {
-    let digits = n.to_string();
+/// The report's lines on a shared system prompt: per case, the share of its tokens the server
+/// served from its prefix cache; empty when no case had one.
+fn prefix_cache_section(summary: &Summary) -> String {
+    use std::fmt::Write as _;
     let mut out = String::new();
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
+    for case in &summary.cases {
+        let Some(p) = &case.prefix_cache else {
+            continue;
+        };
+        if out.is_empty() {
+            out.push_str(
+                "\nShared system prompt: the share of its tokens served from the prefix cache, from \
+                 the server's cached-token counters over the ok responses:\n",
+            );
         }
-        out.push(ch);
+        let _ = writeln!(
+            out,
+            "- {}: {} shared tokens, {:.1}% from the prefix cache (Σ {} of {} tokens); {} of {} \
+             responses hit (n = {})",
+            case.id,
+            p.shared_tokens,
+            p.hit_rate * 100.0,
+            p.cached_tokens,
+            u64::from(p.n) * u64::from(p.shared_tokens),
+            p.responses_hit,
+            p.n,
+            p.n
+        );
     }
     out
 }
@@ -317,7 +328,7 @@ mod tests {
 
     #[test]
     fn histogram_percentiles_are_named_with_their_error() {
-        let mut summary = crate::report::fixture::report().summary;
+        let mut summary = crate::fixture::report().summary;
         assert!(!render(&summary).contains("Percentiles read from a histogram"));
         let case = &mut summary.cases[0];
         let itl = case.itl_ms.as_mut().expect("the fixture has ITL");

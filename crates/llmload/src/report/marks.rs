@@ -34,7 +34,7 @@ impl Marks {
             saturation: a.saturation.value,
             cap: a.recommended_cap.value,
             saturation_method: a.saturation.method.clone(),
-            rate: sweep.axis != "concurrency",
+            rate: sweep.axis != crate::summary::sweep::Axis::Concurrency,
         })
     }
 
@@ -105,7 +105,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::fixture;
+    use crate::fixture;
 
     #[test]
     fn a_sweep_gives_marks_and_a_run_gives_none() {

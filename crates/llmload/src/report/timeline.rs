@@ -3,10 +3,10 @@
 //! from first token to the final event (decode). It shows what a median hides: requests of one
 //! round queueing behind each other's prefill.
 
+use crate::fmt::thousands;
 use crate::record::{Record, Status};
-use crate::report::load::{Report, TIMELINE_MAX};
-use crate::report::markdown::thousands;
 use crate::report::plot::{empty, svg, tick, Area, ChartError, Figure, COLORS};
+use crate::report::{Report, TIMELINE_MAX};
 use crate::summary::CaseSummary;
 use plotters::prelude::*;
 
@@ -189,7 +189,7 @@ fn draw(root: &Area, bars: &[Bar]) -> Result<(), ChartError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::fixture;
+    use crate::fixture;
 
     #[test]
     fn the_busiest_complete_case_is_shown_with_one_bar_per_request() {

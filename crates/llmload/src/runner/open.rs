@@ -5,8 +5,8 @@
 use super::{CaseRun, Pacing, CHECK, LEAD};
 use crate::api::client::Exchange;
 use crate::api::Body;
-use crate::pacer::{Gate, Job, Pacer};
 use crate::record::{Phase, RequestMeta};
+use crate::runner::pacer::{Gate, Job, Pacer};
 use crate::workload::schedule::Bound;
 use crate::workload::shape::CasePlan;
 use anyhow::Context;

@@ -1,5 +1,5 @@
 //! GPU telemetry beside the runner: readings every interval from NVML, `nvidia-smi` or a replay
-//! file, appended to `telemetry.jsonl` and handed to the guard, which may stop the campaign.
+//! file, appended to `telemetry.jsonl` and handed to an observer (the guard), which may stop the campaign.
 //!
 //! Sources sit behind one enum so that the sampler does not care where readings come from. The
 //! source is settled before the attempt starts: `auto` tries NVML, then `nvidia-smi`, and a
@@ -11,7 +11,6 @@ pub mod nvml;
 pub mod replay;
 pub mod server_metrics;
 
-use crate::guard::Guard;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::PathBuf;
@@ -210,13 +209,13 @@ impl Sampler {
         Ok(Sampler { live, interval })
     }
 
-    /// Reads until `stop`, writing `telemetry.jsonl` in `dir` and passing each reading to the
-    /// guard. Returns the summary.
+    /// Reads until `stop`, writing `telemetry.jsonl` in `dir` and passing each reading to
+    /// `observe` (the guard). Returns the summary.
     pub async fn run(
         self,
         dir: PathBuf,
         origin: Instant,
-        guard: Arc<Guard>,
+        mut observe: impl FnMut(Reading) + Send,
         stop: CancellationToken,
     ) -> TelemetrySummary {
         let mut summary = TelemetrySummary {
@@ -244,7 +243,7 @@ impl Sampler {
                 let _ = file.write_all(b"\n").and_then(|()| file.flush());
             }
             summary.add(&r, &mut counts);
-            guard.observe_reading(r);
+            observe(r);
         };
         match self.live {
             Live::Replay(path) => replay::play(&path, origin, &stop, &mut on_reading).await,

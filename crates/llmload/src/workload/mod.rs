@@ -13,3 +13,13 @@ pub mod trace;
 
 /// The text bundled with llmload: the Declaration of Independence and the Gettysburg Address.
 pub const BUNDLED_CORPUS: &str = include_str!("../../corpus/declaration.txt");
+
+/// The text prompts are built from: the file at `path` (`--corpus`), else the bundled text.
+pub fn read_corpus(path: Option<&std::path::Path>) -> anyhow::Result<String> {
+    use anyhow::Context;
+    match path {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("reading --corpus {}", path.display())),
+        None => Ok(BUNDLED_CORPUS.to_owned()),
+    }
+}

@@ -4,7 +4,6 @@
 //! Closed rounds (C together, wait for all), closed continuous (keep C in flight), and open loop
 //! (arrivals from a seeded schedule, optionally capped in flight).
 
-use crate::config::Case;
 use crate::workload::length::Length;
 use crate::workload::schedule::{Bound, Process};
 use crate::workload::trace::TraceEntry;
@@ -12,6 +11,19 @@ use serde::{Serialize, Serializer};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// One point of the matrix.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Case {
+    /// `in{input}-c{concurrency}-out{output}`.
+    pub id: String,
+    /// Prompt tokens per request.
+    pub input_tokens: u32,
+    /// Simultaneous requests per round.
+    pub concurrency: u32,
+    /// Generated tokens per request.
+    pub output_tokens: u32,
+}
 
 /// The `--arrival` flag.
 #[derive(

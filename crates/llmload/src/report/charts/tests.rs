@@ -1,7 +1,7 @@
 //! Tests of the chart renderers.
 
 use super::*;
-use crate::report::fixture;
+use crate::fixture;
 
 #[test]
 fn only_complete_cases_are_plotted_per_input_length() {

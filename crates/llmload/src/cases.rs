@@ -1,17 +1,14 @@
 //! Where an attempt's cases come from: the fixed matrix of `llmload run`, or `llmload sweep`,
 //! which steps the load (a list, or `--auto`: geometric until throughput stops rising, then
-//! filling in between) and stops on its stop conditions; then the saturation analysis
-//! (`saturation.rs`) over the curve it measured.
+//! filling in between) and stops on its stop conditions.
 
-use crate::cli::SweepArgs;
 use crate::config::{Config, ConfigError};
-use crate::saturation::{self, Analysis, Point};
+use crate::summary::saturation::{self, Point};
+use crate::summary::sweep::{Axis, StopRules, SweepSection};
 use crate::summary::{CaseSummary, Summary};
 use crate::workload::length::Length;
 use crate::workload::shape::{CasePlan, LoadPoint, ShapeTemplate};
-use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
-use std::time::Duration;
 
 /// Cases, decided one at a time from the results so far.
 pub trait CaseSource {
@@ -52,20 +49,6 @@ impl CaseSource for Matrix {
     }
 }
 
-/// When a sweep stops adding load.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct StopRules {
-    /// Stop once a point's p99 TTFT (from scheduled in an open loop) exceeds this.
-    #[serde(rename = "ttft_p99_ms")]
-    pub ttft_p99_ms: Option<f64>,
-    /// Stop once a point's share of failed or invalid responses exceeds this.
-    pub error_share: Option<f64>,
-    /// Throughput "still rising" means at least this relative gain over the best so far.
-    pub min_gain: f64,
-    /// A listed sweep stops after two loads in a row without that gain.
-    pub stop_when_flat: bool,
-}
-
 /// `llmload sweep`: the load steps and what the sweep found.
 pub struct Sweep {
     template: ShapeTemplate,
@@ -83,13 +66,13 @@ pub struct Sweep {
 }
 
 impl Sweep {
-    /// A sweep over `config`'s load points (or `--auto`), with `rules`.
-    pub fn new(
-        config: &Config,
-        auto: bool,
-        max_load: f64,
-        rules: StopRules,
-    ) -> Result<Sweep, ConfigError> {
+    /// A sweep over `config`'s load points (or `--auto`).
+    pub fn new(config: &Config, options: SweepOptions) -> Result<Sweep, ConfigError> {
+        let SweepOptions {
+            auto,
+            max_load,
+            rules,
+        } = options;
         let (input, output) = match (&config.input_tokens[..], &config.output_tokens[..]) {
             ([input], [output]) => (input.clone(), output.clone()),
             _ => return Err(ConfigError(
@@ -136,9 +119,24 @@ impl Sweep {
         })
     }
 
+    /// The `sweep` section of `summary`: the axis, the rules, why it stopped, and the saturation
+    /// analysis of the measured curve.
+    pub fn section(&self, summary: &Summary, config: &Config) -> SweepSection {
+        SweepSection {
+            axis: if self.open {
+                Axis::RateRps
+            } else {
+                Axis::Concurrency
+            },
+            stop_rules: self.rules.clone(),
+            stopped_because: self.stop_reason.clone(),
+            analysis: saturation::analyse(&Sweep::points(summary), &config.load.slo, !self.open),
+        }
+    }
+
     /// The measured curve, one point per case, in load order (see [`saturation::curve`]).
     pub fn points(summary: &Summary) -> Vec<Point> {
-        crate::saturation::curve(&summary.cases)
+        saturation::curve(&summary.cases)
     }
 
     fn point(&self, load: f64) -> LoadPoint {
@@ -253,58 +251,13 @@ impl CaseSource for Sweep {
     }
 }
 
-/// The `sweep` section of `summary.json`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SweepSection {
-    /// `concurrency` or `rate_rps`.
-    pub axis: String,
-    /// Stop conditions in force.
-    pub stop_rules: StopRules,
-    /// Why the sweep stopped adding load, if a stop condition did.
-    pub stopped_because: Option<String>,
-    /// The curve and what it supports.
-    pub analysis: Analysis,
-}
-
-/// `llmload sweep`: run the load steps, analyse the curve, add it to `summary.json`; returns the
-/// attempt and the section.
-pub async fn sweep(args: &SweepArgs) -> anyhow::Result<(crate::RunResult, SweepSection)> {
-    let config = Config::resolve(&args.run)?;
-    let parse_ms = |what: &str, text: &Option<String>| -> Result<Option<f64>, ConfigError> {
-        text.as_ref()
-            .map(|t| {
-                humantime::parse_duration(t.trim())
-                    .map(|d: Duration| d.as_secs_f64() * 1e3)
-                    .map_err(|e| ConfigError(format!("--{what} {t:?}: {e}")))
-            })
-            .transpose()
-    };
-    let rules = StopRules {
-        ttft_p99_ms: parse_ms("stop-ttft-p99", &args.stop_ttft_p99)?,
-        error_share: args.stop_error_rate,
-        min_gain: args.min_gain.unwrap_or(0.05),
-        stop_when_flat: args.stop_flat,
-    };
-    let mut source = Sweep::new(
-        &config,
-        args.auto,
-        args.max_load.unwrap_or(256.0),
-        rules.clone(),
-    )?;
-    let mut result = crate::execute(&config, &mut source).await?;
-    let points = Sweep::points(&result.summary);
-    let section = SweepSection {
-        axis: if config.is_open() {
-            "rate_rps"
-        } else {
-            "concurrency"
-        }
-        .to_owned(),
-        stop_rules: rules,
-        stopped_because: source.stop_reason.clone(),
-        analysis: saturation::analyse(&points, &config.load.slo, !config.is_open()),
-    };
-    result.summary.sweep = Some(section.clone());
-    crate::report::rewrite(&result.dir, &result.summary)?;
-    Ok((result, section))
+/// What `llmload sweep` adds to a run's settings.
+#[derive(Clone, Debug, Default)]
+pub struct SweepOptions {
+    /// Step the load geometrically instead of over the listed loads.
+    pub auto: bool,
+    /// The largest load `auto` may try.
+    pub max_load: f64,
+    /// When to stop adding load.
+    pub rules: StopRules,
 }

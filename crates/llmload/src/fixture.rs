@@ -2,8 +2,9 @@
 //! target, one of them incomplete (a timeout whose message needs escaping), warmups included.
 //! No clock is read: every time is written out here.
 
+use crate::attempt::load::{Campaign, CampaignCase, CampaignConfig, CampaignTarget};
 use crate::record::{Phase, Record, Status};
-use crate::report::load::{Campaign, CampaignCase, CampaignConfig, CampaignTarget, Report};
+use crate::report::Report;
 
 /// (input tokens, concurrency) of the fixture's cases; 4 output tokens each, 2 rounds.
 const CASES: [(u32, u32); 4] = [(64, 1), (64, 2), (256, 1), (256, 2)];
@@ -125,7 +126,7 @@ pub fn records() -> Vec<Record> {
 
 /// The fixture's report, recomputed from its records as `llmload report` would.
 pub fn report() -> Report {
-    Report::from_records(&campaign(), records(), None)
+    crate::attempt::load::from_records(&campaign(), records(), None)
 }
 
 /// (concurrency, TTFT of the first request ms, round duration ms) of the sweep fixture: 8
@@ -187,16 +188,16 @@ pub fn sweep_report() -> Report {
             records.push(sweep_request(c, Some(1), i, start + 0.1, ttft, e2e));
         }
     }
-    let first = Report::from_records(&campaign, records.clone(), None);
+    let first = crate::attempt::load::from_records(&campaign, records.clone(), None);
     let mut previous = first.summary;
-    previous.sweep = Some(crate::sweep::SweepSection {
-        axis: "concurrency".into(),
-        stop_rules: crate::sweep::StopRules {
+    previous.sweep = Some(crate::summary::sweep::SweepSection {
+        axis: crate::summary::sweep::Axis::Concurrency,
+        stop_rules: crate::summary::sweep::StopRules {
             min_gain: 0.05,
-            ..crate::sweep::StopRules::default()
+            ..crate::summary::sweep::StopRules::default()
         },
         stopped_because: None,
-        analysis: crate::saturation::analyse(&[], &Default::default(), true),
+        analysis: crate::summary::saturation::analyse(&[], &Default::default(), true),
     });
     let telemetry = readings();
     let stop = telemetry.last().cloned();
@@ -207,7 +208,7 @@ pub fn sweep_report() -> Report {
         None,
     );
     previous.outcome.stop_sample = stop.and_then(|s| serde_json::to_value(s).ok());
-    let mut report = Report::from_records(&campaign, records, Some(&previous));
+    let mut report = crate::attempt::load::from_records(&campaign, records, Some(&previous));
     report.telemetry = telemetry;
     report
 }

@@ -3,10 +3,11 @@
 //! send lag, and latencies from `scheduled` as well as from `sent` (coordinated omission).
 
 use crate::record::{Phase, Record, Seconds, Status};
-use crate::runner::CaseRun;
-use crate::soak::SeriesBins;
 use crate::stats::{Distribution, Samples, Spread};
+use crate::summary::soak::SeriesBins;
+use crate::summary::CaseFigures;
 use crate::summary::CaseSummary;
+use crate::telemetry::Reading;
 use crate::workload::shape::{CasePlan, Shape, Slo};
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
@@ -51,9 +52,30 @@ pub struct LoadSummary {
     pub e2e_from_scheduled_ms: Option<Distribution>,
 }
 
+/// What the runner did for one case. Records are written as requests end and folded into the
+/// figures at once; none is kept, so a case of any length runs in bounded memory.
+#[derive(Debug, Default)]
+pub struct CaseRun {
+    /// The measured requests' figures.
+    pub figures: CaseFigures,
+    /// Open and continuous loops: the window figures, over every request launched during the
+    /// load (those of the warmup time occupy the server in the window too).
+    pub load: Option<WindowFigures>,
+    /// Open and continuous loops: the measurement window, seconds since the attempt started.
+    pub window: Option<(Seconds, Seconds)>,
+    /// Whether the run was stopped during this case.
+    pub stopped: bool,
+    /// Open loop: the scheduling priority the pacer thread got.
+    pub pacer_priority: Option<&'static str>,
+}
+
 /// The summary of one case: per round for closed rounds, over the window otherwise, with its soak
-/// series when the run asked for one (GPU readings from `dir`'s telemetry).
-pub fn summarise(plan: &CasePlan, run: CaseRun, dir: &std::path::Path) -> CaseSummary {
+/// series when the run asked for one (GPU readings from `readings`, read only then).
+pub fn summarise(
+    plan: &CasePlan,
+    run: CaseRun,
+    readings: impl FnOnce() -> Vec<Reading>,
+) -> CaseSummary {
     let (shape, rate, nominal) = match &plan.shape {
         Shape::Rounds { rounds } => return run.figures.finish(&plan.case, *rounds),
         Shape::ClosedContinuous { .. } => (
@@ -103,7 +125,7 @@ pub fn summarise(plan: &CasePlan, run: CaseRun, dir: &std::path::Path) -> CaseSu
     summary.complete = !run.stopped && all_ok;
     summary.throughput_tps = Spread::of(&[load.throughput_tps]);
     summary.load = Some(load);
-    summary.series = series.map(|(bins, span)| bins.finish(span, &crate::telemetry::written(dir)));
+    summary.series = series.map(|(bins, span)| bins.finish(span, &readings()));
     summary
 }
 

@@ -3,12 +3,12 @@
 //! can be rebuilt or restyled after the fact (`llmload report DIR`) and `compare` never trusts a
 //! summary that the records do not support.
 
-use crate::attempt::Attempt;
-use crate::config::Case;
+use super::rebuild;
 use crate::record::{Phase, Record};
-use crate::report::{csv, html, markdown, rebuild};
+use crate::report::{CampaignLimits, Report, FAILED_SHOWN, TIMELINE_MAX};
 use crate::summary::{CaseSummary, Outcome, Summary};
 use crate::telemetry::Reading;
+use crate::workload::shape::Case;
 use anyhow::Context;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -78,15 +78,6 @@ impl SloMs {
     }
 }
 
-/// The guard's temperature thresholds as `campaign.json` writes them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
-pub struct CampaignLimits {
-    /// Stop temperature, °C.
-    pub stop_temp_c: Option<f64>,
-    /// Stop T.Limit margin, °C.
-    pub stop_margin_c: Option<f64>,
-}
-
 /// One case of `campaign.json`: the table's case and, for the window figures, its load shape.
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct CampaignCase {
@@ -136,31 +127,6 @@ pub struct CampaignTarget {
     pub simulated: bool,
 }
 
-/// Everything the views are drawn from: the summary, the records, and when the attempt started.
-#[derive(Clone, Debug)]
-pub struct Report {
-    /// Per-case figures and the outcome.
-    pub summary: Summary,
-    /// Every record of the attempt, warmups and failures included, in file order.
-    pub records: Vec<Record>,
-    /// Wall-clock start of the attempt, RFC 3339.
-    pub started_at: Option<String>,
-    /// GPU readings of `telemetry.jsonl`, in file order (empty without telemetry).
-    pub telemetry: Vec<Reading>,
-    /// The guard's temperature thresholds.
-    pub limits: CampaignLimits,
-    /// The latest final event (or send) of any record, seconds since the attempt started.
-    pub last_activity_s: Option<f64>,
-}
-
-/// The report's timeline shows at most this many measured requests of its case: the first ones,
-/// in file order.
-pub const TIMELINE_MAX: usize = 2_000;
-
-/// The report names the distinct errors among at most this many failed requests of a case: the
-/// first ones, in file order.
-pub const FAILED_SHOWN: usize = 100;
-
 /// The latest activity among `records`.
 fn last_activity<'a>(records: impl Iterator<Item = &'a Record>) -> Option<f64> {
     records
@@ -168,92 +134,82 @@ fn last_activity<'a>(records: impl Iterator<Item = &'a Record>) -> Option<f64> {
         .reduce(f64::max)
 }
 
-impl Report {
-    /// Reads the attempt folder `dir` and recomputes its summary from `requests.jsonl`, read
-    /// one line at a time (a long run's file is never held whole).
-    pub fn load(dir: &Path) -> anyhow::Result<Report> {
-        let campaign = read_campaign(dir)?;
-        let telemetry = read_telemetry(dir)?;
-        let path = dir.join("summary.json");
-        let previous: Option<Summary> = match std::fs::read_to_string(&path) {
-            Ok(text) => Some(
-                serde_json::from_str(&text)
-                    .with_context(|| format!("{}: not an llmload summary", path.display()))?,
-            ),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-        };
-        let path = dir.join("requests.jsonl");
-        let mut replay =
-            |f: &mut dyn FnMut(&Record)| crate::record::for_each_record(&path, |r| f(&r));
-        let cases = rebuild::cases(&campaign, previous.as_ref(), &telemetry, &mut replay)?;
-        let (records, last_activity_s) = records_for_html(&path)?;
-        let mut report = Report::assemble(&campaign, cases, records, previous.as_ref());
-        report.last_activity_s = last_activity_s;
-        report.telemetry = telemetry;
-        Ok(report)
-    }
+/// Reads the attempt folder `dir` and recomputes its summary from `requests.jsonl`, read
+/// one line at a time (a long run's file is never held whole).
+pub fn read(dir: &Path) -> anyhow::Result<Report> {
+    let campaign = read_campaign(dir)?;
+    let telemetry = read_telemetry(dir)?;
+    let path = dir.join("summary.json");
+    let previous: Option<Summary> = match std::fs::read_to_string(&path) {
+        Ok(text) => Some(
+            serde_json::from_str(&text)
+                .with_context(|| format!("{}: not an llmload summary", path.display()))?,
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let path = dir.join("requests.jsonl");
+    let mut replay =
+        |f: &mut dyn FnMut(&Record)| crate::attempt::records::for_each_record(&path, |r| f(&r));
+    let cases = rebuild::cases(&campaign, previous.as_ref(), &telemetry, &mut replay)?;
+    let (records, last_activity_s) = records_for_html(&path)?;
+    let mut report = assemble(&campaign, cases, records, previous.as_ref());
+    report.last_activity_s = last_activity_s;
+    report.telemetry = telemetry;
+    Ok(report)
+}
 
-    /// Recomputes the summary of `campaign` from `records`. What the records cannot say comes
-    /// from `previous` when there is one: how the run ended (the outcome), the telemetry summary,
-    /// the measurement window of continuous and open-loop cases, the soak series' spans, and a
-    /// sweep's stop rules (its analysis is recomputed).
-    pub fn from_records(
-        campaign: &Campaign,
-        records: Vec<Record>,
-        previous: Option<&Summary>,
-    ) -> Report {
-        let mut replay = |f: &mut dyn FnMut(&Record)| {
-            records.iter().for_each(&mut *f);
-            Ok(())
-        };
-        // Replaying from memory cannot fail.
-        let cases = rebuild::cases(campaign, previous, &[], &mut replay).unwrap_or_default();
-        Report::assemble(campaign, cases, records, previous)
-    }
+/// Recomputes the summary of `campaign` from `records`. What the records cannot say comes
+/// from `previous` when there is one: how the run ended (the outcome), the telemetry summary,
+/// the measurement window of continuous and open-loop cases, the soak series' spans, and a
+/// sweep's stop rules (its analysis is recomputed).
+pub fn from_records(
+    campaign: &Campaign,
+    records: Vec<Record>,
+    previous: Option<&Summary>,
+) -> Report {
+    let mut replay = |f: &mut dyn FnMut(&Record)| {
+        records.iter().for_each(&mut *f);
+        Ok(())
+    };
+    // Replaying from memory cannot fail.
+    let cases = rebuild::cases(campaign, previous, &[], &mut replay).unwrap_or_default();
+    assemble(campaign, cases, records, previous)
+}
 
-    /// The report of `campaign` with its rebuilt `cases` and the `records` the views draw.
-    fn assemble(
-        campaign: &Campaign,
-        cases: Vec<CaseSummary>,
-        records: Vec<Record>,
-        previous: Option<&Summary>,
-    ) -> Report {
-        let slo = campaign.config.slo.slo();
-        let sweep = rebuild::sweep(previous.and_then(|p| p.sweep.as_ref()), &cases, &slo);
-        let outcome = match previous {
-            Some(p) => p.outcome.clone(),
-            None => Outcome::new(&cases, campaign.cases.len() as u32, None, None),
-        };
-        let target = &campaign.target;
-        Report {
-            summary: Summary {
-                schema_version: campaign.schema_version,
-                attempt_id: campaign.attempt_id.clone(),
-                target_url: target.url.clone(),
-                api: target.api.clone(),
-                model: target.model.clone(),
-                simulated: target.simulated,
-                cases,
-                outcome,
-                telemetry: previous.and_then(|p| p.telemetry.clone()),
-                sweep,
-                client_check: previous.and_then(|p| p.client_check.clone()),
-            },
-            last_activity_s: last_activity(records.iter()),
-            records,
-            started_at: campaign.started_at.clone(),
-            telemetry: Vec::new(),
-            limits: campaign.config.limits,
-        }
-    }
-
-    /// The measured records of case `id`, in file order.
-    pub fn measured(&self, id: &str) -> Vec<&Record> {
-        self.records
-            .iter()
-            .filter(|r| r.case == id && r.phase == Phase::Measured)
-            .collect()
+/// The report of `campaign` with its rebuilt `cases` and the `records` the views draw.
+fn assemble(
+    campaign: &Campaign,
+    cases: Vec<CaseSummary>,
+    records: Vec<Record>,
+    previous: Option<&Summary>,
+) -> Report {
+    let slo = campaign.config.slo.slo();
+    let sweep = rebuild::sweep(previous.and_then(|p| p.sweep.as_ref()), &cases, &slo);
+    let outcome = match previous {
+        Some(p) => p.outcome.clone(),
+        None => Outcome::new(&cases, campaign.cases.len() as u32, None, None),
+    };
+    let target = &campaign.target;
+    Report {
+        summary: Summary {
+            schema_version: campaign.schema_version,
+            attempt_id: campaign.attempt_id.clone(),
+            target_url: target.url.clone(),
+            api: target.api.clone(),
+            model: target.model.clone(),
+            simulated: target.simulated,
+            cases,
+            outcome,
+            telemetry: previous.and_then(|p| p.telemetry.clone()),
+            sweep,
+            client_check: previous.and_then(|p| p.client_check.clone()),
+        },
+        last_activity_s: last_activity(records.iter()),
+        records,
+        started_at: campaign.started_at.clone(),
+        telemetry: Vec::new(),
+        limits: campaign.config.limits,
     }
 }
 
@@ -267,48 +223,14 @@ pub(crate) fn case(c: &CampaignCase) -> Case {
     }
 }
 
-/// `llmload report DIR`: recomputes the attempt in `dir` from its records and rewrites
-/// `report.md`, `cases.csv` and `report.html` (never `summary.json`, which stays as the run left
-/// it).
-pub fn regenerate(dir: &Path) -> anyhow::Result<Report> {
-    let report = Report::load(dir)?;
-    let attempt = Attempt {
-        id: report.summary.attempt_id.clone(),
-        dir: dir.to_path_buf(),
-        started_at: report.started_at.clone().unwrap_or_default(),
-    };
-    attempt.write_text("report.md", &markdown::render(&report.summary))?;
-    attempt.write_text("cases.csv", &csv::render(&report.summary))?;
-    attempt.write_text("report.html", &html::render(&report))?;
-    Ok(report)
-}
-
-/// Writes `report.html` at the end of a run, from its `summary` and the records it wrote. The
-/// records are read one at a time and only those the page draws are kept (see
-/// [`records_for_html`]), so that a long run's file is never held whole.
-pub fn write_html(attempt: &Attempt, summary: &Summary) -> anyhow::Result<()> {
-    let (records, last_activity_s) = records_for_html(&attempt.dir.join("requests.jsonl"))?;
-    let report = Report {
-        summary: summary.clone(),
-        records,
-        last_activity_s,
-        started_at: Some(attempt.started_at.clone()),
-        telemetry: read_telemetry(&attempt.dir)?,
-        limits: read_campaign(&attempt.dir)
-            .map(|c| c.config.limits)
-            .unwrap_or_default(),
-    };
-    attempt.write_text("report.html", &html::render(&report))
-}
-
 /// The measured records the HTML page draws, slimmed to what it reads (token times dropped but
 /// the last): per case, the first [`TIMELINE_MAX`], and the failed ones among the first
 /// [`FAILED_SHOWN`] failures; with the latest activity of any record.
-fn records_for_html(path: &Path) -> anyhow::Result<(Vec<Record>, Option<f64>)> {
+pub fn records_for_html(path: &Path) -> anyhow::Result<(Vec<Record>, Option<f64>)> {
     let mut kept = Vec::new();
     let mut last: Option<f64> = None;
     let mut seen: BTreeMap<String, (usize, usize)> = BTreeMap::new();
-    crate::record::for_each_record(path, |mut r| {
+    crate::attempt::records::for_each_record(path, |mut r| {
         let t = r.done_s.unwrap_or(r.sent_s);
         last = Some(last.map_or(t, |l| l.max(t)));
         if r.phase != Phase::Measured {
@@ -329,22 +251,7 @@ fn records_for_html(path: &Path) -> anyhow::Result<(Vec<Record>, Option<f64>)> {
     Ok((kept, last))
 }
 
-/// Writes `summary` as `summary.json` and every view of it into the attempt folder `dir` (after
-/// a run has added to its summary, as a sweep does with its analysis).
-pub fn rewrite(dir: &Path, summary: &Summary) -> anyhow::Result<()> {
-    let campaign = read_campaign(dir)?;
-    let attempt = Attempt {
-        id: summary.attempt_id.clone(),
-        dir: dir.to_path_buf(),
-        started_at: campaign.started_at.clone().unwrap_or_default(),
-    };
-    attempt.write_json("summary.json", summary)?;
-    attempt.write_text("report.md", &markdown::render(summary))?;
-    attempt.write_text("cases.csv", &csv::render(summary))?;
-    write_html(&attempt, summary)
-}
-
-fn read_campaign(dir: &Path) -> anyhow::Result<Campaign> {
+pub fn read_campaign(dir: &Path) -> anyhow::Result<Campaign> {
     let path = dir.join("campaign.json");
     let text =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
@@ -366,16 +273,28 @@ pub fn read_telemetry(dir: &Path) -> anyhow::Result<Vec<Reading>> {
     }
 }
 
+/// The summary of every attempt folder in `dirs`, recomputed from its records.
+pub fn summaries(dirs: &[std::path::PathBuf]) -> anyhow::Result<Vec<Summary>> {
+    dirs.iter()
+        .map(|dir| {
+            read(dir)
+                .map(|r| r.summary)
+                .with_context(|| format!("attempt {}", dir.display()))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::fixture;
+    use crate::fixture;
+    use crate::report::markdown;
 
     #[test]
     fn the_page_keeps_only_the_records_it_draws() {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("requests.jsonl");
-        let mut sink = crate::record::RecordSink::create(&path).expect("sink");
+        let mut sink = crate::attempt::records::RecordSink::create(&path).expect("sink");
         let events: Vec<f64> = (1..=64).map(f64::from).collect();
         for i in 0..TIMELINE_MAX + 500 {
             let mut r = crate::record::ok_record(i as f64 * 0.01, None, events.clone());
@@ -394,7 +313,7 @@ mod tests {
         );
         let latest = (TIMELINE_MAX + 499) as f64 * 0.01 + 0.064;
         assert!(last.is_some_and(|l| (l - latest).abs() < 1e-9), "{last:?}");
-        let all = crate::record::read_records(&path).expect("readable");
+        let all = crate::attempt::records::read_records(&path).expect("readable");
         assert_eq!(last_activity(all.iter()), last);
     }
 
@@ -425,45 +344,11 @@ mod tests {
         });
         let mut previous = fixture::report().summary;
         previous.outcome.reason = Some("interrupted".into());
-        let report = Report::from_records(&campaign, fixture::records(), Some(&previous));
+        let report = from_records(&campaign, fixture::records(), Some(&previous));
         assert_eq!(report.summary.cases.len(), 4);
         assert_eq!(report.summary.outcome, previous.outcome);
-        let recomputed = Report::from_records(&campaign, fixture::records(), None);
+        let recomputed = from_records(&campaign, fixture::records(), None);
         assert_eq!(recomputed.summary.outcome.cases_total, 5);
-    }
-
-    #[test]
-    fn a_written_attempt_reads_back_to_the_same_summary() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let fixture = fixture::report();
-        let campaign = serde_json::json!({
-            "schema_version": 1,
-            "attempt_id": fixture.summary.attempt_id,
-            "started_at": fixture.started_at,
-            "config": {"rounds": 2, "seed": 7},
-            "cases": fixture::campaign().cases.iter().map(|c| serde_json::json!({
-                "id": c.id, "input_tokens": c.input_tokens,
-                "concurrency": c.concurrency, "output_tokens": c.output_tokens,
-            })).collect::<Vec<_>>(),
-            "target": {"url": fixture.summary.target_url, "api": "llamacpp",
-                       "model": fixture.summary.model, "simulated": true, "server": {}},
-        });
-        let write = |name: &str, text: String| {
-            std::fs::write(dir.path().join(name), text).expect("write");
-        };
-        write("campaign.json", campaign.to_string());
-        let lines: Vec<String> = fixture
-            .records
-            .iter()
-            .map(|r| serde_json::to_string(r).expect("record"))
-            .collect();
-        write("requests.jsonl", lines.join("\n") + "\n");
-        let report = regenerate(dir.path()).expect("regenerated");
-        assert_eq!(report.summary, fixture.summary);
-        assert!(!dir.path().join("summary.json").exists());
-        for file in ["report.md", "cases.csv", "report.html"] {
-            assert!(dir.path().join(file).is_file(), "{file}");
-        }
     }
 
     #[test]

@@ -9,20 +9,11 @@
 //! the case's; throughput counts the output tokens received inside each window, as the case's
 //! window throughput does, so the windows average to it.
 
-use crate::config::Config;
 use crate::record::{Record, Seconds, Status};
 use crate::stats::{Distribution, Samples};
 use crate::telemetry::Reading;
 use serde::{Deserialize, Serialize};
-use std::fmt::Write;
-use std::time::Duration;
 
-/// The default window is this share of the measurement window…
-const DEFAULT_WINDOWS: u32 = 20;
-/// …in whole seconds, at least this…
-const MIN_WINDOW: Duration = Duration::from_secs(1);
-/// …and at most this.
-const MAX_WINDOW: Duration = Duration::from_secs(300);
 /// A remainder shorter than this at the end of the measurement window is not a window of its own.
 const SLACK_S: Seconds = 1e-3;
 
@@ -120,24 +111,6 @@ impl Change {
             n_last,
         }
     }
-}
-
-/// The window length: `--series-window` when given, else one twentieth of the measurement window
-/// (`--duration` − `--warmup-time`) in whole seconds, between 1 s and 5 min; `None` (no series)
-/// without either, or for closed rounds.
-pub fn window_length(config: &Config) -> Option<Duration> {
-    if config.load.arrival == crate::workload::shape::Arrival::Rounds {
-        return None;
-    }
-    if let Some(explicit) = config.series_window {
-        return Some(explicit);
-    }
-    let measured = config
-        .load
-        .duration?
-        .saturating_sub(config.load.warmup_time);
-    let seconds = (measured / DEFAULT_WINDOWS).as_secs();
-    Some(Duration::from_secs(seconds).clamp(MIN_WINDOW, MAX_WINDOW))
 }
 
 /// The series of the measurement window `span`, cut into windows of `window_s`: `all` records
@@ -405,7 +378,7 @@ fn statement(drift: Option<&Drift>, windows: &[SeriesWindow], window_s: Seconds)
         let plural = if full == 1 { "" } else { "s" };
         return format!(
             "Drift: not enough windows to state drift ({full} full window{plural} of {}; 2 needed).",
-            seconds(window_s)
+            crate::fmt::span(window_s)
         );
     };
     let change = |name: &str, c: &Change, unit: &str, of: &str| {
@@ -440,65 +413,9 @@ fn statement(drift: Option<&Drift>, windows: &[SeriesWindow], window_s: Seconds)
         "Drift, first against last full window (windows {} and {} of {}): {}.",
         d.first_window,
         d.last_window,
-        seconds(window_s),
+        crate::fmt::span(window_s),
         parts.join("; ")
     )
-}
-
-fn seconds(s: Seconds) -> String {
-    humantime::format_duration(Duration::from_millis((s * 1e3).round() as u64)).to_string()
-}
-
-/// The series of every case that has one, as Markdown: a table per case and its drift statement.
-pub fn render(summary: &crate::summary::Summary) -> String {
-    let mut out = String::new();
-    for case in &summary.cases {
-        let Some(s) = &case.series else { continue };
-        let _ = writeln!(
-            out,
-            "\nSoak series, case {}{} (windows of {} from the end of the warmup time; requests \
-             by send time, throughput by token receipt):\n",
-            case.id,
-            if case.complete { "" } else { ", INCOMPLETE" },
-            seconds(s.window_s)
-        );
-        out.push_str(
-            "| Window | From (s) | Requests | Failed (cancelled) | Throughput (tokens/s) | TTFT p50 | TTFT p99 | n | GPU °C mean / max | GPU W mean / max |\n\
-             |---|---|---|---|---|---|---|---|---|---|\n",
-        );
-        for w in &s.windows {
-            let _ = writeln!(out, "| {} |", row(w).join(" | "));
-        }
-        let _ = writeln!(out, "\n{}", s.drift_statement);
-    }
-    out
-}
-
-fn row(w: &SeriesWindow) -> Vec<String> {
-    let ms = |v: Option<f64>| v.map_or_else(|| "–".to_owned(), |v| format!("{v:.1} ms"));
-    let pair = |a: Option<f64>, b: Option<f64>| match (a, b) {
-        (Some(a), Some(b)) => format!("{a:.1} / {b:.1}"),
-        _ => "–".to_owned(),
-    };
-    let gpu = w.gpu.as_ref();
-    vec![
-        format!("{}{}", w.index, if w.full { "" } else { " (short)" }),
-        format!("{:.1}", w.span_s[0]),
-        w.requests.to_string(),
-        format!("{} ({})", w.errors, w.cancelled),
-        format!("{:.1}", w.throughput_tps),
-        ms(w.ttft_ms.as_ref().map(|d| d.median)),
-        ms(w.ttft_ms.as_ref().map(|d| d.p99)),
-        w.ttft_ms.as_ref().map_or(0, |d| d.n).to_string(),
-        pair(
-            gpu.map(|g| g.temperature_c_mean),
-            gpu.map(|g| g.temperature_c_max),
-        ),
-        pair(
-            gpu.and_then(|g| g.power_w_mean),
-            gpu.and_then(|g| g.power_w_max),
-        ),
-    ]
 }
 
 #[cfg(test)]

@@ -178,31 +178,11 @@ fn gpu_figures_come_from_the_readings_inside_each_window() {
 }
 
 #[test]
-fn the_default_window_is_a_twentieth_of_the_measurement_window_within_bounds() {
-    let length = |duration: &str, warmup: Option<&str>, explicit: Option<&str>| {
-        let args = crate::cli::RunArgs {
-            arrival: Some(crate::workload::shape::Arrival::ClosedContinuous),
-            duration: Some(duration.into()),
-            warmup_time: warmup.map(str::to_owned),
-            series_window: explicit.map(str::to_owned),
-            ..crate::cli::RunArgs::default()
-        };
-        window_length(&Config::resolve(&args).expect("valid")).map(|d| d.as_secs())
-    };
-    assert_eq!(length("4h", None, None), Some(300));
-    assert_eq!(length("60s", None, None), Some(3));
-    assert_eq!(length("70s", Some("10s"), None), Some(3));
-    assert_eq!(length("6s", None, None), Some(1));
-    assert_eq!(length("4h", None, Some("1m")), Some(60));
-    let rounds = Config::resolve(&crate::cli::RunArgs::default()).expect("valid");
-    assert_eq!(window_length(&rounds), None, "closed rounds have no series");
-}
-
-#[test]
 fn a_stopped_case_ends_its_series_where_activity_ended() {
     let slo = crate::workload::shape::Slo::default();
     let series_of = |stopped: bool| {
-        let mut figures = crate::window::WindowFigures::new(0.0, Some(10.0), slo, Some(1.0));
+        let mut figures =
+            crate::summary::window::WindowFigures::new(0.0, Some(10.0), slo, Some(1.0));
         slowing().iter().for_each(|r| figures.add(r, None));
         let (_, bins) = figures.finish(10.0, stopped);
         let (bins, span) = bins.expect("a series");
@@ -229,7 +209,7 @@ fn the_runs_bins_equal_the_series_of_the_records() {
     let all: Vec<&Record> = records.iter().collect();
     let whole = series(&all, &records, (0.0, 5.5), 1.0, &[]);
     let slo = crate::workload::shape::Slo::default();
-    let mut figures = crate::window::WindowFigures::new(0.0, None, slo, Some(1.0));
+    let mut figures = crate::summary::window::WindowFigures::new(0.0, None, slo, Some(1.0));
     for r in &records {
         figures.add(r, None);
         figures.settle_to(r.sent_s);
@@ -271,7 +251,7 @@ fn a_live_soak_closes_windows_as_it_goes_and_ends_with_the_same_series() {
     let span = (0.0, 5.5);
     let whole = series(&all, &records, span, 1.0, &[]);
     let slo = crate::workload::shape::Slo::default();
-    let mut figures = crate::window::WindowFigures::new(0.0, None, slo, Some(1.0));
+    let mut figures = crate::summary::window::WindowFigures::new(0.0, None, slo, Some(1.0));
     let mut by_end = all.clone();
     by_end.sort_by(|a, b| a.last_seen().total_cmp(&b.last_seen()));
     let mut launched = 0;

@@ -4,15 +4,15 @@
 //! matches the one the run wrote. The records are replayed twice (once to learn each case's
 //! launches, once to fold them in), never held.
 
+use crate::attempt::load::{case, Campaign, CampaignCase};
 use crate::record::{Phase, Record, Seconds, Status};
-use crate::report::load::{case, Campaign, CampaignCase};
-use crate::saturation::{self, Point};
-use crate::soak::SeriesBins;
 use crate::stats::Spread;
+use crate::summary::saturation::{self, Point};
+use crate::summary::soak::SeriesBins;
+use crate::summary::sweep::{Axis, SweepSection};
+use crate::summary::window::{LoadSummary, WindowFigures};
 use crate::summary::{CaseFigures, CaseSummary, Summary};
-use crate::sweep::SweepSection;
 use crate::telemetry::Reading;
-use crate::window::{LoadSummary, WindowFigures};
 use crate::workload::shape::Slo;
 use std::collections::BTreeMap;
 
@@ -249,7 +249,7 @@ pub(crate) fn sweep(
     let before = before?;
     let points: Vec<Point> = saturation::curve(cases);
     Some(SweepSection {
-        analysis: saturation::analyse(&points, slo, before.axis == "concurrency"),
+        analysis: saturation::analyse(&points, slo, before.axis == Axis::Concurrency),
         ..before.clone()
     })
 }
@@ -257,8 +257,7 @@ pub(crate) fn sweep(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::fixture;
-    use crate::report::load::Report;
+    use crate::fixture;
 
     /// The fixture's `in64-c2-out4` records replayed as a closed-continuous case with a
     /// warmup time: the first warmup record is the single warmup request, the second is a
@@ -290,7 +289,7 @@ mod tests {
     #[test]
     fn a_continuous_case_gets_its_window_figures_back() {
         let (campaign, records) = continuous();
-        let report = Report::from_records(&campaign, records, None);
+        let report = crate::attempt::load::from_records(&campaign, records, None);
         let case = &report.summary.cases[0];
         let load = case.load.as_ref().expect("window figures");
         assert_eq!(load.shape, "closed-continuous");
@@ -319,16 +318,16 @@ mod tests {
     #[test]
     fn the_recorded_window_wins_and_a_stopped_case_stays_incomplete() {
         let (campaign, records) = continuous();
-        let first = Report::from_records(&campaign, records.clone(), None).summary;
+        let first = crate::attempt::load::from_records(&campaign, records.clone(), None).summary;
         let mut before = first.clone();
         let load = before.cases[0].load.as_mut().expect("load");
         load.window_s = [0.6, 0.7];
-        let again = Report::from_records(&campaign, records.clone(), Some(&before));
+        let again = crate::attempt::load::from_records(&campaign, records.clone(), Some(&before));
         let rebuilt = again.summary.cases[0].load.as_ref().expect("load");
         assert_eq!(rebuilt.window_s, [0.6, 0.7]);
         let mut stopped = first;
         stopped.cases[0].load = None;
-        let again = Report::from_records(&campaign, records, Some(&stopped));
+        let again = crate::attempt::load::from_records(&campaign, records, Some(&stopped));
         assert!(!again.summary.cases[0].complete);
         assert!(again.summary.cases[0].load.is_none());
     }

@@ -1,0 +1,152 @@
+//! An exchange becomes a record: its times relative to the attempt's start, and the verdict of
+//! checking the server's counters against what was asked.
+
+use crate::api::client::{Exchange, Failure};
+use crate::api::Counters;
+use crate::record::{Record, RequestMeta, Status};
+use tokio::time::Instant;
+
+/// The verdict of checking a response's counters against its request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// Every counter was reported.
+    pub verified: bool,
+    /// Contradictions between counters and request; empty when valid.
+    pub problems: Vec<String>,
+    /// Remarks that do not invalidate the response.
+    pub notes: Vec<String>,
+}
+
+/// Checks a complete response's counters: prompt processed in full, nothing from the cache but
+/// the `shared` tokens of a shared system prompt, exactly the requested number of output tokens
+/// (SPEC §4).
+pub fn verify(counters: &Counters, streamed: u32, input: u32, output: u32, shared: u32) -> Verdict {
+    let mut v = Verdict {
+        verified: true,
+        problems: Vec::new(),
+        notes: Vec::new(),
+    };
+    match counters.prompt_tokens {
+        Some(p) if p != input => v.problems.push(format!(
+            "server counted {p} prompt tokens, {input} were sent"
+        )),
+        Some(_) => {}
+        None => v.verified = false,
+    }
+    match counters.cached_tokens {
+        Some(c) if c > shared => v.problems.push(match shared {
+            0 => format!("{c} prompt tokens came from the server's cache"),
+            s => {
+                format!("{c} prompt tokens came from the server's cache, more than the {s} shared")
+            }
+        }),
+        Some(_) => {}
+        None => v.verified = false,
+    }
+    match counters.output_tokens {
+        Some(o) if o != output => v.problems.push(format!(
+            "server generated {o} tokens, {output} were requested"
+        )),
+        Some(o) if o != streamed => v.notes.push(format!(
+            "stream carried {streamed} token events for {o} generated tokens"
+        )),
+        Some(_) => {}
+        None => {
+            v.verified = false;
+            if streamed != output {
+                v.problems.push(format!(
+                    "stream carried {streamed} tokens, {output} were requested"
+                ));
+            }
+        }
+    }
+    if !v.verified {
+        v.notes
+            .push("server did not report every counter: response unverified".into());
+    }
+    v
+}
+
+/// Builds the record of an exchange; `origin` is the attempt's start.
+pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant) -> Record {
+    let since = |t: Instant| t.saturating_duration_since(origin).as_secs_f64();
+    let ms_from_sent = |t: Instant| t.saturating_duration_since(exchange.sent).as_secs_f64() * 1e3;
+    let streamed = exchange.streamed_tokens();
+    let (status, error_kind, error, verdict) = match &exchange.failure {
+        Some(f) => {
+            let status = if *f == Failure::Cancelled {
+                Status::Cancelled
+            } else {
+                Status::Error
+            };
+            (status, Some(f.kind().to_owned()), Some(f.to_string()), None)
+        }
+        None => {
+            let v = verify(
+                &exchange.counters,
+                streamed,
+                meta.input_tokens,
+                meta.output_tokens,
+                meta.shared_tokens,
+            );
+            if v.problems.is_empty() {
+                (Status::Ok, None, None, Some(v))
+            } else {
+                let why = v.problems.join("; ");
+                (Status::Invalid, Some("invalid".into()), Some(why), Some(v))
+            }
+        }
+    };
+    let multi = exchange.token_events.iter().any(|(_, k)| k != 1);
+    Record {
+        case: meta.case,
+        phase: meta.phase,
+        round: meta.round,
+        index: meta.index,
+        scheduled_s: meta.scheduled.map(since),
+        sent_s: since(exchange.sent),
+        first_token_s: exchange.first_token().map(since),
+        done_s: exchange.done.map(since),
+        ttft_ms: exchange.first_token().map(ms_from_sent),
+        e2e_ms: exchange
+            .done
+            .filter(|_| exchange.failure.is_none())
+            .map(ms_from_sent),
+        input_tokens: meta.input_tokens,
+        requested_output_tokens: meta.output_tokens,
+        prompt_tokens: exchange.counters.prompt_tokens,
+        cached_tokens: exchange.counters.cached_tokens,
+        shared_tokens: meta.shared_tokens,
+        output_tokens: exchange.counters.output_tokens,
+        token_events: exchange.token_events.len() as u32,
+        streamed_tokens: streamed,
+        status,
+        verified: verdict.as_ref().is_some_and(|v| v.verified),
+        error_kind,
+        error,
+        notes: {
+            let mut notes = verdict.map(|v| v.notes).unwrap_or_default();
+            if exchange.retried {
+                notes.push("sent twice: the server had closed the kept-alive connection".into());
+            }
+            notes
+        },
+        event_ms: exchange
+            .token_events
+            .iter()
+            .map(|(t, _)| round3(ms_from_sent(t)))
+            .collect(),
+        event_tokens: if multi {
+            exchange.token_events.iter().map(|(_, k)| k).collect()
+        } else {
+            Vec::new()
+        },
+    }
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1e3).round() / 1e3
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,96 @@
+//! What watches a run beside the runner: GPU telemetry, the server's `/metrics`, and the signals
+//! that stop it.
+
+use crate::attempt::Attempt;
+use crate::config::Config;
+use crate::guard::{Guard, Rule, Verdict};
+use crate::target::Target;
+use crate::telemetry::server_metrics;
+use crate::telemetry::{Sampler, TelemetrySummary};
+use std::sync::Arc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// What watches the run beside the runner: GPU telemetry, the server's `/metrics`, and Ctrl-C.
+pub struct Monitors {
+    stop: CancellationToken,
+    telemetry: tokio::task::JoinHandle<TelemetrySummary>,
+    scraper: tokio::task::JoinHandle<server_metrics::ServerMetricsSummary>,
+    watcher: tokio::task::JoinHandle<()>,
+}
+
+impl Monitors {
+    pub fn start(
+        config: &Config,
+        sampler: Sampler,
+        target: &Target,
+        attempt: &Attempt,
+        guard: &Arc<Guard>,
+        interrupted: CancellationToken,
+        origin: Instant,
+    ) -> Monitors {
+        let stop = CancellationToken::new();
+        Monitors {
+            telemetry: {
+                let guard = guard.clone();
+                tokio::spawn(sampler.run(
+                    attempt.dir.clone(),
+                    origin,
+                    move |r| guard.observe_reading(r),
+                    stop.clone(),
+                ))
+            },
+            scraper: tokio::spawn(server_metrics::scrape(
+                target.endpoint.client.clone(),
+                format!("{}/metrics", target.endpoint.base_url),
+                config.telemetry_interval,
+                attempt.dir.clone(),
+                origin,
+                stop.clone(),
+            )),
+            watcher: tokio::spawn(trip_on_interrupt(interrupted, guard.clone())),
+            stop,
+        }
+    }
+
+    /// Stops them; the telemetry summary, with the server metrics' when there were any (their
+    /// file is removed when the server had none).
+    pub async fn finish(self, dir: &std::path::Path) -> Option<TelemetrySummary> {
+        self.stop.cancel();
+        self.watcher.abort();
+        let server_metrics = self.scraper.await.ok().filter(|m| m.scrapes > 0);
+        if server_metrics.is_none() {
+            let _ = std::fs::remove_file(dir.join("server_metrics.jsonl"));
+        }
+        self.telemetry.await.ok().map(|mut t| {
+            t.server_metrics = server_metrics;
+            t
+        })
+    }
+}
+
+async fn trip_on_interrupt(interrupted: CancellationToken, guard: Arc<Guard>) {
+    interrupted.cancelled().await;
+    guard.trip(Verdict {
+        rule: Rule::Interrupted,
+        reason: "interrupted by the user (Ctrl-C)".into(),
+        sample: guard.latest(),
+        at: "signal".into(),
+    });
+}
+
+/// A token that fires on the first Ctrl-C; a second Ctrl-C ends the process at once (what was
+/// measured is already on disk).
+pub fn interrupts() -> CancellationToken {
+    let interrupted = CancellationToken::new();
+    let on_interrupt = interrupted.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_interrupt.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        }
+    });
+    interrupted
+}

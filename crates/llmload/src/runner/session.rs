@@ -1,0 +1,166 @@
+//! One attempt's run, case by case: the runner, what watches it (guard, telemetry, `/metrics`,
+//! the self-check, the progress line) and the summary they fill.
+
+use crate::attempt::records::RecordSink;
+use crate::attempt::{Attempt, SCHEMA_VERSION};
+use crate::config::Config;
+use crate::guard::Guard;
+use crate::progress::{self, Progress};
+use crate::runner::monitors::Monitors;
+use crate::runner::Runner;
+use crate::selfcheck;
+use crate::summary::{window, Outcome, Summary};
+use crate::target::Target;
+use crate::telemetry::{self, Sampler};
+use crate::workload::shape::CasePlan;
+use crate::workload::source::PromptSource;
+use anyhow::Context;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// A run in progress: its runner, its watchers, and the summary so far.
+pub struct Session<'a> {
+    config: &'a Config,
+    runner: Runner<'a>,
+    monitors: Monitors,
+    drawing: Option<JoinHandle<()>>,
+    self_check: selfcheck::Monitor,
+    dir: PathBuf,
+    /// Why a case could not go on, if one could not.
+    failure: Option<String>,
+    /// The figures of the cases run so far, and the outcome as it stands.
+    pub summary: Summary,
+}
+
+impl<'a> Session<'a> {
+    /// Starts the watchers and opens `requests.jsonl` in `attempt`; `simulated` marks the built-in
+    /// simulator, `interrupted` fires on a stop signal.
+    pub fn start(
+        config: &'a Config,
+        target: &'a Target,
+        prompts: &'a PromptSource,
+        attempt: &Attempt,
+        sampler: Sampler,
+        simulated: bool,
+        interrupted: CancellationToken,
+    ) -> anyhow::Result<Session<'a>> {
+        let origin = Instant::now();
+        let cancel = CancellationToken::new();
+        let guard = Arc::new(Guard::new(config.limits.clone(), origin, cancel.clone()));
+        let monitors = Monitors::start(
+            config,
+            sampler,
+            target,
+            attempt,
+            &guard,
+            interrupted,
+            origin,
+        );
+        let (progress, drawing) = Progress::start(config.quiet, guard.clone());
+        let sink = RecordSink::create(&attempt.dir.join("requests.jsonl"))
+            .context("creating requests.jsonl")?;
+        let runner = Runner {
+            target,
+            prompts,
+            sink,
+            origin,
+            cancel,
+            guard,
+            seed: config.seed,
+            serial: 0,
+            progress,
+            slo: config.load.slo,
+            series_window: config.series_window_length(),
+        };
+        let summary = Summary {
+            schema_version: SCHEMA_VERSION,
+            attempt_id: attempt.id.clone(),
+            target_url: target.endpoint.base_url.clone(),
+            api: config.api.name().to_owned(),
+            model: target.model.clone(),
+            simulated,
+            cases: Vec::new(),
+            outcome: Outcome::new(&[], 0, None, None),
+            telemetry: None,
+            sweep: None,
+            client_check: None,
+        };
+        Ok(Session {
+            config,
+            runner,
+            monitors,
+            drawing,
+            self_check: selfcheck::Monitor::start(),
+            dir: attempt.dir.clone(),
+            failure: None,
+            summary,
+        })
+    }
+
+    /// Runs `plan`, case number `summary.cases.len() + 1` of `planned`, after the process check
+    /// and the cool-down; returns whether the run goes on.
+    pub async fn run_case(&mut self, plan: &CasePlan, planned: usize) -> bool {
+        let case = &plan.case;
+        let guard = self.runner.guard.clone();
+        if guard.process_check(&format!("before case {}", case.id)) {
+            return false;
+        }
+        cool_down(self.config, &guard).await;
+        let number = self.summary.cases.len() + 1;
+        self.runner.progress.case(number, planned, plan);
+        match self.runner.run_case(plan, self.config.warmup).await {
+            Ok(run) => {
+                let dir = &self.dir;
+                let case = window::summarise(plan, run, || telemetry::written(dir));
+                self.summary.cases.push(case);
+            }
+            Err(e) => self.failure = Some(format!("case {}: {e:#}", case.id)),
+        }
+        if let (false, Some(done)) = (self.config.quiet, self.summary.cases.last()) {
+            let line = progress::case_line(self.summary.cases.len(), planned, done);
+            self.runner.progress.println(&line);
+        }
+        set_outcome(&mut self.summary, &guard, self.failure.clone(), planned);
+        guard.verdict().is_none() && self.failure.is_none()
+    }
+
+    /// Ends the run: the final process check, the watchers' summaries, the outcome.
+    pub async fn finish(mut self, planned: usize) -> Summary {
+        self.runner.progress.finish(self.drawing.take());
+        let guard = self.runner.guard.clone();
+        guard.process_check("the final process check");
+        let mut summary = self.summary;
+        summary.telemetry = self.monitors.finish(&self.dir).await;
+        summary.client_check = Some(self.self_check.finish(&summary.cases).await);
+        set_outcome(&mut summary, &guard, self.failure, planned);
+        summary
+    }
+}
+
+/// Waits, before a case, until every GPU is below `--cool-down-below` (up to the timeout).
+async fn cool_down(config: &Config, guard: &Guard) {
+    let Some(below) = config.cool_down_below_c else {
+        return;
+    };
+    let deadline = Instant::now() + config.cool_down_timeout;
+    while guard.latest().is_some_and(|r| r.temperature_c >= below) && Instant::now() < deadline {
+        if guard.process_check("cool-down") {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+}
+
+fn set_outcome(summary: &mut Summary, guard: &Guard, failure: Option<String>, total: usize) {
+    let verdict = guard.verdict();
+    let stop = verdict
+        .as_ref()
+        .map(|v| format!("stopped by the {} rule at {}: {}", v.rule, v.at, v.reason));
+    summary.outcome = Outcome::new(&summary.cases, total as u32, stop, failure);
+    summary.outcome.stop_sample = verdict
+        .and_then(|v| v.sample)
+        .and_then(|sample| serde_json::to_value(sample).ok());
+}

@@ -1,0 +1,151 @@
+//! Every file a run writes besides its records: `campaign.json`, `summary.json`, `report.md`,
+//! `cases.csv` and `report.html`, written after every case and at the end, and rewritten from
+//! the records alone by `llmload report`.
+
+use crate::attempt::load::{self, read_campaign, read_telemetry, records_for_html};
+use crate::attempt::{host_info, Attempt, SCHEMA_VERSION};
+use crate::config::Config;
+use crate::report::{csv, html, markdown, Report};
+use crate::summary::Summary;
+use crate::target::Target;
+use crate::workload::shape::CasePlan;
+use serde_json::json;
+use std::path::Path;
+
+/// Writes `campaign.json`: what was asked (the config, secrets left out), the cases planned so
+/// far, the target as it answered, and the host.
+pub fn campaign(
+    attempt: &Attempt,
+    config: &Config,
+    target: &Target,
+    simulated: bool,
+    plans: &[CasePlan],
+) -> anyhow::Result<()> {
+    attempt.write_json(
+        "campaign.json",
+        &campaign_json(config, attempt, target, simulated, plans),
+    )
+}
+
+/// Writes `summary.json`, `report.md` and `cases.csv`: after every case, so that a run stopped
+/// at any point leaves views of what it measured.
+pub fn write(attempt: &Attempt, summary: &Summary) -> anyhow::Result<()> {
+    attempt.write_json("summary.json", summary)?;
+    attempt.write_text("report.md", &markdown::render(summary))?;
+    attempt.write_text("cases.csv", &csv::render(summary))
+}
+
+/// `llmload report DIR`: recomputes the attempt in `dir` from its records and rewrites
+/// `report.md`, `cases.csv` and `report.html` (never `summary.json`, which stays as the run left
+/// it).
+pub fn regenerate(dir: &Path) -> anyhow::Result<Report> {
+    let report = load::read(dir)?;
+    let attempt = Attempt {
+        id: report.summary.attempt_id.clone(),
+        dir: dir.to_path_buf(),
+        started_at: report.started_at.clone().unwrap_or_default(),
+    };
+    attempt.write_text("report.md", &markdown::render(&report.summary))?;
+    attempt.write_text("cases.csv", &csv::render(&report.summary))?;
+    attempt.write_text("report.html", &html::render(&report))?;
+    Ok(report)
+}
+
+/// Writes `report.html` at the end of a run, from its `summary` and the records it wrote. The
+/// records are read one at a time and only those the page draws are kept (see
+/// [`records_for_html`]), so that a long run's file is never held whole.
+pub fn write_html(attempt: &Attempt, summary: &Summary) -> anyhow::Result<()> {
+    let (records, last_activity_s) = records_for_html(&attempt.dir.join("requests.jsonl"))?;
+    let report = Report {
+        summary: summary.clone(),
+        records,
+        last_activity_s,
+        started_at: Some(attempt.started_at.clone()),
+        telemetry: read_telemetry(&attempt.dir)?,
+        limits: read_campaign(&attempt.dir)
+            .map(|c| c.config.limits)
+            .unwrap_or_default(),
+    };
+    attempt.write_text("report.html", &html::render(&report))
+}
+
+/// Writes `summary` as `summary.json` and every view of it into the attempt folder `dir` (after
+/// a run has added to its summary, as a sweep does with its analysis).
+pub fn rewrite(dir: &Path, summary: &Summary) -> anyhow::Result<()> {
+    let campaign = read_campaign(dir)?;
+    let attempt = Attempt {
+        id: summary.attempt_id.clone(),
+        dir: dir.to_path_buf(),
+        started_at: campaign.started_at.clone().unwrap_or_default(),
+    };
+    attempt.write_json("summary.json", summary)?;
+    attempt.write_text("report.md", &markdown::render(summary))?;
+    attempt.write_text("cases.csv", &csv::render(summary))?;
+    write_html(&attempt, summary)
+}
+
+fn campaign_json(
+    config: &Config,
+    attempt: &Attempt,
+    target: &Target,
+    simulated: bool,
+    plans: &[CasePlan],
+) -> serde_json::Value {
+    json!({
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "llmload", "version": env!("CARGO_PKG_VERSION")},
+        "attempt_id": attempt.id,
+        "started_at": attempt.started_at,
+        "time_origin": "record times (*_s) are seconds since started_at, on the monotonic clock",
+        "config": config,
+        "cases": plans,
+        "target": {
+            "url": target.endpoint.base_url,
+            "api": config.api,
+            "model": target.model,
+            "simulated": simulated,
+            "server": target.server,
+        },
+        "host": host_info(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture;
+
+    #[test]
+    fn a_written_attempt_reads_back_to_the_same_summary() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let fixture = fixture::report();
+        let campaign = serde_json::json!({
+            "schema_version": 1,
+            "attempt_id": fixture.summary.attempt_id,
+            "started_at": fixture.started_at,
+            "config": {"rounds": 2, "seed": 7},
+            "cases": fixture::campaign().cases.iter().map(|c| serde_json::json!({
+                "id": c.id, "input_tokens": c.input_tokens,
+                "concurrency": c.concurrency, "output_tokens": c.output_tokens,
+            })).collect::<Vec<_>>(),
+            "target": {"url": fixture.summary.target_url, "api": "llamacpp",
+                       "model": fixture.summary.model, "simulated": true, "server": {}},
+        });
+        let write = |name: &str, text: String| {
+            std::fs::write(dir.path().join(name), text).expect("write");
+        };
+        write("campaign.json", campaign.to_string());
+        let lines: Vec<String> = fixture
+            .records
+            .iter()
+            .map(|r| serde_json::to_string(r).expect("record"))
+            .collect();
+        write("requests.jsonl", lines.join("\n") + "\n");
+        let report = regenerate(dir.path()).expect("regenerated");
+        assert_eq!(report.summary, fixture.summary);
+        assert!(!dir.path().join("summary.json").exists());
+        for file in ["report.md", "cases.csv", "report.html"] {
+            assert!(dir.path().join(file).is_file(), "{file}");
+        }
+    }
+}
