@@ -8,24 +8,27 @@
 
 use crate::attempt::load;
 use crate::cli::Command;
-use crate::config::{Config, ConfigError};
+use crate::config::Config;
+use crate::error::{Error, Result};
 use crate::plan::Question;
 use crate::report::{compare, markdown, saturation};
 use crate::summary::{Outcome, OutcomeStatus, Summary};
+use tokio_util::sync::CancellationToken;
 
 /// Runs `command`; returns its exit code.
-pub async fn execute(command: Command) -> anyhow::Result<u8> {
+pub async fn execute(command: Command) -> Result<u8> {
     match command {
         Command::Run(args) => {
             let config = Config::resolve(args.settings()?)?;
-            let result = crate::run(&config).await?;
+            let result = crate::run(&config, interrupts()).await?;
             print!("{}", summary_text(&result.summary, args.json));
             records_line(&result.dir, args.quiet);
             Ok(exit_code(&result.summary.outcome))
         }
         Command::Sweep(args) => {
             let config = Config::resolve(args.run.settings()?)?;
-            let (result, section) = crate::sweep(&config, (&*args).try_into()?).await?;
+            let (result, section) =
+                crate::sweep(&config, (&*args).try_into()?, interrupts()).await?;
             if args.run.json {
                 print!("{}", json(&result.summary));
             } else {
@@ -75,10 +78,11 @@ pub fn exit_code(outcome: &Outcome) -> u8 {
 }
 
 /// The exit code of an error: 2 for bad flags or a bad campaign file, else 1.
-pub fn error_code(error: &anyhow::Error) -> u8 {
-    match error.downcast_ref::<ConfigError>() {
-        Some(_) => 2,
-        None => 1,
+pub fn error_code(error: &Error) -> u8 {
+    if error.is_usage() {
+        2
+    } else {
+        1
     }
 }
 
@@ -103,4 +107,20 @@ fn json(value: &impl serde::Serialize) -> String {
         Ok(text) => text + "\n",
         Err(e) => format!("{{\"error\": {:?}}}\n", e.to_string()),
     }
+}
+
+/// A token that fires on the first Ctrl-C; a second Ctrl-C ends the process at once (what was
+/// measured is already on disk).
+pub fn interrupts() -> CancellationToken {
+    let interrupted = CancellationToken::new();
+    let on_interrupt = interrupted.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_interrupt.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        }
+    });
+    interrupted
 }

@@ -97,7 +97,7 @@ fn timed_out() -> Record {
     r.streamed_tokens = 1;
     r.verified = false;
     r.event_ms.truncate(1);
-    r.error_kind = Some("timeout".into());
+    r.error_kind = Some(crate::record::ErrorKind::Timeout);
     r.error = Some("no final event within 0.5 s <b>\"slow\", really</b> & gone".into());
     r
 }
@@ -172,7 +172,7 @@ pub fn sweep_report() -> Report {
             input_tokens: 64,
             concurrency: c,
             output_tokens: 8,
-            shape: Some("rounds".into()),
+            shape: Some(crate::workload::shape::ShapeKind::Rounds),
             rounds: Some(1),
             ..CampaignCase::default()
         })

@@ -20,6 +20,7 @@ pub mod cases;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod error;
 #[cfg(test)]
 pub(crate) mod fixture;
 pub mod fmt;
@@ -42,7 +43,7 @@ use crate::api::client::Endpoint;
 use crate::attempt::Attempt;
 use crate::cases::{CaseSource, Matrix, Sweep, SweepOptions};
 use crate::config::Config;
-use crate::runner::{monitors, session::Session};
+use crate::runner::session::Session;
 use crate::summary::sweep::SweepSection;
 use crate::summary::Summary;
 use crate::target::Target;
@@ -60,27 +61,31 @@ pub struct RunResult {
     pub summary: Summary,
 }
 
-/// `llmload run`: every case of the matrix.
-pub async fn run(config: &Config) -> anyhow::Result<RunResult> {
-    execute(config, &mut Matrix::new(config.plans())).await
+/// `llmload run`: every case of the matrix; `interrupted` stops the run cleanly.
+pub async fn run(config: &Config, interrupted: CancellationToken) -> error::Result<RunResult> {
+    execute(config, interrupted, &mut Matrix::new(config.plans())).await
 }
 
 /// `llmload sweep`: steps the load, then adds the saturation analysis to the summary and views.
 pub async fn sweep(
     config: &Config,
     options: SweepOptions,
-) -> anyhow::Result<(RunResult, SweepSection)> {
+    interrupted: CancellationToken,
+) -> error::Result<(RunResult, SweepSection)> {
     let mut source = Sweep::new(config, options)?;
-    let mut result = execute(config, &mut source).await?;
+    let mut result = execute(config, interrupted, &mut source).await?;
     let section = source.section(&result.summary, config);
     result.summary.sweep = Some(section.clone());
     views::rewrite(&result.dir, &result.summary)?;
     Ok((result, section))
 }
 
-/// Runs the cases of `source` against `--url`, or against the built-in simulator started here;
-/// Ctrl-C stops the run cleanly.
-pub async fn execute<S: CaseSource>(config: &Config, source: &mut S) -> anyhow::Result<RunResult> {
+/// Runs the cases of `source` against `--url`, or against the built-in simulator started here.
+pub async fn execute<S: CaseSource>(
+    config: &Config,
+    interrupted: CancellationToken,
+    source: &mut S,
+) -> error::Result<RunResult> {
     let simulator = match &config.url {
         Some(_) => None,
         None => Some(sim::start_default(config.quiet).await?),
@@ -90,14 +95,7 @@ pub async fn execute<S: CaseSource>(config: &Config, source: &mut S) -> anyhow::
         .clone()
         .or(simulator.as_ref().map(|s| s.url.clone()));
     let url = url.unwrap_or_default();
-    measure(
-        config,
-        &url,
-        simulator.is_some(),
-        monitors::interrupts(),
-        source,
-    )
-    .await
+    measure(config, &url, simulator.is_some(), interrupted, source).await
 }
 
 /// One attempt, top to bottom: connect, prepare the prompts, create the attempt folder, run the
@@ -109,7 +107,7 @@ pub async fn measure<S: CaseSource>(
     simulated: bool,
     interrupted: CancellationToken,
     source: &mut S,
-) -> anyhow::Result<RunResult> {
+) -> error::Result<RunResult> {
     api::http1::raise_open_files_limit();
     let endpoint = Endpoint::build(
         url,

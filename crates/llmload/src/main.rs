@@ -25,7 +25,7 @@ fn main() -> ExitCode {
     match runtime.block_on(commands::execute(cli.command)) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {e}");
             ExitCode::from(commands::error_code(&e))
         }
     }

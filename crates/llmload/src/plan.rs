@@ -10,10 +10,10 @@
 //! labelled as such.
 
 use crate::attempt::load;
+use crate::error::Context;
 use crate::fmt::thousands;
 use crate::stats::Distribution;
 use crate::summary::{CaseSummary, Summary};
-use anyhow::Context;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -121,7 +121,7 @@ pub struct Plan {
 }
 
 /// `llmload plan`: loads every attempt in `dirs` and answers `question`.
-pub fn plan(dirs: &[PathBuf], question: &Question) -> anyhow::Result<Plan> {
+pub fn plan(dirs: &[PathBuf], question: &Question) -> crate::error::Result<Plan> {
     let measured = dirs
         .iter()
         .map(|dir| {
@@ -132,7 +132,7 @@ pub fn plan(dirs: &[PathBuf], question: &Question) -> anyhow::Result<Plan> {
                 })
                 .with_context(|| format!("attempt {}", dir.display()))
         })
-        .collect::<anyhow::Result<Vec<Measured>>>()?;
+        .collect::<crate::error::Result<Vec<Measured>>>()?;
     Ok(answer(question, &measured))
 }
 

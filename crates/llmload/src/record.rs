@@ -86,7 +86,7 @@ pub struct Record {
     pub verified: bool,
     /// `http`, `connect`, `timeout`, `disconnected`, `malformed`, `server_error`, `cancelled`,
     /// or `invalid` for a response that failed verification.
-    pub error_kind: Option<String>,
+    pub error_kind: Option<ErrorKind>,
     /// What went wrong, in words.
     pub error: Option<String>,
     /// Remarks that do not change the status (e.g. stream count ≠ server count).
@@ -97,6 +97,50 @@ pub struct Record {
     /// Tokens per event, present only when some event carried more than one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub event_tokens: Vec<u32>,
+}
+
+/// Why a request did not end `ok`, as `requests.jsonl` and the summary name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// Stopped by the run (a guard rule, a signal) before it ended.
+    Cancelled,
+    /// The connection could not be opened.
+    Connect,
+    /// The connection closed before the final event.
+    Disconnected,
+    /// An HTTP status other than 200.
+    Http,
+    /// Complete, but its counters contradict the request.
+    Invalid,
+    /// The stream could not be decoded.
+    Malformed,
+    /// The server reported an error inside the stream.
+    ServerError,
+    /// No final event within `--timeout`.
+    Timeout,
+}
+
+impl ErrorKind {
+    /// The kind's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::Connect => "connect",
+            ErrorKind::Disconnected => "disconnected",
+            ErrorKind::Http => "http",
+            ErrorKind::Invalid => "invalid",
+            ErrorKind::Malformed => "malformed",
+            ErrorKind::ServerError => "server_error",
+            ErrorKind::Timeout => "timeout",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// What a request was.

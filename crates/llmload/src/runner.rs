@@ -14,6 +14,7 @@
 use crate::api::client::Exchange;
 use crate::api::{Body, GenerationRequest, Prompt};
 use crate::attempt::records::RecordSink;
+use crate::error::Context;
 use crate::guard::Guard;
 use crate::record::{Phase, RequestMeta, Seconds};
 use crate::summary::window::{CaseRun, WindowFigures};
@@ -23,7 +24,6 @@ use crate::workload::schedule::{self, Bound};
 use crate::workload::shape::{CasePlan, Shape, Slo};
 use crate::workload::source::PromptSource;
 use crate::workload::trace::{self, TraceEntry};
-use anyhow::Context;
 use rand::SeedableRng;
 use std::sync::Arc;
 use std::time::Duration;
@@ -90,7 +90,11 @@ const CHECK: Duration = Duration::from_millis(100);
 
 impl Runner<'_> {
     /// Runs `warmup` single requests then the load of `plan`.
-    pub async fn run_case(&mut self, plan: &CasePlan, warmup: u32) -> anyhow::Result<CaseRun> {
+    pub async fn run_case(
+        &mut self,
+        plan: &CasePlan,
+        warmup: u32,
+    ) -> crate::error::Result<CaseRun> {
         let mut run = CaseRun::default();
         for index in 0..warmup {
             let at = format!("before warmup {} of case {}", index + 1, plan.case.id);
@@ -158,7 +162,7 @@ impl Runner<'_> {
         plan: &CasePlan,
         rounds: u32,
         run: &mut CaseRun,
-    ) -> anyhow::Result<()> {
+    ) -> crate::error::Result<()> {
         for round in 1..=rounds {
             let at = format!("before round {round} of case {}", plan.case.id);
             if self.guard.process_check(&at) {
@@ -186,7 +190,7 @@ impl Runner<'_> {
         plan: &CasePlan,
         pacing: Pacing,
         run: &mut CaseRun,
-    ) -> anyhow::Result<()> {
+    ) -> crate::error::Result<()> {
         let mut in_flight = InFlight::new();
         let total = match pacing.bound {
             Bound::Requests(n) => n,
@@ -256,7 +260,7 @@ impl Runner<'_> {
         cap: Option<u32>,
         in_flight: &mut InFlight,
         run: &mut CaseRun,
-    ) -> anyhow::Result<()> {
+    ) -> crate::error::Result<()> {
         while cap.is_some_and(|cap| in_flight.len() >= cap as usize) && !self.cancel.is_cancelled()
         {
             self.settle_next(in_flight, run).await?;
@@ -268,7 +272,7 @@ impl Runner<'_> {
         &mut self,
         in_flight: &mut InFlight,
         run: &mut CaseRun,
-    ) -> anyhow::Result<()> {
+    ) -> crate::error::Result<()> {
         if let Some(joined) = in_flight.join_next().await {
             let (meta, exchange) = joined.context("a request task failed")?;
             self.settle(meta, &exchange, run)?;
@@ -283,7 +287,7 @@ impl Runner<'_> {
         meta: RequestMeta,
         exchange: &Exchange,
         run: &mut CaseRun,
-    ) -> anyhow::Result<()> {
+    ) -> crate::error::Result<()> {
         let launched = meta.launched.map(|t| self.since(t));
         let record = exchange::record(meta, exchange, self.origin);
         self.sink
@@ -331,7 +335,7 @@ impl Runner<'_> {
         plan: &CasePlan,
         index: u64,
         entry: Option<TraceEntry>,
-    ) -> anyhow::Result<Prepared> {
+    ) -> crate::error::Result<Prepared> {
         let index = u32::try_from(index).unwrap_or(u32::MAX);
         let mut meta = self.meta(plan, Phase::Measured, None, index, None);
         if let Some(entry) = entry {
@@ -342,7 +346,7 @@ impl Runner<'_> {
         Ok((meta, body))
     }
 
-    async fn body(&mut self, meta: &RequestMeta, slot: Option<u32>) -> anyhow::Result<Body> {
+    async fn body(&mut self, meta: &RequestMeta, slot: Option<u32>) -> crate::error::Result<Body> {
         let prompt = self.next_prompt(meta.input_tokens).await?;
         let request = GenerationRequest {
             prompt: &prompt,
@@ -360,7 +364,7 @@ impl Runner<'_> {
         &mut self,
         requests: Vec<(RequestMeta, Option<u32>)>,
         run: &mut CaseRun,
-    ) -> anyhow::Result<()> {
+    ) -> crate::error::Result<()> {
         let mut bodies = Vec::with_capacity(requests.len());
         for (meta, slot) in &requests {
             bodies.push(self.body(meta, *slot).await?);
@@ -385,7 +389,7 @@ impl Runner<'_> {
         });
     }
 
-    async fn next_prompt(&mut self, tokens: u32) -> anyhow::Result<Prompt> {
+    async fn next_prompt(&mut self, tokens: u32) -> crate::error::Result<Prompt> {
         let serial = self.serial;
         self.serial += 1;
         self.prompts

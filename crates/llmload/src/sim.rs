@@ -2,7 +2,7 @@
 //! `--url` starts it in-process (profile `seed-qwen3-8b`) so that the main job needs no setup.
 
 use crate::config::ConfigError;
-use anyhow::Context;
+use crate::error::{Context, Error};
 use llmload_sim::{serve, FaultSpec, Profile, Schedule, SimConfig};
 use std::io::Write;
 use tokio_util::sync::CancellationToken;
@@ -51,12 +51,15 @@ fn sim_config(
 }
 
 /// Starts the default simulator on a free loopback port, saying so on stderr unless `quiet`.
-pub async fn start_default(quiet: bool) -> anyhow::Result<LocalSimulator> {
+pub async fn start_default(quiet: bool) -> crate::error::Result<LocalSimulator> {
     let config = sim_config(DEFAULT_PROFILE, None, 0, 1.0, &[])?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .context("binding the simulator")?;
-    let url = format!("http://{}", listener.local_addr()?);
+    let url = format!(
+        "http://{}",
+        listener.local_addr().context("the simulator's address")?
+    );
     let shutdown = CancellationToken::new();
     let stop = shutdown.clone();
     tokio::spawn(async move {
@@ -95,7 +98,7 @@ pub struct SimOptions {
 }
 
 /// `llmload sim`: serves until Ctrl-C; the first line on stdout is its address.
-pub async fn serve_until_stopped(args: &SimOptions) -> anyhow::Result<()> {
+pub async fn serve_until_stopped(args: &SimOptions) -> crate::error::Result<()> {
     if !(args.time_scale.is_finite() && args.time_scale > 0.0) {
         return Err(ConfigError("--time-scale must be a number above 0".into()).into());
     }
@@ -120,8 +123,10 @@ pub async fn serve_until_stopped(args: &SimOptions) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
     let mut stdout = std::io::stdout();
-    writeln!(stdout, "listening on http://{}", listener.local_addr()?)?;
-    stdout.flush()?;
+    let address = listener.local_addr().context("the simulator's address")?;
+    writeln!(stdout, "listening on http://{address}")
+        .and_then(|()| stdout.flush())
+        .context("writing to stdout")?;
     let shutdown = CancellationToken::new();
     let stop = shutdown.clone();
     tokio::spawn(async move {
@@ -129,5 +134,7 @@ pub async fn serve_until_stopped(args: &SimOptions) -> anyhow::Result<()> {
             stop.cancel();
         }
     });
-    serve(listener, config, shutdown).await.context("simulator")
+    serve(listener, config, shutdown)
+        .await
+        .map_err(|e| Error::Internal(format!("simulator: {e}")))
 }

@@ -8,7 +8,7 @@ pub mod soak;
 pub mod sweep;
 pub mod window;
 
-use crate::record::{Record, Status};
+use crate::record::{ErrorKind, Record, Status};
 use crate::stats::{Distribution, Samples, Spread};
 use crate::workload::shape::Case;
 use serde::{Deserialize, Serialize};
@@ -46,7 +46,7 @@ pub struct Counts {
     pub unverified: u32,
     /// Failures and invalid responses by kind.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub by_kind: BTreeMap<String, u32>,
+    pub by_kind: BTreeMap<ErrorKind, u32>,
 }
 
 /// Figures of one case.
@@ -225,7 +225,7 @@ impl CaseFigures {
             Status::Cancelled => c.cancelled += 1,
         }
         if let Some(kind) = &r.error_kind {
-            *c.by_kind.entry(kind.clone()).or_default() += 1;
+            *c.by_kind.entry(*kind).or_default() += 1;
         }
     }
 

@@ -6,7 +6,7 @@
 
 use crate::api::client::{root_cause, Endpoint};
 use crate::api::{Api, GenerationRequest, Prompt};
-use anyhow::{bail, Context};
+use crate::error::{Context, Error};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -29,7 +29,10 @@ impl Target {
     }
 
     /// Checks that the server answers, and collects what it says about itself.
-    pub async fn connect(endpoint: Endpoint, model: Option<String>) -> anyhow::Result<Target> {
+    pub async fn connect(
+        endpoint: Endpoint,
+        model: Option<String>,
+    ) -> crate::error::Result<Target> {
         let base = endpoint.base_url.clone();
         let mut server = json!({});
         let mut reached = false;
@@ -46,7 +49,9 @@ impl Target {
                     if status == reqwest::StatusCode::UNAUTHORIZED
                         || status == reqwest::StatusCode::FORBIDDEN
                     {
-                        bail!("{url} answered {status}: check --api-key");
+                        return Err(Error::Target(format!(
+                            "{url} answered {status}: check --api-key"
+                        )));
                     }
                     if status.is_success() {
                         if let Ok(body) = response.json::<Value>().await {
@@ -55,17 +60,22 @@ impl Target {
                     }
                 }
                 Err(e) if e.is_connect() => {
-                    bail!("cannot reach {base}: {}", root_cause(&e))
+                    return Err(Error::Target(format!(
+                        "cannot reach {base}: {}",
+                        root_cause(&e)
+                    )))
                 }
-                Err(e) => bail!("{url}: {}", root_cause(&e)),
+                Err(e) => return Err(Error::Target(format!("{url}: {}", root_cause(&e)))),
             }
         }
         if !reached {
-            bail!("cannot reach {base}");
+            return Err(Error::Target(format!("cannot reach {base}")));
         }
         let model = model.or_else(|| first_model(&server));
         if endpoint.api != Api::Llamacpp && model.is_none() {
-            bail!("the server lists no model at {base}/v1/models: pass --model");
+            return Err(Error::Target(format!(
+                "the server lists no model at {base}/v1/models: pass --model"
+            )));
         }
         Ok(Target {
             endpoint,
@@ -76,7 +86,7 @@ impl Target {
 
     /// The chat prompt the server builds around one user message (llama-server's
     /// `/apply-template`), or `None` when it has no such endpoint.
-    pub async fn apply_template(&self, text: &str) -> anyhow::Result<Option<String>> {
+    pub async fn apply_template(&self, text: &str) -> crate::error::Result<Option<String>> {
         let url = format!("{}/apply-template", self.endpoint.base_url);
         let body = json!({"messages": [{"role": "user", "content": text}]});
         let response = self
@@ -99,7 +109,11 @@ impl Target {
 
     /// The server's tokens for `text` (with BOS and the like when `special`), or `None` when it
     /// has no tokenizer endpoint.
-    pub async fn tokenize(&self, text: &str, special: bool) -> anyhow::Result<Option<Vec<u32>>> {
+    pub async fn tokenize(
+        &self,
+        text: &str,
+        special: bool,
+    ) -> crate::error::Result<Option<Vec<u32>>> {
         let mut body = json!({"content": text, "prompt": text, "add_special": special,
             "add_special_tokens": special});
         if let Some(model) = &self.model {
@@ -118,7 +132,10 @@ impl Target {
             return Ok(None);
         }
         if !response.status().is_success() {
-            bail!("POST {url} answered {}", response.status());
+            return Err(Error::Target(format!(
+                "POST {url} answered {}",
+                response.status()
+            )));
         }
         let body: Value = response
             .json()
@@ -135,7 +152,7 @@ impl Target {
     }
 
     /// Prompt tokens the server counts for `prompt`, asked with a one-token generation.
-    pub async fn probe_prompt_tokens(&self, prompt: Prompt) -> anyhow::Result<u32> {
+    pub async fn probe_prompt_tokens(&self, prompt: Prompt) -> crate::error::Result<u32> {
         let request = GenerationRequest {
             prompt: &prompt,
             output_tokens: 1,
@@ -146,7 +163,7 @@ impl Target {
         let body = crate::api::Body::from_json(&self.endpoint.api.body(&request));
         let exchange = self.endpoint.stream(&body, &CancellationToken::new()).await;
         if let Some(failure) = exchange.failure {
-            bail!("probe request failed: {failure}");
+            return Err(Error::Target(format!("probe request failed: {failure}")));
         }
         exchange
             .counters

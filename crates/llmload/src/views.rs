@@ -20,7 +20,7 @@ pub fn campaign(
     target: &Target,
     simulated: bool,
     plans: &[CasePlan],
-) -> anyhow::Result<()> {
+) -> crate::error::Result<()> {
     attempt.write_json(
         "campaign.json",
         &campaign_json(config, attempt, target, simulated, plans),
@@ -29,7 +29,7 @@ pub fn campaign(
 
 /// Writes `summary.json`, `report.md` and `cases.csv`: after every case, so that a run stopped
 /// at any point leaves views of what it measured.
-pub fn write(attempt: &Attempt, summary: &Summary) -> anyhow::Result<()> {
+pub fn write(attempt: &Attempt, summary: &Summary) -> crate::error::Result<()> {
     attempt.write_json("summary.json", summary)?;
     attempt.write_text("report.md", &markdown::render(summary))?;
     attempt.write_text("cases.csv", &csv::render(summary))
@@ -38,7 +38,7 @@ pub fn write(attempt: &Attempt, summary: &Summary) -> anyhow::Result<()> {
 /// `llmload report DIR`: recomputes the attempt in `dir` from its records and rewrites
 /// `report.md`, `cases.csv` and `report.html` (never `summary.json`, which stays as the run left
 /// it).
-pub fn regenerate(dir: &Path) -> anyhow::Result<Report> {
+pub fn regenerate(dir: &Path) -> crate::error::Result<Report> {
     let report = load::read(dir)?;
     let attempt = Attempt {
         id: report.summary.attempt_id.clone(),
@@ -54,7 +54,7 @@ pub fn regenerate(dir: &Path) -> anyhow::Result<Report> {
 /// Writes `report.html` at the end of a run, from its `summary` and the records it wrote. The
 /// records are read one at a time and only those the page draws are kept (see
 /// [`records_for_html`]), so that a long run's file is never held whole.
-pub fn write_html(attempt: &Attempt, summary: &Summary) -> anyhow::Result<()> {
+pub fn write_html(attempt: &Attempt, summary: &Summary) -> crate::error::Result<()> {
     let (records, last_activity_s) = records_for_html(&attempt.dir.join("requests.jsonl"))?;
     let report = Report {
         summary: summary.clone(),
@@ -71,7 +71,7 @@ pub fn write_html(attempt: &Attempt, summary: &Summary) -> anyhow::Result<()> {
 
 /// Writes `summary` as `summary.json` and every view of it into the attempt folder `dir` (after
 /// a run has added to its summary, as a sweep does with its analysis).
-pub fn rewrite(dir: &Path, summary: &Summary) -> anyhow::Result<()> {
+pub fn rewrite(dir: &Path, summary: &Summary) -> crate::error::Result<()> {
     let campaign = read_campaign(dir)?;
     let attempt = Attempt {
         id: summary.attempt_id.clone(),

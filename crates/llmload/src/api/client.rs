@@ -11,6 +11,7 @@ use super::http1::{self, BodyDecoder, Origin};
 use super::sse::SseDecoder;
 pub use super::token_events::TokenEvents;
 use super::{Api, Body, Counters, EventError};
+use crate::record::ErrorKind;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpStream;
@@ -50,15 +51,15 @@ pub enum Failure {
 
 impl Failure {
     /// The kind as written in records.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            Failure::Http { .. } => "http",
-            Failure::Connect(_) => "connect",
-            Failure::Timeout(_) => "timeout",
-            Failure::Disconnected(_) => "disconnected",
-            Failure::Malformed(_) => "malformed",
-            Failure::Server(_) => "server_error",
-            Failure::Cancelled => "cancelled",
+            Failure::Http { .. } => ErrorKind::Http,
+            Failure::Connect(_) => ErrorKind::Connect,
+            Failure::Timeout(_) => ErrorKind::Timeout,
+            Failure::Disconnected(_) => ErrorKind::Disconnected,
+            Failure::Malformed(_) => ErrorKind::Malformed,
+            Failure::Server(_) => ErrorKind::ServerError,
+            Failure::Cancelled => ErrorKind::Cancelled,
         }
     }
 }
@@ -128,6 +129,15 @@ pub enum BuildError {
     /// The HTTP client could not be built.
     #[error("building the HTTP client: {0}")]
     Client(#[source] reqwest::Error),
+}
+
+impl From<BuildError> for crate::error::Error {
+    fn from(e: BuildError) -> Self {
+        match e {
+            BuildError::Header(_) => crate::error::ConfigError(e.to_string()).into(),
+            BuildError::Client(_) => crate::error::Error::Internal(e.to_string()),
+        }
+    }
 }
 
 impl Endpoint {

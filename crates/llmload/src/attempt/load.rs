@@ -4,12 +4,12 @@
 //! summary that the records do not support.
 
 use super::rebuild;
+use crate::error::Context;
 use crate::record::{Phase, Record};
 use crate::report::{CampaignLimits, Report, FAILED_SHOWN, TIMELINE_MAX};
 use crate::summary::{CaseSummary, Outcome, Summary};
 use crate::telemetry::Reading;
-use crate::workload::shape::Case;
-use anyhow::Context;
+use crate::workload::shape::{Case, ShapeKind};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -91,7 +91,7 @@ pub struct CampaignCase {
     pub output_tokens: u32,
     /// `rounds`, `closed-continuous`, `open` or `replay`.
     #[serde(default)]
-    pub shape: Option<String>,
+    pub shape: Option<ShapeKind>,
     /// Closed rounds: measured rounds.
     #[serde(default)]
     pub rounds: Option<u32>,
@@ -136,7 +136,7 @@ fn last_activity<'a>(records: impl Iterator<Item = &'a Record>) -> Option<f64> {
 
 /// Reads the attempt folder `dir` and recomputes its summary from `requests.jsonl`, read
 /// one line at a time (a long run's file is never held whole).
-pub fn read(dir: &Path) -> anyhow::Result<Report> {
+pub fn read(dir: &Path) -> crate::error::Result<Report> {
     let campaign = read_campaign(dir)?;
     let telemetry = read_telemetry(dir)?;
     let path = dir.join("summary.json");
@@ -226,7 +226,7 @@ pub(crate) fn case(c: &CampaignCase) -> Case {
 /// The measured records the HTML page draws, slimmed to what it reads (token times dropped but
 /// the last): per case, the first [`TIMELINE_MAX`], and the failed ones among the first
 /// [`FAILED_SHOWN`] failures; with the latest activity of any record.
-pub fn records_for_html(path: &Path) -> anyhow::Result<(Vec<Record>, Option<f64>)> {
+pub fn records_for_html(path: &Path) -> crate::error::Result<(Vec<Record>, Option<f64>)> {
     let mut kept = Vec::new();
     let mut last: Option<f64> = None;
     let mut seen: BTreeMap<String, (usize, usize)> = BTreeMap::new();
@@ -251,7 +251,7 @@ pub fn records_for_html(path: &Path) -> anyhow::Result<(Vec<Record>, Option<f64>
     Ok((kept, last))
 }
 
-pub fn read_campaign(dir: &Path) -> anyhow::Result<Campaign> {
+pub fn read_campaign(dir: &Path) -> crate::error::Result<Campaign> {
     let path = dir.join("campaign.json");
     let text =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
@@ -261,7 +261,7 @@ pub fn read_campaign(dir: &Path) -> anyhow::Result<Campaign> {
 
 /// The readings of `telemetry.jsonl` in `dir`; none when there is no such file. A line that is
 /// not a reading (a run killed mid-write leaves half a line) is skipped.
-pub fn read_telemetry(dir: &Path) -> anyhow::Result<Vec<Reading>> {
+pub fn read_telemetry(dir: &Path) -> crate::error::Result<Vec<Reading>> {
     let path = dir.join("telemetry.jsonl");
     match std::fs::read_to_string(&path) {
         Ok(text) => Ok(text
@@ -274,7 +274,7 @@ pub fn read_telemetry(dir: &Path) -> anyhow::Result<Vec<Reading>> {
 }
 
 /// The summary of every attempt folder in `dirs`, recomputed from its records.
-pub fn summaries(dirs: &[std::path::PathBuf]) -> anyhow::Result<Vec<Summary>> {
+pub fn summaries(dirs: &[std::path::PathBuf]) -> crate::error::Result<Vec<Summary>> {
     dirs.iter()
         .map(|dir| {
             read(dir)
@@ -300,7 +300,7 @@ mod tests {
             let mut r = crate::record::ok_record(i as f64 * 0.01, None, events.clone());
             if i >= TIMELINE_MAX + 300 {
                 r.status = crate::record::Status::Error;
-                r.error_kind = Some("http".into());
+                r.error_kind = Some(crate::record::ErrorKind::Http);
             }
             sink.append(&r).expect("append");
         }

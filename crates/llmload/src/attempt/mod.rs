@@ -5,7 +5,7 @@ pub mod load;
 pub mod rebuild;
 pub mod records;
 
-use anyhow::Context;
+use crate::error::{Context, Error};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -27,7 +27,7 @@ pub struct Attempt {
 
 impl Attempt {
     /// Creates a new attempt folder under `out/name/`.
-    pub fn create(out: &Path, name: &str) -> anyhow::Result<Attempt> {
+    pub fn create(out: &Path, name: &str) -> crate::error::Result<Attempt> {
         let now = SystemTime::now();
         let started_at = humantime::format_rfc3339_seconds(now).to_string();
         let stamp: String = started_at
@@ -56,20 +56,21 @@ impl Attempt {
                 Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
             }
         }
-        anyhow::bail!(
+        return Err(Error::Internal(format!(
             "could not create a fresh attempt folder under {}",
             parent.display()
-        )
+        )));
     }
 
     /// Writes `value` as pretty JSON to `file` in the attempt folder (atomically: temp + rename).
-    pub fn write_json(&self, file: &str, value: &impl Serialize) -> anyhow::Result<()> {
-        let text = serde_json::to_string_pretty(value)?;
+    pub fn write_json(&self, file: &str, value: &impl Serialize) -> crate::error::Result<()> {
+        let text =
+            serde_json::to_string_pretty(value).with_context(|| format!("writing {file}"))?;
         self.write_text(file, &text)
     }
 
     /// Writes `text` to `file` in the attempt folder (atomically).
-    pub fn write_text(&self, file: &str, text: &str) -> anyhow::Result<()> {
+    pub fn write_text(&self, file: &str, text: &str) -> crate::error::Result<()> {
         let path = self.dir.join(file);
         let temp = self.dir.join(format!(".{file}.tmp"));
         std::fs::write(&temp, text).with_context(|| format!("writing {}", temp.display()))?;

@@ -10,23 +10,23 @@ use crate::stats::Spread;
 use crate::summary::saturation::{self, Point};
 use crate::summary::soak::SeriesBins;
 use crate::summary::sweep::{Axis, SweepSection};
-use crate::summary::window::{LoadSummary, WindowFigures};
+use crate::summary::window::{LoadShape, LoadSummary, WindowFigures};
 use crate::summary::{CaseFigures, CaseSummary, Summary};
 use crate::telemetry::Reading;
-use crate::workload::shape::Slo;
+use crate::workload::shape::{ShapeKind, Slo};
 use std::collections::BTreeMap;
 
 /// Whether the case was a continuous or open loop, whose figures are over a window.
 pub(crate) fn is_window(c: &CampaignCase) -> bool {
     matches!(
-        c.shape.as_deref(),
-        Some("closed-continuous" | "open" | "replay")
+        c.shape,
+        Some(ShapeKind::ClosedContinuous | ShapeKind::Open | ShapeKind::Replay)
     )
 }
 
 /// Hands every record of an attempt to the callback, in file order; called once per pass. From a
 /// file it reads one line at a time, so that a long run's records are never held whole.
-pub(crate) type Replay<'a> = dyn FnMut(&mut dyn FnMut(&Record)) -> anyhow::Result<()> + 'a;
+pub(crate) type Replay<'a> = dyn FnMut(&mut dyn FnMut(&Record)) -> crate::error::Result<()> + 'a;
 
 /// What the first pass learns of a case: whether it left records, and its launches (for a window
 /// the run did not record).
@@ -66,7 +66,7 @@ pub(crate) fn cases(
     previous: Option<&Summary>,
     telemetry: &[Reading],
     replay: &mut Replay,
-) -> anyhow::Result<Vec<CaseSummary>> {
+) -> crate::error::Result<Vec<CaseSummary>> {
     let singles = campaign.config.warmup as usize;
     let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
     replay(&mut |r| {
@@ -201,23 +201,29 @@ impl<'a> Rebuilt<'a> {
 
 /// The shape's name, the nominal rate and the nominal concurrency (or in-flight cap). A trace's
 /// rate comes from its arrivals, which `campaign.json` does not hold: it is taken from `before`.
-fn nominal(c: &CampaignCase, before: Option<&CaseSummary>) -> (String, Option<f64>, Option<u32>) {
-    match c.shape.as_deref() {
-        Some("closed-continuous") => ("closed-continuous".into(), None, Some(c.concurrency)),
-        Some("replay") => (
-            "trace".into(),
+fn nominal(
+    c: &CampaignCase,
+    before: Option<&CaseSummary>,
+) -> (LoadShape, Option<f64>, Option<u32>) {
+    match c.shape {
+        Some(ShapeKind::ClosedContinuous) => {
+            (LoadShape::ClosedContinuous, None, Some(c.concurrency))
+        }
+        Some(ShapeKind::Replay) => (
+            LoadShape::Trace,
             before
                 .and_then(|b| b.load.as_ref())
                 .and_then(|l| l.nominal_rate_rps),
             c.max_in_flight,
         ),
         _ => {
-            let kind = c
-                .process
-                .as_ref()
-                .and_then(|p| p["kind"].as_str())
-                .unwrap_or("open");
-            (kind.to_owned(), c.rate_rps, c.max_in_flight)
+            let kind = match c.process.as_ref().and_then(|p| p["kind"].as_str()) {
+                Some("poisson") => LoadShape::Poisson,
+                Some("gamma") => LoadShape::Gamma,
+                Some("constant") => LoadShape::Constant,
+                _ => LoadShape::Open,
+            };
+            (kind, c.rate_rps, c.max_in_flight)
         }
     }
 }
@@ -231,7 +237,7 @@ fn estimated_window(c: &CampaignCase, seen: &Seen) -> Option<(Seconds, Seconds)>
         .bound
         .as_ref()
         .and_then(|b| b["duration_s"].as_f64())
-        .filter(|_| c.shape.as_deref() == Some("closed-continuous"));
+        .filter(|_| c.shape == Some(ShapeKind::ClosedContinuous));
     let w1 = match duration {
         Some(d) => start + d,
         None => seen.last_launch.max(w0),
@@ -267,7 +273,7 @@ mod tests {
         campaign.config.warmup = 1;
         campaign.cases.retain(|c| c.id == "in64-c2-out4");
         let c = &mut campaign.cases[0];
-        c.shape = Some("closed-continuous".into());
+        c.shape = Some(ShapeKind::ClosedContinuous);
         c.warmup_s = Some(0.05);
         c.bound = Some(serde_json::json!({"duration_s": 0.25}));
         let mut records: Vec<Record> = fixture::records()
@@ -292,7 +298,7 @@ mod tests {
         let report = crate::attempt::load::from_records(&campaign, records, None);
         let case = &report.summary.cases[0];
         let load = case.load.as_ref().expect("window figures");
-        assert_eq!(load.shape, "closed-continuous");
+        assert_eq!(load.shape, LoadShape::ClosedContinuous);
         assert_eq!(load.nominal_concurrency, Some(2));
         // Launches from 0.55 s: the window is [0.60, 0.80] s.
         assert!(

@@ -1,8 +1,8 @@
 //! `requests.jsonl`: records appended one flushed line at a time, and read back one line at a
 //! time.
 
+use crate::error::Context;
 use crate::record::Record;
-use anyhow::Context;
 use std::io::{BufRead, Write};
 use std::path::Path;
 
@@ -32,7 +32,7 @@ impl RecordSink {
 }
 
 /// Reads every record of a `requests.jsonl` file.
-pub fn read_records(path: &Path) -> anyhow::Result<Vec<Record>> {
+pub fn read_records(path: &Path) -> crate::error::Result<Vec<Record>> {
     let mut records = Vec::new();
     for_each_record(path, |r| records.push(r))?;
     Ok(records)
@@ -41,7 +41,7 @@ pub fn read_records(path: &Path) -> anyhow::Result<Vec<Record>> {
 /// Reads a `requests.jsonl` file one line at a time, handing each record to `f`, so that a long
 /// run's file is never held whole. A last line cut short (a run killed while writing it, with no
 /// newline after it) is left out; any other line that is not a record is an error.
-pub fn for_each_record(path: &Path, mut f: impl FnMut(Record)) -> anyhow::Result<()> {
+pub fn for_each_record(path: &Path, mut f: impl FnMut(Record)) -> crate::error::Result<()> {
     let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
     let mut reader = std::io::BufReader::new(file);
     let mut line = String::new();

@@ -18,10 +18,7 @@ pub use settings::{LengthItem, Lengths, Settings};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// A bad flag or campaign file: reported in one line, exit code 2.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ConfigError(pub String);
+pub use crate::error::ConfigError;
 
 fn bad<T>(message: impl Into<String>) -> Result<T, ConfigError> {
     Err(ConfigError(message.into()))

@@ -4,7 +4,7 @@
 //! captions, and a banner when the target was the built-in simulator. Every string that came
 //! from the records or the server is escaped.
 
-use crate::record::Status;
+use crate::record::{ErrorKind, Status};
 use crate::report::charts;
 use crate::report::markdown::{
     incomplete_line, load_rows, seeds_rows, telemetry_line, LOAD_COLUMNS,
@@ -246,7 +246,7 @@ fn errors(report: &Report, id: &str) -> Vec<String> {
         .map(|r| {
             format!(
                 "{}: {}",
-                r.error_kind.as_deref().unwrap_or("?"),
+                r.error_kind.map_or("?", ErrorKind::as_str),
                 r.error.as_deref().unwrap_or("")
             )
         })

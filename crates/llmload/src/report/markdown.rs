@@ -178,7 +178,7 @@ pub(crate) fn load_rows(summary: &Summary) -> Vec<[String; 10]> {
             let nominal = match (load.nominal_rate_rps, load.nominal_concurrency) {
                 (Some(rate), _) => format!("{} at {rate} req/s", load.shape),
                 (None, Some(c)) => format!("{} × {c}", load.shape),
-                (None, None) => load.shape.clone(),
+                (None, None) => load.shape.to_string(),
             };
             Some([
                 nominal,

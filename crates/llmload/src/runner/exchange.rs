@@ -3,7 +3,7 @@
 
 use crate::api::client::{Exchange, Failure};
 use crate::api::Counters;
-use crate::record::{Record, RequestMeta, Status};
+use crate::record::{ErrorKind, Record, RequestMeta, Status};
 use tokio::time::Instant;
 
 /// The verdict of checking a response's counters against its request.
@@ -79,7 +79,7 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant) -> Record
             } else {
                 Status::Error
             };
-            (status, Some(f.kind().to_owned()), Some(f.to_string()), None)
+            (status, Some(f.kind()), Some(f.to_string()), None)
         }
         None => {
             let v = verify(
@@ -93,7 +93,12 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant) -> Record
                 (Status::Ok, None, None, Some(v))
             } else {
                 let why = v.problems.join("; ");
-                (Status::Invalid, Some("invalid".into()), Some(why), Some(v))
+                (
+                    Status::Invalid,
+                    Some(ErrorKind::Invalid),
+                    Some(why),
+                    Some(v),
+                )
             }
         }
     };

@@ -1,5 +1,5 @@
-//! What watches a run beside the runner: GPU telemetry, the server's `/metrics`, and the signals
-//! that stop it.
+//! What watches a run beside the runner: GPU telemetry, the server's `/metrics`, and the stop
+//! signal the face hands in.
 
 use crate::attempt::Attempt;
 use crate::config::Config;
@@ -77,20 +77,4 @@ async fn trip_on_interrupt(interrupted: CancellationToken, guard: Arc<Guard>) {
         sample: guard.latest(),
         at: "signal".into(),
     });
-}
-
-/// A token that fires on the first Ctrl-C; a second Ctrl-C ends the process at once (what was
-/// measured is already on disk).
-pub fn interrupts() -> CancellationToken {
-    let interrupted = CancellationToken::new();
-    let on_interrupt = interrupted.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_interrupt.cancel();
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(130);
-            }
-        }
-    });
-    interrupted
 }

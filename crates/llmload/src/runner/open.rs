@@ -5,11 +5,11 @@
 use super::{CaseRun, Pacing, CHECK, LEAD};
 use crate::api::client::Exchange;
 use crate::api::Body;
+use crate::error::Context;
 use crate::record::{Phase, RequestMeta};
 use crate::runner::pacer::{Gate, Job, Pacer};
 use crate::workload::schedule::Bound;
 use crate::workload::shape::CasePlan;
-use anyhow::Context;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -24,7 +24,7 @@ impl super::Runner<'_> {
         pacing: Pacing,
         offsets: &[Duration],
         run: &mut CaseRun,
-    ) -> anyhow::Result<()> {
+    ) -> crate::error::Result<()> {
         let gate = Gate::new(pacing.cap.map(|c| c as usize));
         let mut pacer =
             Pacer::start(gate.clone(), self.cancel.clone()).context("starting the pacer thread")?;
@@ -113,7 +113,7 @@ impl super::Runner<'_> {
         checks: &mut tokio::time::Interval,
         at: &str,
         run: &mut CaseRun,
-    ) -> anyhow::Result<()> {
+    ) -> crate::error::Result<()> {
         loop {
             tokio::select! {
                 biased;

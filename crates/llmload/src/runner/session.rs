@@ -4,6 +4,7 @@
 use crate::attempt::records::RecordSink;
 use crate::attempt::{Attempt, SCHEMA_VERSION};
 use crate::config::Config;
+use crate::error::Context;
 use crate::guard::Guard;
 use crate::progress::{self, Progress};
 use crate::runner::monitors::Monitors;
@@ -14,7 +15,6 @@ use crate::target::Target;
 use crate::telemetry::{self, Sampler};
 use crate::workload::shape::CasePlan;
 use crate::workload::source::PromptSource;
-use anyhow::Context;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
@@ -46,7 +46,7 @@ impl<'a> Session<'a> {
         sampler: Sampler,
         simulated: bool,
         interrupted: CancellationToken,
-    ) -> anyhow::Result<Session<'a>> {
+    ) -> crate::error::Result<Session<'a>> {
         let origin = Instant::now();
         let cancel = CancellationToken::new();
         let guard = Arc::new(Guard::new(config.limits.clone(), origin, cancel.clone()));

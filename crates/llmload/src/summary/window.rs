@@ -8,6 +8,7 @@ use crate::summary::soak::SeriesBins;
 use crate::summary::CaseFigures;
 use crate::summary::CaseSummary;
 use crate::telemetry::Reading;
+use crate::workload::schedule::Process;
 use crate::workload::shape::{CasePlan, Shape, Slo};
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
@@ -17,7 +18,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LoadSummary {
     /// `closed-continuous` or the arrival process.
-    pub shape: String,
+    pub shape: LoadShape,
     /// Requests asked to be in flight (closed continuous) or the in-flight cap (open loop).
     pub nominal_concurrency: Option<u32>,
     /// Arrivals per second asked for (open loop).
@@ -69,6 +70,54 @@ pub struct CaseRun {
     pub pacer_priority: Option<&'static str>,
 }
 
+/// The load of a continuous or open-loop case, as `summary.json` names it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoadShape {
+    /// C requests kept in flight.
+    ClosedContinuous,
+    /// Poisson arrivals.
+    Poisson,
+    /// Gamma arrivals (`--burstiness`).
+    Gamma,
+    /// Equally spaced arrivals.
+    Constant,
+    /// Arrivals from a trace.
+    Trace,
+    /// An open loop whose process was not recorded.
+    #[default]
+    Open,
+}
+
+impl LoadShape {
+    /// The shape's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoadShape::ClosedContinuous => "closed-continuous",
+            LoadShape::Poisson => "poisson",
+            LoadShape::Gamma => "gamma",
+            LoadShape::Constant => "constant",
+            LoadShape::Trace => "trace",
+            LoadShape::Open => "open",
+        }
+    }
+
+    /// The shape of an open loop with `process`.
+    pub fn of(process: &Process) -> LoadShape {
+        match process {
+            Process::Poisson => LoadShape::Poisson,
+            Process::Gamma { .. } => LoadShape::Gamma,
+            Process::Constant => LoadShape::Constant,
+        }
+    }
+}
+
+impl std::fmt::Display for LoadShape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The summary of one case: per round for closed rounds, over the window otherwise, with its soak
 /// series when the run asked for one (GPU readings from `readings`, read only then).
 pub fn summarise(
@@ -79,7 +128,7 @@ pub fn summarise(
     let (shape, rate, nominal) = match &plan.shape {
         Shape::Rounds { rounds } => return run.figures.finish(&plan.case, *rounds),
         Shape::ClosedContinuous { .. } => (
-            "closed-continuous".to_owned(),
+            LoadShape::ClosedContinuous,
             None,
             Some(plan.case.concurrency),
         ),
@@ -88,16 +137,7 @@ pub fn summarise(
             rate_rps,
             max_in_flight,
             ..
-        } => {
-            let name = serde_json::to_value(process)
-                .ok()
-                .and_then(|v| v["kind"].as_str().map(str::to_owned));
-            (
-                name.unwrap_or_else(|| "open".into()),
-                Some(*rate_rps),
-                *max_in_flight,
-            )
-        }
+        } => (LoadShape::of(process), Some(*rate_rps), *max_in_flight),
         Shape::Replay {
             entries,
             max_in_flight,
@@ -105,7 +145,7 @@ pub fn summarise(
         } => {
             let span_s = entries.last().map_or(0.0, |e| e.offset_s);
             let rate = (span_s > 0.0).then(|| (entries.len() - 1) as f64 / span_s);
-            ("trace".to_owned(), rate, *max_in_flight)
+            (LoadShape::Trace, rate, *max_in_flight)
         }
     };
     let all_ok = run.figures.all_ok();
@@ -408,7 +448,7 @@ impl WindowFigures {
         let length_s = (w1 - w0).max(1e-9);
         let (mean, peak) = self.sweep.finish(w1);
         let load = LoadSummary {
-            shape: String::new(),
+            shape: LoadShape::default(),
             nominal_concurrency: None,
             nominal_rate_rps: None,
             window_s: [w0, w1],

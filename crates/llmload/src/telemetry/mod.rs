@@ -155,6 +155,12 @@ pub struct Unavailable {
     pub why: String,
 }
 
+impl From<Unavailable> for crate::error::Error {
+    fn from(e: Unavailable) -> Self {
+        crate::error::Error::Target(e.to_string())
+    }
+}
+
 /// A source settled at the start of a run.
 enum Live {
     Nvml(Arc<nvml_wrapper::Nvml>),

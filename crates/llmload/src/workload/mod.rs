@@ -15,8 +15,8 @@ pub mod trace;
 pub const BUNDLED_CORPUS: &str = include_str!("../../corpus/declaration.txt");
 
 /// The text prompts are built from: the file at `path` (`--corpus`), else the bundled text.
-pub fn read_corpus(path: Option<&std::path::Path>) -> anyhow::Result<String> {
-    use anyhow::Context;
+pub fn read_corpus(path: Option<&std::path::Path>) -> crate::error::Result<String> {
+    use crate::error::Context;
     match path {
         Some(path) => std::fs::read_to_string(path)
             .with_context(|| format!("reading --corpus {}", path.display())),

@@ -9,7 +9,7 @@
 /// Something that tells how many prompt tokens the server will count for a text.
 pub trait TokenCount {
     /// Prompt tokens the server counts for `text` (chat template included where it applies).
-    fn count(&self, text: &str) -> impl std::future::Future<Output = anyhow::Result<u32>>;
+    fn count(&self, text: &str) -> impl std::future::Future<Output = crate::error::Result<u32>>;
 }
 
 /// The start offset of the `serial`-th prompt in a ring of `len` items.
@@ -99,7 +99,7 @@ pub enum PromptError {
     },
     /// The server could not count.
     #[error(transparent)]
-    Count(#[from] anyhow::Error),
+    Count(#[from] crate::error::Error),
 }
 
 impl Words {
@@ -285,7 +285,7 @@ mod tests {
     }
 
     impl TokenCount for FakeTokenizer {
-        async fn count(&self, text: &str) -> anyhow::Result<u32> {
+        async fn count(&self, text: &str) -> crate::error::Result<u32> {
             self.calls.set(self.calls.get() + 1);
             let words: u32 = text
                 .split_whitespace()

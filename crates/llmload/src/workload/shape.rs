@@ -46,6 +46,20 @@ pub enum Arrival {
     Trace,
 }
 
+/// The kind of a [`Shape`], as `campaign.json` names it (`shape`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ShapeKind {
+    /// Closed rounds.
+    Rounds,
+    /// C requests kept in flight.
+    ClosedContinuous,
+    /// Arrivals from a schedule.
+    Open,
+    /// Arrivals from a trace.
+    Replay,
+}
+
 /// How the requests of one case are launched.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "shape", rename_all = "kebab-case")]

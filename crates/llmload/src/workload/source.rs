@@ -12,8 +12,8 @@
 
 use super::prompt::{offset, splitmix64, token_prompt, TokenCount, Words};
 use crate::api::{Api, Prompt};
+use crate::error::{Context, Error};
 use crate::target::Target;
-use anyhow::{bail, Context};
 
 /// Where a run's prompts come from.
 #[derive(Debug)]
@@ -78,7 +78,7 @@ impl PromptSource {
         target: &Target,
         corpus: &str,
         shared: u32,
-    ) -> anyhow::Result<PromptSource> {
+    ) -> crate::error::Result<PromptSource> {
         Ok(PromptSource {
             vocabulary: Vocabulary::prepare(target, corpus).await?,
             shared,
@@ -101,7 +101,7 @@ impl PromptSource {
         n: u32,
         serial: u64,
         seed: u64,
-    ) -> anyhow::Result<Prompt> {
+    ) -> crate::error::Result<Prompt> {
         if self.shared == 0 {
             return self.vocabulary.prompt(target, n, serial, seed, "").await;
         }
@@ -151,7 +151,9 @@ impl PromptSource {
                             }
                         }
                         let e = last_error.expect("the loop ran at least once");
-                        Err(anyhow::Error::new(e).context("building the shared system prompt"))
+                        Err(Error::Target(format!(
+                            "building the shared system prompt: {e}"
+                        )))
                     })
                     .await?;
                 let words = self.distinct_words.get_or_init(|| words.distinct());
@@ -170,7 +172,7 @@ const SHARED_SALT: u64 = 0x5A4E_D000;
 impl Vocabulary {
     /// Tokenizes `corpus` on the server when the API takes token IDs, else picks how texts are
     /// counted.
-    async fn prepare(target: &Target, corpus: &str) -> anyhow::Result<Vocabulary> {
+    async fn prepare(target: &Target, corpus: &str) -> crate::error::Result<Vocabulary> {
         let api = target.endpoint.api;
         let tokens = target
             .tokenize(corpus, false)
@@ -179,11 +181,17 @@ impl Vocabulary {
         if api.takes_token_ids() {
             match tokens {
                 Some(tokens) if tokens.len() >= 64 => return Ok(Vocabulary::Tokens(tokens)),
-                Some(tokens) => bail!(
-                    "the corpus is only {} tokens long; give a longer --corpus",
-                    tokens.len()
-                ),
-                None if api == Api::Llamacpp => bail!("the server has no /tokenize endpoint"),
+                Some(tokens) => {
+                    return Err(Error::Target(format!(
+                        "the corpus is only {} tokens long; give a longer --corpus",
+                        tokens.len()
+                    )))
+                }
+                None if api == Api::Llamacpp => {
+                    return Err(Error::Target(format!(
+                        "the server has no /tokenize endpoint"
+                    )))
+                }
                 None => {}
             }
         }
@@ -222,7 +230,7 @@ impl Vocabulary {
         serial: u64,
         seed: u64,
         before: &str,
-    ) -> anyhow::Result<Prompt> {
+    ) -> crate::error::Result<Prompt> {
         match self {
             Vocabulary::Tokens(corpus) => Ok(Prompt::Tokens(token_prompt(corpus, n, serial, seed))),
             Vocabulary::Text { words, counter } => {
@@ -240,7 +248,9 @@ impl Vocabulary {
                     }
                 }
                 let e = last_error.expect("the loop ran at least once");
-                Err(anyhow::Error::new(e).context(format!("building a prompt of {n} tokens")))
+                Err(Error::Target(format!(
+                    "building a prompt of {n} tokens: {e}"
+                )))
             }
         }
     }
@@ -272,7 +282,7 @@ impl<'a> ServerCount<'a> {
 }
 
 impl TokenCount for ServerCount<'_> {
-    async fn count(&self, text: &str) -> anyhow::Result<u32> {
+    async fn count(&self, text: &str) -> crate::error::Result<u32> {
         let whole = self.whole(text);
         let text = whole.as_str();
         match self.counter {
