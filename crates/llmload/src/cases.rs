@@ -143,7 +143,7 @@ impl Sweep {
         if self.open {
             LoadPoint::Rate(load)
         } else {
-            LoadPoint::Concurrency(load.round().max(1.0) as u32)
+            LoadPoint::Concurrency(crate::num::to_u32(load.round().max(1.0)))
         }
     }
 
@@ -157,9 +157,9 @@ impl Sweep {
         for pair in loads.windows(2) {
             if pair.contains(&curve[best].load) {
                 let mid = if self.open {
-                    (pair[0] + pair[1]) / 2.0
+                    f64::midpoint(pair[0], pair[1])
                 } else {
-                    ((pair[0] + pair[1]) / 2.0).round()
+                    f64::midpoint(pair[0], pair[1]).round()
                 };
                 if !loads.contains(&mid) && mid > pair[0] && mid < pair[1] {
                     self.queue.push_back(self.point(mid));

@@ -101,14 +101,14 @@ pub struct RunArgs {
     /// TOML campaign file (keys are the flag names with `_` for `-`); flags given here override it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Base URL of the server, e.g. http://127.0.0.1:8080. Without it, the built-in simulator
+    /// Base URL of the server, e.g. <http://127.0.0.1:8080>. Without it, the built-in simulator
     /// (profile seed-qwen3-8b) is started and measured, and every output says so.
     #[arg(long)]
     pub url: Option<String>,
     /// API to drive [default: llamacpp].
     #[arg(long, value_enum)]
     pub api: Option<Api>,
-    /// Model name for OpenAI APIs [default: the first one the server lists].
+    /// Model name for `OpenAI` APIs [default: the first one the server lists].
     #[arg(long)]
     pub model: Option<String>,
     /// Bearer token sent as `Authorization: Bearer KEY`.
@@ -140,7 +140,7 @@ pub struct RunArgs {
     /// Open loop: arrivals per second, comma-separated (one case each).
     #[arg(long, value_delimiter = ',', value_name = "R,…")]
     pub rate: Vec<f64>,
-    /// Replay a trace: JSONL lines of {"offset_s", "input_tokens", "output_tokens"}; implies
+    /// Replay a trace: JSONL lines of {"`offset_s`", "`input_tokens`", "`output_tokens`"}; implies
     /// --arrival trace.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,

@@ -50,18 +50,20 @@ pub async fn execute(command: Command) -> Result<u8> {
         }
         Command::Compare(args) => {
             let attempts = load::summaries(&args.dirs)?;
-            match args.json {
-                true => print!("{}", json(&compare::to_json(&args.dirs, &attempts))),
-                false => print!("{}", compare::render(&attempts)),
+            if args.json {
+                print!("{}", json(&compare::to_json(&args.dirs, &attempts)))
+            } else {
+                print!("{}", compare::render(&attempts))
             }
             Ok(0)
         }
         Command::Plan(args) => {
             let question = Question::try_from(&args)?;
             let plan = crate::plan::plan(&args.dirs, &question)?;
-            match args.json {
-                true => print!("{}", json(&plan)),
-                false => print!("{}", crate::plan::render(&plan)),
+            if args.json {
+                print!("{}", json(&plan))
+            } else {
+                print!("{}", crate::plan::render(&plan))
             }
             Ok(if plan.covered { 0 } else { 3 })
         }
@@ -88,9 +90,10 @@ pub fn error_code(error: &Error) -> u8 {
 
 /// The results table and the outcome, or with `json` the summary itself.
 fn summary_text(summary: &Summary, json_wanted: bool) -> String {
-    match json_wanted {
-        true => json(summary),
-        false => markdown::render(summary),
+    if json_wanted {
+        json(summary)
+    } else {
+        markdown::render(summary)
     }
 }
 

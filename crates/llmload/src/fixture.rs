@@ -130,7 +130,7 @@ pub fn report() -> Report {
 }
 
 /// (concurrency, TTFT of the first request ms, round duration ms) of the sweep fixture: 8
-/// output tokens per request, so 100, 190, 340 and 360 tokens/s: C_sat = 4, the cap 3.
+/// output tokens per request, so 100, 190, 340 and 360 tokens/s: `C_sat` = 4, the cap 3.
 const SWEEP: [(u32, f64, f64); 4] = [
     (1, 10.0, 80.0),
     (2, 12.0, 16e3 / 190.0),
@@ -197,7 +197,11 @@ pub fn sweep_report() -> Report {
             ..crate::summary::sweep::StopRules::default()
         },
         stopped_because: None,
-        analysis: crate::summary::saturation::analyse(&[], &Default::default(), true),
+        analysis: crate::summary::saturation::analyse(
+            &[],
+            &crate::workload::shape::Slo::default(),
+            true,
+        ),
     });
     let telemetry = readings();
     let stop = telemetry.last().cloned();

@@ -26,5 +26,6 @@ pub fn thousands(n: u32) -> String {
 
 /// A span of seconds in words ("5m", "1h 30m"), to the millisecond.
 pub fn span(s: f64) -> String {
-    humantime::format_duration(Duration::from_millis((s * 1e3).round() as u64)).to_string()
+    humantime::format_duration(Duration::from_millis(crate::num::to_u64((s * 1e3).round())))
+        .to_string()
 }

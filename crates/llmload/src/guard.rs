@@ -29,6 +29,10 @@ pub struct Limits {
     pub max_error_rate: Option<f64>,
 }
 
+#[expect(
+    clippy::ref_option,
+    reason = "serde's serialize_with hands the field by reference"
+)]
 fn seconds<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
     match d {
         Some(d) => s.serialize_f64(d.as_secs_f64()),
@@ -116,7 +120,7 @@ impl Guard {
 
     /// The verdict, once the guard has fired.
     pub fn verdict(&self) -> Option<Verdict> {
-        self.verdict.lock().map(|v| v.clone()).unwrap_or(None)
+        self.verdict.lock().map_or(None, |v| v.clone())
     }
 
     /// Fires with `verdict` unless it already fired.

@@ -14,6 +14,14 @@
 //!
 //! [`measure`] is a run from top to bottom.
 
+#![cfg_attr(
+    test,
+    expect(
+        clippy::float_cmp,
+        reason = "tests compare figures computed exactly from fixed inputs"
+    )
+)]
+
 pub mod api;
 pub mod attempt;
 pub mod cases;
@@ -25,6 +33,7 @@ pub mod error;
 pub(crate) mod fixture;
 pub mod fmt;
 pub mod guard;
+pub mod num;
 pub mod plan;
 pub mod progress;
 pub mod record;

@@ -15,6 +15,7 @@ use crate::fmt::thousands;
 use crate::stats::Distribution;
 use crate::summary::{CaseSummary, Summary};
 use serde::Serialize;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 mod curve;
@@ -283,28 +284,34 @@ pub(crate) fn command(
     let same =
         |f: fn(&Summary) -> &str| first.filter(|s| measured.iter().all(|m| f(&m.summary) == f(s)));
     if let Some(s) = same(|s| s.target_url.as_str()).filter(|s| !s.simulated) {
-        text.push_str(&format!(" --url {}", s.target_url));
+        let _ = write!(text, " --url {}", s.target_url);
     }
     if let Some(s) = same(|s| s.api.as_str()).filter(|s| s.api != "llamacpp") {
-        text.push_str(&format!(" --api {}", s.api));
+        let _ = write!(text, " --api {}", s.api);
     }
-    text.push_str(&format!(
+    let _ = write!(
+        text,
         " --input-tokens {prompt_tokens} --output-tokens {}",
         question.output_tokens
-    ));
+    );
     let list: Vec<String> = loads.iter().map(crate::report::plot::tick).collect();
     match kind {
-        curve::Kind::Rounds => text.push_str(&format!(" --concurrency {}", list.join(","))),
-        curve::Kind::Continuous => text.push_str(&format!(
-            " --arrival closed-continuous --concurrency {}",
-            list.join(",")
-        )),
+        curve::Kind::Rounds => {
+            let _ = write!(text, " --concurrency {}", list.join(","));
+        }
+        curve::Kind::Continuous => {
+            let _ = write!(
+                text,
+                " --arrival closed-continuous --concurrency {}",
+                list.join(",")
+            );
+        }
         curve::Kind::Open => {
-            text.push_str(&format!(" --arrival poisson --rate {}", list.join(",")));
+            let _ = write!(text, " --arrival poisson --rate {}", list.join(","));
         }
     }
     if question.percentile == Percentile::P99 {
-        text.push_str(&format!(" --stop-ttft-p99 {}", duration(question.ttft_ms)));
+        let _ = write!(text, " --stop-ttft-p99 {}", duration(question.ttft_ms));
     }
     text
 }

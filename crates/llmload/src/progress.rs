@@ -15,6 +15,7 @@ use crate::telemetry::Reading;
 use crate::workload::schedule::Bound;
 use crate::workload::shape::{CasePlan, Shape};
 use std::collections::VecDeque;
+use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -161,14 +162,16 @@ pub fn line(s: &Snapshot, reading: Option<&Reading>, width: usize, color: bool) 
         }
         used += extra;
         if i > 0 {
-            out.push_str(&if color {
-                format!("\x1b[2m{separator}\x1b[0m")
+            if color {
+                let _ = write!(out, "\x1b[2m{separator}\x1b[0m");
             } else {
-                separator.to_owned()
-            });
+                out.push_str(separator);
+            }
         }
         match (color, *code) {
-            (true, code) if !code.is_empty() => out.push_str(&format!("\x1b[{code}m{text}\x1b[0m")),
+            (true, code) if !code.is_empty() => {
+                let _ = write!(out, "\x1b[{code}m{text}\x1b[0m");
+            }
             _ => out.push_str(text),
         }
     }
@@ -253,7 +256,10 @@ impl Progress {
         let mut stderr = std::io::stderr().lock();
         match &self.shared {
             Some(shared) => {
-                let mut drawn = shared.drawn.lock().unwrap_or_else(|e| e.into_inner());
+                let mut drawn = shared
+                    .drawn
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
                 let clear = if *drawn { "\r\x1b[2K" } else { "" };
                 let _ = writeln!(stderr, "{clear}{text}");
                 *drawn = false;
@@ -270,7 +276,10 @@ impl Progress {
             task.abort();
         }
         if let Some(shared) = &self.shared {
-            let mut drawn = shared.drawn.lock().unwrap_or_else(|e| e.into_inner());
+            let mut drawn = shared
+                .drawn
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             if *drawn {
                 let _ = write!(std::io::stderr(), "\r\x1b[2K");
                 *drawn = false;
@@ -299,7 +308,10 @@ async fn draw(shared: Arc<Shared>, mut rx: watch::Receiver<Snapshot>, guard: Arc
         let snapshot = rx.borrow_and_update().clone();
         if !snapshot.case_id.is_empty() {
             let text = line(&snapshot, guard.latest().as_ref(), width, shared.color);
-            let mut drawn = shared.drawn.lock().unwrap_or_else(|e| e.into_inner());
+            let mut drawn = shared
+                .drawn
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             let _ = write!(std::io::stderr(), "\r\x1b[2K{text}");
             let _ = std::io::stderr().flush();
             *drawn = true;
@@ -428,7 +440,7 @@ mod tests {
             s.record(&r);
         }
         r.ttft_ms = Some(10.0);
-        for _ in 0..(TTFT_WINDOW / 2 + 1) {
+        for _ in 0..=(TTFT_WINDOW / 2) {
             s.record(&r);
         }
         assert_eq!(s.ttft_ms.len(), TTFT_WINDOW);

@@ -11,6 +11,10 @@ use tokio::time::Instant;
 /// Seconds since the attempt started.
 pub type Seconds = f64;
 
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if hands the field by reference"
+)]
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }
@@ -222,7 +226,7 @@ pub(crate) fn ok_record(
 ) -> Record {
     let ttft = event_ms.first().copied();
     let e2e = event_ms.last().copied();
-    let tokens = event_ms.len() as u32;
+    let tokens = crate::num::count(event_ms.len());
     Record {
         case: "c".into(),
         phase: Phase::Measured,

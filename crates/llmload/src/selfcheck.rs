@@ -113,7 +113,7 @@ fn run_queue_wait_seconds() -> Option<f64> {
 
 /// Cores this process may run on.
 fn cores() -> u32 {
-    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+    std::thread::available_parallelism().map_or(1, |n| crate::num::count(n.get()))
 }
 
 #[cfg(test)]

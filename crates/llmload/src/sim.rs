@@ -7,7 +7,7 @@ use llmload_sim::{serve, FaultSpec, Profile, Schedule, SimConfig};
 use std::io::Write;
 use tokio_util::sync::CancellationToken;
 
-/// Profile of the default target: calibrated to the reference campaign (Qwen3-8B Q4_K_M on one
+/// Profile of the default target: calibrated to the reference campaign (Qwen3-8B `Q4_K_M` on one
 /// RTX PRO 6000, llama.cpp, 4 slots).
 pub const DEFAULT_PROFILE: &str = "seed-qwen3-8b";
 

@@ -1,7 +1,7 @@
 //! Statistics: one `Distribution` type serves every metric.
 //!
 //! Percentiles are exact up to [`EXACT_LIMIT`] samples: the samples are sorted and interpolated
-//! linearly between the two nearest order statistics (the "type 7" definition used by NumPy and
+//! linearly between the two nearest order statistics (the "type 7" definition used by `NumPy` and
 //! R). Beyond that, [`Samples`] folds them into a mergeable histogram of three significant digits,
 //! so that a run of any length summarises in bounded memory; the distribution then says so
 //! (`relative_error`). Each distribution carries its sample size, and names the percentiles whose
@@ -90,8 +90,8 @@ fn descriptive(n: usize) -> Vec<String> {
 /// The `q` quantile (0–1) of sorted, non-empty `sorted`, interpolated linearly.
 pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     let rank = q.clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
-    let below = rank.floor() as usize;
-    let above = rank.ceil() as usize;
+    let below = crate::num::to_usize(rank.floor());
+    let above = crate::num::to_usize(rank.ceil());
     sorted[below] + (sorted[above] - sorted[below]) * (rank - below as f64)
 }
 

@@ -115,7 +115,9 @@ impl PrefixCache {
     /// without one, or when no server reported its cached tokens.
     pub fn of(records: &[&Record]) -> Option<PrefixCache> {
         let mut acc = PrefixAcc::default();
-        records.iter().for_each(|r| acc.add(r));
+        for r in records {
+            acc.add(r);
+        }
         acc.finish()
     }
 }
@@ -252,7 +254,8 @@ impl CaseFigures {
             .filter(|r| r.complete)
             .map(|r| r.throughput_tps)
             .collect();
-        let complete = rounds.len() as u32 == rounds_planned && rounds.iter().all(|r| r.complete);
+        let complete =
+            crate::num::count(rounds.len()) == rounds_planned && rounds.iter().all(|r| r.complete);
         CaseSummary {
             id: case.id.clone(),
             input_tokens: case.input_tokens,
@@ -280,7 +283,9 @@ impl CaseSummary {
     /// Summarises the measured `records` of `case`.
     pub fn new(case: &Case, rounds_planned: u32, records: &[Record]) -> CaseSummary {
         let mut figures = CaseFigures::default();
-        records.iter().for_each(|r| figures.add(r));
+        for r in records {
+            figures.add(r);
+        }
         figures.finish(case, rounds_planned)
     }
 }
@@ -340,7 +345,7 @@ impl Outcome {
         stop: Option<String>,
         failure: Option<String>,
     ) -> Outcome {
-        let cases_completed = cases.iter().filter(|c| c.complete).count() as u32;
+        let cases_completed = crate::num::count(cases.iter().filter(|c| c.complete).count());
         let status = if stop.is_some() {
             OutcomeStatus::Stopped
         } else if failure.is_some() || cases_completed < cases_total {
@@ -360,11 +365,13 @@ impl Outcome {
             status,
             cases_completed,
             cases_total,
-            rounds_completed: cases
-                .iter()
-                .flat_map(|c| &c.rounds)
-                .filter(|r| r.complete)
-                .count() as u32,
+            rounds_completed: crate::num::count(
+                cases
+                    .iter()
+                    .flat_map(|c| &c.rounds)
+                    .filter(|r| r.complete)
+                    .count(),
+            ),
             responses_completed: cases.iter().map(|c| c.counts.ok).sum(),
             reason,
             stop_sample: None,

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 pub struct Target {
     /// Where and how requests go.
     pub endpoint: Endpoint,
-    /// Model name sent with OpenAI requests.
+    /// Model name sent with `OpenAI` requests.
     pub model: Option<String>,
     /// What the server said about itself: `{"props": …, "models": …}`, where it answered.
     pub server: Value,
@@ -145,7 +145,11 @@ impl Target {
             .as_array()
             .context("tokenizer answer has no \"tokens\" array")?
             .iter()
-            .map(|t| t.as_u64().or_else(|| t["id"].as_u64()).map(|t| t as u32))
+            .map(|t| {
+                t.as_u64()
+                    .or_else(|| t["id"].as_u64())
+                    .and_then(|t| u32::try_from(t).ok())
+            })
             .collect::<Option<Vec<u32>>>()
             .context("tokenizer answer holds something other than token IDs")?;
         Ok(Some(tokens))

@@ -209,17 +209,16 @@ impl Endpoint {
             .reserve(body.output_tokens.min(1 << 16) as usize);
         let deadline = exchange.sent + self.timeout;
         let read = async {
-            match &self.origin {
-                Some(origin) => read_plain(origin, self.api, &body.json, &mut exchange).await,
-                None => {
-                    let request = self
-                        .client
-                        .post(format!("{}{}", self.base_url, self.api.path()))
-                        .header(reqwest::header::ACCEPT, "text/event-stream")
-                        .header(reqwest::header::CONTENT_TYPE, "application/json")
-                        .body(body.json.clone());
-                    read_stream(self.api, request, &mut exchange).await
-                }
+            if let Some(origin) = &self.origin {
+                read_plain(origin, self.api, &body.json, &mut exchange).await
+            } else {
+                let request = self
+                    .client
+                    .post(format!("{}{}", self.base_url, self.api.path()))
+                    .header(reqwest::header::ACCEPT, "text/event-stream")
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(body.json.clone());
+                read_stream(self.api, request, &mut exchange).await
             }
         };
         let outcome = tokio::select! {
@@ -414,7 +413,7 @@ impl BodyReader {
         self.decoder
             .feed(bytes, &mut |data| {
                 sse.feed(data, &mut |event| {
-                    on_event(api, event, now, exchange, error)
+                    on_event(api, event, now, exchange, error);
                 });
             })
             .map_err(Failure::Malformed)?;
@@ -480,10 +479,12 @@ async fn read_stream(
             // so; the request never reached it. Send it once more on a fresh connection.
             exchange.retried = true;
             exchange.sent = Instant::now();
-            let retry = retry.expect("checked above");
-            retry.send().await.map_err(send_failure)?
+            match retry {
+                Some(retry) => retry.send().await.map_err(|e| send_failure(&e))?,
+                None => return Err(send_failure(&e)),
+            }
         }
-        Err(e) => return Err(send_failure(e)),
+        Err(e) => return Err(send_failure(&e)),
     };
     let status = response.status();
     if !status.is_success() {
@@ -507,7 +508,7 @@ async fn read_stream(
             break;
         };
         decoder.feed(&bytes, &mut |data| {
-            on_event(api, data, now, exchange, &mut error)
+            on_event(api, data, now, exchange, &mut error);
         });
         if error.is_some() || exchange.done.is_some() {
             break;
@@ -560,8 +561,8 @@ fn is_stale_connection(error: &reqwest::Error) -> bool {
         && root_cause(error).contains("connection closed before message completed")
 }
 
-fn send_failure(error: reqwest::Error) -> Failure {
-    let cause = root_cause(&error);
+fn send_failure(error: &reqwest::Error) -> Failure {
+    let cause = root_cause(error);
     if error.is_connect() {
         Failure::Connect(format!("cannot connect: {cause}"))
     } else {

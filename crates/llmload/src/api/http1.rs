@@ -14,6 +14,7 @@
 //! ([`ReadLag`]) for the self-check.
 
 use llmload_stamp as stamp;
+use std::fmt::Write as _;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -60,7 +61,7 @@ impl Origin {
         };
         let mut header_lines = format!("Host: {authority}\r\n");
         for (name, value) in headers {
-            header_lines.push_str(&format!("{name}: {value}\r\n"));
+            let _ = write!(header_lines, "{name}: {value}\r\n");
         }
         Some(Origin {
             address,
@@ -84,7 +85,7 @@ impl Origin {
             match stream.try_read(&mut probe) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok((stream, true)),
                 // Closed (0 bytes), broken, or holding bytes nobody asked for: not reusable.
-                _ => continue,
+                _ => {}
             }
         }
         Ok((self.fresh_connection().await?, false))
@@ -159,7 +160,7 @@ pub async fn read(stream: &TcpStream, buffer: &mut [u8]) -> io::Result<(usize, I
         });
         match (outcome, got) {
             (_, Some((n, age))) => return Ok((n, arrival(age))),
-            (Err(e), None) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            (Err(e), None) if e.kind() == io::ErrorKind::WouldBlock => {}
             (Err(e), None) => return Err(e),
             (Ok(()), None) => return Ok((0, Instant::now())),
         }
@@ -389,7 +390,7 @@ impl BodyDecoder {
 
 /// The framing state after one byte outside chunk data.
 fn chunk_byte(state: ChunkState, byte: u8) -> Result<ChunkState, String> {
-    use ChunkState::*;
+    use ChunkState::{Data, DataCr, DataLf, Done, Size, SizeLf, Trailer, TrailerLf};
     let broken = || Err(format!("broken chunked encoding at byte {byte:#04x}"));
     Ok(match (state, byte) {
         (Size(n, false), b) if b.is_ascii_hexdigit() => {
@@ -400,7 +401,7 @@ fn chunk_byte(state: ChunkState, byte: u8) -> Result<ChunkState, String> {
             Size(n * 16 + digit, false)
         }
         (Size(n, _), b'\r') => SizeLf(n),
-        (Size(n, _), b'\n') | (SizeLf(n), b'\n') => {
+        (Size(n, _) | SizeLf(n), b'\n') => {
             if n == 0 {
                 Trailer(true)
             } else {
@@ -409,10 +410,10 @@ fn chunk_byte(state: ChunkState, byte: u8) -> Result<ChunkState, String> {
         }
         (Size(n, false), b';' | b' ' | b'\t') | (Size(n, true), _) => Size(n, true),
         (DataCr, b'\r') => DataLf,
-        (DataCr, b'\n') | (DataLf, b'\n') => Size(0, false),
+        (DataCr | DataLf, b'\n') => Size(0, false),
         (Trailer(empty), b'\r') => TrailerLf(empty),
-        (Trailer(true), b'\n') | (TrailerLf(true), b'\n') => Done,
-        (Trailer(false), b'\n') | (TrailerLf(false), b'\n') => Trailer(true),
+        (Trailer(true) | TrailerLf(true), b'\n') => Done,
+        (Trailer(false) | TrailerLf(false), b'\n') => Trailer(true),
         (Trailer(_), _) => Trailer(false),
         _ => return broken(),
     })

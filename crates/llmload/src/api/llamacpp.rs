@@ -39,6 +39,10 @@ struct StreamEvent {
 }
 
 #[derive(Deserialize)]
+#[expect(
+    clippy::struct_field_names,
+    reason = "the field names of llama-server's `timings` object"
+)]
 struct Timings {
     prompt_n: Option<u32>,
     cache_n: Option<u32>,

@@ -20,9 +20,9 @@ use serde::{Deserialize, Serialize};
 pub enum Api {
     /// llama.cpp's native `POST /completion`.
     Llamacpp,
-    /// OpenAI `POST /v1/completions` (vLLM, SGLang, llama-server).
+    /// `OpenAI` `POST /v1/completions` (vLLM, `SGLang`, llama-server).
     Completions,
-    /// OpenAI `POST /v1/chat/completions`.
+    /// `OpenAI` `POST /v1/chat/completions`.
     Chat,
 }
 
@@ -112,7 +112,7 @@ pub struct GenerationRequest<'a> {
     pub output_tokens: u32,
     /// llama.cpp slot to run on (the warmup uses slot 0); `None` lets the server choose.
     pub slot: Option<u32>,
-    /// Model name for OpenAI APIs.
+    /// Model name for `OpenAI` APIs.
     pub model: Option<&'a str>,
     /// Let the server reuse cached prompt tokens (only with a shared system prompt: the nonce
     /// after it keeps the rest of the prompt uncacheable).
@@ -176,8 +176,7 @@ fn error_message(error: &serde_json::Value) -> String {
         serde_json::Value::Object(fields) => fields
             .get("message")
             .and_then(|m| m.as_str())
-            .map(str::to_owned)
-            .unwrap_or_else(|| error.to_string()),
+            .map_or_else(|| error.to_string(), str::to_owned),
         other => other.to_string(),
     }
 }

@@ -70,7 +70,7 @@ mod tests {
         for (i, &micros) in at.iter().enumerate() {
             events.push(
                 epoch + Duration::from_nanos(micros * 1_000 + 999),
-                i as u32 + 1,
+                crate::num::count(i) + 1,
             );
         }
         events.push(epoch + Duration::from_secs(4_000), 5_000_000);
@@ -78,7 +78,7 @@ mod tests {
         assert_eq!(events.len(), 4);
         for (i, &micros) in at.iter().enumerate() {
             assert_eq!(back[i].0, epoch + Duration::from_micros(micros));
-            assert_eq!(back[i].1, i as u32 + 1);
+            assert_eq!(back[i].1, crate::num::count(i) + 1);
         }
         // More tokens than an event can hold are counted as the most it can.
         assert_eq!(back[3].1, (1 << TOKEN_BITS) - 1);

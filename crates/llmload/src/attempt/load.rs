@@ -188,7 +188,7 @@ fn assemble(
     let sweep = rebuild::sweep(previous.and_then(|p| p.sweep.as_ref()), &cases, &slo);
     let outcome = match previous {
         Some(p) => p.outcome.clone(),
-        None => Outcome::new(&cases, campaign.cases.len() as u32, None, None),
+        None => Outcome::new(&cases, crate::num::count(campaign.cases.len()), None, None),
     };
     let target = &campaign.target;
     Report {
@@ -251,6 +251,7 @@ pub fn records_for_html(path: &Path) -> crate::error::Result<(Vec<Record>, Optio
     Ok((kept, last))
 }
 
+/// `campaign.json` of the attempt in `dir`.
 pub fn read_campaign(dir: &Path) -> crate::error::Result<Campaign> {
     let path = dir.join("campaign.json");
     let text =

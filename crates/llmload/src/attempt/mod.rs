@@ -52,14 +52,14 @@ impl Attempt {
                         started_at,
                     })
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
             }
         }
-        return Err(Error::Internal(format!(
+        Err(Error::Internal(format!(
             "could not create a fresh attempt folder under {}",
             parent.display()
-        )));
+        )))
     }
 
     /// Writes `value` as pretty JSON to `file` in the attempt folder (atomically: temp + rename).
@@ -101,7 +101,7 @@ pub fn host_info() -> Value {
     });
     json!({
         "cpu": cpu,
-        "logical_cpus": std::thread::available_parallelism().map(|n| n.get()).ok(),
+        "logical_cpus": std::thread::available_parallelism().map(std::num::NonZero::get).ok(),
         "memory_mib": memory_mib,
         "os": os.unwrap_or_else(|| std::env::consts::OS.to_owned()),
         "arch": std::env::consts::ARCH,

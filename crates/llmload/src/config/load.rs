@@ -40,6 +40,10 @@ pub struct LoadConfig {
     pub trace_entries: Option<Arc<Vec<TraceEntry>>>,
 }
 
+#[expect(
+    clippy::ref_option,
+    reason = "serde's serialize_with hands the field by reference"
+)]
 fn as_opt_seconds<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
     match d {
         Some(d) => s.serialize_f64(d.as_secs_f64()),

@@ -40,7 +40,7 @@ pub struct Config {
     pub url: Option<String>,
     /// API to drive.
     pub api: Api,
-    /// Model for OpenAI APIs.
+    /// Model for `OpenAI` APIs.
     pub model: Option<String>,
     /// Bearer token (never written to disk).
     #[serde(skip)]
@@ -117,6 +117,10 @@ fn as_seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Erro
     s.serialize_f64(d.as_secs_f64())
 }
 
+#[expect(
+    clippy::ref_option,
+    reason = "serde's serialize_with hands the field by reference"
+)]
 fn as_optional_seconds<S: serde::Serializer>(
     d: &Option<Duration>,
     s: S,
@@ -178,7 +182,8 @@ impl Config {
         if shared == 0 {
             return Ok(());
         }
-        let floor = shared + crate::workload::prompt::NONCE_LEN as u32 + 1;
+        let floor =
+            shared.saturating_add(crate::num::count(crate::workload::prompt::NONCE_LEN) + 1);
         let traced = self.load.trace_entries.iter().flat_map(|e| e.iter());
         let shortest = self
             .input_tokens
@@ -280,7 +285,9 @@ impl Config {
             // A trace carries its own lengths: one case, named by their means.
             let mean = |f: fn(&TraceEntry) -> u32| {
                 let total: f64 = entries.iter().map(|e| f64::from(f(e))).sum();
-                Length::Fixed((total / entries.len() as f64).round().max(1.0) as u32)
+                Length::Fixed(crate::num::to_u32(
+                    (total / entries.len() as f64).round().max(1.0),
+                ))
             };
             let point = self.load_points()[0];
             let input = mean(|e| e.input_tokens);
@@ -312,7 +319,9 @@ impl Config {
 fn random_seed() -> u64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
+        .map_or(0, |d| {
+            u64::try_from(d.as_nanos() % u128::from(u64::MAX)).unwrap_or(0)
+        });
     crate::workload::prompt::splitmix64(nanos ^ (u64::from(std::process::id()) << 32))
 }
 
@@ -363,6 +372,7 @@ pub(crate) fn optional_duration(
     text.map(|t| parse_duration(what, &t)).transpose()
 }
 
+/// A duration flag (`90s`, `10m`): one-line error naming `--what` when it is not one.
 pub fn parse_duration(what: &str, text: &str) -> Result<Duration, ConfigError> {
     humantime::parse_duration(text.trim())
         .or_else(|e| bad(format!("--{what} {text:?}: {e} (e.g. 90s, 10m)")))

@@ -15,44 +15,82 @@ use std::path::{Path, PathBuf};
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Settings {
+    /// `--url`: the server; none for the built-in simulator.
     pub url: Option<String>,
+    /// `--api`: the API to drive (`llamacpp`, `completions`, `chat`).
     pub api: Option<Api>,
+    /// `--model`: the model name sent on the completions and chat APIs.
     pub model: Option<String>,
+    /// `--api-key`: the bearer token (never written to disk).
     pub api_key: Option<String>,
+    /// `--header`: extra request headers, `NAME:VALUE`.
     #[serde(default)]
     pub headers: Vec<String>,
+    /// `--timeout`: the limit for one request.
     pub timeout: Option<String>,
+    /// `--input-tokens`: prompt lengths.
     pub input_tokens: Option<Lengths>,
+    /// `--concurrency`: simultaneous requests, one case each.
     pub concurrency: Option<Vec<u32>>,
+    /// `--output-tokens`: generated tokens per request.
     pub output_tokens: Option<Lengths>,
+    /// `--arrival`: how requests are launched.
     pub arrival: Option<Arrival>,
+    /// `--rate`: open-loop arrivals per second, one case each.
     pub rate: Option<Vec<f64>>,
+    /// `--burstiness`: gamma arrivals' coefficient of variation.
     pub burstiness: Option<f64>,
+    /// `--duration`: how long a continuous or open loop launches requests.
     pub duration: Option<String>,
+    /// `--requests`: how many requests a continuous or open loop launches.
     pub requests: Option<u64>,
+    /// `--max-in-flight`: the open loop's cap on requests in flight.
     pub max_in_flight: Option<u32>,
+    /// `--warmup-time`: launches in this first stretch are warmup.
     pub warmup_time: Option<String>,
+    /// `--system-prompt-tokens`: a shared system prompt of this many tokens.
     pub system_prompt_tokens: Option<u32>,
+    /// `--series-window`: the soak series' window length.
     pub series_window: Option<String>,
+    /// `--slo-ttft`: the goodput objective for time to first token.
     pub slo_ttft: Option<String>,
+    /// `--slo-tpot`: the goodput objective for time per output token.
     pub slo_tpot: Option<String>,
+    /// `--slo-e2e`: the goodput objective for the complete response.
     pub slo_e2e: Option<String>,
+    /// `--trace`: a trace to replay.
     pub trace: Option<PathBuf>,
+    /// `--rounds`: measured rounds per case.
     pub rounds: Option<u32>,
+    /// `--warmup`: unmeasured requests per case.
     pub warmup: Option<u32>,
+    /// `--seed`: the seed for prompts, lengths and schedules.
     pub seed: Option<u64>,
+    /// `--out`: the results folder.
     pub out: Option<PathBuf>,
+    /// `--name`: the campaign name.
     pub name: Option<String>,
+    /// `--corpus`: the text prompts are built from.
     pub corpus: Option<PathBuf>,
+    /// `--telemetry`: where GPU readings come from.
     pub telemetry: Option<String>,
+    /// `--telemetry-interval`: the time between GPU readings.
     pub telemetry_interval: Option<String>,
+    /// `--stop-temp`: stop at this GPU temperature, °C.
     pub stop_temp: Option<f64>,
+    /// `--stop-margin`: stop at this T.Limit margin, °C.
     pub stop_margin: Option<f64>,
+    /// `--max-duration`: stop after this long.
     pub max_duration: Option<String>,
+    /// `--max-errors`: stop after this many failed or invalid responses.
     pub max_errors: Option<u32>,
+    /// `--max-error-rate`: stop above this share of failed or invalid responses.
     pub max_error_rate: Option<f64>,
+    /// `--cool-down-below`: before each case, wait until every GPU is below this, °C.
     pub cool_down_below: Option<f64>,
+    /// `--cool-down-timeout`: the longest a cool-down waits.
     pub cool_down_timeout: Option<String>,
+    /// `--quiet`: only the results table on stdout.
     pub quiet: Option<bool>,
 }
 
@@ -119,7 +157,9 @@ impl Settings {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(untagged)]
 pub enum Lengths {
+    /// One length or list, as a flag writes it.
     One(LengthItem),
+    /// Several.
     List(Vec<LengthItem>),
 }
 

@@ -126,7 +126,7 @@ pub struct CurveAnswer {
     /// `inside` (the limit lies between two measured loads), `above` (every measured load keeps
     /// the budget: the limit is higher), `none` (the smallest measured load misses it).
     pub limit: &'static str,
-    /// The sweep's recommended cap (0.8 × C_sat), when the attempt is a sweep that found one.
+    /// The sweep's recommended cap (0.8 × `C_sat`), when the attempt is a sweep that found one.
     pub sweep_cap: Option<f64>,
     /// The load to run at: the largest keeping the budget, or the sweep's cap when lower.
     pub recommended_load: Option<f64>,
@@ -306,8 +306,9 @@ fn limit(
             // Between two measured concurrencies with room for more: narrow it.
             // A sweep takes two loads or more: the two measured ones bracket those between.
             let between: Vec<f64> = match kind {
-                Kind::Open => vec![(s.load + miss.load) / 2.0],
-                _ => ((s.load as u32 + 1)..(miss.load as u32))
+                Kind::Open => vec![f64::midpoint(s.load, miss.load)],
+                _ => ((crate::num::to_u32(s.load).saturating_add(1))
+                    ..crate::num::to_u32(miss.load))
                     .map(f64::from)
                     .collect(),
             };
@@ -370,7 +371,7 @@ fn wanted(
         text,
         command,
     };
-    if let Some(p) = points.iter().find(|p| p.load == load) {
+    if let Some(p) = points.iter().find(|p| crate::num::same_load(p.load, load)) {
         let text = match &p.why_not {
             None => format!("{name} was measured ({}) and keeps the budget", p.case_id),
             Some(why) => format!(

@@ -1,5 +1,5 @@
 //! `plan` on fixed attempts: the sweep fixture (64-token prompts, 8 output tokens, concurrency
-//! 1, 2, 4, 8 with p99 TTFT 10, 17.9, 49.7 and 134 ms; C_sat 4, cap 3) and the report fixture
+//! 1, 2, 4, 8 with p99 TTFT 10, 17.9, 49.7 and 134 ms; `C_sat` 4, cap 3) and the report fixture
 //! (whose 256 × 2 case failed).
 
 use super::*;

@@ -1,6 +1,6 @@
 //! The report's charts over cases, drawn by plotters into SVG strings that `report.html` inlines:
 //! latency against load, throughput against load, and the latency–throughput curve, with a
-//! sweep's C_sat and recommended cap marked. The load is the concurrency, or the arrival rate
+//! sweep's `C_sat` and recommended cap marked. The load is the concurrency, or the arrival rate
 //! of open-loop cases. Only complete cases are plotted, as in the seeds' table; each chart comes
 //! with a caption that says what was plotted and from how many samples.
 
@@ -13,6 +13,7 @@ use crate::stats::Distribution;
 use crate::summary::{CaseSummary, Summary};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
+use std::fmt::Write;
 
 /// Complete cases of one input and output length and one kind of load, by load.
 struct Series<'a> {
@@ -390,16 +391,21 @@ pub fn latency_throughput(summary: &Summary) -> Figure {
 /// The caption's sentence about the marks on the latency–throughput curve, where a load is
 /// marked at its measured point (a cap that was not measured has none).
 fn curve_caption(m: &Marks, cases: &[&CaseSummary]) -> String {
-    let measured = |load: f64| cases.iter().any(|c| load_of(c) == load);
+    let measured = |load: f64| {
+        cases
+            .iter()
+            .any(|c| crate::num::same_load(load_of(c), load))
+    };
     let mut text = m
         .caption()
         .replace("Dashed lines:", "Dashed lines at the throughput of")
         .replace("Dashed line:", "Dashed line at the throughput of");
     if let Some(cap) = m.cap.filter(|&cap| !measured(cap)) {
-        text.push_str(&format!(
+        let _ = write!(
+            text,
             " The recommended cap ({}) was not measured, so it has no point on this curve.",
             m.load(cap)
-        ));
+        );
     }
     text
 }
@@ -441,7 +447,11 @@ fn latency_throughput_chart(
     // Marks first, so that the measured curve is drawn over them.
     if let Some(m) = marks {
         let top = upper(max_y);
-        let at = |load: f64| all.iter().find(|p| p.0 == load).map(|p| p.1);
+        let at = |load: f64| {
+            all.iter()
+                .find(|p| crate::num::same_load(p.0, load))
+                .map(|p| p.1)
+        };
         if let Some((c, x)) = m.saturation.and_then(|c| Some((c, at(c)?))) {
             let label = format!("C_sat = {}", m.load(c));
             marks::vertical(&mut chart, x, top, &label, marks::SATURATION)?;

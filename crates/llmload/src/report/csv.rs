@@ -32,9 +32,9 @@ const STATISTICS: [&str; 10] = [
 /// Renders one header line and one line per case.
 pub fn render(summary: &Summary) -> String {
     let mut out = String::new();
-    push_row(&mut out, header());
+    push_row(&mut out, &header());
     for case in &summary.cases {
-        push_row(&mut out, row(summary, case));
+        push_row(&mut out, &row(summary, case));
     }
     out
 }
@@ -138,7 +138,7 @@ fn spread_cells(s: Option<&Spread>) -> Vec<String> {
     }
 }
 
-fn push_row(out: &mut String, cells: Vec<String>) {
+fn push_row(out: &mut String, cells: &[String]) {
     let quoted: Vec<String> = cells.iter().map(|c| field(c)).collect();
     out.push_str(&quoted.join(","));
     out.push('\n');

@@ -215,7 +215,7 @@ fn stop_line(
     )))?;
     let label = format!("guard stop: {} rule, {} s", stop.rule, tick(&stop.t_s));
     let style = TextStyle::from(("sans-serif", 13).into_font()).color(&STOP);
-    let width = 7 * label.chars().count() as i32;
+    let width = 7 * crate::num::pixels(label.chars().count());
     chart.draw_series(std::iter::once(
         EmptyElement::at((stop.t_s, high)) + Text::new(label, (-width - 6, 4), style),
     ))?;

@@ -125,10 +125,10 @@ fn results(out: &mut String, report: &Report) {
          <th>Aggregate output throughput</th><th>Responses (n)</th><th>Rounds</th></tr>\n",
     );
     for row in seeds_rows(&report.summary) {
-        let cells: String = row
-            .iter()
-            .map(|cell| format!("<td>{}</td>", escape(cell)))
-            .collect();
+        let cells = row.iter().fold(String::new(), |mut cells, cell| {
+            let _ = write!(cells, "<td>{}</td>", escape(cell));
+            cells
+        });
         let _ = writeln!(out, "<tr>{cells}</tr>");
     }
     out.push_str(
@@ -177,10 +177,10 @@ fn load_table(out: &mut String, summary: &Summary) {
     }
     out.push_str("</tr>\n");
     for row in rows {
-        let cells: String = row
-            .iter()
-            .map(|cell| format!("<td>{}</td>", escape(cell)))
-            .collect();
+        let cells = row.iter().fold(String::new(), |mut cells, cell| {
+            let _ = write!(cells, "<td>{}</td>", escape(cell));
+            cells
+        });
         let _ = writeln!(out, "<tr>{cells}</tr>");
     }
     out.push_str("</table>\n");

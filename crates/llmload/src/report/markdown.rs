@@ -47,7 +47,7 @@ pub(crate) fn histogram_note(summary: &Summary) -> String {
     format!(
         "\nPercentiles read from a histogram (more than {} samples; each within {} % of the exact \
          value; n, mean, min and max exact): {}.\n",
-        thousands(crate::stats::EXACT_LIMIT as u32),
+        thousands(crate::num::count(crate::stats::EXACT_LIMIT)),
         error * 100.0,
         parts.join("; ")
     )
@@ -112,9 +112,12 @@ pub fn render(summary: &Summary) -> String {
             let peaks: Vec<String> = m
                 .peak
                 .iter()
-                .map(|(k, v)| match v.fract() == 0.0 {
-                    true => format!("{k} {v}"),
-                    false => format!("{k} {v:.3}"),
+                .map(|(k, v)| {
+                    if v.fract() == 0.0 {
+                        format!("{k} {v}")
+                    } else {
+                        format!("{k} {v:.3}")
+                    }
                 })
                 .collect();
             let _ = writeln!(
@@ -232,7 +235,7 @@ fn load_table(summary: &Summary) -> String {
     out
 }
 
-/// A sweep's curve and what it supports (C_sat, knee, recommended cap, largest load within the
+/// A sweep's curve and what it supports (`C_sat`, knee, recommended cap, largest load within the
 /// SLO), each finding with how it was found.
 fn sweep_section(summary: &Summary) -> String {
     let Some(sweep) = &summary.sweep else {

@@ -1,4 +1,4 @@
-//! What a sweep found, marked on the charts over load: the saturation point C_sat and the
+//! What a sweep found, marked on the charts over load: the saturation point `C_sat` and the
 //! recommended cap, as dashed vertical lines with a label, and a sentence for the caption that
 //! says what was marked (or why nothing was).
 
@@ -7,19 +7,19 @@ use crate::summary::Summary;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
-/// The colour of the C_sat line.
+/// The colour of the `C_sat` line.
 pub const SATURATION: RGBColor = RGBColor(0, 0, 0);
 /// The colour of the recommended-cap line.
 pub const CAP: RGBColor = RGBColor(44, 130, 44);
 
-/// C_sat and the recommended cap of a sweep, as loads.
+/// `C_sat` and the recommended cap of a sweep, as loads.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Marks {
     /// The saturating load, when the sweep found one.
     pub saturation: Option<f64>,
-    /// The recommended cap, when there is a C_sat.
+    /// The recommended cap, when there is a `C_sat`.
     pub cap: Option<f64>,
-    /// What the sweep said about C_sat (its method, or why there is none).
+    /// What the sweep said about `C_sat` (its method, or why there is none).
     pub saturation_method: String,
     /// Whether the loads are rates (requests/s) rather than concurrencies.
     pub rate: bool,
@@ -91,7 +91,7 @@ where
     let x_range = chart.x_range();
     let near_right = x > x_range.start + 0.75 * (x_range.end - x_range.start);
     let dx = if near_right {
-        -(7 * label.chars().count() as i32) - 6
+        -(7 * crate::num::pixels(label.chars().count())) - 6
     } else {
         5
     };

@@ -65,7 +65,8 @@ pub fn empty(area: &Area, message: &str) -> Result<(), ChartError> {
     let (w, h) = area.dim_in_pixel();
     let style =
         TextStyle::from(("sans-serif", 16).into_font()).pos(Pos::new(HPos::Center, VPos::Center));
-    area.draw_text(message, &style, (w as i32 / 2, h as i32 / 2))?;
+    let half = |n: u32| i32::try_from(n / 2).unwrap_or(i32::MAX);
+    area.draw_text(message, &style, (half(w), half(h)))?;
     Ok(())
 }
 

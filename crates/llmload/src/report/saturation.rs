@@ -2,6 +2,7 @@
 
 use crate::summary::saturation::{Analysis, Finding};
 use crate::summary::sweep::Axis;
+use std::fmt::Write as _;
 
 /// The sweep as text: one row per load, then each finding with its method.
 pub fn render(analysis: &Analysis, axis: Axis) -> String {
@@ -15,8 +16,9 @@ pub fn render(analysis: &Analysis, axis: Axis) -> String {
             (Some(mean), Some(peak)) => format!("{mean:.2} / {peak}"),
             _ => "–".to_owned(),
         };
-        out += &format!(
-            "| {} | {:.1} tokens/s | {} | {} | {} | {in_flight} | {:.1}% |\n",
+        let _ = writeln!(
+            out,
+            "| {} | {:.1} tokens/s | {} | {} | {} | {in_flight} | {:.1}% |",
             p.load,
             p.throughput_tps,
             ms(p.ttft_p50_ms),

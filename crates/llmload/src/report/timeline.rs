@@ -73,7 +73,7 @@ pub fn timeline(report: &Report) -> Figure {
             .then(a.first_token_or_end().total_cmp(&b.first_token_or_end()))
             .then(a.index.cmp(&b.index))
     });
-    let height = (150 + 16 * bars.len() as u32).clamp(290, 930);
+    let height = (150 + 16 * crate::num::count(bars.len()).min(100)).clamp(290, 930);
     let svg = svg((960, height), |root| {
         if bars.is_empty() {
             return empty(root, "no measured request to show");
@@ -109,13 +109,14 @@ pub fn timeline(report: &Report) -> Figure {
 fn shown_of(c: &CaseSummary, shown: usize) -> String {
     let n = &c.counts;
     let total = (n.ok + n.invalid + n.error + n.cancelled) as usize;
-    match total > shown && shown == TIMELINE_MAX {
-        true => format!(
+    if total > shown && shown == TIMELINE_MAX {
+        format!(
             " (the first {} of {})",
-            thousands(shown as u32),
-            thousands(total as u32)
-        ),
-        false => String::new(),
+            thousands(crate::num::count(shown)),
+            thousands(crate::num::count(total))
+        )
+    } else {
+        String::new()
     }
 }
 
@@ -132,7 +133,7 @@ fn legend(strip: &Area) -> Result<(), ChartError> {
     for (label, color) in LEGEND {
         strip.draw(&Rectangle::new([(x, 10), (x + 16, 22)], color.filled()))?;
         strip.draw(&Text::new(label, (x + 22, 9), style.clone()))?;
-        x += 40 + 7 * label.chars().count() as i32;
+        x += 40 + 7 * crate::num::pixels(label.chars().count());
     }
     Ok(())
 }
@@ -157,7 +158,7 @@ fn draw(root: &Area, bars: &[Bar]) -> Result<(), ChartError> {
         .y_labels(n.min(24))
         .y_label_formatter(&|v: &f64| {
             let row = n as f64 - 1.0 - v.round();
-            match bars.get(row as usize) {
+            match bars.get(crate::num::to_usize(row)) {
                 Some(b) if (v - v.round()).abs() < 1e-9 && row >= 0.0 => {
                     format!("r{} #{}", b.round, b.index)
                 }

@@ -72,34 +72,31 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant) -> Record
     let since = |t: Instant| t.saturating_duration_since(origin).as_secs_f64();
     let ms_from_sent = |t: Instant| t.saturating_duration_since(exchange.sent).as_secs_f64() * 1e3;
     let streamed = exchange.streamed_tokens();
-    let (status, error_kind, error, verdict) = match &exchange.failure {
-        Some(f) => {
-            let status = if *f == Failure::Cancelled {
-                Status::Cancelled
-            } else {
-                Status::Error
-            };
-            (status, Some(f.kind()), Some(f.to_string()), None)
-        }
-        None => {
-            let v = verify(
-                &exchange.counters,
-                streamed,
-                meta.input_tokens,
-                meta.output_tokens,
-                meta.shared_tokens,
-            );
-            if v.problems.is_empty() {
-                (Status::Ok, None, None, Some(v))
-            } else {
-                let why = v.problems.join("; ");
-                (
-                    Status::Invalid,
-                    Some(ErrorKind::Invalid),
-                    Some(why),
-                    Some(v),
-                )
-            }
+    let (status, error_kind, error, verdict) = if let Some(f) = &exchange.failure {
+        let status = if *f == Failure::Cancelled {
+            Status::Cancelled
+        } else {
+            Status::Error
+        };
+        (status, Some(f.kind()), Some(f.to_string()), None)
+    } else {
+        let v = verify(
+            &exchange.counters,
+            streamed,
+            meta.input_tokens,
+            meta.output_tokens,
+            meta.shared_tokens,
+        );
+        if v.problems.is_empty() {
+            (Status::Ok, None, None, Some(v))
+        } else {
+            let why = v.problems.join("; ");
+            (
+                Status::Invalid,
+                Some(ErrorKind::Invalid),
+                Some(why),
+                Some(v),
+            )
         }
     };
     let multi = exchange.token_events.iter().any(|(_, k)| k != 1);
@@ -123,7 +120,7 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant) -> Record
         cached_tokens: exchange.counters.cached_tokens,
         shared_tokens: meta.shared_tokens,
         output_tokens: exchange.counters.output_tokens,
-        token_events: exchange.token_events.len() as u32,
+        token_events: crate::num::count(exchange.token_events.len()),
         streamed_tokens: streamed,
         status,
         verified: verdict.as_ref().is_some_and(|v| v.verified),

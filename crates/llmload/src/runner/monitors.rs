@@ -20,6 +20,8 @@ pub struct Monitors {
 }
 
 impl Monitors {
+    /// Starts the telemetry sampler (its readings go to the guard), the `/metrics` scraper, and
+    /// the watcher that trips the guard on `interrupted`.
     pub fn start(
         config: &Config,
         sampler: Sampler,

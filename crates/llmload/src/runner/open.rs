@@ -31,9 +31,10 @@ impl super::Runner<'_> {
         let (results, mut ended) = mpsc::unbounded_channel();
         let entry = |i: usize| pacing.lengths.as_ref().and_then(|l| l.get(i).copied());
         // The first prompt is built before the clock starts, so that the first arrival is on time.
-        let mut first = match offsets.is_empty() {
-            true => None,
-            false => Some(self.prepare(plan, 0, entry(0)).await?),
+        let mut first = if offsets.is_empty() {
+            None
+        } else {
+            Some(self.prepare(plan, 0, entry(0)).await?)
         };
         let start = Instant::now() + LEAD;
         let warmup_end = start + plan.warmup_time;

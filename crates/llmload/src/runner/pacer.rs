@@ -53,7 +53,10 @@ impl Gate {
 
     /// Waits for a place, taking it; false when `cancel` fired first.
     fn take(&self, cancel: &CancellationToken) -> bool {
-        let mut n = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        let mut n = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         while self.cap.is_some_and(|cap| *n >= cap) {
             if cancel.is_cancelled() {
                 return false;
@@ -61,8 +64,7 @@ impl Gate {
             n = self
                 .freed
                 .wait_timeout(n, NAP)
-                .map(|(n, _)| n)
-                .unwrap_or_else(|e| e.into_inner().0);
+                .map_or_else(|e| e.into_inner().0, |(n, _)| n);
         }
         *n += 1;
         true
@@ -70,14 +72,20 @@ impl Gate {
 
     /// Gives a place back (a request ended).
     pub fn release(&self) {
-        let mut n = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        let mut n = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         *n = n.saturating_sub(1);
         self.freed.notify_one();
     }
 
     /// Requests in flight now.
     pub fn in_flight(&self) -> usize {
-        *self.in_flight.lock().unwrap_or_else(|e| e.into_inner())
+        *self
+            .in_flight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -203,7 +211,7 @@ fn wait_until(at: Instant, cancel: &CancellationToken) -> bool {
         if left <= SPIN {
             break;
         }
-        std::thread::sleep((left - SPIN).min(NAP));
+        std::thread::sleep(left.saturating_sub(SPIN).min(NAP));
     }
     while Instant::now() < at {
         std::hint::spin_loop();

@@ -159,7 +159,7 @@ fn set_outcome(summary: &mut Summary, guard: &Guard, failure: Option<String>, to
     let stop = verdict
         .as_ref()
         .map(|v| format!("stopped by the {} rule at {}: {}", v.rule, v.at, v.reason));
-    summary.outcome = Outcome::new(&summary.cases, total as u32, stop, failure);
+    summary.outcome = Outcome::new(&summary.cases, crate::num::count(total), stop, failure);
     summary.outcome.stop_sample = verdict
         .and_then(|v| v.sample)
         .and_then(|sample| serde_json::to_value(sample).ok());

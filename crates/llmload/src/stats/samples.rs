@@ -54,7 +54,9 @@ impl Binned {
         // Negative values (none of the metrics should have them) count as 0 in the histogram;
         // the moments and extremes keep them as they are. The histogram grows as it needs to,
         // so recording never fails for a finite value.
-        let _ = self.histogram.record((x.max(0.0) * SCALE).round() as u64);
+        let _ = self
+            .histogram
+            .record(crate::num::to_u64((x.max(0.0) * SCALE).round()));
         self.n += 1;
         let delta = x - self.mean;
         self.mean += delta / self.n as f64;
@@ -118,13 +120,12 @@ impl Samples {
         if !x.is_finite() {
             return;
         }
-        match &mut self.binned {
-            Some(b) => b.push(x),
-            None => {
-                self.exact.push(x);
-                if self.exact.len() > EXACT_LIMIT {
-                    self.bin();
-                }
+        if let Some(b) = &mut self.binned {
+            b.push(x)
+        } else {
+            self.exact.push(x);
+            if self.exact.len() > EXACT_LIMIT {
+                self.bin();
             }
         }
     }
@@ -237,6 +238,7 @@ mod tests {
     }
 
     #[test]
+    #[expect(clippy::many_single_char_names, reason = "a, b: the two halves merged")]
     fn merging_equals_pushing_everything_into_one() {
         let (a, b) = (values(EXACT_LIMIT, 3), values(EXACT_LIMIT / 2, 4));
         let mut merged: Samples = a.iter().copied().collect();

@@ -234,7 +234,7 @@ pub fn assess(
     ClientCheck {
         interval_ms: INTERVAL.as_secs_f64() * 1e3,
         cores,
-        samples: samples.len() as u32,
+        samples: crate::num::count(samples.len()),
         cpu_share_mean: mean(&figures.shares),
         cpu_share_max: figures.shares.iter().copied().reduce(f64::max),
         run_queue_wait_share_max: figures.waits.iter().copied().reduce(f64::max),
@@ -276,7 +276,7 @@ impl Figures {
     /// The `q` quantile of the timer lags (nearest rank), 0 without samples.
     fn lag(&self, q: f64) -> f64 {
         let n = self.lags.len();
-        let i = ((n as f64 * q).ceil() as usize).clamp(1, n.max(1)) - 1;
+        let i = crate::num::to_usize((n as f64 * q).ceil()).clamp(1, n.max(1)) - 1;
         self.lags.get(i).copied().unwrap_or(0.0)
     }
 

@@ -1,4 +1,4 @@
-//! Saturation analysis over a sweep's curve (seed 003): the saturating load C_sat from the
+//! Saturation analysis over a sweep's curve (seed 003): the saturating load `C_sat` from the
 //! throughput curve, the latency knee, the recommended cap, and the largest load meeting the
 //! SLO. Each answer says how it was computed; when the data cannot support one, it says that
 //! instead of guessing.
@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 /// Share of the peak throughput that counts as saturated.
 pub const SATURATION_SHARE: f64 = 0.9;
-/// The recommended cap, as a share of C_sat.
+/// The recommended cap, as a share of `C_sat`.
 pub const CAP_SHARE: f64 = 0.8;
 
 /// One load of a sweep.
@@ -101,7 +101,7 @@ pub struct Analysis {
     pub points: Vec<Point>,
     /// Highest throughput measured, tokens/s, and its load.
     pub peak_throughput_tps: Option<f64>,
-    /// The saturating load (C_sat).
+    /// The saturating load (`C_sat`).
     pub saturation: Finding,
     /// Where TTFT p50 starts growing faster than throughput.
     pub knee: Finding,
@@ -155,7 +155,7 @@ pub fn analyse(points: &[Point], slo: &Slo, integer_loads: bool) -> Analysis {
     }
 }
 
-/// C_sat: the smallest load reaching 90% of the peak throughput, provided the curve flattened
+/// `C_sat`: the smallest load reaching 90% of the peak throughput, provided the curve flattened
 /// (some load beyond it gained less than 10% more).
 fn saturation(points: &[Point]) -> Finding {
     if points.len() < 3 {

@@ -124,7 +124,9 @@ pub fn series(
     readings: &[Reading],
 ) -> Series {
     let mut bins = SeriesBins::new(span.0, window_s);
-    measured.iter().for_each(|r| bins.add_request(r));
+    for r in measured {
+        bins.add_request(r);
+    }
     for (t, n) in all
         .iter()
         .filter(|r| r.status == Status::Ok)
@@ -214,7 +216,7 @@ impl SeriesBins {
     }
 
     fn bin(&mut self, t: Seconds) -> &mut Bin {
-        let i = ((t - self.w0) / self.window_s).floor().max(0.0) as usize;
+        let i = crate::num::to_usize(((t - self.w0) / self.window_s).floor().max(0.0));
         if self.bins.len() <= i {
             self.bins.resize_with(i + 1, Bin::default);
         }
@@ -231,7 +233,7 @@ impl SeriesBins {
                 match (&mut bin.ttft, r.ttft_ms) {
                     (Ttft::Open(samples), Some(t)) => samples.push(t),
                     (Ttft::Closed(_), Some(_)) => {
-                        debug_assert!(false, "a request sent in a closed window")
+                        debug_assert!(false, "a request sent in a closed window");
                     }
                     (_, None) => {}
                 }
@@ -247,6 +249,10 @@ impl SeriesBins {
     }
 
     /// The series over `span`, with the GPU `readings` of each window.
+    #[expect(
+        clippy::similar_names,
+        reason = "`window_s` is the windows' length, `windows` the windows"
+    )]
     pub fn finish(mut self, span: (Seconds, Seconds), readings: &[Reading]) -> Series {
         let window_s = self.window_s;
         let spans = cut(span, window_s);
@@ -254,7 +260,9 @@ impl SeriesBins {
             .resize_with(self.bins.len().max(spans.len()), Bin::default);
         let overflow = self.bins.split_off(spans.len());
         if let Some(last) = self.bins.last_mut() {
-            overflow.into_iter().for_each(|extra| last.merge(extra));
+            for extra in overflow {
+                last.merge(extra);
+            }
         }
         let count = spans.len();
         let windows: Vec<SeriesWindow> = spans
@@ -300,7 +308,7 @@ fn cut(span: (Seconds, Seconds), window_s: Seconds) -> Vec<(Seconds, Seconds)> {
     if window_s <= 0.0 || length <= SLACK_S {
         return Vec::new();
     }
-    let full = (length / window_s + SLACK_S / window_s).floor() as usize;
+    let full = crate::num::to_usize((length / window_s + SLACK_S / window_s).floor());
     let mut spans: Vec<(Seconds, Seconds)> = (0..full)
         .map(|i| {
             let a = span.0 + i as f64 * window_s;
@@ -322,7 +330,7 @@ fn window_of(
     gpu: Option<GpuWindow>,
 ) -> SeriesWindow {
     SeriesWindow {
-        index: i as u32 + 1,
+        index: crate::num::count(i).saturating_add(1),
         span_s: [a, b],
         full,
         requests: bin.requests,
@@ -344,7 +352,7 @@ fn gpu_window<'a>(readings: impl Iterator<Item = &'a Reading>) -> Option<GpuWind
     let temperatures = readings.iter().map(|r| r.temperature_c);
     let powers: Vec<f64> = readings.iter().filter_map(|r| r.power_w).collect();
     Some(GpuWindow {
-        readings: n as u32,
+        readings: crate::num::count(n),
         temperature_c_mean: temperatures.clone().sum::<f64>() / n as f64,
         temperature_c_max: temperatures.fold(f64::NEG_INFINITY, f64::max),
         power_w_mean: (!powers.is_empty())
@@ -372,6 +380,10 @@ pub fn drift(windows: &[SeriesWindow]) -> Option<Drift> {
     })
 }
 
+#[expect(
+    clippy::similar_names,
+    reason = "`window_s` is the windows' length, `windows` the windows"
+)]
 fn statement(drift: Option<&Drift>, windows: &[SeriesWindow], window_s: Seconds) -> String {
     let Some(d) = drift else {
         let full = windows.iter().filter(|w| w.full).count();

@@ -174,7 +174,9 @@ pub fn summarise(
 /// for the caller. The same as feeding a [`WindowFigures`] as the run does.
 pub fn window_figures(records: &[&Record], window: (Seconds, Seconds), slo: &Slo) -> LoadSummary {
     let mut figures = WindowFigures::new(window.0, Some(window.1), *slo, None);
-    records.iter().for_each(|r| figures.add(r, None));
+    for r in records {
+        figures.add(r, None);
+    }
     figures.finish(window.1, false).0
 }
 
@@ -341,16 +343,18 @@ impl WindowFigures {
             done: None,
         };
         for (t, n) in r.event_times() {
-            match t <= self.settled_to {
-                true => self.fold_tokens(t, n),
-                false => tail.events.push((t, n)),
+            if t <= self.settled_to {
+                self.fold_tokens(t, n)
+            } else {
+                tail.events.push((t, n))
             }
         }
         if let (true, Some(d)) = (measured, r.done_s) {
             let meets = meets(r, &self.slo);
-            match d <= self.settled_to {
-                true => self.fold_done(d, meets),
-                false => tail.done = Some((d, meets)),
+            if d <= self.settled_to {
+                self.fold_done(d, meets)
+            } else {
+                tail.done = Some((d, meets))
             }
         }
         if !tail.is_empty() {

@@ -254,10 +254,10 @@ impl Sampler {
         match self.live {
             Live::Replay(path) => replay::play(&path, origin, &stop, &mut on_reading).await,
             Live::NvidiaSmi => {
-                nvidia_smi::sample(self.interval, origin, &stop, &mut on_reading).await
+                nvidia_smi::sample(self.interval, origin, &stop, &mut on_reading).await;
             }
             Live::Nvml(handle) => {
-                nvml::sample(handle, self.interval, origin, &stop, &mut on_reading).await
+                nvml::sample(handle, self.interval, origin, &stop, &mut on_reading).await;
             }
             Live::Without(_) => {}
         }

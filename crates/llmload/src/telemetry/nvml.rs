@@ -203,7 +203,7 @@ mod tests {
         );
         let json = serde_json::to_value(&r).expect("serialises");
         assert_eq!(
-            json.as_object().map(|o| o.len()),
+            json.as_object().map(serde_json::Map::len),
             Some(3),
             "absent fields are left out of telemetry.jsonl: {json}"
         );

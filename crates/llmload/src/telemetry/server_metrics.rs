@@ -1,5 +1,5 @@
 //! Server-side metrics: the target's Prometheus `/metrics` (llama-server with `--metrics`, vLLM,
-//! SGLang, TGI, the simulator) scraped at the telemetry interval, so that the queue and the KV
+//! `SGLang`, TGI, the simulator) scraped at the telemetry interval, so that the queue and the KV
 //! cache can be read beside the client's figures. Written to `server_metrics.jsonl`.
 
 use serde::{Deserialize, Serialize};

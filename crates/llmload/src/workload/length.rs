@@ -108,11 +108,11 @@ impl Length {
         let centre = match self {
             Length::Fixed(n) => f64::from(*n),
             Length::Choice(items) => items.iter().map(|&(v, w)| f64::from(v) * w).sum(),
-            Length::Uniform { min, max } => (f64::from(*min) + f64::from(*max)) / 2.0,
+            Length::Uniform { min, max } => f64::midpoint(f64::from(*min), f64::from(*max)),
             Length::Normal { mean, .. } => *mean,
             Length::LogNormal { median, .. } => *median,
         };
-        centre.round().max(1.0) as u32
+        crate::num::to_u32(centre.round().max(1.0))
     }
 
     /// Whether every request gets the same length.
@@ -129,7 +129,7 @@ pub fn standard_normal<R: Rng>(rng: &mut R) -> f64 {
 }
 
 fn clip(x: f64, min: u32, max: u32) -> u32 {
-    x.round().clamp(f64::from(min), f64::from(max)) as u32
+    crate::num::to_u32(x.round().clamp(f64::from(min), f64::from(max)))
 }
 
 impl fmt::Display for Length {
@@ -198,8 +198,8 @@ impl FromStr for Length {
             "choice" => choice(rest).map_err(|why| fail(&why))?,
             "uniform" => match numbers(rest)?[..] {
                 [min, max] if min >= 1.0 && max >= min => Length::Uniform {
-                    min: min as u32,
-                    max: max as u32,
+                    min: crate::num::to_u32(min),
+                    max: crate::num::to_u32(max),
                 },
                 _ => return Err(fail("uniform:MIN,MAX with 1 ≤ MIN ≤ MAX")),
             },
@@ -217,8 +217,8 @@ fn centred(kind: &str, p: &[f64]) -> Result<Length, String> {
         _ => return Err("KIND:CENTRE,SPREAD[,MIN,MAX] with CENTRE ≥ 1".into()),
     };
     let (min, max) = match p {
-        [_, _, min, max] => (min.max(1.0) as u32, *max as u32),
-        _ => (1, (4.0 * centre) as u32),
+        [_, _, min, max] => (crate::num::to_u32(min.max(1.0)), crate::num::to_u32(*max)),
+        _ => (1, crate::num::to_u32(4.0 * centre)),
     };
     if max < min {
         return Err("MAX must be at least MIN".into());

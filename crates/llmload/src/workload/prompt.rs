@@ -25,7 +25,7 @@ pub fn offset(serial: u64, seed: u64, len: usize) -> usize {
     while step == 0 || gcd(step, len) != 1 {
         step = (step + 1) % len;
     }
-    ((seed % len + serial % len * step) % len) as usize
+    crate::num::index((seed % len + serial % len * step) % len)
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -47,11 +47,11 @@ pub fn nonce(serial: u64, seed: u64, len: usize) -> impl Iterator<Item = usize> 
     let mut state = seed ^ splitmix64(serial);
     (0..NONCE_LEN).map(move |_| {
         state = splitmix64(state);
-        (state % len.max(1) as u64) as usize
+        crate::num::index(state % len.max(1) as u64)
     })
 }
 
-/// SplitMix64: a fast, well-mixed 64-bit hash for deterministic pseudo-random choices.
+/// `SplitMix64`: a fast, well-mixed 64-bit hash for deterministic pseudo-random choices.
 pub fn splitmix64(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -129,6 +129,7 @@ impl Words {
     }
 
     /// The nonce words of the `serial`-th prompt, then the ring from its offset.
+    #[must_use]
     pub fn sequence(&self, serial: u64, seed: u64) -> Words {
         let len = self.words.len();
         let start = offset(serial, seed, len);
@@ -183,8 +184,9 @@ impl Words {
             if hi.0 == lo.0 + 1 {
                 break;
             }
-            let scaled =
-                (words as f64 * f64::from(target) / f64::from(count.max(1))).round() as usize;
+            let scaled = crate::num::to_usize(
+                (words as f64 * f64::from(target) / f64::from(count.max(1))).round(),
+            );
             words = if scaled > lo.0 && scaled < hi.0 {
                 scaled
             } else if hi.0 == usize::MAX {
@@ -289,7 +291,7 @@ mod tests {
             self.calls.set(self.calls.get() + 1);
             let words: u32 = text
                 .split_whitespace()
-                .map(|w| w.len().div_ceil(4) as u32)
+                .map(|w| crate::num::count(w.len().div_ceil(4)))
                 .sum();
             Ok(self.overhead + words)
         }

@@ -125,6 +125,10 @@ pub struct Slo {
     pub e2e: Option<Duration>,
 }
 
+#[expect(
+    clippy::ref_option,
+    reason = "serde's serialize_with hands the field by reference"
+)]
 fn opt_ms<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
     match d {
         Some(d) => s.serialize_f64(d.as_secs_f64() * 1e3),

@@ -40,7 +40,7 @@ fn distinct<T: Ord>(items: impl Iterator<Item = T>) -> Vec<T> {
 /// Which distinct item follows the shared part in the `serial`-th prompt: consecutive serials
 /// take consecutive items, so no two prompts within `len` of each other share it.
 fn junction(serial: u64, seed: u64, len: usize) -> usize {
-    ((seed.wrapping_add(serial)) % len.max(1) as u64) as usize
+    crate::num::index(seed.wrapping_add(serial) % len.max(1) as u64)
 }
 
 /// The corpus in the form the API takes.
@@ -150,7 +150,7 @@ impl PromptSource {
                                 Err(e) => last_error = Some(e),
                             }
                         }
-                        let e = last_error.expect("the loop ran at least once");
+                        let e = last_error.map_or_else(String::new, |e| e.to_string());
                         Err(Error::Target(format!(
                             "building the shared system prompt: {e}"
                         )))
@@ -173,6 +173,7 @@ impl Vocabulary {
     /// Tokenizes `corpus` on the server when the API takes token IDs, else picks how texts are
     /// counted.
     async fn prepare(target: &Target, corpus: &str) -> crate::error::Result<Vocabulary> {
+        const SAMPLE: &str = "Hello there";
         let api = target.endpoint.api;
         let tokens = target
             .tokenize(corpus, false)
@@ -188,15 +189,14 @@ impl Vocabulary {
                     )))
                 }
                 None if api == Api::Llamacpp => {
-                    return Err(Error::Target(format!(
-                        "the server has no /tokenize endpoint"
-                    )))
+                    return Err(Error::Target(
+                        "the server has no /tokenize endpoint".to_string(),
+                    ))
                 }
                 None => {}
             }
         }
         let words = Words::new(corpus);
-        const SAMPLE: &str = "Hello there";
         let probed = target
             .probe_prompt_tokens(Prompt::Text(SAMPLE.into()))
             .await?;
@@ -211,7 +211,7 @@ impl Vocabulary {
         } else {
             match target.tokenize(SAMPLE, false).await? {
                 Some(sample) => Counter::Tokenize {
-                    overhead: probed.checked_sub(sample.len() as u32).context(
+                    overhead: probed.checked_sub(crate::num::count(sample.len())).context(
                         "the server counts fewer prompt tokens than its tokenizer gives for the text",
                     )?,
                 },
@@ -247,7 +247,7 @@ impl Vocabulary {
                         Err(e) => last_error = Some(e),
                     }
                 }
-                let e = last_error.expect("the loop ran at least once");
+                let e = last_error.map_or_else(String::new, |e| e.to_string());
                 Err(Error::Target(format!(
                     "building a prompt of {n} tokens: {e}"
                 )))
@@ -292,7 +292,7 @@ impl TokenCount for ServerCount<'_> {
                     .tokenize(text, false)
                     .await?
                     .context("tokenizer went away")?;
-                Ok(tokens.len() as u32 + overhead)
+                Ok(crate::num::count(tokens.len()).saturating_add(overhead))
             }
             Counter::Template => {
                 let prompt = self
@@ -305,7 +305,7 @@ impl TokenCount for ServerCount<'_> {
                     .tokenize(&prompt, true)
                     .await?
                     .context("no tokenizer endpoint")?;
-                Ok(tokens.len() as u32)
+                Ok(crate::num::count(tokens.len()))
             }
             Counter::Probe => {
                 self.target

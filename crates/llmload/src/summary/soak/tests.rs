@@ -183,7 +183,9 @@ fn a_stopped_case_ends_its_series_where_activity_ended() {
     let series_of = |stopped: bool| {
         let mut figures =
             crate::summary::window::WindowFigures::new(0.0, Some(10.0), slo, Some(1.0));
-        slowing().iter().for_each(|r| figures.add(r, None));
+        for r in &slowing() {
+            figures.add(r, None);
+        }
         let (_, bins) = figures.finish(10.0, stopped);
         let (bins, span) = bins.expect("a series");
         bins.finish(span, &[])
@@ -225,7 +227,9 @@ fn windows_nothing_can_reach_keep_only_their_distribution() {
     let records = slowing();
     let fill = || {
         let mut bins = SeriesBins::new(0.0, 1.0);
-        records.iter().for_each(|r| bins.add_request(r));
+        for r in &records {
+            bins.add_request(r);
+        }
         bins
     };
     let mut closing = fill();

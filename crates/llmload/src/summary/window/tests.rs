@@ -73,7 +73,7 @@ fn fed_as_requests_end_with_the_end_learnt_late_the_figures_are_the_same() {
     by_end.sort_by(|a, b| a.done_s.partial_cmp(&b.done_s).expect("finite"));
     let window = (0.5, 4.9);
     let slo = Slo {
-        e2e: Some(std::time::Duration::from_millis(1000)),
+        e2e: Some(std::time::Duration::from_secs(1)),
         ..Slo::default()
     };
     let mut figures = WindowFigures::new(window.0, None, slo, None);

@@ -1,0 +1,70 @@
+//! Conversions between counts, indices and measured values. Each saturates where a value cannot
+//! fit (a count past `u32::MAX` reads as `u32::MAX`, a negative or NaN float as 0), so that no
+//! conversion wraps silently.
+
+/// A length or count as the `u32` the records and summaries use.
+pub fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// A `u64` as an index.
+pub fn index(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
+}
+
+/// A count as drawing coordinates.
+pub fn pixels(n: usize) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+/// A float, already rounded as the caller wants, as a `u32`.
+#[expect(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "float-to-integer casts saturate (NaN reads as 0): this is the conversion wanted"
+)]
+pub fn to_u32(x: f64) -> u32 {
+    x as u32
+}
+
+/// A float, already rounded as the caller wants, as a `u64`.
+#[expect(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "float-to-integer casts saturate (NaN reads as 0): this is the conversion wanted"
+)]
+pub fn to_u64(x: f64) -> u64 {
+    x as u64
+}
+
+/// A float, already rounded as the caller wants, as an index.
+#[expect(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "float-to-integer casts saturate (NaN reads as 0): this is the conversion wanted"
+)]
+pub fn to_usize(x: f64) -> usize {
+    x as usize
+}
+
+/// Whether two loads (concurrencies, or rates as given in decimals) are the same load: equal to
+/// a millionth.
+pub fn same_load(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-6 * a.abs().max(b.abs()).max(1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conversions_saturate_instead_of_wrapping() {
+        assert_eq!(count(usize::MAX), u32::MAX);
+        assert_eq!(count(7), 7);
+        assert_eq!(to_u32(-3.0), 0);
+        assert_eq!(to_u32(f64::NAN), 0);
+        assert_eq!(to_u32(1e12), u32::MAX);
+        assert_eq!(to_usize(2.0), 2);
+        assert_eq!(pixels(usize::MAX), i32::MAX);
+    }
+}
