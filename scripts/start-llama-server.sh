@@ -4,7 +4,7 @@
 #
 #   scripts/start-llama-server.sh [--slots N] [--slot-context TOKENS] [--port P] [extra llama-server flags…]
 #
-# Defaults: 4 slots of 8,704 tokens each (the seeds' server), port 0 (the OS picks a free one),
+# Defaults: 4 slots of 8,704 tokens each (the reference campaign's server), port 0 (the OS picks a free one),
 # metrics on. Stops after 4 hours at most.
 set -euo pipefail
 cd "$(dirname "$0")/.."

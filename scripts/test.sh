@@ -18,5 +18,6 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 
 cargo fmt --all -- --check
+python3 scripts/check-layers.py >/dev/null
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace --no-fail-fast

@@ -1,4 +1,4 @@
-//! `llmload plan`: the seeds' closing questions — typical and maximum prompt length, output
+//! `llmload plan`: the capacity questions — typical and maximum prompt length, output
 //! length, simultaneous generations, acceptable time to first token — answered from measured
 //! attempts (sweeps, or runs over several loads), after the report stage of the pipeline.
 //!
@@ -34,7 +34,7 @@ pub enum Percentile {
     P90,
     /// The 95th percentile.
     P95,
-    /// The 99th percentile (seed 003: "watch p99 TTFT").
+    /// The 99th percentile.
     #[default]
     P99,
 }

@@ -1,4 +1,4 @@
-//! Records → per-case figures and the attempt's outcome (`summary.json`), exactly as SPEC §3
+//! Records → per-case figures and the attempt's outcome (`summary.json`), as docs/measurement.md
 //! defines them. Only `ok` responses enter distributions; a case is complete only when every
 //! planned round completed with every response `ok`.
 

@@ -1,4 +1,4 @@
-//! The APIs llmload speaks (SPEC §5): request bodies and event meanings, one adapter per API.
+//! The APIs llmload speaks: request bodies and event meanings, one adapter per API.
 //!
 //! Everything here is pure: `client` does the I/O, `sse` splits the byte stream into events, and
 //! the adapters say what each event's data means (how many generated tokens it carries, whether

@@ -277,7 +277,7 @@ impl Config {
         self.load.points(&self.concurrency)
     }
 
-    /// The matrix in the seeds' order: input tokens, then load (concurrency or rate), then output
+    /// The matrix in the reference campaign's order: input tokens, then load (concurrency or rate), then output
     /// tokens.
     pub fn plans(&self) -> Vec<CasePlan> {
         let template = self.template();
@@ -390,7 +390,7 @@ mod tests {
     }
 
     #[test]
-    fn defaults_are_the_seeds_campaign() {
+    fn defaults_are_the_reference_campaign() {
         let config = Config::resolve(args()).expect("valid");
         assert_eq!(config.url.as_deref(), Some("http://127.0.0.1:8080"));
         let ids: Vec<_> = config.cases().into_iter().map(|c| c.id).collect();

@@ -1,7 +1,7 @@
 //! The report's charts over cases, drawn by plotters into SVG strings that `report.html` inlines:
 //! latency against load, throughput against load, and the latency–throughput curve, with a
 //! sweep's `C_sat` and recommended cap marked. The load is the concurrency, or the arrival rate
-//! of open-loop cases. Only complete cases are plotted, as in the seeds' table; each chart comes
+//! of open-loop cases. Only complete cases are plotted, as in the reference table; each chart comes
 //! with a caption that says what was plotted and from how many samples.
 
 use crate::fmt::thousands;

@@ -1,5 +1,5 @@
 //! `report.html`: one self-contained page that opens offline — no script, no stylesheet, font or
-//! image from elsewhere; the charts are inline SVG. It holds the seeds' table (complete cases
+//! image from elsewhere; the charts are inline SVG. It holds the reference table (complete cases
 //! only, incomplete ones listed apart with their errors), the outcome, the five charts with
 //! captions, and a banner when the target was the built-in simulator. Every string that came
 //! from the records or the server is escaped.
@@ -7,7 +7,7 @@
 use crate::record::{ErrorKind, Status};
 use crate::report::charts;
 use crate::report::markdown::{
-    incomplete_line, load_rows, seeds_rows, telemetry_line, LOAD_COLUMNS,
+    incomplete_line, load_rows, reference_rows, telemetry_line, LOAD_COLUMNS,
 };
 use crate::report::plot::Figure;
 use crate::report::Report;
@@ -124,7 +124,7 @@ fn results(out: &mut String, report: &Report) {
          <th>Concurrent requests</th><th>Median TTFT</th><th>Median complete response</th>\
          <th>Aggregate output throughput</th><th>Responses (n)</th><th>Rounds</th></tr>\n",
     );
-    for row in seeds_rows(&report.summary) {
+    for row in reference_rows(&report.summary) {
         let cells = row.iter().fold(String::new(), |mut cells, cell| {
             let _ = write!(cells, "<td>{}</td>", escape(cell));
             cells

@@ -1,4 +1,4 @@
-//! The seeds' table ("Qwen3-8B streaming API results") in Markdown: complete cases only, with
+//! The reference table ("Qwen3-8B streaming API results") in Markdown: complete cases only, with
 //! sample sizes; incomplete cases listed apart with what they did complete.
 
 use crate::fmt::{seconds, thousands};
@@ -71,7 +71,7 @@ pub fn render(summary: &Summary) -> String {
         "| Input tokens per request | Concurrent requests | Median TTFT | Median complete response | Aggregate output throughput | Responses (n) | Rounds |\n\
          |---|---|---|---|---|---|---|\n",
     );
-    for row in seeds_rows(summary) {
+    for row in reference_rows(summary) {
         let _ = writeln!(out, "| {} |", row.join(" | "));
     }
     out.push_str(
@@ -131,10 +131,10 @@ pub fn render(summary: &Summary) -> String {
     out
 }
 
-/// The cells of the seeds' table, one row per complete closed-round case: input tokens,
+/// The cells of the reference table, one row per complete closed-round case: input tokens,
 /// concurrency, median TTFT, median complete response, throughput, responses, rounds. Window
 /// cases (continuous, open loop) have their own table.
-pub(crate) fn seeds_rows(summary: &Summary) -> Vec<[String; 7]> {
+pub(crate) fn reference_rows(summary: &Summary) -> Vec<[String; 7]> {
     let closed = summary
         .cases
         .iter()
@@ -171,7 +171,7 @@ pub(crate) const LOAD_COLUMNS: [&str; 10] = [
 ];
 
 /// The cells of the table of complete continuous and open-loop cases: figures over the
-/// measurement window, which the seeds' table (per-round throughput at a fixed concurrency)
+/// measurement window, which the reference table (per-round throughput at a fixed concurrency)
 /// cannot hold.
 pub(crate) fn load_rows(summary: &Summary) -> Vec<[String; 10]> {
     let cases = summary.cases.iter().filter(|c| c.complete);
@@ -349,7 +349,7 @@ mod tests {
     }
 
     #[test]
-    fn numbers_read_like_the_seeds() {
+    fn numbers_read_like_the_reference_table() {
         assert_eq!(thousands(8192), "8,192");
         assert_eq!(thousands(512), "512");
         assert_eq!(thousands(1_000_000), "1,000,000");

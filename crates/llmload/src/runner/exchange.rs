@@ -19,7 +19,7 @@ pub struct Verdict {
 
 /// Checks a complete response's counters: prompt processed in full, nothing from the cache but
 /// the `shared` tokens of a shared system prompt, exactly the requested number of output tokens
-/// (SPEC §4).
+///.
 pub fn verify(counters: &Counters, streamed: u32, input: u32, output: u32, shared: u32) -> Verdict {
     let mut v = Verdict {
         verified: true,

@@ -1,4 +1,4 @@
-//! Saturation analysis over a sweep's curve (seed 003): the saturating load `C_sat` from the
+//! Saturation analysis over a sweep's curve: the saturating load `C_sat` from the
 //! throughput curve, the latency knee, the recommended cap, and the largest load meeting the
 //! SLO. Each answer says how it was computed; when the data cannot support one, it says that
 //! instead of guessing.

@@ -1,4 +1,4 @@
-//! Records of a continuous or open-loop case → its figures over the measurement window (SPEC §3):
+//! Records of a continuous or open-loop case → its figures over the measurement window:
 //! throughput and goodput over the window only, achieved concurrency next to the nominal one,
 //! send lag, and latencies from `scheduled` as well as from `sent` (coordinated omission).
 

@@ -19,7 +19,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// One GPU reading (SPEC §7). Fields other than `t_s`, `gpu` and `temperature_c` are absent when
+/// One GPU reading. Fields other than `t_s`, `gpu` and `temperature_c` are absent when
 /// the driver did not report them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Reading {

@@ -1,4 +1,4 @@
-//! Exact-length prompts (SPEC §4).
+//! Exact-length prompts.
 //!
 //! Token prompts: the corpus's tokens, repeated and cut to exactly N, starting at an offset that
 //! differs for every request so that no prefix cache can stand in for prompt processing.

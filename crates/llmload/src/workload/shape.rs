@@ -31,7 +31,7 @@ pub struct Case {
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum Arrival {
-    /// Rounds of C simultaneous requests; a round ends with its last request (the seeds' way).
+    /// Rounds of C simultaneous requests; a round ends with its last request (as the reference campaign ran them).
     #[default]
     Rounds,
     /// Keep C requests in flight: a new one starts as soon as one ends.
@@ -288,7 +288,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ids_name_the_shape_and_fixed_cases_keep_the_seeds_ids() {
+    fn ids_name_the_shape_and_fixed_cases_keep_the_reference_ids() {
         let mut template = ShapeTemplate {
             arrival: Arrival::Rounds,
             rounds: 3,
