@@ -180,7 +180,7 @@ impl EngineTask {
         // A rejection drops the sender: the HTTP side sees the engine refuse.
         if self
             .engine
-            .submit(submission.id, submission.request)
+            .submit(submission.id, &submission.request)
             .is_ok()
         {
             self.streams.insert(submission.id, submission.progress);
@@ -266,7 +266,7 @@ mod tests {
         let profile = Profile::builtin("seed-qwen3-8b").expect("built in");
         let requests = [request(0, 2048, 300), request(50_000, 8192, 100)];
         let mut sim = Simulation::new(&profile, 3);
-        let ids = requests.clone().map(|r| sim.submit(r).expect("fits"));
+        let ids = requests.each_ref().map(|r| sim.submit(r).expect("fits"));
         sim.run_until_idle();
         for time_scale in [1.0, 10.0] {
             let shutdown = CancellationToken::new();

@@ -1,6 +1,6 @@
 //! llmload-sim: an HTTP server that behaves like an LLM inference engine under load.
 //!
-//! It speaks llama-server's `/completion` and the OpenAI `/v1/completions` and
+//! It speaks llama-server's `/completion` and the `OpenAI` `/v1/completions` and
 //! `/v1/chat/completions` streaming APIs, and schedules requests with a modelled engine (slots,
 //! continuous batching, prefill and decode cost, KV capacity, prefix cache). It is llmload's
 //! zero-setup target and the ground truth for the harness's own accuracy tests.
@@ -104,6 +104,10 @@ impl SimConfig {
 const LISTEN_BACKLOG: u32 = 65_535;
 
 /// A listener on `address` with a backlog deep enough for thousands of simultaneous connects.
+#[expect(
+    clippy::unused_async,
+    reason = "being async keeps it inside a tokio runtime, which registering the listener needs"
+)]
 pub async fn bind(address: std::net::SocketAddr) -> std::io::Result<TcpListener> {
     let socket = match address {
         std::net::SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,

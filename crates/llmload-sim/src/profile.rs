@@ -95,6 +95,11 @@ fn default_chat_generation_prompt_tokens() -> usize {
 
 impl Profile {
     /// The built-in profile with this name, if there is one.
+    #[expect(
+        clippy::expect_used,
+        clippy::missing_panics_doc,
+        reason = "the built-in profiles are compiled in, and the builtins_parse test parses each"
+    )]
     pub fn builtin(name: &str) -> Option<Profile> {
         let (_, text) = BUILTINS.iter().find(|(known, _)| *known == name)?;
         let profile = Self::from_toml_str(text, &format!("built-in {name}"))
@@ -113,7 +118,8 @@ impl Profile {
             return Ok(profile);
         }
         let path = Path::new(name_or_path);
-        if path.exists() || name_or_path.ends_with(".toml") {
+        let named_toml = path.extension().is_some_and(|ext| ext == "toml");
+        if path.exists() || named_toml {
             return Self::from_toml_file(path);
         }
         Err(SimError::UnknownProfile {
@@ -142,6 +148,7 @@ impl Profile {
     }
 
     /// This profile with `slots` overridden (a derived KV capacity follows the slot count).
+    #[must_use]
     pub fn with_slots(mut self, slots: usize) -> Profile {
         self.slots = slots;
         self

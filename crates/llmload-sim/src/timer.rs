@@ -24,6 +24,11 @@ struct Timer {
     thread: Thread,
 }
 
+#[expect(
+    clippy::expect_used,
+    reason = "without its timer thread the simulator cannot keep any schedule; a process that \
+              cannot start one thread has no way to go on"
+)]
 fn timer() -> &'static Arc<Timer> {
     static TIMER: OnceLock<Arc<Timer>> = OnceLock::new();
     TIMER.get_or_init(|| {

@@ -7,7 +7,7 @@
 //! Concatenating the tokens gives back the text, so tokenize ∘ detokenize ∘ tokenize = tokenize.
 
 use std::collections::HashMap;
-use std::sync::RwLock;
+use std::sync::{PoisonError, RwLock};
 
 /// Longest run of whitespace or of non-whitespace kept in one token, in characters.
 pub const MAX_TOKEN_CHARS: usize = 16;
@@ -95,7 +95,8 @@ pub fn token_id(text: &str) -> u32 {
         hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
     }
     let folded = (hash >> 32) ^ (hash & 0xffff_ffff);
-    u32::try_from(folded & 0x7fff_ffff).expect("masked to 31 bits")
+    // Masked to 31 bits, so the conversion cannot fail.
+    u32::try_from(folded & 0x7fff_ffff).unwrap_or_default()
 }
 
 /// Splits text into token strings; concatenating them gives back `text`.
@@ -146,17 +147,11 @@ impl Tokenizer {
         let pieces = split(text);
         let ids: Vec<u32> = pieces.iter().map(|piece| token_id(piece)).collect();
         let missing = {
-            let table = self
-                .table
-                .read()
-                .unwrap_or_else(|poison| poison.into_inner());
+            let table = self.table.read().unwrap_or_else(PoisonError::into_inner);
             ids.iter().any(|id| !table.contains_key(id))
         };
         if missing {
-            let mut table = self
-                .table
-                .write()
-                .unwrap_or_else(|poison| poison.into_inner());
+            let mut table = self.table.write().unwrap_or_else(PoisonError::into_inner);
             for (id, piece) in ids.iter().zip(&pieces) {
                 if table.len() >= TABLE_CAPACITY {
                     break;
@@ -169,10 +164,7 @@ impl Tokenizer {
 
     /// Text of the given ids; ids never seen give `" <unk>"`.
     pub fn detokenize(&self, ids: &[u32]) -> String {
-        let table = self
-            .table
-            .read()
-            .unwrap_or_else(|poison| poison.into_inner());
+        let table = self.table.read().unwrap_or_else(PoisonError::into_inner);
         ids.iter()
             .map(|id| table.get(id).map_or(UNKNOWN_TOKEN_TEXT, |text| text))
             .collect()
@@ -185,7 +177,8 @@ pub fn generated_token(seed: u64, serial: u64, index: usize) -> (u32, &'static s
     mix = (mix ^ (mix >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     mix = (mix ^ (mix >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     mix ^= mix >> 31;
-    let word = VOCABULARY[(mix % VOCABULARY.len() as u64) as usize];
+    // The remainder is below the vocabulary's length, so it fits in usize.
+    let word = VOCABULARY[usize::try_from(mix % VOCABULARY.len() as u64).unwrap_or_default()];
     (token_id(word), word)
 }
 

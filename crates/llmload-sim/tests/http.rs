@@ -308,6 +308,7 @@ async fn first_token_arrives_after_the_modelled_prefill() {
 }
 
 /// The values of Prometheus series in one read of `/metrics`.
+#[expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 async fn gauges<const N: usize>(server: &common::Server, names: [&str; N]) -> [f64; N] {
     let metrics = server
         .client
@@ -328,6 +329,10 @@ async fn gauges<const N: usize>(server: &common::Server, names: [&str; N]) -> [f
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[expect(
+    clippy::float_cmp,
+    reason = "the gauges compared are whole counts, printed and parsed exactly"
+)]
 async fn many_concurrent_streams_queue_and_complete() {
     let server = start("cpu-tiny", 10.0, &[]).await;
     let requests: Vec<_> = (0..300u32)

@@ -9,6 +9,7 @@ use common::{read_events, start_with, Server};
 use llmload_sim::{FaultSpec, Profile, Schedule, SimConfig};
 use serde_json::json;
 
+#[expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 async fn start(schedule: &str, faults: &[&str]) -> Server {
     let mut config = SimConfig::new(Profile::builtin("cpu-tiny").expect("built in"));
     config.schedule = schedule.parse::<Schedule>().expect("valid schedule");
@@ -25,6 +26,7 @@ fn completions(tokens: usize) -> serde_json::Value {
 }
 
 /// Milliseconds from `start` to each event carrying text, and the whole stream's events.
+#[expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 async fn token_times(server: &Server, tokens: usize) -> Vec<f64> {
     let start = Instant::now();
     let response = server.post("/v1/completions", completions(tokens)).await;

@@ -120,6 +120,14 @@ pub struct RunArgs {
     /// Limit per request, from send to final event, e.g. 90s or 10m [default: 10m].
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<String>,
+    /// Limit for each setup request (/health, /props, /v1/models, /tokenize, …) and each
+    /// /metrics scrape, connecting included [default: 30s].
+    #[arg(long, value_name = "DURATION")]
+    pub setup_timeout: Option<String>,
+    /// A header whose value may be written to the attempt's files and printed (values of other
+    /// headers than a few harmless ones, such as User-Agent, are redacted); may be repeated.
+    #[arg(long = "show-header", value_name = "NAME")]
+    pub show_headers: Vec<String>,
     /// Prompt lengths: a comma-separated list of token counts (one case each), or one
     /// distribution sampled per request: `choice:32,256,1024`, `choice:32@0.5,256@0.5`,
     /// `uniform:MIN,MAX`, `normal:MEAN,SD[,MIN,MAX]`, `lognormal:MEDIAN,SIGMA[,MIN,MAX]`
@@ -319,6 +327,8 @@ impl From<&RunArgs> for Settings {
             api_key: a.api_key.clone(),
             headers: a.headers.clone(),
             timeout: a.timeout.clone(),
+            setup_timeout: a.setup_timeout.clone(),
+            show_headers: a.show_headers.clone(),
             input_tokens: Lengths::from_flags(&a.input_tokens),
             concurrency: list(&a.concurrency),
             output_tokens: Lengths::from_flags(&a.output_tokens),

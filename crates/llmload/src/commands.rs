@@ -10,10 +10,10 @@ use crate::attempt::load;
 use crate::cli::Command;
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::guard::StopSignal;
 use crate::plan::Question;
 use crate::report::{compare, markdown, saturation};
 use crate::summary::{Outcome, OutcomeStatus, Summary};
-use tokio_util::sync::CancellationToken;
 
 /// Runs `command`; returns its exit code.
 pub async fn execute(command: Command) -> Result<u8> {
@@ -51,9 +51,9 @@ pub async fn execute(command: Command) -> Result<u8> {
         Command::Compare(args) => {
             let attempts = load::summaries(&args.dirs)?;
             if args.json {
-                print!("{}", json(&compare::to_json(&args.dirs, &attempts)))
+                print!("{}", json(&compare::to_json(&args.dirs, &attempts)));
             } else {
-                print!("{}", compare::render(&attempts))
+                print!("{}", compare::render(&attempts));
             }
             Ok(0)
         }
@@ -61,9 +61,9 @@ pub async fn execute(command: Command) -> Result<u8> {
             let question = Question::try_from(&args)?;
             let plan = crate::plan::plan(&args.dirs, &question)?;
             if args.json {
-                print!("{}", json(&plan))
+                print!("{}", json(&plan));
             } else {
-                print!("{}", crate::plan::render(&plan))
+                print!("{}", crate::plan::render(&plan));
             }
             Ok(if plan.covered { 0 } else { 3 })
         }
@@ -74,7 +74,7 @@ pub async fn execute(command: Command) -> Result<u8> {
 pub fn exit_code(outcome: &Outcome) -> u8 {
     match outcome.status {
         OutcomeStatus::Completed => 0,
-        OutcomeStatus::Failed => 3,
+        OutcomeStatus::Failed | OutcomeStatus::Running => 3,
         OutcomeStatus::Stopped => 4,
     }
 }
@@ -83,6 +83,8 @@ pub fn exit_code(outcome: &Outcome) -> u8 {
 pub fn error_code(error: &Error) -> u8 {
     if error.is_usage() {
         2
+    } else if error.is_stop() {
+        4
     } else {
         1
     }
@@ -112,18 +114,48 @@ fn json(value: &impl serde::Serialize) -> String {
     }
 }
 
-/// A token that fires on the first Ctrl-C; a second Ctrl-C ends the process at once (what was
-/// measured is already on disk).
-pub fn interrupts() -> CancellationToken {
-    let interrupted = CancellationToken::new();
-    let on_interrupt = interrupted.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_interrupt.cancel();
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(130);
-            }
+/// The stop signals: the first SIGINT (Ctrl-C), SIGTERM (what Kubernetes, systemd and CI
+/// runners send) or SIGHUP stops the run as the guard does (requests in flight cancelled and
+/// recorded, the summary and views written); a second one exits at once. Every record is
+/// flushed as it is written, so what was measured is on disk either way.
+pub fn interrupts() -> StopSignal {
+    use tokio::signal::unix::{signal, SignalKind};
+    let stop = StopSignal::new();
+    let raise = stop.clone();
+    let kinds = [
+        (SignalKind::interrupt(), "SIGINT (Ctrl-C)"),
+        (SignalKind::terminate(), "SIGTERM"),
+        (SignalKind::hangup(), "SIGHUP"),
+    ];
+    let mut streams = Vec::new();
+    for (kind, name) in kinds {
+        match signal(kind) {
+            Ok(stream) => streams.push((stream, name)),
+            Err(e) => eprintln!("warning: cannot watch {name}: {e}"),
         }
+    }
+    tokio::spawn(async move {
+        raise.raise(next_signal(&mut streams).await);
+        next_signal(&mut streams).await;
+        eprintln!(
+            "llmload: a second stop signal: exiting at once (the records written are complete)"
+        );
+        std::process::exit(130);
     });
-    interrupted
+    stop
+}
+
+/// The name of the next signal among `streams` (never, when there are none).
+async fn next_signal(streams: &mut [(tokio::signal::unix::Signal, &'static str)]) -> &'static str {
+    if streams.is_empty() {
+        return std::future::pending().await;
+    }
+    let waits = streams.iter_mut().map(|(stream, name)| {
+        let name = *name;
+        Box::pin(async move {
+            stream.recv().await;
+            name
+        })
+    });
+    futures_util::future::select_all(waits).await.0
 }

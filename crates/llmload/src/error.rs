@@ -45,6 +45,9 @@ pub enum Error {
     /// an answer that cannot be used).
     #[error("{0}")]
     Target(String),
+    /// A signal stopped the command before it had anything to write.
+    #[error("{0}")]
+    Stopped(String),
     /// Something llmload runs itself failed (a task, the pacer thread, the simulator).
     #[error("{0}")]
     Internal(String),
@@ -60,6 +63,15 @@ pub enum Error {
 }
 
 impl Error {
+    /// Whether a signal stopped the command (exit code 4, as for a stopped run).
+    pub fn is_stop(&self) -> bool {
+        match self {
+            Error::Stopped(_) => true,
+            Error::Context { source, .. } => source.is_stop(),
+            _ => false,
+        }
+    }
+
     /// Whether the error is the user's input (exit code 2) rather than the run's.
     pub fn is_usage(&self) -> bool {
         match self {

@@ -8,7 +8,7 @@ use crate::telemetry::Reading;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -89,6 +89,38 @@ pub struct Verdict {
     pub sample: Option<Reading>,
     /// Where it was noticed: `telemetry`, `request`, or the process check (`before round 2 of …`).
     pub at: String,
+}
+
+/// A stop asked for from outside the run (a signal): a token that fires, and the name of what
+/// asked first.
+#[derive(Clone, Debug, Default)]
+pub struct StopSignal {
+    token: CancellationToken,
+    name: Arc<OnceLock<&'static str>>,
+}
+
+impl StopSignal {
+    /// A stop not yet asked for.
+    pub fn new() -> StopSignal {
+        StopSignal::default()
+    }
+
+    /// Asks for the stop, naming what asked (`SIGTERM`); the first name stays.
+    pub fn raise(&self, name: &'static str) {
+        let _ = self.name.set(name);
+        self.token.cancel();
+    }
+
+    /// What asked for the stop, once one did.
+    pub fn name(&self) -> Option<&'static str> {
+        self.name.get().copied()
+    }
+
+    /// Waits until the stop is asked for; what asked.
+    pub async fn raised(&self) -> &'static str {
+        self.token.cancelled().await;
+        self.name().unwrap_or("a signal")
+    }
 }
 
 /// Shared between the sampler, the runner and the interrupt handler.

@@ -39,6 +39,7 @@ pub mod progress;
 pub mod record;
 pub mod report;
 pub mod runner;
+pub mod secrets;
 pub mod selfcheck;
 pub mod sim;
 pub mod stats;
@@ -52,6 +53,8 @@ use crate::api::client::Endpoint;
 use crate::attempt::Attempt;
 use crate::cases::{CaseSource, Matrix, Sweep, SweepOptions};
 use crate::config::Config;
+use crate::error::Error;
+use crate::guard::StopSignal;
 use crate::runner::session::Session;
 use crate::summary::sweep::SweepSection;
 use crate::summary::Summary;
@@ -59,7 +62,6 @@ use crate::target::Target;
 use crate::telemetry::Sampler;
 use crate::workload::source::PromptSource;
 use std::path::PathBuf;
-use tokio_util::sync::CancellationToken;
 
 /// What a finished run leaves: where its files are, and its summary.
 #[derive(Debug)]
@@ -71,7 +73,7 @@ pub struct RunResult {
 }
 
 /// `llmload run`: every case of the matrix; `interrupted` stops the run cleanly.
-pub async fn run(config: &Config, interrupted: CancellationToken) -> error::Result<RunResult> {
+pub async fn run(config: &Config, interrupted: StopSignal) -> error::Result<RunResult> {
     execute(config, interrupted, &mut Matrix::new(config.plans())).await
 }
 
@@ -79,7 +81,7 @@ pub async fn run(config: &Config, interrupted: CancellationToken) -> error::Resu
 pub async fn sweep(
     config: &Config,
     options: SweepOptions,
-    interrupted: CancellationToken,
+    interrupted: StopSignal,
 ) -> error::Result<(RunResult, SweepSection)> {
     let mut source = Sweep::new(config, options)?;
     let mut result = execute(config, interrupted, &mut source).await?;
@@ -92,7 +94,7 @@ pub async fn sweep(
 /// Runs the cases of `source` against `--url`, or against the built-in simulator started here.
 pub async fn execute<S: CaseSource>(
     config: &Config,
-    interrupted: CancellationToken,
+    interrupted: StopSignal,
     source: &mut S,
 ) -> error::Result<RunResult> {
     let simulator = match &config.url {
@@ -114,23 +116,24 @@ pub async fn measure<S: CaseSource>(
     config: &Config,
     url: &str,
     simulated: bool,
-    interrupted: CancellationToken,
+    interrupted: StopSignal,
     source: &mut S,
 ) -> error::Result<RunResult> {
     api::http1::raise_open_files_limit();
     let endpoint = Endpoint::build(
         url,
         config.api,
-        config.timeout,
-        config.api_key.as_deref(),
-        &config.headers,
+        (config.timeout, config.setup_timeout),
+        config.authorization().as_deref(),
+        &config.header_pairs(),
     )?;
-    let target = Target::connect(endpoint, config.model.clone()).await?;
+    let (target, prompts, sampler) = tokio::select! {
+        ready = prepare(config, endpoint) => ready?,
+        signal = interrupted.raised() => return Err(Error::Stopped(format!(
+            "stopped by {signal} while setting up, before the attempt folder was created"
+        ))),
+    };
     let simulated = simulated || target.is_simulator();
-    let corpus = workload::read_corpus(config.corpus.as_deref())?;
-    let prompts = PromptSource::prepare(&target, &corpus, config.load.system_prompt_tokens).await?;
-    let sampler =
-        Sampler::connect(&config.telemetry, config.telemetry_interval, config.quiet).await?;
     let attempt = Attempt::create(&config.out, &config.name)?;
     views::campaign(&attempt, config, &target, simulated, &source.plans())?;
     let mut session = Session::start(
@@ -158,4 +161,17 @@ pub async fn measure<S: CaseSource>(
         dir: attempt.dir,
         summary,
     })
+}
+
+/// Setup: the target, its prompts, and the telemetry source; every step within its deadline.
+async fn prepare(
+    config: &Config,
+    endpoint: Endpoint,
+) -> error::Result<(Target, PromptSource, Sampler)> {
+    let target = Target::connect(endpoint, config.model.clone()).await?;
+    let corpus = workload::read_corpus(config.corpus.as_deref())?;
+    let prompts = PromptSource::prepare(&target, &corpus, config.load.system_prompt_tokens).await?;
+    let sampler =
+        Sampler::connect(&config.telemetry, config.telemetry_interval, config.quiet).await?;
+    Ok((target, prompts, sampler))
 }

@@ -316,6 +316,9 @@ pub enum OutcomeStatus {
     Stopped,
     /// Ran to the end, but some case is incomplete, or the run could not go on.
     Failed,
+    /// Written while the run is going (after each case). A summary that still says so after
+    /// the run is over belongs to a run that ended without writing its last one (killed).
+    Running,
 }
 
 /// The attempt's outcome.

@@ -4,7 +4,7 @@
 //! `/health`), so that an unreachable or wrong target fails at once with one clear line, and the
 //! attempt's `campaign.json` records what was measured.
 
-use crate::api::client::{root_cause, Endpoint};
+use crate::api::client::{read_body, root_cause, Endpoint};
 use crate::api::{Api, GenerationRequest, Prompt};
 use crate::error::{Context, Error};
 use serde_json::{json, Value};
@@ -35,41 +35,25 @@ impl Target {
     ) -> crate::error::Result<Target> {
         let base = endpoint.base_url.clone();
         let mut server = json!({});
-        let mut reached = false;
         for (key, path) in [
             ("health", "/health"),
             ("props", "/props"),
             ("models", "/v1/models"),
         ] {
             let url = format!("{base}{path}");
-            match endpoint.client.get(&url).send().await {
-                Ok(response) => {
-                    reached = true;
-                    let status = response.status();
-                    if status == reqwest::StatusCode::UNAUTHORIZED
-                        || status == reqwest::StatusCode::FORBIDDEN
-                    {
-                        return Err(Error::Target(format!(
-                            "{url} answered {status}: check --api-key"
-                        )));
-                    }
-                    if status.is_success() {
-                        if let Ok(body) = response.json::<Value>().await {
-                            server[key] = body;
-                        }
-                    }
-                }
-                Err(e) if e.is_connect() => {
-                    return Err(Error::Target(format!(
-                        "cannot reach {base}: {}",
-                        root_cause(&e)
-                    )))
-                }
-                Err(e) => return Err(Error::Target(format!("{url}: {}", root_cause(&e)))),
+            let (status, body) = setup_request(&endpoint, endpoint.client.get(&url), &url).await?;
+            if status == reqwest::StatusCode::UNAUTHORIZED
+                || status == reqwest::StatusCode::FORBIDDEN
+            {
+                return Err(Error::Target(format!(
+                    "{url} answered {status}: check --api-key"
+                )));
             }
-        }
-        if !reached {
-            return Err(Error::Target(format!("cannot reach {base}")));
+            if status.is_success() {
+                if let Ok(body) = serde_json::from_slice::<Value>(&body) {
+                    server[key] = body;
+                }
+            }
         }
         let model = model.or_else(|| first_model(&server));
         if endpoint.api != Api::Llamacpp && model.is_none() {
@@ -89,21 +73,13 @@ impl Target {
     pub async fn apply_template(&self, text: &str) -> crate::error::Result<Option<String>> {
         let url = format!("{}/apply-template", self.endpoint.base_url);
         let body = json!({"messages": [{"role": "user", "content": text}]});
-        let response = self
-            .endpoint
-            .client
-            .post(&url)
-            .json(&body)
-            .send()
-            .await
-            .with_context(|| format!("POST {url}"))?;
-        if !response.status().is_success() {
+        let request = self.endpoint.client.post(&url).json(&body);
+        let (status, body) = setup_request(&self.endpoint, request, &url).await?;
+        if !status.is_success() {
             return Ok(None);
         }
-        let body: Value = response
-            .json()
-            .await
-            .with_context(|| format!("POST {url}: not JSON"))?;
+        let body: Value =
+            serde_json::from_slice(&body).with_context(|| format!("POST {url}: not JSON"))?;
         Ok(body["prompt"].as_str().map(str::to_owned))
     }
 
@@ -120,27 +96,16 @@ impl Target {
             body["model"] = json!(model);
         }
         let url = format!("{}/tokenize", self.endpoint.base_url);
-        let response = self
-            .endpoint
-            .client
-            .post(&url)
-            .json(&body)
-            .send()
-            .await
-            .with_context(|| format!("POST {url}"))?;
-        if matches!(response.status().as_u16(), 404 | 405 | 501) {
+        let request = self.endpoint.client.post(&url).json(&body);
+        let (status, body) = setup_request(&self.endpoint, request, &url).await?;
+        if matches!(status.as_u16(), 404 | 405 | 501) {
             return Ok(None);
         }
-        if !response.status().is_success() {
-            return Err(Error::Target(format!(
-                "POST {url} answered {}",
-                response.status()
-            )));
+        if !status.is_success() {
+            return Err(Error::Target(format!("POST {url} answered {status}")));
         }
-        let body: Value = response
-            .json()
-            .await
-            .with_context(|| format!("POST {url}: not JSON"))?;
+        let body: Value =
+            serde_json::from_slice(&body).with_context(|| format!("POST {url}: not JSON"))?;
         let tokens = body["tokens"]
             .as_array()
             .context("tokenizer answer has no \"tokens\" array")?
@@ -174,6 +139,56 @@ impl Target {
             .prompt_tokens
             .context("the server reports no prompt-token count, so prompt lengths cannot be set")
     }
+}
+
+/// The largest answer a setup request may give (the corpus's tokens are the largest).
+pub const MAX_SETUP_BODY: usize = 64 << 20;
+
+/// One setup request: its status and its whole body, within the endpoint's setup timeout and
+/// [`MAX_SETUP_BODY`]. A redirect is an error: none is followed.
+async fn setup_request(
+    endpoint: &Endpoint,
+    request: reqwest::RequestBuilder,
+    url: &str,
+) -> crate::error::Result<(reqwest::StatusCode, Vec<u8>)> {
+    let limit = endpoint.setup_timeout;
+    let exchange = async {
+        let mut response = request.send().await.map_err(|e| {
+            if e.is_connect() {
+                Error::Target(format!(
+                    "cannot reach {}: {}",
+                    endpoint.base_url,
+                    root_cause(&e)
+                ))
+            } else {
+                Error::Target(format!("{url}: {}", root_cause(&e)))
+            }
+        })?;
+        let status = response.status();
+        if status.is_redirection() {
+            let to = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .map(|l| crate::secrets::redact_url(&String::from_utf8_lossy(l.as_bytes())))
+                .unwrap_or_default();
+            return Err(Error::Target(format!(
+                "{url} answered {status}, a redirect to {to:?}: llmload follows no redirects \
+                 (they would carry the key and headers elsewhere); give --url the server itself"
+            )));
+        }
+        let body = read_body(&mut response, MAX_SETUP_BODY)
+            .await
+            .map_err(|e| Error::Target(format!("{url}: {e}")))?;
+        Ok((status, body))
+    };
+    tokio::time::timeout(limit, exchange)
+        .await
+        .unwrap_or_else(|_| {
+            Err(Error::Target(format!(
+                "{url}: no answer within {} (--setup-timeout)",
+                humantime::format_duration(limit)
+            )))
+        })
 }
 
 fn first_model(server: &Value) -> Option<String> {

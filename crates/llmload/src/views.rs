@@ -142,7 +142,18 @@ mod tests {
             .collect();
         write("requests.jsonl", lines.join("\n") + "\n");
         let report = regenerate(dir.path()).expect("regenerated");
-        assert_eq!(report.summary, fixture.summary);
+        assert_eq!(report.summary.cases, fixture.summary.cases);
+        // Without a summary.json the run ended without its last one (killed): the outcome
+        // says so, and how far the records go.
+        let outcome = &report.summary.outcome;
+        assert_eq!(outcome.status, crate::summary::OutcomeStatus::Failed);
+        let reason = outcome.reason.as_deref().unwrap_or_default();
+        assert!(
+            reason.contains("without its final summary")
+                && reason.contains("4 of 4 cases have records")
+                && reason.contains("12 measured requests recorded"),
+            "{reason}"
+        );
         assert!(!dir.path().join("summary.json").exists());
         for file in ["report.md", "cases.csv", "report.html"] {
             assert!(dir.path().join(file).is_file(), "{file}");

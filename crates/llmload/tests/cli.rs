@@ -1,11 +1,13 @@
 //! Bad input and unreachable or wrong targets: one clear line on stderr, a non-zero exit code,
 //! never a panic.
+#![expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 
 mod common;
 
 use common::{llmload, Invocation};
 use std::io::{Read, Write};
 use std::net::TcpListener;
+use std::sync::PoisonError;
 
 fn assert_one_line_error(run: &Invocation, code: i32, expected: &str) {
     assert_eq!(
@@ -145,7 +147,9 @@ fn small_run(
 
 #[test]
 fn json_prints_the_summary_and_quiet_prints_only_the_table() {
-    let _serial = common::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = common::SERIAL
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
     let sim = common::Simulator::start(&["--profile", "cpu-tiny"]);
     let out = tempfile::tempdir().expect("temp dir");
     let (run, dir) = small_run(&sim, &out.path().join("json"), &["--json", "-q"]);
@@ -221,7 +225,9 @@ fn on_a_terminal(command: &str, no_color: bool) -> String {
 
 #[test]
 fn on_a_terminal_a_progress_line_is_drawn_and_cleared_and_no_color_is_honoured() {
-    let _serial = common::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = common::SERIAL
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
     let sim = common::Simulator::start(&["--profile", "cpu-tiny"]);
     let out = tempfile::tempdir().expect("temp dir");
     let command = |name: &str, quiet: &str| {

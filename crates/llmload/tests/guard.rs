@@ -1,12 +1,15 @@
 //! The safety guard with replayed GPU telemetry: a campaign stops itself at the harness's
 //! thresholds, says which one fired with the triggering sample, keeps only complete cases in the
 //! results table, and loses no started request — against the simulator and a real llama-server.
+#![expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 
 mod common;
 
 use common::{attempt_dir, json, json_lines, llmload, LlamaServer, Simulator, SERIAL};
 use serde_json::{json, Value};
+use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::PoisonError;
 
 /// Writes a replay trace: one reading every 0.25 s for `seconds`, from `reading(t)`.
 fn trace(dir: &Path, seconds: f64, reading: impl Fn(f64) -> (f64, f64)) -> String {
@@ -18,7 +21,7 @@ fn trace(dir: &Path, seconds: f64, reading: impl Fn(f64) -> (f64, f64)) -> Strin
         let line = json!({"t_s": t, "gpu": 0, "temperature_c": temperature_c, "margin_c": margin_c,
             "power_w": 280.0, "power_limit_w": 300.0, "sw_thermal_slowdown": false,
             "hw_thermal_slowdown": false, "sw_power_cap": true});
-        text.push_str(&format!("{line}\n"));
+        let _ = writeln!(text, "{line}");
         t += 0.25;
     }
     std::fs::write(&path, text).expect("write trace");
@@ -214,7 +217,7 @@ fn without_a_gpu_auto_telemetry_says_so_once_and_runs_on() {
 
 #[test]
 fn a_stop_mid_round_on_llama_server_leaves_every_started_request_recorded() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     let server = LlamaServer::start();
     let dir = tempfile::tempdir().expect("temp dir");
     // 4 × 512 prompt tokens take seconds on a CPU: the stop at 1.5 s lands inside round 1.
@@ -350,7 +353,7 @@ fn ctrl_c_stops_the_run_as_interrupted_and_keeps_every_started_request() {
         let started = std::fs::read_dir(&dir)
             .ok()
             .and_then(|mut d| d.next())
-            .and_then(|e| e.ok())
+            .and_then(Result::ok)
             .map(|e| e.path().join("requests.jsonl"))
             .and_then(|p| std::fs::read_to_string(p).ok())
             .is_some_and(|t| t.lines().count() >= 1);
@@ -397,7 +400,7 @@ fn ctrl_c_stops_the_run_as_interrupted_and_keeps_every_started_request() {
         .iter()
         .map(|k| counts[k].as_u64().expect("a count"))
         .sum();
-    assert_eq!(counted as usize, records.len());
+    assert_eq!(counted, records.len() as u64);
     assert_eq!(
         summary["cases"].as_array().map(Vec::len),
         Some(1),

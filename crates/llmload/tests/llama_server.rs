@@ -5,6 +5,7 @@ mod common;
 
 use common::{attempt_dir, json, json_lines, llmload, LlamaServer, SERIAL};
 use serde_json::Value;
+use std::sync::PoisonError;
 
 const INPUTS: [u64; 2] = [128, 512];
 const CONCURRENCY: [u64; 2] = [1, 4];
@@ -13,8 +14,9 @@ const ROUNDS: u64 = 3;
 
 /// Runs the small campaign with `api` against a fresh llama-server; returns the invocation,
 /// the attempt folder and the temporary folder that holds it.
+#[expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 fn run_campaign(api: &str) -> (common::Invocation, std::path::PathBuf, tempfile::TempDir) {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     let server = LlamaServer::start();
     let out = tempfile::tempdir().expect("temp dir");
     let out_dir = out.path().to_str().expect("UTF-8 path");
@@ -43,6 +45,7 @@ fn run_campaign(api: &str) -> (common::Invocation, std::path::PathBuf, tempfile:
     (run, dir, out)
 }
 
+#[expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 fn campaign(api: &str) {
     let (run, dir, _out) = run_campaign(api);
     assert_eq!(

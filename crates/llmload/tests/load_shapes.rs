@@ -8,6 +8,7 @@ mod common;
 use common::{attempt_dir, json, json_lines, llmload, run_against, Invocation, Simulator};
 use serde_json::Value;
 use std::path::Path;
+use std::sync::PoisonError;
 
 fn run(out: &Path, name: &str, url: &str, extra: &[&str]) -> (Invocation, std::path::PathBuf) {
     let (result, dir) = run_against(out, name, url, extra);
@@ -44,7 +45,8 @@ fn peak_in_flight(records: &[Value]) -> usize {
         now += d;
         peak = peak.max(now);
     }
-    peak as usize
+    // Never below 0, where it starts.
+    usize::try_from(peak).unwrap_or_default()
 }
 
 #[test]
@@ -197,7 +199,12 @@ fn capped_gamma_loop_never_exceeds_its_cap_and_shows_the_wait_as_send_lag() {
     assert!(peak_in_flight(&records) <= 2);
     let inputs: Vec<f64> = records.iter().map(|r| f(&r["input_tokens"])).collect();
     assert!(inputs.iter().all(|n| (16.0..=64.0).contains(n)));
-    assert!(inputs.iter().any(|&n| n != inputs[0]), "lengths vary");
+    assert!(
+        records
+            .iter()
+            .any(|r| r["input_tokens"] != records[0]["input_tokens"]),
+        "lengths vary"
+    );
     let load = &json(&dir.join("summary.json"))["cases"][0]["load"];
     assert!(f(&load["achieved_concurrency_peak"]) <= 2.0, "{load}");
     // 60 arrivals/s against at most 2 in flight of ~0.1 s each: the queue is in the client, and
@@ -380,6 +387,7 @@ fn load_flags_are_checked_and_a_campaign_file_may_set_them() {
         .all(|r| [16, 48].contains(&r["input_tokens"].as_u64().expect("n"))));
 }
 
+#[expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 fn sweep(out: &Path, url: &str, extra: &[&str]) -> (Invocation, Value) {
     let mut args = vec![
         "sweep",
@@ -400,6 +408,10 @@ fn sweep(out: &Path, url: &str, extra: &[&str]) -> (Invocation, Value) {
 }
 
 #[test]
+#[expect(
+    clippy::float_cmp,
+    reason = "the recommended cap is a whole number, floored here as the sweep floors it"
+)]
 fn sweep_finds_the_simulators_saturation_point() {
     let sim = Simulator::start(&["--profile", "cpu-tiny", "--slots", "8"]);
     let out = tempfile::tempdir().expect("temp dir");
@@ -472,7 +484,9 @@ fn auto_sweep_stops_once_throughput_stops_rising() {
 
 #[test]
 fn sweep_against_llama_server_shows_queueing_beyond_its_four_slots() {
-    let _serial = common::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = common::SERIAL
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
     let server = common::LlamaServer::start();
     let out = tempfile::tempdir().expect("temp dir");
     let (_, summary) = sweep(
@@ -493,6 +507,10 @@ fn sweep_against_llama_server_shows_queueing_beyond_its_four_slots() {
         .as_array()
         .expect("points")
         .clone();
+    #[expect(
+        clippy::float_cmp,
+        reason = "loads are whole concurrency levels, exact in f64"
+    )]
     let ttft = |load: f64| {
         let p = points
             .iter()

@@ -2,12 +2,14 @@
 //! and against a real llama-server (128 prompt tokens, 16 output tokens, concurrency 1, 2, 4,
 //! one round). The plan's answer is checked against the summary the sweep wrote, worked out
 //! independently here.
+#![expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 
 mod common;
 
 use common::{attempt_dir, json, llmload, LlamaServer, Simulator, SERIAL};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::sync::PoisonError;
 
 /// A sweep of 128-token prompts, 16 output tokens, concurrency 1, 2, 4, one round, against `url`.
 fn sweep(url: &str, out: &Path, name: &str) -> PathBuf {
@@ -81,15 +83,19 @@ fn answers_from(dir: &Path) {
         .iter()
         .take_while(|p| p.1 <= budget_us / 1e3)
         .last()
-        .map(|p| p.0 as f64);
+        .map(|p| p.0);
     let flag = format!("{budget_us}us");
     let (code, value, text) = plan(&[dir], &["--ttft", &flag]);
     let curve = &value["lengths"][0]["curves"][0];
-    assert_eq!(curve["largest_load"].as_f64(), expected, "{value}");
+    assert_eq!(
+        curve["largest_load"].as_f64(),
+        expected.map(|load| load as f64),
+        "{value}"
+    );
     if let Some(load) = expected {
         let support = &curve["support"];
         assert_eq!(support["case_id"], format!("in128-c{load}-out16"));
-        assert_eq!(support["n"], load as u64, "one round of {load}");
+        assert_eq!(support["n"], load, "one round of {load}");
         assert!(
             text.contains(&format!("Supported by: case in128-c{load}-out16")),
             "{text}"
@@ -150,7 +156,7 @@ fn answers_from(dir: &Path) {
 
 #[test]
 fn plan_answers_from_a_simulator_sweep_and_says_what_is_missing() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     let sim = Simulator::start(&["--profile", "cpu-tiny"]);
     let out = tempfile::tempdir().expect("temp dir");
     let dir = sweep(&sim.url, out.path(), "sim");
@@ -161,7 +167,7 @@ fn plan_answers_from_a_simulator_sweep_and_says_what_is_missing() {
 
 #[test]
 fn plan_and_compare_on_llama_server_and_simulator_sweeps() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     let out = tempfile::tempdir().expect("temp dir");
     let real = {
         let server = LlamaServer::start();

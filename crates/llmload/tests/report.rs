@@ -2,13 +2,16 @@
 //! self-contained `report.html`; `llmload report DIR` rebuilds every view from the records alone,
 //! byte for byte — closed rounds, open loops with their window figures, and sweeps with their
 //! saturation analysis; `llmload compare` puts two attempts side by side, labels incomplete cases
-//! and cases that only one attempt ran; the charts show a sweep's C_sat and cap and the guard's
+//! and cases that only one attempt ran; the charts show a sweep's `C_sat` and cap and the guard's
 //! stop on the telemetry chart.
+#![expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 
 mod common;
 
 use common::{attempt_dir, json, llmload, Simulator, SERIAL};
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::PoisonError;
 
 /// A small campaign against `sim`: 2 rounds of 16 output tokens per case. Returns the attempt.
 fn small_run(sim: &Simulator, out: &Path, name: &str, matrix: &[&str], code: i32) -> PathBuf {
@@ -71,7 +74,7 @@ fn assert_self_contained(html: &str, target_url: &str) {
 
 #[test]
 fn a_run_writes_every_view_and_report_rebuilds_them_from_the_records_alone() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     let sim = Simulator::start(&["--profile", "cpu-tiny"]);
     let out = tempfile::tempdir().expect("temp dir");
     let matrix = ["--input-tokens", "64,256", "--concurrency", "1,2,4"];
@@ -210,7 +213,7 @@ fn the_page_loads_offline_in_headless_chromium() {
         installed,
         "chromium is not installed: run scripts/test.sh, which installs it"
     );
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     let sim = Simulator::start(&["--profile", "cpu-tiny"]);
     let out = tempfile::tempdir().expect("temp dir");
     let trace = replay(out.path(), 120.0, |t| 70.0 + t / 12.0);
@@ -284,13 +287,19 @@ fn the_page_loads_offline_in_headless_chromium() {
 fn replay(dir: &Path, seconds: f64, temperature: impl Fn(f64) -> f64) -> String {
     let path = dir.join("trace.jsonl");
     let mut text = String::new();
-    for step in 0..=(seconds * 4.0) as u32 {
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "a few seconds of quarter-second steps: small and not negative"
+    )]
+    let steps = (seconds * 4.0) as u32;
+    for step in 0..=steps {
         let t = f64::from(step) / 4.0;
         for gpu in [0u32, 1] {
             let line = serde_json::json!({"t_s": t, "gpu": gpu,
                 "temperature_c": temperature(t) - 5.0 * f64::from(gpu), "margin_c": 12.0,
                 "power_w": 250.0 + t - 20.0 * f64::from(gpu), "power_limit_w": 300.0});
-            text.push_str(&format!("{line}\n"));
+            let _ = writeln!(text, "{line}");
         }
     }
     std::fs::write(&path, text).expect("write trace");
@@ -336,7 +345,7 @@ fn assert_rebuilds_the_same(dir: &Path) {
 
 #[test]
 fn open_loop_and_sweep_attempts_rebuild_with_their_window_and_sweep_sections() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     let sim = Simulator::start(&["--profile", "cpu-tiny"]);
     let out = tempfile::tempdir().expect("temp dir");
     let open = llmload_ok(
@@ -400,7 +409,7 @@ fn open_loop_and_sweep_attempts_rebuild_with_their_window_and_sweep_sections() {
 
 #[test]
 fn a_guard_stop_is_marked_on_the_telemetry_chart() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     let sim = Simulator::start(&["--profile", "cpu-tiny"]);
     let out = tempfile::tempdir().expect("temp dir");
     // 95 °C from 1 s on: the guard stops the campaign at the first reading past it.
@@ -446,7 +455,7 @@ fn a_guard_stop_is_marked_on_the_telemetry_chart() {
 
 #[test]
 fn compare_puts_attempts_side_by_side_and_never_pools_them() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     let out = tempfile::tempdir().expect("temp dir");
     let sim = Simulator::start(&["--profile", "cpu-tiny"]);
     let full = ["--input-tokens", "64,256", "--concurrency", "1,2,4"];

@@ -7,6 +7,7 @@ mod common;
 use common::{attempt_dir, json, Simulator, SERIAL};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::PoisonError;
 
 /// A busy loop pinned to CPU 0, killed when dropped (and ending by itself after a minute, should
 /// the test process die first). `taskset` execs bash, whose loop forks nothing: the child is the
@@ -14,6 +15,7 @@ use std::process::{Child, Command, Stdio};
 struct Hog(Child);
 
 impl Hog {
+    #[expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
     fn start() -> Hog {
         let child = Command::new("taskset")
             .args(["-c", "0", "bash", "-c"])
@@ -35,6 +37,7 @@ impl Drop for Hog {
 
 /// Runs `llmload run` (pinned to CPU 0 when `pin`) for a couple of seconds of closed-continuous
 /// load; returns summary.json's `client_check` and report.md.
+#[expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 fn run(
     url: &str,
     out: &Path,
@@ -91,7 +94,7 @@ fn run(
 
 #[test]
 fn a_client_bound_run_is_flagged() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     let simulator = Simulator::start(&["--schedule", "zero-cost"]);
     let out = tempfile::tempdir().expect("temp dir");
     let hog = Hog::start();
@@ -115,7 +118,7 @@ fn a_client_bound_run_is_flagged() {
 
 #[test]
 fn a_light_run_is_not_flagged() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     let simulator = Simulator::start(&["--profile", "cpu-tiny", "--time-scale", "4"]);
     let out = tempfile::tempdir().expect("temp dir");
     let (check, report) = run(&simulator.url, out.path(), "light", "2", false);

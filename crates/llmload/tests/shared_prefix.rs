@@ -8,6 +8,7 @@ mod common;
 use common::{json, json_lines, llmload, run_against, LlamaServer, Simulator, SERIAL};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::sync::PoisonError;
 
 fn run(out: &Path, name: &str, url: &str, extra: &[&str]) -> (common::Invocation, PathBuf) {
     let mut args = vec!["--output-tokens", "8"];
@@ -163,7 +164,7 @@ fn a_shared_part_that_leaves_no_room_is_refused() {
 
 #[test]
 fn llama_server_serves_the_shared_part_from_its_slots() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     // Gemma 3 uses sliding-window attention: llama.cpp reuses a slot's cached prefix only when
     // it keeps the full window cache (`--swa-full`); without it the measured hit rate is 0.
     let server = LlamaServer::start_with(&["--swa-full"]);
@@ -198,7 +199,7 @@ fn llama_server_serves_the_shared_part_from_its_slots() {
 
 #[test]
 fn llama_server_chat_finds_a_shared_text_of_exactly_s_tokens() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     let server = LlamaServer::start_with(&["--swa-full"]);
     let out = tempfile::tempdir().expect("temp dir");
     let (result, dir) = run(

@@ -67,6 +67,7 @@ fn default_run_reproduces_the_seeds_table_and_says_it_is_simulated() {
 
 /// A small campaign against a `cpu-tiny` simulator with `faults`: warmup 1, 2 rounds of 4,
 /// 64 input and 16 output tokens. Returns the invocation and every record.
+#[expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 fn faulted_run(faults: &[&str], extra: &[&str]) -> (Invocation, Vec<Value>) {
     let mut sim_args = vec!["--profile", "cpu-tiny", "--slots", "4"];
     for f in faults {

@@ -2,25 +2,26 @@
 //! cut into windows after the warmup time, every measured request in exactly one window, GPU
 //! figures from the readings of each window, and the drift statement in the summary and the
 //! human output.
+#![expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 
 mod common;
 
 use common::{attempt_dir, json, json_lines, llmload, Invocation, Simulator};
 use serde_json::{json, Value};
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// A replay trace: one reading every 0.25 s for 40 s, the GPU heating by 1 °C and drawing 5 W
 /// more each second.
 fn heating_trace(dir: &Path) -> String {
     let path = dir.join("trace.jsonl");
-    let text: String = (0..160)
-        .map(|i| {
-            let t = f64::from(i) * 0.25;
-            let line = json!({"t_s": t, "gpu": 0, "temperature_c": 60.0 + t,
-                "power_w": 200.0 + 5.0 * t, "power_limit_w": 300.0});
-            format!("{line}\n")
-        })
-        .collect();
+    let mut text = String::new();
+    for i in 0..160 {
+        let t = f64::from(i) * 0.25;
+        let line = json!({"t_s": t, "gpu": 0, "temperature_c": 60.0 + t,
+            "power_w": 200.0 + 5.0 * t, "power_limit_w": 300.0});
+        let _ = writeln!(text, "{line}");
+    }
     std::fs::write(&path, text).expect("write trace");
     path.to_str().expect("UTF-8").to_owned()
 }
@@ -161,7 +162,12 @@ fn a_six_second_soak_has_five_windows_after_the_warmup_and_states_its_drift() {
     assert!(run.stdout.contains(statement), "{}", run.stdout);
     assert!(run.stdout.contains("Soak series, case"), "{}", run.stdout);
 
-    // `llmload report` rebuilds the same series from the records and the readings.
+    assert_report_rebuilds_the_series(&dir, series);
+}
+
+/// `llmload report` rebuilds the same series from the records and the readings, and the same
+/// report.md.
+fn assert_report_rebuilds_the_series(dir: &Path, series: &Value) {
     let report_md = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
     std::fs::remove_file(dir.join("report.md")).expect("remove report.md");
     let rebuilt = llmload(&["report", dir.to_str().expect("UTF-8"), "--json"]);

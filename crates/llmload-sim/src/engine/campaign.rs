@@ -41,7 +41,7 @@ fn median(values: &[f64]) -> f64 {
     let middle = sorted.len() / 2;
     match sorted.len() {
         0 => 0.0,
-        n if n % 2 == 0 => (sorted[middle - 1] + sorted[middle]) / 2.0,
+        n if n % 2 == 0 => f64::midpoint(sorted[middle - 1], sorted[middle]),
         _ => sorted[middle],
     }
 }
@@ -50,26 +50,31 @@ fn median(values: &[f64]) -> f64 {
 ///
 /// # Panics
 /// When a request of the case does not fit a slot of the profile.
+#[expect(
+    clippy::expect_used,
+    reason = "a case that does not fit the profile is the caller's mistake, documented under Panics"
+)]
 pub fn run_closed_rounds(profile: &Profile, seed: u64, case: ClosedRounds) -> CaseFigures {
     let mut sim = Simulation::new(profile, seed);
     let mut next_offset = 0u32;
+    let input_tokens = u32::try_from(case.input_tokens).unwrap_or(u32::MAX);
     let mut request = |slot| {
         next_offset += 1_000_000;
         SequenceRequest {
-            prompt: (next_offset..next_offset + case.input_tokens as u32).collect(),
+            prompt: (next_offset..next_offset + input_tokens).collect(),
             max_tokens: case.output_tokens,
             eos_after: None,
             cache_prompt: false,
             slot,
         }
     };
-    sim.submit(request(Some(0)))
+    sim.submit(&request(Some(0)))
         .expect("the case must fit the profile's slots");
     sim.run_until_idle();
     let (mut ttft_s, mut complete_s, mut throughputs) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..case.rounds {
         let ids: Vec<_> = (0..case.concurrency)
-            .map(|_| sim.submit(request(None)).expect("fits like the warmup"))
+            .map(|_| sim.submit(&request(None)).expect("fits like the warmup"))
             .collect();
         sim.run_until_idle();
         let (mut generated, mut span_ms) = (0, 0.0_f64);

@@ -212,7 +212,7 @@ impl Engine {
     }
 
     /// Queues a request; it is admitted at the start of the next step that has room.
-    pub fn submit(&mut self, id: SequenceId, request: SequenceRequest) -> Result<(), Rejection> {
+    pub fn submit(&mut self, id: SequenceId, request: &SequenceRequest) -> Result<(), Rejection> {
         let prompt_len = request.prompt.len();
         self.check(prompt_len, request.max_tokens, request.slot)?;
         let caching = self.cache.is_some() && request.cache_prompt;
@@ -284,8 +284,7 @@ impl Engine {
     /// does this first; calling it earlier only makes the gauges show the coming batch.
     pub fn admit(&mut self) {
         let mut index = 0;
-        while index < self.waiting.len() {
-            let seq = &self.waiting[index];
+        while let Some(seq) = self.waiting.get(index) {
             let slot = match seq.requested_slot {
                 Some(slot) => (self.slots[slot].is_none()).then_some(slot),
                 None => self.slots.iter().position(Option::is_none),
@@ -300,7 +299,10 @@ impl Engine {
             if self.kv_used_tokens + seq.reserved_tokens > self.kv_capacity_tokens {
                 break;
             }
-            let mut seq = self.waiting.remove(index).expect("index < len");
+            // Cannot miss: `get` just found it.
+            let Some(mut seq) = self.waiting.remove(index) else {
+                break;
+            };
             if let Some(cache) = self.cache.as_mut().filter(|_| !seq.blocks.is_empty()) {
                 let hits = cache.longest_prefix(&seq.blocks);
                 // At least one prompt token is evaluated to produce the first token's logits.

@@ -55,7 +55,7 @@ impl Simulation {
     }
 
     /// Submits a request now; it joins the engine at the next step boundary.
-    pub fn submit(&mut self, request: SequenceRequest) -> Result<SequenceId, Rejection> {
+    pub fn submit(&mut self, request: &SequenceRequest) -> Result<SequenceId, Rejection> {
         let id = self.timelines.len() as SequenceId;
         self.engine.submit(id, request)?;
         self.timelines.push(Timeline {
@@ -89,7 +89,7 @@ impl Simulation {
 
     /// Timeline of a submitted request.
     pub fn timeline(&self, id: SequenceId) -> &Timeline {
-        &self.timelines[id as usize]
+        &self.timelines[index(id)]
     }
 
     /// Cancels a request (its client went away).
@@ -103,7 +103,7 @@ impl Simulation {
         };
         self.now_ms += duration_ms;
         for update in &self.updates {
-            let timeline = &mut self.timelines[update.id as usize];
+            let timeline = &mut self.timelines[index(update.id)];
             timeline.slot = Some(update.slot);
             timeline.cached_tokens = update.cached_tokens;
             timeline.generated = update.generated;
@@ -117,4 +117,10 @@ impl Simulation {
         }
         true
     }
+}
+
+/// Position of a sequence's timeline: ids are handed out in submission order from 0. An id too
+/// large for `usize` cannot be one of them, and maps past the end.
+fn index(id: SequenceId) -> usize {
+    usize::try_from(id).unwrap_or(usize::MAX)
 }

@@ -259,6 +259,8 @@ impl fmt::Display for FaultSpec {
             }
         };
         match &self.selector {
+            // Exactly 1 is the default and goes unsaid; any other rate is written out.
+            #[expect(clippy::float_cmp, reason = "only the exact default may be left out")]
             Selector::Rate(rate) if *rate == 1.0 => {}
             Selector::Rate(rate) => params.push(format!("rate={rate}")),
             Selector::Every(every) => params.push(format!("every={every}")),

@@ -135,7 +135,7 @@ impl FaultInjector {
         let mut state = self
             .state
             .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let serial = state.next_serial;
         state.next_serial += 1;
         let mut kinds = Vec::new();

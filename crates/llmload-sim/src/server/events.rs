@@ -1,4 +1,4 @@
-//! Wire formats: the SSE events and JSON bodies of llama-server's `/completion` and the OpenAI
+//! Wire formats: the SSE events and JSON bodies of llama-server's `/completion` and the `OpenAI`
 //! completions and chat APIs, written from a request's progress. Token events are written by hand
 //! into one buffer (they are the hot path); once-per-request objects go through `serde_json`.
 
@@ -16,11 +16,11 @@ use crate::tokenizer::generated_token;
 pub(crate) struct EventContext {
     /// The API the request came in on.
     pub api: Api,
-    /// Serial number of the request (the OpenAI `id`, and the generated text's seed).
+    /// Serial number of the request (the `OpenAI` `id`, and the generated text's seed).
     pub serial: u64,
     /// Seed of the simulator.
     pub seed: u64,
-    /// Unix time of the request, for OpenAI `created`.
+    /// Unix time of the request, for `OpenAI` `created`.
     pub created_s: u64,
     /// Model id.
     pub model: String,
@@ -28,7 +28,7 @@ pub(crate) struct EventContext {
     pub prompt_tokens: usize,
     /// llama.cpp `return_tokens`.
     pub return_tokens: bool,
-    /// OpenAI `stream_options.include_usage`.
+    /// `OpenAI` `stream_options.include_usage`.
     pub include_usage: bool,
     /// Modelled milliseconds per wall-clock millisecond.
     pub time_scale: f64,
@@ -37,14 +37,14 @@ pub(crate) struct EventContext {
 }
 
 fn put(out: &mut String, args: fmt::Arguments<'_>) {
-    out.write_fmt(args)
-        .expect("writing to a String cannot fail");
+    // Writing to a String cannot fail.
+    let _ = out.write_fmt(args);
 }
 
 /// The text a broken event carries (malformed fault): valid SSE framing, invalid JSON.
 pub(crate) const MALFORMED_EVENT: &str = "data: {\"content\": tru\n\n";
 
-/// The terminator of OpenAI streams.
+/// The terminator of `OpenAI` streams.
 pub(crate) const DONE_EVENT: &str = "data: [DONE]\n\n";
 
 fn finish_reason(stop: StopReason) -> &'static str {
@@ -77,7 +77,7 @@ impl EventContext {
         }
     }
 
-    /// `"id":..,"object":..,"created":..,"model":..` of an OpenAI chunk, without braces.
+    /// `"id":..,"object":..,"created":..,"model":..` of an `OpenAI` chunk, without braces.
     fn openai_head(&self, out: &mut String) {
         put(
             out,
@@ -109,7 +109,7 @@ impl EventContext {
     }
 
     /// One event carrying tokens `first..first + count`; `last` is set when the event carries
-    /// the final token (OpenAI completions put the finish reason on it).
+    /// the final token (`OpenAI` completions put the finish reason on it).
     pub fn token_event(
         &self,
         out: &mut String,
@@ -166,7 +166,7 @@ impl EventContext {
     }
 
     /// Everything after the last token event: llama.cpp's final `stop: true` event, or the
-    /// OpenAI finish chunk (unless a token chunk carried it), usage chunk and `[DONE]`.
+    /// `OpenAI` finish chunk (unless a token chunk carried it), usage chunk and `[DONE]`.
     pub fn final_events(&self, out: &mut String, progress: &Progress, finish_sent: bool) {
         let stop = progress
             .finish
@@ -185,17 +185,17 @@ impl EventContext {
                 _ => json!({"index": 0, "text": "", "logprobs": null,
                     "finish_reason": finish_reason(stop)}),
             };
-            let chunk = self.openai_object(true, vec![choice], None);
+            let chunk = self.openai_object(true, &[choice], None);
             put(out, format_args!("data: {chunk}\n\n"));
         }
         if self.include_usage {
-            let chunk = self.openai_object(true, Vec::new(), Some(self.usage(progress)));
+            let chunk = self.openai_object(true, &[], Some(self.usage(progress)));
             put(out, format_args!("data: {chunk}\n\n"));
         }
         out.push_str(DONE_EVENT);
     }
 
-    fn openai_object(&self, streaming: bool, choices: Vec<Value>, usage: Option<Value>) -> Value {
+    fn openai_object(&self, streaming: bool, choices: &[Value], usage: Option<Value>) -> Value {
         let mut object = json!({
             "id": self.response_id(),
             "object": self.object(streaming),
@@ -287,12 +287,12 @@ impl EventContext {
             Api::Completions => {
                 let choice = json!({"index": 0, "text": content, "logprobs": null,
                     "finish_reason": reason});
-                self.openai_object(false, vec![choice], Some(self.usage(progress)))
+                self.openai_object(false, &[choice], Some(self.usage(progress)))
             }
             Api::Chat => {
                 let choice = json!({"index": 0, "logprobs": null, "finish_reason": reason,
                     "message": {"role": "assistant", "content": content}});
-                self.openai_object(false, vec![choice], Some(self.usage(progress)))
+                self.openai_object(false, &[choice], Some(self.usage(progress)))
             }
         };
         value.to_string()

@@ -212,6 +212,13 @@ impl State {
         let mut rng = StdRng::seed_from_u64(self.seed ^ serial.wrapping_mul(0x2545_f491_4f6c_dd1d));
         let uniform: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
         let tokens = (uniform.ln() / (1.0 - probability).ln()).floor();
-        Some(generation.min_tokens + tokens.min(1e12) as usize)
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "a whole number of tokens, at least 0 and capped at 1e12; the cast saturates \
+                      where usize is narrower"
+        )]
+        let tokens = tokens.min(1e12) as usize;
+        Some(generation.min_tokens + tokens)
     }
 }

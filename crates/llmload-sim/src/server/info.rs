@@ -102,11 +102,11 @@ pub(crate) fn metrics(state: &State) -> Response<Body> {
     ];
     let mut text = String::new();
     for (name, kind, help, value) in series {
-        writeln!(
+        // Writing to a String cannot fail.
+        let _ = writeln!(
             text,
             "# HELP llamacpp:{name} {help}\n# TYPE llamacpp:{name} {kind}\nllamacpp:{name} {value}"
-        )
-        .expect("writing to a String cannot fail");
+        );
     }
     bytes_response(StatusCode::OK, "text/plain; version=0.0.4", text)
 }

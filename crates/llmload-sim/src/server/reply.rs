@@ -34,7 +34,7 @@ impl ApiError {
         }
     }
 
-    /// The `type` field llama-server and OpenAI servers put in error objects.
+    /// The `type` field llama-server and `OpenAI` servers put in error objects.
     fn kind(&self) -> &'static str {
         match self.status {
             StatusCode::BAD_REQUEST | StatusCode::PAYLOAD_TOO_LARGE => "invalid_request_error",

@@ -12,14 +12,18 @@ use crate::{Profile, Tokenizer};
 pub(crate) enum Api {
     /// llama-server's native `POST /completion`.
     Llama,
-    /// OpenAI `POST /v1/completions`.
+    /// `OpenAI` `POST /v1/completions`.
     Completions,
-    /// OpenAI `POST /v1/chat/completions`.
+    /// `OpenAI` `POST /v1/chat/completions`.
     Chat,
 }
 
 /// A generation request, whatever API it came in on.
 #[derive(Debug, Clone, PartialEq)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "each flag is an independent boolean field of the request APIs"
+)]
 pub(crate) struct Generation {
     /// The API, for the answer's format.
     pub api: Api,
@@ -37,7 +41,7 @@ pub(crate) struct Generation {
     pub slot: Option<usize>,
     /// Stream events rather than answer once.
     pub stream: bool,
-    /// Add a usage chunk before `[DONE]` (OpenAI).
+    /// Add a usage chunk before `[DONE]` (`OpenAI`).
     pub include_usage: bool,
     /// Put token ids in llama.cpp events.
     pub return_tokens: bool,
@@ -172,7 +176,8 @@ fn chat_prompt(
     let mut prompt = Vec::new();
     for message in messages {
         let marker = crate::tokenizer::token_id(&format!("<|im_start|>{}", message.role));
-        prompt.extend((0..profile.chat_tokens_per_message as u32).map(|k| marker ^ k));
+        let per_message = u32::try_from(profile.chat_tokens_per_message).unwrap_or(u32::MAX);
+        prompt.extend((0..per_message).map(|k| marker ^ k));
         match &message.content {
             Some(MessageContent::Text(text)) => prompt.extend(tokenizer.tokenize(text)),
             Some(MessageContent::Parts(parts)) => {
@@ -184,7 +189,8 @@ fn chat_prompt(
         }
     }
     let generation = crate::tokenizer::token_id("<|im_start|>assistant\n");
-    prompt.extend((0..profile.chat_generation_prompt_tokens as u32).map(|k| generation ^ k));
+    let closing = u32::try_from(profile.chat_generation_prompt_tokens).unwrap_or(u32::MAX);
+    prompt.extend((0..closing).map(|k| generation ^ k));
     Ok(prompt)
 }
 

@@ -78,7 +78,7 @@ impl Clock {
             Finish {
                 stop: self.stop,
                 prompt_ms: ms(first),
-                predicted_ms: ms(last - first),
+                predicted_ms: ms(last.saturating_sub(first)),
             }
         });
         Progress {

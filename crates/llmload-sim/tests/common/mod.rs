@@ -1,6 +1,7 @@
 //! Test support: a simulator on 127.0.0.1 port 0 and a small SSE reader over reqwest.
 
 #![allow(dead_code)]
+#![expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 
 use std::time::{Duration, Instant};
 

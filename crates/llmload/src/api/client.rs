@@ -44,6 +44,9 @@ pub enum Failure {
     /// The server reported an error inside the stream.
     #[error("{0}")]
     Server(String),
+    /// The stream carried more tokens than asked for, past the slack allowed: reading stopped.
+    #[error("{0}")]
+    Overrun(String),
     /// The run was stopped while the exchange was in flight.
     #[error("cancelled by a stop of the run")]
     Cancelled,
@@ -59,6 +62,7 @@ impl Failure {
             Failure::Disconnected(_) => ErrorKind::Disconnected,
             Failure::Malformed(_) => ErrorKind::Malformed,
             Failure::Server(_) => ErrorKind::ServerError,
+            Failure::Overrun(_) => ErrorKind::Invalid,
             Failure::Cancelled => ErrorKind::Cancelled,
         }
     }
@@ -79,11 +83,21 @@ pub struct Exchange {
     pub failure: Option<Failure>,
     /// The request was sent a second time because its kept-alive connection had been closed.
     pub retried: bool,
+    /// The most tokens read before the stream is cut off as an overrun.
+    pub token_cap: u32,
+    /// Tokens streamed so far.
+    streamed: u32,
+}
+
+impl Default for Exchange {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Exchange {
     /// An exchange about to be sent now.
-    fn new() -> Exchange {
+    pub fn new() -> Exchange {
         Exchange {
             sent: Instant::now(),
             token_events: TokenEvents::new(Instant::now()),
@@ -91,6 +105,8 @@ impl Exchange {
             counters: Counters::default(),
             failure: None,
             retried: false,
+            token_cap: u32::MAX,
+            streamed: 0,
         }
     }
 
@@ -101,7 +117,9 @@ impl Exchange {
 
     /// Generated tokens seen in the stream.
     pub fn streamed_tokens(&self) -> u32 {
-        self.token_events.iter().map(|(_, k)| k).sum()
+        self.token_events
+            .iter()
+            .fold(0u32, |sum, (_, k)| sum.saturating_add(k))
     }
 }
 
@@ -116,6 +134,9 @@ pub struct Endpoint {
     pub api: Api,
     /// Per-request limit from send to final event.
     pub timeout: Duration,
+    /// The limit for each setup request (`/health`, `/props`, `/v1/models`, `/tokenize`, …) and
+    /// each `/metrics` scrape, connection included.
+    pub setup_timeout: Duration,
     /// Plain `http://` targets: the direct streaming connections.
     origin: Option<Arc<Origin>>,
 }
@@ -165,24 +186,26 @@ impl Endpoint {
             base_url,
             api,
             timeout,
+            setup_timeout: timeout,
         }
     }
 
-    /// An endpoint at `base_url` with its own HTTP client: `api_key` as a bearer token and
-    /// `headers` (name, value) on every request, `timeout` for each. The header values must be
-    /// valid (the config checks them).
+    /// An endpoint at `base_url` with its own HTTP client: `authorization` and `headers`
+    /// (name, value) on every request; the per-request and the setup timeout. The header values
+    /// must be valid (the config checks them).
     pub fn build(
         base_url: &str,
         api: Api,
-        timeout: Duration,
-        api_key: Option<&str>,
+        (timeout, setup_timeout): (Duration, Duration),
+        authorization: Option<&str>,
         headers: &[(String, String)],
     ) -> Result<Endpoint, BuildError> {
         use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
         let mut map = HeaderMap::new();
-        if let Some(key) = api_key {
-            let value = HeaderValue::from_str(&format!("Bearer {key}"))
-                .map_err(|_| BuildError::Header("--api-key".into()))?;
+        if let Some(value) = authorization {
+            let mut value =
+                HeaderValue::from_str(value).map_err(|_| BuildError::Header("--api-key".into()))?;
+            value.set_sensitive(true);
             map.insert(AUTHORIZATION, value);
         }
         for (name, value) in headers {
@@ -190,19 +213,25 @@ impl Endpoint {
             let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| invalid())?;
             map.insert(name, HeaderValue::from_str(value).map_err(|_| invalid())?);
         }
+        // No redirect is followed: a redirect would carry the key and the headers to another
+        // host, and its answers would be recorded as the target's.
         let client = reqwest::Client::builder()
             .default_headers(map.clone())
             .tcp_nodelay(true)
             .pool_max_idle_per_host(usize::MAX)
-            .connect_timeout(timeout)
+            .connect_timeout(timeout.min(setup_timeout))
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(BuildError::Client)?;
-        Ok(Endpoint::new(client, base_url, api, timeout, &map))
+        let mut endpoint = Endpoint::new(client, base_url, api, timeout, &map);
+        endpoint.setup_timeout = setup_timeout;
+        Ok(endpoint)
     }
 
     /// Sends one streaming request and reads it to its end, its failure, its timeout or `cancel`.
     pub async fn stream(&self, body: &Body, cancel: &CancellationToken) -> Exchange {
         let mut exchange = Exchange::new();
+        exchange.token_cap = token_cap(body.output_tokens);
         // One allocation for the whole stream's timestamps: the length was asked for.
         exchange
             .token_events
@@ -231,6 +260,36 @@ impl Endpoint {
         exchange.failure = outcome.err();
         exchange
     }
+}
+
+/// Whether a `Content-Type` is an event stream (or one a streaming server may send instead:
+/// some gateways label SSE as plain text or JSON lines).
+fn is_event_stream(content_type: &str) -> bool {
+    let kind = content_type.to_ascii_lowercase();
+    [
+        "text/event-stream",
+        "text/plain",
+        "application/x-ndjson",
+        "application/octet-stream",
+    ]
+    .iter()
+    .any(|k| kind.starts_with(k))
+}
+
+/// A success status whose body is not an event stream (an HTML page, a JSON answer from a
+/// server that ignored `stream: true`).
+fn not_a_stream(status: u16, content_type: &str, body: &str) -> Failure {
+    Failure::Malformed(format!(
+        "the server answered {status} with Content-Type {content_type:?}, not an event stream: \
+         {body:?}"
+    ))
+}
+
+/// Tokens a response may stream for `requested` before it is cut off: the request's count and a
+/// little slack (a tenth, at least 16), so that a server that ignores the limit cannot grow a
+/// stream's memory without bound.
+pub fn token_cap(requested: u32) -> u32 {
+    requested.saturating_add((requested / 10).max(16))
 }
 
 /// Why one try on a connection ended without a result.
@@ -269,6 +328,7 @@ async fn read_plain(
             exchange.retried = true;
             *exchange = Exchange {
                 retried: true,
+                token_cap: exchange.token_cap,
                 ..Exchange::new()
             };
             // The retry goes on a new connection: another kept one may be as stale.
@@ -321,6 +381,12 @@ async fn converse(
             body,
         }
         .into());
+    }
+    if let Some(kind) = head.content_type.as_deref().filter(|k| !is_event_stream(k)) {
+        let body = reader
+            .error_body(&stream, &buffer[head.length..filled])
+            .await;
+        return Err(not_a_stream(head.status, kind, &body).into());
     }
     reader.feed(api, &buffer[head.length..filled], arrived, exchange)?;
     buffer.truncate(http1::READ_BUFFER);
@@ -397,7 +463,7 @@ async fn read_head(
 struct BodyReader {
     decoder: BodyDecoder,
     sse: SseDecoder,
-    error: Option<EventError>,
+    error: Option<Failure>,
 }
 
 impl BodyReader {
@@ -410,13 +476,18 @@ impl BodyReader {
         exchange: &mut Exchange,
     ) -> Result<(), Failure> {
         let (sse, error) = (&mut self.sse, &mut self.error);
+        let mut too_long = None;
         self.decoder
             .feed(bytes, &mut |data| {
-                sse.feed(data, &mut |event| {
+                let fed = sse.feed(data, &mut |event| {
                     on_event(api, event, now, exchange, error);
                 });
+                too_long = too_long.or(fed.err());
             })
             .map_err(Failure::Malformed)?;
+        if let Some(e) = too_long {
+            return Err(Failure::Malformed(e.to_string()));
+        }
         self.check()
     }
 
@@ -436,11 +507,7 @@ impl BodyReader {
     }
 
     fn check(&mut self) -> Result<(), Failure> {
-        match self.error.take() {
-            Some(EventError::Malformed(m)) => Err(Failure::Malformed(m)),
-            Some(EventError::Server(m)) => Err(Failure::Server(m)),
-            None => Ok(()),
-        }
+        self.error.take().map_or(Ok(()), Err)
     }
 
     /// The start of an error response's body (what the server said), read for at most a second.
@@ -487,13 +554,25 @@ async fn read_stream(
         Err(e) => return Err(send_failure(&e)),
     };
     let status = response.status();
+    let content_type = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .map(|v| {
+            String::from_utf8_lossy(v.as_bytes())
+                .chars()
+                .take(200)
+                .collect::<String>()
+        });
     if !status.is_success() {
-        let body = response.text().await.unwrap_or_default();
-        let body: String = body.chars().take(300).collect();
+        let body = bounded_text(&mut response).await;
         return Err(Failure::Http {
             status: status.as_u16(),
-            body: body.trim().to_owned(),
+            body,
         });
+    }
+    if let Some(kind) = content_type.filter(|k| !is_event_stream(k)) {
+        let body = bounded_text(&mut response).await;
+        return Err(not_a_stream(status.as_u16(), &kind, &body));
     }
     let mut decoder = SseDecoder::new();
     let mut error = None;
@@ -507,18 +586,17 @@ async fn read_stream(
             decoder.finish(&mut |data| on_event(api, data, now, exchange, &mut error));
             break;
         };
-        decoder.feed(&bytes, &mut |data| {
-            on_event(api, data, now, exchange, &mut error);
-        });
+        decoder
+            .feed(&bytes, &mut |data| {
+                on_event(api, data, now, exchange, &mut error);
+            })
+            .map_err(|e| Failure::Malformed(e.to_string()))?;
         if error.is_some() || exchange.done.is_some() {
             break;
         }
     }
     if let Some(error) = error {
-        return Err(match error {
-            EventError::Malformed(m) => Failure::Malformed(m),
-            EventError::Server(m) => Failure::Server(m),
-        });
+        return Err(error);
     }
     if exchange.done.is_none() {
         return Err(Failure::Disconnected(
@@ -530,12 +608,46 @@ async fn read_stream(
     Ok(())
 }
 
+/// A whole response body of at most `limit` bytes; an error naming the bound past it (the bytes
+/// are not kept). The caller bounds the time.
+pub async fn read_body(response: &mut reqwest::Response, limit: usize) -> Result<Vec<u8>, String> {
+    if response
+        .content_length()
+        .is_some_and(|n| n > u64::try_from(limit).unwrap_or(u64::MAX))
+    {
+        return Err(format!("the answer is larger than {limit} bytes"));
+    }
+    let mut body = Vec::new();
+    while let Some(bytes) = response.chunk().await.map_err(|e| root_cause(&e))? {
+        if body.len() + bytes.len() > limit {
+            return Err(format!("the answer is larger than {limit} bytes"));
+        }
+        body.extend_from_slice(&bytes);
+    }
+    Ok(body)
+}
+
+/// The start of a response body, as error bodies are kept: at most 4 KiB read, for at most a
+/// second, 300 characters kept.
+async fn bounded_text(response: &mut reqwest::Response) -> String {
+    let mut text = Vec::new();
+    let end = Instant::now() + Duration::from_secs(1);
+    while text.len() < 4096 {
+        match tokio::time::timeout_at(end, response.chunk()).await {
+            Ok(Ok(Some(bytes))) => text.extend_from_slice(&bytes[..bytes.len().min(4096)]),
+            _ => break,
+        }
+    }
+    let body: String = String::from_utf8_lossy(&text).chars().take(300).collect();
+    body.trim().to_owned()
+}
+
 fn on_event(
     api: Api,
     data: &[u8],
     now: Instant,
     exchange: &mut Exchange,
-    error: &mut Option<EventError>,
+    error: &mut Option<Failure>,
 ) {
     if error.is_some() || exchange.done.is_some() {
         return;
@@ -543,6 +655,16 @@ fn on_event(
     match api.parse_event(data) {
         Ok(event) => {
             if event.tokens > 0 {
+                let streamed = exchange.streamed.saturating_add(event.tokens);
+                if streamed > exchange.token_cap {
+                    *error = Some(Failure::Overrun(format!(
+                        "the server streamed more than {} tokens (the tokens asked for and the \
+                         slack allowed); reading stopped there",
+                        exchange.token_cap
+                    )));
+                    return;
+                }
+                exchange.streamed = streamed;
                 exchange.token_events.push(now, event.tokens);
             }
             exchange.counters.merge(event.counters);
@@ -550,7 +672,8 @@ fn on_event(
                 exchange.done = Some(now);
             }
         }
-        Err(e) => *error = Some(e),
+        Err(EventError::Malformed(m)) => *error = Some(Failure::Malformed(m)),
+        Err(EventError::Server(m)) => *error = Some(Failure::Server(m)),
     }
 }
 

@@ -260,6 +260,8 @@ pub struct Head {
     pub keep_alive: bool,
     /// Bytes of `buffer` the head took.
     pub length: usize,
+    /// The `Content-Type`, when the server sent one (at most 200 bytes of it).
+    pub content_type: Option<String>,
 }
 
 /// Parses a response head at the start of `buffer`: `Ok(None)` while it is incomplete.
@@ -275,6 +277,7 @@ pub fn parse_head(buffer: &[u8]) -> Result<Option<Head>, String> {
     let status = response.code.unwrap_or(0);
     let mut framing = Framing::Close;
     let mut keep_alive = response.version == Some(1);
+    let mut content_type = None;
     for header in response.headers.iter() {
         let value = std::str::from_utf8(header.value).unwrap_or("").trim();
         if header.name.eq_ignore_ascii_case("transfer-encoding") {
@@ -285,6 +288,8 @@ pub fn parse_head(buffer: &[u8]) -> Result<Option<Head>, String> {
             if framing != Framing::Chunked {
                 framing = Framing::Length(value.parse().map_err(|_| "bad Content-Length")?);
             }
+        } else if header.name.eq_ignore_ascii_case("content-type") {
+            content_type = Some(value.chars().take(200).collect());
         } else if header.name.eq_ignore_ascii_case("connection") {
             let value = value.to_ascii_lowercase();
             keep_alive = value.contains("keep-alive") || (keep_alive && !value.contains("close"));
@@ -296,6 +301,7 @@ pub fn parse_head(buffer: &[u8]) -> Result<Option<Head>, String> {
         framing,
         keep_alive,
         length,
+        content_type,
     }))
 }
 

@@ -68,7 +68,7 @@ pub fn parse_event(data: &[u8]) -> Result<Event, EventError> {
         counters = Counters {
             prompt_tokens: event
                 .tokens_evaluated
-                .or_else(|| Some(prompt_n? + cache_n.unwrap_or(0))),
+                .or_else(|| prompt_n?.checked_add(cache_n.unwrap_or(0))),
             cached_tokens: cache_n,
             output_tokens: timings
                 .and_then(|t| t.predicted_n)

@@ -6,8 +6,18 @@
 //! (keep-alives); several `data:` lines in one event are joined with `\n`. A line that lies whole
 //! inside the received bytes is not copied.
 
-/// Incremental SSE decoder; feed it bytes as they arrive.
-#[derive(Debug, Default)]
+/// The default bound on one event line and on one event's data (`--max-event-bytes`).
+pub const MAX_EVENT_BYTES: usize = 1 << 20;
+
+/// An event line or an event's data grew past the decoder's bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("an event passed {0} bytes without ending (--max-event-bytes)")]
+pub struct TooLong(pub usize);
+
+/// Incremental SSE decoder; feed it bytes as they arrive. It holds at most its bound of
+/// unfinished line and of unfinished event data: a stream that goes past it is an error, and the
+/// decoder takes nothing more.
+#[derive(Debug)]
 pub struct SseDecoder {
     /// Part of a line whose end has not arrived yet.
     partial: Vec<u8>,
@@ -17,16 +27,46 @@ pub struct SseDecoder {
     has_data: bool,
     /// The previous byte was a CR, so an LF starting the next chunk ends nothing.
     skip_lf: bool,
+    /// The most bytes of one line, and of one event's data.
+    limit: usize,
+    /// The bound was passed: nothing more is decoded.
+    overflowed: bool,
+}
+
+impl Default for SseDecoder {
+    fn default() -> Self {
+        Self::with_limit(MAX_EVENT_BYTES)
+    }
 }
 
 impl SseDecoder {
-    /// A decoder at the start of a stream.
+    /// A decoder at the start of a stream, with the default bound.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Decodes `bytes`, calling `on_event` with each complete event's data.
-    pub fn feed(&mut self, mut bytes: &[u8], on_event: &mut impl FnMut(&[u8])) {
+    /// A decoder whose lines and event data may hold at most `limit` bytes each.
+    pub fn with_limit(limit: usize) -> Self {
+        SseDecoder {
+            partial: Vec::new(),
+            data: Vec::new(),
+            has_data: false,
+            skip_lf: false,
+            limit,
+            overflowed: false,
+        }
+    }
+
+    /// Decodes `bytes`, calling `on_event` with each complete event's data; an error once a
+    /// line or an event's data passes the bound.
+    pub fn feed(
+        &mut self,
+        mut bytes: &[u8],
+        on_event: &mut impl FnMut(&[u8]),
+    ) -> Result<(), TooLong> {
+        if self.overflowed {
+            return Err(TooLong(self.limit));
+        }
         if self.skip_lf && !bytes.is_empty() {
             self.skip_lf = false;
             if let Some(rest) = bytes.strip_prefix(b"\n") {
@@ -41,6 +81,9 @@ impl SseDecoder {
                 self.skip_lf = true;
             }
             bytes = &rest[if crlf { 2 } else { 1 }..];
+            if self.partial.len() + line.len() > self.limit {
+                return self.overflow();
+            }
             if self.partial.is_empty() {
                 self.end_line(line, on_event);
             } else {
@@ -50,13 +93,30 @@ impl SseDecoder {
                 self.partial = whole;
                 self.partial.clear();
             }
+            if self.data.len() > self.limit {
+                return self.overflow();
+            }
+        }
+        if self.partial.len() + bytes.len() > self.limit {
+            return self.overflow();
         }
         self.partial.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    fn overflow(&mut self) -> Result<(), TooLong> {
+        self.overflowed = true;
+        self.partial = Vec::new();
+        self.data = Vec::new();
+        Err(TooLong(self.limit))
     }
 
     /// Ends the stream: a last line or event without its terminating blank line still counts,
     /// because some servers close the connection right after their final `data:` line.
     pub fn finish(&mut self, on_event: &mut impl FnMut(&[u8])) {
+        if self.overflowed {
+            return;
+        }
         if !self.partial.is_empty() {
             let line = std::mem::take(&mut self.partial);
             self.end_line(&line, on_event);
@@ -98,8 +158,9 @@ pub fn decode_all(bytes: &[u8]) -> Vec<Vec<u8>> {
     let mut events = Vec::new();
     let mut decoder = SseDecoder::new();
     let mut push = |data: &[u8]| events.push(data.to_vec());
-    decoder.feed(bytes, &mut push);
-    decoder.finish(&mut push);
+    if decoder.feed(bytes, &mut push).is_ok() {
+        decoder.finish(&mut push);
+    }
     events
 }
 
@@ -147,9 +208,13 @@ mod tests {
         let mut decoder = SseDecoder::new();
         let mut out = Vec::new();
         let mut push = |d: &[u8]| out.push(d.to_vec());
-        decoder.feed(b"data: a\r", &mut push);
-        decoder.feed(b"\n\r", &mut push);
-        decoder.feed(b"\ndata: b\n\n", &mut push);
+        decoder
+            .feed(b"data: a\r", &mut push)
+            .expect("within the bound");
+        decoder.feed(b"\n\r", &mut push).expect("within the bound");
+        decoder
+            .feed(b"\ndata: b\n\n", &mut push)
+            .expect("within the bound");
         assert_eq!(texts(out), vec!["a", "b"]);
     }
 
@@ -184,12 +249,36 @@ mod tests {
             let mut push = |d: &[u8]| pieces.push(d.to_vec());
             let mut start = 0;
             for point in points {
-                decoder.feed(&stream[start..point], &mut push);
+                decoder.feed(&stream[start..point], &mut push).expect("within the bound");
                 start = point;
             }
-            decoder.feed(&stream[start..], &mut push);
+            decoder.feed(&stream[start..], &mut push).expect("within the bound");
             decoder.finish(&mut push);
             prop_assert_eq!(whole, pieces);
         }
+    }
+
+    #[test]
+    fn a_line_or_an_event_past_the_bound_is_an_error_and_ends_decoding() {
+        let mut events = Vec::new();
+        let mut push = |data: &[u8]| events.push(data.to_vec());
+        let mut decoder = SseDecoder::with_limit(16);
+        assert_eq!(decoder.feed(&[b'x'; 10], &mut push), Ok(()));
+        assert_eq!(decoder.feed(&[b'x'; 10], &mut push), Err(TooLong(16)));
+        assert_eq!(
+            decoder.feed(b"\n\ndata: a\n\n", &mut push),
+            Err(TooLong(16))
+        );
+        let mut decoder = SseDecoder::with_limit(16);
+        let many_lines = b"data: 0123456789\ndata: 0123456789\n".repeat(2);
+        assert_eq!(decoder.feed(&many_lines, &mut push), Err(TooLong(16)));
+        decoder.finish(&mut push);
+        let mut decoder = SseDecoder::with_limit(16);
+        assert_eq!(decoder.feed(b"data: short\n\n", &mut push), Ok(()));
+        assert_eq!(
+            events,
+            vec![b"short".to_vec()],
+            "only the event within the bound"
+        );
     }
 }

@@ -7,7 +7,7 @@ use super::rebuild;
 use crate::error::Context;
 use crate::record::{Phase, Record};
 use crate::report::{CampaignLimits, Report, FAILED_SHOWN, TIMELINE_MAX};
-use crate::summary::{CaseSummary, Outcome, Summary};
+use crate::summary::{CaseSummary, Outcome, OutcomeStatus, Summary};
 use crate::telemetry::Reading;
 use crate::workload::shape::{Case, ShapeKind};
 use serde::Deserialize;
@@ -140,12 +140,20 @@ pub fn read(dir: &Path) -> crate::error::Result<Report> {
     let campaign = read_campaign(dir)?;
     let telemetry = read_telemetry(dir)?;
     let path = dir.join("summary.json");
-    let previous: Option<Summary> = match std::fs::read_to_string(&path) {
-        Ok(text) => Some(
-            serde_json::from_str(&text)
-                .with_context(|| format!("{}: not an llmload summary", path.display()))?,
-        ),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+    let (previous, missing) = match std::fs::read_to_string(&path) {
+        Ok(text) => match serde_json::from_str::<Summary>(&text) {
+            Ok(summary) => (Some(summary), None),
+            Err(e) => {
+                eprintln!(
+                    "warning: {} is damaged ({e}); rebuilding from the records alone",
+                    path.display()
+                );
+                (None, Some("its summary.json is damaged"))
+            }
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            (None, Some("it wrote no summary.json"))
+        }
         Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
     };
     let path = dir.join("requests.jsonl");
@@ -155,8 +163,46 @@ pub fn read(dir: &Path) -> crate::error::Result<Report> {
     let (records, last_activity_s) = records_for_html(&path)?;
     let mut report = assemble(&campaign, cases, records, previous.as_ref());
     report.last_activity_s = last_activity_s;
+    let still_running = previous
+        .as_ref()
+        .is_some_and(|p| p.outcome.status == OutcomeStatus::Running);
+    if let Some(why) =
+        missing.or(still_running.then_some("its last summary.json says it was still running"))
+    {
+        report.summary.outcome = unfinished(&report.summary.cases, &campaign, why, last_activity_s);
+    }
     report.telemetry = telemetry;
     Ok(report)
+}
+
+/// The outcome of a run that ended without writing its final summary (it was killed, or its
+/// machine stopped): how far its records go.
+fn unfinished(
+    cases: &[CaseSummary],
+    campaign: &Campaign,
+    why: &str,
+    last_activity_s: Option<f64>,
+) -> Outcome {
+    let total = crate::num::count(campaign.cases.len().max(cases.len()));
+    let recorded: u32 = cases
+        .iter()
+        .map(|c| {
+            let n = &c.counts;
+            n.ok.saturating_add(n.invalid)
+                .saturating_add(n.error)
+                .saturating_add(n.cancelled)
+        })
+        .fold(0, u32::saturating_add);
+    let last = last_activity_s.map_or_else(
+        || "no request was recorded".to_owned(),
+        |t| format!("the last request activity at {t:.1} s"),
+    );
+    let reason = format!(
+        "the run ended without its final summary ({why}; it was killed, or its machine \
+         stopped): {} of {total} cases have records, {recorded} measured requests recorded, {last}",
+        cases.len()
+    );
+    Outcome::new(cases, total, None, Some(reason))
 }
 
 /// Recomputes the summary of `campaign` from `records`. What the records cannot say comes

@@ -73,8 +73,13 @@ impl Attempt {
     pub fn write_text(&self, file: &str, text: &str) -> crate::error::Result<()> {
         let path = self.dir.join(file);
         let temp = self.dir.join(format!(".{file}.tmp"));
-        std::fs::write(&temp, text).with_context(|| format!("writing {}", temp.display()))?;
-        std::fs::rename(&temp, &path).with_context(|| format!("writing {}", path.display()))
+        // A failed write (a full disk) leaves no temporary file behind, and the message names
+        // the file that was being written.
+        let written = std::fs::write(&temp, text).and_then(|()| std::fs::rename(&temp, &path));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&temp);
+        }
+        written.with_context(|| format!("writing {}", path.display()))
     }
 }
 

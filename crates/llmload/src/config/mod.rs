@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use crate::error::ConfigError;
+use crate::secrets::Header;
 
 fn bad<T>(message: impl Into<String>) -> Result<T, ConfigError> {
     Err(ConfigError(message.into()))
@@ -30,6 +31,31 @@ const DEFAULT_WINDOWS: u32 = 20;
 const MIN_WINDOW: Duration = Duration::from_secs(1);
 /// …and at most this.
 const MAX_WINDOW: Duration = Duration::from_secs(300);
+
+/// The most tokens a request may send or ask for.
+pub const MAX_TOKENS: u32 = 10_000_000;
+
+/// The most rounds (and warmup requests) a case may have.
+pub const MAX_ROUNDS: u32 = 1_000_000;
+
+/// The most arrivals a continuous or open loop may schedule per case.
+pub const MAX_ARRIVALS: u64 = 10_000_000;
+
+/// This process's open-files limit, as high as it may raise it.
+fn open_files_limit() -> Option<u64> {
+    rlimit::getrlimit(rlimit::Resource::NOFILE)
+        .ok()
+        .map(|(_, hard)| hard)
+        .filter(|&hard| hard != rlimit::INFINITY)
+}
+
+/// The memory available to new work (`MemAvailable` of `/proc/meminfo`), in bytes.
+fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024))
+}
 
 /// A validated campaign.
 #[derive(Clone, Debug, Serialize)]
@@ -47,11 +73,20 @@ pub struct Config {
     pub api_key: Option<String>,
     /// Whether a bearer token was given.
     pub api_key_set: bool,
-    /// Extra headers (name, value).
-    pub headers: Vec<(String, String)>,
+    /// `user:password` taken out of the URL, sent as basic authentication (never written).
+    #[serde(skip)]
+    pub url_credentials: Option<String>,
+    /// Whether the URL carried credentials.
+    pub url_credentials_set: bool,
+    /// Extra headers; written as `[name, value]` with the value redacted unless its name is
+    /// harmless or named by `--show-header`.
+    pub headers: Vec<Header>,
     /// Per-request limit.
     #[serde(rename = "timeout_s", serialize_with = "as_seconds")]
     pub timeout: Duration,
+    /// The limit for each setup request and `/metrics` scrape.
+    #[serde(rename = "setup_timeout_s", serialize_with = "as_seconds")]
+    pub setup_timeout: Duration,
     /// Prompt lengths: one case each.
     pub input_tokens: Vec<Length>,
     /// Simultaneous requests per round, or kept in flight.
@@ -142,16 +177,24 @@ impl Config {
         let duration = |flag: &str, given: Option<String>, default: &str| {
             parse_duration(flag, given.as_deref().unwrap_or(default))
         };
+        let (url, url_credentials) = match s.url.as_deref().map(validate_url).transpose()? {
+            Some((url, credentials)) => (Some(url), credentials),
+            None => (None, None),
+        };
         let config = Config {
             load,
             headers: s
                 .headers
                 .iter()
-                .map(|h| parse_header(h))
+                .enumerate()
+                .map(|(i, h)| parse_header(i, h, &s.show_headers))
                 .collect::<Result<_, _>>()?,
             timeout: duration("timeout", s.timeout, "10m")?,
+            setup_timeout: duration("setup-timeout", s.setup_timeout, "30s")?,
             name: s.name.unwrap_or_else(|| "campaign".into()),
-            url: s.url.map(|u| validate_url(&u)).transpose()?,
+            url,
+            url_credentials_set: url_credentials.is_some(),
+            url_credentials,
             api: s.api.unwrap_or(Api::Llamacpp),
             model: s.model,
             api_key_set: s.api_key.is_some(),
@@ -174,6 +217,68 @@ impl Config {
         };
         config.validate()?;
         Ok(config)
+    }
+
+    /// Values that no run can afford are usage errors, before anything is created: lengths,
+    /// counts, and the streams against the open-files limit and the memory.
+    fn check_sizes(&self) -> Result<(), ConfigError> {
+        let tokens = |what: &str, lengths: &[Length]| {
+            let longest = lengths.iter().map(Length::max_tokens).max().unwrap_or(0);
+            if longest > MAX_TOKENS {
+                return bad(format!(
+                    "--{what} {longest} is above the {MAX_TOKENS} tokens llmload sends or reads \
+                     per request"
+                ));
+            }
+            Ok(longest)
+        };
+        let input = tokens("input-tokens", &self.input_tokens)?;
+        let output = tokens("output-tokens", &self.output_tokens)?;
+        if self.rounds > MAX_ROUNDS || self.warmup > MAX_ROUNDS {
+            return bad(format!("--rounds and --warmup are at most {MAX_ROUNDS}"));
+        }
+        if let Some(n) = self.load.requests.filter(|&n| n > MAX_ARRIVALS) {
+            return bad(format!("--requests {n} is above {MAX_ARRIVALS} per case"));
+        }
+        if let (Some(duration), Some(rate)) = (
+            self.load.duration,
+            self.load.rate_rps.iter().copied().reduce(f64::max),
+        ) {
+            let arrivals = duration.as_secs_f64() * rate;
+            if arrivals > MAX_ARRIVALS as f64 {
+                return bad(format!(
+                    "--rate {rate} for --duration {} makes about {arrivals:.0} arrivals, above \
+                     the {MAX_ARRIVALS} a case may schedule",
+                    humantime::format_duration(duration)
+                ));
+            }
+        }
+        let streams = self
+            .concurrency
+            .iter()
+            .copied()
+            .chain(self.load.max_in_flight)
+            .max()
+            .unwrap_or(1);
+        if let Some(limit) = open_files_limit().filter(|&l| u64::from(streams) + 64 > l) {
+            return bad(format!(
+                "--concurrency {streams} needs {streams} sockets, more than this process may \
+                 open ({limit}, `ulimit -n`); raise the limit or lower the concurrency"
+            ));
+        }
+        // Each stream holds its request body (about 8 bytes a token) and 8 bytes per token
+        // event, with about 16 KiB of buffers and state.
+        let per_stream = 16_384 + 8 * (u64::from(input) + u64::from(output));
+        let needed = u64::from(streams).saturating_mul(per_stream);
+        if let Some(available) = available_memory().filter(|&a| needed > a / 10 * 8) {
+            return bad(format!(
+                "{streams} streams of {input} prompt and {output} output tokens need about {} \
+                 MiB, more than the {} MiB of memory available",
+                needed >> 20,
+                available >> 20
+            ));
+        }
+        Ok(())
     }
 
     /// A shared system prompt leaves room in every prompt for the nonce and one more token.
@@ -205,6 +310,19 @@ impl Config {
     fn validate(&self) -> Result<(), ConfigError> {
         if self.concurrency.is_empty() || self.concurrency.contains(&0) {
             return bad("--concurrency needs one or more values above 0");
+        }
+        self.check_sizes()?;
+        if let Some(corpus) = &self.corpus {
+            match std::fs::metadata(corpus) {
+                Ok(m) if m.is_file() && m.len() > 0 => {}
+                Ok(_) => {
+                    return bad(format!(
+                        "--corpus {}: not a non-empty file",
+                        corpus.display()
+                    ))
+                }
+                Err(e) => return bad(format!("--corpus {}: {e}", corpus.display())),
+            }
         }
         self.load.validate()?;
         self.check_shared_prefix()?;
@@ -260,6 +378,23 @@ impl Config {
         let measured = self.load.duration?.saturating_sub(self.load.warmup_time);
         let seconds = (measured / DEFAULT_WINDOWS).as_secs();
         Some(Duration::from_secs(seconds).clamp(MIN_WINDOW, MAX_WINDOW))
+    }
+
+    /// The `Authorization` value: the API key as a bearer token, else the URL's credentials.
+    pub fn authorization(&self) -> Option<String> {
+        match (&self.api_key, &self.url_credentials) {
+            (Some(key), _) => Some(format!("Bearer {key}")),
+            (None, Some(credentials)) => Some(crate::secrets::basic_auth(credentials)),
+            (None, None) => None,
+        }
+    }
+
+    /// The extra headers as (name, value), for the requests.
+    pub fn header_pairs(&self) -> Vec<(String, String)> {
+        self.headers
+            .iter()
+            .map(|h| (h.name.clone(), h.value.clone()))
+            .collect()
     }
 
     /// Whether requests arrive on a schedule.
@@ -325,30 +460,52 @@ fn random_seed() -> u64 {
     crate::workload::prompt::splitmix64(nanos ^ (u64::from(std::process::id()) << 32))
 }
 
-fn validate_url(url: &str) -> Result<String, ConfigError> {
-    match reqwest::Url::parse(url) {
+/// The URL without a trailing slash and without its credentials, and the credentials. No message
+/// shows the credentials.
+fn validate_url(url: &str) -> Result<(String, Option<String>), ConfigError> {
+    let (clean, credentials) = crate::secrets::split_credentials(url.trim());
+    match reqwest::Url::parse(&clean) {
         Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {
-            Ok(url.trim_end_matches('/').to_owned())
+            Ok((clean.trim_end_matches('/').to_owned(), credentials))
         }
         Ok(u) => bad(format!(
-            "--url {url}: scheme {:?} is not http or https",
+            "--url {}: scheme {:?} is not http or https",
+            shorten(&clean),
             u.scheme()
         )),
-        Err(e) => bad(format!("--url {url}: {e}")),
+        Err(e) => bad(format!("--url {}: {e}", shorten(&clean))),
     }
 }
 
-fn parse_header(header: &str) -> Result<(String, String), ConfigError> {
+/// At most 200 characters of a value echoed in an error.
+fn shorten(text: &str) -> String {
+    match text.char_indices().nth(200) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_owned(),
+    }
+}
+
+/// The `index`-th `--header`; no error shows its value.
+fn parse_header(index: usize, header: &str, show: &[String]) -> Result<Header, ConfigError> {
+    let n = index + 1;
     let Some((name, value)) = header.split_once(':') else {
-        return bad(format!("--header {header:?}: expected NAME:VALUE"));
+        return bad(format!(
+            "--header number {n}: expected NAME:VALUE (its text is not shown: it may hold a secret)"
+        ));
     };
     let (name, value) = (name.trim(), value.trim());
-    if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err()
-        || reqwest::header::HeaderValue::from_str(value).is_err()
-    {
-        return bad(format!("--header {header:?}: not a valid HTTP header"));
+    if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+        return bad(format!(
+            "--header number {n}: {:?} is not a header name",
+            shorten(name)
+        ));
     }
-    Ok((name.to_owned(), value.to_owned()))
+    if reqwest::header::HeaderValue::from_str(value).is_err() {
+        return bad(format!(
+            "--header {name}: its value holds characters not allowed in a header"
+        ));
+    }
+    Ok(Header::new(name, value, show))
 }
 
 fn parse_source(text: Option<String>) -> Result<Source, ConfigError> {

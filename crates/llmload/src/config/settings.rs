@@ -28,6 +28,11 @@ pub struct Settings {
     pub headers: Vec<String>,
     /// `--timeout`: the limit for one request.
     pub timeout: Option<String>,
+    /// `--setup-timeout`: the limit for each setup request and `/metrics` scrape.
+    pub setup_timeout: Option<String>,
+    /// `--show-header`: header names whose values may be written and printed.
+    #[serde(default)]
+    pub show_headers: Vec<String>,
     /// `--input-tokens`: prompt lengths.
     pub input_tokens: Option<Lengths>,
     /// `--concurrency`: simultaneous requests, one case each.
@@ -106,9 +111,11 @@ impl Settings {
     pub fn over(self, under: Settings) -> Settings {
         let mut headers = under.headers;
         headers.extend(self.headers);
+        let mut show_headers = under.show_headers;
+        show_headers.extend(self.show_headers);
         macro_rules! pick {
             ($($field:ident),* $(,)?) => {
-                Settings { headers, $($field: self.$field.or(under.$field),)* }
+                Settings { headers, show_headers, $($field: self.$field.or(under.$field),)* }
             };
         }
         pick!(
@@ -117,6 +124,7 @@ impl Settings {
             model,
             api_key,
             timeout,
+            setup_timeout,
             input_tokens,
             concurrency,
             output_tokens,
@@ -195,16 +203,35 @@ impl Lengths {
     }
 }
 
+/// The largest campaign file read.
+const MAX_FILE_BYTES: u64 = 1 << 20;
+
 fn read_file(path: &Path) -> Result<Settings, ConfigError> {
+    let size = std::fs::metadata(path)
+        .or_else(|e| bad(format!("cannot read {}: {e}", path.display())))?
+        .len();
+    if size > MAX_FILE_BYTES {
+        return bad(format!(
+            "{}: {size} bytes, more than a campaign file's {MAX_FILE_BYTES}",
+            path.display()
+        ));
+    }
     let text = std::fs::read_to_string(path)
         .or_else(|e| bad(format!("cannot read {}: {e}", path.display())))?;
     toml::from_str(&text).or_else(|e| {
-        let message = e.message().trim().to_owned();
+        let message: String = e.message().trim().chars().take(300).collect();
         let Some(span) = e.span() else {
             return bad(format!("{}: {message}", path.display()));
         };
-        let line = text[..span.start].matches('\n').count() + 1;
-        let content = text.lines().nth(line - 1).unwrap_or("").trim();
+        let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+        let content: String = text
+            .lines()
+            .nth(line - 1)
+            .unwrap_or("")
+            .trim()
+            .chars()
+            .take(120)
+            .collect();
         bad(format!(
             "{}:{line}: {message} (in `{content}`)",
             path.display()

@@ -2,18 +2,9 @@
 
 use super::*;
 use crate::api::client::Exchange;
-use crate::api::Counters;
-use tokio::time::Instant;
 
 fn record(event_ms: Vec<f64>, event_tokens: Vec<u32>) -> Record {
-    let sink = Exchange {
-        sent: Instant::now(),
-        token_events: crate::api::client::TokenEvents::new(Instant::now()),
-        done: None,
-        counters: Counters::default(),
-        failure: None,
-        retried: false,
-    };
+    let sink = Exchange::new();
     let meta = RequestMeta {
         case: "c".into(),
         phase: Phase::Measured,

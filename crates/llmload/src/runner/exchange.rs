@@ -73,10 +73,10 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant) -> Record
     let ms_from_sent = |t: Instant| t.saturating_duration_since(exchange.sent).as_secs_f64() * 1e3;
     let streamed = exchange.streamed_tokens();
     let (status, error_kind, error, verdict) = if let Some(f) = &exchange.failure {
-        let status = if *f == Failure::Cancelled {
-            Status::Cancelled
-        } else {
-            Status::Error
+        let status = match f {
+            Failure::Cancelled => Status::Cancelled,
+            Failure::Overrun(_) => Status::Invalid,
+            _ => Status::Error,
         };
         (status, Some(f.kind()), Some(f.to_string()), None)
     } else {

@@ -3,7 +3,7 @@
 
 use crate::attempt::Attempt;
 use crate::config::Config;
-use crate::guard::{Guard, Rule, Verdict};
+use crate::guard::{Guard, Rule, StopSignal, Verdict};
 use crate::target::Target;
 use crate::telemetry::server_metrics;
 use crate::telemetry::{Sampler, TelemetrySummary};
@@ -28,7 +28,7 @@ impl Monitors {
         target: &Target,
         attempt: &Attempt,
         guard: &Arc<Guard>,
-        interrupted: CancellationToken,
+        interrupted: StopSignal,
         origin: Instant,
     ) -> Monitors {
         let stop = CancellationToken::new();
@@ -45,7 +45,7 @@ impl Monitors {
             scraper: tokio::spawn(server_metrics::scrape(
                 target.endpoint.client.clone(),
                 format!("{}/metrics", target.endpoint.base_url),
-                config.telemetry_interval,
+                (config.telemetry_interval, config.setup_timeout),
                 attempt.dir.clone(),
                 origin,
                 stop.clone(),
@@ -71,11 +71,11 @@ impl Monitors {
     }
 }
 
-async fn trip_on_interrupt(interrupted: CancellationToken, guard: Arc<Guard>) {
-    interrupted.cancelled().await;
+async fn trip_on_interrupt(interrupted: StopSignal, guard: Arc<Guard>) {
+    let signal = interrupted.raised().await;
     guard.trip(Verdict {
         rule: Rule::Interrupted,
-        reason: "interrupted by the user (Ctrl-C)".into(),
+        reason: format!("interrupted by {signal}"),
         sample: guard.latest(),
         at: "signal".into(),
     });

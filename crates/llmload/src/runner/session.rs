@@ -5,12 +5,12 @@ use crate::attempt::records::RecordSink;
 use crate::attempt::{Attempt, SCHEMA_VERSION};
 use crate::config::Config;
 use crate::error::Context;
-use crate::guard::Guard;
+use crate::guard::{Guard, StopSignal};
 use crate::progress::{self, Progress};
 use crate::runner::monitors::Monitors;
 use crate::runner::Runner;
 use crate::selfcheck;
-use crate::summary::{window, Outcome, Summary};
+use crate::summary::{window, Outcome, OutcomeStatus, Summary};
 use crate::target::Target;
 use crate::telemetry::{self, Sampler};
 use crate::workload::shape::CasePlan;
@@ -45,7 +45,7 @@ impl<'a> Session<'a> {
         attempt: &Attempt,
         sampler: Sampler,
         simulated: bool,
-        interrupted: CancellationToken,
+        interrupted: StopSignal,
     ) -> crate::error::Result<Session<'a>> {
         let origin = Instant::now();
         let cancel = CancellationToken::new();
@@ -124,7 +124,17 @@ impl<'a> Session<'a> {
             self.runner.progress.println(&line);
         }
         set_outcome(&mut self.summary, &guard, self.failure.clone(), planned);
-        guard.verdict().is_none() && self.failure.is_none()
+        let go_on = guard.verdict().is_none() && self.failure.is_none();
+        if go_on {
+            // Until the run is over, the summary on disk says so.
+            let outcome = &mut self.summary.outcome;
+            outcome.status = OutcomeStatus::Running;
+            outcome.reason = Some(format!(
+                "running: {} of {planned} cases run so far",
+                self.summary.cases.len()
+            ));
+        }
+        go_on
     }
 
     /// Ends the run: the final process check, the watchers' summaries, the outcome.

@@ -121,7 +121,7 @@ impl Samples {
             return;
         }
         if let Some(b) = &mut self.binned {
-            b.push(x)
+            b.push(x);
         } else {
             self.exact.push(x);
             if self.exact.len() > EXACT_LIMIT {

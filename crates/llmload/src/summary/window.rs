@@ -344,17 +344,17 @@ impl WindowFigures {
         };
         for (t, n) in r.event_times() {
             if t <= self.settled_to {
-                self.fold_tokens(t, n)
+                self.fold_tokens(t, n);
             } else {
-                tail.events.push((t, n))
+                tail.events.push((t, n));
             }
         }
         if let (true, Some(d)) = (measured, r.done_s) {
             let meets = meets(r, &self.slo);
             if d <= self.settled_to {
-                self.fold_done(d, meets)
+                self.fold_done(d, meets);
             } else {
-                tail.done = Some((d, meets))
+                tail.done = Some((d, meets));
             }
         }
         if !tail.is_empty() {

@@ -76,11 +76,16 @@ pub fn parse(text: &str) -> BTreeMap<String, f64> {
     metrics
 }
 
+/// The largest `/metrics` answer read; a larger one counts as a failed scrape.
+pub const MAX_SCRAPE_BYTES: usize = 8 << 20;
+
 /// Scrapes `url` every `interval` until `stop`, appending to `server_metrics.jsonl` in `dir`.
+/// Each scrape has at most `timeout` (and the interval, at least a second), and reads at most
+/// [`MAX_SCRAPE_BYTES`].
 pub async fn scrape(
     client: reqwest::Client,
     url: String,
-    interval: Duration,
+    (interval, timeout): (Duration, Duration),
     dir: PathBuf,
     origin: Instant,
     stop: CancellationToken,
@@ -93,15 +98,18 @@ pub async fn scrape(
     let mut next = Instant::now();
     loop {
         let t_s = next.saturating_duration_since(origin).as_secs_f64();
-        let body = match client
-            .get(&url)
-            .timeout(interval.max(Duration::from_secs(1)))
-            .send()
-            .await
-        {
-            Ok(r) if r.status().is_success() => r.text().await.ok(),
-            _ => None,
+        let limit = timeout.min(interval.max(Duration::from_secs(1)));
+        let read = async {
+            let mut response = client.get(&url).send().await.ok()?;
+            if !response.status().is_success() {
+                return None;
+            }
+            let body = crate::api::client::read_body(&mut response, MAX_SCRAPE_BYTES)
+                .await
+                .ok()?;
+            String::from_utf8(body).ok()
         };
+        let body = tokio::time::timeout(limit, read).await.ok().flatten();
         if let Some(metrics) = body.map(|b| parse(&b)).filter(|m| !m.is_empty()) {
             summary.scrapes += 1;
             for (name, &value) in &metrics {

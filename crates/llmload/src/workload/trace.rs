@@ -27,9 +27,21 @@ pub struct TraceEntry {
     pub output_tokens: u32,
 }
 
+/// The largest trace file read (about ten million arrivals).
+pub const MAX_TRACE_BYTES: u64 = 1 << 30;
+
 /// Reads a trace, sorted by offset; every line must be an entry with an offset ≥ 0 and lengths
 /// above 0.
 pub fn load(path: &Path) -> Result<Vec<TraceEntry>, TraceError> {
+    let size = std::fs::metadata(path)
+        .map_err(|e| TraceError(format!("cannot read {}: {e}", path.display())))?
+        .len();
+    if size > MAX_TRACE_BYTES {
+        return Err(TraceError(format!(
+            "{}: {size} bytes, more than a trace's {MAX_TRACE_BYTES}",
+            path.display()
+        )));
+    }
     let text = std::fs::read_to_string(path)
         .map_err(|e| TraceError(format!("cannot read {}: {e}", path.display())))?;
     let mut entries = Vec::new();

@@ -1,6 +1,7 @@
 //! Test support: a real llama-server on a free loopback port, and helpers to run the llmload
 //! binary and read what an attempt left on disk.
 #![allow(dead_code)]
+#![expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
