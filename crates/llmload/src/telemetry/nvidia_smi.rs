@@ -13,20 +13,24 @@ const BASE_FIELDS: &str = "index,temperature.gpu,power.draw,power.limit,clocks.s
 utilization.gpu,memory.used,clocks_event_reasons.sw_thermal_slowdown,\
 clocks_event_reasons.hw_thermal_slowdown,clocks_event_reasons.sw_power_cap";
 
+/// The longest one `nvidia-smi` query may take.
+const QUERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 async fn query(with_margin: bool) -> Option<String> {
     let fields = if with_margin {
         format!("{BASE_FIELDS},temperature.gpu.tlimit")
     } else {
         BASE_FIELDS.to_owned()
     };
-    let output = Command::new("nvidia-smi")
+    // A wedged driver can hang nvidia-smi: it gets a deadline, and is killed past it.
+    let run = Command::new("nvidia-smi")
         .args([
             format!("--query-gpu={fields}"),
             "--format=csv,noheader,nounits".to_owned(),
         ])
-        .output()
-        .await
-        .ok()?;
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(QUERY_TIMEOUT, run).await.ok()?.ok()?;
     output
         .status
         .success()
