@@ -354,6 +354,7 @@ impl Runner<'_> {
             slot: slot.filter(|_| self.target.endpoint.api == crate::api::Api::Llamacpp),
             model: self.target.model.as_deref(),
             cache_prompt: meta.shared_tokens > 0,
+            usage_per_chunk: self.target.reports_usage_per_chunk(),
         };
         Ok(Body::from_json(&self.target.endpoint.api.body(&request)))
     }

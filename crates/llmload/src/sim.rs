@@ -129,10 +129,21 @@ pub async fn serve_until_stopped(args: &SimOptions) -> crate::error::Result<()> 
         .context("writing to stdout")?;
     let shutdown = CancellationToken::new();
     let stop = shutdown.clone();
+    // Ctrl-C or SIGTERM (a container's stop) ends serving.
+    let terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            stop.cancel();
+        match terminate {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = terminate.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
         }
+        stop.cancel();
     });
     serve(listener, config, shutdown)
         .await

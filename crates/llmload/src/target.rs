@@ -22,6 +22,18 @@ pub struct Target {
 }
 
 impl Target {
+    /// Whether the server accepts `stream_options.continuous_usage_stats` and reports usage on
+    /// every chunk: vLLM and llmload's simulator, known by the `owned_by` of their models. Other
+    /// servers are not asked (a strict gateway rejects unknown fields); their chunks are counted
+    /// one token each unless they say otherwise.
+    pub fn reports_usage_per_chunk(&self) -> bool {
+        self.endpoint.api != Api::Llamacpp
+            && matches!(
+                self.server["models"]["data"][0]["owned_by"].as_str(),
+                Some("vllm" | "llmload-sim")
+            )
+    }
+
     /// Whether the server is llmload's own simulator (reached through `--url` too: it says so
     /// in `/props`).
     pub fn is_simulator(&self) -> bool {
@@ -128,6 +140,7 @@ impl Target {
             slot: None,
             model: self.model.as_deref(),
             cache_prompt: false,
+            usage_per_chunk: self.reports_usage_per_chunk(),
         };
         let body = crate::api::Body::from_json(&self.endpoint.api.body(&request));
         let exchange = self.endpoint.stream(&body, &CancellationToken::new()).await;

@@ -30,6 +30,8 @@ pub(crate) struct EventContext {
     pub return_tokens: bool,
     /// `OpenAI` `stream_options.include_usage`.
     pub include_usage: bool,
+    /// vLLM's `stream_options.continuous_usage_stats`: usage on every token chunk.
+    pub continuous_usage: bool,
     /// Modelled milliseconds per wall-clock millisecond.
     pub time_scale: f64,
     /// Cached tokens to report instead of the real ones (fake-cache fault).
@@ -152,16 +154,35 @@ impl EventContext {
                 });
                 put(
                     out,
-                    format_args!("\",\"logprobs\":null,\"finish_reason\":{reason}}}]}}\n\n"),
+                    format_args!("\",\"logprobs\":null,\"finish_reason\":{reason}}}]"),
                 );
+                self.chunk_usage(out, first + count);
+                out.push_str("}\n\n");
             }
             Api::Chat => {
                 out.push_str("data: {");
                 self.openai_head(out);
                 out.push_str(",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"");
                 self.push_text(out, first, count);
-                out.push_str("\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n");
+                out.push_str("\"},\"logprobs\":null,\"finish_reason\":null}]");
+                self.chunk_usage(out, first + count);
+                out.push_str("}\n\n");
             }
+        }
+    }
+
+    /// With continuous usage, `,"usage":{…}` of a token chunk: `generated` tokens so far.
+    fn chunk_usage(&self, out: &mut String, generated: usize) {
+        if self.continuous_usage {
+            put(
+                out,
+                format_args!(
+                    ",\"usage\":{{\"prompt_tokens\":{},\"completion_tokens\":{generated},\
+                     \"total_tokens\":{}}}",
+                    self.prompt_tokens,
+                    self.prompt_tokens + generated
+                ),
+            );
         }
     }
 
@@ -314,6 +335,7 @@ mod tests {
             prompt_tokens: 10,
             return_tokens: true,
             include_usage: true,
+            continuous_usage: false,
             time_scale: 2.0,
             fake_cached_tokens: None,
         }

@@ -197,6 +197,7 @@ impl State {
             prompt_tokens: generation.prompt.len(),
             return_tokens: generation.return_tokens,
             include_usage: generation.include_usage,
+            continuous_usage: generation.continuous_usage,
             time_scale: self.time_scale,
             fake_cached_tokens: plan.fake_cached_tokens,
         }

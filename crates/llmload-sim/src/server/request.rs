@@ -43,6 +43,8 @@ pub(crate) struct Generation {
     pub stream: bool,
     /// Add a usage chunk before `[DONE]` (`OpenAI`).
     pub include_usage: bool,
+    /// Usage on every token chunk too (vLLM's `continuous_usage_stats`).
+    pub continuous_usage: bool,
     /// Put token ids in llama.cpp events.
     pub return_tokens: bool,
 }
@@ -79,6 +81,9 @@ struct Message {
 struct StreamOptions {
     #[serde(default)]
     include_usage: bool,
+    /// vLLM's: usage on every chunk, its completion tokens counting all generated so far.
+    #[serde(default)]
+    continuous_usage_stats: bool,
 }
 
 /// Every field any of the three APIs may carry that the simulator reads.
@@ -144,7 +149,14 @@ pub(crate) fn parse(
         cache_prompt: body.cache_prompt.unwrap_or(true),
         slot,
         stream: body.stream,
-        include_usage: body.stream_options.unwrap_or_default().include_usage,
+        include_usage: body
+            .stream_options
+            .as_ref()
+            .is_some_and(|o| o.include_usage),
+        continuous_usage: body
+            .stream_options
+            .as_ref()
+            .is_some_and(|o| o.continuous_usage_stats),
         return_tokens: body.return_tokens,
     })
 }

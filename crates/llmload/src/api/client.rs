@@ -654,8 +654,12 @@ fn on_event(
     }
     match api.parse_event(data) {
         Ok(event) => {
-            if event.tokens > 0 {
-                let streamed = exchange.streamed.saturating_add(event.tokens);
+            let tokens = match event.so_far {
+                Some(so_far) => so_far.saturating_sub(exchange.streamed),
+                None => event.tokens,
+            };
+            if tokens > 0 {
+                let streamed = exchange.streamed.saturating_add(tokens);
                 if streamed > exchange.token_cap {
                     *error = Some(Failure::Overrun(format!(
                         "the server streamed more than {} tokens (the tokens asked for and the \
@@ -665,7 +669,7 @@ fn on_event(
                     return;
                 }
                 exchange.streamed = streamed;
-                exchange.token_events.push(now, event.tokens);
+                exchange.token_events.push(now, tokens);
             }
             exchange.counters.merge(event.counters);
             if event.done {

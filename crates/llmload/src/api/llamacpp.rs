@@ -79,6 +79,7 @@ pub fn parse_event(data: &[u8]) -> Result<Event, EventError> {
         tokens,
         done: event.stop,
         counters,
+        so_far: None,
     })
 }
 
@@ -138,6 +139,7 @@ mod tests {
             slot: Some(0),
             model: None,
             cache_prompt: false,
+            usage_per_chunk: false,
         };
         let b = body(&request);
         assert_eq!(b["prompt"], json!([1, 2, 3]));

@@ -117,6 +117,9 @@ pub struct GenerationRequest<'a> {
     /// Let the server reuse cached prompt tokens (only with a shared system prompt: the nonce
     /// after it keeps the rest of the prompt uncacheable).
     pub cache_prompt: bool,
+    /// Ask for usage on every chunk (`stream_options.continuous_usage_stats`), so that chunks
+    /// carrying several tokens are counted exactly; only for servers known to accept it.
+    pub usage_per_chunk: bool,
 }
 
 /// The counters a server reported about one response.
@@ -148,6 +151,9 @@ pub struct Event {
     pub done: bool,
     /// Counters, where the event reports them.
     pub counters: Counters,
+    /// Tokens generated so far, where the server reports them on every chunk (vLLM's
+    /// `continuous_usage_stats`): the chunk's tokens are then counted, not guessed from its text.
+    pub so_far: Option<u32>,
 }
 
 /// An event that is not what the API promises.

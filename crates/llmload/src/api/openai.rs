@@ -21,7 +21,11 @@ pub fn body(api: Api, request: &GenerationRequest<'_>) -> serde_json::Value {
         "min_tokens": request.output_tokens,
         "ignore_eos": true,
         "stream": true,
-        "stream_options": {"include_usage": true},
+        "stream_options": if request.usage_per_chunk {
+            json!({"include_usage": true, "continuous_usage_stats": true})
+        } else {
+            json!({"include_usage": true})
+        },
         "cache_prompt": request.cache_prompt,
     });
     let prompt = match request.prompt {
@@ -72,9 +76,9 @@ struct PromptDetails {
     cached_tokens: Option<u32>,
 }
 
-/// Choices that carry generated text, counted without keeping them.
+/// Choices that carry generated text (`.0`) and all choices (`.1`), counted without keeping them.
 #[derive(Default)]
-struct ChoiceTokens(u32);
+struct ChoiceTokens(u32, u32);
 
 impl<'de> Deserialize<'de> for ChoiceTokens {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -85,8 +89,9 @@ impl<'de> Deserialize<'de> for ChoiceTokens {
                 f.write_str("an array of choices")
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ChoiceTokens, A::Error> {
-                let mut n = 0;
+                let (mut n, mut all) = (0u32, 0u32);
                 while let Some(choice) = seq.next_element::<Choice>()? {
+                    all = all.saturating_add(1);
                     let nonempty = |t: Option<NonEmpty>| t.is_some_and(|t| t.0);
                     let carries = nonempty(choice.text)
                         || choice.delta.is_some_and(|d| {
@@ -96,10 +101,10 @@ impl<'de> Deserialize<'de> for ChoiceTokens {
                         });
                     n += u32::from(carries);
                 }
-                Ok(ChoiceTokens(n))
+                Ok(ChoiceTokens(n, all))
             }
             fn visit_unit<E>(self) -> Result<ChoiceTokens, E> {
-                Ok(ChoiceTokens(0))
+                Ok(ChoiceTokens(0, 0))
             }
         }
         deserializer.deserialize_any(V)
@@ -118,6 +123,13 @@ pub fn parse_event(data: &[u8]) -> Result<Event, EventError> {
     if let Some(error) = &chunk.error {
         return Err(EventError::Server(error_message(error)));
     }
+    // A chunk with choices and usage is vLLM's `continuous_usage_stats`: its completion tokens
+    // count every token generated so far, so the chunk's own tokens are the difference.
+    let so_far = chunk
+        .usage
+        .as_ref()
+        .filter(|_| chunk.choices.1 > 0)
+        .and_then(|u| u.completion_tokens);
     let counters = chunk.usage.map_or_else(Counters::default, |u| Counters {
         prompt_tokens: u.prompt_tokens,
         cached_tokens: u.prompt_tokens_details.and_then(|d| d.cached_tokens),
@@ -127,6 +139,7 @@ pub fn parse_event(data: &[u8]) -> Result<Event, EventError> {
         tokens: chunk.choices.0,
         done: false,
         counters,
+        so_far,
     })
 }
 
@@ -186,13 +199,36 @@ mod tests {
             slot: None,
             model: Some("m"),
             cache_prompt: false,
+            usage_per_chunk: false,
         };
         let b = body(Api::Chat, &request);
         assert_eq!(b["messages"][0]["content"], "hello");
         assert_eq!(b["max_tokens"], 8);
         assert_eq!(b["ignore_eos"], true);
         assert_eq!(b["stream_options"]["include_usage"], true);
+        assert!(b["stream_options"].get("continuous_usage_stats").is_none());
         assert_eq!(b["model"], "m");
         assert!(b.get("prompt").is_none());
+        let b = body(
+            Api::Completions,
+            &GenerationRequest {
+                usage_per_chunk: true,
+                ..request
+            },
+        );
+        assert_eq!(b["stream_options"]["continuous_usage_stats"], true);
+    }
+
+    #[test]
+    fn usage_on_every_chunk_counts_the_chunk_s_tokens() {
+        // vLLM with continuous_usage_stats: the usage of a chunk with choices counts all tokens
+        // so far, including those whose text decodes to nothing.
+        let chunk = br#"{"choices":[{"index":0,"text":"","finish_reason":null}],
+            "usage":{"prompt_tokens":8,"completion_tokens":12,"total_tokens":20}}"#;
+        let event = parse_event(chunk).expect("valid");
+        assert_eq!((event.tokens, event.so_far), (0, Some(12)));
+        // The final usage chunk has no choices: it is the total, not a chunk's tokens.
+        let last = br#"{"choices":[],"usage":{"prompt_tokens":8,"completion_tokens":16}}"#;
+        assert_eq!(parse_event(last).expect("valid").so_far, None);
     }
 }
