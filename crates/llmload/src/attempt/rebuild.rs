@@ -174,13 +174,21 @@ impl<'a> Rebuilt<'a> {
             return summary;
         }
         let all_ok = self.figures.all_ok();
+        let launched = self.figures.requests() as usize + self.warmups;
         let mut summary = self.figures.finish(&case(c), 0);
         summary.series = series;
         let (Some(window), Some(load)) = (self.window, self.load) else {
             summary.complete = false;
             return summary;
         };
-        let (figures, _) = load.finish(window.1, false);
+        // Without the run's summary, the case may have been cut short (the run was killed):
+        // its window then ends at its last activity, and it is complete only if it reached
+        // the end it was planned to have.
+        let (figures, _) = load.finish(window.1, self.before.is_none());
+        let finished = self.before.map_or_else(
+            || figures.window_s[1] >= window.1 - 1e-9 && launched_all(c, launched),
+            |b| b.complete,
+        );
         let (shape, rate, nominal) = nominal(c, self.before);
         let load = LoadSummary {
             shape,
@@ -192,7 +200,7 @@ impl<'a> Rebuilt<'a> {
                 .and_then(|l| l.pacer_priority.clone()),
             ..figures
         };
-        summary.complete = self.before.is_none_or(|b| b.complete) && all_ok;
+        summary.complete = finished && all_ok;
         summary.throughput_tps = Spread::of(&[load.throughput_tps]);
         summary.load = Some(load);
         summary
@@ -226,6 +234,15 @@ fn nominal(
             (kind, c.rate_rps, c.max_in_flight)
         }
     }
+}
+
+/// Whether `launched` requests are all a request-bounded case was to launch (a duration-bounded
+/// one is judged by its window).
+fn launched_all(c: &CampaignCase, launched: usize) -> bool {
+    c.bound
+        .as_ref()
+        .and_then(|b| b["requests"].as_u64())
+        .is_none_or(|n| u64::try_from(launched).unwrap_or(u64::MAX) >= n)
 }
 
 /// Without the run's own summary: the window from the first launch plus the warmup time to the
@@ -289,6 +306,13 @@ mod tests {
         for r in &mut records {
             r.round = None;
         }
+        // Closed-continuous relaunches until the end of its duration: the last request is still
+        // going at 0.80 s.
+        let last = records.last_mut().expect("records");
+        let shift = 0.07;
+        last.sent_s += shift;
+        last.first_token_s = last.first_token_s.map(|t| t + shift);
+        last.done_s = last.done_s.map(|t| t + shift);
         (campaign, records)
     }
 
@@ -319,6 +343,18 @@ mod tests {
         assert_eq!(case.counts.ok, 4);
         let throughput = case.throughput_tps.as_ref().expect("throughput").mean;
         assert!((throughput - load.throughput_tps).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_case_cut_short_without_a_summary_is_incomplete_and_measured_to_its_last_activity() {
+        let (campaign, mut records) = continuous();
+        // The run was killed: the last request never ended, nothing after 0.7 s.
+        records.pop();
+        let report = crate::attempt::load::from_records(&campaign, records, None);
+        let case = &report.summary.cases[0];
+        let load = case.load.as_ref().expect("window figures");
+        assert!(!case.complete, "{case:?}");
+        assert!(load.window_s[1] < 0.80, "{:?}", load.window_s);
     }
 
     #[test]

@@ -444,6 +444,13 @@ impl WindowFigures {
     /// The figures of the window ending at `w1`, and the soak bins with the span they cover (a
     /// stopped load's series ends where activity ended).
     pub fn finish(mut self, w1: Seconds, stopped: bool) -> (LoadSummary, Option<SeriesPart>) {
+        // A load stopped before its end is measured over the time it ran: up to its last
+        // activity, not to the end it was planned to have.
+        let w1 = if stopped {
+            w1.min(self.last_seen.max(self.w0))
+        } else {
+            w1
+        };
         self.settle_to(w1);
         while let Some(Reverse((key, kind))) = self.edges.pop() {
             self.sweep.edge(f64::from_bits(key), kind == 1, w1);
@@ -469,8 +476,7 @@ impl WindowFigures {
             ttft_from_scheduled_ms: self.ttft_from_scheduled.distribution(),
             e2e_from_scheduled_ms: self.e2e_from_scheduled.distribution(),
         };
-        let end = if stopped { w1.min(self.last_seen) } else { w1 };
-        (load, self.series.map(|bins| (bins, (w0, end))))
+        (load, self.series.map(|bins| (bins, (w0, w1))))
     }
 }
 

@@ -1,0 +1,460 @@
+//! Hostile servers for llmload's tests: a stand-in for llama-server, written as raw HTTP/1.1
+//! over tokio, that answers setup the way llama-server does and then misbehaves in one chosen
+//! way. Every request it gets is recorded (method, path, head), so that tests can say what was
+//! and was not sent. Also: the llmload binary run as a child with a bound on its time, signals
+//! sent to it, and the files a folder holds.
+
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::{TcpListener, TcpStream};
+
+/// How a server misbehaves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Speaks llama-server's dialect correctly.
+    Normal,
+    /// Accepts connections, reads the request and never answers anything.
+    Silent,
+    /// Answers setup; a generation streams tokens and never stops.
+    Endless,
+    /// Answers setup; a generation sends `data: ` and then bytes without any newline, forever.
+    Unterminated,
+    /// Answers setup; a generation gets `200 OK` with an HTML page.
+    Html,
+    /// `GET /health` answers `302 Found` to this base URL (another server); the rest is normal.
+    Redirect(String),
+    /// Answers setup; a generation's final event says 7 more prompt tokens than were sent and
+    /// one fewer generated token than were asked for (and streamed).
+    Lies,
+}
+
+/// One request as the server received it.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    /// `GET`, `POST`, …
+    pub method: String,
+    /// The request target, e.g. `/completion`.
+    pub path: String,
+    /// The whole request head (request line and header lines).
+    pub head: String,
+}
+
+type Log = Arc<Mutex<Vec<Seen>>>;
+
+/// A hostile server on a free loopback port; stopped when dropped.
+pub struct Server {
+    /// Base URL, e.g. `http://127.0.0.1:40123`.
+    pub url: String,
+    seen: Log,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Server {
+    /// Starts a server that behaves as `mode` says.
+    pub fn start(mode: Mode) -> Server {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("a runtime for the hostile server");
+        let listener = runtime
+            .block_on(TcpListener::bind("127.0.0.1:0"))
+            .expect("bind a loopback port");
+        let url = format!("http://{}", listener.local_addr().expect("local address"));
+        let seen = Log::default();
+        runtime.spawn(accept(listener, Arc::new(mode), Arc::clone(&seen)));
+        Server {
+            url,
+            seen,
+            runtime: Some(runtime),
+        }
+    }
+
+    /// Every request received so far.
+    pub fn requests(&self) -> Vec<Seen> {
+        self.seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Requests received so far for `path`.
+    pub fn count(&self, path: &str) -> usize {
+        self.requests().iter().filter(|r| r.path == path).count()
+    }
+
+    /// Requests received so far, all paths.
+    pub fn total(&self) -> usize {
+        self.requests().len()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+async fn accept(listener: TcpListener, mode: Arc<Mode>, seen: Log) {
+    while let Ok((stream, _)) = listener.accept().await {
+        tokio::spawn(serve(stream, Arc::clone(&mode), Arc::clone(&seen)));
+    }
+}
+
+/// A request's head and body.
+struct Request {
+    seen: Seen,
+    body: Vec<u8>,
+}
+
+/// Serves the requests of one connection until it closes or a response ends it.
+async fn serve(mut stream: TcpStream, mode: Arc<Mode>, seen: Log) {
+    let mut buffer = Vec::new();
+    while let Ok(Some(request)) = read_request(&mut stream, &mut buffer).await {
+        seen.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(request.seen.clone());
+        if *mode == Mode::Silent {
+            // Hold the connection open and say nothing, until the server is dropped.
+            std::future::pending::<()>().await;
+        }
+        match respond(&mut stream, &mode, &request).await {
+            Ok(true) => {}
+            Ok(false) | Err(_) => return,
+        }
+    }
+}
+
+/// Reads one request (head and `Content-Length` body); `None` when the connection closed first.
+async fn read_request(
+    stream: &mut TcpStream,
+    buffer: &mut Vec<u8>,
+) -> std::io::Result<Option<Request>> {
+    let mut chunk = vec![0u8; 16 * 1024];
+    let head_end = loop {
+        if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        if buffer.len() > 64 * 1024 {
+            return Err(std::io::Error::other("request head too large"));
+        }
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buffer[..head_end]).into_owned();
+    let mut words = head.split_whitespace();
+    let method = words.next().unwrap_or_default().to_owned();
+    let path = words.next().unwrap_or_default().to_owned();
+    let length: usize = head
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .find(|(name, _)| name.trim().eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, value)| value.trim().parse().ok())
+        .unwrap_or(0);
+    while buffer.len() < head_end + length {
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+    }
+    let body = buffer[head_end..head_end + length].to_vec();
+    buffer.drain(..head_end + length);
+    Ok(Some(Request {
+        seen: Seen { method, path, head },
+        body,
+    }))
+}
+
+/// Writes a whole response with a `Content-Length` body; the connection stays open.
+async fn whole(
+    stream: &mut TcpStream,
+    status: &str,
+    kind: &str,
+    body: &str,
+) -> std::io::Result<()> {
+    let response = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(response.as_bytes()).await
+}
+
+/// One chunk of a chunked body.
+fn chunk(data: &[u8]) -> Vec<u8> {
+    let mut out = format!("{:x}\r\n", data.len()).into_bytes();
+    out.extend_from_slice(data);
+    out.extend_from_slice(b"\r\n");
+    out
+}
+
+const STREAM_HEAD: &[u8] =
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+const TOKEN_EVENT: &[u8] = b"data: {\"content\":\"x\",\"tokens\":[5],\"stop\":false}\n\n";
+
+/// Answers one request; whether the connection may carry another.
+async fn respond(stream: &mut TcpStream, mode: &Mode, request: &Request) -> std::io::Result<bool> {
+    let Seen { method, path, .. } = &request.seen;
+    let json_kind = "application/json";
+    match (method.as_str(), path.as_str()) {
+        ("GET", "/health") => {
+            if let Mode::Redirect(to) = mode {
+                let response = format!(
+                    "HTTP/1.1 302 Found\r\nLocation: {to}/health\r\nContent-Length: 0\r\n\r\n"
+                );
+                stream.write_all(response.as_bytes()).await?;
+            } else {
+                whole(stream, "200 OK", json_kind, r#"{"status":"ok"}"#).await?;
+            }
+        }
+        ("GET", "/props") => whole(stream, "200 OK", json_kind, "{}").await?,
+        ("GET", "/v1/models") => {
+            whole(stream, "200 OK", json_kind, r#"{"data":[{"id":"m"}]}"#).await?;
+        }
+        ("POST", "/tokenize") => {
+            let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+            let text = body["content"].as_str().unwrap_or_default();
+            let tokens: Vec<u32> = text.split_whitespace().map(token_id).collect();
+            whole(
+                stream,
+                "200 OK",
+                json_kind,
+                &json!({ "tokens": tokens }).to_string(),
+            )
+            .await?;
+        }
+        ("POST", "/completion") => return generate(stream, mode, &request.body).await,
+        _ => {
+            whole(
+                stream,
+                "404 Not Found",
+                json_kind,
+                r#"{"error":"not found"}"#,
+            )
+            .await?;
+        }
+    }
+    Ok(true)
+}
+
+/// A token ID below 1,000 for a word.
+fn token_id(word: &str) -> u32 {
+    word.bytes()
+        .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)))
+        % 1000
+}
+
+/// `POST /completion`. A one-token request (a probe during setup) is always answered properly;
+/// any other gets the server's misbehaviour.
+async fn generate(stream: &mut TcpStream, mode: &Mode, body: &[u8]) -> std::io::Result<bool> {
+    let body: Value = serde_json::from_slice(body).unwrap_or_default();
+    let prompt = match &body["prompt"] {
+        Value::Array(ids) => ids.len(),
+        Value::String(text) => text.split_whitespace().count(),
+        _ => 0,
+    };
+    let prompt = u64::try_from(prompt).expect("a prompt length fits in u64");
+    let asked = body["n_predict"].as_u64().unwrap_or(0);
+    let mode = if asked <= 1 { &Mode::Normal } else { mode };
+    match mode {
+        Mode::Endless => {
+            stream.write_all(STREAM_HEAD).await?;
+            let burst = chunk(&TOKEN_EVENT.repeat(64));
+            loop {
+                stream.write_all(&burst).await?;
+            }
+        }
+        Mode::Unterminated => {
+            stream.write_all(STREAM_HEAD).await?;
+            stream.write_all(&chunk(b"data: ")).await?;
+            let burst = chunk(&vec![b'a'; 64 * 1024]);
+            loop {
+                stream.write_all(&burst).await?;
+            }
+        }
+        Mode::Html => {
+            let page = "<html><body><h1>Welcome to nginx!</h1></body></html>";
+            whole(stream, "200 OK", "text/html", page).await?;
+            Ok(true)
+        }
+        Mode::Lies => {
+            stream_tokens(stream, asked, prompt + 7, asked.saturating_sub(1)).await?;
+            Ok(true)
+        }
+        Mode::Normal | Mode::Silent | Mode::Redirect(_) => {
+            stream_tokens(stream, asked, prompt, asked).await?;
+            Ok(true)
+        }
+    }
+}
+
+/// A whole event stream: `tokens` token events, then a final event reporting `prompt_n` prompt
+/// tokens and `predicted_n` generated ones.
+async fn stream_tokens(
+    stream: &mut TcpStream,
+    tokens: u64,
+    prompt_n: u64,
+    predicted_n: u64,
+) -> std::io::Result<()> {
+    let mut out = STREAM_HEAD.to_vec();
+    for _ in 0..tokens {
+        out.extend_from_slice(&chunk(TOKEN_EVENT));
+    }
+    let last = json!({"content": "", "stop": true, "tokens_evaluated": prompt_n,
+        "timings": {"prompt_n": prompt_n, "cache_n": 0, "predicted_n": predicted_n}});
+    out.extend_from_slice(&chunk(format!("data: {last}\n\n").as_bytes()));
+    out.extend_from_slice(b"0\r\n\r\n");
+    stream.write_all(&out).await
+}
+
+/// How an llmload process ended.
+#[derive(Debug)]
+pub struct Finished {
+    /// Exit code (`None` when killed by a signal).
+    pub code: Option<i32>,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+    /// From start to exit.
+    pub elapsed: Duration,
+}
+
+/// The llmload binary running as a child; killed if dropped before it ends.
+pub struct Running {
+    child: Child,
+    started: Instant,
+    readers: Option<(JoinHandle<String>, JoinHandle<String>)>,
+}
+
+fn read_all(mut from: impl std::io::Read + Send + 'static) -> JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = from.read_to_end(&mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
+
+impl Running {
+    /// Starts `llmload ARGS…` (without `LLMLOAD_API_KEY` from the environment).
+    pub fn start(args: &[&str]) -> Running {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_llmload"))
+            .args(args)
+            .env_remove("LLMLOAD_API_KEY")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start llmload");
+        let stdout = read_all(child.stdout.take().expect("piped stdout"));
+        let stderr = read_all(child.stderr.take().expect("piped stderr"));
+        Running {
+            child,
+            started: Instant::now(),
+            readers: Some((stdout, stderr)),
+        }
+    }
+
+    /// Sends the signal `name` (`TERM`, `KILL`, …) with `kill`.
+    pub fn signal(&self, name: &str) {
+        let sent = Command::new("kill")
+            .args([format!("-{name}"), self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "kill -{name} failed");
+    }
+
+    /// Waits for the exit; past `limit` the process is killed and the test fails.
+    pub fn wait(mut self, limit: Duration) -> Finished {
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("poll the child") {
+                break status;
+            }
+            if self.started.elapsed() > limit {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                let (stdout, stderr) = self.output();
+                panic!("llmload still ran after {limit:?}\nstdout: {stdout}\nstderr: {stderr}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let elapsed = self.started.elapsed();
+        let (stdout, stderr) = self.output();
+        Finished {
+            code: status.code(),
+            stdout,
+            stderr,
+            elapsed,
+        }
+    }
+
+    fn output(&mut self) -> (String, String) {
+        let (stdout, stderr) = self.readers.take().expect("output read once");
+        (
+            stdout.join().expect("stdout reader"),
+            stderr.join().expect("stderr reader"),
+        )
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if self.readers.is_some() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// `llmload ARGS…`, which must end within `limit`.
+pub fn llmload_within(args: &[&str], limit: Duration) -> Finished {
+    Running::start(args).wait(limit)
+}
+
+/// Every file under `dir` (none when it does not exist).
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.expect("directory entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
+
+/// Whether `dir` holds nothing at all (or does not exist).
+pub fn is_empty_or_absent(dir: &Path) -> bool {
+    std::fs::read_dir(dir).map_or(true, |mut entries| entries.next().is_none())
+}
+
+/// Waits until `condition` holds, for at most `limit`; whether it did.
+pub fn eventually(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if condition() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    condition()
+}
