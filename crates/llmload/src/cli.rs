@@ -128,6 +128,11 @@ pub struct RunArgs {
     /// headers than a few harmless ones, such as User-Agent, are redacted); may be repeated.
     #[arg(long = "show-header", value_name = "NAME")]
     pub show_headers: Vec<String>,
+    /// Fields merged into every request body, as a JSON object (for example
+    /// '{"temperature": 0, "seed": 1}'); the prompt, the output length and streaming stay
+    /// llmload's.
+    #[arg(long, value_name = "JSON")]
+    pub extra_body: Option<String>,
     /// Prompt lengths: a comma-separated list of token counts (one case each), or one
     /// distribution sampled per request: `choice:32,256,1024`, `choice:32@0.5,256@0.5`,
     /// `uniform:MIN,MAX`, `normal:MEAN,SD[,MIN,MAX]`, `lognormal:MEDIAN,SIGMA[,MIN,MAX]`
@@ -329,6 +334,11 @@ impl From<&RunArgs> for Settings {
             timeout: a.timeout.clone(),
             setup_timeout: a.setup_timeout.clone(),
             show_headers: a.show_headers.clone(),
+            // Not JSON: kept as text, which the config rejects with its own message.
+            extra_body: a.extra_body.as_deref().map(|text| {
+                serde_json::from_str(text)
+                    .unwrap_or_else(|_| serde_json::Value::String(text.to_owned()))
+            }),
             input_tokens: Lengths::from_flags(&a.input_tokens),
             concurrency: list(&a.concurrency),
             output_tokens: Lengths::from_flags(&a.output_tokens),

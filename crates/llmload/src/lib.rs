@@ -168,7 +168,8 @@ async fn prepare(
     config: &Config,
     endpoint: Endpoint,
 ) -> error::Result<(Target, PromptSource, Sampler)> {
-    let target = Target::connect(endpoint, config.model.clone()).await?;
+    let mut target = Target::connect(endpoint, config.model.clone()).await?;
+    target.extra_body.clone_from(&config.extra_body);
     let corpus = workload::read_corpus(config.corpus.as_deref())?;
     let prompts = PromptSource::prepare(&target, &corpus, config.load.system_prompt_tokens).await?;
     let sampler =

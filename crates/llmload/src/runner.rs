@@ -62,6 +62,8 @@ pub struct Runner<'a> {
     pub slo: Slo,
     /// Soak runs: the length of the windows the measurement window is cut into.
     pub series_window: Option<Duration>,
+    /// Fields merged into every request body (`--extra-body`).
+    pub extra_body: Option<serde_json::Value>,
 }
 
 /// A request ready to go: what it is and its body.
@@ -355,6 +357,7 @@ impl Runner<'_> {
             model: self.target.model.as_deref(),
             cache_prompt: meta.shared_tokens > 0,
             usage_per_chunk: self.target.reports_usage_per_chunk(),
+            extra: self.extra_body.as_ref(),
         };
         Ok(Body::from_json(&self.target.endpoint.api.body(&request)))
     }

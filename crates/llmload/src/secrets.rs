@@ -65,6 +65,41 @@ impl Serialize for Header {
     }
 }
 
+/// Whether a field name looks like it holds a credential.
+fn secret_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    [
+        "key",
+        "token",
+        "secret",
+        "password",
+        "authorization",
+        "credential",
+    ]
+    .iter()
+    .any(|word| key.contains(word))
+}
+
+/// `value` with every value under a secret-looking key (`api_key`, `token`, …) redacted.
+pub fn redact_json(value: &serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::Object(fields) => fields
+            .iter()
+            .map(|(k, v)| {
+                let shown = if secret_key(k) {
+                    serde_json::Value::String(REDACTED.into())
+                } else {
+                    redact_json(v)
+                };
+                (k.clone(), shown)
+            })
+            .collect::<serde_json::Map<_, _>>()
+            .into(),
+        serde_json::Value::Array(items) => items.iter().map(redact_json).collect(),
+        other => other.clone(),
+    }
+}
+
 /// The credentials of a URL, split off: the URL without them, and `user:password` when it had
 /// any. Text that is not a URL comes back with anything between `//` and `@` removed.
 pub fn split_credentials(url: &str) -> (String, Option<String>) {
@@ -173,5 +208,16 @@ mod tests {
             json(&Header::new("User-Agent", "ci", &[])),
             r#"["User-Agent","ci"]"#
         );
+    }
+
+    #[test]
+    fn secret_looking_fields_of_a_body_are_redacted_at_any_depth() {
+        let body = serde_json::json!({"temperature": 0, "metadata": {"api_key": "k", "user": "u"},
+            "tools": [{"auth_token": "t"}]});
+        let shown = redact_json(&body);
+        assert_eq!(shown["temperature"], 0);
+        assert_eq!(shown["metadata"]["api_key"], REDACTED);
+        assert_eq!(shown["metadata"]["user"], "u");
+        assert_eq!(shown["tools"][0]["auth_token"], REDACTED);
     }
 }

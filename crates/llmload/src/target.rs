@@ -19,6 +19,8 @@ pub struct Target {
     pub model: Option<String>,
     /// What the server said about itself: `{"props": …, "models": …}`, where it answered.
     pub server: Value,
+    /// Fields merged into every generation body, the probe's included (`--extra-body`).
+    pub extra_body: Option<Value>,
 }
 
 impl Target {
@@ -77,6 +79,7 @@ impl Target {
             endpoint,
             model,
             server,
+            extra_body: None,
         })
     }
 
@@ -141,6 +144,7 @@ impl Target {
             model: self.model.as_deref(),
             cache_prompt: false,
             usage_per_chunk: self.reports_usage_per_chunk(),
+            extra: self.extra_body.as_ref(),
         };
         let body = crate::api::Body::from_json(&self.endpoint.api.body(&request));
         let exchange = self.endpoint.stream(&body, &CancellationToken::new()).await;

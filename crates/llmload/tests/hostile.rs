@@ -10,7 +10,8 @@ mod hostile;
 
 use common::{attempt_dir, json, json_lines, Simulator};
 use hostile::{
-    eventually, files_under, is_empty_or_absent, llmload_within, Finished, Mode, Running, Server,
+    eventually, files_under, is_empty_or_absent, llmload_within, Finished, Mode, Running, Seen,
+    Server,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -600,5 +601,92 @@ fn a_stopped_continuous_case_is_measured_over_the_time_it_ran() {
     assert!(
         end <= last_activity + 1.0,
         "the window ends at {end} s, the last activity was at {last_activity} s: {load}"
+    );
+}
+
+#[test]
+fn extra_body_fields_reach_every_generation_and_secrets_in_them_stay_out_of_files() {
+    let server = Server::start(Mode::Normal);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let out = tmp.path().join("out");
+    let extra = r#"{"chat_template_kwargs": {"enable_thinking": false}, "temperature": 0,
+                    "user_api_key": "SECRET-IN-BODY"}"#;
+    let run = llmload_within(
+        &[
+            "run",
+            "--url",
+            &server.url,
+            "--api",
+            "llamacpp",
+            "--input-tokens",
+            "16",
+            "--concurrency",
+            "1",
+            "--output-tokens",
+            "4",
+            "--rounds",
+            "1",
+            "--warmup",
+            "0",
+            "--telemetry",
+            "off",
+            "--timeout",
+            "5s",
+            "--setup-timeout",
+            "2s",
+            "--extra-body",
+            extra,
+            "--out",
+            utf8(&out),
+            "--name",
+            "extra",
+        ],
+        LIMIT,
+    );
+    assert_eq!(run.code, Some(0), "{}", shown(&run));
+    let generations: Vec<Seen> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/completion")
+        .collect();
+    assert!(!generations.is_empty());
+    for seen in &generations {
+        let body: Value = serde_json::from_str(&seen.body).expect("a JSON body");
+        assert_eq!(
+            body["chat_template_kwargs"]["enable_thinking"], false,
+            "{body}"
+        );
+        assert_eq!(body["temperature"], 0, "{body}");
+        assert_eq!(body["stream"], true, "llmload's own fields stay: {body}");
+    }
+    for file in files_under(&out) {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        assert!(!text.contains("SECRET"), "{}", file.display());
+    }
+    let campaign = std::fs::read_to_string(
+        files_under(&out)
+            .into_iter()
+            .find(|f| f.ends_with("campaign.json"))
+            .expect("campaign.json"),
+    )
+    .expect("readable");
+    assert!(campaign.contains("enable_thinking"), "{campaign}");
+    let reserved = llmload_within(
+        &[
+            "run",
+            "--url",
+            &server.url,
+            "--extra-body",
+            r#"{"max_tokens": 9}"#,
+            "--out",
+            utf8(&out),
+        ],
+        LIMIT,
+    );
+    assert_eq!(reserved.code, Some(2), "{}", shown(&reserved));
+    assert!(
+        reserved.stderr.contains("may not set \"max_tokens\""),
+        "{}",
+        shown(&reserved)
     );
 }

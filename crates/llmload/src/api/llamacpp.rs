@@ -140,6 +140,7 @@ mod tests {
             model: None,
             cache_prompt: false,
             usage_per_chunk: false,
+            extra: None,
         };
         let b = body(&request);
         assert_eq!(b["prompt"], json!([1, 2, 3]));

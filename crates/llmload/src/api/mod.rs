@@ -43,10 +43,14 @@ impl Api {
 
     /// The JSON body of a streaming generation request.
     pub fn body(self, request: &GenerationRequest<'_>) -> serde_json::Value {
-        match self {
+        let mut body = match self {
             Api::Llamacpp => llamacpp::body(request),
             Api::Completions | Api::Chat => openai::body(self, request),
+        };
+        if let Some(extra) = request.extra {
+            merge(&mut body, extra);
         }
+        body
     }
 
     /// What one event's data says.
@@ -120,6 +124,38 @@ pub struct GenerationRequest<'a> {
     /// Ask for usage on every chunk (`stream_options.continuous_usage_stats`), so that chunks
     /// carrying several tokens are counted exactly; only for servers known to accept it.
     pub usage_per_chunk: bool,
+    /// Fields merged into the body (`--extra-body`): objects merge key by key, anything else
+    /// replaces.
+    pub extra: Option<&'a serde_json::Value>,
+}
+
+/// Fields of a generation body that `--extra-body` may not set: llmload sets them to keep the
+/// prompt and the output length what the run asks for.
+pub const RESERVED_FIELDS: [&str; 7] = [
+    "prompt",
+    "messages",
+    "stream",
+    "max_tokens",
+    "max_completion_tokens",
+    "n_predict",
+    "min_tokens",
+];
+
+/// Merges `extra` into `base`: objects key by key, recursively; anything else replaces.
+pub fn merge(base: &mut serde_json::Value, extra: &serde_json::Value) {
+    match (base, extra) {
+        (serde_json::Value::Object(base), serde_json::Value::Object(extra)) => {
+            for (key, value) in extra {
+                match base.get_mut(key) {
+                    Some(slot) => merge(slot, value),
+                    None => {
+                        base.insert(key.clone(), value.clone());
+                    }
+                }
+            }
+        }
+        (base, extra) => *base = extra.clone(),
+    }
 }
 
 /// The counters a server reported about one response.
@@ -184,5 +220,25 @@ fn error_message(error: &serde_json::Value) -> String {
             .and_then(|m| m.as_str())
             .map_or_else(|| error.to_string(), str::to_owned),
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extra_fields_merge_key_by_key() {
+        let mut body =
+            serde_json::json!({"stream": true, "stream_options": {"include_usage": true}});
+        merge(
+            &mut body,
+            &serde_json::json!({"stream_options": {"continuous_usage_stats": true}, "seed": 7}),
+        );
+        assert_eq!(
+            body,
+            serde_json::json!({"stream": true, "seed": 7,
+                "stream_options": {"include_usage": true, "continuous_usage_stats": true}})
+        );
     }
 }

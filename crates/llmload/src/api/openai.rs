@@ -200,6 +200,7 @@ mod tests {
             model: Some("m"),
             cache_prompt: false,
             usage_per_chunk: false,
+            extra: None,
         };
         let b = body(Api::Chat, &request);
         assert_eq!(b["messages"][0]["content"], "hello");

@@ -87,6 +87,10 @@ pub struct Config {
     /// The limit for each setup request and `/metrics` scrape.
     #[serde(rename = "setup_timeout_s", serialize_with = "as_seconds")]
     pub setup_timeout: Duration,
+    /// Fields merged into every request body; written with values under secret-looking keys
+    /// redacted.
+    #[serde(serialize_with = "redacted_json")]
+    pub extra_body: Option<serde_json::Value>,
     /// Prompt lengths: one case each.
     pub input_tokens: Vec<Length>,
     /// Simultaneous requests per round, or kept in flight.
@@ -191,6 +195,7 @@ impl Config {
                 .collect::<Result<_, _>>()?,
             timeout: duration("timeout", s.timeout, "10m")?,
             setup_timeout: duration("setup-timeout", s.setup_timeout, "30s")?,
+            extra_body: extra_body(s.extra_body)?,
             name: s.name.unwrap_or_else(|| "campaign".into()),
             url,
             url_credentials_set: url_credentials.is_some(),
@@ -475,6 +480,40 @@ fn validate_url(url: &str) -> Result<(String, Option<String>), ConfigError> {
         )),
         Err(e) => bad(format!("--url {}: {e}", shorten(&clean))),
     }
+}
+
+/// `--extra-body`: a JSON object that sets none of the fields llmload keeps for itself.
+fn extra_body(given: Option<serde_json::Value>) -> Result<Option<serde_json::Value>, ConfigError> {
+    let Some(value) = given else {
+        return Ok(None);
+    };
+    let Some(fields) = value.as_object() else {
+        return bad(
+            "--extra-body must be a JSON object, e.g. '{\"chat_template_kwargs\": {\"enable_thinking\": false}}'",
+        );
+    };
+    if let Some(key) = crate::api::RESERVED_FIELDS
+        .iter()
+        .find(|k| fields.contains_key(**k))
+    {
+        return bad(format!(
+            "--extra-body may not set {key:?}: the prompt, the output length and streaming are \
+             llmload's (use --input-tokens, --output-tokens)"
+        ));
+    }
+    Ok(Some(value))
+}
+
+#[expect(
+    clippy::ref_option,
+    reason = "serde's serialize_with hands the field by reference"
+)]
+fn redacted_json<S: serde::Serializer>(
+    value: &Option<serde_json::Value>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::Serialize;
+    value.as_ref().map(crate::secrets::redact_json).serialize(s)
 }
 
 /// At most 200 characters of a value echoed in an error.

@@ -33,6 +33,9 @@ pub struct Settings {
     /// `--show-header`: header names whose values may be written and printed.
     #[serde(default)]
     pub show_headers: Vec<String>,
+    /// `--extra-body`: fields merged into every request body (a JSON object; a table in the
+    /// campaign file).
+    pub extra_body: Option<serde_json::Value>,
     /// `--input-tokens`: prompt lengths.
     pub input_tokens: Option<Lengths>,
     /// `--concurrency`: simultaneous requests, one case each.
@@ -125,6 +128,7 @@ impl Settings {
             api_key,
             timeout,
             setup_timeout,
+            extra_body,
             input_tokens,
             concurrency,
             output_tokens,

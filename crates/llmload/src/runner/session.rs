@@ -74,6 +74,7 @@ impl<'a> Session<'a> {
             progress,
             slo: config.load.slo,
             series_window: config.series_window_length(),
+            extra_body: config.extra_body.clone(),
         };
         let summary = Summary {
             schema_version: SCHEMA_VERSION,

@@ -42,6 +42,8 @@ pub struct Seen {
     pub path: String,
     /// The whole request head (request line and header lines).
     pub head: String,
+    /// The body, as text.
+    pub body: String,
 }
 
 type Log = Arc<Mutex<Vec<Seen>>>;
@@ -171,7 +173,12 @@ async fn read_request(
     let body = buffer[head_end..head_end + length].to_vec();
     buffer.drain(..head_end + length);
     Ok(Some(Request {
-        seen: Seen { method, path, head },
+        seen: Seen {
+            method,
+            path,
+            head,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        },
         body,
     }))
 }
