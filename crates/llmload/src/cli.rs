@@ -105,7 +105,8 @@ pub struct RunArgs {
     /// (profile seed-qwen3-8b) is started and measured, and every output says so.
     #[arg(long)]
     pub url: Option<String>,
-    /// API to drive [default: llamacpp].
+    /// API to drive [default: picked from the server: llamacpp for llama-server and the built-in
+    /// simulator, completions for any other server that lists models at /v1/models].
     #[arg(long, value_enum)]
     pub api: Option<Api>,
     /// Model name for `OpenAI` APIs [default: the first one the server lists].

@@ -50,6 +50,7 @@ pub mod views;
 pub mod workload;
 
 use crate::api::client::Endpoint;
+use crate::api::Api;
 use crate::attempt::Attempt;
 use crate::cases::{CaseSource, Matrix, Sweep, SweepOptions};
 use crate::config::Config;
@@ -122,7 +123,7 @@ pub async fn measure<S: CaseSource>(
     api::http1::raise_open_files_limit();
     let endpoint = Endpoint::build(
         url,
-        config.api,
+        config.api.unwrap_or(Api::Llamacpp),
         (config.timeout, config.setup_timeout),
         config.authorization().as_deref(),
         &config.header_pairs(),
@@ -168,8 +169,9 @@ async fn prepare(
     config: &Config,
     endpoint: Endpoint,
 ) -> error::Result<(Target, PromptSource, Sampler)> {
-    let mut target = Target::connect(endpoint, config.model.clone()).await?;
+    let mut target = Target::connect(endpoint, config.model.clone(), config.api).await?;
     target.extra_body.clone_from(&config.extra_body);
+    target.check_context(&config.plans())?;
     let corpus = workload::read_corpus(config.corpus.as_deref())?;
     let prompts = PromptSource::prepare(&target, &corpus, config.load.system_prompt_tokens).await?;
     let sampler =

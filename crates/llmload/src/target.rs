@@ -6,6 +6,7 @@
 
 use crate::api::client::{read_body, root_cause, Endpoint};
 use crate::api::{Api, GenerationRequest, Prompt};
+use crate::workload::shape::CasePlan;
 use crate::error::{Context, Error};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -24,6 +25,29 @@ pub struct Target {
 }
 
 impl Target {
+    /// Checks, before anything is sent, that every case's longest prompt and output fit the
+    /// server's context (where it says what that is): a request past it fails with the
+    /// server's own, often misleading, message.
+    pub fn check_context(&self, plans: &[CasePlan]) -> crate::error::Result<()> {
+        let Some((limit, source)) = context_limit(&self.server) else {
+            return Ok(());
+        };
+        for plan in plans {
+            let (input, output) = plan.longest();
+            let needed = u64::from(input) + u64::from(output);
+            if needed > limit {
+                return Err(crate::error::ConfigError(format!(
+                    "case {} needs {needed} tokens of context ({input} prompt + {output} output), \
+                     more than the server's {limit} ({source}): lower --input-tokens or \
+                     --output-tokens",
+                    plan.case.id
+                ))
+                .into());
+            }
+        }
+        Ok(())
+    }
+
     /// Whether the server accepts `stream_options.continuous_usage_stats` and reports usage on
     /// every chunk: vLLM and llmload's simulator, known by the `owned_by` of their models. Other
     /// servers are not asked (a strict gateway rejects unknown fields); their chunks are counted
@@ -42,10 +66,12 @@ impl Target {
         self.server["props"]["llmload_sim"].is_object()
     }
 
-    /// Checks that the server answers, and collects what it says about itself.
+    /// Checks that the server answers, collects what it says about itself, and settles the API:
+    /// `api` when given (checked against what the server is), else picked from what it is.
     pub async fn connect(
-        endpoint: Endpoint,
+        mut endpoint: Endpoint,
         model: Option<String>,
+        api: Option<Api>,
     ) -> crate::error::Result<Target> {
         let base = endpoint.base_url.clone();
         let mut server = json!({});
@@ -69,6 +95,10 @@ impl Target {
                 }
             }
         }
+        endpoint.api = match api {
+            Some(api) => check_dialect(api, &server, &base)?,
+            None => detect_api(&server, &base)?,
+        };
         let model = model.or_else(|| first_model(&server));
         if endpoint.api != Api::Llamacpp && model.is_none() {
             return Err(Error::Target(format!(
@@ -205,6 +235,63 @@ async fn setup_request(
                 "{url}: no answer within {} (--setup-timeout)",
                 humantime::format_duration(limit)
             )))
+        })
+}
+
+/// Whether `/props` says the server is llama-server (or llmload's simulator, which speaks its
+/// dialect too).
+fn is_llama_server(server: &Value) -> bool {
+    let props = &server["props"];
+    ["default_generation_settings", "total_slots", "build_info", "llmload_sim"]
+        .iter()
+        .any(|k| !props[*k].is_null())
+}
+
+/// Whether `/v1/models` lists models (an OpenAI-compatible server).
+fn lists_models(server: &Value) -> bool {
+    server["models"]["data"].as_array().is_some_and(|d| !d.is_empty())
+}
+
+/// The API of a server that was not told one: llama-server's own, else the OpenAI completions
+/// API of a server that lists its models.
+fn detect_api(server: &Value, base: &str) -> crate::error::Result<Api> {
+    if is_llama_server(server) {
+        Ok(Api::Llamacpp)
+    } else if lists_models(server) {
+        Ok(Api::Completions)
+    } else {
+        Err(Error::Target(format!(
+            "cannot tell which API {base} speaks (no llama-server /props, no models at \
+             /v1/models): pass --api llamacpp, completions or chat"
+        )))
+    }
+}
+
+/// `api` when the server can speak it: llama.cpp's native API needs llama-server.
+fn check_dialect(api: Api, server: &Value, base: &str) -> crate::error::Result<Api> {
+    if api == Api::Llamacpp && !is_llama_server(server) && lists_models(server) {
+        let owner = server["models"]["data"][0]["owned_by"]
+            .as_str()
+            .map_or_else(String::new, |o| format!(" (owned by {o:?})"));
+        return Err(Error::Target(format!(
+            "{base} is not llama-server (it lists models at /v1/models{owner} and has no \
+             llama-server /props), so it has no /completion: use --api completions or --api chat"
+        )));
+    }
+    Ok(api)
+}
+
+/// The server's context limit per request, and where it said so: vLLM's `max_model_len` at
+/// `/v1/models`, llama-server's slot context (`n_ctx`) at `/props`.
+fn context_limit(server: &Value) -> Option<(u64, &'static str)> {
+    server["models"]["data"][0]["max_model_len"]
+        .as_u64()
+        .map(|n| (n, "max_model_len at /v1/models"))
+        .or_else(|| {
+            server["props"]["default_generation_settings"]["n_ctx"]
+                .as_u64()
+                .filter(|&n| n > 0)
+                .map(|n| (n, "the slot context n_ctx at /props"))
         })
 }
 

@@ -101,7 +101,7 @@ fn campaign_json(
         "cases": plans,
         "target": {
             "url": target.endpoint.base_url,
-            "api": config.api,
+            "api": target.endpoint.api,
             "model": target.model,
             "simulated": simulated,
             "server": target.server,

@@ -101,6 +101,16 @@ fn html_server() -> String {
 fn a_server_that_is_not_an_llm_api_is_one_line_and_exit_1() {
     let url = html_server();
     let run = llmload(&["run", "--url", &url, "--out", "/nonexistent-never-created"]);
+    assert_one_line_error(&run, 1, "cannot tell which API");
+    let run = llmload(&[
+        "run",
+        "--url",
+        &url,
+        "--api",
+        "llamacpp",
+        "--out",
+        "/nonexistent-never-created",
+    ]);
     assert_one_line_error(&run, 1, "tokenize");
 }
 

@@ -690,3 +690,43 @@ fn extra_body_fields_reach_every_generation_and_secrets_in_them_stay_out_of_file
         shown(&reserved)
     );
 }
+
+#[test]
+fn a_case_past_the_server_s_context_is_a_usage_error_before_anything_is_measured() {
+    let server = Server::start(Mode::Normal);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let out = tmp.path().join("out");
+    let run = llmload_within(
+        &[
+            "run",
+            "--url",
+            &server.url,
+            "--input-tokens",
+            "3800,4000",
+            "--concurrency",
+            "1",
+            "--output-tokens",
+            "200",
+            "--rounds",
+            "1",
+            "--telemetry",
+            "off",
+            "--setup-timeout",
+            "2s",
+            "--out",
+            utf8(&out),
+        ],
+        LIMIT,
+    );
+    assert_eq!(run.code, Some(2), "{}", shown(&run));
+    assert!(
+        run.stderr.contains("needs 4200 tokens of context")
+            && run
+                .stderr
+                .contains("4096 (the slot context n_ctx at /props)"),
+        "{}",
+        shown(&run)
+    );
+    assert_eq!(server.count("/completion"), 0, "nothing was generated");
+    assert!(is_empty_or_absent(&out));
+}

@@ -64,8 +64,8 @@ pub struct Config {
     pub name: String,
     /// Server base URL without trailing slash; `None` = the built-in simulator.
     pub url: Option<String>,
-    /// API to drive.
-    pub api: Api,
+    /// API to drive; `None` picks it from what the server is.
+    pub api: Option<Api>,
     /// Model for `OpenAI` APIs.
     pub model: Option<String>,
     /// Bearer token (never written to disk).
@@ -200,7 +200,7 @@ impl Config {
             url,
             url_credentials_set: url_credentials.is_some(),
             url_credentials,
-            api: s.api.unwrap_or(Api::Llamacpp),
+            api: s.api,
             model: s.model,
             api_key_set: s.api_key.is_some(),
             api_key: s.api_key,
@@ -615,7 +615,7 @@ mod tests {
         a.rounds = Some(2);
         let config =
             Config::resolve(a.over(Settings::read(&path).expect("readable"))).expect("valid");
-        assert_eq!(config.api, Api::Chat);
+        assert_eq!(config.api, Some(Api::Chat));
         assert_eq!(
             (config.rounds, config.input_tokens.clone()),
             (2, vec![Length::Fixed(128)])

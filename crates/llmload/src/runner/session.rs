@@ -80,7 +80,7 @@ impl<'a> Session<'a> {
             schema_version: SCHEMA_VERSION,
             attempt_id: attempt.id.clone(),
             target_url: target.endpoint.base_url.clone(),
-            api: config.api.name().to_owned(),
+            api: target.endpoint.api.name().to_owned(),
             model: target.model.clone(),
             simulated,
             cases: Vec::new(),

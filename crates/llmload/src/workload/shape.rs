@@ -163,6 +163,20 @@ pub struct CasePlan {
     pub warmup_time: Duration,
 }
 
+impl CasePlan {
+    /// The prompt and output tokens of the case's longest request (a trace's own entries).
+    pub fn longest(&self) -> (u32, u32) {
+        match &self.shape {
+            Shape::Replay { entries, .. } => entries
+                .iter()
+                .map(|e| (e.input_tokens, e.output_tokens))
+                .max_by_key(|&(i, o)| u64::from(i) + u64::from(o))
+                .unwrap_or((0, 0)),
+            _ => (self.input.max_tokens(), self.output.max_tokens()),
+        }
+    }
+}
+
 fn seconds<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64())
 }

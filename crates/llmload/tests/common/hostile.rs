@@ -225,7 +225,10 @@ async fn respond(stream: &mut TcpStream, mode: &Mode, request: &Request) -> std:
                 whole(stream, "200 OK", json_kind, r#"{"status":"ok"}"#).await?;
             }
         }
-        ("GET", "/props") => whole(stream, "200 OK", json_kind, "{}").await?,
+        ("GET", "/props") => {
+            let props = r#"{"default_generation_settings":{"n_ctx":4096},"total_slots":1}"#;
+            whole(stream, "200 OK", json_kind, props).await?;
+        }
         ("GET", "/v1/models") => {
             whole(stream, "200 OK", json_kind, r#"{"data":[{"id":"m"}]}"#).await?;
         }
