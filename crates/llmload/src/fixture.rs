@@ -83,6 +83,8 @@ fn ok(
         notes: Vec::new(),
         event_ms: (0..4).map(|k| ttft_ms + step * f64::from(k)).collect(),
         event_tokens: Vec::new(),
+        reasoning_tokens: 0,
+        answer_ms: None,
     }
 }
 

@@ -101,6 +101,12 @@ pub struct Record {
     /// Tokens per event, present only when some event carried more than one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub event_tokens: Vec<u32>,
+    /// Reasoning tokens (a reasoning model's thinking, told apart by the stream), when any.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u32,
+    /// With reasoning: time from `sent` to the first answer token, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_ms: Option<f64>,
 }
 
 /// Why a request did not end `ok`, as `requests.jsonl` and the summary name it.
@@ -253,6 +259,8 @@ pub(crate) fn ok_record(
         notes: Vec::new(),
         event_ms,
         event_tokens: Vec::new(),
+        reasoning_tokens: 0,
+        answer_ms: None,
     }
 }
 

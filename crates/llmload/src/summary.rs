@@ -92,6 +92,20 @@ pub struct CaseSummary {
     /// prefix cache.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_cache: Option<PrefixCache>,
+    /// Reasoning models: what the responses that reasoned before answering did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<Reasoning>,
+}
+
+/// Reasoning and answer told apart, over the `ok` responses that carried reasoning.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Reasoning {
+    /// Responses that reasoned, of the `ok` ones.
+    pub responses: u32,
+    /// Reasoning tokens per response.
+    pub tokens: Option<Distribution>,
+    /// Time to the first answer token, from `sent`, ms (TTFT is to the first token of either).
+    pub time_to_answer_ms: Option<Distribution>,
 }
 
 /// The prefix-cache hit rate of a shared system prompt, from the servers' own counters
@@ -176,6 +190,8 @@ pub struct CaseFigures {
     counts: Counts,
     rounds: BTreeMap<u32, RoundAcc>,
     prefix: PrefixAcc,
+    reasoning_tokens: Samples,
+    time_to_answer: Samples,
 }
 
 impl CaseFigures {
@@ -206,6 +222,12 @@ impl CaseFigures {
         r.e2e_ms.into_iter().for_each(|v| self.e2e.push(v));
         r.itl_ms().for_each(|v| self.itl.push(v));
         r.chunk_gaps_ms().for_each(|v| self.chunk_gap.push(v));
+        if r.reasoning_tokens > 0 {
+            self.reasoning_tokens.push(f64::from(r.reasoning_tokens));
+            r.answer_ms
+                .into_iter()
+                .for_each(|v| self.time_to_answer.push(v));
+        }
         if let Some(t) = r.tpot_ms() {
             self.tpot.push(t);
             if t > 0.0 {
@@ -275,6 +297,11 @@ impl CaseFigures {
             load: None,
             series: None,
             prefix_cache: self.prefix.finish(),
+            reasoning: (!self.reasoning_tokens.is_empty()).then(|| Reasoning {
+                responses: crate::num::count(self.reasoning_tokens.len()),
+                tokens: self.reasoning_tokens.distribution(),
+                time_to_answer_ms: self.time_to_answer.distribution(),
+            }),
         }
     }
 }

@@ -6,8 +6,8 @@
 
 use crate::api::client::{read_body, root_cause, Endpoint};
 use crate::api::{Api, GenerationRequest, Prompt};
-use crate::workload::shape::CasePlan;
 use crate::error::{Context, Error};
+use crate::workload::shape::CasePlan;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -242,17 +242,24 @@ async fn setup_request(
 /// dialect too).
 fn is_llama_server(server: &Value) -> bool {
     let props = &server["props"];
-    ["default_generation_settings", "total_slots", "build_info", "llmload_sim"]
-        .iter()
-        .any(|k| !props[*k].is_null())
+    [
+        "default_generation_settings",
+        "total_slots",
+        "build_info",
+        "llmload_sim",
+    ]
+    .iter()
+    .any(|k| !props[*k].is_null())
 }
 
 /// Whether `/v1/models` lists models (an OpenAI-compatible server).
 fn lists_models(server: &Value) -> bool {
-    server["models"]["data"].as_array().is_some_and(|d| !d.is_empty())
+    server["models"]["data"]
+        .as_array()
+        .is_some_and(|d| !d.is_empty())
 }
 
-/// The API of a server that was not told one: llama-server's own, else the OpenAI completions
+/// The API of a server that was not told one: llama-server's own, else the `OpenAI` completions
 /// API of a server that lists its models.
 fn detect_api(server: &Value, base: &str) -> crate::error::Result<Api> {
     if is_llama_server(server) {

@@ -1,7 +1,10 @@
-//! Tokens, not chunks: a server that streams several tokens per chunk (vLLM under speculative
-//! decoding or a stream interval, a gateway that re-chunks) and reports usage on every chunk
-//! (`stream_options.continuous_usage_stats`) is counted token by token. The simulator plays
-//! such a server: four tokens per chunk on a fixed schedule.
+//! Engines' dialects, played by the simulator:
+//!
+//! - tokens, not chunks: a server that streams several tokens per chunk (vLLM under speculative
+//!   decoding or a stream interval, a gateway that re-chunks) and reports usage on every chunk
+//!   (`stream_options.continuous_usage_stats`) is counted token by token;
+//! - reasoning models: reasoning deltas (`reasoning_content`) are told apart from the answer,
+//!   and `chat_template_kwargs` reaches the server.
 
 #![expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 
@@ -79,4 +82,62 @@ fn multi_token_chunks_are_counted_per_token_and_their_gaps_kept_apart() {
             "ITL is the chunk gap over the chunk's tokens: {itl} {gap}"
         );
     }
+}
+
+#[test]
+fn reasoning_is_told_apart_from_the_answer_and_chat_template_kwargs_reach_the_server() {
+    let sim = Simulator::start(&[
+        "--schedule",
+        "fixed:ttft_ms=20,itl_ms=2",
+        "--fault",
+        "reasoning:tokens=8",
+    ]);
+    let out = tempfile::tempdir().expect("temp dir");
+    let common = [
+        "--api",
+        "chat",
+        "--input-tokens",
+        "64",
+        "--concurrency",
+        "2",
+        "--output-tokens",
+        "16",
+        "--rounds",
+        "1",
+        "--warmup",
+        "0",
+    ];
+    let (run, dir) = run_against(out.path(), "thinking", &sim.url, &common);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let records = json_lines(&dir.join("requests.jsonl"));
+    assert_eq!(records.len(), 2);
+    for r in &records {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["streamed_tokens"], 16, "reasoning counts as output: {r}");
+        assert_eq!(r["reasoning_tokens"], 8, "{r}");
+        // The ninth token is the first of the answer: never before the first token.
+        assert!(f(&r["answer_ms"]) >= f(&r["ttft_ms"]), "{r}");
+    }
+    let case = &json(&dir.join("summary.json"))["cases"][0];
+    assert_eq!(case["reasoning"]["responses"], 2, "{case}");
+    assert_eq!(case["reasoning"]["tokens"]["median"], 8.0, "{case}");
+    assert_eq!(case["reasoning"]["time_to_answer_ms"]["n"], 2, "{case}");
+    let report = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
+    assert!(report.contains("2 of 2 ok responses reasoned"), "{report}");
+
+    // With thinking turned off in the chat template, the model answers at once.
+    let mut off = common.to_vec();
+    off.extend([
+        "--extra-body",
+        r#"{"chat_template_kwargs": {"enable_thinking": false}}"#,
+    ]);
+    let (run, dir) = run_against(out.path(), "no-thinking", &sim.url, &off);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for r in &json_lines(&dir.join("requests.jsonl")) {
+        assert!(r.get("reasoning_tokens").is_none(), "{r}");
+        assert!(r.get("answer_ms").is_none(), "{r}");
+    }
+    assert!(json(&dir.join("summary.json"))["cases"][0]
+        .get("reasoning")
+        .is_none());
 }

@@ -15,6 +15,7 @@
 //! | `fake-cache` | `tokens` (half the prompt) | report T cached prompt tokens; timing unchanged |
 //! | `multi-token` | `k` (4) | K tokens per event |
 //! | `slow-first-byte` | `ms` (1,000) | delay the response headers by M ms |
+//! | `reasoning` | `tokens` (half the output) | the first T tokens are reasoning (chat: `delta.reasoning_content`), unless the request's `chat_template_kwargs.enable_thinking` is `false` |
 //!
 //! Fault durations are wall-clock: the time scale does not apply to them. Several specs combine;
 //! of two specs of the same kind hitting one request, the first listed wins.
@@ -91,6 +92,11 @@ pub enum FaultKind {
     SlowFirstByte {
         /// Delay in wall-clock milliseconds.
         delay_ms: u64,
+    },
+    /// Think before answering: the first tokens are reasoning, as a reasoning model's are.
+    Reasoning {
+        /// Reasoning tokens (default: half the output).
+        tokens: Option<usize>,
     },
 }
 
@@ -197,13 +203,16 @@ fn parse_kind(name: &str, pairs: &mut Vec<(&str, &str)>) -> Result<FaultKind, St
                 tokens_per_event: k,
             },
         },
+        "reasoning" => FaultKind::Reasoning {
+            tokens: count("tokens")?,
+        },
         "slow-first-byte" => FaultKind::SlowFirstByte {
             delay_ms: count("ms")?.map_or(DEFAULT_FIRST_BYTE_DELAY_MS, |ms| ms as u64),
         },
         _ => {
             return Err(format!(
                 "unknown kind `{name}` (kinds: http429, http500, http503, drop, stall, \
-                 malformed, early-eos, fake-cache, multi-token, slow-first-byte)"
+                 malformed, early-eos, fake-cache, multi-token, slow-first-byte, reasoning)"
             ))
         }
     };
@@ -256,6 +265,10 @@ impl fmt::Display for FaultSpec {
             FaultKind::SlowFirstByte { delay_ms } => {
                 params.push(format!("ms={delay_ms}"));
                 "slow-first-byte"
+            }
+            FaultKind::Reasoning { tokens } => {
+                params.extend(tokens.map(|t| format!("tokens={t}")));
+                "reasoning"
             }
         };
         match &self.selector {

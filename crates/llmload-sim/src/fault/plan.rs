@@ -29,6 +29,8 @@ pub(crate) struct FaultPlan {
     pub tokens_per_event: usize,
     /// Delay before the response headers.
     pub first_byte_delay: Option<Duration>,
+    /// The first tokens that are reasoning.
+    pub reasoning_tokens: Option<usize>,
 }
 
 impl Default for FaultPlan {
@@ -42,6 +44,7 @@ impl Default for FaultPlan {
             fake_cached_tokens: None,
             tokens_per_event: 1,
             first_byte_delay: None,
+            reasoning_tokens: None,
         }
     }
 }
@@ -90,6 +93,10 @@ impl FaultPlan {
                 FaultKind::SlowFirstByte { delay_ms } => {
                     let delay = Duration::from_millis(*delay_ms);
                     plan.first_byte_delay = plan.first_byte_delay.or(Some(delay));
+                }
+                FaultKind::Reasoning { tokens } => {
+                    let tokens = tokens.unwrap_or(half).min(output_tokens);
+                    plan.reasoning_tokens = plan.reasoning_tokens.or(Some(tokens));
                 }
             }
         }

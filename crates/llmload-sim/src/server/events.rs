@@ -32,6 +32,8 @@ pub(crate) struct EventContext {
     pub include_usage: bool,
     /// vLLM's `stream_options.continuous_usage_stats`: usage on every token chunk.
     pub continuous_usage: bool,
+    /// The first tokens that are reasoning (chat: `delta.reasoning_content`).
+    pub reasoning_tokens: usize,
     /// Modelled milliseconds per wall-clock millisecond.
     pub time_scale: f64,
     /// Cached tokens to report instead of the real ones (fake-cache fault).
@@ -162,7 +164,16 @@ impl EventContext {
             Api::Chat => {
                 out.push_str("data: {");
                 self.openai_head(out);
-                out.push_str(",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"");
+                // A chunk that starts among the reasoning tokens is reasoning.
+                let field = if first < self.reasoning_tokens {
+                    "reasoning_content"
+                } else {
+                    "content"
+                };
+                put(
+                    out,
+                    format_args!(",\"choices\":[{{\"index\":0,\"delta\":{{\"{field}\":\""),
+                );
                 self.push_text(out, first, count);
                 out.push_str("\"},\"logprobs\":null,\"finish_reason\":null}]");
                 self.chunk_usage(out, first + count);
@@ -336,6 +347,7 @@ mod tests {
             return_tokens: true,
             include_usage: true,
             continuous_usage: false,
+            reasoning_tokens: 0,
             time_scale: 2.0,
             fake_cached_tokens: None,
         }

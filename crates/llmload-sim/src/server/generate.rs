@@ -198,6 +198,10 @@ impl State {
             return_tokens: generation.return_tokens,
             include_usage: generation.include_usage,
             continuous_usage: generation.continuous_usage,
+            reasoning_tokens: plan
+                .reasoning_tokens
+                .filter(|_| api == Api::Chat && !generation.thinking_off)
+                .unwrap_or(0),
             time_scale: self.time_scale,
             fake_cached_tokens: plan.fake_cached_tokens,
         }

@@ -45,6 +45,8 @@ pub(crate) struct Generation {
     pub include_usage: bool,
     /// Usage on every token chunk too (vLLM's `continuous_usage_stats`).
     pub continuous_usage: bool,
+    /// `chat_template_kwargs.enable_thinking` is `false`: a reasoning model answers at once.
+    pub thinking_off: bool,
     /// Put token ids in llama.cpp events.
     pub return_tokens: bool,
 }
@@ -105,6 +107,7 @@ struct Body {
     stream_options: Option<StreamOptions>,
     #[serde(default)]
     return_tokens: bool,
+    chat_template_kwargs: Option<serde_json::Value>,
 }
 
 /// Parses a generation request body of `api`, tokenizing text prompts.
@@ -157,6 +160,10 @@ pub(crate) fn parse(
             .stream_options
             .as_ref()
             .is_some_and(|o| o.continuous_usage_stats),
+        thinking_off: body
+            .chat_template_kwargs
+            .as_ref()
+            .is_some_and(|k| k["enable_thinking"] == serde_json::Value::Bool(false)),
         return_tokens: body.return_tokens,
     })
 }

@@ -87,6 +87,10 @@ pub struct Exchange {
     pub token_cap: u32,
     /// Tokens streamed so far.
     streamed: u32,
+    /// Tokens of reasoning (thinking before the answer), where the stream tells them apart.
+    pub reasoning_tokens: u32,
+    /// The first answer token, when the stream carried reasoning before it.
+    pub first_answer: Option<Instant>,
 }
 
 impl Default for Exchange {
@@ -107,6 +111,8 @@ impl Exchange {
             retried: false,
             token_cap: u32::MAX,
             streamed: 0,
+            reasoning_tokens: 0,
+            first_answer: None,
         }
     }
 
@@ -670,6 +676,11 @@ fn on_event(
                 }
                 exchange.streamed = streamed;
                 exchange.token_events.push(now, tokens);
+                if event.reasoning {
+                    exchange.reasoning_tokens = exchange.reasoning_tokens.saturating_add(tokens);
+                } else if exchange.first_answer.is_none() {
+                    exchange.first_answer = Some(now);
+                }
             }
             exchange.counters.merge(event.counters);
             if event.done {

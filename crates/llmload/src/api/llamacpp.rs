@@ -80,6 +80,7 @@ pub fn parse_event(data: &[u8]) -> Result<Event, EventError> {
         done: event.stop,
         counters,
         so_far: None,
+        reasoning: false,
     })
 }
 

@@ -190,6 +190,9 @@ pub struct Event {
     /// Tokens generated so far, where the server reports them on every chunk (vLLM's
     /// `continuous_usage_stats`): the chunk's tokens are then counted, not guessed from its text.
     pub so_far: Option<u32>,
+    /// The event carries reasoning and no answer (`reasoning_content`, `reasoning`): a
+    /// reasoning model thinking before it answers.
+    pub reasoning: bool,
 }
 
 /// An event that is not what the API promises.

@@ -76,9 +76,10 @@ struct PromptDetails {
     cached_tokens: Option<u32>,
 }
 
-/// Choices that carry generated text (`.0`) and all choices (`.1`), counted without keeping them.
+/// Choices that carry generated text (`.0`), all choices (`.1`), and choices that carry
+/// reasoning but no answer (`.2`), counted without keeping them.
 #[derive(Default)]
-struct ChoiceTokens(u32, u32);
+struct ChoiceTokens(u32, u32, u32);
 
 impl<'de> Deserialize<'de> for ChoiceTokens {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -89,22 +90,25 @@ impl<'de> Deserialize<'de> for ChoiceTokens {
                 f.write_str("an array of choices")
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ChoiceTokens, A::Error> {
-                let (mut n, mut all) = (0u32, 0u32);
+                let (mut n, mut all, mut reasoning) = (0u32, 0u32, 0u32);
                 while let Some(choice) = seq.next_element::<Choice>()? {
                     all = all.saturating_add(1);
                     let nonempty = |t: Option<NonEmpty>| t.is_some_and(|t| t.0);
-                    let carries = nonempty(choice.text)
-                        || choice.delta.is_some_and(|d| {
-                            nonempty(d.content)
-                                || nonempty(d.reasoning_content)
-                                || nonempty(d.reasoning)
-                        });
-                    n += u32::from(carries);
+                    let (answer, thought) = match choice.delta {
+                        Some(d) => (
+                            nonempty(d.content),
+                            nonempty(d.reasoning_content) || nonempty(d.reasoning),
+                        ),
+                        None => (false, false),
+                    };
+                    let answer = answer || nonempty(choice.text);
+                    n = n.saturating_add(u32::from(answer || thought));
+                    reasoning = reasoning.saturating_add(u32::from(thought && !answer));
                 }
-                Ok(ChoiceTokens(n, all))
+                Ok(ChoiceTokens(n, all, reasoning))
             }
             fn visit_unit<E>(self) -> Result<ChoiceTokens, E> {
-                Ok(ChoiceTokens(0, 0))
+                Ok(ChoiceTokens(0, 0, 0))
             }
         }
         deserializer.deserialize_any(V)
@@ -140,6 +144,7 @@ pub fn parse_event(data: &[u8]) -> Result<Event, EventError> {
         done: false,
         counters,
         so_far,
+        reasoning: chunk.choices.2 > 0 && chunk.choices.2 == chunk.choices.0,
     })
 }
 

@@ -121,6 +121,11 @@ impl SseDecoder {
             let line = std::mem::take(&mut self.partial);
             self.end_line(&line, on_event);
         }
+        // The last line may have taken the event's data past the bound.
+        if self.data.len() > self.limit {
+            let _ = self.overflow();
+            return;
+        }
         self.end_line(b"", on_event);
     }
 

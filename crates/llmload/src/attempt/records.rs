@@ -3,7 +3,7 @@
 
 use crate::error::Context;
 use crate::record::Record;
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read, Write};
 use std::path::Path;
 
 /// Appends records to `requests.jsonl`, one flushed line per record.
@@ -38,27 +38,39 @@ pub fn read_records(path: &Path) -> crate::error::Result<Vec<Record>> {
     Ok(records)
 }
 
+/// The longest line read back: a record of ten million token events is about 100 MB.
+const MAX_LINE_BYTES: u64 = 512 << 20;
+
 /// Reads a `requests.jsonl` file one line at a time, handing each record to `f`, so that a long
 /// run's file is never held whole. A last line cut short (a run killed while writing it, with no
-/// newline after it) is left out; any other line that is not a record is an error.
+/// newline after it, even inside a character) is left out; any other line that is not a record
+/// is an error naming its number.
 pub fn for_each_record(path: &Path, mut f: impl FnMut(Record)) -> crate::error::Result<()> {
     let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
     let mut reader = std::io::BufReader::new(file);
-    let mut line = String::new();
+    let mut line = Vec::new();
     for number in 1.. {
         line.clear();
-        let read = reader
-            .read_line(&mut line)
+        let read = (&mut reader)
+            .take(MAX_LINE_BYTES + 1)
+            .read_until(b'\n', &mut line)
             .with_context(|| format!("reading {}", path.display()))?;
         if read == 0 {
             break;
         }
-        if line.trim().is_empty() {
+        let whole = line.ends_with(b"\n");
+        if !whole && u64::try_from(line.len()).unwrap_or(u64::MAX) > MAX_LINE_BYTES {
+            return Err(crate::error::Error::Target(format!(
+                "{}:{number}: a line longer than {MAX_LINE_BYTES} bytes: not a record",
+                path.display()
+            )));
+        }
+        if line.trim_ascii().is_empty() {
             continue;
         }
-        match serde_json::from_str(line.trim()) {
+        match serde_json::from_slice(line.trim_ascii()) {
             Ok(record) => f(record),
-            Err(_) if !line.ends_with('\n') => break,
+            Err(_) if !whole => break,
             Err(e) => {
                 return Err(e).with_context(|| format!("{}:{number}: not a record", path.display()))
             }

@@ -82,6 +82,7 @@ pub fn render(summary: &Summary) -> String {
     out.push_str(&sweep_section(summary));
     out.push_str(&super::soak::render(summary));
     out.push_str(&prefix_cache_section(summary));
+    out.push_str(&reasoning_section(summary));
     out.push_str(&histogram_note(summary));
     let incomplete: Vec<&CaseSummary> = summary.cases.iter().filter(|c| !c.complete).collect();
     if !incomplete.is_empty() {
@@ -294,6 +295,37 @@ pub(crate) fn incomplete_line(case: &CaseSummary) -> String {
 }
 
 /// The report's lines on a shared system prompt: per case, the share of its tokens the server
+/// The report's lines on reasoning models: per case, how many responses reasoned before they
+/// answered, their reasoning tokens, and the time to the first answer token; empty when no case
+/// had any.
+fn reasoning_section(summary: &Summary) -> String {
+    let mut out = String::new();
+    for case in &summary.cases {
+        let Some(r) = &case.reasoning else {
+            continue;
+        };
+        if out.is_empty() {
+            out.push_str(
+                "\nReasoning (told apart by the stream; TTFT above counts the first token of \
+                 either kind):\n",
+            );
+        }
+        let median = |d: Option<&crate::stats::Distribution>| d.map(|d| d.median);
+        let _ = writeln!(
+            out,
+            "- {}: {} of {} ok responses reasoned; reasoning tokens median {}; time to the first \
+             answer token median {} (n = {})",
+            case.id,
+            r.responses,
+            case.counts.ok,
+            median(r.tokens.as_ref()).map_or_else(|| "–".to_owned(), |t| format!("{t:.0}")),
+            seconds(median(r.time_to_answer_ms.as_ref())),
+            r.time_to_answer_ms.as_ref().map_or(0, |d| d.n),
+        );
+    }
+    out
+}
+
 /// served from its prefix cache; empty when no case had one.
 fn prefix_cache_section(summary: &Summary) -> String {
     use std::fmt::Write as _;

@@ -143,6 +143,11 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant) -> Record
         } else {
             Vec::new()
         },
+        reasoning_tokens: exchange.reasoning_tokens,
+        answer_ms: exchange
+            .first_answer
+            .filter(|_| exchange.reasoning_tokens > 0)
+            .map(|t| round3(ms_from_sent(t))),
     }
 }
 
