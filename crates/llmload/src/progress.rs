@@ -331,6 +331,15 @@ fn nominal(load: &LoadSummary) -> String {
 
 /// The line printed when a case ends: its counts and headline figures.
 pub fn case_line(done: usize, total: usize, case: &CaseSummary) -> String {
+    let first = case
+        .first_error
+        .as_ref()
+        .map_or_else(String::new, |e| format!("; first failure: {e}"));
+    case_figures(done, total, case) + &first
+}
+
+/// The counts and headline figures of [`case_line`].
+fn case_figures(done: usize, total: usize, case: &CaseSummary) -> String {
     if let Some(load) = &case.load {
         return format!(
             "case {done}/{total} {}: {} ok, {} failed; {:.2} tokens/s over the window; in flight \

@@ -95,6 +95,10 @@ pub struct CaseSummary {
     /// Reasoning models: what the responses that reasoned before answering did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<Reasoning>,
+    /// The first failed or invalid measured response's kind and message (the server's words, at
+    /// most 300 characters), so that a failing case says why where it is shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_error: Option<String>,
 }
 
 /// Reasoning and answer told apart, over the `ok` responses that carried reasoning.
@@ -192,6 +196,7 @@ pub struct CaseFigures {
     prefix: PrefixAcc,
     reasoning_tokens: Samples,
     time_to_answer: Samples,
+    first_error: Option<String>,
 }
 
 impl CaseFigures {
@@ -250,6 +255,10 @@ impl CaseFigures {
         }
         if let Some(kind) = &r.error_kind {
             *c.by_kind.entry(*kind).or_default() += 1;
+            if self.first_error.is_none() {
+                let message: String = r.error.as_deref().unwrap_or("").chars().take(300).collect();
+                self.first_error = Some(format!("{kind}: {message}"));
+            }
         }
     }
 
@@ -297,6 +306,7 @@ impl CaseFigures {
             load: None,
             series: None,
             prefix_cache: self.prefix.finish(),
+            first_error: self.first_error,
             reasoning: (!self.reasoning_tokens.is_empty()).then(|| Reasoning {
                 responses: crate::num::count(self.reasoning_tokens.len()),
                 tokens: self.reasoning_tokens.distribution(),

@@ -291,10 +291,12 @@ pub(crate) fn incomplete_line(case: &CaseSummary) -> String {
         c.error,
         c.cancelled,
         if kinds.is_empty() { String::new() } else { format!(" ({})", kinds.join(", ")) },
-    )
+    ) + &case
+        .first_error
+        .as_ref()
+        .map_or_else(String::new, |e| format!("; first: {e}"))
 }
 
-/// The report's lines on a shared system prompt: per case, the share of its tokens the server
 /// The report's lines on reasoning models: per case, how many responses reasoned before they
 /// answered, their reasoning tokens, and the time to the first answer token; empty when no case
 /// had any.
@@ -326,6 +328,7 @@ fn reasoning_section(summary: &Summary) -> String {
     out
 }
 
+/// The report's lines on a shared system prompt: per case, the share of its tokens the server
 /// served from its prefix cache; empty when no case had one.
 fn prefix_cache_section(summary: &Summary) -> String {
     use std::fmt::Write as _;
