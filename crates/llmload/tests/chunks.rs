@@ -141,3 +141,41 @@ fn reasoning_is_told_apart_from_the_answer_and_chat_template_kwargs_reach_the_se
         .get("reasoning")
         .is_none());
 }
+
+#[test]
+fn server_counters_are_reported_as_their_growth_during_the_run() {
+    let sim = Simulator::start(&["--profile", "cpu-tiny"]);
+    let out = tempfile::tempdir().expect("temp dir");
+    let args = [
+        "--input-tokens",
+        "32",
+        "--concurrency",
+        "2",
+        "--output-tokens",
+        "8",
+        "--rounds",
+        "2",
+        "--warmup",
+        "1",
+    ];
+    // Two runs against one server: its counters' totals grow across both, each run's growth
+    // is at most what that run generated (a warmup and four measured requests of 8 tokens).
+    for name in ["first", "second"] {
+        let (run, dir) = run_against(out.path(), name, &sim.url, &args);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let summary = json(&dir.join("summary.json"));
+        let metrics = &summary["telemetry"]["server_metrics"];
+        assert!(
+            metrics["scrapes"].as_u64().is_some_and(|n| n >= 2),
+            "{metrics}"
+        );
+        let grown = f(&metrics["delta"]["llamacpp:tokens_predicted_total"]);
+        assert!(grown > 0.0 && grown <= 40.0, "{metrics}");
+        assert!(
+            metrics["peak"]
+                .get("llamacpp:tokens_predicted_total")
+                .is_none(),
+            "a counter is not a gauge: {metrics}"
+        );
+    }
+}

@@ -121,11 +121,13 @@ pub fn render(summary: &Summary) -> String {
                     }
                 })
                 .collect();
+            let grown: Vec<String> = m.delta.iter().map(|(k, v)| format!("{k} +{v}")).collect();
             let _ = writeln!(
                 out,
-                "Server /metrics: {} scrapes; peaks: {}.",
+                "Server /metrics: {} scrapes; peaks: {}; counters grew during the run: {}.",
                 m.scrapes,
-                peaks.join(", ")
+                peaks.join(", "),
+                if grown.is_empty() { "–".to_owned() } else { grown.join(", ") }
             );
         }
     }

@@ -39,13 +39,43 @@ pub struct Scrape {
     pub metrics: BTreeMap<String, f64>,
 }
 
-/// What the scrapes of an attempt show.
+/// What the scrapes of an attempt show: gauges by their highest value, counters (`…_total`)
+/// by how much they grew during the run (never the total since the server started).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerMetricsSummary {
     /// Successful scrapes.
     pub scrapes: u32,
-    /// Highest value seen of each kept series.
+    /// Highest value seen of each kept gauge.
     pub peak: BTreeMap<String, f64>,
+    /// Growth of each kept counter from the first scrape to the last; left out when it went
+    /// down (the server restarted).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub delta: BTreeMap<String, f64>,
+}
+
+/// Whether a series is a counter (it only grows while the server runs).
+fn is_counter(name: &str) -> bool {
+    name.ends_with("_total")
+}
+
+impl ServerMetricsSummary {
+    /// Folds one scrape in; `first` holds each counter's first value.
+    fn add(&mut self, metrics: &BTreeMap<String, f64>, first: &mut BTreeMap<String, f64>) {
+        self.scrapes += 1;
+        for (name, &value) in metrics {
+            if is_counter(name) {
+                let start = *first.entry(name.clone()).or_insert(value);
+                if value >= start {
+                    self.delta.insert(name.clone(), value - start);
+                } else {
+                    self.delta.remove(name);
+                }
+            } else {
+                let peak = self.peak.entry(name.clone()).or_insert(value);
+                *peak = peak.max(value);
+            }
+        }
+    }
 }
 
 /// Parses Prometheus text exposition, keeping the series in [`KEPT`].
@@ -95,6 +125,8 @@ pub async fn scrape(
         return summary;
     };
     let mut file = std::io::BufWriter::new(file);
+    let mut first = BTreeMap::new();
+    let mut stopping = false;
     let mut next = Instant::now();
     loop {
         let t_s = next.saturating_duration_since(origin).as_secs_f64();
@@ -111,18 +143,18 @@ pub async fn scrape(
         };
         let body = tokio::time::timeout(limit, read).await.ok().flatten();
         if let Some(metrics) = body.map(|b| parse(&b)).filter(|m| !m.is_empty()) {
-            summary.scrapes += 1;
-            for (name, &value) in &metrics {
-                let peak = summary.peak.entry(name.clone()).or_insert(value);
-                *peak = peak.max(value);
-            }
+            summary.add(&metrics, &mut first);
             if serde_json::to_writer(&mut file, &Scrape { t_s, metrics }).is_ok() {
                 let _ = file.write_all(b"\n").and_then(|()| file.flush());
             }
         }
+        if stopping {
+            return summary;
+        }
         next += interval;
+        // One last scrape when the run ends, so that the counters' growth covers all of it.
         tokio::select! {
-            () = stop.cancelled() => return summary,
+            () = stop.cancelled() => stopping = true,
             () = tokio::time::sleep_until(next) => {}
         }
     }
@@ -147,5 +179,27 @@ mod tests {
         assert_eq!(m.get("llamacpp:requests_deferred"), Some(&2.0));
         assert_eq!(m.get("vllm:num_requests_waiting"), Some(&5.0));
         assert_eq!(m.len(), 3);
+    }
+
+    #[test]
+    fn counters_give_their_growth_during_the_run_and_gauges_their_peak() {
+        let mut summary = ServerMetricsSummary::default();
+        let mut first = BTreeMap::new();
+        let scrape = |processing: f64, tokens: f64| {
+            BTreeMap::from([
+                ("vllm:num_requests_running".to_owned(), processing),
+                ("vllm:generation_tokens_total".to_owned(), tokens),
+            ])
+        };
+        summary.add(&scrape(1.0, 10_000.0), &mut first);
+        summary.add(&scrape(4.0, 10_500.0), &mut first);
+        summary.add(&scrape(2.0, 12_000.0), &mut first);
+        assert_eq!(summary.scrapes, 3);
+        assert_eq!(summary.peak.get("vllm:num_requests_running"), Some(&4.0));
+        assert_eq!(summary.delta.get("vllm:generation_tokens_total"), Some(&2_000.0));
+        assert!(!summary.peak.contains_key("vllm:generation_tokens_total"));
+        // A counter that goes down (a restart) has no growth to report.
+        summary.add(&scrape(1.0, 5.0), &mut first);
+        assert!(summary.delta.is_empty());
     }
 }
