@@ -7,7 +7,8 @@
 use crate::record::{ErrorKind, Status};
 use crate::report::charts;
 use crate::report::markdown::{
-    incomplete_line, load_rows, reference_rows, telemetry_line, LOAD_COLUMNS,
+    has_rounds, incomplete_line, load_rows, outcome_counts, reference_rows, telemetry_line,
+    LOAD_COLUMNS,
 };
 use crate::report::plot::Figure;
 use crate::report::Report;
@@ -95,13 +96,9 @@ fn outcome(out: &mut String, summary: &Summary) {
     let status = format!("{:?}", o.status);
     let _ = write!(
         out,
-        "<h2 id=\"outcome\">Outcome</h2>\n<p class=\"outcome {}\"><strong>{status}</strong>: {} of {} \
-         cases complete, {} complete rounds, {} responses ok{}</p>\n",
+        "<h2 id=\"outcome\">Outcome</h2>\n<p class=\"outcome {}\"><strong>{status}</strong>: {}{}</p>\n",
         status.to_lowercase(),
-        o.cases_completed,
-        o.cases_total,
-        o.rounds_completed,
-        o.responses_completed,
+        outcome_counts(summary),
         o.reason
             .as_ref()
             .map_or(String::new(), |r| format!(" — {}", escape(r))),
@@ -119,24 +116,27 @@ fn outcome(out: &mut String, summary: &Summary) {
 }
 
 fn results(out: &mut String, report: &Report) {
-    out.push_str(
-        "<h2 id=\"results\">Results</h2>\n<table>\n<tr><th>Input tokens per request</th>\
-         <th>Concurrent requests</th><th>Median TTFT</th><th>Median complete response</th>\
-         <th>Aggregate output throughput</th><th>Responses (n)</th><th>Rounds</th></tr>\n",
-    );
-    for row in reference_rows(&report.summary) {
-        let cells = row.iter().fold(String::new(), |mut cells, cell| {
-            let _ = write!(cells, "<td>{}</td>", escape(cell));
-            cells
-        });
-        let _ = writeln!(out, "<tr>{cells}</tr>");
+    out.push_str("<h2 id=\"results\">Results</h2>\n");
+    if has_rounds(&report.summary) {
+        out.push_str(
+            "<table>\n<tr><th>Input tokens per request</th>\
+             <th>Concurrent requests</th><th>Median TTFT</th><th>Median complete response</th>\
+             <th>Aggregate output throughput</th><th>Responses (n)</th><th>Rounds</th></tr>\n",
+        );
+        for row in reference_rows(&report.summary) {
+            let cells = row.iter().fold(String::new(), |mut cells, cell| {
+                let _ = write!(cells, "<td>{}</td>", escape(cell));
+                cells
+            });
+            let _ = writeln!(out, "<tr>{cells}</tr>");
+        }
+        out.push_str(
+            "</table>\n<p class=\"note\">Complete cases only. TTFT: request sent → first event \
+             carrying a generated token. Complete response: sent → final event. Both are medians \
+             over the n responses. Throughput: mean over rounds of Σ output tokens ÷ (last \
+             completion − first send).</p>\n",
+        );
     }
-    out.push_str(
-        "</table>\n<p class=\"note\">Complete cases only. TTFT: request sent → first event \
-         carrying a generated token. Complete response: sent → final event. Both are medians over \
-         the n responses. Throughput: mean over rounds of Σ output tokens ÷ (last completion − \
-         first send).</p>\n",
-    );
     load_table(out, &report.summary);
     let incomplete: Vec<&CaseSummary> = report
         .summary

@@ -53,6 +53,27 @@ pub(crate) fn histogram_note(summary: &Summary) -> String {
     )
 }
 
+/// Whether the attempt has closed-round cases (or none at all), which the rounds table is for:
+/// continuous and open-loop cases have their own table, and no rounds.
+pub(crate) fn has_rounds(summary: &Summary) -> bool {
+    summary.cases.is_empty() || summary.cases.iter().any(|c| c.load.is_none())
+}
+
+/// "3 of 4 cases complete, 7 complete rounds, 11 responses ok" (rounds only where cases have
+/// them).
+pub(crate) fn outcome_counts(summary: &Summary) -> String {
+    let o = &summary.outcome;
+    let rounds = if has_rounds(summary) {
+        format!(", {} complete rounds", o.rounds_completed)
+    } else {
+        String::new()
+    };
+    format!(
+        "{} of {} cases complete{rounds}, {} responses ok",
+        o.cases_completed, o.cases_total, o.responses_completed
+    )
+}
+
 /// Renders the results table, the incomplete cases and the outcome.
 pub fn render(summary: &Summary) -> String {
     let mut out = String::new();
@@ -67,17 +88,19 @@ pub fn render(summary: &Summary) -> String {
     };
     let _ = writeln!(out, "Target: {target}, API {}, model {model}", summary.api);
     let _ = writeln!(out, "Attempt: {}\n", summary.attempt_id);
-    out.push_str(
-        "| Input tokens per request | Concurrent requests | Median TTFT | Median complete response | Aggregate output throughput | Responses (n) | Rounds |\n\
-         |---|---|---|---|---|---|---|\n",
-    );
-    for row in reference_rows(summary) {
-        let _ = writeln!(out, "| {} |", row.join(" | "));
+    if has_rounds(summary) {
+        out.push_str(
+            "| Input tokens per request | Concurrent requests | Median TTFT | Median complete response | Aggregate output throughput | Responses (n) | Rounds |\n\
+             |---|---|---|---|---|---|---|\n",
+        );
+        for row in reference_rows(summary) {
+            let _ = writeln!(out, "| {} |", row.join(" | "));
+        }
+        out.push_str(
+            "\nTTFT: request sent → first event carrying a generated token. Complete response: sent → final event. \
+             Both are medians over the n responses. Throughput: mean over rounds of Σ output tokens ÷ (last completion − first send).\n",
+        );
     }
-    out.push_str(
-        "\nTTFT: request sent → first event carrying a generated token. Complete response: sent → final event. \
-         Both are medians over the n responses. Throughput: mean over rounds of Σ output tokens ÷ (last completion − first send).\n",
-    );
     out.push_str(&load_table(summary));
     out.push_str(&sweep_section(summary));
     out.push_str(&super::soak::render(summary));
@@ -94,12 +117,9 @@ pub fn render(summary: &Summary) -> String {
     let o = &summary.outcome;
     let _ = writeln!(
         out,
-        "\nOutcome: {:?}: {} of {} cases complete, {} complete rounds, {} responses ok{}",
+        "\nOutcome: {:?}: {}{}",
         o.status,
-        o.cases_completed,
-        o.cases_total,
-        o.rounds_completed,
-        o.responses_completed,
+        outcome_counts(summary),
         o.reason
             .as_ref()
             .map_or(String::new(), |r| format!(" — {r}")),
@@ -127,7 +147,11 @@ pub fn render(summary: &Summary) -> String {
                 "Server /metrics: {} scrapes; peaks: {}; counters grew during the run: {}.",
                 m.scrapes,
                 peaks.join(", "),
-                if grown.is_empty() { "–".to_owned() } else { grown.join(", ") }
+                if grown.is_empty() {
+                    "–".to_owned()
+                } else {
+                    grown.join(", ")
+                }
             );
         }
     }

@@ -196,7 +196,10 @@ mod tests {
         summary.add(&scrape(2.0, 12_000.0), &mut first);
         assert_eq!(summary.scrapes, 3);
         assert_eq!(summary.peak.get("vllm:num_requests_running"), Some(&4.0));
-        assert_eq!(summary.delta.get("vllm:generation_tokens_total"), Some(&2_000.0));
+        assert_eq!(
+            summary.delta.get("vllm:generation_tokens_total"),
+            Some(&2_000.0)
+        );
         assert!(!summary.peak.contains_key("vllm:generation_tokens_total"));
         // A counter that goes down (a restart) has no growth to report.
         summary.add(&scrape(1.0, 5.0), &mut first);
