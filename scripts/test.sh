@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The test command: installs what the tests need (llama-server and its model, cached after the
-# first run), then runs every gate — formatting, lints, and all tests: unit, property, the
-# simulator's, and end to end against the simulator and a real llama-server.
+# The test command: installs what the tests need (llama-server and its model, a CPU vLLM with a
+# tiny Gemma 3, Chromium; cached after the first run), then runs every gate — formatting, the
+# module layers, lints, and all tests: unit, property, the simulator's, hostile servers, and end
+# to end against the simulator, a real llama-server and a real vLLM.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,7 +18,12 @@ if ! command -v chromium >/dev/null 2>&1; then
   $sudo apt-get update -qq >&2 && $sudo apt-get install -y -qq chromium >&2
 fi
 
+# A real vLLM (CPU build, tiny Gemma 3) for the vLLM test group, cached like llama-server.
+scripts/setup-vllm.sh >/dev/null
+
 cargo fmt --all -- --check
 python3 scripts/check-layers.py >/dev/null
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace --no-fail-fast
+# The vLLM group: ignored by a plain `cargo test` (it needs vLLM, which takes minutes to start).
+cargo test -p llmload --test vllm -- --include-ignored --test-threads 1

@@ -61,6 +61,7 @@ use crate::summary::sweep::SweepSection;
 use crate::summary::Summary;
 use crate::target::Target;
 use crate::telemetry::Sampler;
+use crate::workload::shape::CasePlan;
 use crate::workload::source::PromptSource;
 use std::path::PathBuf;
 
@@ -164,6 +165,29 @@ pub async fn measure<S: CaseSource>(
     })
 }
 
+/// Checks, before anything is sent, that every case's longest prompt and output fit the server's
+/// context (where it says what that is): a request past it fails with the server's own, often
+/// misleading, message.
+fn check_context(target: &Target, plans: &[CasePlan]) -> error::Result<()> {
+    let Some((limit, source)) = target.context_limit() else {
+        return Ok(());
+    };
+    for plan in plans {
+        let (input, output) = plan.longest();
+        let needed = u64::from(input) + u64::from(output);
+        if needed > limit {
+            return Err(config::ConfigError(format!(
+                "case {} needs {needed} tokens of context ({input} prompt + {output} output), \
+                 more than the server's {limit} ({source}): lower --input-tokens or \
+                 --output-tokens",
+                plan.case.id
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
 /// Setup: the target, its prompts, and the telemetry source; every step within its deadline.
 async fn prepare(
     config: &Config,
@@ -171,7 +195,7 @@ async fn prepare(
 ) -> error::Result<(Target, PromptSource, Sampler)> {
     let mut target = Target::connect(endpoint, config.model.clone(), config.api).await?;
     target.extra_body.clone_from(&config.extra_body);
-    target.check_context(&config.plans())?;
+    check_context(&target, &config.plans())?;
     let corpus = workload::read_corpus(config.corpus.as_deref())?;
     let prompts = PromptSource::prepare(&target, &corpus, config.load.system_prompt_tokens).await?;
     let sampler =

@@ -7,7 +7,6 @@
 use crate::api::client::{read_body, root_cause, Endpoint};
 use crate::api::{Api, GenerationRequest, Prompt};
 use crate::error::{Context, Error};
-use crate::workload::shape::CasePlan;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -25,27 +24,10 @@ pub struct Target {
 }
 
 impl Target {
-    /// Checks, before anything is sent, that every case's longest prompt and output fit the
-    /// server's context (where it says what that is): a request past it fails with the
-    /// server's own, often misleading, message.
-    pub fn check_context(&self, plans: &[CasePlan]) -> crate::error::Result<()> {
-        let Some((limit, source)) = context_limit(&self.server) else {
-            return Ok(());
-        };
-        for plan in plans {
-            let (input, output) = plan.longest();
-            let needed = u64::from(input) + u64::from(output);
-            if needed > limit {
-                return Err(crate::error::ConfigError(format!(
-                    "case {} needs {needed} tokens of context ({input} prompt + {output} output), \
-                     more than the server's {limit} ({source}): lower --input-tokens or \
-                     --output-tokens",
-                    plan.case.id
-                ))
-                .into());
-            }
-        }
-        Ok(())
+    /// The server's context limit per request, and where it said so: vLLM's `max_model_len`
+    /// at `/v1/models`, llama-server's slot context (`n_ctx`) at `/props`.
+    pub fn context_limit(&self) -> Option<(u64, &'static str)> {
+        context_limit(&self.server)
     }
 
     /// Whether the server accepts `stream_options.continuous_usage_stats` and reports usage on

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs llmload's vLLM test group against a server that is already running, unchanged: a GPU vLLM,
+# or SGLang (which speaks the same OpenAI dialect), started with prefix caching OFF.
+#
+#   scripts/vllm-tests.sh http://gpu-box:8000
+#
+# The shared-system-prompt test needs prefix caching ON; give a second server for it with
+# LLMLOAD_VLLM_CACHING_URL, or it runs against the same URL and reports what that server does.
+# Without a URL, the tests start their own CPU vLLM (scripts/start-vllm.sh), as scripts/test.sh does.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+url="${1:-}"
+if [ -n "$url" ]; then
+  export LLMLOAD_VLLM_URL="$url"
+fi
+echo "vllm-tests: running the vLLM group against ${url:-a CPU vLLM started here}" >&2
+if [ -n "${LLMLOAD_VLLM_CACHING_URL:-}" ]; then
+  cargo test -p llmload --test vllm -- --include-ignored --test-threads 1 \
+    vllm_campaigns_open_loop_and_checks_without_prefix_caching
+  LLMLOAD_VLLM_URL="$LLMLOAD_VLLM_CACHING_URL" cargo test -p llmload --test vllm -- \
+    --include-ignored --test-threads 1 vllm_prefix_cache_serves_the_shared_system_prompt
+else
+  cargo test -p llmload --test vllm -- --include-ignored --test-threads 1
+fi
