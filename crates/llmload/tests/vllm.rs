@@ -6,7 +6,7 @@
 //! vLLM takes minutes to install and start, so these tests are their own group: `cargo test`
 //! lists them as ignored, and `scripts/test.sh` (which installs vLLM first) runs them with
 //! `--include-ignored`. `scripts/vllm-tests.sh URL` runs the same checks against any vLLM (or
-//! SGLang) server, such as a GPU one.
+//! `SGLang`) server, such as a GPU one.
 
 #![expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 
@@ -49,8 +49,7 @@ impl Vllm {
             stdout
                 .lines()
                 .find_map(|l| l.strip_prefix(name))
-                .map(str::to_owned)
-                .unwrap_or_else(|| panic!("no {name} in {stdout}"))
+                .map_or_else(|| panic!("no {name} in {stdout}"), str::to_owned)
         };
         Vllm {
             url: field("VLLM_URL="),
@@ -119,7 +118,8 @@ fn vllm_campaigns_open_loop_and_checks_without_prefix_caching() {
         written["target"]["server"]["models"]["data"][0]["owned_by"],
         "vllm"
     );
-    assert_exact_and_verified(&dir, 2 * (2 * 1 + 2 * 2));
+    // Two rounds of (1 + 2) requests, at two prompt lengths.
+    assert_exact_and_verified(&dir, 12);
     let summary = json(&dir.join("summary.json"));
     let metrics = &summary["telemetry"]["server_metrics"];
     assert!(
