@@ -361,9 +361,15 @@ fn gpu_window<'a>(readings: impl Iterator<Item = &'a Reading>) -> Option<GpuWind
     })
 }
 
+/// The fewest ok responses a window needs to take part in a drift statement: a window of a
+/// handful of responses says more about chance than about drift.
+pub const MIN_DRIFT_RESPONSES: u32 = 10;
+
 /// First against last full window; `None` with fewer than two.
 pub fn drift(windows: &[SeriesWindow]) -> Option<Drift> {
-    let mut full = windows.iter().filter(|w| w.full);
+    let mut full = windows
+        .iter()
+        .filter(|w| w.full && w.ok >= MIN_DRIFT_RESPONSES);
     let first = full.next()?;
     let last = full.next_back()?;
     let (n_first, n_last) = (first.ok as usize, last.ok as usize);
@@ -387,7 +393,19 @@ pub fn drift(windows: &[SeriesWindow]) -> Option<Drift> {
 fn statement(drift: Option<&Drift>, windows: &[SeriesWindow], window_s: Seconds) -> String {
     let Some(d) = drift else {
         let full = windows.iter().filter(|w| w.full).count();
+        let enough = windows
+            .iter()
+            .filter(|w| w.full && w.ok >= MIN_DRIFT_RESPONSES)
+            .count();
         let plural = if full == 1 { "" } else { "s" };
+        if full >= 2 {
+            return format!(
+                "Drift: not enough windows to state drift ({enough} of {full} full windows of {} \
+                 hold at least {MIN_DRIFT_RESPONSES} ok responses; 2 needed): use longer \
+                 windows (--series-window) or more load.",
+                crate::fmt::span(window_s)
+            );
+        }
         return format!(
             "Drift: not enough windows to state drift ({full} full window{plural} of {}; 2 needed).",
             crate::fmt::span(window_s)

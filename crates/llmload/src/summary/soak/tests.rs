@@ -20,14 +20,15 @@ fn reading(t_s: f64, temperature_c: f64, power_w: f64) -> Reading {
     .expect("valid reading")
 }
 
-/// Six seconds: four requests a second of 10 tokens and 100 ms TTFT for three seconds, then
-/// two a second of 10 tokens and 300 ms TTFT (a server slowing down as it heats).
+/// Six seconds: twenty requests a second of 10 tokens and 100 ms TTFT for three seconds, then
+/// ten a second of 10 tokens and 300 ms TTFT (a server slowing down as it heats); every
+/// request's tokens arrive within its second.
 fn slowing() -> Vec<Record> {
     let mut records = Vec::new();
     for second in 0..6 {
-        let (per_second, ttft) = if second < 3 { (4, 100.0) } else { (2, 300.0) };
+        let (per_second, ttft) = if second < 3 { (20, 100.0) } else { (10, 300.0) };
         for k in 0..per_second {
-            let sent = f64::from(second) + f64::from(k) * 0.05;
+            let sent = f64::from(second) + f64::from(k) * 0.02;
             records.push(record(sent, ttft, 10));
         }
     }
@@ -57,23 +58,26 @@ fn a_throughput_drop_shows_as_a_negative_change_and_ttft_as_a_positive_one() {
     assert!(s.windows.iter().all(|w| w.full));
     let total: u32 = s.windows.iter().map(|w| w.requests).sum();
     assert_eq!(total as usize, records.len(), "every request in one window");
-    assert_eq!(s.windows[0].requests, 4);
-    assert_eq!(s.windows[5].requests, 2);
+    assert_eq!(s.windows[0].requests, 20);
+    assert_eq!(s.windows[5].requests, 10);
     let d = s.drift.expect("six full windows");
     assert_eq!((d.first_window, d.last_window), (1, 6));
     assert!(
-        (d.throughput_tps.first - 40.0).abs() < 1e-9,
+        (d.throughput_tps.first - 200.0).abs() < 1e-9,
         "{:?}",
         d.throughput_tps
     );
     assert!(
-        (d.throughput_tps.last - 20.0).abs() < 1e-9,
+        (d.throughput_tps.last - 100.0).abs() < 1e-9,
         "{:?}",
         d.throughput_tps
     );
     let pct = d.throughput_tps.change_pct.expect("first is not 0");
     assert!((pct + 50.0).abs() < 1e-9, "{pct}");
-    assert_eq!((d.throughput_tps.n_first, d.throughput_tps.n_last), (4, 2));
+    assert_eq!(
+        (d.throughput_tps.n_first, d.throughput_tps.n_last),
+        (20, 10)
+    );
     let p50 = d.ttft_p50_ms.expect("both windows have responses");
     assert_eq!((p50.first, p50.last), (100.0, 300.0));
     assert!((p50.change_pct.expect("defined") - 200.0).abs() < 1e-9);
@@ -88,7 +92,7 @@ fn a_throughput_drop_shows_as_a_negative_change_and_ttft_as_a_positive_one() {
         s.drift_statement
     );
     assert!(
-        s.drift_statement.contains("n 4 → 2"),
+        s.drift_statement.contains("n 20 → 10"),
         "{}",
         s.drift_statement
     );
@@ -105,8 +109,8 @@ fn window_throughputs_average_to_the_tokens_over_the_span() {
         .iter()
         .map(|w| w.throughput_tps * (w.span_s[1] - w.span_s[0]))
         .sum();
-    // Every token of the 18 requests arrives before 6.5 s.
-    assert!((tokens - 180.0).abs() < 1e-6, "{tokens}");
+    // Every token of the 90 requests arrives before 6.5 s.
+    assert!((tokens - 900.0).abs() < 1e-6, "{tokens}");
 }
 
 #[test]
@@ -128,7 +132,7 @@ fn fewer_than_two_full_windows_state_no_drift() {
         "{}",
         s.drift_statement
     );
-    assert_eq!(s.windows.iter().map(|w| w.requests).sum::<u32>(), 18);
+    assert_eq!(s.windows.iter().map(|w| w.requests).sum::<u32>(), 90);
 }
 
 #[test]
@@ -140,10 +144,10 @@ fn failures_are_counted_apart_and_kept_out_of_ttft() {
     let all: Vec<&Record> = records.iter().collect();
     let s = series(&all, &records, (0.0, 6.0), 1.0, &[]);
     let w = &s.windows[0];
-    assert_eq!((w.requests, w.ok, w.errors, w.cancelled), (4, 1, 2, 1));
-    assert_eq!(w.ttft_ms.as_ref().map(|d| d.n), Some(1));
+    assert_eq!((w.requests, w.ok, w.errors, w.cancelled), (20, 17, 2, 1));
+    assert_eq!(w.ttft_ms.as_ref().map(|d| d.n), Some(17));
     assert!(
-        (w.throughput_tps - 10.0).abs() < 1e-9,
+        (w.throughput_tps - 170.0).abs() < 1e-9,
         "{}",
         w.throughput_tps
     );
@@ -196,10 +200,10 @@ fn a_stopped_case_ends_its_series_where_activity_ended() {
         "not stopped: the planned window"
     );
     let cut = series_of(true);
-    // The last request, sent at 5.05 s, ends 0.3 + 0.45 s later.
+    // The last request, sent at 5.18 s, ends 0.3 + 0.45 s later.
     assert_eq!(cut.windows.len(), 6);
     let end = cut.windows[5].span_s[1];
-    assert!((end - 5.8).abs() < 1e-9, "{end}");
+    assert!((end - 5.93).abs() < 1e-9, "{end}");
     assert!(!cut.windows[5].full);
 }
 
@@ -272,4 +276,21 @@ fn a_live_soak_closes_windows_as_it_goes_and_ends_with_the_same_series() {
     assert_eq!(at, span);
     assert!(bins.closed >= 4, "closed as the run went: {}", bins.closed);
     assert_eq!(bins.finish(span, &[]), whole);
+}
+
+#[test]
+fn windows_with_too_few_responses_state_no_drift() {
+    // Three requests a second: every window has fewer than the responses drift needs.
+    let records: Vec<Record> = (0..18)
+        .map(|i| record(f64::from(i) / 3.0, 100.0, 10))
+        .collect();
+    let all: Vec<&Record> = records.iter().collect();
+    let s = series(&all, &records, (0.0, 6.0), 1.0, &[]);
+    assert_eq!(s.windows.iter().filter(|w| w.full).count(), 6);
+    assert!(s.drift.is_none());
+    assert!(
+        s.drift_statement.contains("at least 10 ok responses"),
+        "{}",
+        s.drift_statement
+    );
 }
