@@ -121,6 +121,18 @@ fn campaign_file_values_are_used_and_checked() {
     std::fs::write(&path, "concurrency = [2]\nrounds = \"three\"\n").expect("write");
     let run = llmload(&["run", "--config", path.to_str().expect("UTF-8")]);
     assert_one_line_error(&run, 2, "rounds");
+    // A pathological file (200,000 nested arrays) is one short line too, and so is one too big.
+    std::fs::write(&path, format!("rounds = {}", "[".repeat(200_000))).expect("write");
+    let run = llmload(&["run", "--config", path.to_str().expect("UTF-8")]);
+    assert_one_line_error(&run, 2, "campaign.toml");
+    assert!(
+        run.stderr.len() < 1_000,
+        "{} bytes of error",
+        run.stderr.len()
+    );
+    std::fs::write(&path, " ".repeat(2 << 20)).expect("write");
+    let run = llmload(&["run", "--config", path.to_str().expect("UTF-8")]);
+    assert_one_line_error(&run, 2, "more than a campaign file's");
 }
 
 /// A one-case run against a `cpu-tiny` simulator, with `extra` flags; returns the invocation

@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::{json, json_lines, run_against, SERIAL};
+use common::{json, json_lines, llmload, run_against, SERIAL};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -165,21 +165,32 @@ fn vllm_campaigns_open_loop_and_checks_without_prefix_caching() {
         .as_u64()
         .expect("vLLM reports max_model_len");
     let input = (limit - 8).to_string();
-    let (run, _) = run_against(
-        out.path(),
-        "too-long",
+    let out_dir = out.path().to_str().expect("UTF-8 path");
+    let run = llmload(&[
+        "run",
+        "--url",
         &vllm.url,
-        &["--input-tokens", &input, "--output-tokens", "16"],
-    );
+        "--out",
+        out_dir,
+        "--input-tokens",
+        &input,
+        "--output-tokens",
+        "16",
+    ]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("max_model_len"), "{}", run.stderr);
     // llama.cpp's native API is not vLLM's: one line naming the right one.
-    let (run, _) = run_against(
-        out.path(),
-        "wrong-api",
+    let run = llmload(&[
+        "run",
+        "--url",
         &vllm.url,
-        &["--api", "llamacpp", "--input-tokens", "64"],
-    );
+        "--out",
+        out_dir,
+        "--api",
+        "llamacpp",
+        "--input-tokens",
+        "64",
+    ]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(run.stderr.contains("--api completions"), "{}", run.stderr);
 }
