@@ -122,13 +122,31 @@ fn a_light_run_is_not_flagged() {
     let simulator = Simulator::start(&["--profile", "cpu-tiny", "--time-scale", "4"]);
     let out = tempfile::tempdir().expect("temp dir");
     let (check, report) = run(&simulator.url, out.path(), "light", "2", false);
-    assert_eq!(check["verdict"], "ok", "{check}");
+    // The client itself is light: its own CPU bound is not crossed. Whether other work on the
+    // machine made it wait is the machine's business, not the client's: on a quiet machine the
+    // verdict is "ok"; on a busy one it is flagged for the wait alone, and says so.
     assert!(
         check["cpu_share_max"].as_f64().is_some_and(|s| s < 0.9),
         "{check}"
     );
+    let reasons: Vec<&str> = check["reasons"]
+        .as_array()
+        .expect("reasons")
+        .iter()
+        .filter_map(serde_json::Value::as_str)
+        .collect();
     assert!(
-        report.contains("Client self-check: ok, the client kept up"),
-        "{report}"
+        reasons.iter().all(|r| !r.starts_with("llmload used")),
+        "{check}"
     );
+    if reasons.is_empty() {
+        assert_eq!(check["verdict"], "ok", "{check}");
+        assert!(
+            report.contains("Client self-check: ok, the client kept up"),
+            "{report}"
+        );
+    } else {
+        assert_eq!(check["verdict"], "client_may_have_distorted", "{check}");
+        assert!(report.contains("Client self-check: WARNING."), "{report}");
+    }
 }
