@@ -106,6 +106,7 @@ pub fn render(summary: &Summary) -> String {
     out.push_str(&super::soak::render(summary));
     out.push_str(&prefix_cache_section(summary));
     out.push_str(&reasoning_section(summary));
+    out.push_str(&unverified_note(summary));
     out.push_str(&histogram_note(summary));
     let incomplete: Vec<&CaseSummary> = summary.cases.iter().filter(|c| !c.complete).collect();
     if !incomplete.is_empty() {
@@ -176,11 +177,43 @@ pub(crate) fn reference_rows(summary: &Summary) -> Vec<[String; 7]> {
                 case.throughput_tps
                     .as_ref()
                     .map_or("–".into(), |t| format!("{:.2} tokens/s", t.mean)),
-                case.counts.ok.to_string(),
+                responses(case),
                 case.rounds.len().to_string(),
             ]
         })
         .collect()
+}
+
+/// The responses a row rests on: the `ok` ones, and how many of those are unverified.
+fn responses(case: &CaseSummary) -> String {
+    match case.counts.unverified {
+        0 => case.counts.ok.to_string(),
+        u => format!("{} ({u} unverified)", case.counts.ok),
+    }
+}
+
+/// A sentence on unverified responses when a table rests on any: what they are and what was
+/// not checked. Empty otherwise.
+pub(crate) fn unverified_note(summary: &Summary) -> String {
+    let (unverified, ok) = summary
+        .cases
+        .iter()
+        .filter(|c| c.complete)
+        .fold((0u32, 0u32), |(u, n), c| {
+            (
+                u.saturating_add(c.counts.unverified),
+                n.saturating_add(c.counts.ok),
+            )
+        });
+    if unverified == 0 {
+        return String::new();
+    }
+    format!(
+        "\nUnverified: {unverified} of the {ok} ok responses behind the tables came from a server \
+         that did not report every counter (prompt tokens, cached tokens, generated tokens), so \
+         their prompt length, cache use or output length was not checked; each record's notes \
+         name what was missing.\n"
+    )
 }
 
 /// Column names of the table of continuous and open-loop cases.
@@ -224,7 +257,7 @@ pub(crate) fn load_rows(summary: &Summary) -> Vec<[String; 10]> {
                 format!("{:.2} tokens/s", load.throughput_tps),
                 load.goodput_rps
                     .map_or("–".into(), |g| format!("{g:.2} req/s")),
-                case.counts.ok.to_string(),
+                responses(case),
             ])
         })
         .collect()

@@ -31,6 +31,9 @@ pub enum Mode {
     /// Answers setup; a generation's final event says 7 more prompt tokens than were sent and
     /// one fewer generated token than were asked for (and streamed).
     Lies,
+    /// Answers setup; a generation streams the tokens asked for and a final event without any
+    /// counter (as a gateway that drops them would).
+    Unreported,
 }
 
 /// One request as the server received it.
@@ -300,6 +303,16 @@ async fn generate(stream: &mut TcpStream, mode: &Mode, body: &[u8]) -> std::io::
         }
         Mode::Lies => {
             stream_tokens(stream, asked, prompt + 7, asked.saturating_sub(1)).await?;
+            Ok(true)
+        }
+        Mode::Unreported => {
+            let mut out = STREAM_HEAD.to_vec();
+            for _ in 0..asked {
+                out.extend_from_slice(&chunk(TOKEN_EVENT));
+            }
+            out.extend_from_slice(&chunk(b"data: {\"content\":\"\",\"stop\":true}\n\n"));
+            out.extend_from_slice(b"0\r\n\r\n");
+            stream.write_all(&out).await?;
             Ok(true)
         }
         Mode::Normal | Mode::Silent | Mode::Redirect(_) => {
