@@ -195,16 +195,17 @@ fn responses(case: &CaseSummary) -> String {
 /// A sentence on unverified responses when a table rests on any: what they are and what was
 /// not checked. Empty otherwise.
 pub(crate) fn unverified_note(summary: &Summary) -> String {
-    let (unverified, ok) = summary
-        .cases
-        .iter()
-        .filter(|c| c.complete)
-        .fold((0u32, 0u32), |(u, n), c| {
-            (
-                u.saturating_add(c.counts.unverified),
-                n.saturating_add(c.counts.ok),
-            )
-        });
+    let (unverified, ok) =
+        summary
+            .cases
+            .iter()
+            .filter(|c| c.complete)
+            .fold((0u32, 0u32), |(u, n), c| {
+                (
+                    u.saturating_add(c.counts.unverified),
+                    n.saturating_add(c.counts.ok),
+                )
+            });
     if unverified == 0 {
         return String::new();
     }
