@@ -66,6 +66,10 @@ pub struct SimConfig {
     /// When tokens are sent: the engine model (default), or a fixed or zero-cost timeline that
     /// bypasses it (for measuring clients).
     pub schedule: Schedule,
+    /// Play a hosted OpenAI-compatible endpoint: only `/v1/models` and the `OpenAI` generation
+    /// APIs answer (no `/props`, `/tokenize`, `/metrics`, nor llama.cpp's `/completion`), usage
+    /// is never reported, and `ignore_eos` and `min_tokens` are ignored.
+    pub hosted: bool,
 }
 
 impl SimConfig {
@@ -78,6 +82,7 @@ impl SimConfig {
             time_scale: 1.0,
             faults: Vec::new(),
             schedule: Schedule::Engine,
+            hosted: false,
         }
     }
 
@@ -142,6 +147,7 @@ pub async fn serve(
         seed: config.seed,
         time_scale: config.time_scale,
         schedule: config.schedule,
+        hosted: config.hosted,
         profile,
     });
     server::accept_loop(listener, state, shutdown).await;

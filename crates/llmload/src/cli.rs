@@ -213,6 +213,17 @@ pub struct RunArgs {
     /// Text to build prompts from [default: the bundled public-domain text].
     #[arg(long, value_name = "FILE")]
     pub corpus: Option<PathBuf>,
+    /// The model's tokenizer, a Hugging Face tokenizer.json: the client counts with it where the
+    /// server does not (prompts on a server without /tokenize or usage; the tokens of each chunk
+    /// on a server that sends several per chunk without saying how many).
+    #[arg(long, value_name = "FILE")]
+    pub tokenizer: Option<PathBuf>,
+    /// Run against a server that cannot be forced to the output length or does not report its
+    /// counts (a hosted endpoint, a gateway that drops fields): outputs as long as the server
+    /// makes them, tokens counted by the client where the server does not say, and every such
+    /// response marked unverified with its reason, never invalid for its length alone.
+    #[arg(long)]
+    pub best_effort: bool,
     /// GPU telemetry: auto (NVML, else nvidia-smi, else none), nvml, nvidia-smi, replay:FILE
     /// (JSONL readings played from the start) or off [default: auto].
     #[arg(long, value_name = "SOURCE")]
@@ -310,6 +321,11 @@ pub struct SimArgs {
     /// per-request timeline, no batching, no jitter); the last two are for measuring clients.
     #[arg(long, default_value = "engine", value_name = "SCHEDULE")]
     pub schedule: String,
+    /// Play a hosted OpenAI-compatible endpoint: only /v1/models and the `OpenAI` generation APIs
+    /// answer (no /props, /tokenize or /metrics), usage is never reported, and `ignore_eos` and
+    /// `min_tokens` are ignored.
+    #[arg(long)]
+    pub hosted: bool,
 }
 
 impl RunArgs {
@@ -362,6 +378,8 @@ impl From<&RunArgs> for Settings {
             out: a.out.clone(),
             name: a.name.clone(),
             corpus: a.corpus.clone(),
+            tokenizer: a.tokenizer.clone(),
+            best_effort: a.best_effort.then_some(true),
             telemetry: a.telemetry.clone(),
             telemetry_interval: a.telemetry_interval.clone(),
             stop_temp: a.stop_temp,
@@ -447,6 +465,7 @@ impl From<&SimArgs> for SimOptions {
             time_scale: a.time_scale,
             faults: a.faults.clone(),
             schedule: a.schedule.clone(),
+            hosted: a.hosted,
         }
     }
 }

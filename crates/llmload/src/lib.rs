@@ -46,6 +46,7 @@ pub mod stats;
 pub mod summary;
 pub mod target;
 pub mod telemetry;
+pub mod tokenizer;
 pub mod views;
 pub mod workload;
 
@@ -122,13 +123,19 @@ pub async fn measure<S: CaseSource>(
     source: &mut S,
 ) -> error::Result<RunResult> {
     api::http1::raise_open_files_limit();
-    let endpoint = Endpoint::build(
+    let tokenizer = config
+        .tokenizer
+        .as_deref()
+        .map(tokenizer::Tokenizer::load)
+        .transpose()?;
+    let mut endpoint = Endpoint::build(
         url,
         config.api.unwrap_or(Api::Llamacpp),
         (config.timeout, config.setup_timeout),
         config.authorization().as_deref(),
         &config.header_pairs(),
     )?;
+    endpoint.tokenizer = tokenizer.map(std::sync::Arc::new);
     let (target, prompts, sampler) = tokio::select! {
         ready = prepare(config, endpoint) => ready?,
         signal = interrupted.raised() => return Err(Error::Stopped(format!(
@@ -197,7 +204,13 @@ async fn prepare(
     target.extra_body.clone_from(&config.extra_body);
     check_context(&target, &config.plans())?;
     let corpus = workload::read_corpus(config.corpus.as_deref())?;
-    let prompts = PromptSource::prepare(&target, &corpus, config.load.system_prompt_tokens).await?;
+    let prompts = PromptSource::prepare(
+        &target,
+        &corpus,
+        config.load.system_prompt_tokens,
+        config.best_effort,
+    )
+    .await?;
     let sampler =
         Sampler::connect(&config.telemetry, config.telemetry_interval, config.quiet).await?;
     Ok((target, prompts, sampler))

@@ -64,6 +64,9 @@ pub struct Runner<'a> {
     pub series_window: Option<Duration>,
     /// Fields merged into every request body (`--extra-body`).
     pub extra_body: Option<serde_json::Value>,
+    /// `--best-effort`: lengths that differ from the request make a response unverified, not
+    /// invalid.
+    pub best_effort: bool,
 }
 
 /// A request ready to go: what it is and its body.
@@ -291,7 +294,7 @@ impl Runner<'_> {
         run: &mut CaseRun,
     ) -> crate::error::Result<()> {
         let launched = meta.launched.map(|t| self.since(t));
-        let record = exchange::record(meta, exchange, self.origin);
+        let record = exchange::record(meta, exchange, self.origin, self.best_effort);
         self.sink
             .append(&record)
             .context("writing requests.jsonl")?;

@@ -43,6 +43,7 @@ fn sim_config(
         time_scale,
         faults,
         schedule: Schedule::Engine,
+        hosted: false,
     };
     config
         .effective_profile()
@@ -95,6 +96,8 @@ pub struct SimOptions {
     pub faults: Vec<String>,
     /// When tokens are sent, as `--schedule` writes it.
     pub schedule: String,
+    /// Play a hosted endpoint that cannot be forced or counted.
+    pub hosted: bool,
 }
 
 /// `llmload sim`: serves until Ctrl-C; the first line on stdout is its address.
@@ -113,6 +116,7 @@ pub async fn serve_until_stopped(args: &SimOptions) -> crate::error::Result<()> 
         .schedule
         .parse()
         .map_err(|e: llmload_sim::SimError| ConfigError(e.to_string()))?;
+    config.hosted = args.hosted;
     crate::api::http1::raise_open_files_limit();
     let address = tokio::net::lookup_host((args.host.as_str(), args.port))
         .await

@@ -99,6 +99,9 @@ pub struct CaseSummary {
     /// most 300 characters), so that a failing case says why where it is shown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_error: Option<String>,
+    /// Why the first unverified `ok` response was not verified (its record's notes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_unverified: Option<String>,
 }
 
 /// Reasoning and answer told apart, over the `ok` responses that carried reasoning.
@@ -197,6 +200,7 @@ pub struct CaseFigures {
     reasoning_tokens: Samples,
     time_to_answer: Samples,
     first_error: Option<String>,
+    first_unverified: Option<String>,
 }
 
 impl CaseFigures {
@@ -248,6 +252,10 @@ impl CaseFigures {
             Status::Ok => {
                 c.ok += 1;
                 c.unverified += u32::from(!r.verified);
+                if !r.verified && self.first_unverified.is_none() {
+                    let why: String = r.notes.join("; ").chars().take(300).collect();
+                    self.first_unverified = Some(why);
+                }
             }
             Status::Invalid => c.invalid += 1,
             Status::Error => c.error += 1,
@@ -307,6 +315,7 @@ impl CaseFigures {
             series: None,
             prefix_cache: self.prefix.finish(),
             first_error: self.first_error,
+            first_unverified: self.first_unverified,
             reasoning: (!self.reasoning_tokens.is_empty()).then(|| Reasoning {
                 responses: crate::num::count(self.reasoning_tokens.len()),
                 tokens: self.reasoning_tokens.distribution(),
@@ -447,4 +456,19 @@ pub struct Summary {
     /// Whether llmload itself kept up (its CPU, its timers, its send lag) during the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_check: Option<client_check::ClientCheck>,
+    /// How the tokens behind the figures were counted, and whether the run was best effort.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counting: Option<Counting>,
+}
+
+/// How prompt and generated tokens were counted.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counting {
+    /// How prompt lengths were set.
+    pub prompts: String,
+    /// How the tokens of each streamed chunk were counted.
+    pub outputs: String,
+    /// `--best-effort`: lengths that differ from the request make a response unverified, not
+    /// invalid.
+    pub best_effort: bool,
 }

@@ -46,6 +46,9 @@ impl Target {
     /// in `/props`).
     pub fn is_simulator(&self) -> bool {
         self.server["props"]["llmload_sim"].is_object()
+            || self.server["models"]["data"][0]["owned_by"]
+                .as_str()
+                .is_some_and(|o| o.starts_with("llmload-sim"))
     }
 
     /// Checks that the server answers, collects what it says about itself, and settles the API:
@@ -110,6 +113,33 @@ impl Target {
         Ok(body["prompt"].as_str().map(str::to_owned))
     }
 
+    /// The tokens of the whole chat prompt the server builds around one user message: through
+    /// llama-server's `/apply-template` and `/tokenize`, or vLLM's `/tokenize` of `messages`;
+    /// `None` when the server offers neither.
+    pub async fn chat_tokens(&self, text: &str) -> crate::error::Result<Option<Vec<u32>>> {
+        if let Some(prompt) = self.apply_template(text).await? {
+            return self.tokenize(&prompt, true).await;
+        }
+        let mut body = json!({"messages": [{"role": "user", "content": text}],
+            "add_generation_prompt": true});
+        if let Some(model) = &self.model {
+            body["model"] = json!(model);
+        }
+        let url = format!("{}/tokenize", self.endpoint.base_url);
+        let request = self.endpoint.client.post(&url).json(&body);
+        let (status, body) = setup_request(&self.endpoint, request, &url).await?;
+        if !status.is_success() {
+            return Ok(None);
+        }
+        Ok(serde_json::from_slice::<Value>(&body).ok().and_then(|b| {
+            b["tokens"]
+                .as_array()?
+                .iter()
+                .map(|t| t.as_u64().and_then(|t| u32::try_from(t).ok()))
+                .collect()
+        }))
+    }
+
     /// The server's tokens for `text` (with BOS and the like when `special`), or `None` when it
     /// has no tokenizer endpoint.
     pub async fn tokenize(
@@ -149,6 +179,13 @@ impl Target {
 
     /// Prompt tokens the server counts for `prompt`, asked with a one-token generation.
     pub async fn probe_prompt_tokens(&self, prompt: Prompt) -> crate::error::Result<u32> {
+        self.probe_count(prompt)
+            .await?
+            .context("the server reports no prompt-token count, so prompt lengths cannot be set")
+    }
+
+    /// As [`Target::probe_prompt_tokens`], `None` when the server reports no prompt count.
+    pub async fn probe_count(&self, prompt: Prompt) -> crate::error::Result<Option<u32>> {
         let request = GenerationRequest {
             prompt: &prompt,
             output_tokens: 1,
@@ -163,10 +200,7 @@ impl Target {
         if let Some(failure) = exchange.failure {
             return Err(Error::Target(format!("probe request failed: {failure}")));
         }
-        exchange
-            .counters
-            .prompt_tokens
-            .context("the server reports no prompt-token count, so prompt lengths cannot be set")
+        Ok(exchange.counters.prompt_tokens)
     }
 }
 

@@ -3,6 +3,9 @@
 //! - tokens, not chunks: a server that streams several tokens per chunk (vLLM under speculative
 //!   decoding or a stream interval, a gateway that re-chunks) and reports usage on every chunk
 //!   (`stream_options.continuous_usage_stats`) is counted token by token;
+//! - a hosted endpoint that cannot be forced or counted (no usage, no `/tokenize`, `ignore_eos`
+//!   ignored, several tokens per chunk): refused with a clear line, or measured in best-effort
+//!   mode with the client's tokenizer, every response labelled unverified with its reason;
 //! - reasoning models: reasoning deltas (`reasoning_content`) are told apart from the answer,
 //!   and `chat_template_kwargs` reaches the server.
 
@@ -10,7 +13,7 @@
 
 mod common;
 
-use common::{json, json_lines, run_against, Simulator};
+use common::{json, json_lines, llmload, run_against, Simulator};
 
 const OUTPUT: u64 = 32;
 const K: u64 = 4;
@@ -177,5 +180,128 @@ fn server_counters_are_reported_as_their_growth_during_the_run() {
                 .is_none(),
             "a counter is not a gauge: {metrics}"
         );
+    }
+}
+
+/// A word-level tokenizer (each whitespace-separated word one token), as the simulator's
+/// generated text is tokenized.
+const WORDS_TOKENIZER: &str = r#"{"version":"1.0","truncation":null,"padding":null,
+    "added_tokens":[],"normalizer":null,"pre_tokenizer":{"type":"WhitespaceSplit"},
+    "post_processor":null,"decoder":null,
+    "model":{"type":"WordLevel","vocab":{"[UNK]":0},"unk_token":"[UNK]"}}"#;
+
+#[test]
+fn a_server_that_cannot_be_forced_or_counted_gives_a_labelled_unverified_result() {
+    // A hosted endpoint: no usage, no /tokenize, ignore_eos ignored (the model stops after 20
+    // of the 32 tokens asked), four tokens per chunk.
+    let sim = Simulator::start(&[
+        "--hosted",
+        "--schedule",
+        "fixed:ttft_ms=20,itl_ms=2",
+        "--fault",
+        "multi-token:k=4",
+        "--fault",
+        "early-eos:after=20",
+    ]);
+    let out = tempfile::tempdir().expect("temp dir");
+    let tokenizer = out.path().join("tokenizer.json");
+    std::fs::write(&tokenizer, WORDS_TOKENIZER).expect("write the tokenizer");
+    let tokenizer = tokenizer.to_str().expect("UTF-8 path");
+    let common = [
+        "--input-tokens",
+        "64",
+        "--concurrency",
+        "2",
+        "--output-tokens",
+        "32",
+        "--rounds",
+        "2",
+        "--warmup",
+        "0",
+    ];
+    let run_in = |name: &str, extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--url",
+            &sim.url,
+            "--out",
+            out.path().to_str().expect("UTF-8 path"),
+            "--name",
+            name,
+            "--telemetry",
+            "off",
+        ];
+        args.extend_from_slice(&common);
+        args.extend_from_slice(extra);
+        llmload(&args)
+    };
+    // Strict, the default: refused before anything is measured, with the way out named.
+    let strict = run_in("strict", &[]);
+    assert_eq!(strict.code, 1, "{}", strict.stderr);
+    assert_eq!(strict.stderr.trim().lines().count(), 1, "{}", strict.stderr);
+    assert!(strict.stderr.contains("--best-effort"), "{}", strict.stderr);
+    assert!(!out.path().join("strict").exists());
+    // Best effort without a tokenizer: nothing can size the prompts on this server.
+    let bare = run_in("bare", &["--best-effort"]);
+    assert_eq!(bare.code, 1, "{}", bare.stderr);
+    assert!(bare.stderr.contains("--tokenizer FILE"), "{}", bare.stderr);
+
+    for api in ["completions", "chat"] {
+        let run = run_in(
+            api,
+            &["--api", api, "--best-effort", "--tokenizer", tokenizer],
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let dir = common::attempt_dir(out.path(), api);
+        let records = json_lines(&dir.join("requests.jsonl"));
+        assert_eq!(records.len(), 4);
+        for r in &records {
+            assert_eq!(r["status"], "ok", "{r}");
+            assert_eq!(r["verified"], false, "{r}");
+            assert!(r["output_tokens"].is_null(), "no usage: {r}");
+            // Five chunks of four tokens, counted by the client's tokenizer: 20, not 5.
+            assert_eq!(r["streamed_tokens"], 20, "{r}");
+            assert_eq!(r["token_events"], 5, "{r}");
+            assert_eq!(r["event_tokens"], serde_json::json!([4, 4, 4, 4, 4]), "{r}");
+            let notes = r["notes"].to_string();
+            assert!(
+                notes.contains("stream carried 20 tokens, 32 were requested"),
+                "{r}"
+            );
+            assert!(
+                notes.contains("tokens counted by the client's tokenizer"),
+                "{r}"
+            );
+        }
+        let summary = json(&dir.join("summary.json"));
+        assert_eq!(summary["simulated"], true);
+        assert_eq!(summary["counting"]["best_effort"], true, "{summary}");
+        assert!(summary["counting"]["prompts"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("the client's tokenizer")));
+        let case = &summary["cases"][0];
+        assert_eq!(case["counts"]["ok"], 4, "{case}");
+        assert_eq!(case["counts"]["unverified"], 4, "{case}");
+        assert!(case["first_unverified"].is_string(), "{case}");
+        // ITL per token: each chunk gap shared by the four tokens of the later chunk.
+        assert_eq!(case["chunk_gap_ms"]["n"], 4 * 4, "{case}");
+        assert_eq!(case["itl_ms"]["n"], 4 * 4 * 4, "{case}");
+        let (itl, gap) = (&case["itl_ms"], &case["chunk_gap_ms"]);
+        assert!(
+            (f(&itl["max"]) * 4.0 - f(&gap["max"])).abs() < 0.01,
+            "ITL is the chunk gap over the chunk's tokens: {itl} {gap}"
+        );
+        // Labelled wherever the figures are: terminal, report.md, report.html.
+        assert!(run.stdout.contains("4 (4 unverified)"), "{}", run.stdout);
+        assert!(run.stdout.contains("Best effort:"), "{}", run.stdout);
+        for file in ["report.md", "report.html"] {
+            let text = std::fs::read_to_string(dir.join(file)).expect(file);
+            assert!(text.contains("4 (4 unverified)"), "{file}: {text}");
+            assert!(text.contains("Best effort:"), "{file}");
+            assert!(
+                text.contains("Unverified: 4 of the 4 ok responses"),
+                "{file}"
+            );
+        }
     }
 }

@@ -51,7 +51,13 @@ async fn run(
     // Every generation request gets a serial number, well-formed or not, so `index=` and
     // `every=` count requests as the server received them.
     let (serial, kinds) = state.faults.next();
-    let generation = request::parse(api, body, &state.tokenizer, &state.profile)?;
+    let mut generation = request::parse(api, body, &state.tokenizer, &state.profile)?;
+    if state.hosted {
+        generation.ignore_eos = false;
+        generation.min_tokens = 0;
+        generation.include_usage = false;
+        generation.continuous_usage = false;
+    }
     let prompt_tokens = generation.prompt.len();
     let remaining = state
         .profile

@@ -59,7 +59,8 @@ pub(crate) fn slots(state: &State) -> Response<Body> {
 pub(crate) fn models(state: &State) -> Response<Body> {
     let body = json!({
         "object": "list",
-        "data": [{"id": state.profile.model, "object": "model", "owned_by": "llmload-sim"}],
+        "data": [{"id": state.profile.model, "object": "model",
+            "owned_by": if state.hosted { "llmload-sim-hosted" } else { "llmload-sim" }}],
     });
     json_response(StatusCode::OK, &body)
 }

@@ -49,7 +49,20 @@ pub(crate) struct State {
     pub engine: EngineHandle,
     /// Whether tokens follow the engine or a fixed timeline.
     pub schedule: crate::Schedule,
+    /// Playing a hosted endpoint (see [`crate::SimConfig::hosted`]).
+    pub hosted: bool,
 }
+
+/// What a hosted endpoint does not have.
+const NOT_HOSTED: &[&str] = &[
+    "/props",
+    "/slots",
+    "/metrics",
+    "/tokenize",
+    "/detokenize",
+    "/completion",
+    "/completions",
+];
 
 /// Accepts connections until `shutdown` is cancelled.
 pub(crate) async fn accept_loop(
@@ -99,6 +112,11 @@ async fn handle(
 ) -> Result<Response<Body>, Dropped> {
     let (parts, body) = request.into_parts();
     let path = parts.uri.path();
+    if state.hosted && NOT_HOSTED.contains(&path) {
+        return Ok(
+            ApiError::new(StatusCode::NOT_FOUND, format!("no endpoint at {path}")).into_response(),
+        );
+    }
     let generation = generation_api(path);
     if parts.method == Method::POST {
         let posted = match read_body(body).await {

@@ -12,6 +12,7 @@ use super::sse::SseDecoder;
 pub use super::token_events::TokenEvents;
 use super::{Api, Body, Counters, EventError};
 use crate::record::ErrorKind;
+use crate::tokenizer::Tokenizer;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpStream;
@@ -91,7 +92,28 @@ pub struct Exchange {
     pub reasoning_tokens: u32,
     /// The first answer token, when the stream carried reasoning before it.
     pub first_answer: Option<Instant>,
+    /// The streamed text, kept only to be counted by the client's tokenizer after the stream.
+    pub text: Option<StreamText>,
+    /// How the client counted the stream's tokens, when it did (a note for the record).
+    pub counted_by_client: Option<String>,
 }
+
+/// A stream's text and where each token-carrying chunk of it ended, for the client's tokenizer.
+#[derive(Clone, Debug, Default)]
+pub struct StreamText {
+    /// The text of the token-carrying chunks, in order.
+    pub text: String,
+    /// The byte offset in `text` where each token-carrying chunk ended.
+    pub ends: Vec<usize>,
+    /// The server reported its tokens per chunk: nothing to count.
+    pub counted_by_server: bool,
+    /// The text outgrew its bound and was dropped.
+    pub overflowed: bool,
+}
+
+/// The most text kept per stream for counting: this many bytes per token asked for (no token of
+/// any published vocabulary is longer).
+const TEXT_BYTES_PER_TOKEN: usize = 64;
 
 impl Default for Exchange {
     fn default() -> Self {
@@ -113,7 +135,40 @@ impl Exchange {
             streamed: 0,
             reasoning_tokens: 0,
             first_answer: None,
+            text: None,
+            counted_by_client: None,
         }
+    }
+
+    /// Counts the stream's tokens with the client's tokenizer, chunk by chunk, where the server
+    /// did not say how many each chunk carried: each token-carrying event gets the tokens whose
+    /// text ended in it (an event whose text completes none is dropped).
+    pub fn count_with(&mut self, tokenizer: &Tokenizer) {
+        let Some(text) = self.text.take() else {
+            return;
+        };
+        if text.counted_by_server || text.ends.len() != self.token_events.len() {
+            return;
+        }
+        if text.overflowed {
+            self.counted_by_client = Some(format!(
+                "the stream's text outgrew what is kept for counting: one token per chunk, not \
+                 counted by {}",
+                tokenizer.source
+            ));
+            return;
+        }
+        let Some(counts) = tokenizer.split(&text.text, &text.ends) else {
+            return;
+        };
+        let before = self.streamed;
+        self.token_events.recount(&counts);
+        self.streamed = self.streamed_tokens();
+        self.counted_by_client = Some(format!(
+            "tokens counted by the client's tokenizer ({}): {} in {} chunks (the server did not \
+             say how many each chunk carried)",
+            tokenizer.source, self.streamed, before
+        ));
     }
 
     /// Receipt time of the first event carrying a generated token.
@@ -145,6 +200,9 @@ pub struct Endpoint {
     pub setup_timeout: Duration,
     /// Plain `http://` targets: the direct streaming connections.
     origin: Option<Arc<Origin>>,
+    /// The client's tokenizer (`--tokenizer`): streams are counted with it where the server does
+    /// not say how many tokens each chunk carries.
+    pub tokenizer: Option<Arc<Tokenizer>>,
 }
 
 /// Why an endpoint could not be set up.
@@ -193,6 +251,7 @@ impl Endpoint {
             api,
             timeout,
             setup_timeout: timeout,
+            tokenizer: None,
         }
     }
 
@@ -238,6 +297,9 @@ impl Endpoint {
     pub async fn stream(&self, body: &Body, cancel: &CancellationToken) -> Exchange {
         let mut exchange = Exchange::new();
         exchange.token_cap = token_cap(body.output_tokens);
+        if self.tokenizer.is_some() && self.api != Api::Llamacpp {
+            exchange.text = Some(StreamText::default());
+        }
         // One allocation for the whole stream's timestamps: the length was asked for.
         exchange
             .token_events
@@ -264,6 +326,9 @@ impl Endpoint {
             }
         };
         exchange.failure = outcome.err();
+        if let Some(tokenizer) = &self.tokenizer {
+            exchange.count_with(tokenizer);
+        }
         exchange
     }
 }
@@ -335,6 +400,7 @@ async fn read_plain(
             *exchange = Exchange {
                 retried: true,
                 token_cap: exchange.token_cap,
+                text: exchange.text.take().map(|_| StreamText::default()),
                 ..Exchange::new()
             };
             // The retry goes on a new connection: another kept one may be as stale.
@@ -676,6 +742,9 @@ fn on_event(
                 }
                 exchange.streamed = streamed;
                 exchange.token_events.push(now, tokens);
+                if let Some(text) = &mut exchange.text {
+                    keep_text(text, api, data, event.so_far.is_some(), exchange.token_cap);
+                }
                 if event.reasoning {
                     exchange.reasoning_tokens = exchange.reasoning_tokens.saturating_add(tokens);
                 } else if exchange.first_answer.is_none() {
@@ -690,6 +759,21 @@ fn on_event(
         Err(EventError::Malformed(m)) => *error = Some(Failure::Malformed(m)),
         Err(EventError::Server(m)) => *error = Some(Failure::Server(m)),
     }
+}
+
+/// Adds a token-carrying chunk's text to what the client's tokenizer will count, within its bound.
+fn keep_text(text: &mut StreamText, api: Api, data: &[u8], counted: bool, cap: u32) {
+    text.counted_by_server |= counted;
+    if text.counted_by_server || text.overflowed {
+        return;
+    }
+    api.event_text(data, &mut text.text);
+    if text.text.len() > (cap as usize).saturating_mul(TEXT_BYTES_PER_TOKEN) {
+        text.overflowed = true;
+        text.text = String::new();
+        return;
+    }
+    text.ends.push(text.text.len());
 }
 
 /// The error hyper gives when a pooled connection turns out to be closed before any response.

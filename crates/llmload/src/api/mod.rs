@@ -61,6 +61,14 @@ impl Api {
         }
     }
 
+    /// Appends the generated text an event carries to `out` (the `OpenAI` APIs; llama.cpp's
+    /// native API names every token, so its text is never counted by the client).
+    pub fn event_text(self, data: &[u8], out: &mut String) {
+        if self != Api::Llamacpp {
+            openai::text_of(data, out);
+        }
+    }
+
     /// The API's name as written on the command line and in records.
     pub fn name(self) -> &'static str {
         match self {

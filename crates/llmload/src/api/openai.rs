@@ -148,6 +148,52 @@ pub fn parse_event(data: &[u8]) -> Result<Event, EventError> {
     })
 }
 
+/// A chunk's generated text, answer and reasoning, as `text_of` reads it.
+#[derive(Deserialize)]
+struct TextChunk<'a> {
+    #[serde(default, borrow)]
+    choices: Vec<TextChoice<'a>>,
+}
+
+#[derive(Deserialize)]
+struct TextChoice<'a> {
+    #[serde(borrow)]
+    text: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    delta: Option<TextDelta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct TextDelta<'a> {
+    #[serde(borrow)]
+    content: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    reasoning_content: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    reasoning: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// Appends a chunk's generated text (reasoning, then answer, of every choice) to `out`. Read
+/// only when the client counts tokens itself: the stream loop never needs the text otherwise.
+pub fn text_of(data: &[u8], out: &mut String) {
+    let Ok(chunk) = serde_json::from_slice::<TextChunk<'_>>(data) else {
+        return;
+    };
+    for choice in chunk.choices {
+        if let Some(delta) = choice.delta {
+            for part in [delta.reasoning_content, delta.reasoning, delta.content]
+                .into_iter()
+                .flatten()
+            {
+                out.push_str(&part);
+            }
+        }
+        if let Some(text) = choice.text {
+            out.push_str(&text);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,6 +269,22 @@ mod tests {
             },
         );
         assert_eq!(b["stream_options"]["continuous_usage_stats"], true);
+    }
+
+    #[test]
+    fn chunk_text_is_read_for_the_client_tokenizer() {
+        let mut out = String::new();
+        text_of(br#"{"choices":[{"text":" a b\n"}]}"#, &mut out);
+        text_of(
+            br#"{"choices":[{"delta":{"reasoning_content":" think"}}]}"#,
+            &mut out,
+        );
+        text_of(
+            br#"{"choices":[{"delta":{"content":" c","role":null}}]}"#,
+            &mut out,
+        );
+        text_of(b"not json", &mut out);
+        assert_eq!(out, " a b\n think c");
     }
 
     #[test]

@@ -38,6 +38,18 @@ impl TokenEvents {
         self.packed.push(micros << TOKEN_BITS | tokens);
     }
 
+    /// Sets each event's tokens to `counts` (one per event, in order); events left with none are
+    /// dropped.
+    pub fn recount(&mut self, counts: &[u32]) {
+        let mask = (1u64 << TOKEN_BITS) - 1;
+        let mut counts = counts.iter();
+        self.packed.retain_mut(|p| {
+            let tokens = u64::from(counts.next().copied().unwrap_or(0)).min(mask);
+            *p = (*p & !mask) | tokens;
+            tokens > 0
+        });
+    }
+
     /// Events so far.
     pub fn len(&self) -> usize {
         self.packed.len()
@@ -83,5 +95,8 @@ mod tests {
         // More tokens than an event can hold are counted as the most it can.
         assert_eq!(back[3].1, (1 << TOKEN_BITS) - 1);
         assert_eq!(back[3].0, epoch + Duration::from_secs(4_000));
+        events.recount(&[2, 0, 3, 1]);
+        let again: Vec<(Instant, u32)> = events.iter().collect();
+        assert_eq!(again, vec![(back[0].0, 2), (back[2].0, 3), (back[3].0, 1)]);
     }
 }

@@ -250,6 +250,7 @@ fn assemble(
             telemetry: previous.and_then(|p| p.telemetry.clone()),
             sweep,
             client_check: previous.and_then(|p| p.client_check.clone()),
+            counting: previous.and_then(|p| p.counting.clone()),
         },
         last_activity_s: last_activity(records.iter()),
         records,

@@ -59,6 +59,10 @@ fn available_memory() -> Option<u64> {
 
 /// A validated campaign.
 #[derive(Clone, Debug, Serialize)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent yes/no settings of a campaign, each its own flag; no two form a state"
+)]
 pub struct Config {
     /// Campaign name (a folder name).
     pub name: String,
@@ -110,6 +114,11 @@ pub struct Config {
     pub out: PathBuf,
     /// Corpus file, if not the bundled text.
     pub corpus: Option<PathBuf>,
+    /// The model's tokenizer file, for counting on the client.
+    pub tokenizer: Option<PathBuf>,
+    /// Outputs as long as the server makes them, counts from the client where the server gives
+    /// none: every such response unverified, with its reason.
+    pub best_effort: bool,
     /// Only the table on stdout, nothing on stderr but errors.
     pub quiet: bool,
     /// Where GPU readings come from.
@@ -212,6 +221,8 @@ impl Config {
             seed: s.seed.unwrap_or_else(random_seed),
             out: s.out.unwrap_or_else(|| "llmload-results".into()),
             corpus: s.corpus,
+            tokenizer: s.tokenizer,
+            best_effort: s.best_effort.unwrap_or(false),
             quiet: s.quiet.unwrap_or(false),
             telemetry: parse_source(s.telemetry)?,
             telemetry_interval: duration("telemetry-interval", s.telemetry_interval, "1s")?,

@@ -80,6 +80,10 @@ pub struct Settings {
     pub name: Option<String>,
     /// `--corpus`: the text prompts are built from.
     pub corpus: Option<PathBuf>,
+    /// `--tokenizer`: the model's `tokenizer.json`, for counting on the client.
+    pub tokenizer: Option<PathBuf>,
+    /// `--best-effort`: run against a server that cannot be forced or counted.
+    pub best_effort: Option<bool>,
     /// `--telemetry`: where GPU readings come from.
     pub telemetry: Option<String>,
     /// `--telemetry-interval`: the time between GPU readings.
@@ -151,6 +155,8 @@ impl Settings {
             out,
             name,
             corpus,
+            tokenizer,
+            best_effort,
             telemetry,
             telemetry_interval,
             stop_temp,

@@ -16,7 +16,7 @@ fn record(event_ms: Vec<f64>, event_tokens: Vec<u32>) -> Record {
         scheduled: None,
         launched: None,
     };
-    let mut r = crate::runner::exchange::record(meta, &sink, sink.sent);
+    let mut r = crate::runner::exchange::record(meta, &sink, sink.sent, false);
     r.event_ms = event_ms;
     r.event_tokens = event_tokens;
     r

@@ -44,6 +44,10 @@ pub fn render(report: &Report) -> String {
     header(&mut out, report);
     outcome(&mut out, summary);
     results(&mut out, report);
+    let counting = crate::report::markdown::counting_lines(summary);
+    if !counting.is_empty() {
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(counting.trim()));
+    }
     let unverified = crate::report::markdown::unverified_note(summary);
     if !unverified.is_empty() {
         let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(unverified.trim()));

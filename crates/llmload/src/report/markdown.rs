@@ -87,7 +87,9 @@ pub fn render(summary: &Summary) -> String {
         summary.target_url.clone()
     };
     let _ = writeln!(out, "Target: {target}, API {}, model {model}", summary.api);
-    let _ = writeln!(out, "Attempt: {}\n", summary.attempt_id);
+    let _ = writeln!(out, "Attempt: {}", summary.attempt_id);
+    out.push_str(&counting_lines(summary));
+    out.push('\n');
     if has_rounds(summary) {
         out.push_str(
             "| Input tokens per request | Concurrent requests | Median TTFT | Median complete response | Aggregate output throughput | Responses (n) | Rounds |\n\
@@ -209,12 +211,50 @@ pub(crate) fn unverified_note(summary: &Summary) -> String {
     if unverified == 0 {
         return String::new();
     }
-    format!(
-        "\nUnverified: {unverified} of the {ok} ok responses behind the tables came from a server \
-         that did not report every counter (prompt tokens, cached tokens, generated tokens), so \
-         their prompt length, cache use or output length was not checked; each record's notes \
-         name what was missing.\n"
-    )
+    let mut reasons: Vec<String> = Vec::new();
+    for case in summary.cases.iter().filter(|c| c.complete) {
+        if let Some(why) = &case.first_unverified {
+            let line = format!("{}: {why}", case.id);
+            if reasons.len() < 3 && !reasons.iter().any(|r| r.ends_with(why.as_str())) {
+                reasons.push(line);
+            }
+        }
+    }
+    let mut note = format!(
+        "\nUnverified: {unverified} of the {ok} ok responses behind the tables were not checked \
+         against the server's own counters (prompt tokens, cached tokens, generated tokens): their \
+         prompt length, cache use or output length may differ from the request. Each record's \
+         notes say why."
+    );
+    if !reasons.is_empty() {
+        note.push_str(" For example, ");
+        note.push_str(&reasons.join(" — "));
+        if !note.ends_with('.') {
+            note.push('.');
+        }
+    }
+    note.push('\n');
+    note
+}
+
+/// The lines on how tokens were counted, and on best-effort mode: empty for a summary that
+/// does not say (older attempts).
+pub(crate) fn counting_lines(summary: &Summary) -> String {
+    let Some(counting) = &summary.counting else {
+        return String::new();
+    };
+    let mut out = format!(
+        "Counting: prompts by {}; generated tokens by {}.\n",
+        counting.prompts, counting.outputs
+    );
+    if counting.best_effort {
+        out.push_str(
+            "Best effort: outputs are as long as the server made them and lengths that differ \
+             from the request are not errors; every response the server's counters do not \
+             confirm is unverified.\n",
+        );
+    }
+    out
 }
 
 /// Column names of the table of continuous and open-loop cases.

@@ -17,21 +17,51 @@ pub struct Verdict {
     pub notes: Vec<String>,
 }
 
+/// What a response is checked against: the request as sent, and how strictly.
+#[derive(Clone, Copy, Debug)]
+pub struct Asked {
+    /// Prompt tokens built.
+    pub input: u32,
+    /// Output tokens asked for.
+    pub output: u32,
+    /// Tokens of the shared system prompt (the only ones the cache may serve).
+    pub shared: u32,
+    /// `--best-effort`: a server that cannot be forced or counted. A length that differs from
+    /// the request makes the response unverified, with its reason, not invalid.
+    pub lenient: bool,
+}
+
 /// Checks a complete response's counters: prompt processed in full, nothing from the cache but
-/// the `shared` tokens of a shared system prompt, exactly the requested number of output tokens
-///.
-pub fn verify(counters: &Counters, streamed: u32, input: u32, output: u32, shared: u32) -> Verdict {
+/// the `shared` tokens of a shared system prompt, exactly the requested number of output tokens.
+pub fn verify(counters: &Counters, streamed: u32, asked: Asked) -> Verdict {
+    let Asked {
+        input,
+        output,
+        shared,
+        lenient,
+    } = asked;
     let mut v = Verdict {
         verified: true,
         problems: Vec::new(),
         notes: Vec::new(),
     };
+    // A contradiction: invalid, or in best-effort mode a reason the response is unverified.
+    let contradiction = |v: &mut Verdict, text: String| {
+        if lenient {
+            v.verified = false;
+            v.notes.push(format!("{text} (best effort: unverified)"));
+        } else {
+            v.problems.push(text);
+        }
+    };
+    let mut missing = Vec::new();
     match counters.prompt_tokens {
-        Some(p) if p != input => v.problems.push(format!(
-            "server counted {p} prompt tokens, {input} were sent"
-        )),
+        Some(p) if p != input => contradiction(
+            &mut v,
+            format!("server counted {p} prompt tokens, {input} were sent"),
+        ),
         Some(_) => {}
-        None => v.verified = false,
+        None => missing.push("prompt tokens"),
     }
     match counters.cached_tokens {
         Some(c) if c > shared => v.problems.push(match shared {
@@ -41,34 +71,39 @@ pub fn verify(counters: &Counters, streamed: u32, input: u32, output: u32, share
             }
         }),
         Some(_) => {}
-        None => v.verified = false,
+        None => missing.push("cached tokens"),
     }
     match counters.output_tokens {
-        Some(o) if o != output => v.problems.push(format!(
-            "server generated {o} tokens, {output} were requested"
-        )),
+        Some(o) if o != output => contradiction(
+            &mut v,
+            format!("server generated {o} tokens, {output} were requested"),
+        ),
         Some(o) if o != streamed => v.notes.push(format!(
             "stream carried {streamed} token events for {o} generated tokens"
         )),
         Some(_) => {}
         None => {
-            v.verified = false;
+            missing.push("generated tokens");
             if streamed != output {
-                v.problems.push(format!(
-                    "stream carried {streamed} tokens, {output} were requested"
-                ));
+                contradiction(
+                    &mut v,
+                    format!("stream carried {streamed} tokens, {output} were requested"),
+                );
             }
         }
     }
-    if !v.verified {
-        v.notes
-            .push("server did not report every counter: response unverified".into());
+    if !missing.is_empty() {
+        v.verified = false;
+        v.notes.push(format!(
+            "server did not report {}: response unverified",
+            missing.join(", ")
+        ));
     }
     v
 }
 
 /// Builds the record of an exchange; `origin` is the attempt's start.
-pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant) -> Record {
+pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: bool) -> Record {
     let since = |t: Instant| t.saturating_duration_since(origin).as_secs_f64();
     let ms_from_sent = |t: Instant| t.saturating_duration_since(exchange.sent).as_secs_f64() * 1e3;
     let streamed = exchange.streamed_tokens();
@@ -80,13 +115,19 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant) -> Record
         };
         (status, Some(f.kind()), Some(f.to_string()), None)
     } else {
-        let v = verify(
+        let mut v = verify(
             &exchange.counters,
             streamed,
-            meta.input_tokens,
-            meta.output_tokens,
-            meta.shared_tokens,
+            Asked {
+                input: meta.input_tokens,
+                output: meta.output_tokens,
+                shared: meta.shared_tokens,
+                lenient,
+            },
         );
+        if let Some(how) = &exchange.counted_by_client {
+            v.notes.push(how.clone());
+        }
         if v.problems.is_empty() {
             (Status::Ok, None, None, Some(v))
         } else {

@@ -10,7 +10,7 @@ use crate::progress::{self, Progress};
 use crate::runner::monitors::Monitors;
 use crate::runner::Runner;
 use crate::selfcheck;
-use crate::summary::{window, Outcome, OutcomeStatus, Summary};
+use crate::summary::{window, Counting, Outcome, OutcomeStatus, Summary};
 use crate::target::Target;
 use crate::telemetry::{self, Sampler};
 use crate::workload::shape::CasePlan;
@@ -75,6 +75,7 @@ impl<'a> Session<'a> {
             slo: config.load.slo,
             series_window: config.series_window_length(),
             extra_body: config.extra_body.clone(),
+            best_effort: config.best_effort,
         };
         let summary = Summary {
             schema_version: SCHEMA_VERSION,
@@ -88,6 +89,11 @@ impl<'a> Session<'a> {
             telemetry: None,
             sweep: None,
             client_check: None,
+            counting: Some(Counting {
+                prompts: prompts.counting(target),
+                outputs: output_counting(target),
+                best_effort: config.best_effort,
+            }),
         };
         Ok(Session {
             config,
@@ -174,4 +180,22 @@ fn set_outcome(summary: &mut Summary, guard: &Guard, failure: Option<String>, to
     summary.outcome.stop_sample = verdict
         .and_then(|v| v.sample)
         .and_then(|sample| serde_json::to_value(sample).ok());
+}
+
+/// How the tokens of each streamed chunk are counted against this target.
+fn output_counting(target: &Target) -> String {
+    if target.endpoint.api == crate::api::Api::Llamacpp {
+        "the server's token IDs on every event".into()
+    } else if target.reports_usage_per_chunk() {
+        "the server's usage on every chunk (continuous_usage_stats)".into()
+    } else if let Some(tokenizer) = &target.endpoint.tokenizer {
+        format!(
+            "the client's tokenizer ({}) on each chunk's text, after the stream",
+            tokenizer.source
+        )
+    } else {
+        "one token per chunk with text: the server does not say how many a chunk carries \
+         (--tokenizer counts them)"
+            .into()
+    }
 }

@@ -70,7 +70,46 @@ pub enum Counter {
     Template,
     /// A one-token generation request per count.
     Probe,
+    /// The client's own tokenizer (`--tokenizer`) plus a fixed overhead: for a server with no
+    /// `/tokenize`.
+    Local {
+        /// Tokens the API adds around the text, as a probe measured them (0 when the server
+        /// reports no prompt count: then they are not counted).
+        overhead: u32,
+    },
 }
+
+impl Counter {
+    /// How prompt lengths are counted, in words, for the attempt's files.
+    pub fn describe(self, target: &Target) -> String {
+        let client = || {
+            target
+                .endpoint
+                .tokenizer
+                .as_ref()
+                .map_or_else(String::new, |t| t.source.clone())
+        };
+        match self {
+            Counter::Template => {
+                "exact: the server's chat template (/apply-template) and tokenizer".into()
+            }
+            Counter::Tokenize { overhead } => format!(
+                "the server's /tokenize plus {overhead} tokens around the text{}",
+                if overhead == 0 { UNCOUNTED } else { "" }
+            ),
+            Counter::Probe => "one-token probe requests, the server counting".into(),
+            Counter::Local { overhead } => format!(
+                "the client's tokenizer ({}) plus {overhead} tokens around the text{}",
+                client(),
+                if overhead == 0 { UNCOUNTED } else { "" }
+            ),
+        }
+    }
+}
+
+/// Said of a count that cannot include the tokens a server adds around the text.
+const UNCOUNTED: &str =
+    " (the server reports no prompt count, so the tokens it adds around the text are not counted)";
 
 impl PromptSource {
     /// Prepares prompts for `target` from `corpus`, each opening with the same `shared` tokens.
@@ -78,9 +117,10 @@ impl PromptSource {
         target: &Target,
         corpus: &str,
         shared: u32,
+        lenient: bool,
     ) -> crate::error::Result<PromptSource> {
         Ok(PromptSource {
-            vocabulary: Vocabulary::prepare(target, corpus).await?,
+            vocabulary: Vocabulary::prepare(target, corpus, lenient).await?,
             shared,
             shared_text: tokio::sync::OnceCell::new(),
             distinct: std::sync::OnceLock::new(),
@@ -91,6 +131,14 @@ impl PromptSource {
     /// Tokens of the shared system prompt that opens every prompt (0: none).
     pub fn shared_tokens(&self) -> u32 {
         self.shared
+    }
+
+    /// How prompt lengths are counted, in words, for the attempt's files.
+    pub fn counting(&self, target: &Target) -> String {
+        match &self.vocabulary {
+            Vocabulary::Tokens(_) => "exact: token IDs from the server's /tokenize".into(),
+            Vocabulary::Text { counter, .. } => counter.describe(target),
+        }
     }
 
     /// The prompt of the `serial`-th request of the run, exactly `n` tokens long: the shared
@@ -141,11 +189,16 @@ impl PromptSource {
                     .get_or_try_init(|| async {
                         // Word boundaries may step over S: try a few places in the corpus.
                         let counting = ServerCount::new(target, *counter);
+                        // A chat prompt's count includes the template's tokens after the user
+                        // text, which no two prompts share: the shared text is sized so that
+                        // the template's head and the text are S.
+                        let tail = template_tail(target).await?;
                         let mut last_error = None;
                         for attempt in 0..8 {
                             let start =
                                 offset(attempt, splitmix64(seed ^ SHARED_SALT), words.len());
-                            match words.exact_text(self.shared, start, &counting).await {
+                            let whole = self.shared.saturating_add(tail);
+                            match words.exact_text(whole, start, &counting).await {
                                 Ok(text) => return Ok(text),
                                 Err(e) => last_error = Some(e),
                             }
@@ -172,7 +225,11 @@ const SHARED_SALT: u64 = 0x5A4E_D000;
 impl Vocabulary {
     /// Tokenizes `corpus` on the server when the API takes token IDs, else picks how texts are
     /// counted.
-    async fn prepare(target: &Target, corpus: &str) -> crate::error::Result<Vocabulary> {
+    async fn prepare(
+        target: &Target,
+        corpus: &str,
+        lenient: bool,
+    ) -> crate::error::Result<Vocabulary> {
         const SAMPLE: &str = "Hello there";
         let api = target.endpoint.api;
         let tokens = target
@@ -197,9 +254,13 @@ impl Vocabulary {
             }
         }
         let words = Words::new(corpus);
-        let probed = target
-            .probe_prompt_tokens(Prompt::Text(SAMPLE.into()))
-            .await?;
+        let Some(probed) = target.probe_count(Prompt::Text(SAMPLE.into())).await? else {
+            return Ok(Vocabulary::Text {
+                words,
+                counter: uncounted(target, lenient).await?,
+            });
+        };
+        let local = target.endpoint.tokenizer.as_ref();
         let counter = if api == Api::Chat
             && ServerCount::new(target, Counter::Template)
                 .count(SAMPLE)
@@ -215,7 +276,15 @@ impl Vocabulary {
                         "the server counts fewer prompt tokens than its tokenizer gives for the text",
                     )?,
                 },
-                None => Counter::Probe,
+                None => match local {
+                    Some(local) => Counter::Local {
+                        overhead: probed.checked_sub(local.count(SAMPLE, false)).context(
+                            "the server counts fewer prompt tokens than --tokenizer gives for the \
+                             text: is it the server's model's tokenizer?",
+                        )?,
+                    },
+                    None => Counter::Probe,
+                },
             }
         };
         Ok(Vocabulary::Text { words, counter })
@@ -254,6 +323,51 @@ impl Vocabulary {
             }
         }
     }
+}
+
+/// Tokens the chat template puts after the user's text (Gemma's `<end_of_turn>`, the model
+/// turn's opening): the common tail of two chat prompts whose texts end differently. 0 for the
+/// other APIs, and for a server that cannot show its chat prompt's tokens.
+async fn template_tail(target: &Target) -> crate::error::Result<u32> {
+    if target.endpoint.api != Api::Chat {
+        return Ok(0);
+    }
+    let (Some(a), Some(b)) = (
+        target.chat_tokens("The last word is cat").await?,
+        target.chat_tokens("The last word is dog").await?,
+    ) else {
+        return Ok(0);
+    };
+    let common = a
+        .iter()
+        .rev()
+        .zip(b.iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    Ok(crate::num::count(common))
+}
+
+/// How texts are counted on a server that reports no prompt count: its `/tokenize`, else the
+/// client's tokenizer; only in best-effort mode, since the lengths cannot be checked.
+async fn uncounted(target: &Target, lenient: bool) -> crate::error::Result<Counter> {
+    if !lenient {
+        return Err(Error::Target(
+            "the server reports no prompt-token count, so prompt lengths cannot be set or \
+             checked: pass --best-effort to measure it anyway (every response unverified)"
+                .into(),
+        ));
+    }
+    if target.tokenize("Hello there", false).await?.is_some() {
+        return Ok(Counter::Tokenize { overhead: 0 });
+    }
+    if target.endpoint.tokenizer.is_some() {
+        return Ok(Counter::Local { overhead: 0 });
+    }
+    Err(Error::Target(
+        "the server reports no prompt-token count and has no /tokenize: pass --tokenizer FILE \
+         (the model's tokenizer.json) so that the client can size the prompts"
+            .into(),
+    ))
 }
 
 /// Counts texts on the server, each after a fixed text (the shared system prompt, or nothing).
@@ -311,6 +425,17 @@ impl TokenCount for ServerCount<'_> {
                 self.target
                     .probe_prompt_tokens(Prompt::Text(text.to_owned()))
                     .await
+            }
+            Counter::Local { overhead } => {
+                let tokenizer = self
+                    .target
+                    .endpoint
+                    .tokenizer
+                    .as_ref()
+                    .context("no --tokenizer")?;
+                Ok(tokenizer
+                    .count(text, overhead == 0)
+                    .saturating_add(overhead))
             }
         }
     }

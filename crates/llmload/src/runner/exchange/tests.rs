@@ -10,44 +10,84 @@ fn counters(p: u32, c: u32, o: u32) -> Counters {
     }
 }
 
+fn strict(input: u32, output: u32, shared: u32) -> Asked {
+    Asked {
+        input,
+        output,
+        shared,
+        lenient: false,
+    }
+}
+
 #[test]
 fn verification_accepts_exact_uncached_responses() {
-    let v = verify(&counters(128, 0, 32), 32, 128, 32, 0);
+    let v = verify(&counters(128, 0, 32), 32, strict(128, 32, 0));
     assert!(v.verified && v.problems.is_empty() && v.notes.is_empty());
 }
 
 #[test]
 fn verification_rejects_each_contradiction() {
     assert_eq!(
-        verify(&counters(129, 0, 32), 32, 128, 32, 0).problems.len(),
-        1
-    );
-    assert_eq!(
-        verify(&counters(128, 64, 32), 32, 128, 32, 0)
+        verify(&counters(129, 0, 32), 32, strict(128, 32, 0))
             .problems
             .len(),
         1
     );
     assert_eq!(
-        verify(&counters(128, 0, 7), 7, 128, 32, 0).problems.len(),
+        verify(&counters(128, 64, 32), 32, strict(128, 32, 0))
+            .problems
+            .len(),
         1
     );
     assert_eq!(
-        verify(&counters(100, 5, 7), 7, 128, 32, 0).problems.len(),
+        verify(&counters(128, 0, 7), 7, strict(128, 32, 0))
+            .problems
+            .len(),
+        1
+    );
+    assert_eq!(
+        verify(&counters(100, 5, 7), 7, strict(128, 32, 0))
+            .problems
+            .len(),
         3
     );
 }
 
 #[test]
 fn missing_counters_leave_the_response_unverified() {
-    let v = verify(&Counters::default(), 32, 128, 32, 0);
+    let v = verify(&Counters::default(), 32, strict(128, 32, 0));
     assert!(!v.verified && v.problems.is_empty());
-    let v = verify(&Counters::default(), 31, 128, 32, 0);
+    let v = verify(&Counters::default(), 31, strict(128, 32, 0));
     assert_eq!(v.problems.len(), 1);
 }
 
 #[test]
 fn stream_and_counter_disagreement_is_noted() {
-    let v = verify(&counters(128, 0, 32), 30, 128, 32, 0);
+    let v = verify(&counters(128, 0, 32), 30, strict(128, 32, 0));
     assert!(v.problems.is_empty() && v.notes.len() == 1);
+}
+
+#[test]
+fn best_effort_turns_length_contradictions_into_reasons_not_invalid() {
+    let lenient = Asked {
+        lenient: true,
+        ..strict(128, 32, 0)
+    };
+    // The server stopped at 7 of 32 tokens: unverified, with the reason, not invalid.
+    let v = verify(&counters(128, 0, 7), 7, lenient);
+    assert!(!v.verified && v.problems.is_empty());
+    assert!(
+        v.notes[0].contains("server generated 7 tokens, 32 were requested"),
+        "{v:?}"
+    );
+    // No counters and a short stream: unverified, both reasons given.
+    let v = verify(&Counters::default(), 5, lenient);
+    assert!(!v.verified && v.problems.is_empty());
+    assert_eq!(v.notes.len(), 2, "{v:?}");
+    assert!(v.notes[1].contains("prompt tokens, cached tokens, generated tokens"));
+    // The cache serving more than the shared prompt stays a contradiction, even in best effort.
+    let v = verify(&counters(128, 64, 32), 32, lenient);
+    assert_eq!(v.problems.len(), 1);
+    // An exact, fully counted response is verified in best effort too.
+    assert!(verify(&counters(128, 0, 32), 32, lenient).verified);
 }
