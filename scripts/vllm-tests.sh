@@ -6,6 +6,7 @@
 #
 # The shared-system-prompt test needs prefix caching ON; give a second server for it with
 # LLMLOAD_VLLM_CACHING_URL, or it runs against the same URL and reports what that server does.
+# The client-tokenizer check needs the served model's tokenizer.json: give it with LLMLOAD_VLLM_TOKENIZER.
 # Without a URL, the tests start their own CPU vLLM (scripts/start-vllm.sh), as scripts/test.sh does.
 set -euo pipefail
 cd "$(dirname "$0")/.."

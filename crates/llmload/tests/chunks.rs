@@ -252,56 +252,62 @@ fn a_server_that_cannot_be_forced_or_counted_gives_a_labelled_unverified_result(
             &["--api", api, "--best-effort", "--tokenizer", tokenizer],
         );
         assert_eq!(run.code, 0, "{}", run.stderr);
-        let dir = common::attempt_dir(out.path(), api);
-        let records = json_lines(&dir.join("requests.jsonl"));
-        assert_eq!(records.len(), 4);
-        for r in &records {
-            assert_eq!(r["status"], "ok", "{r}");
-            assert_eq!(r["verified"], false, "{r}");
-            assert!(r["output_tokens"].is_null(), "no usage: {r}");
-            // Five chunks of four tokens, counted by the client's tokenizer: 20, not 5.
-            assert_eq!(r["streamed_tokens"], 20, "{r}");
-            assert_eq!(r["token_events"], 5, "{r}");
-            assert_eq!(r["event_tokens"], serde_json::json!([4, 4, 4, 4, 4]), "{r}");
-            let notes = r["notes"].to_string();
-            assert!(
-                notes.contains("stream carried 20 tokens, 32 were requested"),
-                "{r}"
-            );
-            assert!(
-                notes.contains("tokens counted by the client's tokenizer"),
-                "{r}"
-            );
-        }
-        let summary = json(&dir.join("summary.json"));
-        assert_eq!(summary["simulated"], true);
-        assert_eq!(summary["counting"]["best_effort"], true, "{summary}");
-        assert!(summary["counting"]["prompts"]
-            .as_str()
-            .is_some_and(|p| p.starts_with("the client's tokenizer")));
-        let case = &summary["cases"][0];
-        assert_eq!(case["counts"]["ok"], 4, "{case}");
-        assert_eq!(case["counts"]["unverified"], 4, "{case}");
-        assert!(case["first_unverified"].is_string(), "{case}");
-        // ITL per token: each chunk gap shared by the four tokens of the later chunk.
-        assert_eq!(case["chunk_gap_ms"]["n"], 4 * 4, "{case}");
-        assert_eq!(case["itl_ms"]["n"], 4 * 4 * 4, "{case}");
-        let (itl, gap) = (&case["itl_ms"], &case["chunk_gap_ms"]);
+        check_best_effort_attempt(&common::attempt_dir(out.path(), api), &run.stdout);
+    }
+}
+
+/// Checks a best-effort attempt against the hosted simulator of
+/// `a_server_that_cannot_be_forced_or_counted_gives_a_labelled_unverified_result`: four `ok`
+/// responses, each unverified, counted by the client's tokenizer, labelled in every view.
+fn check_best_effort_attempt(dir: &std::path::Path, stdout: &str) {
+    let records = json_lines(&dir.join("requests.jsonl"));
+    assert_eq!(records.len(), 4);
+    for r in &records {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["verified"], false, "{r}");
+        assert!(r["output_tokens"].is_null(), "no usage: {r}");
+        // Five chunks of four tokens, counted by the client's tokenizer: 20, not 5.
+        assert_eq!(r["streamed_tokens"], 20, "{r}");
+        assert_eq!(r["token_events"], 5, "{r}");
+        assert_eq!(r["event_tokens"], serde_json::json!([4, 4, 4, 4, 4]), "{r}");
+        let notes = r["notes"].to_string();
         assert!(
-            (f(&itl["max"]) * 4.0 - f(&gap["max"])).abs() < 0.01,
-            "ITL is the chunk gap over the chunk's tokens: {itl} {gap}"
+            notes.contains("stream carried 20 tokens, 32 were requested"),
+            "{r}"
         );
-        // Labelled wherever the figures are: terminal, report.md, report.html.
-        assert!(run.stdout.contains("4 (4 unverified)"), "{}", run.stdout);
-        assert!(run.stdout.contains("Best effort:"), "{}", run.stdout);
-        for file in ["report.md", "report.html"] {
-            let text = std::fs::read_to_string(dir.join(file)).expect(file);
-            assert!(text.contains("4 (4 unverified)"), "{file}: {text}");
-            assert!(text.contains("Best effort:"), "{file}");
-            assert!(
-                text.contains("Unverified: 4 of the 4 ok responses"),
-                "{file}"
-            );
-        }
+        assert!(
+            notes.contains("tokens counted by the client's tokenizer"),
+            "{r}"
+        );
+    }
+    let summary = json(&dir.join("summary.json"));
+    assert_eq!(summary["simulated"], true);
+    assert_eq!(summary["counting"]["best_effort"], true, "{summary}");
+    assert!(summary["counting"]["prompts"]
+        .as_str()
+        .is_some_and(|p| p.starts_with("the client's tokenizer")));
+    let case = &summary["cases"][0];
+    assert_eq!(case["counts"]["ok"], 4, "{case}");
+    assert_eq!(case["counts"]["unverified"], 4, "{case}");
+    assert!(case["first_unverified"].is_string(), "{case}");
+    // ITL per token: each chunk gap shared by the four tokens of the later chunk.
+    assert_eq!(case["chunk_gap_ms"]["n"], 4 * 4, "{case}");
+    assert_eq!(case["itl_ms"]["n"], 4 * 4 * 4, "{case}");
+    let (itl, gap) = (&case["itl_ms"], &case["chunk_gap_ms"]);
+    assert!(
+        (f(&itl["max"]) * 4.0 - f(&gap["max"])).abs() < 0.01,
+        "ITL is the chunk gap over the chunk's tokens: {itl} {gap}"
+    );
+    // Labelled wherever the figures are: terminal, report.md, report.html.
+    assert!(stdout.contains("4 (4 unverified)"), "{}", stdout);
+    assert!(stdout.contains("Best effort:"), "{}", stdout);
+    for file in ["report.md", "report.html"] {
+        let text = std::fs::read_to_string(dir.join(file)).expect(file);
+        assert!(text.contains("4 (4 unverified)"), "{file}: {text}");
+        assert!(text.contains("Best effort:"), "{file}");
+        assert!(
+            text.contains("Unverified: 4 of the 4 ok responses"),
+            "{file}"
+        );
     }
 }

@@ -23,12 +23,19 @@ use std::sync::PoisonError;
 struct Vllm {
     url: String,
     pid: Option<String>,
+    /// The served model's `tokenizer.json`: in the model folder of a server started here, else
+    /// `LLMLOAD_VLLM_TOKENIZER`.
+    tokenizer: Option<String>,
 }
 
 impl Vllm {
     fn start(prefix_caching: bool) -> Vllm {
         if let Ok(url) = std::env::var("LLMLOAD_VLLM_URL") {
-            return Vllm { url, pid: None };
+            return Vllm {
+                url,
+                pid: None,
+                tokenizer: std::env::var("LLMLOAD_VLLM_TOKENIZER").ok(),
+            };
         }
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/start-vllm.sh");
         let mut command = Command::new(script);
@@ -54,6 +61,7 @@ impl Vllm {
         Vllm {
             url: field("VLLM_URL="),
             pid: Some(field("VLLM_PID=")),
+            tokenizer: Some(format!("{}/tokenizer.json", field("VLLM_MODEL="))),
         }
     }
 }
@@ -193,6 +201,7 @@ fn vllm_campaigns_open_loop_and_checks_without_prefix_caching() {
     ]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(run.stderr.contains("--api completions"), "{}", run.stderr);
+    assert_client_tokenizer_agrees(&vllm, &written);
 }
 
 #[test]
@@ -244,5 +253,45 @@ fn vllm_prefix_cache_serves_the_shared_system_prompt_and_nothing_else() {
         assert_eq!(prefix["n"], 4, "{api}: {case}");
         assert_eq!(prefix["responses_hit"], 4, "{api}: {case}");
         assert!((f(&prefix["hit_rate"]) - 1.0).abs() < 1e-9, "{api}: {case}");
+    }
+}
+
+/// The client's tokenizer (`--tokenizer`) reads the served model's `tokenizer.json` and counts
+/// the bundled corpus, and a short text, as the server's `/tokenize` does.
+fn assert_client_tokenizer_agrees(vllm: &Vllm, written: &Value) {
+    let file = vllm.tokenizer.as_deref().expect(
+        "the served model's tokenizer.json: set LLMLOAD_VLLM_TOKENIZER when testing a server \
+         given by URL",
+    );
+    let tokenizer =
+        llmload::tokenizer::Tokenizer::load(Path::new(file)).expect("loads tokenizer.json");
+    let model = written["target"]["model"].as_str().expect("model name");
+    for text in [
+        llmload::workload::BUNDLED_CORPUS,
+        " the model answers, with tokens",
+    ] {
+        let answer = Command::new("curl")
+            .args([
+                "-sS",
+                "--max-time",
+                "30",
+                "-H",
+                "Content-Type: application/json",
+            ])
+            .arg("--data")
+            .arg(
+                serde_json::json!({"model": model, "prompt": text, "add_special_tokens": false})
+                    .to_string(),
+            )
+            .arg(format!("{}/tokenize", vllm.url))
+            .output()
+            .expect("run curl");
+        let answer: Value = serde_json::from_slice(&answer.stdout).expect("a JSON answer");
+        let server = answer["tokens"].as_array().expect("tokens").len();
+        assert_eq!(
+            u64::from(tokenizer.count(text, false)),
+            server as u64,
+            "{text:.60}"
+        );
     }
 }
