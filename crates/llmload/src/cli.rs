@@ -5,6 +5,7 @@ use crate::cases::SweepOptions;
 use crate::config::{parse_duration, ConfigError, Lengths, Settings};
 use crate::plan::{parse_budget, Question, Wanted};
 use crate::sim::SimOptions;
+use crate::summary::gate::Rule;
 use crate::summary::sweep::StopRules;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -58,6 +59,14 @@ pub struct CompareArgs {
     /// Print the comparison as JSON instead of tables.
     #[arg(long)]
     pub json: bool,
+    /// A regression rule, `METRIC > CHANGE` or `METRIC < CHANGE`, e.g. `ttft_p50 > +10%` or
+    /// `throughput < -50tok/s`; checked on every case each later attempt shares with the first;
+    /// exit code 5 when one breaks. May be repeated.
+    #[arg(long = "fail-if", value_name = "EXPR")]
+    pub fail_if: Vec<String>,
+    /// A TOML file of rules: `fail_if = ["ttft_p50 > +10%", …]`, added to --fail-if.
+    #[arg(long, value_name = "FILE")]
+    pub thresholds: Option<PathBuf>,
 }
 
 /// `llmload plan`: capacity answers from measured attempts.
@@ -413,6 +422,23 @@ impl TryFrom<&SweepArgs> for SweepOptions {
                 stop_when_flat: a.stop_flat,
             },
         })
+    }
+}
+
+impl CompareArgs {
+    /// The gate's rules: `--fail-if`, then the `--thresholds` file's.
+    pub fn rules(&self) -> Result<Vec<Rule>, ConfigError> {
+        let text = match &self.thresholds {
+            Some(path) => Some(std::fs::read_to_string(path).map_err(|e| {
+                ConfigError(format!(
+                    "cannot read thresholds file {}: {e}",
+                    path.display()
+                ))
+            })?),
+            None => None,
+        };
+        let path = self.thresholds.as_ref().map(|p| p.display().to_string());
+        crate::summary::gate::rules(&self.fail_if, path.as_deref().zip(text.as_deref()))
     }
 }
 

@@ -4,16 +4,20 @@
 //!
 //! Exit codes: 0 every case complete; 1 the run could not start or go on (unreachable server,
 //! I/O); 2 bad flags or campaign file; 3 finished with incomplete cases (`plan`: the
-//! measurements do not cover the whole question); 4 stopped (interrupted or by a guard).
+//! measurements do not cover the whole question); 4 stopped (interrupted or by a guard); 5
+//! `compare`: a `--fail-if` rule broke (the regression gate).
 
-use crate::attempt::load;
+use crate::attempt::keys;
 use crate::cli::Command;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::guard::StopSignal;
 use crate::plan::Question;
 use crate::report::{compare, markdown, saturation};
-use crate::summary::{Outcome, OutcomeStatus, Summary};
+use crate::summary::{gate, Outcome, OutcomeStatus, Summary};
+
+/// `compare`'s exit code when a rule of the gate broke.
+pub const GATE_FAILED: u8 = 5;
 
 /// Runs `command`; returns its exit code.
 pub async fn execute(command: Command) -> Result<u8> {
@@ -49,13 +53,22 @@ pub async fn execute(command: Command) -> Result<u8> {
             Ok(0)
         }
         Command::Compare(args) => {
-            let attempts = load::summaries(&args.dirs)?;
+            let rules = args.rules()?;
+            let attempts = keys::keyed(&args.dirs)?;
+            let checks = gate::evaluate(&rules, &attempts);
+            let gated = (!rules.is_empty()).then_some(checks.as_slice());
             if args.json {
-                print!("{}", json(&compare::to_json(&args.dirs, &attempts)));
+                print!("{}", json(&compare::to_json(&args.dirs, &attempts, gated)));
             } else {
                 print!("{}", compare::render(&attempts));
+                if gated.is_some() {
+                    print!("{}", compare::render_gate(&rules, &checks));
+                }
             }
-            Ok(0)
+            let failed = checks
+                .iter()
+                .any(|c| matches!(c.verdict, gate::Verdict::Failed(_)));
+            Ok(if failed { GATE_FAILED } else { 0 })
         }
         Command::Plan(args) => {
             let question = Question::try_from(&args)?;

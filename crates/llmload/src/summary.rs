@@ -3,6 +3,8 @@
 //! planned round completed with every response `ok`.
 
 pub mod client_check;
+pub mod gate;
+pub mod identity;
 pub mod saturation;
 pub mod soak;
 pub mod sweep;

@@ -493,14 +493,17 @@ fn compare_puts_attempts_side_by_side_and_never_pools_them() {
         "{text}"
     );
 
-    let incomplete = rows("| 64 | 2 | 16 | B |");
+    let incomplete = rows("| 64 | 2 | 16 | closed rounds | B |");
     assert_eq!(incomplete.len(), 1, "{text}");
     assert!(incomplete[0].contains("incomplete"), "{}", incomplete[0]);
     assert!(!incomplete[0].contains("tokens/s"), "never figures for it");
 
-    let only_first = rows("| 64 | 4 | 16 | B |");
+    let only_first = rows("| 64 | 4 | 16 | closed rounds | B |");
     assert!(only_first[0].contains("not in this attempt"), "{text}");
-    assert!(text.contains("only in A"), "{text}");
+    assert!(
+        text.contains("Only in A: 64 input tokens × 4 concurrent × 16 output tokens"),
+        "{text}"
+    );
 
     let alone = llmload(&["compare", first.to_str().expect("UTF-8 path")]);
     assert_eq!(

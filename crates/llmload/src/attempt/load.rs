@@ -43,6 +43,9 @@ pub struct CampaignConfig {
     /// Objectives for goodput, in milliseconds.
     #[serde(default)]
     pub slo: SloMs,
+    /// Tokens of the shared system prompt that open every prompt; 0 for none.
+    #[serde(default)]
+    pub system_prompt_tokens: u32,
     /// The guard's thresholds.
     #[serde(default)]
     pub limits: CampaignLimits,
@@ -110,6 +113,15 @@ pub struct CampaignCase {
     /// Open and continuous loops: the warmup time at the start of the load, seconds.
     #[serde(default)]
     pub warmup_s: Option<f64>,
+    /// The prompt length spec: a number (fixed) or a distribution's text.
+    #[serde(default)]
+    pub input_length: Option<serde_json::Value>,
+    /// The output length spec, as `input_length`.
+    #[serde(default)]
+    pub output_length: Option<serde_json::Value>,
+    /// Replay: the trace file.
+    #[serde(default)]
+    pub trace: Option<std::path::PathBuf>,
 }
 
 /// The target of `campaign.json`.
@@ -319,17 +331,6 @@ pub fn read_telemetry(dir: &Path) -> crate::error::Result<Vec<Reading>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
         Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
     }
-}
-
-/// The summary of every attempt folder in `dirs`, recomputed from its records.
-pub fn summaries(dirs: &[std::path::PathBuf]) -> crate::error::Result<Vec<Summary>> {
-    dirs.iter()
-        .map(|dir| {
-            read(dir)
-                .map(|r| r.summary)
-                .with_context(|| format!("attempt {}", dir.display()))
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -1,21 +1,21 @@
-//! `llmload compare DIR DIR…`: attempts side by side, per matching case (same input tokens,
-//! concurrency and output tokens), with ratios of median TTFT, median complete response and
-//! aggregate throughput to the first attempt. Each row is one attempt's own figures: attempts
-//! are never pooled. Incomplete cases are labelled and get no ratio; a case that an attempt did
-//! not run says so.
+//! `llmload compare DIR DIR…`: attempts side by side, per matching case, with ratios of median
+//! TTFT, median complete response and aggregate throughput to the first attempt. Cases match on
+//! their whole key (`summary::identity`: API, load shape and its parameters, length specs,
+//! shared prefix); a case of some attempts only is listed, never dropped. Each row is one
+//! attempt's own figures: attempts are never pooled. Incomplete cases are labelled and get no
+//! ratio. With rules, the gate's section follows (`compare/gate.rs`).
 
-use crate::fmt::{seconds, thousands};
+mod gate;
+
+use crate::fmt::seconds;
+use crate::summary::gate::Check;
+use crate::summary::identity::{matched, CaseKey, KeyedAttempt};
 use crate::summary::{CaseSummary, Summary};
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::PathBuf;
 
-/// (input tokens, concurrency, output tokens): what makes two attempts' cases the same case.
-type Key = (u32, u32, u32);
-
-fn key(case: &CaseSummary) -> Key {
-    (case.input_tokens, case.concurrency, case.output_tokens)
-}
+pub use gate::render as render_gate;
 
 /// "A", "B", … then "#27", "#28", …
 fn letter(i: usize) -> String {
@@ -26,36 +26,35 @@ fn letter(i: usize) -> String {
 }
 
 /// Renders the attempts and one row per attempt for every case any of them ran.
-pub fn render(attempts: &[Summary]) -> String {
+pub fn render(attempts: &[KeyedAttempt]) -> String {
     let mut out = String::new();
-    attempts_table(&mut out, attempts);
-    let keys: BTreeSet<Key> = attempts
-        .iter()
-        .flat_map(|s| s.cases.iter().map(key))
-        .collect();
+    for line in differences(attempts) {
+        let _ = writeln!(out, "{line}\n");
+    }
+    let summaries: Vec<&Summary> = attempts.iter().map(|a| &a.summary).collect();
+    attempts_table(&mut out, &summaries);
     let _ = writeln!(
         out,
-        "\n| Input tokens per request | Concurrent requests | Output tokens | Attempt | Median TTFT | × A | Median complete response | × A | Aggregate output throughput | × A | Responses (n) |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|"
+        "\n| Input tokens per request | Concurrent requests | Output tokens | Load | Attempt | Median TTFT | × A | Median complete response | × A | Aggregate output throughput | × A | Responses (n) |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|"
     );
-    let mut single = Vec::new();
-    for k in &keys {
-        let cases: Vec<Option<&CaseSummary>> = attempts
-            .iter()
-            .map(|s| s.cases.iter().find(|c| key(c) == *k))
-            .collect();
-        if attempts.len() > 1 && cases.iter().filter(|c| c.is_some()).count() == 1 {
-            let only = cases.iter().position(Option::is_some).unwrap_or(0);
-            single.push(format!("{} (only in {})", case_name(k), letter(only)));
-        }
+    let rows = matched(attempts);
+    let apis_differ = differ(attempts, |s| &s.api);
+    for (k, cases) in &rows {
         let base = cases[0].filter(|c| c.complete);
+        let load = if apis_differ {
+            format!("{} ({} API)", k.load_label(), k.api)
+        } else {
+            k.load_label()
+        };
         for (i, case) in cases.iter().enumerate() {
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} |",
-                thousands(k.0),
-                k.1,
-                thousands(k.2),
+                "| {} | {} | {} | {} | {} | {} |",
+                cell(&k.input.label()),
+                k.load.concurrency_label(),
+                cell(&k.output.label()),
+                cell(&load),
                 letter(i),
                 cells(*case, base),
             );
@@ -64,15 +63,71 @@ pub fn render(attempts: &[Summary]) -> String {
     out.push_str(
         "\n× A: this attempt's figure divided by attempt A's, for cases complete in both (TTFT and \
          complete response: below 1 is faster; throughput: above 1 is more). Figures are each \
-         attempt's own, never pooled.\n",
+         attempt's own, never pooled. Cases match on everything that defines them: the API, the \
+         load shape and its parameters, the length specs and the shared prompt tokens.\n",
     );
-    if !single.is_empty() {
-        let _ = writeln!(out, "\nCases in only one attempt: {}.", single.join(", "));
+    for (present, keys) in one_sided(&rows, attempts.len()) {
+        let names: Vec<String> = keys.iter().map(|k| k.describe()).collect();
+        let _ = writeln!(out, "\nOnly in {present}: {}.", names.join("; "));
     }
     out
 }
 
-fn attempts_table(out: &mut String, attempts: &[Summary]) {
+/// Whether the attempts' summaries disagree on `field`.
+fn differ(attempts: &[KeyedAttempt], field: fn(&Summary) -> &String) -> bool {
+    attempts
+        .windows(2)
+        .any(|w| field(&w[0].summary) != field(&w[1].summary))
+}
+
+/// What the reader must know before the tables: attempts that drove different APIs (no case of
+/// one can match a case of the other) or measured different targets.
+pub fn differences(attempts: &[KeyedAttempt]) -> Vec<String> {
+    let list = |field: fn(&Summary) -> &String| {
+        attempts
+            .iter()
+            .enumerate()
+            .map(|(i, a)| format!("{} {}", letter(i), field(&a.summary)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut lines = Vec::new();
+    if differ(attempts, |s| &s.api) {
+        lines.push(format!(
+            "**The attempts drove different APIs** ({}): cases match only within one API.",
+            list(|s| &s.api)
+        ));
+    }
+    if differ(attempts, |s| &s.target_url) {
+        lines.push(format!(
+            "**The attempts measured different targets** ({}).",
+            list(|s| &s.target_url)
+        ));
+    }
+    lines
+}
+
+/// The keys that not every attempt ran, grouped by the attempts that did ("A", "A and C").
+fn one_sided<'a>(
+    rows: &'a [(CaseKey, Vec<Option<&CaseSummary>>)],
+    attempts: usize,
+) -> BTreeMap<String, Vec<&'a CaseKey>> {
+    let mut groups: BTreeMap<String, Vec<&CaseKey>> = BTreeMap::new();
+    for (k, cases) in rows {
+        let present: Vec<String> = cases
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.is_some())
+            .map(|(i, _)| letter(i))
+            .collect();
+        if attempts > 1 && present.len() < attempts {
+            groups.entry(present.join(" and ")).or_default().push(k);
+        }
+    }
+    groups
+}
+
+fn attempts_table(out: &mut String, attempts: &[&Summary]) {
     out.push_str("| | Attempt | Target | API | Model | Outcome |\n|---|---|---|---|---|---|\n");
     for (i, s) in attempts.iter().enumerate() {
         let o = &s.outcome;
@@ -94,15 +149,6 @@ fn attempts_table(out: &mut String, attempts: &[Summary]) {
             o.cases_total,
         );
     }
-}
-
-fn case_name(k: &Key) -> String {
-    format!(
-        "{} input tokens × {} concurrent × {} output",
-        thousands(k.0),
-        k.1,
-        thousands(k.2)
-    )
 }
 
 /// The figure and ratio cells of one attempt's case, against the first attempt's `base`.
@@ -139,19 +185,21 @@ fn cells(case: Option<&CaseSummary>, base: Option<&CaseSummary>) -> String {
     )
 }
 
-/// The comparison as JSON: the attempts (lettered as in the tables), then every case any of
-/// them ran with each attempt's own figures and ratios to attempt A — `null` where a figure or
-/// ratio does not exist (absent or incomplete cases, a missing base).
-pub fn to_json(dirs: &[PathBuf], attempts: &[Summary]) -> serde_json::Value {
+/// The comparison as JSON: the attempts (lettered as in the tables), what differs between them,
+/// then every case any of them ran (its key, and each attempt's own figures and ratios to
+/// attempt A — `null` where a figure or ratio does not exist: absent or incomplete cases, a
+/// missing base), and with rules the gate.
+pub fn to_json(
+    dirs: &[PathBuf],
+    attempts: &[KeyedAttempt],
+    gate: Option<&[Check]>,
+) -> serde_json::Value {
     use serde_json::json;
-    let keys: BTreeSet<Key> = attempts
-        .iter()
-        .flat_map(|s| s.cases.iter().map(key))
-        .collect();
     let list: Vec<serde_json::Value> = attempts
         .iter()
         .enumerate()
-        .map(|(i, s)| {
+        .map(|(i, a)| {
+            let s = &a.summary;
             json!({
                 "label": letter(i),
                 "dir": dirs.get(i).map(|d| d.display().to_string()),
@@ -164,52 +212,78 @@ pub fn to_json(dirs: &[PathBuf], attempts: &[Summary]) -> serde_json::Value {
             })
         })
         .collect();
-    let figures = |c: &CaseSummary| {
-        (
-            c.ttft_ms.as_ref().map(|d| d.median),
-            c.e2e_ms.as_ref().map(|d| d.median),
-            c.throughput_tps.as_ref().map(|t| t.mean),
-        )
-    };
-    let ratio = |v: Option<f64>, b: Option<f64>| match (v, b) {
-        (Some(v), Some(b)) if b > 0.0 => Some(v / b),
-        _ => None,
-    };
-    let cases: Vec<serde_json::Value> = keys
+    let cases: Vec<serde_json::Value> = matched(attempts)
         .iter()
-        .map(|k| {
-            let found: Vec<Option<&CaseSummary>> = attempts
-                .iter()
-                .map(|s| s.cases.iter().find(|c| key(c) == *k))
-                .collect();
+        .map(|(k, found)| {
             let base = found[0].filter(|c| c.complete).map(figures);
             let rows: Vec<serde_json::Value> = found
                 .iter()
                 .enumerate()
-                .map(|(i, case)| match case {
-                    None => json!({"label": letter(i), "status": "absent"}),
-                    Some(c) if !c.complete => json!({
-                        "label": letter(i), "status": "incomplete",
-                        "rounds_complete": c.rounds.iter().filter(|r| r.complete).count(),
-                        "rounds_planned": c.rounds_planned, "responses_ok": c.counts.ok,
-                    }),
-                    Some(c) => {
-                        let (ttft, e2e, tps) = figures(c);
-                        json!({
-                            "label": letter(i), "status": "complete", "case_id": c.id,
-                            "ttft_median_ms": ttft, "e2e_median_ms": e2e, "throughput_tps": tps,
-                            "ttft_ratio": ratio(ttft, base.and_then(|b| b.0)),
-                            "e2e_ratio": ratio(e2e, base.and_then(|b| b.1)),
-                            "throughput_ratio": ratio(tps, base.and_then(|b| b.2)),
-                            "responses_ok": c.counts.ok,
-                        })
-                    }
-                })
+                .map(|(i, case)| case_json(&letter(i), *case, base))
                 .collect();
-            json!({"input_tokens": k.0, "concurrency": k.1, "output_tokens": k.2, "attempts": rows})
+            json!({
+                "input_tokens": k.input.nominal, "input_length": k.input.spec,
+                "concurrency": found.iter().flatten().next().map(|c| c.concurrency),
+                "output_tokens": k.output.nominal, "output_length": k.output.spec,
+                "load": k.load, "shared_prefix_tokens": k.shared_prefix_tokens, "api": k.api,
+                "attempts": rows,
+            })
         })
         .collect();
-    json!({"ratios_to": "A", "attempts": list, "cases": cases})
+    let mut value = json!({
+        "ratios_to": "A",
+        "attempts": list,
+        "differences": {
+            "api": differ(attempts, |s| &s.api),
+            "target": differ(attempts, |s| &s.target_url),
+        },
+        "cases": cases,
+    });
+    if let Some(checks) = gate {
+        value["gate"] = gate::to_json(checks);
+    }
+    value
+}
+
+/// Median TTFT, median complete response and aggregate throughput of a case.
+fn figures(c: &CaseSummary) -> (Option<f64>, Option<f64>, Option<f64>) {
+    (
+        c.ttft_ms.as_ref().map(|d| d.median),
+        c.e2e_ms.as_ref().map(|d| d.median),
+        c.throughput_tps.as_ref().map(|t| t.mean),
+    )
+}
+
+/// One attempt's row of a case in the JSON, against the base's figures.
+fn case_json(
+    label: &str,
+    case: Option<&CaseSummary>,
+    base: Option<(Option<f64>, Option<f64>, Option<f64>)>,
+) -> serde_json::Value {
+    use serde_json::json;
+    let ratio = |v: Option<f64>, b: Option<f64>| match (v, b) {
+        (Some(v), Some(b)) if b > 0.0 => Some(v / b),
+        _ => None,
+    };
+    match case {
+        None => json!({"label": label, "status": "absent"}),
+        Some(c) if !c.complete => json!({
+            "label": label, "status": "incomplete",
+            "rounds_complete": c.rounds.iter().filter(|r| r.complete).count(),
+            "rounds_planned": c.rounds_planned, "responses_ok": c.counts.ok,
+        }),
+        Some(c) => {
+            let (ttft, e2e, tps) = figures(c);
+            json!({
+                "label": label, "status": "complete", "case_id": c.id,
+                "ttft_median_ms": ttft, "e2e_median_ms": e2e, "throughput_tps": tps,
+                "ttft_ratio": ratio(ttft, base.and_then(|b| b.0)),
+                "e2e_ratio": ratio(e2e, base.and_then(|b| b.1)),
+                "throughput_ratio": ratio(tps, base.and_then(|b| b.2)),
+                "responses_ok": c.counts.ok,
+            })
+        }
+    }
 }
 
 /// Text for a Markdown table cell: pipes and line breaks would break the table.
@@ -222,7 +296,19 @@ mod tests {
     use super::*;
     use crate::fixture;
 
-    fn second_attempt() -> Summary {
+    /// An attempt as compare reads it, keyed from the fixture's campaign.
+    fn keyed(summary: Summary) -> KeyedAttempt {
+        KeyedAttempt {
+            summary,
+            keys: crate::attempt::keys::keys(&fixture::campaign()),
+        }
+    }
+
+    fn first_attempt() -> KeyedAttempt {
+        keyed(fixture::report().summary)
+    }
+
+    fn second_attempt() -> KeyedAttempt {
         let mut s = fixture::report().summary;
         s.attempt_id = "20250102T000000Z-beef".into();
         s.cases.retain(|c| c.id != "in64-c1-out4");
@@ -231,12 +317,12 @@ mod tests {
                 d.median *= 2.0;
             }
         }
-        s
+        keyed(s)
     }
 
     #[test]
     fn matching_cases_get_ratios_and_the_rest_are_labelled() {
-        let out = render(&[fixture::report().summary, second_attempt()]);
+        let out = render(&[first_attempt(), second_attempt()]);
         let rows: Vec<&str> = out
             .lines()
             .filter(|l| l.starts_with("| 64 | 2 |"))
@@ -245,10 +331,14 @@ mod tests {
         assert!(rows[0].contains("| A | 13.5 ms | 1.00 |"), "{}", rows[0]);
         assert!(rows[1].contains("| B | 27.0 ms | 2.00 |"), "{}", rows[1]);
         assert!(
-            out.contains("| 64 | 1 | 4 | B | not in this attempt"),
+            out.contains("| 64 | 1 | 4 | closed rounds | B | not in this attempt"),
             "{out}"
         );
-        assert!(out.contains("only in A"), "{out}");
+        assert!(
+            out.contains("Only in A: 64 input tokens × 1 concurrent × 4 output tokens"),
+            "{out}"
+        );
+        assert!(!out.contains("different"), "same API and target: {out}");
         let incomplete: Vec<&str> = out
             .lines()
             .filter(|l| l.starts_with("| 256 | 2 |"))
@@ -260,17 +350,51 @@ mod tests {
     }
 
     #[test]
+    fn a_case_under_another_load_shape_is_listed_on_its_side_never_matched() {
+        let mut second = second_attempt();
+        let key = second.keys.get_mut("in64-c2-out4").expect("case");
+        key.load = crate::summary::identity::LoadKey::ClosedContinuous { concurrency: 2 };
+        second.summary.api = "chat".into();
+        second.summary.target_url = "http://elsewhere".into();
+        let out = render(&[first_attempt(), second]);
+        assert!(
+            out.starts_with("**The attempts drove different APIs** (A llamacpp, B chat)"),
+            "{out}"
+        );
+        assert!(
+            out.contains("**The attempts measured different targets**"),
+            "{out}"
+        );
+        let rows: Vec<&str> = out
+            .lines()
+            .filter(|l| l.starts_with("| 64 | 2 |"))
+            .collect();
+        assert_eq!(rows.len(), 4, "two cases, one row per attempt each: {out}");
+        assert!(
+            rows.iter().any(|l| l.contains("closed continuous")),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "Only in B: 64 input tokens × 2 concurrent × 4 output tokens (closed continuous"
+            ),
+            "{out}"
+        );
+    }
+
+    #[test]
     fn snapshot() {
-        insta::assert_snapshot!(render(&[fixture::report().summary, second_attempt()]));
+        insta::assert_snapshot!(render(&[first_attempt(), second_attempt()]));
     }
 
     #[test]
     fn json_has_the_same_rows_and_ratios() {
-        let attempts = [fixture::report().summary, second_attempt()];
+        let attempts = [first_attempt(), second_attempt()];
         let dirs = [PathBuf::from("a"), PathBuf::from("b")];
-        let value = to_json(&dirs, &attempts);
+        let value = to_json(&dirs, &attempts, None);
         assert_eq!(value["attempts"][1]["label"], "B");
         assert_eq!(value["attempts"][1]["dir"], "b");
+        assert!(value.get("gate").is_none(), "no rules, no gate");
         let cases = value["cases"].as_array().expect("cases");
         let case = |input: u64, c: u64| {
             cases
@@ -280,6 +404,7 @@ mod tests {
         };
         let b = &case(64, 2)["attempts"][1];
         assert_eq!(b["status"], "complete");
+        assert_eq!(case(64, 2)["load"]["shape"], "rounds");
         assert!((b["ttft_ratio"].as_f64().expect("ratio") - 2.0).abs() < 1e-12);
         assert_eq!(case(64, 1)["attempts"][1]["status"], "absent");
         let incomplete = &case(256, 2)["attempts"][0];
@@ -288,6 +413,48 @@ mod tests {
             incomplete.get("throughput_tps").is_none(),
             "no figures for it"
         );
+    }
+
+    #[test]
+    fn the_gate_names_each_failing_case_metric_and_both_figures_with_n() {
+        let attempts = [first_attempt(), second_attempt()];
+        let rules: Vec<crate::summary::gate::Rule> = ["ttft_p50 > +50%", "goodput < -5%"]
+            .iter()
+            .map(|r| r.parse().expect("rule"))
+            .collect();
+        let checks = crate::summary::gate::evaluate(&rules, &attempts);
+        assert_eq!(checks.len(), 6, "two rules × three shared cases");
+        let out = render_gate(&rules, &checks);
+        assert!(
+            out.contains("Gate FAILED: 2 of 6 checks broke their rule (4 not compared)"),
+            "{out}"
+        );
+        let failures: Vec<&str> = out.lines().filter(|l| l.starts_with("- ")).collect();
+        assert_eq!(failures.len(), 2, "{out}");
+        assert!(
+            failures[0].starts_with("- in64-c2-out4 (64 input tokens × 2 concurrent"),
+            "{out}"
+        );
+        assert!(
+            failures[0].contains("ttft_p50 A 13.5 ms (n = 4 responses) → B 27.0 ms (n = 4 responses), +100.0 %, breaks `ttft_p50 > +50%`"),
+            "{out}"
+        );
+        assert!(
+            out.contains("not compared (absent in BASE)"),
+            "closed rounds have no goodput"
+        );
+        assert!(
+            out.contains("not compared (incomplete in BASE and NEW)"),
+            "{out}"
+        );
+        let value = to_json(
+            &[PathBuf::from("a"), PathBuf::from("b")],
+            &attempts,
+            Some(&checks),
+        );
+        assert_eq!(value["gate"]["passed"], false);
+        assert_eq!(value["gate"]["checks_failed"], 2);
+        assert_eq!(value["gate"]["checks"][0]["verdict"], "failed");
     }
 
     #[test]

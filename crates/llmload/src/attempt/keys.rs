@@ -1,0 +1,136 @@
+//! The key of each case of an attempt, from its `campaign.json`: what `llmload compare` matches
+//! cases on (`summary::identity`). A campaign written before shapes were recorded ran closed
+//! rounds, the only shape there was then, at fixed lengths.
+
+use super::load::{read, read_campaign, Campaign, CampaignCase};
+use crate::error::Context;
+use crate::summary::identity::{CaseKey, KeyedAttempt, LengthKey, LoadKey};
+use crate::workload::shape::ShapeKind;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// The key of every case of `campaign`, by case id.
+pub fn keys(campaign: &Campaign) -> BTreeMap<String, CaseKey> {
+    let shared = campaign.config.system_prompt_tokens;
+    let api = &campaign.target.api;
+    campaign
+        .cases
+        .iter()
+        .map(|c| (c.id.clone(), key(c, shared, api)))
+        .collect()
+}
+
+/// The key of one case.
+pub fn key(c: &CampaignCase, shared_prefix_tokens: u32, api: &str) -> CaseKey {
+    let number = |v: f64| format!("{v}");
+    let load = match c.shape {
+        None | Some(ShapeKind::Rounds) => LoadKey::Rounds {
+            concurrency: c.concurrency,
+        },
+        Some(ShapeKind::ClosedContinuous) => LoadKey::ClosedContinuous {
+            concurrency: c.concurrency,
+        },
+        Some(ShapeKind::Open) => {
+            let process = c.process.as_ref();
+            let kind = process.and_then(|p| p["kind"].as_str()).unwrap_or("open");
+            LoadKey::Open {
+                process: kind.to_owned(),
+                burstiness: process.and_then(|p| p["cv"].as_f64()).map(number),
+                rate_rps: c.rate_rps.map_or_else(|| "unknown".into(), number),
+                max_in_flight: c.max_in_flight,
+            }
+        }
+        Some(ShapeKind::Replay) => LoadKey::Replay {
+            trace: c
+                .trace
+                .as_ref()
+                .and_then(|t| t.file_name())
+                .map_or_else(|| "(unnamed)".into(), |n| n.to_string_lossy().into_owned()),
+            max_in_flight: c.max_in_flight,
+        },
+    };
+    CaseKey {
+        input: length(c.input_length.as_ref(), c.input_tokens),
+        load,
+        output: length(c.output_length.as_ref(), c.output_tokens),
+        shared_prefix_tokens,
+        api: api.to_owned(),
+    }
+}
+
+/// A length spec of `campaign.json` (a number, or a distribution's text), else `nominal` fixed.
+fn length(spec: Option<&Value>, nominal: u32) -> LengthKey {
+    match spec {
+        Some(Value::String(text)) => LengthKey {
+            nominal,
+            spec: text.clone(),
+        },
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .map_or_else(|| LengthKey::fixed(nominal), LengthKey::fixed),
+        _ => LengthKey::fixed(nominal),
+    }
+}
+
+/// Every attempt folder of `dirs` with its summary recomputed from the records and the key of
+/// each case.
+pub fn keyed(dirs: &[PathBuf]) -> crate::error::Result<Vec<KeyedAttempt>> {
+    dirs.iter()
+        .map(|dir| {
+            let summary = read(dir)
+                .map(|r| r.summary)
+                .with_context(|| format!("attempt {}", dir.display()))?;
+            let keys =
+                keys(&read_campaign(dir).with_context(|| format!("attempt {}", dir.display()))?);
+            Ok(KeyedAttempt { summary, keys })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case(json: serde_json::Value) -> CampaignCase {
+        serde_json::from_value(json).expect("a campaign case")
+    }
+
+    #[test]
+    fn keys_read_the_shape_its_parameters_and_the_length_specs() {
+        let open = case(serde_json::json!({
+            "id": "inchoice:32/256-gamma-r20-out16", "input_tokens": 144, "concurrency": 8,
+            "output_tokens": 16, "input_length": "choice:32,256", "output_length": 16,
+            "shape": "open", "process": {"kind": "gamma", "cv": 2.0}, "rate_rps": 20.0,
+            "bound": {"requests": 100}, "max_in_flight": 8, "warmup_s": 0.0,
+        }));
+        let k = key(&open, 512, "chat");
+        assert_eq!(k.input.spec, "choice:32,256");
+        assert_eq!(k.input.nominal, 144);
+        assert_eq!(k.output, LengthKey::fixed(16));
+        assert_eq!(
+            k.load,
+            LoadKey::Open {
+                process: "gamma".into(),
+                burstiness: Some("2".into()),
+                rate_rps: "20".into(),
+                max_in_flight: Some(8),
+            }
+        );
+        assert_eq!((k.shared_prefix_tokens, k.api.as_str()), (512, "chat"));
+        let old = case(serde_json::json!({
+            "id": "in64-c2-out4", "input_tokens": 64, "concurrency": 2, "output_tokens": 4,
+        }));
+        assert_eq!(
+            key(&old, 0, "llamacpp").load,
+            LoadKey::Rounds { concurrency: 2 },
+            "a campaign without shapes ran closed rounds"
+        );
+        let continuous = case(serde_json::json!({
+            "id": "in64-cc2-out4", "input_tokens": 64, "concurrency": 2, "output_tokens": 4,
+            "shape": "closed-continuous", "bound": {"requests": 10},
+        }));
+        assert_ne!(key(&continuous, 0, "llamacpp"), key(&old, 0, "llamacpp"));
+    }
+}

@@ -1,0 +1,457 @@
+//! The regression gate of `llmload compare --fail-if`: rules `METRIC OP CHANGE` (from flags or a
+//! thresholds file), each checked on every case that the first attempt (BASE) and a later one
+//! (NEW) both ran, complete on both sides. A check compares two given figures; it never runs
+//! anything. docs/usage.md states the grammar.
+
+use crate::error::ConfigError;
+use crate::summary::identity::{matched, CaseKey, KeyedAttempt};
+use crate::summary::CaseSummary;
+use serde::Serialize;
+use std::fmt;
+use std::str::FromStr;
+
+/// What a metric measures, which decides the units an absolute change may be written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// A latency, in ms.
+    Time,
+    /// Output tokens per second.
+    Throughput,
+    /// Requests per second.
+    Goodput,
+    /// A share of requests, in percentage points.
+    Share,
+}
+
+/// A percentile of a latency distribution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Percentile {
+    /// The median.
+    P50,
+    /// 90th.
+    P90,
+    /// 95th.
+    P95,
+    /// 99th.
+    P99,
+}
+
+/// A latency distribution of a case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Latency {
+    /// Time to first token.
+    Ttft,
+    /// Time per output token.
+    Tpot,
+    /// Inter-token latency.
+    Itl,
+    /// Complete-response time.
+    E2e,
+}
+
+/// A figure a rule can be about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    /// A percentile of a latency, ms.
+    Latency(Latency, Percentile),
+    /// Aggregate output throughput, tokens/s.
+    Throughput,
+    /// Responses meeting every objective, per second (continuous and open loops with an SLO).
+    Goodput,
+    /// Failed and invalid responses over the measured requests that ended.
+    ErrorRate,
+}
+
+const LATENCIES: [(&str, Latency); 4] = [
+    ("ttft", Latency::Ttft),
+    ("tpot", Latency::Tpot),
+    ("itl", Latency::Itl),
+    ("e2e", Latency::E2e),
+];
+const PERCENTILES: [(&str, Percentile); 4] = [
+    ("p50", Percentile::P50),
+    ("p90", Percentile::P90),
+    ("p95", Percentile::P95),
+    ("p99", Percentile::P99),
+];
+
+/// The metric names, as the usage error lists them.
+const METRICS: &str = "ttft_, tpot_, itl_ or e2e_ with p50, p90, p95 or p99; throughput; \
+                       goodput; error_rate";
+
+impl Metric {
+    /// What the metric measures.
+    pub fn kind(self) -> Kind {
+        match self {
+            Metric::Latency(..) => Kind::Time,
+            Metric::Throughput => Kind::Throughput,
+            Metric::Goodput => Kind::Goodput,
+            Metric::ErrorRate => Kind::Share,
+        }
+    }
+
+    /// The figure of `case`, and how many samples it rests on; `None` when the case has none.
+    pub fn figure(self, case: &CaseSummary) -> Option<Figure> {
+        match self {
+            Metric::Latency(latency, p) => {
+                let d = match latency {
+                    Latency::Ttft => case.ttft_ms.as_ref(),
+                    Latency::Tpot => case.tpot_ms.as_ref(),
+                    Latency::Itl => case.itl_ms.as_ref(),
+                    Latency::E2e => case.e2e_ms.as_ref(),
+                }?;
+                let value = match p {
+                    Percentile::P50 => d.median,
+                    Percentile::P90 => d.p90,
+                    Percentile::P95 => d.p95,
+                    Percentile::P99 => d.p99,
+                };
+                let of = if latency == Latency::Itl {
+                    "token gaps"
+                } else {
+                    "responses"
+                };
+                Some(Figure::new(value, d.n, of))
+            }
+            Metric::Throughput => {
+                let t = case.throughput_tps.as_ref()?;
+                Some(match case.load {
+                    Some(_) => Figure::new(t.mean, case.counts.ok as usize, "responses"),
+                    None => Figure::new(t.mean, t.n, "rounds"),
+                })
+            }
+            Metric::Goodput => {
+                let goodput = case.load.as_ref()?.goodput_rps?;
+                Some(Figure::new(goodput, case.counts.ok as usize, "responses"))
+            }
+            Metric::ErrorRate => {
+                let c = &case.counts;
+                let failed = c.invalid.saturating_add(c.error);
+                let ended = c.ok.saturating_add(failed);
+                (ended > 0).then(|| {
+                    Figure::new(
+                        f64::from(failed) / f64::from(ended),
+                        ended as usize,
+                        "requests",
+                    )
+                })
+            }
+        }
+    }
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Metric::Latency(l, p) => {
+                let l = LATENCIES.iter().find(|(_, x)| x == l).map_or("?", |x| x.0);
+                let p = PERCENTILES
+                    .iter()
+                    .find(|(_, x)| x == p)
+                    .map_or("?", |x| x.0);
+                write!(f, "{l}_{p}")
+            }
+            Metric::Throughput => f.write_str("throughput"),
+            Metric::Goodput => f.write_str("goodput"),
+            Metric::ErrorRate => f.write_str("error_rate"),
+        }
+    }
+}
+
+impl FromStr for Metric {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Metric, String> {
+        match name {
+            "throughput" => return Ok(Metric::Throughput),
+            "goodput" => return Ok(Metric::Goodput),
+            "error_rate" => return Ok(Metric::ErrorRate),
+            _ => {}
+        }
+        name.split_once('_')
+            .and_then(|(l, p)| {
+                let l = LATENCIES.iter().find(|(n, _)| *n == l)?.1;
+                let p = PERCENTILES.iter().find(|(n, _)| *n == p)?.1;
+                Some(Metric::Latency(l, p))
+            })
+            .ok_or_else(|| format!("unknown metric `{name}` (metrics: {METRICS})"))
+    }
+}
+
+/// A figure and the samples behind it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Figure {
+    /// The value, in the metric's unit (ms, tokens/s, requests/s, or a share 0–1).
+    pub value: f64,
+    /// Samples behind it.
+    pub n: usize,
+    /// What `n` counts: responses, token gaps, rounds or requests.
+    pub of: &'static str,
+}
+
+impl Figure {
+    fn new(value: f64, n: usize, of: &'static str) -> Figure {
+        Figure { value, n, of }
+    }
+}
+
+/// Which way a change breaks a rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Op {
+    /// The rule fails when the change is above its bound.
+    #[serde(rename = ">")]
+    Above,
+    /// The rule fails when the change is below its bound.
+    #[serde(rename = "<")]
+    Below,
+}
+
+/// A bound on the change from BASE to NEW.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(tag = "unit", content = "value", rename_all = "kebab-case")]
+pub enum Change {
+    /// (NEW − BASE) / BASE, in percent.
+    Percent(f64),
+    /// NEW − BASE in the metric's unit: ms, tokens/s, requests/s, or percentage points.
+    Absolute(f64),
+}
+
+/// One rule: fail when the change of `metric` from BASE to NEW is beyond `bound` in the
+/// direction of `op`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Rule {
+    /// The metric.
+    #[serde(serialize_with = "as_text")]
+    pub metric: Metric,
+    /// `>` or `<`.
+    pub op: Op,
+    /// The bound.
+    pub bound: Change,
+    /// The rule as given, normalised (`ttft_p50 > +10%`).
+    pub text: String,
+}
+
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's serialize_with hands the field by reference"
+)]
+fn as_text<S: serde::Serializer>(metric: &Metric, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(metric)
+}
+
+/// The units an absolute change of a metric of `kind` is written in, and the factor to the
+/// metric's own unit.
+fn units(kind: Kind) -> &'static [(&'static str, f64)] {
+    match kind {
+        Kind::Time => &[("ms", 1.0), ("s", 1e3), ("us", 1e-3), ("µs", 1e-3)],
+        Kind::Throughput => &[("tok/s", 1.0)],
+        Kind::Goodput => &[("req/s", 1.0)],
+        Kind::Share => &[("pp", 0.01)],
+    }
+}
+
+impl FromStr for Rule {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Rule, String> {
+        let at = text
+            .find(['>', '<'])
+            .ok_or("no `>` or `<` (write METRIC > CHANGE or METRIC < CHANGE)")?;
+        let op = if text[at..].starts_with('>') {
+            Op::Above
+        } else {
+            Op::Below
+        };
+        let (name, bound) = (text[..at].trim(), text[at + 1..].trim());
+        if bound.starts_with(['>', '<', '=']) {
+            return Err("the operator is `>` or `<` alone".into());
+        }
+        let metric: Metric = name.parse()?;
+        let (sign, rest) = match bound.strip_prefix('-') {
+            Some(rest) => (-1.0, rest),
+            None => (1.0, bound.strip_prefix('+').unwrap_or(bound)),
+        };
+        let end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (number, unit) = (&rest[..end], rest[end..].trim());
+        let value: f64 = number
+            .parse()
+            .map_err(|_| format!("`{bound}` is not a change such as +10% or +20ms"))?;
+        let allowed = units(metric.kind());
+        let change = if unit == "%" {
+            Change::Percent(sign * value)
+        } else if let Some((_, factor)) = allowed.iter().find(|(u, _)| *u == unit) {
+            Change::Absolute(sign * value * factor)
+        } else {
+            let names: Vec<&str> = allowed.iter().map(|(u, _)| *u).collect();
+            return Err(format!(
+                "`{bound}` needs a unit: % (relative to BASE) or {} for {metric}",
+                names.join(", ")
+            ));
+        };
+        let op_text = if op == Op::Above { '>' } else { '<' };
+        let sign_text = if sign < 0.0 { '-' } else { '+' };
+        Ok(Rule {
+            metric,
+            op,
+            bound: change,
+            text: format!("{metric} {op_text} {sign_text}{number}{unit}"),
+        })
+    }
+}
+
+/// The rules of `--fail-if` expressions, then of a thresholds file's `fail_if` list; a bad one is
+/// a usage error naming it.
+pub fn rules(flags: &[String], file: Option<(&str, &str)>) -> Result<Vec<Rule>, ConfigError> {
+    let mut out = Vec::new();
+    for text in flags {
+        out.push(
+            text.parse()
+                .map_err(|why| ConfigError(format!("--fail-if '{text}': {why}")))?,
+        );
+    }
+    if let Some((path, text)) = file {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Thresholds {
+            fail_if: Vec<String>,
+        }
+        let file: Thresholds = toml::from_str(text).map_err(|e| {
+            let message: String = e.message().trim().chars().take(300).collect();
+            ConfigError(format!("thresholds file {path}: {message}"))
+        })?;
+        for (i, text) in file.fail_if.iter().enumerate() {
+            out.push(text.parse().map_err(|why| {
+                ConfigError(format!(
+                    "thresholds file {path}, rule {} '{text}': {why}",
+                    i + 1
+                ))
+            })?);
+        }
+    }
+    Ok(out)
+}
+
+/// Both figures, the change in the rule's unit and whether it breaks the rule.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Comparison {
+    /// BASE's figure.
+    pub base: Figure,
+    /// NEW's figure.
+    pub new: Figure,
+    /// The change in the unit of the rule's bound: percent of BASE (±infinity, written as
+    /// `null`, from a BASE of 0), or NEW − BASE in the metric's unit.
+    pub change: f64,
+}
+
+/// How one rule came out on one case.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "verdict", rename_all = "kebab-case")]
+pub enum Verdict {
+    /// The change is within the rule.
+    Passed(Comparison),
+    /// The change breaks the rule.
+    Failed(Comparison),
+    /// Not compared, and why (a figure absent on one side, a case incomplete on one side).
+    NotCompared {
+        /// Why, in words.
+        reason: String,
+    },
+}
+
+/// Checks `rule` on a case of BASE against the same case of NEW. Latency, throughput and goodput
+/// are compared only where both cases are complete; the error rate wherever both have requests
+/// that ended, since a case with failures is never complete.
+pub fn check(rule: &Rule, base: &CaseSummary, new: &CaseSummary) -> Verdict {
+    if rule.metric != Metric::ErrorRate {
+        let sides = [(base, "BASE"), (new, "NEW")];
+        let incomplete: Vec<&str> = sides
+            .iter()
+            .filter(|(c, _)| !c.complete)
+            .map(|(_, s)| *s)
+            .collect();
+        if !incomplete.is_empty() {
+            let reason = format!("not compared (incomplete in {})", incomplete.join(" and "));
+            return Verdict::NotCompared { reason };
+        }
+    }
+    let (b, n) = match (rule.metric.figure(base), rule.metric.figure(new)) {
+        (Some(b), Some(n)) => (b, n),
+        (b, _) => {
+            let side = if b.is_none() { "BASE" } else { "NEW" };
+            let reason = format!("not compared (absent in {side})");
+            return Verdict::NotCompared { reason };
+        }
+    };
+    let change = match rule.bound {
+        Change::Percent(_) if b.value == 0.0 => match n.value {
+            0.0 => 0.0,
+            v if v > 0.0 => f64::INFINITY,
+            _ => f64::NEG_INFINITY,
+        },
+        Change::Percent(_) => (n.value - b.value) / b.value.abs() * 100.0,
+        Change::Absolute(_) => n.value - b.value,
+    };
+    let bound = match rule.bound {
+        Change::Percent(v) | Change::Absolute(v) => v,
+    };
+    let breaks = match rule.op {
+        Op::Above => change > bound,
+        Op::Below => change < bound,
+    };
+    let comparison = Comparison {
+        base: b,
+        new: n,
+        change,
+    };
+    if breaks {
+        Verdict::Failed(comparison)
+    } else {
+        Verdict::Passed(comparison)
+    }
+}
+
+/// One rule on one case of one NEW attempt.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Check {
+    /// The case id (BASE's).
+    pub case: String,
+    /// The case's key.
+    pub key: CaseKey,
+    /// The NEW attempt's index among the compared ones (1 for B).
+    pub new: usize,
+    /// The rule.
+    pub rule: Rule,
+    /// The outcome.
+    #[serde(flatten)]
+    pub verdict: Verdict,
+}
+
+/// Every rule on every case that BASE (the first attempt) and each later attempt both ran.
+/// Cases of one side only are no checks: the comparison lists them.
+pub fn evaluate(rules: &[Rule], attempts: &[KeyedAttempt]) -> Vec<Check> {
+    let mut checks = Vec::new();
+    for (key, cases) in matched(attempts) {
+        let Some(Some(base)) = cases.first() else {
+            continue;
+        };
+        for (i, new) in cases.iter().enumerate().skip(1) {
+            let Some(new) = new else { continue };
+            for rule in rules {
+                checks.push(Check {
+                    case: base.id.clone(),
+                    key: key.clone(),
+                    new: i,
+                    rule: rule.clone(),
+                    verdict: check(rule, base, new),
+                });
+            }
+        }
+    }
+    checks
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,215 @@
+//! Unit tests of `summary/gate.rs`: the grammar, and checks on hand-built figures.
+
+use super::*;
+use crate::fixture;
+use crate::summary::identity::{LengthKey, LoadKey};
+use std::collections::BTreeMap;
+
+fn rule(text: &str) -> Rule {
+    text.parse()
+        .unwrap_or_else(|e| panic!("{text} should parse: {e}"))
+}
+
+fn error(text: &str) -> String {
+    match text.parse::<Rule>() {
+        Ok(r) => panic!("{text} should not parse, got {r:?}"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn good_expressions_parse_to_their_metric_direction_and_bound() {
+    let r = rule("ttft_p50 > +10%");
+    assert_eq!(r.metric, Metric::Latency(Latency::Ttft, Percentile::P50));
+    assert_eq!(r.op, Op::Above);
+    assert_eq!(r.bound, Change::Percent(10.0));
+    assert_eq!(r.text, "ttft_p50 > +10%");
+    let r = rule("throughput<-5%");
+    assert_eq!(
+        (r.metric, r.op, r.bound),
+        (Metric::Throughput, Op::Below, Change::Percent(-5.0))
+    );
+    assert_eq!(r.text, "throughput < -5%");
+    assert_eq!(rule("e2e_p99 > 20ms").bound, Change::Absolute(20.0));
+    assert_eq!(rule("e2e_p99 > +1.5s").bound, Change::Absolute(1500.0));
+    assert_eq!(rule("itl_p99 > +500us").bound, Change::Absolute(0.5));
+    assert_eq!(rule("throughput < -50tok/s").bound, Change::Absolute(-50.0));
+    assert_eq!(rule("goodput < -2 req/s").bound, Change::Absolute(-2.0));
+    assert_eq!(rule("error_rate > +1pp").bound, Change::Absolute(0.01));
+    assert_eq!(
+        rule("tpot_p90 > +0.5%").metric,
+        Metric::Latency(Latency::Tpot, Percentile::P90)
+    );
+}
+
+#[test]
+fn bad_expressions_say_what_is_wrong() {
+    assert!(error("ttft_p50 +10%").contains("no `>` or `<`"));
+    assert!(error("ttft_p42 > +10%").contains("unknown metric `ttft_p42`"));
+    assert!(error("latency > +10%").contains("metrics: ttft_"));
+    assert!(error("ttft_p50 >= +10%").contains("`>` or `<` alone"));
+    assert!(error("ttft_p50 > fast").contains("`fast` is not a change"));
+    assert!(error("ttft_p50 > ").contains("is not a change"));
+    let unit = error("ttft_p50 > +5tok/s");
+    assert!(unit.contains("ms, s, us, µs for ttft_p50"), "{unit}");
+    assert!(error("throughput < -5").contains("needs a unit"));
+    assert!(error("error_rate > +1ms").contains("pp for error_rate"));
+}
+
+#[test]
+fn a_bad_rule_is_a_usage_error_naming_it_and_its_origin() {
+    let flags = vec!["ttft_p50 > +10%".to_owned(), "ttft > 1".to_owned()];
+    let e = rules(&flags, None).expect_err("bad flag");
+    assert!(
+        e.0.starts_with("--fail-if 'ttft > 1': unknown metric"),
+        "{e}"
+    );
+    let file = "fail_if = [\"throughput < -5%\", \"goodput < 3\"]";
+    let e = rules(&[], Some(("t.toml", file))).expect_err("bad rule in the file");
+    assert!(
+        e.0.starts_with("thresholds file t.toml, rule 2 'goodput < 3'"),
+        "{e}"
+    );
+    let e = rules(&[], Some(("t.toml", "fail-if = []"))).expect_err("unknown key");
+    assert!(e.0.starts_with("thresholds file t.toml:"), "{e}");
+    let both = rules(
+        &flags[..1],
+        Some(("t.toml", "fail_if = [\"throughput < -5%\"]")),
+    );
+    let texts: Vec<String> = both.expect("good").into_iter().map(|r| r.text).collect();
+    assert_eq!(texts, ["ttft_p50 > +10%", "throughput < -5%"]);
+}
+
+/// The fixture's first case (complete), its median TTFT set to `ttft_ms`.
+fn case_with_ttft(ttft_ms: f64) -> CaseSummary {
+    let mut case = fixture::report().summary.cases[0].clone();
+    assert!(case.complete, "the fixture's first case is complete");
+    case.ttft_ms.as_mut().expect("a TTFT").median = ttft_ms;
+    case
+}
+
+fn comparison(v: &Verdict) -> &Comparison {
+    match v {
+        Verdict::Passed(c) | Verdict::Failed(c) => c,
+        Verdict::NotCompared { reason } => panic!("not compared: {reason}"),
+    }
+}
+
+#[test]
+fn fifteen_percent_slower_fails_a_ten_percent_rule_and_five_percent_passes() {
+    let limit = rule("ttft_p50 > +10%");
+    let base = case_with_ttft(100.0);
+    let slower = check(&limit, &base, &case_with_ttft(115.0));
+    assert!(matches!(slower, Verdict::Failed(_)), "{slower:?}");
+    let c = comparison(&slower);
+    assert!((c.change - 15.0).abs() < 1e-9);
+    assert_eq!((c.base.value, c.new.value), (100.0, 115.0));
+    assert_eq!(c.base.n, base.ttft_ms.as_ref().expect("TTFT").n);
+    assert_eq!(c.base.of, "responses");
+    let within = check(&limit, &base, &case_with_ttft(105.0));
+    assert!(matches!(within, Verdict::Passed(_)), "{within:?}");
+    let faster = check(&limit, &base, &case_with_ttft(50.0));
+    assert!(
+        matches!(faster, Verdict::Passed(_)),
+        "faster never fails a `>` rule"
+    );
+    let absolute = check(&rule("ttft_p50 > +20ms"), &base, &case_with_ttft(115.0));
+    assert!(
+        matches!(absolute, Verdict::Passed(_)),
+        "15 ms is within 20 ms"
+    );
+}
+
+#[test]
+fn a_drop_in_throughput_fails_a_below_rule() {
+    let base = case_with_ttft(100.0);
+    let mut new = base.clone();
+    let spread = new.throughput_tps.as_mut().expect("throughput");
+    spread.mean *= 0.9;
+    let verdict = check(&rule("throughput < -5%"), &base, &new);
+    assert!(matches!(verdict, Verdict::Failed(_)), "{verdict:?}");
+    assert!((comparison(&verdict).change + 10.0).abs() < 1e-9);
+    assert_eq!(comparison(&verdict).base.of, "rounds");
+    let verdict = check(&rule("throughput < -20%"), &base, &new);
+    assert!(matches!(verdict, Verdict::Passed(_)));
+}
+
+#[test]
+fn absent_figures_and_incomplete_cases_are_not_compared() {
+    let base = case_with_ttft(100.0);
+    let verdict = check(&rule("goodput < -5%"), &base, &base);
+    assert_eq!(
+        verdict,
+        Verdict::NotCompared {
+            reason: "not compared (absent in BASE)".into()
+        },
+        "closed rounds have no goodput"
+    );
+    let mut new = base.clone();
+    new.tpot_ms = None;
+    let verdict = check(&rule("tpot_p99 > +5%"), &base, &new);
+    assert_eq!(
+        verdict,
+        Verdict::NotCompared {
+            reason: "not compared (absent in NEW)".into()
+        }
+    );
+    let incomplete = fixture::report().summary.cases[3].clone();
+    assert!(!incomplete.complete);
+    let verdict = check(&rule("ttft_p50 > +10%"), &base, &incomplete);
+    assert_eq!(
+        verdict,
+        Verdict::NotCompared {
+            reason: "not compared (incomplete in NEW)".into()
+        }
+    );
+    // The error rate is what an incomplete case has: it is compared, from a BASE of 0.
+    let verdict = check(&rule("error_rate > +1pp"), &base, &incomplete);
+    assert!(matches!(verdict, Verdict::Failed(_)), "{verdict:?}");
+    let c = comparison(&verdict);
+    assert_eq!(c.base.value, 0.0);
+    assert!(c.new.value > 0.01);
+    let relative = check(&rule("error_rate > +10%"), &base, &incomplete);
+    assert!(
+        comparison(&relative).change.is_infinite(),
+        "any error from 0 is +∞ %"
+    );
+}
+
+#[test]
+fn every_rule_is_checked_on_every_case_both_ran_and_one_sided_cases_are_no_checks() {
+    let key = |concurrency| CaseKey {
+        input: LengthKey::fixed(64),
+        load: LoadKey::Rounds { concurrency },
+        output: LengthKey::fixed(4),
+        shared_prefix_tokens: 0,
+        api: "llamacpp".into(),
+    };
+    let attempt = |cases: Vec<(CaseSummary, u32)>| {
+        let mut summary = fixture::report().summary;
+        let keys: BTreeMap<String, CaseKey> =
+            cases.iter().map(|(c, k)| (c.id.clone(), key(*k))).collect();
+        summary.cases = cases.into_iter().map(|(c, _)| c).collect();
+        KeyedAttempt { summary, keys }
+    };
+    let named = |id: &str, ttft| {
+        let mut c = case_with_ttft(ttft);
+        c.id = id.into();
+        c
+    };
+    let base = attempt(vec![(named("one", 100.0), 1), (named("two", 100.0), 2)]);
+    let new = attempt(vec![(named("one", 100.0), 1), (named("three", 300.0), 3)]);
+    let rules = [rule("ttft_p50 > +10%"), rule("throughput < -5%")];
+    let checks = evaluate(&rules, &[base.clone(), new]);
+    assert_eq!(checks.len(), 2, "two rules on the one shared case");
+    assert!(checks.iter().all(|c| c.case == "one" && c.new == 1));
+    let slow = attempt(vec![(named("one", 200.0), 1), (named("two", 100.0), 2)]);
+    let checks = evaluate(&rules, &[base, slow]);
+    let failed: Vec<(&str, &str)> = checks
+        .iter()
+        .filter(|c| matches!(c.verdict, Verdict::Failed(_)))
+        .map(|c| (c.case.as_str(), c.rule.text.as_str()))
+        .collect();
+    assert_eq!(failed, [("one", "ttft_p50 > +10%")]);
+    assert_eq!(checks.len(), 4);
+}
