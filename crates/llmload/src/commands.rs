@@ -67,7 +67,7 @@ pub async fn execute(command: Command) -> Result<u8> {
             }
             let failed = checks
                 .iter()
-                .any(|c| matches!(c.verdict, gate::Verdict::Failed(_)));
+                .any(|c| c.verdict.fails());
             Ok(if failed { GATE_FAILED } else { 0 })
         }
         Command::Plan(args) => {

@@ -354,17 +354,36 @@ pub enum Verdict {
     Passed(Comparison),
     /// The change breaks the rule.
     Failed(Comparison),
-    /// Not compared, and why (a figure absent on one side, a case incomplete on one side).
+    /// Not compared, and why (a figure absent on one side, a case incomplete in BASE).
     NotCompared {
+        /// Why, in words.
+        reason: String,
+    },
+    /// The case is complete in BASE and not in NEW: the new attempt did not finish what the
+    /// base did (failures, a stop), which fails the gate whatever the rule.
+    Unfinished {
         /// Why, in words.
         reason: String,
     },
 }
 
+impl Verdict {
+    /// Whether this verdict fails the gate.
+    pub fn fails(&self) -> bool {
+        matches!(self, Verdict::Failed(_) | Verdict::Unfinished { .. })
+    }
+}
+
 /// Checks `rule` on a case of BASE against the same case of NEW. Latency, throughput and goodput
 /// are compared only where both cases are complete; the error rate wherever both have requests
-/// that ended, since a case with failures is never complete.
+/// that ended, since a case with failures is never complete. A case complete in BASE and not in
+/// NEW fails every rule but the error rate's, which is compared.
 pub fn check(rule: &Rule, base: &CaseSummary, new: &CaseSummary) -> Verdict {
+    if rule.metric != Metric::ErrorRate && base.complete && !new.complete {
+        return Verdict::Unfinished {
+            reason: "complete in BASE, incomplete in NEW".into(),
+        };
+    }
     if rule.metric != Metric::ErrorRate {
         let sides = [(base, "BASE"), (new, "NEW")];
         let incomplete: Vec<&str> = sides

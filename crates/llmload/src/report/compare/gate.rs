@@ -40,6 +40,12 @@ pub fn render(rules: &[Rule], checks: &[Check]) -> String {
             Verdict::NotCompared { reason } => {
                 ("–".into(), "–".into(), "–".into(), reason.as_str())
             }
+            Verdict::Unfinished { .. } => (
+                "–".into(),
+                "–".into(),
+                "–".into(),
+                "**FAILED** (complete in BASE, incomplete in NEW)",
+            ),
         };
         let _ = writeln!(
             out,
@@ -51,7 +57,7 @@ pub fn render(rules: &[Rule], checks: &[Check]) -> String {
     }
     let failed: Vec<&Check> = checks
         .iter()
-        .filter(|c| matches!(c.verdict, Verdict::Failed(_)))
+        .filter(|c| c.verdict.fails())
         .collect();
     let unchecked = checks
         .iter()
@@ -81,8 +87,19 @@ pub fn render(rules: &[Rule], checks: &[Check]) -> String {
 /// One failing check in words: case, metric, BASE figure (n), NEW figure (n), change, rule.
 pub fn failure_line(c: &Check) -> String {
     let kind = c.rule.metric.kind();
-    let Verdict::Failed(x) = &c.verdict else {
-        return String::new();
+    let x = match &c.verdict {
+        Verdict::Failed(x) => x,
+        Verdict::Unfinished { reason } => {
+            return format!(
+                "{} ({}): {} not compared against {}: {reason}, breaks `{}`",
+                c.case,
+                c.key.describe(),
+                c.rule.metric,
+                letter(c.new),
+                c.rule.text
+            )
+        }
+        _ => return String::new(),
     };
     format!(
         "{} ({}): {} A {} → {} {}, {}, breaks `{}`",
@@ -128,7 +145,7 @@ fn change(kind: Kind, rule: &Rule, x: &Comparison) -> String {
 /// The gate as JSON: whether it passed, counts, and every check with its figures.
 pub fn to_json(checks: &[Check]) -> serde_json::Value {
     let count = |f: fn(&Verdict) -> bool| checks.iter().filter(|c| f(&c.verdict)).count();
-    let failed = count(|v| matches!(v, Verdict::Failed(_)));
+    let failed = count(Verdict::fails);
     serde_json::json!({
         "passed": failed == 0,
         "checks_total": checks.len(),

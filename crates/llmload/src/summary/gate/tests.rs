@@ -135,7 +135,7 @@ fn a_drop_in_throughput_fails_a_below_rule() {
 }
 
 #[test]
-fn absent_figures_and_incomplete_cases_are_not_compared() {
+fn absent_figures_are_not_compared_and_a_case_left_unfinished_fails() {
     let base = case_with_ttft(100.0);
     let verdict = check(&rule("goodput < -5%"), &base, &base);
     assert_eq!(
@@ -156,13 +156,19 @@ fn absent_figures_and_incomplete_cases_are_not_compared() {
     );
     let incomplete = fixture::report().summary.cases[3].clone();
     assert!(!incomplete.complete);
+    // Complete in BASE, incomplete in NEW: the new attempt did not finish it, which fails.
     let verdict = check(&rule("ttft_p50 > +10%"), &base, &incomplete);
+    assert!(matches!(verdict, Verdict::Unfinished { .. }), "{verdict:?}");
+    assert!(verdict.fails());
+    // Incomplete in BASE: nothing to hold NEW to.
+    let verdict = check(&rule("ttft_p50 > +10%"), &incomplete, &base);
     assert_eq!(
         verdict,
         Verdict::NotCompared {
-            reason: "not compared (incomplete in NEW)".into()
+            reason: "not compared (incomplete in BASE)".into()
         }
     );
+    assert!(!verdict.fails());
     // The error rate is what an incomplete case has: it is compared, from a BASE of 0.
     let verdict = check(&rule("error_rate > +1pp"), &base, &incomplete);
     assert!(matches!(verdict, Verdict::Failed(_)), "{verdict:?}");
