@@ -20,6 +20,7 @@ pub async fn execute(command: Command) -> Result<u8> {
     match command {
         Command::Run(args) => {
             let config = Config::resolve(args.settings()?)?;
+            warn_at_start(&config);
             let result = crate::run(&config, interrupts()).await?;
             print!("{}", summary_text(&result.summary, args.json));
             records_line(&result.dir, args.quiet);
@@ -27,6 +28,7 @@ pub async fn execute(command: Command) -> Result<u8> {
         }
         Command::Sweep(args) => {
             let config = Config::resolve(args.run.settings()?)?;
+            warn_at_start(&config);
             let (result, section) =
                 crate::sweep(&config, (&*args).try_into()?, interrupts()).await?;
             if args.run.json {
@@ -100,6 +102,13 @@ fn summary_text(summary: &Summary, json_wanted: bool) -> String {
 }
 
 /// Where the records are, on stderr, unless quiet.
+/// What a run should not start without saying, on stderr (unless `--quiet`).
+fn warn_at_start(config: &Config) {
+    if config.tls.insecure && !config.quiet {
+        eprintln!("warning: --insecure: the server's certificate is not checked");
+    }
+}
+
 fn records_line(dir: &std::path::Path, quiet: bool) {
     if !quiet {
         eprintln!("records: {}", dir.display());

@@ -128,6 +128,7 @@ pub async fn measure<S: CaseSource>(
         (config.timeout, config.setup_timeout),
         config.authorization().as_deref(),
         &config.header_pairs(),
+        &config.tls,
     )?;
     let (target, prompts, sampler) = tokio::select! {
         ready = prepare(config, endpoint) => ready?,
