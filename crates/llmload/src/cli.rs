@@ -106,6 +106,10 @@ pub struct PlanArgs {
 
 /// `llmload run`: flags override the values of `--config`.
 #[derive(Debug, Default, Args)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "the command line's yes/no flags, each independent of the others"
+)]
 pub struct RunArgs {
     /// TOML campaign file (keys are the flag names with `_` for `-`); flags given here override it.
     #[arg(long, value_name = "FILE")]
@@ -134,6 +138,14 @@ pub struct RunArgs {
     /// /metrics scrape, connecting included [default: 30s].
     #[arg(long, value_name = "DURATION")]
     pub setup_timeout: Option<String>,
+    /// A PEM file of certificates to trust besides the system's, for an https:// server whose
+    /// certificate a private CA signed (or a self-signed one).
+    #[arg(long, value_name = "FILE")]
+    pub ca_cert: Option<PathBuf>,
+    /// Do not check the https:// server's certificate or host name (traffic is still
+    /// encrypted, but anyone in between could read it).
+    #[arg(long)]
+    pub insecure: bool,
     /// A header whose value may be written to the attempt's files and printed (values of other
     /// headers than a few harmless ones, such as User-Agent, are redacted); may be repeated.
     #[arg(long = "show-header", value_name = "NAME")]
@@ -359,6 +371,8 @@ impl From<&RunArgs> for Settings {
             headers: a.headers.clone(),
             timeout: a.timeout.clone(),
             setup_timeout: a.setup_timeout.clone(),
+            ca_cert: a.ca_cert.clone(),
+            insecure: a.insecure.then_some(true),
             show_headers: a.show_headers.clone(),
             // Not JSON: kept as text, which the config rejects with its own message.
             extra_body: a.extra_body.as_deref().map(|text| {

@@ -24,6 +24,7 @@ pub async fn execute(command: Command) -> Result<u8> {
     match command {
         Command::Run(args) => {
             let config = Config::resolve(args.settings()?)?;
+            warn_at_start(&config);
             let result = crate::run(&config, interrupts()).await?;
             print!("{}", summary_text(&result.summary, args.json));
             records_line(&result.dir, args.quiet);
@@ -31,6 +32,7 @@ pub async fn execute(command: Command) -> Result<u8> {
         }
         Command::Sweep(args) => {
             let config = Config::resolve(args.run.settings()?)?;
+            warn_at_start(&config);
             let (result, section) =
                 crate::sweep(&config, (&*args).try_into()?, interrupts()).await?;
             if args.run.json {
@@ -65,9 +67,7 @@ pub async fn execute(command: Command) -> Result<u8> {
                     print!("{}", compare::render_gate(&rules, &checks));
                 }
             }
-            let failed = checks
-                .iter()
-                .any(|c| c.verdict.fails());
+            let failed = checks.iter().any(|c| c.verdict.fails());
             Ok(if failed { GATE_FAILED } else { 0 })
         }
         Command::Plan(args) => {
@@ -113,6 +113,15 @@ fn summary_text(summary: &Summary, json_wanted: bool) -> String {
 }
 
 /// Where the records are, on stderr, unless quiet.
+/// What a run should not start without saying, on stderr (unless `--quiet`).
+/// Warnings that hold for the whole run, printed even with `--quiet`: turning checks off is never
+/// silent.
+fn warn_at_start(config: &Config) {
+    if config.tls.insecure {
+        eprintln!("warning: --insecure: the server's certificate is not checked");
+    }
+}
+
 fn records_line(dir: &std::path::Path, quiet: bool) {
     if !quiet {
         eprintln!("records: {}", dir.display());

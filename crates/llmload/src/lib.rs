@@ -134,6 +134,7 @@ pub async fn measure<S: CaseSource>(
         (config.timeout, config.setup_timeout),
         config.authorization().as_deref(),
         &config.header_pairs(),
+        &config.tls,
     )?;
     endpoint.tokenizer = tokenizer.map(std::sync::Arc::new);
     let (target, prompts, sampler) = tokio::select! {

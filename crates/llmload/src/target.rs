@@ -219,9 +219,10 @@ async fn setup_request(
         let mut response = request.send().await.map_err(|e| {
             if e.is_connect() {
                 Error::Target(format!(
-                    "cannot reach {}: {}",
+                    "cannot reach {}: {}{}",
                     endpoint.base_url,
-                    root_cause(&e)
+                    root_cause(&e),
+                    crate::api::tls::hint(&e)
                 ))
             } else {
                 Error::Target(format!("{url}: {}", root_cause(&e)))

@@ -41,6 +41,9 @@ pub async fn start_with(config: SimConfig) -> Server {
     let address = listener.local_addr().expect("address");
     let shutdown = CancellationToken::new();
     tokio::spawn(serve(listener, config, shutdown.clone()));
+    // reqwest's TLS (rustls without a built-in provider) wants one even for plain http; a
+    // second test installing it is refused harmlessly.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     Server {
         base: format!("http://{address}"),
         client: reqwest::Client::new(),

@@ -1,5 +1,6 @@
-//! The wire under a streamed exchange on plain `http://`: HTTP/1.1 over one kept-alive TCP
-//! connection per in-flight stream, written for the hot path of a benchmark client.
+//! The wire under a streamed exchange: HTTP/1.1 over one kept-alive connection per in-flight
+//! stream (plain TCP, or TLS over it: [`super::conn`]), written for the hot path of a benchmark
+//! client.
 //!
 //! One task owns its connection and reads it directly: no connection task, no body channel, no
 //! copy between the socket buffer and the SSE decoder. A read that returns less than the buffer
@@ -13,13 +14,15 @@
 //! client does not add its own delay to the latencies it reports; how late it read is kept apart
 //! ([`ReadLag`]) for the self-check.
 
+use super::conn::{Conn, TlsPeer};
 use llmload_stamp as stamp;
+use rustls::ClientConfig;
 use std::fmt::Write as _;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncWriteExt, Interest};
+use tokio::io::Interest;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
@@ -29,7 +32,8 @@ pub const READ_BUFFER: usize = 4096;
 /// Largest response head accepted.
 const MAX_HEAD: usize = 64 * 1024;
 
-/// Where plain-HTTP requests go, and the header lines every request carries.
+/// Where streamed requests go (`http://` or `https://`), and the header lines every request
+/// carries.
 #[derive(Debug)]
 pub struct Origin {
     /// `host:port` to connect to.
@@ -38,26 +42,39 @@ pub struct Origin {
     pub prefix: String,
     /// `Host:` and the configured header lines, each ending in CRLF.
     pub header_lines: String,
+    /// `https://`: who the TLS connections go to.
+    tls: Option<TlsPeer>,
     /// Connections whose last response ended cleanly, ready for the next request.
-    idle: Mutex<Vec<TcpStream>>,
+    idle: Mutex<Vec<Conn>>,
 }
 
 impl Origin {
-    /// The origin of `base_url` when it is plain `http://`; `None` otherwise (https goes through
-    /// the general client).
-    pub fn parse(base_url: &str, headers: &[(String, String)]) -> Option<Origin> {
-        let rest = base_url.strip_prefix("http://")?;
+    /// The origin of `base_url`, `http://` or `https://` (which needs `tls`, the client
+    /// configuration); `None` for anything else.
+    pub fn parse(
+        base_url: &str,
+        headers: &[(String, String)],
+        tls: Option<&Arc<ClientConfig>>,
+    ) -> Option<Origin> {
+        let (rest, default_port, secure) = match base_url.strip_prefix("https://") {
+            Some(rest) => (rest, 443, true),
+            None => (base_url.strip_prefix("http://")?, 80, false),
+        };
         let (authority, prefix) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
         if authority.is_empty() || authority.contains('@') {
             return None;
         }
-        let address = if authority
-            .rsplit_once(':')
-            .is_some_and(|(_, p)| !p.contains(']'))
-        {
-            authority.to_owned()
+        let (host, address) = match authority.rsplit_once(':') {
+            Some((host, port)) if !port.contains(']') => (host, authority.to_owned()),
+            _ => (authority, format!("{authority}:{default_port}")),
+        };
+        let tls = if secure {
+            Some(TlsPeer {
+                config: tls?.clone(),
+                name: super::tls::server_name(host)?,
+            })
         } else {
-            format!("{authority}:80")
+            None
         };
         let mut header_lines = format!("Host: {authority}\r\n");
         for (name, value) in headers {
@@ -67,44 +84,37 @@ impl Origin {
             address,
             prefix: prefix.trim_end_matches('/').to_owned(),
             header_lines,
+            tls,
             idle: Mutex::new(Vec::new()),
         })
     }
 
     /// An idle kept-alive connection that the server has not closed (and `true`), or a new one.
     /// Some servers (llama-server) close a connection after each stream without saying so: a
-    /// kept connection whose peer has since closed it reads as at its end, and is dropped here
-    /// rather than failing the next request.
-    pub async fn connection(&self) -> io::Result<(TcpStream, bool)> {
+    /// kept connection whose peer has since closed it is dropped here rather than failing the
+    /// next request.
+    pub async fn connection(&self) -> io::Result<(Conn, bool)> {
         loop {
             let reused = self.idle.lock().ok().and_then(|mut idle| idle.pop());
-            let Some(stream) = reused else {
+            let Some(mut conn) = reused else {
                 break;
             };
-            let mut probe = [0u8; 1];
-            match stream.try_read(&mut probe) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok((stream, true)),
-                // Closed (0 bytes), broken, or holding bytes nobody asked for: not reusable.
-                _ => {}
+            if conn.is_reusable() {
+                return Ok((conn, true));
             }
         }
         Ok((self.fresh_connection().await?, false))
     }
 
-    /// A new connection, never a kept one.
-    pub async fn fresh_connection(&self) -> io::Result<TcpStream> {
-        let stream = TcpStream::connect(&self.address).await?;
-        // Requests must leave at once, not wait for Nagle's algorithm.
-        stream.set_nodelay(true)?;
-        // Without kernel stamps (an exotic kernel), reads are timed when they return.
-        stamp::enable(&stream);
-        Ok(stream)
+    /// A new connection, never a kept one; over TLS, with its handshake done.
+    pub async fn fresh_connection(&self) -> io::Result<Conn> {
+        Conn::open(&self.address, self.tls.as_ref()).await
     }
 
     /// Keeps a connection whose response ended cleanly for the next request.
-    pub fn keep(&self, stream: TcpStream) {
+    pub fn keep(&self, conn: Conn) {
         if let Ok(mut idle) = self.idle.lock() {
-            idle.push(stream);
+            idle.push(conn);
         }
     }
 
@@ -133,11 +143,6 @@ impl Origin {
 /// beyond the limit fail as connect errors, counted like any other.
 pub fn raise_open_files_limit() -> u64 {
     rlimit::increase_nofile_limit(u64::MAX).unwrap_or(0)
-}
-
-/// Writes a whole request.
-pub async fn send(stream: &mut TcpStream, request: &[u8]) -> io::Result<()> {
-    stream.write_all(request).await
 }
 
 /// Reads what has arrived into `buffer`, waiting for at least one byte; 0 at the end of the

@@ -1,15 +1,18 @@
 //! The APIs llmload speaks: request bodies and event meanings, one adapter per API.
 //!
-//! Everything here is pure: `client` does the I/O, `sse` splits the byte stream into events, and
-//! the adapters say what each event's data means (how many generated tokens it carries, whether
-//! it ends the response, which counters the server reported).
+//! Everything here is pure but the wire: `client` does the I/O (over `http1` and `conn`, with
+//! `tls` for `https://`), `sse` splits the byte stream into events, and the adapters say what
+//! each event's data means (how many generated tokens it carries, whether it ends the response,
+//! which counters the server reported).
 
 pub mod client;
+pub mod conn;
 mod decode;
 pub mod http1;
 pub mod llamacpp;
 pub mod openai;
 pub mod sse;
+pub mod tls;
 pub mod token_events;
 
 use serde::{Deserialize, Serialize};

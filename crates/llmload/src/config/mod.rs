@@ -2,6 +2,7 @@
 //! so that the rest of the pipeline never sees a string standing in for an enum or a zero
 //! standing in for "unset".
 
+use crate::api::tls::{read_ca_certs, TlsOptions};
 use crate::api::Api;
 use crate::guard::Limits;
 use crate::telemetry::Source;
@@ -91,6 +92,9 @@ pub struct Config {
     /// The limit for each setup request and `/metrics` scrape.
     #[serde(rename = "setup_timeout_s", serialize_with = "as_seconds")]
     pub setup_timeout: Duration,
+    /// How an `https://` server's certificate is checked: `ca_cert` and `insecure`.
+    #[serde(flatten)]
+    pub tls: TlsOptions,
     /// Fields merged into every request body; written with values under secret-looking keys
     /// redacted.
     #[serde(serialize_with = "redacted_json")]
@@ -204,6 +208,10 @@ impl Config {
                 .collect::<Result<_, _>>()?,
             timeout: duration("timeout", s.timeout, "10m")?,
             setup_timeout: duration("setup-timeout", s.setup_timeout, "30s")?,
+            tls: TlsOptions {
+                ca_cert: s.ca_cert,
+                insecure: s.insecure.unwrap_or(false),
+            },
             extra_body: extra_body(s.extra_body)?,
             name: s.name.unwrap_or_else(|| "campaign".into()),
             url,
@@ -339,6 +347,9 @@ impl Config {
                 }
                 Err(e) => return bad(format!("--corpus {}: {e}", corpus.display())),
             }
+        }
+        if let Some(path) = &self.tls.ca_cert {
+            read_ca_certs(path).map_err(|e| ConfigError(e.to_string()))?;
         }
         self.load.validate()?;
         self.check_shared_prefix()?;

@@ -30,6 +30,10 @@ pub struct Settings {
     pub timeout: Option<String>,
     /// `--setup-timeout`: the limit for each setup request and `/metrics` scrape.
     pub setup_timeout: Option<String>,
+    /// `--ca-cert`: a PEM file of certificates trusted besides the system's.
+    pub ca_cert: Option<PathBuf>,
+    /// `--insecure`: the server's certificate is not checked.
+    pub insecure: Option<bool>,
     /// `--show-header`: header names whose values may be written and printed.
     #[serde(default)]
     pub show_headers: Vec<String>,
@@ -132,6 +136,8 @@ impl Settings {
             api_key,
             timeout,
             setup_timeout,
+            ca_cert,
+            insecure,
             extra_body,
             input_tokens,
             concurrency,

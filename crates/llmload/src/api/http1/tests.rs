@@ -2,45 +2,6 @@
 
 use super::*;
 use proptest::prelude::*;
-use tokio::io::AsyncWriteExt;
-
-#[tokio::test]
-async fn bytes_are_timed_when_they_arrived_not_when_they_were_read() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let origin = Origin::parse(
-        &format!("http://{}", listener.local_addr().expect("address")),
-        &[],
-    )
-    .expect("plain http");
-    let (stream, accepted) = tokio::join!(origin.fresh_connection(), listener.accept());
-    let (stream, (mut server, _)) = (stream.expect("connect"), accepted.expect("accept"));
-    // The kernel turns stamping on for everyone a moment after the first socket asks (a
-    // deferred switch), so the first segments may go unstamped: a few tries.
-    let mut lags = Vec::new();
-    for _ in 0..20 {
-        let before = Instant::now();
-        server.write_all(b"data: early\n\n").await.expect("write");
-        // The client is busy for 80 ms before it reads: the bytes are already there.
-        std::thread::sleep(Duration::from_millis(80));
-        let mut buffer = [0u8; 64];
-        let (n, arrived) = read(&stream, &mut buffer).await.expect("read");
-        let returned = Instant::now();
-        assert_eq!(&buffer[..n], b"data: early\n\n");
-        // The wall-clock stamp converted to the monotonic clock: within a little of the
-        // truth, never before the bytes were sent.
-        assert!(
-            arrived >= before - Duration::from_millis(2),
-            "{arrived:?} {before:?}"
-        );
-        lags.push(returned.duration_since(arrived));
-        if lags.last().is_some_and(|l| *l >= Duration::from_millis(75)) {
-            return;
-        }
-    }
-    panic!("every read was timed when it returned, not at arrival: {lags:?}");
-}
 
 fn decode(framing: Framing, pieces: &[&[u8]]) -> (Vec<u8>, bool) {
     let mut decoder = BodyDecoder::new(framing);
@@ -99,7 +60,7 @@ fn heads_give_status_framing_and_keep_alive() {
 #[test]
 fn origins_of_plain_http_urls_only() {
     let headers = [("Authorization".to_owned(), "Bearer k".to_owned())];
-    let origin = Origin::parse("http://127.0.0.1:8080/api", &headers).expect("http");
+    let origin = Origin::parse("http://127.0.0.1:8080/api", &headers, None).expect("http");
     assert_eq!(origin.address, "127.0.0.1:8080");
     assert_eq!(origin.prefix, "/api");
     let request = String::from_utf8(origin.request("/v1/completions", b"{}")).expect("text");
@@ -107,10 +68,19 @@ fn origins_of_plain_http_urls_only() {
     assert!(request.contains("Authorization: Bearer k\r\n"));
     assert!(request.ends_with("Content-Length: 2\r\n\r\n{}"));
     assert_eq!(
-        Origin::parse("http://example.com", &[]).map(|o| o.address),
+        Origin::parse("http://example.com", &[], None).map(|o| o.address),
         Some("example.com:80".into())
     );
-    assert!(Origin::parse("https://example.com", &[]).is_none());
+    // https needs the TLS configuration, and then defaults to port 443.
+    assert!(Origin::parse("https://example.com", &[], None).is_none());
+    let config = crate::api::tls::client_config(&crate::api::tls::TlsOptions::default(), false)
+        .expect("configuration");
+    let origin = Origin::parse("https://[::1]/v1", &[], Some(&config)).expect("https");
+    assert_eq!(
+        (origin.address.as_str(), origin.prefix.as_str()),
+        ("[::1]:443", "/v1")
+    );
+    assert!(Origin::parse("ftp://example.com", &[], Some(&config)).is_none());
 }
 
 proptest! {

@@ -55,10 +55,7 @@ pub fn render(rules: &[Rule], checks: &[Check]) -> String {
             c.rule.text,
         );
     }
-    let failed: Vec<&Check> = checks
-        .iter()
-        .filter(|c| c.verdict.fails())
-        .collect();
+    let failed: Vec<&Check> = checks.iter().filter(|c| c.verdict.fails()).collect();
     let unchecked = checks
         .iter()
         .filter(|c| matches!(c.verdict, Verdict::NotCompared { .. }))

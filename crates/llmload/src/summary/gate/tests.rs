@@ -91,7 +91,9 @@ fn case_with_ttft(ttft_ms: f64) -> CaseSummary {
 fn comparison(v: &Verdict) -> &Comparison {
     match v {
         Verdict::Passed(c) | Verdict::Failed(c) => c,
-        Verdict::NotCompared { reason } => panic!("not compared: {reason}"),
+        Verdict::NotCompared { reason } | Verdict::Unfinished { reason } => {
+            panic!("not compared: {reason}")
+        }
     }
 }
 

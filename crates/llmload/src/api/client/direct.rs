@@ -1,0 +1,285 @@
+//! The exchange on the target's own connections, `http://` and `https://` alike: the request
+//! on a kept-alive connection when there is one (sent once more on a new connection when the
+//! server had closed it unseen), the response head, then the body read in place into events,
+//! every read timed by the kernel's receive stamp ([`super::super::conn`]).
+
+use super::{on_event, Exchange, Failure, StreamText};
+use crate::api::conn::Conn;
+use crate::api::http1::{self, BodyDecoder, Origin};
+use crate::api::sse::SseDecoder;
+use crate::api::{tls, Api};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Why one try on a connection ended without a result.
+enum Broken {
+    /// A kept-alive connection had been closed by the server before it saw the request.
+    Stale,
+    /// Anything else.
+    Failed(Failure),
+}
+
+impl From<Failure> for Broken {
+    fn from(failure: Failure) -> Broken {
+        Broken::Failed(failure)
+    }
+}
+
+/// The exchange: on a kept-alive connection if there is one, sent once more on a new connection
+/// if the server had closed it unseen.
+pub(super) async fn read_direct(
+    origin: &Origin,
+    api: Api,
+    body: &[u8],
+    exchange: &mut Exchange,
+) -> Result<(), Failure> {
+    let request = origin.request(api.path(), body);
+    let (conn, reused) = origin
+        .connection()
+        .await
+        .map_err(|e| cannot_connect(origin, &e))?;
+    let kept = match converse(conn, reused, api, &request, exchange).await {
+        Err(Broken::Stale) => {
+            exchange.retried = true;
+            *exchange = Exchange {
+                retried: true,
+                token_cap: exchange.token_cap,
+                text: exchange.text.take().map(|_| StreamText::default()),
+                ..Exchange::new()
+            };
+            // The retry goes on a new connection: another kept one may be as stale.
+            let conn = origin
+                .fresh_connection()
+                .await
+                .map_err(|e| cannot_connect(origin, &e))?;
+            match converse(conn, false, api, &request, exchange).await {
+                Err(Broken::Stale) => Err(Failure::Disconnected(
+                    "the server closed the connection before answering".into(),
+                )),
+                Err(Broken::Failed(failure)) => Err(failure),
+                Ok(kept) => Ok(kept),
+            }
+        }
+        Err(Broken::Failed(failure)) => Err(failure),
+        Ok(kept) => Ok(kept),
+    }?;
+    if let Some(conn) = kept {
+        origin.keep(conn);
+    }
+    Ok(())
+}
+
+/// A connection (or its TLS handshake) that failed, with what to do when the certificate was
+/// refused.
+fn cannot_connect(origin: &Origin, error: &std::io::Error) -> Failure {
+    Failure::Connect(format!(
+        "cannot connect to {}: {error}{}",
+        origin.address,
+        tls::hint(error)
+    ))
+}
+
+/// One request on one connection; the connection back when it can carry another.
+async fn converse(
+    mut conn: Conn,
+    reused: bool,
+    api: Api,
+    request: &[u8],
+    exchange: &mut Exchange,
+) -> Result<Option<Conn>, Broken> {
+    // The connection is open (its handshake done, over TLS): only the exchange is timed.
+    exchange.sent = Instant::now();
+    if let Err(e) = conn.send(request).await {
+        let failure = Failure::Disconnected(format!("request failed: {e}"));
+        return Err(stale_or(reused, failure));
+    }
+    let mut buffer = vec![0u8; http1::READ_BUFFER];
+    let (head, filled, arrived) = read_head(&mut conn, &mut buffer, reused).await?;
+    let mut reader = BodyReader {
+        decoder: BodyDecoder::new(head.framing),
+        sse: SseDecoder::new(),
+        error: None,
+    };
+    if !(200..300).contains(&head.status) {
+        let body = reader
+            .error_body(&mut conn, &buffer[head.length..filled])
+            .await;
+        return Err(Failure::Http {
+            status: head.status,
+            body,
+        }
+        .into());
+    }
+    if let Some(kind) = head.content_type.as_deref().filter(|k| !is_event_stream(k)) {
+        let body = reader
+            .error_body(&mut conn, &buffer[head.length..filled])
+            .await;
+        return Err(not_a_stream(head.status, kind, &body).into());
+    }
+    reader.feed(api, &buffer[head.length..filled], arrived, exchange)?;
+    buffer.truncate(http1::READ_BUFFER);
+    while exchange.done.is_none() && !reader.decoder.done() {
+        let (n, now) = conn
+            .read(&mut buffer)
+            .await
+            .map_err(|e| Failure::Disconnected(format!("stream broke: {e}")))?;
+        if n == 0 {
+            reader.finish(api, now, exchange)?;
+            break;
+        }
+        reader.feed(api, &buffer[..n], now, exchange)?;
+    }
+    if reader.decoder.done() && exchange.done.is_none() {
+        reader.finish(api, Instant::now(), exchange)?;
+    }
+    if exchange.done.is_none() {
+        return Err(Failure::Disconnected("stream ended before its final event".into()).into());
+    }
+    // Let the connection see its end of body so it can be kept alive for the next request.
+    let end = Instant::now() + Duration::from_millis(50);
+    while !reader.decoder.done() {
+        match tokio::time::timeout_at(end, conn.read(&mut buffer)).await {
+            Ok(Ok((n, _))) if n > 0 => reader.skip(&buffer[..n]),
+            _ => return Ok(None),
+        }
+    }
+    Ok(head.keep_alive.then_some(conn))
+}
+
+/// On a kept-alive connection, a failure before any answer means the server had closed it unseen.
+fn stale_or(reused: bool, failure: Failure) -> Broken {
+    if reused {
+        Broken::Stale
+    } else {
+        Broken::Failed(failure)
+    }
+}
+
+/// Reads until the response head is whole, growing `buffer` as needed: the head, the bytes read
+/// so far and when the latest of them arrived.
+async fn read_head(
+    conn: &mut Conn,
+    buffer: &mut Vec<u8>,
+    reused: bool,
+) -> Result<(http1::Head, usize, Instant), Broken> {
+    let mut filled = 0;
+    loop {
+        let (n, arrived) = match conn.read(&mut buffer[filled..]).await {
+            Ok((0, _)) | Err(_) if filled == 0 => {
+                let failure = Failure::Disconnected(
+                    "the server closed the connection before answering".into(),
+                );
+                return Err(stale_or(reused, failure));
+            }
+            Ok((0, _)) => {
+                let failure =
+                    Failure::Disconnected("connection closed inside the response head".into());
+                return Err(failure.into());
+            }
+            Ok(read) => read,
+            Err(e) => return Err(Failure::Disconnected(format!("stream broke: {e}")).into()),
+        };
+        filled += n;
+        match http1::parse_head(&buffer[..filled]).map_err(Failure::Malformed)? {
+            Some(head) => return Ok((head, filled, arrived)),
+            None if filled == buffer.len() => buffer.resize(filled * 2, 0),
+            None => {}
+        }
+    }
+}
+
+/// A response body on its way to events.
+struct BodyReader {
+    decoder: BodyDecoder,
+    sse: SseDecoder,
+    error: Option<Failure>,
+}
+
+impl BodyReader {
+    /// Decodes bytes received at `now` into events of `exchange`.
+    fn feed(
+        &mut self,
+        api: Api,
+        bytes: &[u8],
+        now: Instant,
+        exchange: &mut Exchange,
+    ) -> Result<(), Failure> {
+        let (sse, error) = (&mut self.sse, &mut self.error);
+        let mut too_long = None;
+        self.decoder
+            .feed(bytes, &mut |data| {
+                let fed = sse.feed(data, &mut |event| {
+                    on_event(api, event, now, exchange, error);
+                });
+                too_long = too_long.or(fed.err());
+            })
+            .map_err(Failure::Malformed)?;
+        if let Some(e) = too_long {
+            return Err(Failure::Malformed(e.to_string()));
+        }
+        self.check()
+    }
+
+    /// The body ended: a last event without its blank line still counts.
+    fn finish(&mut self, api: Api, now: Instant, exchange: &mut Exchange) -> Result<(), Failure> {
+        let error = &mut self.error;
+        self.sse
+            .finish(&mut |event| on_event(api, event, now, exchange, error));
+        self.check()
+    }
+
+    /// Reads past the rest of the body (after the final event).
+    fn skip(&mut self, bytes: &[u8]) {
+        if self.decoder.feed(bytes, &mut |_| {}).is_err() {
+            self.decoder = BodyDecoder::new(http1::Framing::Close);
+        }
+    }
+
+    fn check(&mut self) -> Result<(), Failure> {
+        self.error.take().map_or(Ok(()), Err)
+    }
+
+    /// The start of an error response's body (what the server said), read for at most a second.
+    async fn error_body(&mut self, conn: &mut Conn, first: &[u8]) -> String {
+        let mut text = Vec::new();
+        let keep = |text: &mut Vec<u8>, data: &[u8]| {
+            text.extend_from_slice(&data[..data.len().min(4096)]);
+        };
+        let _ = self.decoder.feed(first, &mut |d| keep(&mut text, d));
+        let end = Instant::now() + Duration::from_secs(1);
+        let mut buffer = vec![0u8; http1::READ_BUFFER];
+        while !self.decoder.done() && text.len() < 4096 {
+            match tokio::time::timeout_at(end, conn.read(&mut buffer)).await {
+                Ok(Ok((n, _))) if n > 0 => {
+                    let _ = self.decoder.feed(&buffer[..n], &mut |d| keep(&mut text, d));
+                }
+                _ => break,
+            }
+        }
+        let body: String = String::from_utf8_lossy(&text).chars().take(300).collect();
+        body.trim().to_owned()
+    }
+}
+
+/// Whether a `Content-Type` is an event stream (or one a streaming server may send instead:
+/// some gateways label SSE as plain text or JSON lines).
+fn is_event_stream(content_type: &str) -> bool {
+    let kind = content_type.to_ascii_lowercase();
+    [
+        "text/event-stream",
+        "text/plain",
+        "application/x-ndjson",
+        "application/octet-stream",
+    ]
+    .iter()
+    .any(|k| kind.starts_with(k))
+}
+
+/// A success status whose body is not an event stream (an HTML page, a JSON answer from a
+/// server that ignored `stream: true`).
+fn not_a_stream(status: u16, content_type: &str, body: &str) -> Failure {
+    Failure::Malformed(format!(
+        "the server answered {status} with Content-Type {content_type:?}, not an event stream: \
+         {body:?}"
+    ))
+}

@@ -1,0 +1,331 @@
+//! The connection under a streamed exchange: plain TCP, or TLS driven by hand over it; every
+//! read is timed by the kernel's receive stamp either way.
+//!
+//! TLS is rustls's connection state fed from the same stamped reads as plain HTTP: ciphertext is
+//! read with [`http1::read`], which gives the kernel stamp of the latest segment read, and the
+//! plaintext it decrypts to takes that stamp. A token's time on `https://` is therefore when the
+//! last segment of the TLS record that carried it reached this machine. The handshake is done
+//! when the connection is opened, before any request goes on it, so it is never part of a
+//! latency. Memory stays bounded: one read buffer, rustls's buffers under their limits, and
+//! plaintext drained before more ciphertext is taken in.
+
+use super::http1::{self, READ_BUFFER};
+use llmload_stamp as stamp;
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection};
+use std::io::{self, Read as _, Write as _};
+use std::sync::Arc;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+/// The most plaintext, and the most ciphertext, a TLS connection queues for sending.
+const SEND_LIMIT: usize = 64 * 1024;
+
+/// Who a TLS connection goes to: the configuration, and the name the certificate must carry.
+#[derive(Clone, Debug)]
+pub struct TlsPeer {
+    /// The client configuration (roots, `--insecure`).
+    pub config: Arc<ClientConfig>,
+    /// The server name (SNI, and what the certificate is checked against).
+    pub name: ServerName<'static>,
+}
+
+/// One connection to the target.
+#[derive(Debug)]
+pub struct Conn {
+    tcp: TcpStream,
+    tls: Option<Box<Tls>>,
+}
+
+/// The TLS side of a connection.
+#[derive(Debug)]
+struct Tls {
+    session: ClientConnection,
+    /// Ciphertext as read from the socket.
+    incoming: Vec<u8>,
+    /// Ciphertext on its way to the socket.
+    outgoing: Vec<u8>,
+    /// When the ciphertext read last arrived: the time of the plaintext it decrypted to.
+    arrived: Instant,
+}
+
+impl Conn {
+    /// Connects to `address` (`host:port`), with receive stamps and without Nagle's delay; over
+    /// `tls`, the handshake is done before it returns.
+    pub async fn open(address: &str, tls: Option<&TlsPeer>) -> io::Result<Conn> {
+        let tcp = TcpStream::connect(address).await?;
+        // Requests must leave at once, not wait for Nagle's algorithm.
+        tcp.set_nodelay(true)?;
+        // Without kernel stamps (an exotic kernel), reads are timed when they return.
+        stamp::enable(&tcp);
+        let Some(peer) = tls else {
+            return Ok(Conn { tcp, tls: None });
+        };
+        let mut session = ClientConnection::new(peer.config.clone(), peer.name.clone())
+            .map_err(io::Error::other)?;
+        session.set_buffer_limit(Some(SEND_LIMIT));
+        let mut conn = Conn {
+            tcp,
+            tls: Some(Box::new(Tls {
+                session,
+                incoming: vec![0; READ_BUFFER],
+                outgoing: Vec::new(),
+                arrived: Instant::now(),
+            })),
+        };
+        conn.handshake().await?;
+        Ok(conn)
+    }
+
+    /// Whether the connection is TLS.
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    async fn handshake(&mut self) -> io::Result<()> {
+        let Some(tls) = self.tls.as_deref_mut() else {
+            return Ok(());
+        };
+        while tls.session.is_handshaking() {
+            tls.flush(&mut self.tcp).await?;
+            if !tls.session.is_handshaking() {
+                break;
+            }
+            let (n, _) = http1::read(&self.tcp, &mut tls.incoming).await?;
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the server closed the connection during the TLS handshake",
+                ));
+            }
+            tls.absorb(n)?;
+        }
+        tls.flush(&mut self.tcp).await
+    }
+
+    /// Writes all of `bytes`.
+    pub async fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let Some(tls) = self.tls.as_deref_mut() else {
+            return self.tcp.write_all(bytes).await;
+        };
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            // The writer takes what fits under the send limit; the rest after a flush.
+            let n = tls.session.writer().write(rest)?;
+            tls.flush(&mut self.tcp).await?;
+            // Flushed, the queue is empty: a writer that takes nothing will never take more.
+            if n == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            rest = &rest[n..];
+        }
+        Ok(())
+    }
+
+    /// Reads what has arrived into `buffer`, waiting for at least one byte; 0 at the end of the
+    /// stream (a TLS `close_notify`, or the connection closed without one). Returns the count
+    /// and when the bytes arrived, as [`http1::read`] does; over TLS, when the ciphertext that
+    /// delivered them arrived.
+    pub async fn read(&mut self, buffer: &mut [u8]) -> io::Result<(usize, Instant)> {
+        let Some(tls) = self.tls.as_deref_mut() else {
+            return http1::read(&self.tcp, buffer).await;
+        };
+        loop {
+            match tls.session.reader().read(buffer) {
+                Ok(0) => return Ok((0, Instant::now())),
+                Ok(n) => return Ok((n, tls.arrived)),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                // Closed without `close_notify`: a closed connection, as over plain TCP.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                    return Ok((0, Instant::now()));
+                }
+                Err(e) => return Err(e),
+            }
+            // No plaintext left: the next ciphertext, then what it decrypts to.
+            let (n, arrived) = http1::read(&self.tcp, &mut tls.incoming).await?;
+            tls.arrived = arrived;
+            tls.absorb(n)?;
+            // A key update asks for an answer.
+            tls.flush(&mut self.tcp).await?;
+        }
+    }
+
+    /// Whether an idle connection can carry another request: the server has not closed it and
+    /// sent nothing nobody asked for. Some servers (llama-server) close a connection after each
+    /// stream without saying so; a TLS server may say so with `close_notify`.
+    pub fn is_reusable(&mut self) -> bool {
+        let Some(tls) = self.tls.as_deref_mut() else {
+            let mut probe = [0u8; 1];
+            return matches!(
+                self.tcp.try_read(&mut probe),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock
+            );
+        };
+        // Neither plaintext nobody asked for nor an end (`close_notify`, or closed without it).
+        let quiet = |tls: &mut Tls| {
+            matches!(
+                tls.session.reader().read(&mut [0u8; 1]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock
+            )
+        };
+        match self.tcp.try_read(&mut tls.incoming) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => quiet(tls),
+            // Bytes that must be looked into: TLS messages after the handshake (session
+            // tickets) keep the connection usable.
+            Ok(n) if n > 0 && tls.absorb(n).is_ok() => quiet(tls),
+            // Closed or broken.
+            _ => false,
+        }
+    }
+}
+
+impl Tls {
+    /// Hands the first `n` bytes of `incoming` to rustls and decrypts them; 0 bytes is the
+    /// connection's end. The plaintext waiting was drained first, so it cannot pass rustls's
+    /// bound (a read buffer of ciphertext decrypts to less).
+    fn absorb(&mut self, n: usize) -> io::Result<()> {
+        let mut rest = &self.incoming[..n];
+        loop {
+            let taken = self.session.read_tls(&mut rest)?;
+            self.session
+                .process_new_packets()
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+            // Nothing taken: the end of the connection was handed in, or a `close_notify` came
+            // and whatever follows it is ignored.
+            if rest.is_empty() || taken == 0 {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Writes out all the ciphertext rustls has queued.
+    async fn flush(&mut self, tcp: &mut TcpStream) -> io::Result<()> {
+        while self.session.wants_write() {
+            self.outgoing.clear();
+            self.session.write_tls(&mut self.outgoing)?;
+            tcp.write_all(&self.outgoing).await?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::tls::{client_config, TlsOptions};
+    use rustls::pki_types::PrivateKeyDer;
+    use std::time::Duration;
+    use tokio::io::{AsyncReadExt, AsyncWrite};
+    use tokio_rustls::{server::TlsStream, TlsAcceptor};
+
+    /// A TLS connection to a TLS server on loopback with a certificate made here: both ends.
+    async fn tls_pair() -> (Conn, TlsStream<TcpStream>) {
+        let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).expect("cert");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let ca = dir.path().join("ca.pem");
+        std::fs::write(&ca, made.cert.pem()).expect("write");
+        let options = TlsOptions {
+            ca_cert: Some(ca),
+            insecure: false,
+        };
+        let server = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![made.cert.der().clone()],
+            PrivateKeyDer::Pkcs8(made.signing_key.serialize_der().into()),
+        )
+        .expect("server configuration");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let address = listener.local_addr().expect("address").to_string();
+        let peer = TlsPeer {
+            config: client_config(&options, false).expect("client configuration"),
+            name: ServerName::try_from("127.0.0.1").expect("name"),
+        };
+        let accept = async {
+            let (tcp, _) = listener.accept().await.expect("accept");
+            TlsAcceptor::from(Arc::new(server))
+                .accept(tcp)
+                .await
+                .expect("server handshake")
+        };
+        let (conn, server) = tokio::join!(Conn::open(&address, Some(&peer)), accept);
+        (conn.expect("client handshake"), server)
+    }
+
+    /// Bytes the server wrote while the client was busy for 80 ms are timed when they arrived,
+    /// not when the read returned. The kernel turns stamping on for everyone a moment after the
+    /// first socket asks (a deferred switch), so the first segments may go unstamped: a few
+    /// tries.
+    async fn timed_at_arrival(conn: &mut Conn, server: &mut (impl AsyncWrite + Unpin)) {
+        let mut lags = Vec::new();
+        for _ in 0..20 {
+            let before = Instant::now();
+            server.write_all(b"data: early\n\n").await.expect("write");
+            server.flush().await.expect("flush");
+            // The client is busy for 80 ms before it reads: the bytes are already there.
+            std::thread::sleep(Duration::from_millis(80));
+            let mut buffer = [0u8; 64];
+            let (n, arrived) = conn.read(&mut buffer).await.expect("read");
+            let returned = Instant::now();
+            assert_eq!(&buffer[..n], b"data: early\n\n");
+            // The wall-clock stamp converted to the monotonic clock: within a little of the
+            // truth, never before the bytes were sent.
+            assert!(
+                arrived >= before - Duration::from_millis(2),
+                "{arrived:?} {before:?}"
+            );
+            lags.push(returned.duration_since(arrived));
+            if lags.last().is_some_and(|l| *l >= Duration::from_millis(75)) {
+                return;
+            }
+        }
+        panic!("every read was timed when it returned, not at arrival: {lags:?}");
+    }
+
+    #[tokio::test]
+    async fn bytes_are_timed_when_they_arrived_not_when_they_were_read() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let address = listener.local_addr().expect("address").to_string();
+        let (conn, accepted) = tokio::join!(Conn::open(&address, None), listener.accept());
+        let (mut conn, (mut server, _)) = (conn.expect("connect"), accepted.expect("accept"));
+        assert!(!conn.is_tls());
+        timed_at_arrival(&mut conn, &mut server).await;
+    }
+
+    #[tokio::test]
+    async fn tls_plaintext_is_timed_when_its_ciphertext_arrived_not_when_it_was_read() {
+        let (mut conn, mut server) = tls_pair().await;
+        assert!(conn.is_tls());
+        timed_at_arrival(&mut conn, &mut server).await;
+    }
+
+    #[tokio::test]
+    async fn requests_go_through_and_a_close_notify_is_the_end_of_the_connection() {
+        let (mut conn, mut server) = tls_pair().await;
+        // Larger than the send limit: written in several passes.
+        let request = vec![b'x'; 3 * SEND_LIMIT + 5];
+        let (sent, received) = tokio::join!(conn.send(&request), async {
+            let mut got = vec![0u8; request.len()];
+            server.read_exact(&mut got).await.map(|_| got)
+        });
+        sent.expect("send");
+        assert_eq!(received.expect("receive"), request);
+        assert!(conn.is_reusable(), "an idle connection is reusable");
+        server.write_all(b"last").await.expect("write");
+        server.shutdown().await.expect("close_notify");
+        let mut buffer = [0u8; 64];
+        let (n, _) = conn.read(&mut buffer).await.expect("read");
+        assert_eq!(&buffer[..n], b"last");
+        assert_eq!(conn.read(&mut buffer).await.expect("end").0, 0);
+        assert!(!conn.is_reusable(), "a closed connection is not reused");
+    }
+}
