@@ -87,6 +87,8 @@ pub struct Exchange {
     pub token_cap: u32,
     /// Tokens streamed so far.
     streamed: u32,
+    /// Usage on every chunk was asked for: a chunk's usage counts the tokens so far.
+    usage_per_chunk: bool,
     /// Tokens of reasoning (thinking before the answer), where the stream tells them apart.
     pub reasoning_tokens: u32,
     /// The first answer token, when the stream carried reasoning before it.
@@ -111,6 +113,7 @@ impl Exchange {
             retried: false,
             token_cap: u32::MAX,
             streamed: 0,
+            usage_per_chunk: false,
             reasoning_tokens: 0,
             first_answer: None,
         }
@@ -238,6 +241,7 @@ impl Endpoint {
     pub async fn stream(&self, body: &Body, cancel: &CancellationToken) -> Exchange {
         let mut exchange = Exchange::new();
         exchange.token_cap = token_cap(body.output_tokens);
+        exchange.usage_per_chunk = body.usage_per_chunk;
         // One allocation for the whole stream's timestamps: the length was asked for.
         exchange
             .token_events
@@ -335,6 +339,7 @@ async fn read_plain(
             *exchange = Exchange {
                 retried: true,
                 token_cap: exchange.token_cap,
+                usage_per_chunk: exchange.usage_per_chunk,
                 ..Exchange::new()
             };
             // The retry goes on a new connection: another kept one may be as stale.
@@ -660,10 +665,7 @@ fn on_event(
     }
     match api.parse_event(data) {
         Ok(event) => {
-            let tokens = match event.so_far {
-                Some(so_far) => so_far.saturating_sub(exchange.streamed),
-                None => event.tokens,
-            };
+            let tokens = event.tokens_after(exchange.streamed, exchange.usage_per_chunk);
             if tokens > 0 {
                 let streamed = exchange.streamed.saturating_add(tokens);
                 if streamed > exchange.token_cap {
