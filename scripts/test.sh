@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need (llama-server and its model, a CPU vLLM with a
-# tiny Gemma 3, Chromium; cached after the first run), then runs every gate — formatting, the
-# module layers, lints, and all tests: unit, property, the simulator's, hostile servers, and end
-# to end against the simulator, a real llama-server and a real vLLM.
+# tiny Gemma 3, LiteLLM's proxy, Chromium; cached after the first run), then runs every gate —
+# formatting, the module layers, lints, and all tests: unit, property, the simulator's, hostile
+# servers, and end to end against the simulator, a real llama-server, a real vLLM, and a real
+# gateway (LiteLLM) in front of llama-server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +21,8 @@ fi
 
 # A real vLLM (CPU build, tiny Gemma 3) for the vLLM test group, cached like llama-server.
 scripts/setup-vllm.sh >/dev/null
+# LiteLLM's proxy, an OpenAI-compatible gateway, for the gateway group; cached the same way.
+scripts/setup-litellm.sh >/dev/null
 
 cargo fmt --all -- --check
 python3 scripts/check-layers.py >/dev/null
@@ -27,3 +30,5 @@ cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace --no-fail-fast
 # The vLLM group: ignored by a plain `cargo test` (it needs vLLM, which takes minutes to start).
 cargo test -p llmload --test vllm -- --include-ignored --test-threads 1
+# The gateway group: LiteLLM in front of llama-server; ignored by a plain `cargo test` like vLLM's.
+cargo test -p llmload --test gateway -- --include-ignored --test-threads 1

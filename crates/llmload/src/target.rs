@@ -60,6 +60,7 @@ impl Target {
     ) -> crate::error::Result<Target> {
         let base = endpoint.base_url.clone();
         let mut server = json!({});
+        let mut refused = None;
         for (key, path) in [
             ("health", "/health"),
             ("props", "/props"),
@@ -78,11 +79,18 @@ impl Target {
                 if let Ok(body) = serde_json::from_slice::<Value>(&body) {
                     server[key] = body;
                 }
+            } else if key == "models" && status != reqwest::StatusCode::NOT_FOUND {
+                // Said when the API cannot be told: the server's own words on its model list.
+                let said: String = String::from_utf8_lossy(&body).chars().take(200).collect();
+                refused = Some(format!("; GET {path} answered {status}: {}", said.trim()));
             }
         }
         endpoint.api = match api {
             Some(api) => check_dialect(api, &server, &base)?,
-            None => detect_api(&server, &base)?,
+            None => detect_api(&server, &base).map_err(|e| match (&e, &refused) {
+                (Error::Target(message), Some(said)) => Error::Target(format!("{message}{said}")),
+                _ => e,
+            })?,
         };
         let model = model.or_else(|| first_model(&server));
         if endpoint.api != Api::Llamacpp && model.is_none() {

@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::{json, json_lines, llmload, run_against, SERIAL};
+use common::{json, json_lines, llmload, run_against, Started, SERIAL};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -42,26 +42,11 @@ impl Vllm {
         if prefix_caching {
             command.arg("--prefix-caching");
         }
-        let output = command
-            .env("LLMLOAD_VLLM_LIFETIME", "1200")
-            .output()
-            .expect("run scripts/start-vllm.sh");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(
-            output.status.success(),
-            "scripts/start-vllm.sh failed: {}\n{stdout}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let field = |name: &str| {
-            stdout
-                .lines()
-                .find_map(|l| l.strip_prefix(name))
-                .map_or_else(|| panic!("no {name} in {stdout}"), str::to_owned)
-        };
+        let started = Started::run(command.env("LLMLOAD_VLLM_LIFETIME", "1200"));
         Vllm {
-            url: field("VLLM_URL="),
-            pid: Some(field("VLLM_PID=")),
-            tokenizer: Some(format!("{}/tokenizer.json", field("VLLM_MODEL="))),
+            url: started.get("VLLM_URL"),
+            pid: Some(started.get("VLLM_PID")),
+            tokenizer: Some(format!("{}/tokenizer.json", started.get("VLLM_MODEL"))),
         }
     }
 }

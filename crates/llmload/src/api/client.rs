@@ -90,6 +90,8 @@ pub struct Exchange {
     pub token_cap: u32,
     /// Tokens streamed so far.
     streamed: u32,
+    /// Usage on every chunk was asked for: a chunk's usage counts the tokens so far.
+    usage_per_chunk: bool,
     /// Tokens of reasoning (thinking before the answer), where the stream tells them apart.
     pub reasoning_tokens: u32,
     /// The first answer token, when the stream carried reasoning before it.
@@ -135,6 +137,7 @@ impl Exchange {
             retried: false,
             token_cap: u32::MAX,
             streamed: 0,
+            usage_per_chunk: false,
             reasoning_tokens: 0,
             first_answer: None,
             text: None,
@@ -296,6 +299,7 @@ impl Endpoint {
         if self.tokenizer.is_some() && self.api != Api::Llamacpp {
             exchange.text = Some(StreamText::default());
         }
+        exchange.usage_per_chunk = body.usage_per_chunk;
         // One allocation for the whole stream's timestamps: the length was asked for.
         exchange
             .token_events
@@ -355,10 +359,7 @@ fn on_event(
     }
     match api.parse_event(data) {
         Ok(event) => {
-            let tokens = match event.so_far {
-                Some(so_far) => so_far.saturating_sub(exchange.streamed),
-                None => event.tokens,
-            };
+            let tokens = event.tokens_after(exchange.streamed, exchange.usage_per_chunk);
             if tokens > 0 {
                 let streamed = exchange.streamed.saturating_add(tokens);
                 if streamed > exchange.token_cap {
@@ -372,7 +373,8 @@ fn on_event(
                 exchange.streamed = streamed;
                 exchange.token_events.push(now, tokens);
                 if let Some(text) = &mut exchange.text {
-                    keep_text(text, api, data, event.so_far.is_some(), exchange.token_cap);
+                    let counted = exchange.usage_per_chunk && event.so_far.is_some();
+                    keep_text(text, api, data, counted, exchange.token_cap);
                 }
                 if event.reasoning {
                     exchange.reasoning_tokens = exchange.reasoning_tokens.saturating_add(tokens);

@@ -100,6 +100,9 @@ pub struct Body {
     pub json: bytes::Bytes,
     /// Output tokens asked for (sizes the stream's timestamp buffer).
     pub output_tokens: u32,
+    /// Usage on every chunk was asked for (`stream_options.continuous_usage_stats`): only then
+    /// does the usage of a chunk with choices count the tokens so far.
+    pub usage_per_chunk: bool,
 }
 
 impl Body {
@@ -109,11 +112,13 @@ impl Body {
             .iter()
             .find_map(|key| value.get(*key)?.as_u64())
             .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX));
+        let usage_per_chunk = value["stream_options"]["continuous_usage_stats"] == true;
         // A `Value` always serialises (its map keys are strings).
         let json = serde_json::to_vec(value).unwrap_or_default();
         Body {
             json: json.into(),
             output_tokens,
+            usage_per_chunk,
         }
     }
 }
@@ -204,6 +209,19 @@ pub struct Event {
     /// The event carries reasoning and no answer (`reasoning_content`, `reasoning`): a
     /// reasoning model thinking before it answers.
     pub reasoning: bool,
+}
+
+impl Event {
+    /// Tokens this event adds to the `streamed` ones before it. Its usage counts the tokens so
+    /// far only where usage on every chunk was asked for (`usage_per_chunk`); elsewhere a usage
+    /// on a chunk with choices is the final total (a gateway such as `LiteLLM` moves the last
+    /// usage onto a chunk with one empty choice), and the event adds the tokens its text carries.
+    pub fn tokens_after(&self, streamed: u32, usage_per_chunk: bool) -> u32 {
+        match self.so_far.filter(|_| usage_per_chunk) {
+            Some(so_far) => so_far.saturating_sub(streamed),
+            None => self.tokens,
+        }
+    }
 }
 
 /// An event that is not what the API promises.

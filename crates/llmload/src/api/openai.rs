@@ -299,4 +299,48 @@ mod tests {
         let last = br#"{"choices":[],"usage":{"prompt_tokens":8,"completion_tokens":16}}"#;
         assert_eq!(parse_event(last).expect("valid").so_far, None);
     }
+
+    #[test]
+    fn a_gateway_s_final_usage_on_an_empty_choice_is_the_total_not_tokens() {
+        // LiteLLM's proxy moves the final usage onto a chunk with one empty choice; llmload did
+        // not ask for usage per chunk, so it adds no token, even when the text of earlier chunks
+        // carried fewer tokens than the total (two tokens of one character in one chunk).
+        for last in [
+            &br#"{"choices":[{"index":0}],"usage":{"prompt_tokens":4,"completion_tokens":8,
+                "prompt_tokens_details":{"cached_tokens":0}}}"#[..],
+            br#"{"choices":[{"index":0,"delta":{}}],"usage":{"prompt_tokens":25,
+                "completion_tokens":8,"prompt_tokens_details":{"cached_tokens":0}}}"#,
+        ] {
+            let event = parse_event(last).expect("valid");
+            assert_eq!(event.tokens_after(7, false), 0);
+            assert_eq!(event.counters.output_tokens, Some(8));
+            assert_eq!(event.counters.cached_tokens, Some(0));
+            // Asked for usage on every chunk (vLLM), the same usage counts the tokens so far.
+            assert_eq!(event.tokens_after(7, true), 1);
+        }
+        let text = br#"{"choices":[{"index":0,"text":" a"}]}"#;
+        assert_eq!(parse_event(text).expect("valid").tokens_after(3, false), 1);
+    }
+
+    #[test]
+    fn the_body_says_whether_usage_per_chunk_was_asked_for() {
+        let prompt = Prompt::Tokens(vec![1, 2]);
+        let request = GenerationRequest {
+            prompt: &prompt,
+            output_tokens: 8,
+            slot: None,
+            model: None,
+            cache_prompt: false,
+            usage_per_chunk: false,
+            extra: None,
+        };
+        let asked = |r: &GenerationRequest<'_>| {
+            super::super::Body::from_json(&body(Api::Completions, r)).usage_per_chunk
+        };
+        assert!(!asked(&request));
+        assert!(asked(&GenerationRequest {
+            usage_per_chunk: true,
+            ..request
+        }));
+    }
 }

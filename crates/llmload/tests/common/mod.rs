@@ -141,6 +141,33 @@ fn stop(child: &mut Child) {
     let _ = child.wait();
 }
 
+/// What a start script (`scripts/start-vllm.sh`, `scripts/start-litellm.sh`) printed: its
+/// `NAME=value` lines.
+pub struct Started(String);
+
+impl Started {
+    /// Runs `command`, a start script, and checks that it succeeded.
+    pub fn run(command: &mut Command) -> Started {
+        let output = command.output().expect("run the start script");
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(
+            output.status.success(),
+            "{} failed: {}\n{stdout}",
+            command.get_program().to_string_lossy(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        Started(stdout)
+    }
+
+    /// The value printed as `name=value` (`name` without the `=`).
+    pub fn get(&self, name: &str) -> String {
+        self.0
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix('='))
+            .map_or_else(|| panic!("no {name}= in {}", self.0), str::to_owned)
+    }
+}
+
 /// The outcome of one `llmload` invocation.
 pub struct Invocation {
     /// Exit code.

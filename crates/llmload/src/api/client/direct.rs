@@ -44,6 +44,7 @@ pub(super) async fn read_direct(
             *exchange = Exchange {
                 retried: true,
                 token_cap: exchange.token_cap,
+                usage_per_chunk: exchange.usage_per_chunk,
                 text: exchange.text.take().map(|_| StreamText::default()),
                 ..Exchange::new()
             };
