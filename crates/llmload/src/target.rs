@@ -155,15 +155,19 @@ impl Target {
         text: &str,
         special: bool,
     ) -> crate::error::Result<Option<Vec<u32>>> {
-        let mut body = json!({"content": text, "prompt": text, "add_special": special,
-            "add_special_tokens": special});
+        // llama-server reads `content`, vLLM `prompt`, TGI `inputs`; each ignores the others.
+        let mut body = json!({"content": text, "prompt": text, "inputs": text,
+            "add_special": special, "add_special_tokens": special});
         if let Some(model) = &self.model {
             body["model"] = json!(model);
         }
         let url = format!("{}/tokenize", self.endpoint.base_url);
         let request = self.endpoint.client.post(&url).json(&body);
         let (status, body) = setup_request(&self.endpoint, request, &url).await?;
-        if matches!(status.as_u16(), 404 | 405 | 501) {
+        // No such endpoint, or one of another dialect that refuses this body (a 4xx other than
+        // an authentication failure): the server has no tokenizer llmload can use.
+        let refused = status.is_client_error() && !matches!(status.as_u16(), 401 | 403 | 408 | 429);
+        if refused || matches!(status.as_u16(), 501) {
             return Ok(None);
         }
         if !status.is_success() {
@@ -171,18 +175,9 @@ impl Target {
         }
         let body: Value =
             serde_json::from_slice(&body).with_context(|| format!("POST {url}: not JSON"))?;
-        let tokens = body["tokens"]
-            .as_array()
-            .context("tokenizer answer has no \"tokens\" array")?
-            .iter()
-            .map(|t| {
-                t.as_u64()
-                    .or_else(|| t["id"].as_u64())
-                    .and_then(|t| u32::try_from(t).ok())
-            })
-            .collect::<Option<Vec<u32>>>()
-            .context("tokenizer answer holds something other than token IDs")?;
-        Ok(Some(tokens))
+        token_ids(&body)
+            .map(Some)
+            .with_context(|| format!("POST {url}: the answer holds no list of token IDs"))
     }
 
     /// Prompt tokens the server counts for `prompt`, asked with a one-token generation.
@@ -327,9 +322,46 @@ fn context_limit(server: &Value) -> Option<(u64, &'static str)> {
         })
 }
 
+/// The token IDs of a `/tokenize` answer: `{"tokens": [ids]}` (vLLM, llama-server), `{"tokens":
+/// [{"id": …}]}` (llama-server with pieces), or a list of `{"id": …}` (TGI).
+fn token_ids(body: &Value) -> Option<Vec<u32>> {
+    let list = body["tokens"].as_array().or_else(|| body.as_array())?;
+    list.iter()
+        .map(|t| {
+            t.as_u64()
+                .or_else(|| t["id"].as_u64())
+                .and_then(|t| u32::try_from(t).ok())
+        })
+        .collect()
+}
+
 fn first_model(server: &Value) -> Option<String> {
     server["models"]["data"][0]["id"]
         .as_str()
         .or_else(|| server["models"]["models"][0]["name"].as_str())
         .map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_ids_are_read_in_each_dialect() {
+        let ids = Some(vec![2, 9259, 1000]);
+        assert_eq!(token_ids(&json!({"tokens": [2, 9259, 1000]})), ids);
+        assert_eq!(
+            token_ids(
+                &json!({"tokens": [{"id": 2, "piece": "<bos>"}, {"id": 9259}, {"id": 1000}]})
+            ),
+            ids
+        );
+        // TGI: a list of tokens with their text and offsets.
+        let tgi = json!([{"id": 2, "text": "<bos>", "start": 0, "stop": 0},
+            {"id": 9259, "text": "Hello", "start": 0, "stop": 5},
+            {"id": 1000, "text": " there", "start": 5, "stop": 11}]);
+        assert_eq!(token_ids(&tgi), ids);
+        assert_eq!(token_ids(&json!({"count": 3})), None);
+        assert_eq!(token_ids(&json!({"tokens": ["a"]})), None);
+    }
 }
