@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Property-based fuzzing of llmload's decoders (crates/llmload/tests/fuzz.rs) for many more cases
+# Property-based fuzzing of llmload's decoders (crates/llmload/tests/fuzz/) for many more cases
 # than `cargo test` runs: arbitrary bytes, split at arbitrary points, through the SSE decoder, the
 # APIs' event parsers, the HTTP/1.1 head parser and body decoder, and the requests.jsonl reader.
 # PROPTEST_CASES sets the cases per property (default 20000); other PROPTEST_* variables pass

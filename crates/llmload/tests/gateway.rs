@@ -255,43 +255,7 @@ fn the_upstream_s_cache_counter_and_errors_come_back_through_the_gateway() {
     let expected = if invalid == 0 { 0 } else { 3 };
     assert_eq!(run.code, expected, "{}\n{}", run.stdout, run.stderr);
 
-    // With the model's tokenizer.json, the client counts the prompts itself (one probe measures
-    // the tokens the API adds around a text): no probe sends a measured prompt, so the cache can
-    // serve the shared part and nothing more. Every response is ok, exact by the upstream's own
-    // count, and verified.
-    let tokenizer = gemma_tokenizer();
-    let (run, dir) = gateway.run(
-        out.path(),
-        "shared-tokenizer",
-        &[
-            "--input-tokens",
-            "64",
-            "--system-prompt-tokens",
-            "32",
-            "--concurrency",
-            "1",
-            "--rounds",
-            "2",
-            "--output-tokens",
-            "8",
-            "--tokenizer",
-            tokenizer.to_str().expect("UTF-8 path"),
-        ],
-    );
-    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
-    let summary = json(&dir.join("summary.json"));
-    assert!(
-        summary["counting"]["prompts"]
-            .as_str()
-            .is_some_and(|p| p.starts_with("the client's tokenizer")),
-        "{summary}"
-    );
-    for r in &json_lines(&dir.join("requests.jsonl")) {
-        assert_eq!(r["status"], "ok", "{r}");
-        assert_eq!(r["verified"], true, "{r}");
-        assert_eq!(r["prompt_tokens"], 64, "{r}");
-        assert!(n(&r["cached_tokens"]) <= 32, "{r}");
-    }
+    assert_shared_prompt_counted_by_the_client(&gateway, out.path());
 
     // llama-server refuses a bad grammar; its message comes back inside the gateway's. The
     // first request to meet it is the probe that measures the chat template's overhead, at
@@ -338,4 +302,44 @@ fn gemma_tokenizer() -> PathBuf {
         .find_map(|l| l.strip_prefix("VLLM_MODEL="))
         .expect("setup-vllm.sh names the model folder");
     Path::new(model).join("tokenizer.json")
+}
+
+/// With the model's `tokenizer.json`, the client counts the prompts itself (one probe measures
+/// the tokens the API adds around a text): no probe sends a measured prompt, so the cache can
+/// serve the shared part and nothing more. Every response is ok, exact by the upstream's own
+/// count, and verified.
+fn assert_shared_prompt_counted_by_the_client(gateway: &Gateway, out: &Path) {
+    let tokenizer = gemma_tokenizer();
+    let (run, dir) = gateway.run(
+        out,
+        "shared-tokenizer",
+        &[
+            "--input-tokens",
+            "64",
+            "--system-prompt-tokens",
+            "32",
+            "--concurrency",
+            "1",
+            "--rounds",
+            "2",
+            "--output-tokens",
+            "8",
+            "--tokenizer",
+            tokenizer.to_str().expect("UTF-8 path"),
+        ],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let summary = json(&dir.join("summary.json"));
+    assert!(
+        summary["counting"]["prompts"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("the client's tokenizer")),
+        "{summary}"
+    );
+    for r in &json_lines(&dir.join("requests.jsonl")) {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["verified"], true, "{r}");
+        assert_eq!(r["prompt_tokens"], 64, "{r}");
+        assert!(n(&r["cached_tokens"]) <= 32, "{r}");
+    }
 }

@@ -1,0 +1,97 @@
+//! llmload against hostile servers: one that never answers, streams forever, sends an endless
+//! line, answers HTML, redirects elsewhere or lies about lengths; secrets kept out of every file
+//! and message; unaffordable flags refused before anything is sent; stops by SIGTERM and
+//! SIGKILL, and damaged files, read back. Each run is bounded in time.
+#![expect(clippy::expect_used, reason = "tests fail loudly")]
+
+#[path = "../common/mod.rs"]
+mod common;
+#[path = "../common/hostile.rs"]
+mod hostile;
+
+mod counters;
+mod secrets;
+mod signals;
+mod streams;
+
+use common::{attempt_dir, json, json_lines, Simulator};
+use hostile::{
+    eventually, files_under, is_empty_or_absent, llmload_within, Finished, Mode, Running, Seen,
+    Server,
+};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The most any single llmload run here may take.
+const LIMIT: Duration = Duration::from_secs(20);
+
+fn utf8(path: &Path) -> &str {
+    path.to_str().expect("UTF-8 path")
+}
+
+/// Everything llmload printed, for assertion messages.
+fn shown(run: &Finished) -> String {
+    format!(
+        "exit {:?} after {:?}\nstdout: {}\nstderr: {}",
+        run.code, run.elapsed, run.stdout, run.stderr
+    )
+}
+
+/// `llmload run` of one small case (16 prompt tokens, 8 output, one request, no warmup)
+/// against `url`, writing to `out/NAME`, with `extra` flags.
+fn small_run(url: &str, out: &Path, extra: &[&str]) -> Finished {
+    let mut args = vec![
+        "run",
+        "--url",
+        url,
+        "--api",
+        "llamacpp",
+        "--out",
+        utf8(out),
+        "--name",
+        "hostile",
+        "--telemetry",
+        "off",
+        "--setup-timeout",
+        "2s",
+        "--timeout",
+        "5s",
+        "--input-tokens",
+        "16",
+        "--output-tokens",
+        "8",
+        "--concurrency",
+        "1",
+        "--rounds",
+        "1",
+        "--warmup",
+        "0",
+    ];
+    args.extend_from_slice(extra);
+    llmload_within(&args, LIMIT)
+}
+
+/// The only measured record of a small run, after checking the run ended incomplete (exit 3)
+/// with its summary written.
+fn the_failed_record(run: &Finished, out: &Path) -> Value {
+    assert_eq!(run.code, Some(3), "{}", shown(run));
+    let dir = attempt_dir(out, "hostile");
+    assert!(dir.join("summary.json").is_file(), "summary.json written");
+    let records = json_lines(&dir.join("requests.jsonl"));
+    assert_eq!(records.len(), 1, "{records:?}");
+    records.into_iter().next().expect("one record")
+}
+
+/// The record's `error` text.
+fn error_of(record: &Value) -> &str {
+    record["error"].as_str().unwrap_or_default()
+}
+
+/// stderr as a list of its non-empty lines.
+fn stderr_lines(run: &Finished) -> Vec<&str> {
+    run.stderr
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .collect()
+}

@@ -1,0 +1,141 @@
+//! Servers that never answer, stream forever, send an endless line, answer HTML, redirect, or lie about lengths.
+
+use super::*;
+
+#[test]
+fn a_server_that_never_answers_setup_fails_within_the_setup_timeout() {
+    let server = Server::start(Mode::Silent);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let out = tmp.path().join("out");
+    let run = llmload_within(
+        &[
+            "run",
+            "--url",
+            &server.url,
+            "--api",
+            "llamacpp",
+            "--setup-timeout",
+            "2s",
+            "--out",
+            utf8(&out),
+        ],
+        LIMIT,
+    );
+    // An exit of its own (a process the hang guard kills has no code), naming the deadline.
+    assert_eq!(run.code, Some(1), "{}", shown(&run));
+    let lines = stderr_lines(&run);
+    assert_eq!(lines.len(), 1, "{}", shown(&run));
+    assert!(lines[0].contains("--setup-timeout"), "{}", shown(&run));
+    assert!(is_empty_or_absent(&out), "{:?}", files_under(&out));
+    assert_eq!(server.count("/health"), 1, "{:?}", server.requests());
+}
+
+#[test]
+fn sigterm_during_setup_exits_4_without_an_attempt_folder() {
+    let server = Server::start(Mode::Silent);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let out = tmp.path().join("out");
+    let running = Running::start(&[
+        "run",
+        "--url",
+        &server.url,
+        "--api",
+        "llamacpp",
+        "--setup-timeout",
+        "60s",
+        "--out",
+        utf8(&out),
+    ]);
+    assert!(
+        eventually(Duration::from_secs(5), || server.count("/health") == 1),
+        "llmload asked for /health"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    running.signal("TERM");
+    let run = running.wait(Duration::from_secs(10));
+    // Ended by the signal, not by the 60 s setup deadline: the wait's guard is 10 s.
+    assert_eq!(run.code, Some(4), "{}", shown(&run));
+    assert!(run.stderr.contains("SIGTERM"), "{}", shown(&run));
+    assert!(is_empty_or_absent(&out), "{:?}", files_under(&out));
+}
+
+#[test]
+fn a_stream_that_never_stops_is_cut_off_as_invalid() {
+    let server = Server::start(Mode::Endless);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let run = small_run(&server.url, tmp.path(), &[]);
+    let record = the_failed_record(&run, tmp.path());
+    assert_eq!(record["status"], "invalid", "{record}");
+    assert!(error_of(&record).contains("streamed more than"), "{record}");
+    // 8 asked for, and a slack of 16 at most: the rest of the endless stream was never read.
+    let streamed = record["streamed_tokens"].as_u64().expect("streamed_tokens");
+    assert!((8..=24).contains(&streamed), "{record}");
+    assert_eq!(server.count("/completion"), 1);
+}
+
+#[test]
+fn an_event_line_that_never_ends_is_malformed_and_bounded() {
+    let server = Server::start(Mode::Unterminated);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let run = small_run(&server.url, tmp.path(), &[]);
+    let record = the_failed_record(&run, tmp.path());
+    assert_eq!(record["status"], "error", "{record}");
+    assert_eq!(record["error_kind"], "malformed", "{record}");
+    assert!(error_of(&record).contains("--max-event-bytes"), "{record}");
+}
+
+#[test]
+fn an_html_page_with_200_is_malformed() {
+    let server = Server::start(Mode::Html);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let run = small_run(&server.url, tmp.path(), &[]);
+    let record = the_failed_record(&run, tmp.path());
+    assert_eq!(record["error_kind"], "malformed", "{record}");
+    assert!(
+        error_of(&record).contains("not an event stream"),
+        "{record}"
+    );
+}
+
+#[test]
+fn a_redirect_is_not_followed_and_carries_nothing_elsewhere() {
+    let elsewhere = Server::start(Mode::Normal);
+    let server = Server::start(Mode::Redirect(elsewhere.url.clone()));
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let out = tmp.path().join("out");
+    let run = small_run(
+        &server.url,
+        &out,
+        &["--header", "Authorization: Bearer SECRET-TOKEN"],
+    );
+    assert_eq!(run.code, Some(1), "{}", shown(&run));
+    assert_eq!(stderr_lines(&run).len(), 1, "{}", shown(&run));
+    assert!(
+        run.stderr.contains("follows no redirects"),
+        "{}",
+        shown(&run)
+    );
+    assert!(!run.stderr.contains("SECRET"), "{}", shown(&run));
+    assert_eq!(elsewhere.total(), 0, "{:?}", elsewhere.requests());
+    assert_eq!(server.count("/health"), 1, "{:?}", server.requests());
+    assert!(is_empty_or_absent(&out), "{:?}", files_under(&out));
+}
+
+#[test]
+fn a_server_that_lies_about_lengths_gets_invalid_records() {
+    let server = Server::start(Mode::Lies);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let run = small_run(&server.url, tmp.path(), &[]);
+    let record = the_failed_record(&run, tmp.path());
+    assert_eq!(record["status"], "invalid", "{record}");
+    assert_eq!(record["error_kind"], "invalid", "{record}");
+    let error = error_of(&record);
+    assert!(
+        error.contains("23 prompt tokens") && error.contains("16 were sent"),
+        "{record}"
+    );
+    assert!(
+        error.contains("generated 7") && error.contains("8 were requested"),
+        "{record}"
+    );
+}
