@@ -146,6 +146,7 @@ fn results(out: &mut String, report: &Report) {
         );
     }
     load_table(out, &report.summary);
+    energy_table(out, &report.summary);
     let incomplete: Vec<&CaseSummary> = report
         .summary
         .cases
@@ -192,6 +193,34 @@ fn load_table(out: &mut String, summary: &Summary) {
         let _ = writeln!(out, "<tr>{cells}</tr>");
     }
     out.push_str("</table>\n");
+}
+
+/// The energy of each case's measurement window, where there were power readings.
+fn energy_table(out: &mut String, summary: &Summary) {
+    use crate::report::energy;
+    let rows = energy::rows(summary);
+    if rows.is_empty() {
+        return;
+    }
+    out.push_str(
+        "<h3 id=\"energy\">Energy over each case's measurement window</h3>\n<table>\n<tr>",
+    );
+    for column in energy::COLUMNS {
+        let _ = write!(out, "<th>{}</th>", escape(column));
+    }
+    out.push_str("</tr>\n");
+    for row in rows {
+        let cells = row.iter().fold(String::new(), |mut cells, cell| {
+            let _ = write!(cells, "<td>{}</td>", escape(cell));
+            cells
+        });
+        let _ = writeln!(out, "<tr>{cells}</tr>");
+    }
+    let _ = writeln!(
+        out,
+        "</table>\n<p class=\"note\">{}</p>",
+        escape(energy::NOTE)
+    );
 }
 
 /// A sweep's curve and its findings, each with how it was found.

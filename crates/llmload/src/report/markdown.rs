@@ -106,6 +106,7 @@ pub fn render(summary: &Summary) -> String {
     out.push_str(&load_table(summary));
     out.push_str(&sweep_section(summary));
     out.push_str(&super::soak::render(summary));
+    out.push_str(&super::energy::markdown(summary));
     out.push_str(&prefix_cache_section(summary));
     out.push_str(&reasoning_section(summary));
     out.push_str(&unverified_note(summary));

@@ -4,6 +4,7 @@
 pub mod charts;
 pub mod compare;
 pub mod csv;
+pub mod energy;
 pub mod gpu;
 pub mod html;
 pub mod markdown;
