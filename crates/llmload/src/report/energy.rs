@@ -91,21 +91,14 @@ fn joules(j: f64) -> String {
 
 /// The Markdown section: the table and its note; empty when no case has an energy.
 pub fn markdown(summary: &Summary) -> String {
-    use std::fmt::Write as _;
     let rows = rows(summary);
     if rows.is_empty() {
         return String::new();
     }
-    let mut out = format!(
-        "\nEnergy over each case's measurement window:\n\n| {} |\n|{}\n",
-        COLUMNS.join(" | "),
-        "---|".repeat(COLUMNS.len())
-    );
-    for row in rows {
-        let _ = writeln!(out, "| {} |", row.join(" | "));
-    }
-    let _ = writeln!(out, "\n{NOTE}");
-    out
+    format!(
+        "\nEnergy over each case's measurement window:\n\n{}\n{NOTE}\n",
+        super::markdown_table(&COLUMNS, &rows)
+    )
 }
 
 #[cfg(test)]

@@ -174,14 +174,40 @@ fn results(out: &mut String, report: &Report) {
 
 /// Continuous and open-loop cases: figures over the measurement window.
 fn load_table(out: &mut String, summary: &Summary) {
-    let rows = load_rows(summary);
+    table(
+        out,
+        "window",
+        "Continuous and open-loop cases (figures over the measurement window)",
+        &LOAD_COLUMNS,
+        &load_rows(summary),
+    );
+}
+
+/// The energy of each case's measurement window, where there were power readings.
+fn energy_table(out: &mut String, summary: &Summary) {
+    use crate::report::energy;
+    let rows = energy::rows(summary);
     if rows.is_empty() {
         return;
     }
-    out.push_str(
-        "<h3 id=\"window\">Continuous and open-loop cases (figures over the measurement window)</h3>\n<table>\n<tr>",
-    );
-    for column in LOAD_COLUMNS {
+    let title = "Energy over each case's measurement window";
+    table(out, "energy", title, &energy::COLUMNS, &rows);
+    let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(energy::NOTE));
+}
+
+/// A table under a heading with `id`; nothing without rows.
+fn table<const N: usize>(
+    out: &mut String,
+    id: &str,
+    title: &str,
+    columns: &[&str],
+    rows: &[[String; N]],
+) {
+    if rows.is_empty() {
+        return;
+    }
+    let _ = write!(out, "<h3 id=\"{id}\">{}</h3>\n<table>\n<tr>", escape(title));
+    for column in columns {
         let _ = write!(out, "<th>{}</th>", escape(column));
     }
     out.push_str("</tr>\n");
@@ -193,34 +219,6 @@ fn load_table(out: &mut String, summary: &Summary) {
         let _ = writeln!(out, "<tr>{cells}</tr>");
     }
     out.push_str("</table>\n");
-}
-
-/// The energy of each case's measurement window, where there were power readings.
-fn energy_table(out: &mut String, summary: &Summary) {
-    use crate::report::energy;
-    let rows = energy::rows(summary);
-    if rows.is_empty() {
-        return;
-    }
-    out.push_str(
-        "<h3 id=\"energy\">Energy over each case's measurement window</h3>\n<table>\n<tr>",
-    );
-    for column in energy::COLUMNS {
-        let _ = write!(out, "<th>{}</th>", escape(column));
-    }
-    out.push_str("</tr>\n");
-    for row in rows {
-        let cells = row.iter().fold(String::new(), |mut cells, cell| {
-            let _ = write!(cells, "<td>{}</td>", escape(cell));
-            cells
-        });
-        let _ = writeln!(out, "<tr>{cells}</tr>");
-    }
-    let _ = writeln!(
-        out,
-        "</table>\n<p class=\"note\">{}</p>",
-        escape(energy::NOTE)
-    );
 }
 
 /// A sweep's curve and its findings, each with how it was found.

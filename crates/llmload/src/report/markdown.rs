@@ -312,13 +312,9 @@ fn load_table(summary: &Summary) -> String {
         return String::new();
     }
     let mut out = format!(
-        "\nContinuous and open-loop cases (figures over the measurement window):\n\n| {} |\n|{}\n",
-        LOAD_COLUMNS.join(" | "),
-        "---|".repeat(LOAD_COLUMNS.len())
+        "\nContinuous and open-loop cases (figures over the measurement window):\n\n{}",
+        super::markdown_table(&LOAD_COLUMNS, &rows)
     );
-    for row in rows {
-        let _ = writeln!(out, "| {} |", row.join(" | "));
-    }
     let mut priorities: Vec<&str> = summary
         .cases
         .iter()
