@@ -254,6 +254,17 @@ impl Guard {
         self.cancel.is_cancelled()
     }
 
+    /// How far every GPU that reports power has been read: the earliest, over those GPUs, of the
+    /// time of its latest reading, seconds since the attempt started; `None` when none does.
+    pub fn power_read_to(&self) -> Option<f64> {
+        let latest = self.latest.lock().ok()?;
+        latest
+            .values()
+            .filter(|r| r.power_w.is_some())
+            .map(|r| r.t_s)
+            .min_by(f64::total_cmp)
+    }
+
     /// The latest reading of the hottest GPU.
     pub fn latest(&self) -> Option<Reading> {
         let latest = self.latest.lock().ok()?;

@@ -3,6 +3,7 @@
 //! planned round completed with every response `ok`.
 
 pub mod client_check;
+pub mod energy;
 pub mod gate;
 pub mod identity;
 pub mod saturation;
@@ -104,6 +105,10 @@ pub struct CaseSummary {
     /// Why the first unverified `ok` response was not verified (its record's notes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_unverified: Option<String>,
+    /// With GPU power readings: the energy of the measurement window and the output tokens per
+    /// joule, or why there is no figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<energy::Energy>,
 }
 
 /// Reasoning and answer told apart, over the `ok` responses that carried reasoning.
@@ -272,6 +277,16 @@ impl CaseFigures {
         }
     }
 
+    /// The spans of the rounds that had an `ok` response, first send to last `ok` completion
+    /// (each round's `duration_s`), in round order.
+    pub fn round_spans(&self) -> Vec<(f64, f64)> {
+        self.rounds
+            .values()
+            .filter(|r| r.last_done.is_finite())
+            .map(|r| (r.first_send, r.last_done.max(r.first_send)))
+            .collect()
+    }
+
     /// Measured records added so far.
     pub fn requests(&self) -> u32 {
         let c = &self.counts;
@@ -318,6 +333,7 @@ impl CaseFigures {
             prefix_cache: self.prefix.finish(),
             first_error: self.first_error,
             first_unverified: self.first_unverified,
+            energy: None,
             reasoning: (!self.reasoning_tokens.is_empty()).then(|| Reasoning {
                 responses: crate::num::count(self.reasoning_tokens.len()),
                 tokens: self.reasoning_tokens.distribution(),

@@ -49,10 +49,17 @@ pub struct CampaignConfig {
     /// The guard's thresholds.
     #[serde(default)]
     pub limits: CampaignLimits,
+    /// Time between live GPU readings, seconds (for the energy's sparseness rule).
+    #[serde(default = "one_second")]
+    pub telemetry_interval_s: f64,
 }
 
 fn one() -> u32 {
     1
+}
+
+fn one_second() -> f64 {
+    1.0
 }
 
 /// The goodput objectives as `campaign.json` writes them.

@@ -7,6 +7,7 @@
 use crate::attempt::load::{case, Campaign, CampaignCase};
 use crate::record::{Phase, Record, Seconds, Status};
 use crate::stats::Spread;
+use crate::summary::energy::{self, Window};
 use crate::summary::saturation::{self, Point};
 use crate::summary::soak::SeriesBins;
 use crate::summary::sweep::{Axis, SweepSection};
@@ -97,10 +98,13 @@ pub(crate) fn cases(
             rebuilt[i].add(r, singles);
         }
     })?;
-    Ok(rebuilt
+    let (mut cases, windows): (Vec<CaseSummary>, Vec<Window>) = rebuilt
         .into_iter()
         .map(|b| b.finish(campaign, telemetry))
-        .collect())
+        .unzip();
+    let interval_s = campaign.config.telemetry_interval_s;
+    energy::attach(&mut cases, &windows, telemetry, interval_s);
+    Ok(cases)
 }
 
 impl<'a> Rebuilt<'a> {
@@ -160,7 +164,15 @@ impl<'a> Rebuilt<'a> {
         }
     }
 
-    fn finish(self, campaign: &Campaign, telemetry: &[Reading]) -> CaseSummary {
+    /// The case's summary, and what its energy is taken over.
+    fn finish(self, campaign: &Campaign, telemetry: &[Reading]) -> (CaseSummary, Window) {
+        let round_spans = self.figures.round_spans();
+        let summary = self.summary(campaign, telemetry);
+        let window = Window::of(&summary, round_spans);
+        (summary, window)
+    }
+
+    fn summary(self, campaign: &Campaign, telemetry: &[Reading]) -> CaseSummary {
         let c = self.c;
         let before_series = self.before.and_then(|b| b.series.clone());
         let series = match self.series {

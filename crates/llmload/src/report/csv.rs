@@ -69,6 +69,15 @@ fn header() -> Vec<String> {
             .iter()
             .map(|s| format!("throughput_tps_{s}")),
     );
+    columns.extend(
+        [
+            "energy_window_s",
+            "energy_j",
+            "energy_readings",
+            "output_tokens_per_joule",
+        ]
+        .map(String::from),
+    );
     columns
 }
 
@@ -108,7 +117,28 @@ fn row(summary: &Summary, case: &CaseSummary) -> Vec<String> {
         cells.extend(distribution_cells(distribution.as_ref()));
     }
     cells.extend(spread_cells(case.throughput_tps.as_ref()));
+    cells.extend(energy_cells(case.energy.as_ref()));
     cells
+}
+
+/// The window, the total energy, the readings it rests on and the output tokens per joule;
+/// empty without power readings, and all but the window empty when the energy is unavailable.
+fn energy_cells(e: Option<&crate::summary::energy::Energy>) -> [String; 4] {
+    let Some(e) = e else {
+        return Default::default();
+    };
+    let figure = |v: Option<f64>| v.map_or_else(String::new, |v| v.to_string());
+    let readings: u32 = e.gpus.iter().map(|g| g.readings).sum();
+    [
+        e.window_s.to_string(),
+        figure(e.total_j),
+        if e.total_j.is_some() {
+            readings.to_string()
+        } else {
+            String::new()
+        },
+        figure(e.output_tokens_per_joule),
+    ]
 }
 
 fn distribution_cells(d: Option<&Distribution>) -> Vec<String> {

@@ -146,6 +146,7 @@ fn results(out: &mut String, report: &Report) {
         );
     }
     load_table(out, &report.summary);
+    energy_table(out, &report.summary);
     let incomplete: Vec<&CaseSummary> = report
         .summary
         .cases
@@ -173,14 +174,40 @@ fn results(out: &mut String, report: &Report) {
 
 /// Continuous and open-loop cases: figures over the measurement window.
 fn load_table(out: &mut String, summary: &Summary) {
-    let rows = load_rows(summary);
+    table(
+        out,
+        "window",
+        "Continuous and open-loop cases (figures over the measurement window)",
+        &LOAD_COLUMNS,
+        &load_rows(summary),
+    );
+}
+
+/// The energy of each case's measurement window, where there were power readings.
+fn energy_table(out: &mut String, summary: &Summary) {
+    use crate::report::energy;
+    let rows = energy::rows(summary);
     if rows.is_empty() {
         return;
     }
-    out.push_str(
-        "<h3 id=\"window\">Continuous and open-loop cases (figures over the measurement window)</h3>\n<table>\n<tr>",
-    );
-    for column in LOAD_COLUMNS {
+    let title = "Energy over each case's measurement window";
+    table(out, "energy", title, &energy::COLUMNS, &rows);
+    let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(energy::NOTE));
+}
+
+/// A table under a heading with `id`; nothing without rows.
+fn table<const N: usize>(
+    out: &mut String,
+    id: &str,
+    title: &str,
+    columns: &[&str],
+    rows: &[[String; N]],
+) {
+    if rows.is_empty() {
+        return;
+    }
+    let _ = write!(out, "<h3 id=\"{id}\">{}</h3>\n<table>\n<tr>", escape(title));
+    for column in columns {
         let _ = write!(out, "<th>{}</th>", escape(column));
     }
     out.push_str("</tr>\n");

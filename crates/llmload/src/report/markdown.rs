@@ -106,6 +106,7 @@ pub fn render(summary: &Summary) -> String {
     out.push_str(&load_table(summary));
     out.push_str(&sweep_section(summary));
     out.push_str(&super::soak::render(summary));
+    out.push_str(&super::energy::markdown(summary));
     out.push_str(&prefix_cache_section(summary));
     out.push_str(&reasoning_section(summary));
     out.push_str(&unverified_note(summary));
@@ -311,13 +312,9 @@ fn load_table(summary: &Summary) -> String {
         return String::new();
     }
     let mut out = format!(
-        "\nContinuous and open-loop cases (figures over the measurement window):\n\n| {} |\n|{}\n",
-        LOAD_COLUMNS.join(" | "),
-        "---|".repeat(LOAD_COLUMNS.len())
+        "\nContinuous and open-loop cases (figures over the measurement window):\n\n{}",
+        super::markdown_table(&LOAD_COLUMNS, &rows)
     );
-    for row in rows {
-        let _ = writeln!(out, "| {} |", row.join(" | "));
-    }
     let mut priorities: Vec<&str> = summary
         .cases
         .iter()

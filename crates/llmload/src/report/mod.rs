@@ -4,6 +4,7 @@
 pub mod charts;
 pub mod compare;
 pub mod csv;
+pub mod energy;
 pub mod gpu;
 pub mod html;
 pub mod markdown;
@@ -60,4 +61,19 @@ pub struct CampaignLimits {
     pub stop_temp_c: Option<f64>,
     /// Stop T.Limit margin, °C.
     pub stop_margin_c: Option<f64>,
+}
+
+/// A Markdown table: the header, its rule, a line per row.
+pub(crate) fn markdown_table<const N: usize>(columns: &[&str], rows: &[[String; N]]) -> String {
+    let mut out = format!(
+        "| {} |\n|{}\n",
+        columns.join(" | "),
+        "---|".repeat(columns.len())
+    );
+    for row in rows {
+        out.push_str("| ");
+        out.push_str(&row.join(" | "));
+        out.push_str(" |\n");
+    }
+    out
 }

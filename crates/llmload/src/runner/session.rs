@@ -10,6 +10,7 @@ use crate::progress::{self, Progress};
 use crate::runner::monitors::Monitors;
 use crate::runner::Runner;
 use crate::selfcheck;
+use crate::summary::energy::{self, Window};
 use crate::summary::{window, Counting, Outcome, OutcomeStatus, Summary};
 use crate::target::Target;
 use crate::telemetry::{self, Sampler};
@@ -31,6 +32,8 @@ pub struct Session<'a> {
     dir: PathBuf,
     /// Why a case could not go on, if one could not.
     failure: Option<String>,
+    /// What each case's energy is taken over, in the order of `summary.cases`.
+    windows: Vec<Window>,
     /// The figures of the cases run so far, and the outcome as it stands.
     pub summary: Summary,
 }
@@ -103,6 +106,7 @@ impl<'a> Session<'a> {
             self_check: selfcheck::Monitor::start(),
             dir: attempt.dir.clone(),
             failure: None,
+            windows: Vec::new(),
             summary,
         })
     }
@@ -120,9 +124,14 @@ impl<'a> Session<'a> {
         self.runner.progress.case(number, planned, plan);
         match self.runner.run_case(plan, self.config.warmup).await {
             Ok(run) => {
-                let dir = &self.dir;
-                let case = window::summarise(plan, run, || telemetry::written(dir));
+                let round_spans = run.figures.round_spans();
+                let readings = telemetry::written(&self.dir);
+                let case = window::summarise(plan, run, &readings);
+                self.windows.push(Window::of(&case, round_spans));
                 self.summary.cases.push(case);
+                // Every case's, again: an earlier case's window may have been waiting for the
+                // reading after its end.
+                self.attach_energy(&readings);
             }
             Err(e) => self.failure = Some(format!("case {}: {e:#}", case.id)),
         }
@@ -149,11 +158,49 @@ impl<'a> Session<'a> {
         self.runner.progress.finish(self.drawing.take());
         let guard = self.runner.guard.clone();
         guard.process_check("the final process check");
+        let end = self
+            .windows
+            .iter()
+            .filter_map(|w| w.spans.last())
+            .map(|s| s.1)
+            .fold(f64::NEG_INFINITY, f64::max);
+        reading_after(&guard, end, self.config.telemetry_interval).await;
+        let telemetry = self.monitors.finish(&self.dir).await;
         let mut summary = self.summary;
-        summary.telemetry = self.monitors.finish(&self.dir).await;
+        energy::attach(
+            &mut summary.cases,
+            &self.windows,
+            &telemetry::written(&self.dir),
+            self.config.telemetry_interval.as_secs_f64(),
+        );
+        summary.telemetry = telemetry;
         summary.client_check = Some(self.self_check.finish(&summary.cases).await);
         set_outcome(&mut summary, &guard, self.failure, planned);
         summary
+    }
+}
+
+impl Session<'_> {
+    /// Sets every case's energy from `readings`.
+    fn attach_energy(&mut self, readings: &[telemetry::Reading]) {
+        let interval_s = self.config.telemetry_interval.as_secs_f64();
+        energy::attach(&mut self.summary.cases, &self.windows, readings, interval_s);
+    }
+}
+
+/// Waits until every GPU that reports power has a reading at or after `end` (the last case's
+/// end), so that its energy has a reading on each side of its window: at most two intervals and
+/// a half, and not at all after Ctrl-C or without power readings.
+async fn reading_after(guard: &Guard, end: f64, interval: std::time::Duration) {
+    let deadline = Instant::now() + interval * 2 + std::time::Duration::from_millis(500);
+    while end.is_finite()
+        && guard.power_read_to().is_some_and(|t| t < end)
+        && guard
+            .verdict()
+            .is_none_or(|v| v.rule != crate::guard::Rule::Interrupted)
+        && Instant::now() < deadline
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
 

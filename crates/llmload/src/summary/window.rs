@@ -119,12 +119,8 @@ impl std::fmt::Display for LoadShape {
 }
 
 /// The summary of one case: per round for closed rounds, over the window otherwise, with its soak
-/// series when the run asked for one (GPU readings from `readings`, read only then).
-pub fn summarise(
-    plan: &CasePlan,
-    run: CaseRun,
-    readings: impl FnOnce() -> Vec<Reading>,
-) -> CaseSummary {
+/// series when the run asked for one (its GPU figures from `readings`).
+pub fn summarise(plan: &CasePlan, run: CaseRun, readings: &[Reading]) -> CaseSummary {
     let (shape, rate, nominal) = match &plan.shape {
         Shape::Rounds { rounds } => return run.figures.finish(&plan.case, *rounds),
         Shape::ClosedContinuous { .. } => (
@@ -165,7 +161,7 @@ pub fn summarise(
     summary.complete = !run.stopped && all_ok;
     summary.throughput_tps = Spread::of(&[load.throughput_tps]);
     summary.load = Some(load);
-    summary.series = series.map(|(bins, span)| bins.finish(span, &readings()));
+    summary.series = series.map(|(bins, span)| bins.finish(span, readings));
     summary
 }
 
