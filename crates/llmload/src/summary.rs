@@ -5,6 +5,7 @@
 pub mod client_check;
 pub mod gate;
 pub mod identity;
+pub mod phases;
 pub mod saturation;
 pub mod soak;
 pub mod sweep;
@@ -104,6 +105,10 @@ pub struct CaseSummary {
     /// Why the first unverified `ok` response was not verified (its record's notes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_unverified: Option<String>,
+    /// Where the time went: a new connection's setup apart, then each mark from `sent`; absent
+    /// when the records do not carry it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases: Option<phases::PhaseSummary>,
 }
 
 /// Reasoning and answer told apart, over the `ok` responses that carried reasoning.
@@ -203,6 +208,7 @@ pub struct CaseFigures {
     time_to_answer: Samples,
     first_error: Option<String>,
     first_unverified: Option<String>,
+    phases: phases::PhaseFigures,
 }
 
 impl CaseFigures {
@@ -246,6 +252,7 @@ impl CaseFigures {
             }
         }
         self.prefix.add(r);
+        self.phases.add(r);
     }
 
     fn count(&mut self, r: &Record) {
@@ -318,6 +325,7 @@ impl CaseFigures {
             prefix_cache: self.prefix.finish(),
             first_error: self.first_error,
             first_unverified: self.first_unverified,
+            phases: self.phases.finish(),
             reasoning: (!self.reasoning_tokens.is_empty()).then(|| Reasoning {
                 responses: crate::num::count(self.reasoning_tokens.len()),
                 tokens: self.reasoning_tokens.distribution(),

@@ -1,9 +1,10 @@
 //! An exchange becomes a record: its times relative to the attempt's start, and the verdict of
 //! checking the server's counters against what was asked.
 
-use crate::api::client::{Exchange, Failure};
+use crate::api::client::{Exchange, Failure, Timing};
 use crate::api::Counters;
-use crate::record::{ErrorKind, Record, RequestMeta, Status};
+use crate::record::{ErrorKind, Phases, Record, RequestMeta, Status};
+use std::time::Duration;
 use tokio::time::Instant;
 
 /// The verdict of checking a response's counters against its request.
@@ -189,6 +190,22 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: 
             .first_answer
             .filter(|_| exchange.reasoning_tokens > 0)
             .map(|t| round3(ms_from_sent(t))),
+        phases: exchange.timing.map(|timing| phases(&timing, exchange.sent)),
+    }
+}
+
+/// The record's phases of an exchange's timing: setup durations, then ms from `sent`, unrounded
+/// like `ttft_ms` so that the marks compare exactly with it.
+fn phases(timing: &Timing, sent: Instant) -> Phases {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let from_sent = |t: Option<Instant>| t.map(|t| ms(t.saturating_duration_since(sent)));
+    Phases {
+        connect_ms: timing.setup.map(|s| ms(s.connect)),
+        tls_ms: timing.setup.and_then(|s| s.tls).map(ms),
+        write_ms: from_sent(timing.written),
+        head_ms: from_sent(timing.head),
+        first_event_ms: from_sent(timing.first_event),
+        reused: timing.reused,
     }
 }
 
