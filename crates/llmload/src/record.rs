@@ -125,7 +125,8 @@ pub struct Phases {
     /// A new `https://` connection: its TLS handshake, ms. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_ms: Option<f64>,
-    /// The request's last byte handed to the kernel, ms from `sent`.
+    /// The request's last byte handed to the kernel (when the write returned: a fast server's
+    /// head may be stamped before it), ms from `sent`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_ms: Option<f64>,
     /// The response head whole, ms from `sent`.

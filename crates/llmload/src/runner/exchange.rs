@@ -190,15 +190,21 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: 
             .first_answer
             .filter(|_| exchange.reasoning_tokens > 0)
             .map(|t| round3(ms_from_sent(t))),
-        phases: exchange.timing.map(|timing| phases(&timing, exchange.sent)),
+        phases: exchange.timing.map(|timing| phases(&timing, exchange)),
     }
 }
 
-/// The record's phases of an exchange's timing: setup durations, then ms from `sent`, unrounded
-/// like `ttft_ms` so that the marks compare exactly with it.
-fn phases(timing: &Timing, sent: Instant) -> Phases {
+/// The record's phases of an exchange's timing: setup durations, then ms from `sent`. The marks
+/// are kept to the microsecond as token events are, and unrounded like `ttft_ms`, so that they
+/// compare with it exactly.
+fn phases(timing: &Timing, exchange: &Exchange) -> Phases {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    let from_sent = |t: Option<Instant>| t.map(|t| ms(t.saturating_duration_since(sent)));
+    let from_sent = |t: Option<Instant>| {
+        t.map(|t| {
+            let kept = exchange.token_events.as_kept(t);
+            ms(kept.saturating_duration_since(exchange.sent))
+        })
+    };
     Phases {
         connect_ms: timing.setup.map(|s| ms(s.connect)),
         tls_ms: timing.setup.and_then(|s| s.tls).map(ms),
