@@ -3,7 +3,7 @@
 //! No clock is read: every time is written out here.
 
 use crate::attempt::load::{Campaign, CampaignCase, CampaignConfig, CampaignTarget};
-use crate::record::{Phase, Record, Status};
+use crate::record::{Phase, Phases, Record, Status};
 use crate::report::Report;
 
 /// (input tokens, concurrency) of the fixture's cases; 4 output tokens each, 2 rounds.
@@ -85,6 +85,21 @@ fn ok(
         event_tokens: Vec::new(),
         reasoning_tokens: 0,
         answer_ms: None,
+        phases: Some(phases(round, index, ttft_ms)),
+    }
+}
+
+/// Where the time went: a new connection for the warmup and for the second request of the
+/// first round (one connection kept alive per request in flight), the others kept-alive.
+fn phases(round: Option<u32>, index: u32, ttft_ms: f64) -> Phases {
+    let reused = round.is_some() && !(round == Some(1) && index > 0);
+    Phases {
+        connect_ms: (!reused).then_some(0.25),
+        tls_ms: None,
+        write_ms: Some(0.05),
+        head_ms: Some(ttft_ms * 0.5),
+        first_event_ms: Some(ttft_ms * 0.75),
+        reused,
     }
 }
 

@@ -107,6 +107,36 @@ pub struct Record {
     /// With reasoning: time from `sent` to the first answer token, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer_ms: Option<f64>,
+    /// Where the time went on the connection; absent when the request never had one (it could
+    /// not connect), and in records written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases: Option<Phases>,
+}
+
+/// Where one request's time went on its connection. A new connection's setup (`connect_ms`,
+/// `tls_ms`) happens before `sent` and is no part of any latency; the other marks are ms from
+/// `sent`, as `ttft_ms` is, each absent when the exchange ended before it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Phases {
+    /// A new connection: from asking for it to its TCP handshake done (the name looked up
+    /// first), ms. Absent on a kept-alive connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_ms: Option<f64>,
+    /// A new `https://` connection: its TLS handshake, ms. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_ms: Option<f64>,
+    /// The request's last byte handed to the kernel (when the write returned: a fast server's
+    /// head may be stamped before it), ms from `sent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_ms: Option<f64>,
+    /// The response head whole, ms from `sent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_ms: Option<f64>,
+    /// The first event of the body (any event, token or not), ms from `sent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_event_ms: Option<f64>,
+    /// The request went on a kept-alive connection.
+    pub reused: bool,
 }
 
 /// Why a request did not end `ok`, as `requests.jsonl` and the summary name it.
@@ -261,6 +291,7 @@ pub(crate) fn ok_record(
         event_tokens: Vec::new(),
         reasoning_tokens: 0,
         answer_ms: None,
+        phases: None,
     }
 }
 

@@ -6,6 +6,7 @@ pub mod client_check;
 pub mod energy;
 pub mod gate;
 pub mod identity;
+pub mod phases;
 pub mod saturation;
 pub mod soak;
 pub mod sweep;
@@ -109,6 +110,10 @@ pub struct CaseSummary {
     /// joule, or why there is no figure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy: Option<energy::Energy>,
+    /// Where the time went: a new connection's setup apart, then each mark from `sent`; absent
+    /// when the records do not carry it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases: Option<phases::PhaseSummary>,
 }
 
 /// Reasoning and answer told apart, over the `ok` responses that carried reasoning.
@@ -208,6 +213,7 @@ pub struct CaseFigures {
     time_to_answer: Samples,
     first_error: Option<String>,
     first_unverified: Option<String>,
+    phases: phases::PhaseFigures,
 }
 
 impl CaseFigures {
@@ -251,6 +257,7 @@ impl CaseFigures {
             }
         }
         self.prefix.add(r);
+        self.phases.add(r);
     }
 
     fn count(&mut self, r: &Record) {
@@ -334,6 +341,7 @@ impl CaseFigures {
             first_error: self.first_error,
             first_unverified: self.first_unverified,
             energy: None,
+            phases: self.phases.finish(),
             reasoning: (!self.reasoning_tokens.is_empty()).then(|| Reasoning {
                 responses: crate::num::count(self.reasoning_tokens.len()),
                 tokens: self.reasoning_tokens.distribution(),

@@ -49,14 +49,17 @@ const CHARTS: [&str; 5] = [
     "GPU telemetry over time",
 ];
 
+/// The page's figures: the charts, and the bars of where the time goes.
+const FIGURES: usize = CHARTS.len() + 1;
+
 /// The page names no address but the target's, loads nothing, and holds one SVG per chart.
 fn assert_self_contained(html: &str, target_url: &str) {
     assert_eq!(
         html.matches("<svg").count(),
-        CHARTS.len(),
-        "one <svg> per chart"
+        FIGURES,
+        "one <svg> per figure"
     );
-    assert_eq!(html.matches("<figcaption>").count(), CHARTS.len());
+    assert_eq!(html.matches("<figcaption>").count(), FIGURES);
     for title in CHARTS {
         assert!(html.contains(&format!("<h3>{title}</h3>")), "{title}");
     }
@@ -91,6 +94,18 @@ fn a_run_writes_every_view_and_report_rebuilds_them_from_the_records_alone() {
         html.contains("id=\"simulated\""),
         "the simulator at --url is recognised and bannered"
     );
+
+    // Where the time goes: every case's ok responses carry their phases, and each case has its
+    // bar on the page.
+    let parsed: serde_json::Value = serde_json::from_str(&summary).expect("summary.json");
+    for case in parsed["cases"].as_array().expect("cases") {
+        let phases = &case["phases"];
+        assert_eq!(phases["responses"], case["counts"]["ok"], "{case}");
+        let connections = phases["new_connections"].as_u64().expect("a count")
+            + phases["reused_connections"].as_u64().expect("a count");
+        assert_eq!(phases["responses"], connections, "{case}");
+    }
+    assert_eq!(html.matches("<g class=\"phase-bar\">").count(), 6);
 
     let rows: Vec<&str> = csv.lines().collect();
     assert_eq!(rows.len(), 1 + 6, "a header and one row per case:\n{csv}");
@@ -243,10 +258,10 @@ fn the_page_loads_offline_in_headless_chromium() {
     let (dom, urls) = chromium(&page, out.path(), "--dump-dom");
     assert_eq!(
         dom.matches("<svg").count(),
-        CHARTS.len(),
-        "every chart is in the DOM"
+        FIGURES,
+        "every figure is in the DOM"
     );
-    assert_eq!(dom.matches("<figcaption>").count(), CHARTS.len());
+    assert_eq!(dom.matches("<figcaption>").count(), FIGURES);
     for title in CHARTS {
         assert!(
             dom.contains(&format!("<h3>{title}</h3>")),

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{attempt_dir, json, json_lines, llmload, Invocation, Simulator};
+use common::{assert_phases, attempt_dir, json, json_lines, llmload, Invocation, Simulator};
 use serde_json::Value;
 
 /// The seeds' table: (input, concurrency, median TTFT s, median complete s, throughput tok/s).
@@ -263,4 +263,58 @@ fn chat_and_completions_prompts_are_exact_on_the_simulator() {
             assert_eq!(r["verified"], true, "{r}");
         }
     }
+}
+
+#[test]
+fn each_request_says_where_its_time_went_and_connections_are_kept_alive() {
+    let sim = Simulator::start(&["--profile", "cpu-tiny", "--slots", "2"]);
+    let out = tempfile::tempdir().expect("temp dir");
+    let run = llmload(&[
+        "run",
+        "--url",
+        &sim.url,
+        "--input-tokens",
+        "64",
+        "--concurrency",
+        "2",
+        "--output-tokens",
+        "8",
+        "--rounds",
+        "3",
+        "--warmup",
+        "0",
+        "--out",
+        out.path().to_str().expect("UTF-8"),
+        "--name",
+        "phases",
+        "-q",
+    ]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let dir = attempt_dir(out.path(), "phases");
+    let records = json_lines(&dir.join("requests.jsonl"));
+    assert_eq!(records.len(), 6, "{records:?}");
+    // Plain http: no TLS handshake anywhere.
+    let reused = records.iter().filter(|r| assert_phases(r, false)).count();
+    // The first round opens one connection per request in flight; the next rounds reuse them
+    // (the simulator keeps connections alive).
+    assert_eq!(reused, 4, "{records:?}");
+    let first_round_new = records
+        .iter()
+        .filter(|r| r["round"] == 1)
+        .all(|r| r["phases"]["reused"] == false);
+    assert!(first_round_new, "{records:?}");
+    let case = &json(&dir.join("summary.json"))["cases"][0];
+    let phases = &case["phases"];
+    assert_eq!(phases["responses"], 6, "{phases}");
+    assert_eq!(phases["new_connections"], 2, "{phases}");
+    assert_eq!(phases["reused_connections"], 4, "{phases}");
+    assert_eq!(phases["connect_ms"]["n"], 2, "{phases}");
+    assert!(phases.get("tls_ms").is_none(), "{phases}");
+    for mark in ["write_ms", "head_ms", "first_event_ms", "last_token_ms"] {
+        assert_eq!(phases[mark]["n"], 6, "{mark}: {phases}");
+    }
+    let markdown = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
+    assert!(markdown.contains("Where the time goes"), "{markdown}");
+    let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
+    assert_eq!(html.matches("<g class=\"phase-bar\">").count(), 1);
 }

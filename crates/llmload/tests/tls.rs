@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{json, json_lines, llmload, run_against, Invocation, Simulator};
+use common::{assert_phases, json, json_lines, llmload, run_against, Invocation, Simulator};
 use rustls::pki_types::PrivateKeyDer;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -223,6 +223,17 @@ fn https_with_ca_cert_is_measured_and_verified_on_kept_alive_connections() {
         front.count(|c| &c.accepted),
         "every connection completed its handshake"
     );
+    // Each stream connection the front saw is one record's new connection, with its TLS
+    // handshake timed apart; every other record went on a kept-alive one.
+    let new = records.iter().filter(|r| !assert_phases(r, true)).count();
+    assert_eq!(new, streams, "{records:?}");
+    let phases = &json(&dir.join("summary.json"))["cases"][0]["phases"];
+    let measured_new = records
+        .iter()
+        .filter(|r| r["phase"] == "measured" && r["phases"]["reused"] == false)
+        .count();
+    assert_eq!(phases["new_connections"], measured_new, "{phases}");
+    assert_eq!(phases["tls_ms"]["n"], phases["new_connections"], "{phases}");
 }
 
 #[test]

@@ -10,6 +10,7 @@
 
 mod direct;
 
+pub use super::conn::Setup;
 use super::http1::Origin;
 pub use super::tls::TlsOptions;
 pub use super::token_events::TokenEvents;
@@ -100,6 +101,24 @@ pub struct Exchange {
     pub text: Option<StreamText>,
     /// How the client counted the stream's tokens, when it did (a note for the record).
     pub counted_by_client: Option<String>,
+    /// Where the time went on the connection, once the request had one.
+    pub timing: Option<Timing>,
+}
+
+/// Where one exchange's time went on its connection: the setup of a new connection (before
+/// `sent`), then the marks of the exchange itself, each taken once.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Timing {
+    /// A new connection's setup; `None` on a kept-alive one.
+    pub setup: Option<Setup>,
+    /// The request went on a kept-alive connection.
+    pub reused: bool,
+    /// When the request's last byte was handed to the kernel.
+    pub written: Option<Instant>,
+    /// When the response head was whole (the receive stamp of its last bytes).
+    pub head: Option<Instant>,
+    /// When the first event of the body (any event) arrived.
+    pub first_event: Option<Instant>,
 }
 
 /// A stream's text and where each token-carrying chunk of it ended, for the client's tokenizer.
@@ -142,6 +161,7 @@ impl Exchange {
             first_answer: None,
             text: None,
             counted_by_client: None,
+            timing: None,
         }
     }
 
@@ -356,6 +376,9 @@ fn on_event(
 ) {
     if error.is_some() || exchange.done.is_some() {
         return;
+    }
+    if let Some(timing) = &mut exchange.timing {
+        timing.first_event.get_or_insert(now);
     }
     match api.parse_event(data) {
         Ok(event) => {

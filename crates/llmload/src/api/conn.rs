@@ -15,6 +15,7 @@ use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection};
 use std::io::{self, Read as _, Write as _};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
@@ -31,11 +32,22 @@ pub struct TlsPeer {
     pub name: ServerName<'static>,
 }
 
+/// How long a new connection took to set up, before any request went on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Setup {
+    /// From asking for the connection to its TCP handshake done (the name looked up first).
+    pub connect: Duration,
+    /// `https://`: from the TCP connection to the TLS handshake done.
+    pub tls: Option<Duration>,
+}
+
 /// One connection to the target.
 #[derive(Debug)]
 pub struct Conn {
     tcp: TcpStream,
     tls: Option<Box<Tls>>,
+    /// How the connection was set up, until the first request on it takes it.
+    setup: Option<Setup>,
 }
 
 /// The TLS side of a connection.
@@ -54,13 +66,20 @@ impl Conn {
     /// Connects to `address` (`host:port`), with receive stamps and without Nagle's delay; over
     /// `tls`, the handshake is done before it returns.
     pub async fn open(address: &str, tls: Option<&TlsPeer>) -> io::Result<Conn> {
+        let start = Instant::now();
         let tcp = TcpStream::connect(address).await?;
+        let connected = Instant::now();
+        let connect = connected.duration_since(start);
         // Requests must leave at once, not wait for Nagle's algorithm.
         tcp.set_nodelay(true)?;
         // Without kernel stamps (an exotic kernel), reads are timed when they return.
         stamp::enable(&tcp);
         let Some(peer) = tls else {
-            return Ok(Conn { tcp, tls: None });
+            return Ok(Conn {
+                tcp,
+                tls: None,
+                setup: Some(Setup { connect, tls: None }),
+            });
         };
         let mut session = ClientConnection::new(peer.config.clone(), peer.name.clone())
             .map_err(io::Error::other)?;
@@ -73,9 +92,20 @@ impl Conn {
                 outgoing: Vec::new(),
                 arrived: Instant::now(),
             })),
+            setup: None,
         };
         conn.handshake().await?;
+        conn.setup = Some(Setup {
+            connect,
+            tls: Some(connected.elapsed()),
+        });
         Ok(conn)
+    }
+
+    /// How the connection was set up, for the first request on it only: `None` after that (a
+    /// kept-alive connection costs its next request nothing).
+    pub fn take_setup(&mut self) -> Option<Setup> {
+        self.setup.take()
     }
 
     /// Whether the connection is TLS.
@@ -215,7 +245,6 @@ mod tests {
     use super::*;
     use crate::api::tls::{client_config, TlsOptions};
     use rustls::pki_types::PrivateKeyDer;
-    use std::time::Duration;
     use tokio::io::{AsyncReadExt, AsyncWrite};
     use tokio_rustls::{server::TlsStream, TlsAcceptor};
 
@@ -298,6 +327,15 @@ mod tests {
         let (conn, accepted) = tokio::join!(Conn::open(&address, None), listener.accept());
         let (mut conn, (mut server, _)) = (conn.expect("connect"), accepted.expect("accept"));
         assert!(!conn.is_tls());
+        let setup = conn
+            .take_setup()
+            .expect("a new connection says how it was set up");
+        assert_eq!(setup.tls, None, "no handshake over plain TCP");
+        assert_eq!(
+            conn.take_setup(),
+            None,
+            "only the first request pays for the setup"
+        );
         timed_at_arrival(&mut conn, &mut server).await;
     }
 
@@ -305,6 +343,15 @@ mod tests {
     async fn tls_plaintext_is_timed_when_its_ciphertext_arrived_not_when_it_was_read() {
         let (mut conn, mut server) = tls_pair().await;
         assert!(conn.is_tls());
+        let setup = conn
+            .take_setup()
+            .expect("a new connection says how it was set up");
+        assert!(setup.tls.is_some(), "the TLS handshake is timed apart");
+        assert_eq!(
+            conn.take_setup(),
+            None,
+            "only the first request pays for the setup"
+        );
         timed_at_arrival(&mut conn, &mut server).await;
     }
 

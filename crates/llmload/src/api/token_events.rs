@@ -60,6 +60,13 @@ impl TokenEvents {
         self.packed.is_empty()
     }
 
+    /// `at` as an event at `at` is kept: to the microsecond since the epoch, truncated. Other
+    /// marks of the stream kept this way compare with the events' times exactly.
+    pub fn as_kept(&self, at: Instant) -> Instant {
+        let micros = at.saturating_duration_since(self.epoch).as_micros();
+        self.epoch + Duration::from_micros(u64::try_from(micros).unwrap_or(u64::MAX))
+    }
+
     /// Each event's receipt time and tokens, in order.
     pub fn iter(&self) -> impl Iterator<Item = (Instant, u32)> + '_ {
         self.packed.iter().map(|&p| {

@@ -57,6 +57,7 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(binned.trim()));
     }
     sweep(&mut out, summary);
+    out.push_str(&crate::report::phases::html(summary));
     out.push_str("<h2 id=\"charts\">Charts</h2>\n");
     for figure in [
         charts::latency(summary),
@@ -374,7 +375,9 @@ mod tests {
     #[test]
     fn the_page_is_self_contained_with_one_svg_per_chart() {
         let html = render(&fixture::report());
-        assert_eq!(html.matches("<svg").count(), 5);
+        // The five charts, and the bars of where the time goes.
+        assert_eq!(html.matches("<svg").count(), 6);
+        assert_eq!(html.matches("<g class=\"phase-bar\">").count(), 4);
         assert_eq!(html.matches("<figure>").count(), 5);
         assert!(!html.contains("<script"));
         assert!(!html.contains("<link"));

@@ -109,6 +109,7 @@ pub fn render(summary: &Summary) -> String {
     out.push_str(&super::energy::markdown(summary));
     out.push_str(&prefix_cache_section(summary));
     out.push_str(&reasoning_section(summary));
+    out.push_str(&super::phases::markdown(summary));
     out.push_str(&unverified_note(summary));
     out.push_str(&histogram_note(summary));
     let incomplete: Vec<&CaseSummary> = summary.cases.iter().filter(|c| !c.complete).collect();

@@ -9,6 +9,7 @@ pub mod gpu;
 pub mod html;
 pub mod markdown;
 pub mod marks;
+pub mod phases;
 pub mod plot;
 pub mod saturation;
 pub mod soak;

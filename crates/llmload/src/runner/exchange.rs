@@ -1,9 +1,10 @@
 //! An exchange becomes a record: its times relative to the attempt's start, and the verdict of
 //! checking the server's counters against what was asked.
 
-use crate::api::client::{Exchange, Failure};
+use crate::api::client::{Exchange, Failure, Timing};
 use crate::api::Counters;
-use crate::record::{ErrorKind, Record, RequestMeta, Status};
+use crate::record::{ErrorKind, Phases, Record, RequestMeta, Status};
+use std::time::Duration;
 use tokio::time::Instant;
 
 /// The verdict of checking a response's counters against its request.
@@ -189,6 +190,28 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: 
             .first_answer
             .filter(|_| exchange.reasoning_tokens > 0)
             .map(|t| round3(ms_from_sent(t))),
+        phases: exchange.timing.map(|timing| phases(&timing, exchange)),
+    }
+}
+
+/// The record's phases of an exchange's timing: setup durations, then ms from `sent`. The marks
+/// are kept to the microsecond as token events are, and unrounded like `ttft_ms`, so that they
+/// compare with it exactly.
+fn phases(timing: &Timing, exchange: &Exchange) -> Phases {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let from_sent = |t: Option<Instant>| {
+        t.map(|t| {
+            let kept = exchange.token_events.as_kept(t);
+            ms(kept.saturating_duration_since(exchange.sent))
+        })
+    };
+    Phases {
+        connect_ms: timing.setup.map(|s| ms(s.connect)),
+        tls_ms: timing.setup.and_then(|s| s.tls).map(ms),
+        write_ms: from_sent(timing.written),
+        head_ms: from_sent(timing.head),
+        first_event_ms: from_sent(timing.first_event),
+        reused: timing.reused,
     }
 }
 

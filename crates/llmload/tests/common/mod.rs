@@ -278,3 +278,38 @@ impl Drop for Simulator {
         stop(&mut self.child);
     }
 }
+
+/// Checks a completed record's phases and returns whether it went on a kept-alive connection:
+/// the marks in the order every response passes them (0 ≤ head ≤ first event ≤ first token ≤
+/// final event, all from `sent`; the last token no later than the final event, to the
+/// microsecond `event_ms` is rounded to); the request written after `sent` (but not always
+/// before the head: it is taken when the write returns, and a fast server's head can be stamped
+/// by the kernel before that); a new connection's setup present, and its TLS handshake exactly
+/// when `tls`; a kept-alive one with no setup.
+pub fn assert_phases(record: &Value, tls: bool) -> bool {
+    let phases = &record["phases"];
+    let at = |v: &Value| v.as_f64().unwrap_or_else(|| panic!("a number: {record}"));
+    let last_token = record["event_ms"]
+        .as_array()
+        .and_then(|events| events.last())
+        .unwrap_or_else(|| panic!("token events: {record}"));
+    assert!(at(&phases["write_ms"]) >= 0.0, "{record}");
+    let marks = [
+        0.0,
+        at(&phases["head_ms"]),
+        at(&phases["first_event_ms"]),
+        at(&record["ttft_ms"]),
+        at(&record["e2e_ms"]),
+    ];
+    assert!(
+        marks.windows(2).all(|w| w[0] <= w[1]),
+        "{marks:?}: {record}"
+    );
+    assert!(at(last_token) <= marks[4] + 1e-3, "{record}");
+    let reused = phases["reused"]
+        .as_bool()
+        .unwrap_or_else(|| panic!("reused: {record}"));
+    assert_eq!(phases["connect_ms"].is_f64(), !reused, "{record}");
+    assert_eq!(phases["tls_ms"].is_f64(), !reused && tls, "{record}");
+    reused
+}

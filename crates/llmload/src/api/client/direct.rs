@@ -3,7 +3,7 @@
 //! server had closed it unseen), the response head, then the body read in place into events,
 //! every read timed by the kernel's receive stamp ([`super::super::conn`]).
 
-use super::{on_event, Exchange, Failure, StreamText};
+use super::{on_event, Exchange, Failure, StreamText, Timing};
 use crate::api::conn::Conn;
 use crate::api::http1::{self, BodyDecoder, Origin};
 use crate::api::sse::SseDecoder;
@@ -88,14 +88,25 @@ async fn converse(
     request: &[u8],
     exchange: &mut Exchange,
 ) -> Result<Option<Conn>, Broken> {
-    // The connection is open (its handshake done, over TLS): only the exchange is timed.
+    // The connection is open (its handshake done, over TLS): its setup is reported apart, and
+    // every latency counts from here.
+    let mut timing = Timing {
+        setup: conn.take_setup(),
+        reused,
+        ..Timing::default()
+    };
     exchange.sent = Instant::now();
+    exchange.timing = Some(timing);
     if let Err(e) = conn.send(request).await {
         let failure = Failure::Disconnected(format!("request failed: {e}"));
         return Err(stale_or(reused, failure));
     }
+    timing.written = Some(Instant::now());
+    exchange.timing = Some(timing);
     let mut buffer = vec![0u8; http1::READ_BUFFER];
     let (head, filled, arrived) = read_head(&mut conn, &mut buffer, reused).await?;
+    timing.head = Some(arrived);
+    exchange.timing = Some(timing);
     let mut reader = BodyReader {
         decoder: BodyDecoder::new(head.framing),
         sse: SseDecoder::new(),
