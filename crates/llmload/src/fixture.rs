@@ -225,8 +225,10 @@ pub fn sweep_report() -> Report {
     previous.outcome = crate::summary::Outcome::new(
         &previous.cases,
         5,
-        Some("stopped by the temperature rule at telemetry: GPU 0 reached 90 °C, at or above the harness's stop threshold of 90 °C".into()),
-        None,
+        crate::summary::RunState::Ended {
+            stop: Some("stopped by the temperature rule at telemetry: GPU 0 reached 90 °C, at or above the harness's stop threshold of 90 °C".into()),
+            failure: None,
+        },
     );
     previous.outcome.stop_sample = stop.and_then(|s| serde_json::to_value(s).ok());
     let mut report = crate::attempt::load::from_records(&campaign, records, Some(&previous));

@@ -412,30 +412,58 @@ pub struct Outcome {
     pub stop_sample: Option<serde_json::Value>,
 }
 
-impl Outcome {
-    /// The outcome of `cases` out of `cases_total`, given how the run ended.
-    pub fn new(
-        cases: &[CaseSummary],
-        cases_total: u32,
+/// Where a run is, for its outcome.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunState {
+    /// Cases are still to run: the summary on disk says so until the run is over.
+    Going,
+    /// The run is over: stopped by a rule or a signal, failed, or neither.
+    Ended {
+        /// What stopped it, in words.
         stop: Option<String>,
+        /// What failed, in words.
         failure: Option<String>,
-    ) -> Outcome {
+    },
+}
+
+impl RunState {
+    /// A run over without a stop or a failure of its own.
+    pub const DONE: RunState = RunState::Ended {
+        stop: None,
+        failure: None,
+    };
+}
+
+impl Outcome {
+    /// The outcome of `cases` out of `cases_total`, given where the run is.
+    pub fn new(cases: &[CaseSummary], cases_total: u32, state: RunState) -> Outcome {
         let cases_completed = crate::num::count(cases.iter().filter(|c| c.complete).count());
-        let status = if stop.is_some() {
-            OutcomeStatus::Stopped
-        } else if failure.is_some() || cases_completed < cases_total {
-            OutcomeStatus::Failed
-        } else {
-            OutcomeStatus::Completed
+        let (status, reason) = match state {
+            RunState::Going => (
+                OutcomeStatus::Running,
+                Some(format!(
+                    "running: {} of {cases_total} cases run so far",
+                    cases.len()
+                )),
+            ),
+            RunState::Ended {
+                stop: Some(stop), ..
+            } => (OutcomeStatus::Stopped, Some(stop)),
+            RunState::Ended { failure, .. } => {
+                let status = if failure.is_some() || cases_completed < cases_total {
+                    OutcomeStatus::Failed
+                } else {
+                    OutcomeStatus::Completed
+                };
+                let incomplete = (cases_completed < cases_total).then(|| {
+                    format!(
+                        "{} of {cases_total} cases incomplete",
+                        cases_total - cases_completed
+                    )
+                });
+                (status, failure.or(incomplete))
+            }
         };
-        let reason = stop.or(failure).or_else(|| {
-            (cases_completed < cases_total).then(|| {
-                format!(
-                    "{} of {cases_total} cases incomplete",
-                    cases_total - cases_completed
-                )
-            })
-        });
         Outcome {
             status,
             cases_completed,

@@ -7,7 +7,7 @@ use super::rebuild;
 use crate::error::Context;
 use crate::record::{Phase, Record};
 use crate::report::{CampaignLimits, Report, FAILED_SHOWN, TIMELINE_MAX};
-use crate::summary::{CaseSummary, Outcome, OutcomeStatus, Summary};
+use crate::summary::{CaseSummary, Outcome, OutcomeStatus, RunState, Summary};
 use crate::telemetry::Reading;
 use crate::workload::shape::{Case, ShapeKind};
 use serde::Deserialize;
@@ -221,7 +221,14 @@ fn unfinished(
          stopped): {} of {total} cases have records, {recorded} measured requests recorded, {last}",
         cases.len()
     );
-    Outcome::new(cases, total, None, Some(reason))
+    Outcome::new(
+        cases,
+        total,
+        RunState::Ended {
+            stop: None,
+            failure: Some(reason),
+        },
+    )
 }
 
 /// Recomputes the summary of `campaign` from `records`. What the records cannot say comes
@@ -253,7 +260,11 @@ fn assemble(
     let sweep = rebuild::sweep(previous.and_then(|p| p.sweep.as_ref()), &cases, &slo);
     let outcome = match previous {
         Some(p) => p.outcome.clone(),
-        None => Outcome::new(&cases, crate::num::count(campaign.cases.len()), None, None),
+        None => Outcome::new(
+            &cases,
+            crate::num::count(campaign.cases.len()),
+            RunState::DONE,
+        ),
     };
     let target = &campaign.target;
     Report {

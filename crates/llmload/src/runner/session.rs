@@ -11,7 +11,7 @@ use crate::runner::monitors::Monitors;
 use crate::runner::Runner;
 use crate::selfcheck;
 use crate::summary::energy::{self, Window};
-use crate::summary::{window, Counting, Outcome, OutcomeStatus, Summary};
+use crate::summary::{window, Counting, Outcome, RunState, Summary};
 use crate::target::Target;
 use crate::telemetry::{self, Sampler};
 use crate::workload::shape::CasePlan;
@@ -88,7 +88,7 @@ impl<'a> Session<'a> {
             model: target.model.clone(),
             simulated,
             cases: Vec::new(),
-            outcome: Outcome::new(&[], 0, None, None),
+            outcome: Outcome::new(&[], 0, RunState::DONE),
             telemetry: None,
             sweep: None,
             client_check: None,
@@ -139,17 +139,14 @@ impl<'a> Session<'a> {
             let line = progress::case_line(self.summary.cases.len(), planned, done);
             self.runner.progress.println(&line);
         }
-        set_outcome(&mut self.summary, &guard, self.failure.clone(), planned);
         let go_on = guard.verdict().is_none() && self.failure.is_none();
-        if go_on {
-            // Until the run is over, the summary on disk says so.
-            let outcome = &mut self.summary.outcome;
-            outcome.status = OutcomeStatus::Running;
-            outcome.reason = Some(format!(
-                "running: {} of {planned} cases run so far",
-                self.summary.cases.len()
-            ));
-        }
+        set_outcome(
+            &mut self.summary,
+            &guard,
+            self.failure.clone(),
+            planned,
+            go_on,
+        );
         go_on
     }
 
@@ -175,7 +172,7 @@ impl<'a> Session<'a> {
         );
         summary.telemetry = telemetry;
         summary.client_check = Some(self.self_check.finish(&summary.cases).await);
-        set_outcome(&mut summary, &guard, self.failure, planned);
+        set_outcome(&mut summary, &guard, self.failure, planned, false);
         summary
     }
 }
@@ -218,12 +215,27 @@ async fn cool_down(config: &Config, guard: &Guard) {
     }
 }
 
-fn set_outcome(summary: &mut Summary, guard: &Guard, failure: Option<String>, total: usize) {
+/// The summary's outcome: the run still going (`going`: more cases to run), or over as the guard
+/// and `failure` say.
+fn set_outcome(
+    summary: &mut Summary,
+    guard: &Guard,
+    failure: Option<String>,
+    total: usize,
+    going: bool,
+) {
     let verdict = guard.verdict();
-    let stop = verdict
-        .as_ref()
-        .map(|v| format!("stopped by the {} rule at {}: {}", v.rule, v.at, v.reason));
-    summary.outcome = Outcome::new(&summary.cases, crate::num::count(total), stop, failure);
+    let state = if going {
+        RunState::Going
+    } else {
+        RunState::Ended {
+            stop: verdict
+                .as_ref()
+                .map(|v| format!("stopped by the {} rule at {}: {}", v.rule, v.at, v.reason)),
+            failure,
+        }
+    };
+    summary.outcome = Outcome::new(&summary.cases, crate::num::count(total), state);
     summary.outcome.stop_sample = verdict
         .and_then(|v| v.sample)
         .and_then(|sample| serde_json::to_value(sample).ok());
