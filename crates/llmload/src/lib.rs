@@ -201,8 +201,13 @@ async fn prepare(
     config: &Config,
     endpoint: Endpoint,
 ) -> error::Result<(Target, PromptSource, Sampler)> {
-    let mut target = Target::connect(endpoint, config.model.clone(), config.api).await?;
-    target.extra_body.clone_from(&config.extra_body);
+    let target = Target::connect(
+        endpoint,
+        config.model.clone(),
+        config.api,
+        config.extra_body.clone(),
+    )
+    .await?;
     check_context(&target, &config.plans())?;
     let corpus = workload::read_corpus(config.corpus.as_deref())?;
     let prompts = PromptSource::prepare(

@@ -53,10 +53,12 @@ impl Target {
 
     /// Checks that the server answers, collects what it says about itself, and settles the API:
     /// `api` when given (checked against what the server is), else picked from what it is.
+    /// `extra_body` goes into every generation body from then on, probes included.
     pub async fn connect(
         mut endpoint: Endpoint,
         model: Option<String>,
         api: Option<Api>,
+        extra_body: Option<Value>,
     ) -> crate::error::Result<Target> {
         let base = endpoint.base_url.clone();
         let mut server = json!({});
@@ -102,7 +104,7 @@ impl Target {
             endpoint,
             model,
             server,
-            extra_body: None,
+            extra_body,
         })
     }
 
