@@ -1,4 +1,5 @@
-//! Secrets kept out of every file and message; unaffordable flags and missing files refused before anything is sent.
+//! Secrets kept out of every file and message; unaffordable flags and missing files refused
+//! before anything is sent.
 
 use super::*;
 

@@ -1,4 +1,5 @@
-//! Servers that never answer, stream forever, send an endless line, answer HTML, redirect, or lie about lengths.
+//! Servers that never answer, stream forever, send an endless line, answer HTML, redirect, or
+//! lie about lengths.
 
 use super::*;
 
