@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{count as n, json, measured, run_against, LlamaServer, Simulator, SERIAL};
+use common::{count as n, json, llmload, measured, run_against, LlamaServer, Simulator, SERIAL};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::PoisonError;
@@ -242,6 +242,44 @@ fn expected_shared() -> Vec<u64> {
         out.push(shared);
     }
     out
+}
+
+#[test]
+fn bad_datasets_and_combinations_are_one_line_usage_errors() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("bad.jsonl");
+    std::fs::write(&path, "{\"prompt\": \"fine\"}\n{\"promt\": \"typo\"}\n").expect("write");
+    let bad = path.to_str().expect("UTF-8");
+    let trace = sample("mooncake-trace.jsonl");
+    let prompts = sample("prompts.jsonl");
+    for (args, expected) in [
+        (
+            vec!["run", "--dataset", bad],
+            format!("{bad}:2: each entry needs"),
+        ),
+        (
+            vec!["run", "--dataset-lengths", "as-is"],
+            "--dataset-lengths and --dataset-output need --dataset FILE".into(),
+        ),
+        (
+            vec!["run", "--trace", &trace, "--api", "chat"],
+            "token-ID prompts".into(),
+        ),
+        (
+            vec!["run", "--trace", &trace, "--dataset", &prompts],
+            "--dataset does not apply".into(),
+        ),
+        (
+            vec!["run", "--trace", &trace, "--trace-block-tokens", "4096"],
+            "hash_ids blocks of 4096 tokens do not fit".into(),
+        ),
+    ] {
+        let run = llmload(&args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        let errors: Vec<&str> = run.stderr.lines().filter(|l| !l.is_empty()).collect();
+        assert_eq!(errors.len(), 1, "{args:?}: {}", run.stderr);
+        assert!(errors[0].contains(&expected), "{args:?}: {}", run.stderr);
+    }
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! Config: prompts from a dataset (`--dataset`, `--dataset-lengths`, `--dataset-output`), read
 //! and checked once here.
 
-use super::{bad, ConfigError, Settings};
+use super::{bad, ConfigError, LoadConfig, Settings};
+use crate::api::Api;
 use crate::workload::dataset::{Dataset, Lengths, Output};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -54,4 +55,24 @@ impl DatasetConfig {
             dataset: Arc::new(dataset),
         }))
     }
+}
+
+/// Combinations that cannot run: a trace's `hash_ids` build their own prompts, from token IDs.
+pub(super) fn check_prompts(
+    dataset: Option<&DatasetConfig>,
+    load: &LoadConfig,
+    api: Option<Api>,
+) -> Result<(), ConfigError> {
+    if !load.has_blocks() {
+        return Ok(());
+    }
+    if dataset.is_some() {
+        return bad("a trace's hash_ids build its prompts: --dataset does not apply");
+    }
+    if api == Some(Api::Chat) {
+        return bad(
+            "a trace's hash_ids become token-ID prompts: use --api llamacpp or completions",
+        );
+    }
+    Ok(())
 }

@@ -358,6 +358,7 @@ impl Config {
             read_ca_certs(path).map_err(|e| ConfigError(e.to_string()))?;
         }
         self.load.validate()?;
+        dataset::check_prompts(self.dataset.as_ref(), &self.load, self.api)?;
         self.check_shared_prefix()?;
         if self.rounds == 0 {
             return bad("--rounds must be at least 1");
