@@ -215,7 +215,7 @@ fn a_mooncake_trace_shares_exactly_its_common_blocks() {
 }
 
 /// Each arrival's shared tokens in the sample trace (block 512): the leading blocks it has in
-/// common with an earlier arrival.
+/// common with an earlier arrival's prompt and output.
 fn expected_shared() -> Vec<u64> {
     let text = std::fs::read_to_string(sample("mooncake-trace.jsonl")).expect("sample");
     let mut seen: std::collections::HashMap<Vec<u64>, u64> = std::collections::HashMap::new();
@@ -223,6 +223,7 @@ fn expected_shared() -> Vec<u64> {
     for line in text.lines() {
         let v: Value = serde_json::from_str(line).expect("JSON");
         let input = n(&v["input_length"]);
+        let output = n(&v["output_length"]);
         let ids: Vec<u64> = v["hash_ids"]
             .as_array()
             .expect("ids")
@@ -237,7 +238,12 @@ fn expected_shared() -> Vec<u64> {
                 shared += held.min(before);
                 sharing = before >= held;
             }
-            seen.insert(ids[..=i].to_vec(), before.max(held));
+            let reach = if i + 1 == ids.len() {
+                (held + output).min(512)
+            } else {
+                held
+            };
+            seen.insert(ids[..=i].to_vec(), before.max(reach));
         }
         out.push(shared);
     }
@@ -313,5 +319,59 @@ fn llama_server_fits_dataset_prompts_exactly() {
         assert_eq!(r["verified"], true, "{r}");
         assert_eq!(n(&r["prompt_tokens"]), 48, "{r}");
         assert!(r["dataset_entry"].is_u64(), "{r}");
+    }
+}
+
+#[test]
+fn llama_server_serves_no_more_than_a_traces_shared_blocks() {
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+    // Gemma 3 reuses a slot's cached prefix only with the full sliding-window cache.
+    let server = LlamaServer::start_with(&["--swa-full"]);
+    let out = tempfile::tempdir().expect("temp dir");
+    let trace = out.path().join("trace.jsonl");
+    let chains: [&[u64]; 8] = [
+        &[1, 2],
+        &[1, 2, 3],
+        &[1, 4],
+        &[5],
+        &[7, 8],
+        &[7, 8, 9],
+        &[5, 10],
+        &[1, 2],
+    ];
+    let lines: Vec<String> = chains
+        .iter()
+        .enumerate()
+        .map(|(i, ids)| {
+            serde_json::json!({
+                "timestamp": 100 * i, "input_length": (ids.len() - 1) * 64 + 40,
+                "output_length": 4, "hash_ids": ids,
+            })
+            .to_string()
+        })
+        .collect();
+    std::fs::write(&trace, lines.join("\n")).expect("write trace");
+    let dir = run_ok(
+        out.path(),
+        "llama-trace",
+        &server.url,
+        &[
+            "--trace",
+            trace.to_str().expect("UTF-8"),
+            "--trace-block-tokens",
+            "64",
+            "--max-in-flight",
+            "1",
+            "--timeout",
+            "5m",
+        ],
+    );
+    let records = measured(&dir);
+    assert_eq!(records.len(), 8);
+    for r in &records {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["prompt_tokens"], r["input_tokens"], "{r}");
+        let shared = r["shared_tokens"].as_u64().unwrap_or(0);
+        assert!(n(&r["cached_tokens"]) <= shared, "{r}");
     }
 }

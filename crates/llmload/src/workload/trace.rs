@@ -148,14 +148,18 @@ fn entry(line: Line, block_tokens: u32) -> Result<TraceEntry, String> {
 }
 
 /// Sets each entry's shared prefix: for each of its leading blocks whose chain of ids an earlier
-/// entry had, the tokens of that block the earlier prompts held (a last block may be short).
+/// entry had, the tokens of that block the earlier sequences held. A server's cache keeps what a
+/// request generated after its prompt too, and the model may well generate the text that
+/// continues a block cut short: an entry's last block counts its output tokens as well, up to
+/// the whole block. (Past a block, the next block's opening token is not text that follows.)
 fn share(entries: &mut [TraceEntry], block_tokens: u32) {
-    // Chain key → the most tokens of that block any prompt so far held.
+    // Chain key → the most tokens of that block any sequence so far held.
     let mut seen: HashMap<u64, u32> = HashMap::new();
     for entry in entries {
         let mut chain = 0u64;
         let mut shared = 0u32;
         let mut sharing = true;
+        let last = entry.blocks.len().saturating_sub(1);
         for (i, &id) in entry.blocks.iter().enumerate() {
             chain = super::prompt::splitmix64(chain ^ id);
             let start = crate::num::count(i).saturating_mul(block_tokens);
@@ -165,7 +169,12 @@ fn share(entries: &mut [TraceEntry], block_tokens: u32) {
                 shared += held.min(before);
                 sharing = before >= held;
             }
-            seen.insert(chain, before.max(held));
+            let reach = if i == last {
+                held.saturating_add(entry.output_tokens).min(block_tokens)
+            } else {
+                held
+            };
+            seen.insert(chain, before.max(reach));
         }
         entry.shared_tokens = shared;
     }
@@ -241,8 +250,10 @@ mod tests {
         assert!((entries[1].offset_s - 1.25).abs() < 1e-9);
         let shared: Vec<u32> = entries.iter().map(|e| e.shared_tokens).collect();
         // [1,2,9] after [1,2]: two blocks; [1,3]: one; [5,2]: none (a chain, not a set);
-        // the last [1,2,9] holds 4 tokens of block 9 where the earlier one held only 2.
-        assert_eq!(shared, vec![0, 8, 4, 0, 10]);
+        // the last [1,2,9] holds 4 tokens of block 9, the earlier one 2 and its 3 outputs.
+        assert_eq!(shared, vec![0, 8, 4, 0, 12]);
+        let short_answer = mooncake(&[(10, 1, "1, 2, 9"), (12, 2, "1, 2, 9")]).expect("valid");
+        assert_eq!(short_answer[1].shared_tokens, 4 + 4 + 3);
         assert_eq!(entries[2].blocks, vec![1, 3]);
     }
 

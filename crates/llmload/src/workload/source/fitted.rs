@@ -5,7 +5,7 @@
 //! A block prompt is the blocks' tokens in order, each block's content a function of its id and
 //! the seed alone (so that equal ids give equal tokens), then the request's own unique tail.
 
-use super::{PromptSource, ServerCount, Vocabulary};
+use super::{distinct, junction, PromptSource, ServerCount, Vocabulary};
 use crate::api::Prompt;
 use crate::error::{Context, Error};
 use crate::target::Target;
@@ -145,8 +145,11 @@ impl PromptSource {
                     .into(),
             ));
         };
-        Ok(Prompt::Tokens(block_tokens(
-            corpus,
+        let distinct = self
+            .distinct
+            .get_or_init(|| distinct(corpus.iter().copied()));
+        let ring = Ring { corpus, distinct };
+        Ok(Prompt::Tokens(ring.blocks(
             n,
             blocks,
             self.block_tokens,
@@ -169,27 +172,38 @@ pub fn fit_tokens(corpus: &[u32], text: &[u32], n: u32, serial: u64, seed: u64) 
     prompt
 }
 
-/// The tokens of a block prompt (see [`PromptSource::block_prompt`]).
-fn block_tokens(
-    corpus: &[u32],
-    n: u32,
-    blocks: &[u64],
-    block: u32,
-    serial: u64,
-    seed: u64,
-) -> Vec<u32> {
-    let mut prompt = Vec::with_capacity(n as usize);
-    for &id in blocks {
-        let left = n - crate::num::count(prompt.len());
-        if left == 0 {
-            break;
+/// A corpus of token IDs and its distinct tokens.
+struct Ring<'a> {
+    corpus: &'a [u32],
+    distinct: &'a [u32],
+}
+
+impl Ring<'_> {
+    /// The tokens of a block prompt (see [`PromptSource::block_prompt`]). Each block and the
+    /// tail open with a token picked from the distinct ones by the block's id (the tail's: by the
+    /// serial), so that a server matching a slot's cache token by token (llama.cpp) finds no
+    /// chance match where two prompts part.
+    fn blocks(&self, n: u32, blocks: &[u64], block: u32, serial: u64, seed: u64) -> Vec<u32> {
+        let mut prompt = Vec::with_capacity(n as usize);
+        let opening = |key: u64| self.distinct[junction(key, seed, self.distinct.len())];
+        for &id in blocks {
+            let left = n - crate::num::count(prompt.len());
+            if left == 0 {
+                break;
+            }
+            let key = splitmix64(id ^ BLOCK_SALT);
+            let mut content = token_prompt(self.corpus, block.min(left), key, seed);
+            content[0] = opening(id);
+            prompt.extend(content);
         }
-        let content = token_prompt(corpus, block.min(left), splitmix64(id ^ BLOCK_SALT), seed);
-        prompt.extend(content);
+        let left = n - crate::num::count(prompt.len());
+        if left > 0 {
+            let mut tail = token_prompt(self.corpus, left, serial, seed);
+            tail[0] = opening(splitmix64(serial ^ BLOCK_SALT));
+            prompt.extend(tail);
+        }
+        prompt
     }
-    let left = n - crate::num::count(prompt.len());
-    prompt.extend(token_prompt(corpus, left, serial, seed));
-    prompt
 }
 
 /// The answer's tokens as the server's tokenizer counts them (else the client's `--tokenizer`),
@@ -229,10 +243,16 @@ mod tests {
     #[test]
     fn requests_sharing_blocks_share_exactly_those_tokens() {
         let corpus: Vec<u32> = (0..2000).collect();
+        let ring = Ring {
+            corpus: &corpus,
+            distinct: &corpus,
+        };
+        let block_tokens =
+            |n, blocks: &[u64], b, serial, seed| ring.blocks(n, blocks, b, serial, seed);
         let b = 64u32;
-        let a = block_tokens(&corpus, 2 * b + 30, &[1, 2], b, 10, 7);
-        let c = block_tokens(&corpus, 2 * b + 40, &[1, 2], b, 11, 7);
-        let d = block_tokens(&corpus, 2 * b, &[1, 3], b, 12, 7);
+        let a = block_tokens(2 * b + 30, &[1, 2], b, 10, 7);
+        let c = block_tokens(2 * b + 40, &[1, 2], b, 11, 7);
+        let d = block_tokens(2 * b, &[1, 3], b, 12, 7);
         assert_eq!(a.len(), 2 * b as usize + 30);
         assert_eq!(d.len(), 2 * b as usize);
         let common = |x: &[u32], y: &[u32]| x.iter().zip(y).take_while(|(p, q)| p == q).count();
@@ -243,9 +263,11 @@ mod tests {
         );
         assert_eq!(common(&a, &d), b as usize);
         // A short last block is the head of the same block.
-        let short = block_tokens(&corpus, b + 5, &[1, 2], b, 13, 7);
+        let short = block_tokens(b + 5, &[1, 2], b, 13, 7);
         assert_eq!(short[..], a[..b as usize + 5]);
         // Another seed, other content.
-        assert_ne!(block_tokens(&corpus, b, &[1], b, 10, 8), a[..b as usize]);
+        assert_ne!(block_tokens(b, &[1], b, 10, 8), a[..b as usize]);
+        // Blocks 2 and 3 part at once: their first tokens differ.
+        assert_ne!(a[b as usize], d[b as usize]);
     }
 }
