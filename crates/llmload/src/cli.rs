@@ -175,10 +175,26 @@ pub struct RunArgs {
     /// Open loop: arrivals per second, comma-separated (one case each).
     #[arg(long, value_delimiter = ',', value_name = "R,…")]
     pub rate: Vec<f64>,
-    /// Replay a trace: JSONL lines of {"`offset_s`", "`input_tokens`", "`output_tokens`"}; implies
-    /// --arrival trace.
+    /// Replay a trace: JSONL lines of {"`offset_s`", "`input_tokens`", "`output_tokens`"}, or of
+    /// {"timestamp" (ms), "`input_length`", "`output_length`", "`hash_ids`"} whose shared blocks
+    /// become shared prompt prefixes; implies --arrival trace.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// Tokens per block of a trace's `hash_ids` [default: 512].
+    #[arg(long, value_name = "N")]
+    pub trace_block_tokens: Option<u32>,
+    /// Prompts from a local dataset: JSONL lines of {"prompt"} or {"messages"}, or `ShareGPT`
+    /// {"conversations"} (JSONL or one JSON array).
+    #[arg(long, value_name = "FILE")]
+    pub dataset: Option<PathBuf>,
+    /// Dataset prompts: fit (cut or repeated to exactly --input-tokens, verified) or as-is (sent
+    /// unchanged; the server's count is recorded) [default: fit].
+    #[arg(long, value_name = "HOW")]
+    pub dataset_lengths: Option<crate::workload::dataset::Lengths>,
+    /// Dataset runs' output lengths: fixed (--output-tokens) or from-dataset (each entry's
+    /// answer, counted by the server's tokenizer) [default: fixed].
+    #[arg(long, value_name = "FROM")]
+    pub dataset_output: Option<crate::workload::dataset::Output>,
     /// Gamma arrivals: coefficient of variation of the gaps (1 = Poisson, above 1 = bursty)
     /// [default: 1].
     #[arg(long, value_name = "CV")]
@@ -395,6 +411,10 @@ impl From<&RunArgs> for Settings {
             slo_tpot: a.slo_tpot.clone(),
             slo_e2e: a.slo_e2e.clone(),
             trace: a.trace.clone(),
+            trace_block_tokens: a.trace_block_tokens,
+            dataset: a.dataset.clone(),
+            dataset_lengths: a.dataset_lengths,
+            dataset_output: a.dataset_output,
             rounds: a.rounds,
             warmup: a.warmup,
             seed: a.seed,

@@ -73,6 +73,7 @@ fn ok(
         prompt_tokens: Some(input_tokens),
         cached_tokens: Some(0),
         shared_tokens: 0,
+        dataset_entry: None,
         output_tokens: Some(4),
         token_events: 4,
         streamed_tokens: 4,

@@ -63,7 +63,7 @@ use crate::summary::Summary;
 use crate::target::Target;
 use crate::telemetry::Sampler;
 use crate::workload::shape::CasePlan;
-use crate::workload::source::PromptSource;
+use crate::workload::source::{DatasetPrompts, PromptSource};
 use std::path::PathBuf;
 
 /// What a finished run leaves: where its files are, and its summary.
@@ -216,7 +216,13 @@ async fn prepare(
         config.load.system_prompt_tokens,
         config.best_effort,
     )
-    .await?;
+    .await?
+    .with_block_tokens(config.load.trace_block_tokens)
+    .with_dataset(config.dataset.as_ref().map(|d| DatasetPrompts {
+        dataset: d.dataset.clone(),
+        lengths: d.lengths,
+        output: d.output,
+    }));
     let sampler =
         Sampler::connect(&config.telemetry, config.telemetry_interval, config.quiet).await?;
     Ok((target, prompts, sampler))

@@ -78,6 +78,9 @@ pub struct Record {
     /// take from its cache (absent: none).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub shared_tokens: u32,
+    /// `--dataset`: the entry the prompt came from (0-based, in file order).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset_entry: Option<u64>,
     /// Tokens the server says it generated.
     pub output_tokens: Option<u32>,
     /// Events that carried at least one generated token.
@@ -201,6 +204,11 @@ pub struct RequestMeta {
     /// Tokens of the shared system prompt that opens the prompt (0: none); the server may serve
     /// these, and only these, from its cache.
     pub shared_tokens: u32,
+    /// Whether the prompt was built to exactly `input_tokens`; false for a dataset's text sent as
+    /// it is, whose length the server's count tells.
+    pub exact_input: bool,
+    /// `--dataset`: the entry the prompt came from.
+    pub dataset_entry: Option<u64>,
     /// Open loop: scheduled start.
     pub scheduled: Option<Instant>,
     /// Continuous and open loops: when the runner launched it (its send is no earlier).
@@ -279,6 +287,7 @@ pub(crate) fn ok_record(
         prompt_tokens: Some(8),
         cached_tokens: Some(0),
         shared_tokens: 0,
+        dataset_entry: None,
         output_tokens: Some(tokens),
         token_events: tokens,
         streamed_tokens: tokens,

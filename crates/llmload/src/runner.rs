@@ -12,7 +12,7 @@
 //! such and the case is left incomplete.
 
 use crate::api::client::Exchange;
-use crate::api::{Body, GenerationRequest, Prompt};
+use crate::api::{Body, GenerationRequest};
 use crate::attempt::records::RecordSink;
 use crate::error::Context;
 use crate::guard::Guard;
@@ -22,7 +22,7 @@ use crate::target::Target;
 use crate::workload::prompt::splitmix64;
 use crate::workload::schedule::{self, Bound};
 use crate::workload::shape::{CasePlan, Shape, Slo};
-use crate::workload::source::PromptSource;
+use crate::workload::source::{Built, PromptSource};
 use crate::workload::trace::{self, TraceEntry};
 use rand::SeedableRng;
 use std::sync::Arc;
@@ -329,6 +329,8 @@ impl Runner<'_> {
             input_tokens: plan.input.sample(&mut rng),
             output_tokens: plan.output.sample(&mut rng),
             shared_tokens: self.prompts.shared_tokens(),
+            exact_input: true,
+            dataset_entry: None,
             scheduled,
             launched: None,
         }
@@ -343,22 +345,51 @@ impl Runner<'_> {
     ) -> crate::error::Result<Prepared> {
         let index = u32::try_from(index).unwrap_or(u32::MAX);
         let mut meta = self.meta(plan, Phase::Measured, None, index, None);
+        let mut blocks = Vec::new();
         if let Some(entry) = entry {
             meta.input_tokens = entry.input_tokens;
             meta.output_tokens = entry.output_tokens;
+            if !entry.blocks.is_empty() {
+                meta.shared_tokens = entry.shared_tokens;
+                blocks = entry.blocks;
+            }
         }
-        let body = self.body(&meta, None).await?;
+        let body = self.body(&mut meta, None, &blocks).await?;
         Ok((meta, body))
     }
 
-    async fn body(&mut self, meta: &RequestMeta, slot: Option<u32>) -> crate::error::Result<Body> {
-        let prompt = self.next_prompt(meta.input_tokens).await?;
+    /// The request's body; building its prompt may settle its lengths (a dataset's) and its
+    /// entry. A trace's `blocks` make a block prompt, which the cache may serve up to its shared
+    /// tokens.
+    async fn body(
+        &mut self,
+        meta: &mut RequestMeta,
+        slot: Option<u32>,
+        blocks: &[u64],
+    ) -> crate::error::Result<Body> {
+        let serial = self.serial;
+        self.serial += 1;
+        let built = if blocks.is_empty() {
+            self.prompts
+                .build(self.target, meta.input_tokens, serial, self.seed)
+                .await?
+        } else {
+            Built::exact(
+                self.prompts
+                    .block_prompt(meta.input_tokens, blocks, serial, self.seed)?,
+            )
+        };
+        meta.exact_input = built.exact;
+        meta.dataset_entry = built.entry;
+        if let Some(output) = built.output_tokens {
+            meta.output_tokens = output;
+        }
         let request = GenerationRequest {
-            prompt: &prompt,
+            prompt: &built.prompt,
             output_tokens: meta.output_tokens,
             slot: slot.filter(|_| self.target.endpoint.api == crate::api::Api::Llamacpp),
             model: self.target.model.as_deref(),
-            cache_prompt: meta.shared_tokens > 0,
+            cache_prompt: meta.shared_tokens > 0 || !blocks.is_empty(),
             usage_per_chunk: self.target.reports_usage_per_chunk(),
             extra: self.extra_body.as_ref(),
         };
@@ -372,9 +403,10 @@ impl Runner<'_> {
         requests: Vec<(RequestMeta, Option<u32>)>,
         run: &mut CaseRun,
     ) -> crate::error::Result<()> {
+        let mut requests = requests;
         let mut bodies = Vec::with_capacity(requests.len());
-        for (meta, slot) in &requests {
-            bodies.push(self.body(meta, *slot).await?);
+        for (meta, slot) in &mut requests {
+            bodies.push(self.body(meta, *slot, &[]).await?);
         }
         let mut in_flight = InFlight::new();
         for ((meta, _), body) in requests.into_iter().zip(bodies) {
@@ -394,13 +426,5 @@ impl Runner<'_> {
             let exchange = endpoint.stream(&body, &cancel).await;
             (meta, exchange)
         });
-    }
-
-    async fn next_prompt(&mut self, tokens: u32) -> crate::error::Result<Prompt> {
-        let serial = self.serial;
-        self.serial += 1;
-        self.prompts
-            .prompt(self.target, tokens, serial, self.seed)
-            .await
     }
 }

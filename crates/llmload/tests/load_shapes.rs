@@ -5,7 +5,9 @@
 
 mod common;
 
-use common::{attempt_dir, json, json_lines, llmload, run_against, Invocation, Simulator};
+use common::{
+    attempt_dir, json, json_lines, llmload, measured, run_against, Invocation, Simulator,
+};
 use serde_json::Value;
 use std::path::Path;
 use std::sync::PoisonError;
@@ -19,13 +21,6 @@ fn run(out: &Path, name: &str, url: &str, extra: &[&str]) -> (Invocation, std::p
         result.stderr
     );
     (result, dir)
-}
-
-fn measured(dir: &Path) -> Vec<Value> {
-    json_lines(&dir.join("requests.jsonl"))
-        .into_iter()
-        .filter(|r| r["phase"] == "measured")
-        .collect()
 }
 
 fn f(v: &Value) -> f64 {

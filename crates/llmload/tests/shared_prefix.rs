@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{json, json_lines, llmload, run_against, LlamaServer, Simulator, SERIAL};
+use common::{count as n, json, llmload, measured, run_against, LlamaServer, Simulator, SERIAL};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::PoisonError;
@@ -14,17 +14,6 @@ fn run(out: &Path, name: &str, url: &str, extra: &[&str]) -> (common::Invocation
     let mut args = vec!["--output-tokens", "8"];
     args.extend_from_slice(extra);
     run_against(out, name, url, &args)
-}
-
-fn measured(dir: &Path) -> Vec<Value> {
-    json_lines(&dir.join("requests.jsonl"))
-        .into_iter()
-        .filter(|r| r["phase"] == "measured")
-        .collect()
-}
-
-fn n(v: &Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("a count: {v}"))
 }
 
 /// Every measured response is ok, exactly `input` prompt tokens, and took no more than `shared`

@@ -14,6 +14,7 @@ pub fn body(request: &GenerationRequest<'_>) -> serde_json::Value {
     let prompt = match request.prompt {
         Prompt::Tokens(ids) => json!(ids),
         Prompt::Text(text) => json!(text),
+        Prompt::Messages(messages) => json!(super::joined(messages)),
     };
     json!({
         "prompt": prompt,

@@ -89,6 +89,27 @@ pub enum Prompt {
     Tokens(Vec<u32>),
     /// Text (chat messages, or servers without a tokenizer endpoint).
     Text(String),
+    /// A dataset's conversation: messages on the chat API, their texts joined by blank lines on
+    /// the others.
+    Messages(Vec<Message>),
+}
+
+/// One chat message.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Message {
+    /// `system`, `user` or `assistant`.
+    pub role: String,
+    /// The message's text.
+    pub content: String,
+}
+
+/// A conversation's texts joined by blank lines.
+pub fn joined(messages: &[Message]) -> String {
+    messages
+        .iter()
+        .map(|m| m.content.as_str())
+        .collect::<Vec<_>>()
+        .join("\n\n")
 }
 
 /// A request body, serialised once when the request is prepared: what waits for its arrival

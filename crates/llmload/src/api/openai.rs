@@ -31,11 +31,15 @@ pub fn body(api: Api, request: &GenerationRequest<'_>) -> serde_json::Value {
     let prompt = match request.prompt {
         Prompt::Tokens(ids) => json!(ids),
         Prompt::Text(text) => json!(text),
+        Prompt::Messages(messages) if api == Api::Chat => json!(messages),
+        Prompt::Messages(messages) => json!(super::joined(messages)),
     };
-    if api == Api::Chat {
-        body["messages"] = json!([{"role": "user", "content": prompt}]);
-    } else {
+    if api != Api::Chat {
         body["prompt"] = prompt;
+    } else if prompt.is_array() && matches!(request.prompt, Prompt::Messages(_)) {
+        body["messages"] = prompt;
+    } else {
+        body["messages"] = json!([{"role": "user", "content": prompt}]);
     }
     if let Some(model) = request.model {
         body["model"] = json!(model);

@@ -2,7 +2,7 @@
 //! cases on (`summary::identity`). A campaign written before shapes were recorded ran closed
 //! rounds, the only shape there was then, at fixed lengths.
 
-use super::load::{read, read_campaign, Campaign, CampaignCase};
+use super::load::{read, read_campaign, Campaign, CampaignCase, CampaignDataset};
 use crate::error::Context;
 use crate::summary::identity::{CaseKey, KeyedAttempt, LengthKey, LoadKey};
 use crate::workload::shape::ShapeKind;
@@ -14,10 +14,19 @@ use std::path::PathBuf;
 pub fn keys(campaign: &Campaign) -> BTreeMap<String, CaseKey> {
     let shared = campaign.config.system_prompt_tokens;
     let api = &campaign.target.api;
+    let prompts = campaign
+        .config
+        .dataset
+        .as_ref()
+        .map(CampaignDataset::describe);
     campaign
         .cases
         .iter()
-        .map(|c| (c.id.clone(), key(c, shared, api)))
+        .map(|c| {
+            let mut key = key(c, shared, api);
+            key.prompts.clone_from(&prompts);
+            (c.id.clone(), key)
+        })
         .collect()
 }
 
@@ -56,6 +65,7 @@ pub fn key(c: &CampaignCase, shared_prefix_tokens: u32, api: &str) -> CaseKey {
         output: length(c.output_length.as_ref(), c.output_tokens),
         shared_prefix_tokens,
         api: api.to_owned(),
+        prompts: None,
     }
 }
 
@@ -132,5 +142,24 @@ mod tests {
             "shape": "closed-continuous", "bound": {"requests": 10},
         }));
         assert_ne!(key(&continuous, 0, "llamacpp"), key(&old, 0, "llamacpp"));
+    }
+
+    #[test]
+    fn a_dataset_run_is_keyed_apart_from_a_corpus_run() {
+        let one = case(serde_json::json!({
+            "id": "in64-c2-out4", "input_tokens": 64, "concurrency": 2, "output_tokens": 4,
+        }));
+        let corpus = key(&one, 0, "chat");
+        let dataset = CampaignDataset {
+            path: "data/prompts.jsonl".into(),
+            lengths: "as-is".into(),
+            output: "fixed".into(),
+        };
+        let mut from_dataset = corpus.clone();
+        from_dataset.prompts = Some(dataset.describe());
+        assert_ne!(corpus, from_dataset);
+        assert!(from_dataset
+            .load_label()
+            .ends_with(", dataset prompts.jsonl, as-is, output fixed"));
     }
 }

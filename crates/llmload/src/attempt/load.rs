@@ -46,12 +46,37 @@ pub struct CampaignConfig {
     /// Tokens of the shared system prompt that open every prompt; 0 for none.
     #[serde(default)]
     pub system_prompt_tokens: u32,
+    /// `--dataset`: where the prompts came from, and how they were used.
+    #[serde(default)]
+    pub dataset: Option<CampaignDataset>,
     /// The guard's thresholds.
     #[serde(default)]
     pub limits: CampaignLimits,
     /// Time between live GPU readings, seconds (for the energy's sparseness rule).
     #[serde(default = "one_second")]
     pub telemetry_interval_s: f64,
+}
+
+/// A dataset run's prompts, as `campaign.json` records them.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct CampaignDataset {
+    /// The dataset file.
+    pub path: std::path::PathBuf,
+    /// `fit` or `as-is`.
+    pub lengths: String,
+    /// `fixed` or `from-dataset`.
+    pub output: String,
+}
+
+impl CampaignDataset {
+    /// The prompts in words, for the comparison key: the file's name and how it was used.
+    pub fn describe(&self) -> String {
+        let name = self
+            .path
+            .file_name()
+            .map_or_else(|| "(unnamed)".into(), |n| n.to_string_lossy().into_owned());
+        format!("dataset {name}, {}, output {}", self.lengths, self.output)
+    }
 }
 
 fn one() -> u32 {

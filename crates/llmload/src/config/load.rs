@@ -35,6 +35,8 @@ pub struct LoadConfig {
     pub system_prompt_tokens: u32,
     /// Trace replay: the file.
     pub trace: Option<PathBuf>,
+    /// Trace replay: tokens per `hash_ids` block.
+    pub trace_block_tokens: u32,
     /// Trace replay: its arrivals.
     #[serde(skip)]
     pub trace_entries: Option<Arc<Vec<TraceEntry>>>,
@@ -58,15 +60,24 @@ fn as_seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Erro
 impl LoadConfig {
     /// The load settings of `s`; not yet validated.
     pub(super) fn resolve(s: &Settings) -> Result<LoadConfig, ConfigError> {
+        let trace_block_tokens = s.trace_block_tokens.unwrap_or(trace::DEFAULT_BLOCK_TOKENS);
+        if trace_block_tokens == 0 {
+            return bad("--trace-block-tokens must be above 0");
+        }
+        if s.trace_block_tokens.is_some() && s.trace.is_none() {
+            return bad("--trace-block-tokens needs --trace FILE");
+        }
         let trace_entries = match &s.trace {
             Some(path) => Some(Arc::new(
-                trace::load(path).map_err(|e| ConfigError(format!("--trace {e}")))?,
+                trace::load(path, trace_block_tokens)
+                    .map_err(|e| ConfigError(format!("--trace {e}")))?,
             )),
             None => None,
         };
         let implied = s.trace.as_ref().map(|_| Arrival::Trace);
         Ok(LoadConfig {
             trace: s.trace.clone(),
+            trace_block_tokens,
             trace_entries,
             arrival: s.arrival.or(implied).unwrap_or_default(),
             rate_rps: s.rate.clone().unwrap_or_default(),
@@ -89,6 +100,11 @@ impl LoadConfig {
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
         if (self.arrival == Arrival::Trace) != self.trace.is_some() {
             return bad("--arrival trace and --trace FILE go together");
+        }
+        if self.has_blocks() && self.system_prompt_tokens > 0 {
+            return bad(
+                "a trace's hash_ids set the shared prefixes: --system-prompt-tokens does not apply",
+            );
         }
         let open = self.is_open() && self.arrival != Arrival::Trace;
         if open && self.rate_rps.is_empty() {
@@ -121,6 +137,14 @@ impl LoadConfig {
             );
         }
         Ok(())
+    }
+
+    /// Whether the trace has `hash_ids`: its prompts are built from blocks.
+    pub fn has_blocks(&self) -> bool {
+        self.trace_entries
+            .iter()
+            .flat_map(|e| e.iter())
+            .any(|e| !e.blocks.is_empty())
     }
 
     /// Whether requests arrive on a schedule.

@@ -11,7 +11,9 @@ use crate::workload::shape::{CasePlan, LoadPoint, ShapeTemplate};
 use crate::workload::trace::TraceEntry;
 pub use load::LoadConfig;
 
+mod dataset;
 mod load;
+pub use dataset::DatasetConfig;
 mod settings;
 use serde::Serialize;
 use settings::lengths;
@@ -118,6 +120,8 @@ pub struct Config {
     pub out: PathBuf,
     /// Corpus file, if not the bundled text.
     pub corpus: Option<PathBuf>,
+    /// Prompts from a dataset, when one is given.
+    pub dataset: Option<DatasetConfig>,
     /// The model's tokenizer file, for counting on the client.
     pub tokenizer: Option<PathBuf>,
     /// Outputs as long as the server makes them, counts from the client where the server gives
@@ -188,6 +192,7 @@ impl Config {
     /// defaults.
     pub fn resolve(mut settings: Settings) -> Result<Config, ConfigError> {
         let load = LoadConfig::resolve(&settings)?;
+        let dataset = DatasetConfig::resolve(&settings)?;
         let (input_tokens, concurrency, output_tokens) = matrix(&mut settings)?;
         let limits = limits(&settings)?;
         let s = settings;
@@ -228,6 +233,7 @@ impl Config {
             warmup: s.warmup.unwrap_or(1),
             seed: s.seed.unwrap_or_else(random_seed),
             out: s.out.unwrap_or_else(|| "llmload-results".into()),
+            dataset,
             corpus: s.corpus,
             tokenizer: s.tokenizer,
             best_effort: s.best_effort.unwrap_or(false),
@@ -352,6 +358,7 @@ impl Config {
             read_ca_certs(path).map_err(|e| ConfigError(e.to_string()))?;
         }
         self.load.validate()?;
+        dataset::check_prompts(self.dataset.as_ref(), &self.load, self.api)?;
         self.check_shared_prefix()?;
         if self.rounds == 0 {
             return bad("--rounds must be at least 1");

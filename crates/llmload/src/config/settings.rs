@@ -72,6 +72,14 @@ pub struct Settings {
     pub slo_e2e: Option<String>,
     /// `--trace`: a trace to replay.
     pub trace: Option<PathBuf>,
+    /// `--trace-block-tokens`: tokens per `hash_ids` block of a trace.
+    pub trace_block_tokens: Option<u32>,
+    /// `--dataset`: prompts from a dataset file.
+    pub dataset: Option<PathBuf>,
+    /// `--dataset-lengths`: how dataset prompts are sized.
+    pub dataset_lengths: Option<crate::workload::dataset::Lengths>,
+    /// `--dataset-output`: where a dataset run's output lengths come from.
+    pub dataset_output: Option<crate::workload::dataset::Output>,
     /// `--rounds`: measured rounds per case.
     pub rounds: Option<u32>,
     /// `--warmup`: unmeasured requests per case.
@@ -155,6 +163,10 @@ impl Settings {
             slo_tpot,
             slo_e2e,
             trace,
+            trace_block_tokens,
+            dataset,
+            dataset_lengths,
+            dataset_output,
             rounds,
             warmup,
             seed,

@@ -13,6 +13,8 @@ fn record(event_ms: Vec<f64>, event_tokens: Vec<u32>) -> Record {
         input_tokens: 1,
         output_tokens: 1,
         shared_tokens: 0,
+        exact_input: true,
+        dataset_entry: None,
         scheduled: None,
         launched: None,
     };
@@ -81,6 +83,8 @@ fn an_exchange_without_a_connection_has_no_phases_and_a_new_one_its_setup_apart(
         input_tokens: 1,
         output_tokens: 1,
         shared_tokens: 0,
+        exact_input: true,
+        dataset_entry: None,
         scheduled: None,
         launched: None,
     };

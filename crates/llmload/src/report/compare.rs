@@ -226,6 +226,7 @@ pub fn to_json(
                 "concurrency": found.iter().flatten().next().map(|c| c.concurrency),
                 "output_tokens": k.output.nominal, "output_length": k.output.spec,
                 "load": k.load, "shared_prefix_tokens": k.shared_prefix_tokens, "api": k.api,
+                "prompts": k.prompts,
                 "attempts": rows,
             })
         })

@@ -21,8 +21,9 @@ pub struct Verdict {
 /// What a response is checked against: the request as sent, and how strictly.
 #[derive(Clone, Copy, Debug)]
 pub struct Asked {
-    /// Prompt tokens built.
-    pub input: u32,
+    /// Prompt tokens built; `None` for a dataset's text sent as it is (nothing to check the
+    /// server's count against).
+    pub input: Option<u32>,
     /// Output tokens asked for.
     pub output: u32,
     /// Tokens of the shared system prompt (the only ones the cache may serve).
@@ -31,6 +32,10 @@ pub struct Asked {
     /// the request makes the response unverified, with its reason, not invalid.
     pub lenient: bool,
 }
+
+/// The note on a response whose prompt went as the dataset has it.
+pub const AS_IS: &str = "prompt sent as the dataset has it: its length was not set, so \
+                         input_tokens is the server's count and is not checked";
 
 /// Checks a complete response's counters: prompt processed in full, nothing from the cache but
 /// the `shared` tokens of a shared system prompt, exactly the requested number of output tokens.
@@ -56,13 +61,14 @@ pub fn verify(counters: &Counters, streamed: u32, asked: Asked) -> Verdict {
         }
     };
     let mut missing = Vec::new();
-    match counters.prompt_tokens {
-        Some(p) if p != input => contradiction(
+    match (counters.prompt_tokens, input) {
+        (Some(p), Some(input)) if p != input => contradiction(
             &mut v,
             format!("server counted {p} prompt tokens, {input} were sent"),
         ),
-        Some(_) => {}
-        None => missing.push("prompt tokens"),
+        (Some(_), Some(_)) => {}
+        (Some(_), None) => v.notes.push(AS_IS.into()),
+        (None, _) => missing.push("prompt tokens"),
     }
     match counters.cached_tokens {
         Some(c) if c > shared => v.problems.push(match shared {
@@ -120,7 +126,7 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: 
             &exchange.counters,
             streamed,
             Asked {
-                input: meta.input_tokens,
+                input: meta.exact_input.then_some(meta.input_tokens),
                 output: meta.output_tokens,
                 shared: meta.shared_tokens,
                 lenient,
@@ -156,11 +162,16 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: 
             .done
             .filter(|_| exchange.failure.is_none())
             .map(ms_from_sent),
-        input_tokens: meta.input_tokens,
+        input_tokens: if meta.exact_input {
+            meta.input_tokens
+        } else {
+            exchange.counters.prompt_tokens.unwrap_or(0)
+        },
         requested_output_tokens: meta.output_tokens,
         prompt_tokens: exchange.counters.prompt_tokens,
         cached_tokens: exchange.counters.cached_tokens,
         shared_tokens: meta.shared_tokens,
+        dataset_entry: meta.dataset_entry,
         output_tokens: exchange.counters.output_tokens,
         token_events: crate::num::count(exchange.token_events.len()),
         streamed_tokens: streamed,

@@ -29,7 +29,7 @@ impl super::Runner<'_> {
         let mut pacer =
             Pacer::start(gate.clone(), self.cancel.clone()).context("starting the pacer thread")?;
         let (results, mut ended) = mpsc::unbounded_channel();
-        let entry = |i: usize| pacing.lengths.as_ref().and_then(|l| l.get(i).copied());
+        let entry = |i: usize| pacing.lengths.as_ref().and_then(|l| l.get(i).cloned());
         // The first prompt is built before the clock starts, so that the first arrival is on time.
         let mut first = if offsets.is_empty() {
             None

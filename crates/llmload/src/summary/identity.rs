@@ -119,15 +119,21 @@ pub struct CaseKey {
     pub shared_prefix_tokens: u32,
     /// The API driven (`llamacpp`, `completions`, `chat`).
     pub api: String,
+    /// Where the prompts came from when not the corpus: a dataset, and how it was used.
+    pub prompts: Option<String>,
 }
 
 impl CaseKey {
     /// The load column: the shape, its parameters and the shared prefix.
     pub fn load_label(&self) -> String {
         let load = self.load.label();
-        match self.shared_prefix_tokens {
+        let load = match self.shared_prefix_tokens {
             0 => load,
             shared => format!("{load}, {} shared prompt tokens", thousands(shared)),
+        };
+        match &self.prompts {
+            Some(prompts) => format!("{load}, {prompts}"),
+            None => load,
         }
     }
 
@@ -205,6 +211,7 @@ mod tests {
             load,
             output: LengthKey::fixed(16),
             shared_prefix_tokens: 0,
+            prompts: None,
             api: "llamacpp".into(),
         }
     }
@@ -241,6 +248,7 @@ mod tests {
         assert_eq!(key(open("20")), key(open("20")));
         let shared = CaseKey {
             shared_prefix_tokens: 512,
+            prompts: None,
             ..rounds.clone()
         };
         assert_ne!(rounds, shared);
@@ -299,6 +307,7 @@ mod tests {
         assert_eq!(gamma.load.concurrency_label(), "≤ 8");
         let shared = CaseKey {
             shared_prefix_tokens: 2048,
+            prompts: None,
             ..key(LoadKey::Rounds { concurrency: 4 })
         };
         assert_eq!(

@@ -4,6 +4,7 @@
 //! Prompts come from a public-domain text bundled with llmload (or `--corpus FILE`), tokenized by
 //! the target itself so that the lengths are exact in the server's own vocabulary.
 
+pub mod dataset;
 pub mod length;
 pub mod prompt;
 pub mod schedule;
@@ -22,4 +23,18 @@ pub fn read_corpus(path: Option<&std::path::Path>) -> crate::error::Result<Strin
             .with_context(|| format!("reading --corpus {}", path.display())),
         None => Ok(BUNDLED_CORPUS.to_owned()),
     }
+}
+
+/// The text of an input file (`what`: "a trace", "a dataset") of at most `max` bytes, or why
+/// not, in words that name the file.
+pub fn read_bounded(path: &std::path::Path, max: u64, what: &str) -> Result<String, String> {
+    let cannot = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
+    let size = std::fs::metadata(path).map_err(cannot)?.len();
+    if size > max {
+        return Err(format!(
+            "{}: {size} bytes, more than {what}'s {max}",
+            path.display()
+        ));
+    }
+    std::fs::read_to_string(path).map_err(cannot)
 }

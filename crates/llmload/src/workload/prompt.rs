@@ -140,6 +140,22 @@ impl Words {
         }
     }
 
+    /// The nonce words of the `serial`-th prompt (from this ring), then the words of `text` from
+    /// its first, repeated: enough words for a text of `n` tokens, since a word is at least one.
+    #[must_use]
+    pub fn fitted(&self, text: &str, n: u32, serial: u64, seed: u64) -> Words {
+        let lead = nonce(serial, seed, self.len()).filter_map(|i| self.words.get(i).cloned());
+        let own: Vec<&str> = text.split_whitespace().collect();
+        let body = own
+            .iter()
+            .cycle()
+            .take(n as usize + 1)
+            .map(|w| (*w).to_owned());
+        Words {
+            words: lead.chain(body).collect(),
+        }
+    }
+
     /// `count` words from `start`, joined by single spaces, then `extra` characters of the next.
     fn text(&self, start: usize, count: usize, extra: usize) -> String {
         let ring = self.words.iter().cycle().skip(start);
@@ -318,6 +334,23 @@ mod tests {
             "search took {} counts",
             counter.calls.get()
         );
+    }
+
+    #[tokio::test]
+    async fn fitted_texts_hit_the_exact_count_from_the_texts_start() {
+        let words = Words::new(crate::workload::BUNDLED_CORPUS);
+        let counter = FakeTokenizer {
+            overhead: 5,
+            calls: Cell::new(0),
+        };
+        let entry = "Write a short poem about the sea";
+        for target in [40u32, 64, 300] {
+            let fitted = words.fitted(entry, target, 3, 11);
+            let text = fitted.exact_text(target, 0, &counter).await.expect("fits");
+            assert_eq!(counter.count(&text).await.expect("counts"), target);
+            let after_nonce: Vec<&str> = text.split_whitespace().skip(NONCE_LEN).collect();
+            assert!(after_nonce.join(" ").starts_with("Write a"), "{text}");
+        }
     }
 
     #[tokio::test]

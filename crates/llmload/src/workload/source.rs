@@ -11,9 +11,12 @@
 //! server counts it alone (chat template included), and the whole prompt is still exactly N.
 
 use super::prompt::{offset, splitmix64, token_prompt, TokenCount, Words};
+
+mod fitted;
 use crate::api::{Api, Prompt};
 use crate::error::{Context, Error};
 use crate::target::Target;
+pub use fitted::{fit_tokens, Built, DatasetPrompts};
 
 /// Where a run's prompts come from.
 #[derive(Debug)]
@@ -27,6 +30,10 @@ pub struct PromptSource {
     distinct: std::sync::OnceLock<Vec<u32>>,
     /// Text prompts: the corpus's distinct words, for the word after the shared part.
     distinct_words: std::sync::OnceLock<Vec<String>>,
+    /// `--dataset`: prompts from its entries.
+    dataset: Option<DatasetPrompts>,
+    /// Tokens per block of a trace's `hash_ids`.
+    block_tokens: u32,
 }
 
 /// The distinct items of a corpus, sorted.
@@ -125,6 +132,8 @@ impl PromptSource {
             shared_text: tokio::sync::OnceCell::new(),
             distinct: std::sync::OnceLock::new(),
             distinct_words: std::sync::OnceLock::new(),
+            dataset: None,
+            block_tokens: super::trace::DEFAULT_BLOCK_TOKENS,
         })
     }
 

@@ -235,6 +235,19 @@ pub fn json_lines(path: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// The measured records of an attempt folder.
+pub fn measured(dir: &Path) -> Vec<Value> {
+    json_lines(&dir.join("requests.jsonl"))
+        .into_iter()
+        .filter(|r| r["phase"] == "measured")
+        .collect()
+}
+
+/// A count in a record, or a failed test that shows the value.
+pub fn count(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("a count: {v}"))
+}
+
 /// A `llmload sim` process on a free loopback port, killed when dropped.
 pub struct Simulator {
     child: Child,

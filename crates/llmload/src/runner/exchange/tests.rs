@@ -12,7 +12,7 @@ fn counters(p: u32, c: u32, o: u32) -> Counters {
 
 fn strict(input: u32, output: u32, shared: u32) -> Asked {
     Asked {
-        input,
+        input: Some(input),
         output,
         shared,
         lenient: false,
@@ -90,4 +90,17 @@ fn best_effort_turns_length_contradictions_into_reasons_not_invalid() {
     assert_eq!(v.problems.len(), 1);
     // An exact, fully counted response is verified in best effort too.
     assert!(verify(&counters(128, 0, 32), 32, lenient).verified);
+}
+
+#[test]
+fn an_as_is_prompt_is_not_checked_for_length_but_its_cache_is() {
+    let as_is = Asked {
+        input: None,
+        ..strict(0, 32, 0)
+    };
+    let v = verify(&counters(77, 0, 32), 32, as_is);
+    assert!(v.verified && v.problems.is_empty(), "{v:?}");
+    assert_eq!(v.notes, vec![AS_IS.to_owned()]);
+    let cached = verify(&counters(77, 16, 32), 32, as_is);
+    assert_eq!(cached.problems.len(), 1, "{cached:?}");
 }

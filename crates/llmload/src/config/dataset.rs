@@ -1,0 +1,78 @@
+//! Config: prompts from a dataset (`--dataset`, `--dataset-lengths`, `--dataset-output`), read
+//! and checked once here.
+
+use super::{bad, ConfigError, LoadConfig, Settings};
+use crate::api::Api;
+use crate::workload::dataset::{Dataset, Lengths, Output};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A dataset run's prompts.
+#[derive(Clone, Debug, Serialize)]
+pub struct DatasetConfig {
+    /// The file.
+    pub path: PathBuf,
+    /// How prompts are sized.
+    pub lengths: Lengths,
+    /// Where requested output lengths come from.
+    pub output: Output,
+    /// Its entries.
+    pub entries: usize,
+    /// The entries, read.
+    #[serde(skip)]
+    pub dataset: Arc<Dataset>,
+}
+
+impl DatasetConfig {
+    /// The dataset of `s`, read and checked; `None` without `--dataset`.
+    pub(super) fn resolve(s: &Settings) -> Result<Option<DatasetConfig>, ConfigError> {
+        let Some(path) = &s.dataset else {
+            if s.dataset_lengths.is_some() || s.dataset_output.is_some() {
+                return bad("--dataset-lengths and --dataset-output need --dataset FILE");
+            }
+            return Ok(None);
+        };
+        let dataset = Dataset::load(path).map_err(|e| ConfigError(format!("--dataset {e}")))?;
+        let output = s.dataset_output.unwrap_or_default();
+        if output == Output::FromDataset {
+            if let Some(i) = dataset.entries.iter().position(|e| e.answer.is_none()) {
+                return bad(format!(
+                    "--dataset-output from-dataset: entry {} of {} has no answer",
+                    i + 1,
+                    path.display()
+                ));
+            }
+        }
+        if s.system_prompt_tokens.is_some_and(|t| t > 0) {
+            return bad("--system-prompt-tokens does not apply to --dataset prompts");
+        }
+        Ok(Some(DatasetConfig {
+            path: path.clone(),
+            lengths: s.dataset_lengths.unwrap_or_default(),
+            output,
+            entries: dataset.entries.len(),
+            dataset: Arc::new(dataset),
+        }))
+    }
+}
+
+/// Combinations that cannot run: a trace's `hash_ids` build their own prompts, from token IDs.
+pub(super) fn check_prompts(
+    dataset: Option<&DatasetConfig>,
+    load: &LoadConfig,
+    api: Option<Api>,
+) -> Result<(), ConfigError> {
+    if !load.has_blocks() {
+        return Ok(());
+    }
+    if dataset.is_some() {
+        return bad("a trace's hash_ids build its prompts: --dataset does not apply");
+    }
+    if api == Some(Api::Chat) {
+        return bad(
+            "a trace's hash_ids become token-ID prompts: use --api llamacpp or completions",
+        );
+    }
+    Ok(())
+}
