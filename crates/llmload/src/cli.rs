@@ -179,6 +179,12 @@ pub struct RunArgs {
     /// --arrival trace.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// A staged load, one case per stage, with no gap between them: comma-separated
+    /// DURATION[:ramp]:rate=R (open loop, --arrival poisson by default) or
+    /// DURATION[:ramp]:concurrency=C (closed-continuous); `ramp` changes the level linearly from
+    /// the previous stage's (0 before the first), e.g. 10s:rate=2,30s:ramp:rate=8,30s:rate=8.
+    #[arg(long, value_name = "STAGES")]
+    pub stages: Option<String>,
     /// Gamma arrivals: coefficient of variation of the gaps (1 = Poisson, above 1 = bursty)
     /// [default: 1].
     #[arg(long, value_name = "CV")]
@@ -395,6 +401,7 @@ impl From<&RunArgs> for Settings {
             slo_tpot: a.slo_tpot.clone(),
             slo_e2e: a.slo_e2e.clone(),
             trace: a.trace.clone(),
+            stages: a.stages.clone().map(crate::config::StagesSetting::Text),
             rounds: a.rounds,
             warmup: a.warmup,
             seed: a.seed,

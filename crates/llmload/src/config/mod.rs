@@ -15,7 +15,7 @@ mod load;
 mod settings;
 use serde::Serialize;
 use settings::lengths;
-pub use settings::{LengthItem, Lengths, Settings};
+pub use settings::{LengthItem, Lengths, Settings, StageTable, StagesSetting};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -188,7 +188,19 @@ impl Config {
     /// defaults.
     pub fn resolve(mut settings: Settings) -> Result<Config, ConfigError> {
         let load = LoadConfig::resolve(&settings)?;
-        let (input_tokens, concurrency, output_tokens) = matrix(&mut settings)?;
+        if load.stages.is_some() && settings.concurrency.is_some() {
+            return bad("--stages sets the load: leave out --concurrency");
+        }
+        let (input_tokens, mut concurrency, output_tokens) = matrix(&mut settings)?;
+        if let Some(peak) = load.stage_concurrency() {
+            concurrency = vec![peak];
+        }
+        if load.stages.is_some() && (input_tokens.len() > 1 || output_tokens.len() > 1) {
+            return bad(
+                "a staged run takes one --input-tokens and one --output-tokens (a distribution \
+                 is fine)",
+            );
+        }
         let limits = limits(&settings)?;
         let s = settings;
         let duration = |flag: &str, given: Option<String>, default: &str| {
@@ -263,6 +275,16 @@ impl Config {
         }
         if let Some(n) = self.load.requests.filter(|&n| n > MAX_ARRIVALS) {
             return bad(format!("--requests {n} is above {MAX_ARRIVALS} per case"));
+        }
+        if let Some(arrivals) = self
+            .load
+            .stage_arrivals()
+            .filter(|&a| a > MAX_ARRIVALS as f64)
+        {
+            return bad(format!(
+                "--stages make about {arrivals:.0} arrivals, above the {MAX_ARRIVALS} a run may \
+                 schedule"
+            ));
         }
         if let (Some(duration), Some(rate)) = (
             self.load.duration,
@@ -443,6 +465,9 @@ impl Config {
     /// tokens.
     pub fn plans(&self) -> Vec<CasePlan> {
         let template = self.template();
+        if let Some(stages) = &self.load.stages {
+            return template.stage_plans(stages, &self.input_tokens[0], &self.output_tokens[0]);
+        }
         if let Some(entries) = &self.load.trace_entries {
             // A trace carries its own lengths: one case, named by their means.
             let mean = |f: fn(&TraceEntry) -> u32| {

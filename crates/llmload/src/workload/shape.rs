@@ -6,6 +6,7 @@
 
 use crate::workload::length::Length;
 use crate::workload::schedule::{Bound, Process};
+use crate::workload::stages::{self, LevelKind, Stage, StageLabel};
 use crate::workload::trace::TraceEntry;
 use serde::{Serialize, Serializer};
 use std::path::PathBuf;
@@ -161,6 +162,9 @@ pub struct CasePlan {
     /// Open and continuous loops: launches in this first stretch of the load are warmup.
     #[serde(rename = "warmup_s", serialize_with = "seconds")]
     pub warmup_time: Duration,
+    /// A staged load: which stage of it this case is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage: Option<StageLabel>,
 }
 
 impl CasePlan {
@@ -271,7 +275,78 @@ impl ShapeTemplate {
             output: output.clone(),
             shape,
             warmup_time: self.warmup_time,
+            stage: None,
         }
+    }
+
+    /// The plans of a staged load, one case per stage: an open loop's stages (rate) keep the
+    /// arrival process, a closed loop's (concurrency) are closed-continuous. Each is bounded by
+    /// its own duration; its id names the stage and its levels (`stage2-poisson-r2to8-…`).
+    pub fn stage_plans(&self, stages: &[Stage], input: &Length, output: &Length) -> Vec<CasePlan> {
+        let id_part = |l: &Length| l.to_string().replace(',', "/");
+        stages
+            .iter()
+            .zip(stages::labels(stages))
+            .map(|(stage, label)| {
+                let levels = if label.from == label.to {
+                    format!("{}", label.to)
+                } else {
+                    format!("{}to{}", label.from, label.to)
+                };
+                let bound = Bound::Duration(stage.duration);
+                let peak = label.from.max(label.to);
+                let (shape, concurrency, load_id) = match label.kind {
+                    LevelKind::Concurrency => (
+                        Shape::ClosedContinuous { bound },
+                        crate::num::to_u32(peak),
+                        format!("cc{levels}"),
+                    ),
+                    LevelKind::Rate => {
+                        let mut plan = self.plan(input, LoadPoint::Rate(peak), output);
+                        if let Shape::Open {
+                            rate_rps, bound: b, ..
+                        } = &mut plan.shape
+                        {
+                            *rate_rps = f64::midpoint(label.from, label.to);
+                            *b = bound;
+                        }
+                        let name = match self.arrival {
+                            Arrival::Gamma => "gamma",
+                            Arrival::Constant => "constant",
+                            _ => "poisson",
+                        };
+                        (
+                            plan.shape,
+                            plan.case.concurrency,
+                            format!("{name}-r{levels}"),
+                        )
+                    }
+                };
+                CasePlan {
+                    case: Case {
+                        id: format!(
+                            "stage{}-{load_id}-in{}-out{}",
+                            label.number,
+                            id_part(input),
+                            id_part(output)
+                        ),
+                        input_tokens: input.nominal_tokens(),
+                        concurrency,
+                        output_tokens: output.nominal_tokens(),
+                    },
+                    input: input.clone(),
+                    output: output.clone(),
+                    shape,
+                    // Only the first stage starts the load.
+                    warmup_time: if label.number == 1 {
+                        self.warmup_time
+                    } else {
+                        Duration::ZERO
+                    },
+                    stage: Some(label),
+                }
+            })
+            .collect()
     }
 }
 
