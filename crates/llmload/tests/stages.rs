@@ -35,11 +35,11 @@ fn check_stages(dir: &Path, expected: &[(&str, usize)], spans_s: &[f64]) {
     let cases = summary["cases"].as_array().expect("cases");
     let ids: Vec<String> = cases
         .iter()
-        .map(|c| c["case"]["id"].as_str().expect("id").to_owned())
+        .map(|c| c["id"].as_str().expect("id").to_owned())
         .collect();
     assert_eq!(ids.len(), expected.len(), "{ids:?}");
     let records = per_case(dir, &ids);
-    let mut previous_end = None;
+    let mut previous_end: Option<f64> = None;
     for (i, ((prefix, count), case)) in expected.iter().zip(cases).enumerate() {
         assert!(ids[i].starts_with(prefix), "{} is not {prefix}…", ids[i]);
         assert_eq!(case["complete"], true, "{}", ids[i]);
@@ -147,7 +147,7 @@ fn closed_stages_step_the_concurrency_and_never_pass_it() {
     let cases = summary["cases"].as_array().expect("cases");
     let ids: Vec<&str> = cases
         .iter()
-        .map(|c| c["case"]["id"].as_str().expect("id"))
+        .map(|c| c["id"].as_str().expect("id"))
         .collect();
     assert_eq!(ids.len(), 3, "{ids:?}");
     assert!(ids[0].starts_with("stage1-cc1-"), "{ids:?}");

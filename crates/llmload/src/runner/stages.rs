@@ -189,3 +189,49 @@ impl super::Runner<'_> {
         reached
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::length::Length;
+    use crate::workload::shape::{Arrival, ShapeTemplate};
+
+    #[test]
+    fn a_request_belongs_to_the_stage_it_was_sent_in() {
+        let template = ShapeTemplate {
+            arrival: Arrival::Constant,
+            rounds: 1,
+            bound: None,
+            burstiness: 1.0,
+            max_in_flight: None,
+            warmup_time: Duration::ZERO,
+            trace: None,
+        };
+        let stages = stages::parse("2s:rate=5,3s:ramp:rate=10,1s:rate=10").expect("stages");
+        let plans = template.stage_plans(&stages, &Length::Fixed(8), &Length::Fixed(4));
+        let ms = Duration::from_millis;
+        let segments: Vec<Segment<'_>> = plans
+            .iter()
+            .zip([(0, 2000), (2000, 5000), (5000, 6000)])
+            .map(|(plan, (a, b))| Segment {
+                plan,
+                start: ms(a),
+                end: Some(ms(b)),
+            })
+            .collect();
+        let at = |t| Segment::at(&segments, ms(t));
+        assert_eq!(
+            [at(0), at(1999), at(2000), at(4999), at(5000), at(9000)],
+            [0, 0, 1, 1, 2, 2]
+        );
+        // An ended request finds its stage by the case it was sent for, wherever it ends.
+        assert_eq!(Segment::of(&segments, &plans[1].case.id), 1);
+        assert_eq!(Segment::of(&segments, &plans[2].case.id), 2);
+        // Every arrival of the schedule falls in the segment it is assigned to.
+        for (offset, stage) in
+            stages::offsets(&stages, crate::workload::schedule::Process::Constant, 1)
+        {
+            assert_eq!(Segment::at(&segments, offset), stage, "{offset:?}");
+        }
+    }
+}
