@@ -115,15 +115,12 @@ impl Runner<'_> {
             (_, Some(pacing)) => {
                 let segments = [Segment::whole(plan, pacing.bound)];
                 let runs = std::slice::from_mut(&mut run);
-                match &pacing.offsets {
-                    Some(offsets) => {
-                        let offsets: Vec<_> = offsets.iter().map(|&o| (o, 0)).collect();
-                        self.open_loop(&segments, &pacing, &offsets, runs).await?;
-                    }
-                    None => {
-                        let steps = [(Duration::ZERO, pacing.cap.unwrap_or(1))];
-                        self.stream(&segments, &steps, &pacing, runs).await?;
-                    }
+                if let Some(offsets) = &pacing.offsets {
+                    let offsets: Vec<_> = offsets.iter().map(|&o| (o, 0)).collect();
+                    self.open_loop(&segments, &pacing, &offsets, runs).await?;
+                } else {
+                    let steps = [(Duration::ZERO, pacing.cap.unwrap_or(1))];
+                    self.stream(&segments, &steps, &pacing, runs).await?;
                 }
             }
             (_, None) => {}

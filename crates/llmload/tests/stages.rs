@@ -30,6 +30,7 @@ fn per_case(dir: &Path, ids: &[String]) -> Vec<Vec<Value>> {
 /// Checks a finished staged run of `expected` (case id prefix, arrivals) stages, each `span_s`
 /// long: its cases in order, contiguous windows of the stages' lengths, the records of each
 /// stage sent inside its span, and the ramp labelled.
+#[expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 fn check_stages(dir: &Path, expected: &[(&str, usize)], spans_s: &[f64]) {
     let summary = json(&dir.join("summary.json"));
     let cases = summary["cases"].as_array().expect("cases");

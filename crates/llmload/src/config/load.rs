@@ -83,14 +83,18 @@ impl LoadConfig {
         if let Some(stages) = &stages {
             stages::validate(stages).map_err(|e| ConfigError(format!("--stages: {e}")))?;
         }
-        let staged = stages
+        let implied_by_stages = stages
             .as_ref()
             .and_then(|v| v.first())
             .map(|s| match s.kind {
                 LevelKind::Rate => Arrival::Poisson,
                 LevelKind::Concurrency => Arrival::ClosedContinuous,
             });
-        let implied = s.trace.as_ref().map(|_| Arrival::Trace).or(staged);
+        let implied = s
+            .trace
+            .as_ref()
+            .map(|_| Arrival::Trace)
+            .or(implied_by_stages);
         Ok(LoadConfig {
             stages,
             trace: s.trace.clone(),

@@ -191,6 +191,10 @@ impl Config {
         if load.stages.is_some() && settings.concurrency.is_some() {
             return bad("--stages sets the load: leave out --concurrency");
         }
+        if load.stages.is_some() && settings.input_tokens.is_none() {
+            // One case per stage: the reference matrix's first prompt length.
+            settings.input_tokens = Lengths::from_flags(&["2048".to_owned()]);
+        }
         let (input_tokens, mut concurrency, output_tokens) = matrix(&mut settings)?;
         if let Some(peak) = load.stage_concurrency() {
             concurrency = vec![peak];

@@ -65,8 +65,9 @@ impl super::Runner<'_> {
                 Phase::Measured
             };
             let launched = self.since(now);
-            let load = &mut runs[segment].load;
-            load.iter_mut().for_each(|l| l.launch(launched));
+            if let Some(load) = &mut runs[segment].load {
+                load.launch(launched);
+            }
             self.spawn(&mut in_flight, meta, body);
             runs.iter_mut()
                 .filter_map(|r| r.load.as_mut())

@@ -159,8 +159,7 @@ impl<'a> Session<'a> {
             Ok(runs) => {
                 for (plan, run) in plans.iter().zip(runs) {
                     self.add_case(plan, run);
-                    if !self.config.quiet {
-                        let done = self.summary.cases.last().expect("a case was just added");
+                    if let (false, Some(done)) = (self.config.quiet, self.summary.cases.last()) {
                         let line = progress::case_line(self.summary.cases.len(), planned, done);
                         self.runner.progress.println(&line);
                     }

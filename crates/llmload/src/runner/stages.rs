@@ -104,17 +104,14 @@ impl super::Runner<'_> {
             bound: Bound::Duration(start),
         };
         let mut runs: Vec<CaseRun> = plans.iter().map(|_| CaseRun::default()).collect();
-        let reached = match process {
-            Some(process) => {
-                let seed = splitmix64(self.seed ^ self.serial);
-                let offsets = stages::offsets(stages, process, seed);
-                self.open_loop(&segments, &pacing, &offsets, &mut runs)
-                    .await?
-            }
-            None => {
-                let steps = stages::concurrency_steps(stages);
-                self.stream(&segments, &steps, &pacing, &mut runs).await?
-            }
+        let reached = if let Some(process) = process {
+            let seed = splitmix64(self.seed ^ self.serial);
+            let offsets = stages::offsets(stages, process, seed);
+            self.open_loop(&segments, &pacing, &offsets, &mut runs)
+                .await?
+        } else {
+            let steps = stages::concurrency_steps(stages);
+            self.stream(&segments, &steps, &pacing, &mut runs).await?
         };
         runs.truncate(reached);
         Ok(runs)

@@ -288,10 +288,10 @@ impl ShapeTemplate {
             .iter()
             .zip(stages::labels(stages))
             .map(|(stage, label)| {
-                let levels = if label.from == label.to {
-                    format!("{}", label.to)
-                } else {
+                let levels = if label.ramp {
                     format!("{}to{}", label.from, label.to)
+                } else {
+                    format!("{}", label.to)
                 };
                 let bound = Bound::Duration(stage.duration);
                 let peak = label.from.max(label.to);

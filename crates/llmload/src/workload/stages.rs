@@ -132,7 +132,7 @@ pub fn validate(stages: &[Stage]) -> Result<(), StageError> {
             )));
         }
         let positive = s.level.is_finite() && s.level > 0.0;
-        if !positive && !(s.ramp && s.level == 0.0 && i > 0) {
+        if !(positive || (s.ramp && i > 0 && s.level == 0.0)) {
             return Err(StageError(format!(
                 "stage {n}: its level must be above 0 (a ramp after the first may end at 0)"
             )));
@@ -168,7 +168,7 @@ pub fn labels(stages: &[Stage]) -> Vec<StageLabel> {
                 number: crate::num::count(i + 1),
                 of,
                 kind: s.kind,
-                ramp: s.ramp && from != to,
+                ramp: s.ramp && !crate::num::same_load(from, to),
                 from,
                 to,
                 start_s: start.as_secs_f64(),
@@ -217,18 +217,20 @@ pub fn offsets(stages: &[Stage], process: Process, seed: u64) -> Vec<(Duration, 
     );
     let mut out = Vec::with_capacity(unit.len());
     let (mut stage, mut before, mut start_s) = (0, 0.0, 0.0);
-    for u in unit {
-        let u = u.as_secs_f64();
-        while stage < stages.len() && u >= before + areas[stage] {
+    for unit_s in unit {
+        let unit_s = unit_s.as_secs_f64();
+        while stage < stages.len() && unit_s >= before + areas[stage] {
             before += areas[stage];
             start_s += stages[stage].duration.as_secs_f64();
             stage += 1;
         }
-        let Some(s) = stages.get(stage) else { break };
-        let (a, b) = levels[stage];
-        let span_s = s.duration.as_secs_f64();
-        let t = start_s + inverse(a, b, span_s, u - before).min(span_s);
-        out.push((Duration::from_secs_f64(t), stage));
+        let Some(current) = stages.get(stage) else {
+            break;
+        };
+        let (from, to) = levels[stage];
+        let span_s = current.duration.as_secs_f64();
+        let at_s = start_s + inverse(from, to, span_s, unit_s - before).min(span_s);
+        out.push((Duration::from_secs_f64(at_s), stage));
     }
     out
 }
