@@ -72,30 +72,34 @@ fn check_stages(dir: &Path, expected: &[(&str, usize)], spans_s: &[f64]) {
     }
 }
 
+/// `llmload run` of `stages` against `url` with 32-token prompts, 4-token outputs and `extra`;
+/// returns the attempt folder once the run exited with `code`.
+fn staged(out: &Path, url: &str, stages: &str, extra: &[&str], code: i32) -> std::path::PathBuf {
+    let mut args = vec![
+        "--stages",
+        stages,
+        "--input-tokens",
+        "32",
+        "--output-tokens",
+        "4",
+    ];
+    args.extend_from_slice(extra);
+    let (result, dir) = run_against(out, "stages", url, &args);
+    assert_eq!(result.code, code, "{}\n{}", result.stdout, result.stderr);
+    dir
+}
+
 #[test]
 fn open_stages_hold_ramp_and_hold_as_three_cases() {
     let sim = Simulator::start(&["--schedule", "fixed:ttft_ms=5,itl_ms=1", "--slots", "32"]);
     let out = tempfile::tempdir().expect("temp dir");
-    let (result, dir) = run_against(
+    let dir = staged(
         out.path(),
-        "open-stages",
         &sim.url,
-        &[
-            "--stages",
-            "2s:rate=5,2s:ramp:rate=15,2s:rate=15",
-            "--arrival",
-            "constant",
-            "--input-tokens",
-            "32",
-            "--output-tokens",
-            "4",
-            "--warmup",
-            "0",
-            "--seed",
-            "3",
-        ],
+        "2s:rate=5,2s:ramp:rate=15,2s:rate=15",
+        &["--arrival", "constant", "--warmup", "0", "--seed", "3"],
+        0,
     );
-    assert_eq!(result.code, 0, "{}\n{}", result.stdout, result.stderr);
     // Constant arrivals: each stage's count is the integral of its rate, 10, 20 and 30.
     check_stages(
         &dir,
@@ -115,35 +119,43 @@ fn open_stages_hold_ramp_and_hold_as_three_cases() {
     assert_eq!(summary["cases"][0]["load"]["stage"]["ramp"], false);
     let campaign = json(&dir.join("campaign.json"));
     assert_eq!(campaign["cases"][1]["stage"]["ramp"], true);
-    // The views rebuilt from the records are the run's: every stage's case, its window, its
-    // figures.
-    let csv = std::fs::read_to_string(dir.join("cases.csv")).expect("cases.csv");
-    let rebuilt = llmload(&["report", dir.to_str().expect("UTF-8 path")]);
+    // Rebuilt from the records, every stage's case is the run's: its window, label and figures.
+    let rebuilt = llmload(&["report", dir.to_str().expect("UTF-8 path"), "--json"]);
     assert_eq!(rebuilt.code, 0, "{}", rebuilt.stderr);
-    let again = std::fs::read_to_string(dir.join("cases.csv")).expect("cases.csv");
-    assert_eq!(again, csv);
+    let rebuilt: Value = serde_json::from_str(&rebuilt.stdout).expect("JSON on stdout");
+    for (i, case) in summary["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .enumerate()
+    {
+        let again = &rebuilt["cases"][i];
+        let differ: Vec<&String> = case
+            .as_object()
+            .expect("a case")
+            .iter()
+            .filter(|(k, v)| again[k.as_str()] != **v)
+            .map(|(k, _)| k)
+            .collect();
+        assert!(
+            differ.is_empty(),
+            "stage {} rebuilt differs in {differ:?}:\n{case}\n{again}",
+            i + 1
+        );
+    }
 }
 
 #[test]
 fn closed_stages_step_the_concurrency_and_never_pass_it() {
     let sim = Simulator::start(&["--schedule", "fixed:ttft_ms=20,itl_ms=10", "--slots", "8"]);
     let out = tempfile::tempdir().expect("temp dir");
-    let (result, dir) = run_against(
+    let dir = staged(
         out.path(),
-        "closed-stages",
         &sim.url,
-        &[
-            "--stages",
-            "2s:concurrency=1,2s:ramp:concurrency=3,1s:concurrency=2",
-            "--input-tokens",
-            "32",
-            "--output-tokens",
-            "4",
-            "--warmup",
-            "0",
-        ],
+        "2s:concurrency=1,2s:ramp:concurrency=3,1s:concurrency=2",
+        &["--warmup", "0"],
+        0,
     );
-    assert_eq!(result.code, 0, "{}\n{}", result.stdout, result.stderr);
     let summary = json(&dir.join("summary.json"));
     let cases = summary["cases"].as_array().expect("cases");
     let ids: Vec<&str> = cases
@@ -181,24 +193,14 @@ fn closed_stages_step_the_concurrency_and_never_pass_it() {
 fn a_stop_mid_stage_leaves_it_incomplete_and_the_rest_not_run() {
     let sim = Simulator::start(&["--schedule", "fixed:ttft_ms=5,itl_ms=1"]);
     let out = tempfile::tempdir().expect("temp dir");
-    let (result, dir) = run_against(
+    // The guard stops the run (exit 4) 4 s in, halfway through the second stage.
+    let dir = staged(
         out.path(),
-        "stopped-stages",
         &sim.url,
-        &[
-            "--stages",
-            "2s:rate=5,4s:ramp:rate=10,2s:rate=10",
-            "--input-tokens",
-            "32",
-            "--output-tokens",
-            "4",
-            "--warmup",
-            "0",
-            "--max-duration",
-            "4s",
-        ],
+        "2s:rate=5,4s:ramp:rate=10,2s:rate=10",
+        &["--warmup", "0", "--max-duration", "4s"],
+        4,
     );
-    assert_ne!(result.code, 0, "{}", result.stdout);
     let summary = json(&dir.join("summary.json"));
     let cases = summary["cases"].as_array().expect("cases");
     assert_eq!(cases.len(), 2, "the third stage was not run");
@@ -245,26 +247,13 @@ fn stages_against_llama_server() {
     let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     let server = LlamaServer::start();
     let out = tempfile::tempdir().expect("temp dir");
-    let (result, dir) = run_against(
+    let dir = staged(
         out.path(),
-        "llama-stages",
         &server.url,
-        &[
-            "--stages",
-            "3s:rate=1,4s:ramp:rate=3,3s:rate=3",
-            "--arrival",
-            "constant",
-            "--input-tokens",
-            "32",
-            "--output-tokens",
-            "4",
-            "--warmup",
-            "1",
-            "--timeout",
-            "2m",
-        ],
+        "3s:rate=1,4s:ramp:rate=3,3s:rate=3",
+        &["--arrival", "constant", "--warmup", "1", "--timeout", "2m"],
+        0,
     );
-    assert_eq!(result.code, 0, "{}\n{}", result.stdout, result.stderr);
     // 1·3, (1 + 3)/2·4 and 3·3 arrivals.
     check_stages(
         &dir,

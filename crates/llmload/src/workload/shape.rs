@@ -293,58 +293,46 @@ impl ShapeTemplate {
                 } else {
                     format!("{}", label.to)
                 };
-                let bound = Bound::Duration(stage.duration);
                 let peak = label.from.max(label.to);
-                let (shape, concurrency, load_id) = match label.kind {
+                let (point, load_id) = match label.kind {
                     LevelKind::Concurrency => (
-                        Shape::ClosedContinuous { bound },
-                        crate::num::to_u32(peak),
+                        LoadPoint::Concurrency(crate::num::to_u32(peak)),
                         format!("cc{levels}"),
                     ),
                     LevelKind::Rate => {
-                        let mut plan = self.plan(input, LoadPoint::Rate(peak), output);
-                        if let Shape::Open {
-                            rate_rps, bound: b, ..
-                        } = &mut plan.shape
-                        {
-                            *rate_rps = f64::midpoint(label.from, label.to);
-                            *b = bound;
-                        }
                         let name = match self.arrival {
                             Arrival::Gamma => "gamma",
                             Arrival::Constant => "constant",
                             _ => "poisson",
                         };
-                        (
-                            plan.shape,
-                            plan.case.concurrency,
-                            format!("{name}-r{levels}"),
-                        )
+                        (LoadPoint::Rate(peak), format!("{name}-r{levels}"))
                     }
                 };
-                CasePlan {
-                    case: Case {
-                        id: format!(
-                            "stage{}-{load_id}-in{}-out{}",
-                            label.number,
-                            id_part(input),
-                            id_part(output)
-                        ),
-                        input_tokens: input.nominal_tokens(),
-                        concurrency,
-                        output_tokens: output.nominal_tokens(),
-                    },
-                    input: input.clone(),
-                    output: output.clone(),
-                    shape,
-                    // Only the first stage starts the load.
-                    warmup_time: if label.number == 1 {
-                        self.warmup_time
-                    } else {
-                        Duration::ZERO
-                    },
-                    stage: Some(label),
+                // The matrix's plan of the stage's peak, bounded by the stage's duration.
+                let mut plan = self.plan(input, point, output);
+                let bound = Bound::Duration(stage.duration);
+                match &mut plan.shape {
+                    Shape::Open {
+                        rate_rps, bound: b, ..
+                    } => {
+                        *rate_rps = f64::midpoint(label.from, label.to);
+                        *b = bound;
+                    }
+                    Shape::ClosedContinuous { bound: b } => *b = bound,
+                    _ => {}
                 }
+                plan.case.id = format!(
+                    "stage{}-{load_id}-in{}-out{}",
+                    label.number,
+                    id_part(input),
+                    id_part(output)
+                );
+                // Only the first stage starts the load.
+                if label.number > 1 {
+                    plan.warmup_time = Duration::ZERO;
+                }
+                plan.stage = Some(label);
+                plan
             })
             .collect()
     }
