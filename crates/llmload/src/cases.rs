@@ -80,6 +80,11 @@ impl Sweep {
                     .into(),
             )),
         };
+        if config.load.stages.is_some() {
+            return Err(ConfigError(
+                "a sweep steps the load itself: --stages does not apply; run it instead".into(),
+            ));
+        }
         if config.load.trace.is_some() {
             return Err(ConfigError(
                 "a sweep cannot step a trace's load; run it instead".into(),

@@ -195,6 +195,12 @@ pub struct RunArgs {
     /// answer, counted by the server's tokenizer) [default: fixed].
     #[arg(long, value_name = "FROM")]
     pub dataset_output: Option<crate::workload::dataset::Output>,
+    /// A staged load, one case per stage, with no gap between them: comma-separated
+    /// DURATION[:ramp]:rate=R (open loop, --arrival poisson by default) or
+    /// DURATION[:ramp]:concurrency=C (closed-continuous); `ramp` changes the level linearly from
+    /// the previous stage's (0 before the first), e.g. 10s:rate=2,30s:ramp:rate=8,30s:rate=8.
+    #[arg(long, value_name = "STAGES")]
+    pub stages: Option<String>,
     /// Gamma arrivals: coefficient of variation of the gaps (1 = Poisson, above 1 = bursty)
     /// [default: 1].
     #[arg(long, value_name = "CV")]
@@ -415,6 +421,7 @@ impl From<&RunArgs> for Settings {
             dataset: a.dataset.clone(),
             dataset_lengths: a.dataset_lengths,
             dataset_output: a.dataset_output,
+            stages: a.stages.clone().map(crate::config::StagesSetting::Text),
             rounds: a.rounds,
             warmup: a.warmup,
             seed: a.seed,

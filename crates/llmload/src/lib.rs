@@ -155,11 +155,17 @@ pub async fn measure<S: CaseSource>(
         simulated,
         interrupted,
     )?;
-    while let Some(plan) = source.next(&session.summary.cases) {
-        let go_on = session.run_case(&plan, source.planned()).await;
+    if let Some(stages) = &config.load.stages {
+        // A staged load is one load: every stage's case comes from the one run.
+        session.run_stages(&source.plans(), stages).await;
         views::write(&attempt, &session.summary)?;
-        if !go_on {
-            break;
+    } else {
+        while let Some(plan) = source.next(&session.summary.cases) {
+            let go_on = session.run_case(&plan, source.planned()).await;
+            views::write(&attempt, &session.summary)?;
+            if !go_on {
+                break;
+            }
         }
     }
     let summary = session.finish(source.planned()).await;

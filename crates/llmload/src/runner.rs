@@ -3,6 +3,7 @@
 //!
 //! - closed rounds: C simultaneous requests; a round ends when its last request ends;
 //! - closed continuous: C kept in flight, a new request as soon as one ends;
+//! - a staged load: one continuous or open loop whose level follows stages, each a case;
 //! - open loop: arrivals at precomputed offsets, each sent at `start + offset` on an absolute
 //!   clock, optionally capped in flight. A launch that waits for the cap is sent late, and the
 //!   record shows it (`sent − scheduled`, the send lag): the wait is never hidden.
@@ -31,11 +32,15 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+mod closed;
 pub mod exchange;
 pub mod monitors;
 mod open;
 pub mod pacer;
 pub mod session;
+mod stages;
+
+use stages::Segment;
 
 /// Drives one attempt's requests.
 pub struct Runner<'a> {
@@ -101,27 +106,42 @@ impl Runner<'_> {
         warmup: u32,
     ) -> crate::error::Result<CaseRun> {
         let mut run = CaseRun::default();
+        if !self.warmups(plan, warmup).await? {
+            run.stopped = true;
+            return Ok(run);
+        }
+        match (&plan.shape, self.pacing(plan)) {
+            (Shape::Rounds { rounds }, _) => self.rounds(plan, *rounds, &mut run).await?,
+            (_, Some(pacing)) => {
+                let segments = [Segment::whole(plan, pacing.bound)];
+                let runs = std::slice::from_mut(&mut run);
+                if let Some(offsets) = &pacing.offsets {
+                    let offsets: Vec<_> = offsets.iter().map(|&o| (o, 0)).collect();
+                    self.open_loop(&segments, &pacing, &offsets, runs).await?;
+                } else {
+                    let steps = [(Duration::ZERO, pacing.cap.unwrap_or(1))];
+                    self.stream(&segments, &steps, &pacing, runs).await?;
+                }
+            }
+            (_, None) => {}
+        }
+        run.stopped |= self.cancel.is_cancelled();
+        Ok(run)
+    }
+
+    /// Sends `warmup` single requests, one at a time; false when the run stopped before one.
+    async fn warmups(&mut self, plan: &CasePlan, warmup: u32) -> crate::error::Result<bool> {
         for index in 0..warmup {
             let at = format!("before warmup {} of case {}", index + 1, plan.case.id);
             if self.guard.process_check(&at) {
-                run.stopped = true;
-                return Ok(run);
+                return Ok(false);
             }
             let meta = self.meta(plan, Phase::Warmup, None, index, None);
             // Single warmups are written, and left out of every figure.
             self.launch(vec![(meta, Some(0))], &mut CaseRun::default())
                 .await?;
         }
-        match (&plan.shape, self.pacing(plan)) {
-            (Shape::Rounds { rounds }, _) => self.rounds(plan, *rounds, &mut run).await?,
-            (_, Some(mut pacing)) => match pacing.offsets.take() {
-                Some(offsets) => self.open_loop(plan, pacing, &offsets, &mut run).await?,
-                None => self.stream(plan, pacing, &mut run).await?,
-            },
-            (_, None) => {}
-        }
-        run.stopped |= self.cancel.is_cancelled();
-        Ok(run)
+        Ok(true)
     }
 
     /// How a continuous or open-loop case launches; `None` for closed rounds.
@@ -188,61 +208,6 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// A closed continuous load: keep the cap in flight, a new request as soon as one ends, until
-    /// the bound; then drain.
-    async fn stream(
-        &mut self,
-        plan: &CasePlan,
-        pacing: Pacing,
-        run: &mut CaseRun,
-    ) -> crate::error::Result<()> {
-        let mut in_flight = InFlight::new();
-        let total = match pacing.bound {
-            Bound::Requests(n) => n,
-            Bound::Duration(_) => u64::MAX,
-        };
-        let mut next = Some(self.prepare(plan, 0, None).await?);
-        let start = Instant::now();
-        let deadline = match pacing.bound {
-            Bound::Duration(d) => Some(start + d),
-            Bound::Requests(_) => None,
-        };
-        let warmup_end = start + plan.warmup_time;
-        run.load = Some(self.window_figures(warmup_end, deadline));
-        let mut last_launch = start;
-        for index in 0..total {
-            let Some((mut meta, body)) = next.take() else {
-                break;
-            };
-            self.make_room(pacing.cap, &mut in_flight, run).await?;
-            let at = format!("before request {} of case {}", index + 1, plan.case.id);
-            let past_deadline = deadline.is_some_and(|d| Instant::now() >= d);
-            if self.guard.process_check(&at) || past_deadline {
-                break;
-            }
-            last_launch = Instant::now();
-            meta.launched = Some(last_launch);
-            let launched = self.since(last_launch);
-            run.load.iter_mut().for_each(|l| l.launch(launched));
-            meta.phase = if last_launch < warmup_end {
-                Phase::Warmup
-            } else {
-                Phase::Measured
-            };
-            self.spawn(&mut in_flight, meta, body);
-            run.load.iter_mut().for_each(|l| l.settle_to(launched));
-            if index + 1 < total {
-                next = Some(self.prepare(plan, index + 1, None).await?);
-            }
-        }
-        let end = deadline.unwrap_or(last_launch).max(warmup_end);
-        run.window = Some((self.since(warmup_end), self.since(end)));
-        while !in_flight.is_empty() {
-            self.settle_next(&mut in_flight, run).await?;
-        }
-        Ok(())
-    }
-
     /// A load's window figures, its window starting at `warmup_end` and ending at `end` (or at
     /// `warmup_end`, if later) when that is known already.
     fn window_figures(&self, warmup_end: Instant, end: Option<Instant>) -> WindowFigures {
@@ -257,20 +222,6 @@ impl Runner<'_> {
     /// Seconds from the attempt's origin to `t`.
     fn since(&self, t: Instant) -> Seconds {
         t.saturating_duration_since(self.origin).as_secs_f64()
-    }
-
-    /// Under a cap, records ended requests until there is a place (or the run stops).
-    async fn make_room(
-        &mut self,
-        cap: Option<u32>,
-        in_flight: &mut InFlight,
-        run: &mut CaseRun,
-    ) -> crate::error::Result<()> {
-        while cap.is_some_and(|cap| in_flight.len() >= cap as usize) && !self.cancel.is_cancelled()
-        {
-            self.settle_next(in_flight, run).await?;
-        }
-        Ok(())
     }
 
     async fn settle_next(

@@ -154,6 +154,9 @@ pub struct CampaignCase {
     /// Replay: the trace file.
     #[serde(default)]
     pub trace: Option<std::path::PathBuf>,
+    /// A staged load: which stage the case is.
+    #[serde(default)]
+    pub stage: Option<crate::workload::stages::StageLabel>,
 }
 
 /// The target of `campaign.json`.

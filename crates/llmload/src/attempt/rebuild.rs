@@ -210,6 +210,7 @@ impl<'a> Rebuilt<'a> {
                 .before
                 .and_then(|b| b.load.as_ref())
                 .and_then(|l| l.pacer_priority.clone()),
+            stage: c.stage.clone(),
             ..figures
         };
         summary.complete = finished && all_ok;

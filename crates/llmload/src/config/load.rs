@@ -1,9 +1,10 @@
 //! Config: the load-shape settings (`--arrival`, `--rate`, `--duration`, `--requests`,
-//! `--max-in-flight`, `--warmup-time`, the SLOs), merged from flags and file and validated.
+//! `--max-in-flight`, `--warmup-time`, the SLOs, `--stages`), merged from flags and file and validated.
 
-use super::{bad, optional_duration, ConfigError, Settings};
+use super::{bad, optional_duration, ConfigError, Settings, StagesSetting};
 use crate::workload::schedule::Bound;
 use crate::workload::shape::{Arrival, LoadPoint, ShapeTemplate, Slo};
+use crate::workload::stages::{self, LevelKind, Stage};
 use crate::workload::trace::{self, TraceEntry};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -40,6 +41,20 @@ pub struct LoadConfig {
     /// Trace replay: its arrivals.
     #[serde(skip)]
     pub trace_entries: Option<Arc<Vec<TraceEntry>>>,
+    /// A staged load: its stages, written as the flag writes them.
+    #[serde(serialize_with = "as_texts")]
+    pub stages: Option<Vec<Stage>>,
+}
+
+#[expect(
+    clippy::ref_option,
+    reason = "serde's serialize_with hands the field by reference"
+)]
+fn as_texts<S: serde::Serializer>(stages: &Option<Vec<Stage>>, s: S) -> Result<S::Ok, S::Error> {
+    let texts: Option<Vec<String>> = stages
+        .as_ref()
+        .map(|v| v.iter().map(ToString::to_string).collect());
+    texts.serialize(s)
 }
 
 #[expect(
@@ -74,8 +89,24 @@ impl LoadConfig {
             )),
             None => None,
         };
-        let implied = s.trace.as_ref().map(|_| Arrival::Trace);
+        let stages = s.stages.as_ref().map(StagesSetting::stages).transpose()?;
+        if let Some(stages) = &stages {
+            stages::validate(stages).map_err(|e| ConfigError(format!("--stages: {e}")))?;
+        }
+        let implied_by_stages = stages
+            .as_ref()
+            .and_then(|v| v.first())
+            .map(|s| match s.kind {
+                LevelKind::Rate => Arrival::Poisson,
+                LevelKind::Concurrency => Arrival::ClosedContinuous,
+            });
+        let implied = s
+            .trace
+            .as_ref()
+            .map(|_| Arrival::Trace)
+            .or(implied_by_stages);
         Ok(LoadConfig {
+            stages,
             trace: s.trace.clone(),
             trace_block_tokens,
             trace_entries,
@@ -98,6 +129,7 @@ impl LoadConfig {
 
     /// Checks the combination of settings.
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        self.validate_stages()?;
         if (self.arrival == Arrival::Trace) != self.trace.is_some() {
             return bad("--arrival trace and --trace FILE go together");
         }
@@ -107,7 +139,7 @@ impl LoadConfig {
             );
         }
         let open = self.is_open() && self.arrival != Arrival::Trace;
-        if open && self.rate_rps.is_empty() {
+        if open && self.rate_rps.is_empty() && self.stages.is_none() {
             return bad("open-loop arrivals need --rate R (requests per second)");
         }
         if !open && !self.rate_rps.is_empty() {
@@ -145,6 +177,70 @@ impl LoadConfig {
             .iter()
             .flat_map(|e| e.iter())
             .any(|e| !e.blocks.is_empty())
+    }
+
+    /// What a staged load refuses: the settings it replaces, an arrival that does not fit its
+    /// kind, a warmup time as long as its first stage.
+    fn validate_stages(&self) -> Result<(), ConfigError> {
+        let Some(first) = self.stages.as_ref().and_then(|v| v.first()) else {
+            return Ok(());
+        };
+        if self.trace.is_some() {
+            return bad("--stages and --trace do not go together: a trace sets its own arrivals");
+        }
+        if !self.rate_rps.is_empty() {
+            return bad("--stages sets the load: leave out --rate");
+        }
+        if self.duration.is_some() || self.requests.is_some() {
+            return bad("--stages sets the load's length: leave out --duration and --requests");
+        }
+        let fits = match first.kind {
+            LevelKind::Rate => self.is_open(),
+            LevelKind::Concurrency => self.arrival == Arrival::ClosedContinuous,
+        };
+        if !fits {
+            let arrival = serde_json::to_value(self.arrival).unwrap_or_default();
+            let arrival = arrival.as_str().unwrap_or("?");
+            return bad(match first.kind {
+                LevelKind::Rate => format!(
+                    "rate stages are an open loop: --arrival {arrival} does not apply (poisson, \
+                     gamma or constant)"
+                ),
+                LevelKind::Concurrency => format!(
+                    "concurrency stages run closed-continuous: --arrival {arrival} does not apply"
+                ),
+            });
+        }
+        if first.kind == LevelKind::Concurrency && self.max_in_flight.is_some() {
+            return bad("--max-in-flight caps an open loop; concurrency stages set their own");
+        }
+        if self.warmup_time >= first.duration {
+            return bad("--warmup-time must be shorter than the first stage");
+        }
+        Ok(())
+    }
+
+    /// Concurrency stages: the highest level.
+    pub(super) fn stage_concurrency(&self) -> Option<u32> {
+        let stages = self.stages.as_ref()?;
+        let peak = stages
+            .iter()
+            .filter(|s| s.kind == LevelKind::Concurrency)
+            .map(|s| crate::num::to_u32(s.level))
+            .max()?;
+        Some(peak.max(1))
+    }
+
+    /// Rate stages: the arrivals expected over the whole load.
+    pub(super) fn stage_arrivals(&self) -> Option<f64> {
+        let stages = self.stages.as_ref()?;
+        let total = stages::levels(stages)
+            .iter()
+            .zip(stages)
+            .filter(|(_, s)| s.kind == LevelKind::Rate)
+            .map(|(&(a, b), s)| f64::midpoint(a, b) * s.duration.as_secs_f64())
+            .sum();
+        Some(total)
     }
 
     /// Whether requests arrive on a schedule.

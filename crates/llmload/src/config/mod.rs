@@ -13,11 +13,18 @@ pub use load::LoadConfig;
 
 mod dataset;
 mod load;
+mod parse;
 pub use dataset::DatasetConfig;
+pub(crate) use parse::optional_duration;
+pub use parse::parse_duration;
+use parse::{
+    as_optional_seconds, as_seconds, extra_body, parse_header, parse_source, redacted_json,
+    validate_url,
+};
 mod settings;
 use serde::Serialize;
 use settings::lengths;
-pub use settings::{LengthItem, Lengths, Settings};
+pub use settings::{LengthItem, Lengths, Settings, StageTable, StagesSetting};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -169,31 +176,29 @@ fn limits(s: &Settings) -> Result<Limits, ConfigError> {
     })
 }
 
-fn as_seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_secs_f64())
-}
-
-#[expect(
-    clippy::ref_option,
-    reason = "serde's serialize_with hands the field by reference"
-)]
-fn as_optional_seconds<S: serde::Serializer>(
-    d: &Option<Duration>,
-    s: S,
-) -> Result<S::Ok, S::Error> {
-    match d {
-        Some(d) => s.serialize_f64(d.as_secs_f64()),
-        None => s.serialize_none(),
-    }
-}
-
 impl Config {
     /// Validates `settings` (flags already laid over the campaign file) and fills in the
     /// defaults.
     pub fn resolve(mut settings: Settings) -> Result<Config, ConfigError> {
         let load = LoadConfig::resolve(&settings)?;
         let dataset = DatasetConfig::resolve(&settings)?;
-        let (input_tokens, concurrency, output_tokens) = matrix(&mut settings)?;
+        if load.stages.is_some() && settings.concurrency.is_some() {
+            return bad("--stages sets the load: leave out --concurrency");
+        }
+        if load.stages.is_some() && settings.input_tokens.is_none() {
+            // One case per stage: the reference matrix's first prompt length.
+            settings.input_tokens = Lengths::from_flags(&["2048".to_owned()]);
+        }
+        let (input_tokens, mut concurrency, output_tokens) = matrix(&mut settings)?;
+        if let Some(peak) = load.stage_concurrency() {
+            concurrency = vec![peak];
+        }
+        if load.stages.is_some() && (input_tokens.len() > 1 || output_tokens.len() > 1) {
+            return bad(
+                "a staged run takes one --input-tokens and one --output-tokens (a distribution \
+                 is fine)",
+            );
+        }
         let limits = limits(&settings)?;
         let s = settings;
         let duration = |flag: &str, given: Option<String>, default: &str| {
@@ -269,6 +274,16 @@ impl Config {
         }
         if let Some(n) = self.load.requests.filter(|&n| n > MAX_ARRIVALS) {
             return bad(format!("--requests {n} is above {MAX_ARRIVALS} per case"));
+        }
+        if let Some(arrivals) = self
+            .load
+            .stage_arrivals()
+            .filter(|&a| a > MAX_ARRIVALS as f64)
+        {
+            return bad(format!(
+                "--stages make about {arrivals:.0} arrivals, above the {MAX_ARRIVALS} a run may \
+                 schedule"
+            ));
         }
         if let (Some(duration), Some(rate)) = (
             self.load.duration,
@@ -450,6 +465,9 @@ impl Config {
     /// tokens.
     pub fn plans(&self) -> Vec<CasePlan> {
         let template = self.template();
+        if let Some(stages) = &self.load.stages {
+            return template.stage_plans(stages, &self.input_tokens[0], &self.output_tokens[0]);
+        }
         if let Some(entries) = &self.load.trace_entries {
             // A trace carries its own lengths: one case, named by their means.
             let mean = |f: fn(&TraceEntry) -> u32| {
@@ -492,115 +510,6 @@ fn random_seed() -> u64 {
             u64::try_from(d.as_nanos() % u128::from(u64::MAX)).unwrap_or(0)
         });
     crate::workload::prompt::splitmix64(nanos ^ (u64::from(std::process::id()) << 32))
-}
-
-/// The URL without a trailing slash and without its credentials, and the credentials. No message
-/// shows the credentials.
-fn validate_url(url: &str) -> Result<(String, Option<String>), ConfigError> {
-    let (clean, credentials) = crate::secrets::split_credentials(url.trim());
-    match reqwest::Url::parse(&clean) {
-        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {
-            Ok((clean.trim_end_matches('/').to_owned(), credentials))
-        }
-        Ok(u) => bad(format!(
-            "--url {}: scheme {:?} is not http or https",
-            shorten(&clean),
-            u.scheme()
-        )),
-        Err(e) => bad(format!("--url {}: {e}", shorten(&clean))),
-    }
-}
-
-/// `--extra-body`: a JSON object that sets none of the fields llmload keeps for itself.
-fn extra_body(given: Option<serde_json::Value>) -> Result<Option<serde_json::Value>, ConfigError> {
-    let Some(value) = given else {
-        return Ok(None);
-    };
-    let Some(fields) = value.as_object() else {
-        return bad(
-            "--extra-body must be a JSON object, e.g. '{\"chat_template_kwargs\": {\"enable_thinking\": false}}'",
-        );
-    };
-    if let Some(key) = crate::api::RESERVED_FIELDS
-        .iter()
-        .find(|k| fields.contains_key(**k))
-    {
-        return bad(format!(
-            "--extra-body may not set {key:?}: the prompt, the output length and streaming are \
-             llmload's (use --input-tokens, --output-tokens)"
-        ));
-    }
-    Ok(Some(value))
-}
-
-#[expect(
-    clippy::ref_option,
-    reason = "serde's serialize_with hands the field by reference"
-)]
-fn redacted_json<S: serde::Serializer>(
-    value: &Option<serde_json::Value>,
-    s: S,
-) -> Result<S::Ok, S::Error> {
-    use serde::Serialize;
-    value.as_ref().map(crate::secrets::redact_json).serialize(s)
-}
-
-/// At most 200 characters of a value echoed in an error.
-fn shorten(text: &str) -> String {
-    match text.char_indices().nth(200) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_owned(),
-    }
-}
-
-/// The `index`-th `--header`; no error shows its value.
-fn parse_header(index: usize, header: &str, show: &[String]) -> Result<Header, ConfigError> {
-    let n = index + 1;
-    let Some((name, value)) = header.split_once(':') else {
-        return bad(format!(
-            "--header number {n}: expected NAME:VALUE (its text is not shown: it may hold a secret)"
-        ));
-    };
-    let (name, value) = (name.trim(), value.trim());
-    if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
-        return bad(format!(
-            "--header number {n}: {:?} is not a header name",
-            shorten(name)
-        ));
-    }
-    if reqwest::header::HeaderValue::from_str(value).is_err() {
-        return bad(format!(
-            "--header {name}: its value holds characters not allowed in a header"
-        ));
-    }
-    Ok(Header::new(name, value, show))
-}
-
-fn parse_source(text: Option<String>) -> Result<Source, ConfigError> {
-    let Some(text) = text else {
-        return Ok(Source::Auto);
-    };
-    let source: Source = text
-        .parse()
-        .map_err(|e| ConfigError(format!("--telemetry {e}")))?;
-    if let Source::Replay(path) = &source {
-        crate::telemetry::replay::load(path)
-            .map_err(|e| ConfigError(format!("--telemetry {e}")))?;
-    }
-    Ok(source)
-}
-
-pub(crate) fn optional_duration(
-    what: &str,
-    text: Option<String>,
-) -> Result<Option<Duration>, ConfigError> {
-    text.map(|t| parse_duration(what, &t)).transpose()
-}
-
-/// A duration flag (`90s`, `10m`): one-line error naming `--what` when it is not one.
-pub fn parse_duration(what: &str, text: &str) -> Result<Duration, ConfigError> {
-    humantime::parse_duration(text.trim())
-        .or_else(|e| bad(format!("--{what} {text:?}: {e} (e.g. 90s, 10m)")))
 }
 
 #[cfg(test)]

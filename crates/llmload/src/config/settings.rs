@@ -7,6 +7,7 @@ use super::{bad, ConfigError};
 use crate::api::Api;
 use crate::workload::length::{self, Length};
 use crate::workload::shape::Arrival;
+use crate::workload::stages::{self, LevelKind, Stage};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -80,6 +81,8 @@ pub struct Settings {
     pub dataset_lengths: Option<crate::workload::dataset::Lengths>,
     /// `--dataset-output`: where a dataset run's output lengths come from.
     pub dataset_output: Option<crate::workload::dataset::Output>,
+    /// `--stages`: a staged load (the flag's text, or the file's `[[stages]]` tables).
+    pub stages: Option<StagesSetting>,
     /// `--rounds`: measured rounds per case.
     pub rounds: Option<u32>,
     /// `--warmup`: unmeasured requests per case.
@@ -167,6 +170,7 @@ impl Settings {
             dataset,
             dataset_lengths,
             dataset_output,
+            stages,
             rounds,
             warmup,
             seed,
@@ -186,6 +190,65 @@ impl Settings {
             cool_down_timeout,
             quiet,
         )
+    }
+}
+
+/// `--stages`: the flag's text (`10s:rate=2,30s:ramp:rate=8`) or the campaign file's
+/// `[[stages]]` tables.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum StagesSetting {
+    /// As the flag writes it.
+    Text(String),
+    /// One table per stage.
+    Tables(Vec<StageTable>),
+}
+
+/// One `[[stages]]` table: `duration`, one of `rate` and `concurrency`, and `ramp`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageTable {
+    /// How long the stage lasts (`30s`).
+    pub duration: String,
+    /// Open loop: arrivals per second held, or reached at the end of a ramp.
+    pub rate: Option<f64>,
+    /// Closed-continuous: requests in flight held, or reached at the end of a ramp.
+    pub concurrency: Option<u32>,
+    /// A linear change from the previous stage's level over this stage.
+    #[serde(default)]
+    pub ramp: bool,
+}
+
+impl StagesSetting {
+    /// The stages, not yet validated.
+    pub fn stages(&self) -> Result<Vec<Stage>, ConfigError> {
+        let tables = match self {
+            StagesSetting::Text(text) => {
+                return stages::parse(text).map_err(|e| ConfigError(format!("--stages {e}")));
+            }
+            StagesSetting::Tables(tables) => tables,
+        };
+        tables
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let n = i + 1;
+                let duration = humantime::parse_duration(t.duration.trim()).map_err(|e| {
+                    ConfigError(format!("stage {n}: duration {:?}: {e}", t.duration))
+                })?;
+                let (kind, level) = match (t.rate, t.concurrency) {
+                    (Some(r), None) => (LevelKind::Rate, r),
+                    (None, Some(c)) => (LevelKind::Concurrency, f64::from(c)),
+                    _ => return bad(format!("stage {n}: give one of rate and concurrency")),
+                };
+                Ok(Stage {
+                    duration,
+                    kind,
+                    level,
+                    ramp: t.ramp,
+                })
+            })
+            .collect()
     }
 }
 

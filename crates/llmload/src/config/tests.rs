@@ -109,3 +109,64 @@ fn the_default_window_is_a_twentieth_of_the_measurement_window_within_bounds() {
         "closed rounds have no series"
     );
 }
+
+#[test]
+fn a_campaign_file_stages_table_is_one_case_per_stage() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("c.toml");
+    let text = "input_tokens = 64\noutput_tokens = 8\narrival = \"gamma\"\nburstiness = 2.0\n\
+                [[stages]]\nduration = \"10s\"\nrate = 2\n\
+                [[stages]]\nduration = \"30s\"\nrate = 8\nramp = true\n";
+    std::fs::write(&path, text).expect("write");
+    let config =
+        Config::resolve(args().over(Settings::read(&path).expect("readable"))).expect("valid");
+    let plans = config.plans();
+    let ids: Vec<&str> = plans.iter().map(|p| p.case.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["stage1-gamma-r2-in64-out8", "stage2-gamma-r2to8-in64-out8"]
+    );
+    let label = plans[1].stage.as_ref().expect("a stage");
+    assert!(label.ramp && label.from == 2.0 && label.to == 8.0);
+    assert_eq!(label.start_s, 10.0);
+    assert!(matches!(
+        plans[1].shape,
+        crate::workload::shape::Shape::Open { rate_rps, .. } if rate_rps == 5.0
+    ));
+    let bad = "[[stages]]\nduration = \"10s\"\nrate = 2\nconcurrency = 3\n";
+    std::fs::write(&path, bad).expect("write");
+    let settings = Settings::read(&path).expect("readable");
+    assert!(Config::resolve(args().over(settings)).is_err());
+}
+
+#[test]
+fn stages_refuse_the_settings_they_replace() {
+    let staged = |text: &str| {
+        let mut a = args();
+        a.stages = Some(StagesSetting::Text(text.into()));
+        a
+    };
+    let ok = Config::resolve(staged("5s:concurrency=2,5s:ramp:concurrency=6")).expect("valid");
+    assert_eq!(ok.concurrency, [6]);
+    assert!(!ok.is_open());
+    assert_eq!(ok.plans()[1].case.id, "stage2-cc2to6-in2048-out256");
+    let refused: [fn(&mut Settings); 7] = [
+        |a| a.rate = Some(vec![2.0]),
+        |a| a.concurrency = Some(vec![2]),
+        |a| a.duration = Some("10s".into()),
+        |a| a.requests = Some(10),
+        |a| a.arrival = Some(crate::workload::shape::Arrival::Rounds),
+        |a| a.warmup_time = Some("5s".into()),
+        |a| a.output_tokens = Some(Lengths::from_flags(&["8,16".into()]).expect("lengths")),
+    ];
+    for (i, change) in refused.iter().enumerate() {
+        let mut a = staged("5s:rate=2");
+        a.input_tokens = Some(Lengths::from_flags(&["64".into()]).expect("lengths"));
+        change(&mut a);
+        let error = Config::resolve(a).expect_err(&format!("refusal {i}"));
+        assert!(!error.0.contains('\n'), "{}", error.0);
+    }
+    let mut closed = staged("5s:concurrency=2");
+    closed.max_in_flight = Some(4);
+    assert!(Config::resolve(closed).is_err());
+}

@@ -2,60 +2,58 @@
 //! the pacer thread (`pacer.rs`), which launches each at its scheduled instant under the in-flight
 //! cap; their records are written as they end, then the loop drains.
 
-use super::{CaseRun, Pacing, CHECK, LEAD};
+use super::{CaseRun, Pacing, Segment, CHECK, LEAD};
 use crate::api::client::Exchange;
 use crate::api::Body;
 use crate::error::Context;
 use crate::record::{Phase, RequestMeta};
 use crate::runner::pacer::{Gate, Job, Pacer};
-use crate::workload::schedule::Bound;
-use crate::workload::shape::CasePlan;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 impl super::Runner<'_> {
-    /// An open loop or a trace: requests prepared ahead, in order, and launched by the pacer
-    /// thread at `start + offset` under the cap; records written as requests end, then drained.
+    /// An open loop or a trace over `segments` (one case each): requests prepared ahead, in
+    /// order, and launched by the pacer thread at `start + offset` under the cap; records written
+    /// as requests end (each to the case of the segment it was scheduled in), then drained.
+    /// Returns how many segments the load reached.
     pub(super) async fn open_loop(
         &mut self,
-        plan: &CasePlan,
-        pacing: Pacing,
-        offsets: &[Duration],
-        run: &mut CaseRun,
-    ) -> crate::error::Result<()> {
+        segments: &[Segment<'_>],
+        pacing: &Pacing,
+        offsets: &[(Duration, usize)],
+        runs: &mut [CaseRun],
+    ) -> crate::error::Result<usize> {
         let gate = Gate::new(pacing.cap.map(|c| c as usize));
         let mut pacer =
             Pacer::start(gate.clone(), self.cancel.clone()).context("starting the pacer thread")?;
         let (results, mut ended) = mpsc::unbounded_channel();
         let entry = |i: usize| pacing.lengths.as_ref().and_then(|l| l.get(i).cloned());
+        let plan = |i: usize| segments[offsets[i].1].plan;
         // The first prompt is built before the clock starts, so that the first arrival is on time.
         let mut first = if offsets.is_empty() {
             None
         } else {
-            Some(self.prepare(plan, 0, entry(0)).await?)
+            Some(self.prepare(plan(0), 0, entry(0)).await?)
         };
         let start = Instant::now() + LEAD;
-        let warmup_end = start + plan.warmup_time;
-        let known_end = match pacing.bound {
-            Bound::Duration(d) => Some(start + d),
-            Bound::Requests(_) => None,
-        };
-        run.load = Some(self.window_figures(warmup_end, known_end));
+        let warmup_end = start + segments[0].plan.warmup_time;
+        self.open_windows(segments, start, warmup_end, runs);
         let mut last = start;
         let mut checks = tokio::time::interval(CHECK);
-        let at = format!("during case {}", plan.case.id);
+        let at = |i: usize| format!("during case {}", segments[i].plan.case.id);
         let mut index = 0;
         while index < offsets.len() && !self.cancel.is_cancelled() {
             let permit = tokio::select! {
                 biased;
                 Some((meta, exchange)) = ended.recv() => {
-                    self.settle(meta, &exchange, run)?;
+                    self.settle_routed(meta, &exchange, segments, runs)?;
                     continue;
                 }
                 _ = checks.tick() => {
-                    self.guard.process_check(&at);
+                    let now = Instant::now().saturating_duration_since(start);
+                    self.guard.process_check(&at(Segment::at(segments, now)));
                     continue;
                 }
                 permit = pacer.reserve() => permit,
@@ -63,27 +61,36 @@ impl super::Runner<'_> {
             let Some(permit) = permit else { break };
             let (mut meta, body) = match first.take() {
                 Some(prepared) => prepared,
-                None => self.prepare(plan, index as u64, entry(index)).await?,
+                None => {
+                    self.prepare(plan(index), index as u64, entry(index))
+                        .await?
+                }
             };
-            let scheduled = start + offsets[index];
-            self.schedule(&mut meta, scheduled, warmup_end, run);
+            let (offset, segment) = offsets[index];
+            let scheduled = start + offset;
+            self.schedule(&mut meta, scheduled, warmup_end, &mut runs[segment]);
             permit.send((scheduled.into_std(), self.job(meta, body, &gate, &results)));
             last = scheduled;
             let settled = self.since(scheduled);
-            run.load.iter_mut().for_each(|l| l.settle_to(settled));
+            runs.iter_mut()
+                .filter_map(|r| r.load.as_mut())
+                .for_each(|l| l.settle_to(settled));
             index += 1;
         }
         // No more launches: wait for those the pacer holds and those in flight.
         drop(results);
         pacer.close();
-        self.drain(&mut ended, &mut checks, &at, run).await?;
-        run.pacer_priority = pacer.finish().await.map(|(_, priority)| priority.name());
-        let end = match pacing.bound {
-            Bound::Duration(d) => start + d,
-            Bound::Requests(_) => last,
-        };
-        run.window = Some((self.since(warmup_end), self.since(end.max(warmup_end))));
-        Ok(())
+        let last_at = at(segments.len() - 1);
+        self.drain(&mut ended, &mut checks, &last_at, segments, runs)
+            .await?;
+        let priority = pacer.finish().await.map(|(_, priority)| priority.name());
+        for (i, run) in runs.iter_mut().enumerate() {
+            run.pacer_priority = priority;
+            let w0 = (start + segments[i].start).max(warmup_end);
+            let end = segments[i].end.map_or(last, |e| start + e);
+            run.window = Some((self.since(w0), self.since(end.max(w0))));
+        }
+        Ok(self.close_segments(segments, start, runs))
     }
 
     /// An open-loop request about to go to the pacer: when it is due (its launch, told to the
@@ -113,13 +120,14 @@ impl super::Runner<'_> {
         ended: &mut mpsc::UnboundedReceiver<(RequestMeta, Exchange)>,
         checks: &mut tokio::time::Interval,
         at: &str,
-        run: &mut CaseRun,
+        segments: &[Segment<'_>],
+        runs: &mut [CaseRun],
     ) -> crate::error::Result<()> {
         loop {
             tokio::select! {
                 biased;
                 ended = ended.recv() => match ended {
-                    Some((meta, exchange)) => self.settle(meta, &exchange, run)?,
+                    Some((meta, exchange)) => self.settle_routed(meta, &exchange, segments, runs)?,
                     None => return Ok(()),
                 },
                 _ = checks.tick() => {

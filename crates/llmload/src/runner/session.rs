@@ -123,22 +123,68 @@ impl<'a> Session<'a> {
         let number = self.summary.cases.len() + 1;
         self.runner.progress.case(number, planned, plan);
         match self.runner.run_case(plan, self.config.warmup).await {
-            Ok(run) => {
-                let round_spans = run.figures.round_spans();
-                let readings = telemetry::written(&self.dir);
-                let case = window::summarise(plan, run, &readings);
-                self.windows.push(Window::of(&case, round_spans));
-                self.summary.cases.push(case);
-                // Every case's, again: an earlier case's window may have been waiting for the
-                // reading after its end.
-                self.attach_energy(&readings);
-            }
+            Ok(run) => self.add_case(plan, run),
             Err(e) => self.failure = Some(format!("case {}: {e:#}", case.id)),
         }
         if let (false, Some(done)) = (self.config.quiet, self.summary.cases.last()) {
             let line = progress::case_line(self.summary.cases.len(), planned, done);
             self.runner.progress.println(&line);
         }
+        self.outcome(planned)
+    }
+
+    /// A staged load (`plans`, one per stage of `stages`) run as one load, after the process
+    /// check and the cool-down: one case per stage reached; returns whether the run goes on.
+    pub async fn run_stages(
+        &mut self,
+        plans: &[CasePlan],
+        stages: &[crate::workload::stages::Stage],
+    ) -> bool {
+        let planned = plans.len();
+        let guard = self.runner.guard.clone();
+        let Some(first) = plans.first() else {
+            return true;
+        };
+        if guard.process_check(&format!("before case {}", first.case.id)) {
+            return false;
+        }
+        cool_down(self.config, &guard).await;
+        let number = self.summary.cases.len() + 1;
+        self.runner.progress.case(number, planned, first);
+        match self
+            .runner
+            .run_stages(plans, stages, self.config.warmup)
+            .await
+        {
+            Ok(runs) => {
+                for (plan, run) in plans.iter().zip(runs) {
+                    self.add_case(plan, run);
+                    if let (false, Some(done)) = (self.config.quiet, self.summary.cases.last()) {
+                        let line = progress::case_line(self.summary.cases.len(), planned, done);
+                        self.runner.progress.println(&line);
+                    }
+                }
+            }
+            Err(e) => self.failure = Some(format!("staged load {}: {e:#}", first.case.id)),
+        }
+        self.outcome(planned)
+    }
+
+    /// Summarises a case that ran and adds it to the summary.
+    fn add_case(&mut self, plan: &CasePlan, run: crate::summary::window::CaseRun) {
+        let round_spans = run.figures.round_spans();
+        let readings = telemetry::written(&self.dir);
+        let case = window::summarise(plan, run, &readings);
+        self.windows.push(Window::of(&case, round_spans));
+        self.summary.cases.push(case);
+        // Every case's, again: an earlier case's window may have been waiting for the
+        // reading after its end.
+        self.attach_energy(&readings);
+    }
+
+    /// Sets the outcome after a case (or a staged load) of `planned`; whether the run goes on.
+    fn outcome(&mut self, planned: usize) -> bool {
+        let guard = self.runner.guard.clone();
         let go_on = guard.verdict().is_none() && self.failure.is_none();
         set_outcome(
             &mut self.summary,

@@ -10,6 +10,7 @@ use crate::summary::CaseSummary;
 use crate::telemetry::Reading;
 use crate::workload::schedule::Process;
 use crate::workload::shape::{CasePlan, Shape, Slo};
+use crate::workload::stages::StageLabel;
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -51,6 +52,11 @@ pub struct LoadSummary {
     pub ttft_from_scheduled_ms: Option<Distribution>,
     /// Open loop: final event − scheduled, ms.
     pub e2e_from_scheduled_ms: Option<Distribution>,
+    /// A staged load: which stage this case is, its levels, and whether it ramps (its figures
+    /// are then over a changing load). For a ramp, `nominal_rate_rps` is its mean rate and
+    /// `nominal_concurrency` its higher level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<StageLabel>,
 }
 
 /// What the runner did for one case. Records are written as requests end and folded into the
@@ -156,6 +162,7 @@ pub fn summarise(plan: &CasePlan, run: CaseRun, readings: &[Reading]) -> CaseSum
         nominal_concurrency: nominal,
         nominal_rate_rps: rate,
         pacer_priority: run.pacer_priority.map(str::to_owned),
+        stage: plan.stage.clone(),
         ..load
     };
     summary.complete = !run.stopped && all_ok;
@@ -471,6 +478,7 @@ impl WindowFigures {
             pacer_priority: None,
             ttft_from_scheduled_ms: self.ttft_from_scheduled.distribution(),
             e2e_from_scheduled_ms: self.e2e_from_scheduled.distribution(),
+            stage: None,
         };
         (load, self.series.map(|bins| (bins, (w0, w1))))
     }

@@ -10,6 +10,7 @@ pub mod prompt;
 pub mod schedule;
 pub mod shape;
 pub mod source;
+pub mod stages;
 pub mod trace;
 
 /// The text bundled with llmload: the Declaration of Independence and the Gettysburg Address.

@@ -6,6 +6,7 @@
 
 use crate::workload::length::Length;
 use crate::workload::schedule::{Bound, Process};
+use crate::workload::stages::{self, LevelKind, Stage, StageLabel};
 use crate::workload::trace::TraceEntry;
 use serde::{Serialize, Serializer};
 use std::path::PathBuf;
@@ -161,6 +162,9 @@ pub struct CasePlan {
     /// Open and continuous loops: launches in this first stretch of the load are warmup.
     #[serde(rename = "warmup_s", serialize_with = "seconds")]
     pub warmup_time: Duration,
+    /// A staged load: which stage of it this case is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage: Option<StageLabel>,
 }
 
 impl CasePlan {
@@ -271,7 +275,66 @@ impl ShapeTemplate {
             output: output.clone(),
             shape,
             warmup_time: self.warmup_time,
+            stage: None,
         }
+    }
+
+    /// The plans of a staged load, one case per stage: an open loop's stages (rate) keep the
+    /// arrival process, a closed loop's (concurrency) are closed-continuous. Each is bounded by
+    /// its own duration; its id names the stage and its levels (`stage2-poisson-r2to8-…`).
+    pub fn stage_plans(&self, stages: &[Stage], input: &Length, output: &Length) -> Vec<CasePlan> {
+        let id_part = |l: &Length| l.to_string().replace(',', "/");
+        stages
+            .iter()
+            .zip(stages::labels(stages))
+            .map(|(stage, label)| {
+                let levels = if label.ramp {
+                    format!("{}to{}", label.from, label.to)
+                } else {
+                    format!("{}", label.to)
+                };
+                let peak = label.from.max(label.to);
+                let (point, load_id) = match label.kind {
+                    LevelKind::Concurrency => (
+                        LoadPoint::Concurrency(crate::num::to_u32(peak)),
+                        format!("cc{levels}"),
+                    ),
+                    LevelKind::Rate => {
+                        let name = match self.arrival {
+                            Arrival::Gamma => "gamma",
+                            Arrival::Constant => "constant",
+                            _ => "poisson",
+                        };
+                        (LoadPoint::Rate(peak), format!("{name}-r{levels}"))
+                    }
+                };
+                // The matrix's plan of the stage's peak, bounded by the stage's duration.
+                let mut plan = self.plan(input, point, output);
+                let bound = Bound::Duration(stage.duration);
+                match &mut plan.shape {
+                    Shape::Open {
+                        rate_rps, bound: b, ..
+                    } => {
+                        *rate_rps = f64::midpoint(label.from, label.to);
+                        *b = bound;
+                    }
+                    Shape::ClosedContinuous { bound: b } => *b = bound,
+                    _ => {}
+                }
+                plan.case.id = format!(
+                    "stage{}-{load_id}-in{}-out{}",
+                    label.number,
+                    id_part(input),
+                    id_part(output)
+                );
+                // Only the first stage starts the load.
+                if label.number > 1 {
+                    plan.warmup_time = Duration::ZERO;
+                }
+                plan.stage = Some(label);
+                plan
+            })
+            .collect()
     }
 }
 

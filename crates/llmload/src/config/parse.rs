@@ -1,0 +1,137 @@
+//! Parsing and writing single settings: durations, URLs, headers, the extra body, the telemetry
+//! source; and how durations and redacted JSON are written into `campaign.json`.
+
+use super::{bad, ConfigError, Duration, Header, Source};
+
+pub(super) fn as_seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+#[expect(
+    clippy::ref_option,
+    reason = "serde's serialize_with hands the field by reference"
+)]
+pub(super) fn as_optional_seconds<S: serde::Serializer>(
+    d: &Option<Duration>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_f64(d.as_secs_f64()),
+        None => s.serialize_none(),
+    }
+}
+
+/// The URL without a trailing slash and without its credentials, and the credentials. No message
+/// shows the credentials.
+pub(super) fn validate_url(url: &str) -> Result<(String, Option<String>), ConfigError> {
+    let (clean, credentials) = crate::secrets::split_credentials(url.trim());
+    match reqwest::Url::parse(&clean) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {
+            Ok((clean.trim_end_matches('/').to_owned(), credentials))
+        }
+        Ok(u) => bad(format!(
+            "--url {}: scheme {:?} is not http or https",
+            shorten(&clean),
+            u.scheme()
+        )),
+        Err(e) => bad(format!("--url {}: {e}", shorten(&clean))),
+    }
+}
+
+/// `--extra-body`: a JSON object that sets none of the fields llmload keeps for itself.
+pub(super) fn extra_body(
+    given: Option<serde_json::Value>,
+) -> Result<Option<serde_json::Value>, ConfigError> {
+    let Some(value) = given else {
+        return Ok(None);
+    };
+    let Some(fields) = value.as_object() else {
+        return bad(
+            "--extra-body must be a JSON object, e.g. '{\"chat_template_kwargs\": {\"enable_thinking\": false}}'",
+        );
+    };
+    if let Some(key) = crate::api::RESERVED_FIELDS
+        .iter()
+        .find(|k| fields.contains_key(**k))
+    {
+        return bad(format!(
+            "--extra-body may not set {key:?}: the prompt, the output length and streaming are \
+             llmload's (use --input-tokens, --output-tokens)"
+        ));
+    }
+    Ok(Some(value))
+}
+
+#[expect(
+    clippy::ref_option,
+    reason = "serde's serialize_with hands the field by reference"
+)]
+pub(super) fn redacted_json<S: serde::Serializer>(
+    value: &Option<serde_json::Value>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::Serialize;
+    value.as_ref().map(crate::secrets::redact_json).serialize(s)
+}
+
+/// At most 200 characters of a value echoed in an error.
+pub(super) fn shorten(text: &str) -> String {
+    match text.char_indices().nth(200) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_owned(),
+    }
+}
+
+/// The `index`-th `--header`; no error shows its value.
+pub(super) fn parse_header(
+    index: usize,
+    header: &str,
+    show: &[String],
+) -> Result<Header, ConfigError> {
+    let n = index + 1;
+    let Some((name, value)) = header.split_once(':') else {
+        return bad(format!(
+            "--header number {n}: expected NAME:VALUE (its text is not shown: it may hold a secret)"
+        ));
+    };
+    let (name, value) = (name.trim(), value.trim());
+    if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+        return bad(format!(
+            "--header number {n}: {:?} is not a header name",
+            shorten(name)
+        ));
+    }
+    if reqwest::header::HeaderValue::from_str(value).is_err() {
+        return bad(format!(
+            "--header {name}: its value holds characters not allowed in a header"
+        ));
+    }
+    Ok(Header::new(name, value, show))
+}
+
+pub(super) fn parse_source(text: Option<String>) -> Result<Source, ConfigError> {
+    let Some(text) = text else {
+        return Ok(Source::Auto);
+    };
+    let source: Source = text
+        .parse()
+        .map_err(|e| ConfigError(format!("--telemetry {e}")))?;
+    if let Source::Replay(path) = &source {
+        crate::telemetry::replay::load(path)
+            .map_err(|e| ConfigError(format!("--telemetry {e}")))?;
+    }
+    Ok(source)
+}
+
+pub(crate) fn optional_duration(
+    what: &str,
+    text: Option<String>,
+) -> Result<Option<Duration>, ConfigError> {
+    text.map(|t| parse_duration(what, &t)).transpose()
+}
+
+/// A duration flag (`90s`, `10m`): one-line error naming `--what` when it is not one.
+pub fn parse_duration(what: &str, text: &str) -> Result<Duration, ConfigError> {
+    humantime::parse_duration(text.trim())
+        .or_else(|e| bad(format!("--{what} {text:?}: {e} (e.g. 90s, 10m)")))
+}
