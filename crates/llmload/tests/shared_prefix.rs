@@ -222,7 +222,10 @@ fn llama_server_chat_finds_a_shared_text_of_exactly_s_tokens() {
     assert_eq!(records.len(), 4);
     for r in &records {
         assert_eq!(n(&r["shared_tokens"]), 128, "{r}");
-        assert!(n(&r["cached_tokens"]) <= 128, "{r}");
+        // More than the shared part from the cache is flagged, never passed as ok.
+        if n(&r["cached_tokens"]) > 128 {
+            assert_eq!(r["status"], "invalid", "{r}");
+        }
     }
     // llama-server's chat path has been seen to count one prompt token fewer than its own
     // template and tokenizer give; such a response is flagged invalid, never passed as ok.

@@ -118,6 +118,32 @@ impl Words {
         words
     }
 
+    /// Words to follow a shared prefix, one per initial letter: any two start with different
+    /// letters, so their first tokens differ, and a cache that matches token by token (a
+    /// llama.cpp slot) cannot extend a match past the shared prefix by a word's opening. Words
+    /// that open with something other than a letter are left out (a tokenizer may give them a
+    /// bare space token, the same for all); all distinct words when there are fewer than two
+    /// letters to tell apart.
+    pub fn junctions(&self) -> Vec<String> {
+        let mut by_initial: Vec<String> = Vec::new();
+        for word in self.distinct() {
+            let Some(initial) = word.chars().next().filter(|c| c.is_alphabetic()) else {
+                continue;
+            };
+            let initial = initial.to_lowercase().to_string();
+            if !by_initial
+                .iter()
+                .any(|w| w.to_lowercase().starts_with(&initial))
+            {
+                by_initial.push(word);
+            }
+        }
+        if by_initial.len() < 2 {
+            return self.distinct();
+        }
+        by_initial
+    }
+
     /// Number of words in the ring.
     pub fn len(&self) -> usize {
         self.words.len()
@@ -351,6 +377,26 @@ mod tests {
             let after_nonce: Vec<&str> = text.split_whitespace().skip(NONCE_LEN).collect();
             assert!(after_nonce.join(" ").starts_with("Write a"), "{text}");
         }
+    }
+
+    #[test]
+    fn junction_words_start_with_different_letters() {
+        let words = Words::new(crate::workload::BUNDLED_CORPUS);
+        let junctions = words.junctions();
+        assert!(junctions.len() >= 10, "{junctions:?}");
+        let mut initials: Vec<String> = junctions
+            .iter()
+            .map(|w| w.chars().next().expect("a word").to_lowercase().to_string())
+            .collect();
+        let n = initials.len();
+        initials.sort();
+        initials.dedup();
+        assert_eq!(initials.len(), n, "{junctions:?}");
+        assert!(junctions
+            .iter()
+            .all(|w| w.chars().next().is_some_and(char::is_alphabetic)));
+        // Too few letters to tell apart: every distinct word.
+        assert_eq!(Words::new("1 2 3 apple").junctions().len(), 4);
     }
 
     #[tokio::test]

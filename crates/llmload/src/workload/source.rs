@@ -28,7 +28,7 @@ pub struct PromptSource {
     shared_text: tokio::sync::OnceCell<String>,
     /// Token prompts: the corpus's distinct tokens, for the token after the shared part.
     distinct: std::sync::OnceLock<Vec<u32>>,
-    /// Text prompts: the corpus's distinct words, for the word after the shared part.
+    /// Text prompts: words of distinct initials, for the word after the shared part.
     distinct_words: std::sync::OnceLock<Vec<String>>,
     /// `--dataset`: prompts from its entries.
     dataset: Option<DatasetPrompts>,
@@ -218,7 +218,7 @@ impl PromptSource {
                         )))
                     })
                     .await?;
-                let words = self.distinct_words.get_or_init(|| words.distinct());
+                let words = self.distinct_words.get_or_init(|| words.junctions());
                 let before = format!("{shared} {}", words[junction(serial, seed, words.len())]);
                 self.vocabulary
                     .prompt(target, n, serial, seed, &before)
