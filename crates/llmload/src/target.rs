@@ -141,13 +141,9 @@ impl Target {
         if !status.is_success() {
             return Ok(None);
         }
-        Ok(serde_json::from_slice::<Value>(&body).ok().and_then(|b| {
-            b["tokens"]
-                .as_array()?
-                .iter()
-                .map(|t| t.as_u64().and_then(|t| u32::try_from(t).ok()))
-                .collect()
-        }))
+        Ok(serde_json::from_slice::<Value>(&body)
+            .ok()
+            .and_then(|b| token_ids(&b)))
     }
 
     /// The server's tokens for `text` (with BOS and the like when `special`), or `None` when it
