@@ -81,26 +81,9 @@ LITELLM_LOCAL_MODEL_COST_MAP=True LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS=True \
   </dev/null >"$logfile" 2>&1 &
 pid=$!
 
-alive() { # the proxy's timeout(1) process is running (not gone, not a zombie awaiting wait)
-  local state
-  state="$(ps -o stat= -p "$pid" 2>/dev/null)" && [ "${state:0:1}" != Z ]
-}
-
-fail() {
-  echo "start-litellm: $*; last lines of $logfile:" >&2
-  tail -n 40 "$logfile" >&2
-  exit 1
-}
-
-deadline=$((SECONDS + start_timeout))
-until curl -sf -o /dev/null --max-time 5 "$url/health/liveliness"; do
-  alive || { wait "$pid" || true; fail "LiteLLM exited before answering"; }
-  if [ "$SECONDS" -ge "$deadline" ]; then
-    kill -TERM "$pid" 2>/dev/null || true
-    fail "LiteLLM did not answer GET $url/health/liveliness within ${start_timeout}s"
-  fi
-  sleep 0.5
-done
+# shellcheck source=scripts/lib/await-server.sh
+. "$here/lib/await-server.sh"
+await_server LiteLLM "$pid" "$url/health/liveliness" "$logfile" "$start_timeout"
 
 echo "LITELLM_URL=$url"
 echo "LITELLM_PID=$pid"

@@ -46,28 +46,9 @@ VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-2}" HF_HUB_OFFLINE=1 TRANSFORM
   --enable-prompt-tokens-details "$prefix_caching" "$@" </dev/null >"$logfile" 2>&1 &
 pid=$!
 
-alive() { # the server's timeout(1) process is running (not gone, not a zombie awaiting wait)
-  local state
-  state="$(ps -o stat= -p "$pid" 2>/dev/null)" && [ "${state:0:1}" != Z ]
-}
-
-fail() {
-  echo "start-vllm: $*; last lines of $logfile:" >&2
-  tail -n 40 "$logfile" >&2
-  exit 1
-}
-
-deadline=$((SECONDS + start_timeout))
-until curl -sf -o /dev/null --max-time 5 "$url/v1/models"; do
-  alive || { wait "$pid" || true; fail "vLLM exited before answering"; }
-  if [ "$SECONDS" -ge "$deadline" ]; then
-    kill -TERM "$pid" 2>/dev/null || true # timeout(1) passes it on to the server's process group
-    sleep 10
-    kill -KILL -- "-$pid" 2>/dev/null || true
-    fail "vLLM did not answer GET $url/v1/models within ${start_timeout}s"
-  fi
-  sleep 1
-done
+# shellcheck source=scripts/lib/await-server.sh
+. "$here/lib/await-server.sh"
+await_server vLLM "$pid" "$url/v1/models" "$logfile" "$start_timeout"
 
 served="$(curl -sf "$url/v1/models" | "$py" -c 'import json, sys; print(json.load(sys.stdin)["data"][0]["id"])')"
 echo "VLLM_URL=$url"
