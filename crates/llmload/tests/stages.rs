@@ -72,6 +72,16 @@ fn check_stages(dir: &Path, expected: &[(&str, usize)], spans_s: &[f64]) {
     }
 }
 
+/// The ids of a summary's cases, in order.
+fn case_ids(summary: &Value) -> Vec<&str> {
+    summary["cases"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| c["id"].as_str().unwrap_or_else(|| panic!("an id: {c}")))
+        .collect()
+}
+
 /// `llmload run` of `stages` against `url` with 32-token prompts, 4-token outputs and `extra`;
 /// returns the attempt folder once the run exited with `code`.
 fn staged(out: &Path, url: &str, stages: &str, extra: &[&str], code: i32) -> std::path::PathBuf {
@@ -170,10 +180,7 @@ fn closed_stages_step_the_concurrency_and_never_pass_it() {
     );
     let summary = json(&dir.join("summary.json"));
     let cases = summary["cases"].as_array().expect("cases");
-    let ids: Vec<&str> = cases
-        .iter()
-        .map(|c| c["id"].as_str().expect("id"))
-        .collect();
+    let ids = case_ids(&summary);
     assert_eq!(ids.len(), 3, "{ids:?}");
     assert!(ids[0].starts_with("stage1-cc1-"), "{ids:?}");
     assert!(ids[1].starts_with("stage2-cc1to3-"), "{ids:?}");
@@ -219,6 +226,83 @@ fn a_stop_mid_stage_leaves_it_incomplete_and_the_rest_not_run() {
     assert_eq!(cases[0]["complete"], true);
     assert_eq!(cases[1]["complete"], false);
     assert_eq!(summary["outcome"]["cases_total"], 3);
+}
+
+/// SIGTERM during the second of three stages: the run stops cleanly (exit code 4) and
+/// `summary.json` holds the first stage complete and the second incomplete; the third never ran.
+#[test]
+fn sigterm_mid_stage_leaves_the_finished_stages_in_the_summary() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let sim = Simulator::start(&["--schedule", "fixed:ttft_ms=5,itl_ms=1"]);
+    let out = tempfile::tempdir().expect("temp dir");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_llmload"))
+        .args(["run", "--url", &sim.url, "--out"])
+        .arg(out.path())
+        .args([
+            "--name",
+            "stages",
+            "--telemetry",
+            "off",
+            "--warmup",
+            "0",
+            "-q",
+        ])
+        // The second stage lasts far longer than the test waits: the signal ends it.
+        .args(["--stages", "2s:rate=5,10m:rate=5,2s:rate=5"])
+        .args(["--input-tokens", "32", "--output-tokens", "4"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start llmload");
+    // Wait (2 minutes at most) until a request of the second stage has ended.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let dir = loop {
+        assert!(Instant::now() < deadline, "no record of the second stage");
+        std::thread::sleep(Duration::from_millis(100));
+        let Some(dir) = std::fs::read_dir(out.path().join("stages"))
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(Result::ok)
+            .map(|e| e.path())
+        else {
+            continue;
+        };
+        let records = std::fs::read_to_string(dir.join("requests.jsonl")).unwrap_or_default();
+        if records.lines().any(|l| l.contains("\"case\":\"stage2-")) {
+            break dir;
+        }
+    };
+    let term = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(term.success());
+    let code = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status.code();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("llmload did not stop after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(code, Some(4), "a stop by a signal");
+    let summary = json(&dir.join("summary.json"));
+    let cases = summary["cases"].as_array().expect("cases");
+    let ids = case_ids(&summary);
+    assert_eq!(ids.len(), 2, "the third stage never ran: {ids:?}");
+    assert!(
+        ids[0].starts_with("stage1-") && ids[1].starts_with("stage2-"),
+        "{ids:?}"
+    );
+    assert_eq!(cases[0]["complete"], true, "{}", cases[0]);
+    assert_eq!(cases[1]["complete"], false, "{}", cases[1]);
+    assert_eq!(summary["outcome"]["cases_total"], 3);
+    assert_eq!(summary["outcome"]["cases_completed"], 1);
+    let reason = summary["outcome"]["reason"].as_str().expect("a reason");
+    assert!(reason.contains("SIGTERM"), "{reason}");
 }
 
 #[test]

@@ -6,6 +6,7 @@
 //! ratio. With rules, the gate's section follows (`compare/gate.rs`).
 
 mod gate;
+mod phases;
 
 use crate::fmt::seconds;
 use crate::summary::gate::Check;
@@ -70,6 +71,7 @@ pub fn render(attempts: &[KeyedAttempt]) -> String {
         let names: Vec<String> = keys.iter().map(|k| k.describe()).collect();
         let _ = writeln!(out, "\nOnly in {present}: {}.", names.join("; "));
     }
+    phases::render(&mut out, &rows);
     out
 }
 
@@ -282,6 +284,7 @@ fn case_json(
                 "e2e_ratio": ratio(e2e, base.and_then(|b| b.1)),
                 "throughput_ratio": ratio(tps, base.and_then(|b| b.2)),
                 "responses_ok": c.counts.ok,
+                "phases": phases::to_json(c),
             })
         }
     }
@@ -381,6 +384,44 @@ mod tests {
             ),
             "{out}"
         );
+    }
+
+    #[test]
+    fn each_attempt_has_its_own_phase_figures_per_matching_case() {
+        let mut second = second_attempt();
+        for c in &mut second.summary.cases {
+            if let Some(head) = c.phases.as_mut().and_then(|p| p.head_ms.as_mut()) {
+                head.median = 40.0;
+            }
+        }
+        let out = render(&[first_attempt(), second]);
+        let section = &out[out.find("Where the time goes").expect("a phases section")..];
+        let rows: Vec<&str> = section
+            .lines()
+            .filter(|l| l.starts_with("| in64-c2-out4 |"))
+            .collect();
+        assert_eq!(rows.len(), 2, "{section}");
+        let a = &fixture::report().summary.cases;
+        let case = a.iter().find(|c| c.id == "in64-c2-out4").expect("case");
+        let p = case.phases.as_ref().expect("phases");
+        let share = p.reused_share().expect("a share") * 100.0;
+        assert!(
+            rows[0].contains(&format!("| A | {} | {share:.0} % |", p.responses)),
+            "{}",
+            rows[0]
+        );
+        assert!(rows[1].contains("| 40.0 ms |"), "{}", rows[1]);
+        assert!(
+            section.contains("| in64-c1-out4 | B | not in this attempt |"),
+            "{section}"
+        );
+        let value = to_json(
+            &[PathBuf::from("a"), PathBuf::from("b")],
+            &[first_attempt()],
+            None,
+        );
+        let phases = &value["cases"][0]["attempts"][0]["phases"];
+        assert!(phases["reused_share"].is_f64(), "{value}");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! quoted as RFC 4180 says whenever they hold a comma, a quote or a line break.
 
 use crate::stats::{Distribution, Spread};
+use crate::summary::phases::PhaseSummary;
 use crate::summary::{CaseSummary, Summary};
 
 /// The distributions of a case, in column order, with their column prefixes.
@@ -28,6 +29,19 @@ const STATISTICS: [&str; 10] = [
     "sd",
     "descriptive",
 ];
+
+/// The phases of a case (`summary::phases`), in column order, with their column prefixes.
+const PHASES: [&str; 6] = [
+    "connect_ms",
+    "tls_ms",
+    "write_ms",
+    "head_ms",
+    "first_event_ms",
+    "last_token_ms",
+];
+
+/// The statistics written for each phase.
+const PHASE_STATISTICS: [&str; 4] = ["n", "median", "p90", "p99"];
 
 /// Renders one header line and one line per case.
 pub fn render(summary: &Summary) -> String {
@@ -78,6 +92,18 @@ fn header() -> Vec<String> {
         ]
         .map(String::from),
     );
+    columns.extend(
+        [
+            "phase_responses",
+            "new_connections",
+            "reused_connections",
+            "reused_share",
+        ]
+        .map(String::from),
+    );
+    for name in PHASES {
+        columns.extend(PHASE_STATISTICS.iter().map(|s| format!("{name}_{s}")));
+    }
     columns
 }
 
@@ -118,6 +144,41 @@ fn row(summary: &Summary, case: &CaseSummary) -> Vec<String> {
     }
     cells.extend(spread_cells(case.throughput_tps.as_ref()));
     cells.extend(energy_cells(case.energy.as_ref()));
+    cells.extend(phase_cells(case.phases.as_ref()));
+    cells
+}
+
+/// How many `ok` responses carried phases, how many of them went on a new connection and on a
+/// kept-alive one, the kept-alive share, then n, median, p90 and p99 of each phase; empty when
+/// the records carry no phases.
+fn phase_cells(p: Option<&PhaseSummary>) -> Vec<String> {
+    let Some(p) = p else {
+        return vec![String::new(); 4 + PHASES.len() * PHASE_STATISTICS.len()];
+    };
+    let mut cells = vec![
+        p.responses.to_string(),
+        p.new_connections.to_string(),
+        p.reused_connections.to_string(),
+        p.reused_share().map_or_else(String::new, |s| s.to_string()),
+    ];
+    for d in [
+        &p.connect_ms,
+        &p.tls_ms,
+        &p.write_ms,
+        &p.head_ms,
+        &p.first_event_ms,
+        &p.last_token_ms,
+    ] {
+        cells.extend(match d {
+            None => vec![String::new(); PHASE_STATISTICS.len()],
+            Some(d) => vec![
+                d.n.to_string(),
+                d.median.to_string(),
+                d.p90.to_string(),
+                d.p99.to_string(),
+            ],
+        });
+    }
     cells
 }
 
@@ -202,6 +263,26 @@ mod tests {
         assert_eq!(row(&summary, &summary.cases[0]).len(), header().len());
         let csv = render(&summary);
         assert_eq!(csv.lines().count(), 1 + summary.cases.len());
+    }
+
+    #[test]
+    fn phase_columns_hold_the_counts_the_share_and_each_phase() {
+        let summary = fixture::report().summary;
+        let case = &summary.cases[0];
+        let phases = case.phases.as_ref().expect("the fixture has phases");
+        let cells: std::collections::HashMap<String, String> =
+            header().into_iter().zip(row(&summary, case)).collect();
+        assert_eq!(cells["phase_responses"], phases.responses.to_string());
+        let share = f64::from(phases.reused_connections) / f64::from(phases.responses);
+        assert_eq!(cells["reused_share"], share.to_string());
+        let head = phases.head_ms.as_ref().expect("head");
+        assert_eq!(cells["head_ms_n"], head.n.to_string());
+        assert_eq!(cells["head_ms_median"], head.median.to_string());
+        assert_eq!(cells["tls_ms_n"], "", "no TLS in the fixture");
+        let mut without = summary.clone();
+        without.cases[0].phases = None;
+        let empty = row(&without, &without.cases[0]);
+        assert!(empty[empty.len() - 28..].iter().all(String::is_empty));
     }
 
     #[test]

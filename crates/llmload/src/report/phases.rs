@@ -25,7 +25,7 @@ fn median(d: Option<&Distribution>) -> Option<f64> {
 }
 
 /// A time in ms as the phases table writes it: microseconds show below a millisecond.
-fn ms(value: Option<f64>) -> String {
+pub fn ms(value: Option<f64>) -> String {
     match value {
         None => "–".into(),
         Some(v) if v < 1.0 => format!("{v:.3} ms"),

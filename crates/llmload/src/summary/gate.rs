@@ -48,6 +48,12 @@ pub enum Latency {
     Itl,
     /// Complete-response time.
     E2e,
+    /// A new connection's setup (before the send), over the responses on new connections.
+    Connect,
+    /// The response head, from the send.
+    Head,
+    /// The first event of the body, from the send.
+    FirstEvent,
 }
 
 /// A figure a rule can be about.
@@ -63,11 +69,14 @@ pub enum Metric {
     ErrorRate,
 }
 
-const LATENCIES: [(&str, Latency); 4] = [
+const LATENCIES: [(&str, Latency); 7] = [
     ("ttft", Latency::Ttft),
     ("tpot", Latency::Tpot),
     ("itl", Latency::Itl),
     ("e2e", Latency::E2e),
+    ("connect", Latency::Connect),
+    ("head", Latency::Head),
+    ("first_event", Latency::FirstEvent),
 ];
 const PERCENTILES: [(&str, Percentile); 4] = [
     ("p50", Percentile::P50),
@@ -77,8 +86,8 @@ const PERCENTILES: [(&str, Percentile); 4] = [
 ];
 
 /// The metric names, as the usage error lists them.
-const METRICS: &str = "ttft_, tpot_, itl_ or e2e_ with p50, p90, p95 or p99; throughput; \
-                       goodput; error_rate";
+const METRICS: &str = "ttft_, tpot_, itl_, e2e_, connect_, head_ or first_event_ with p50, \
+                       p90, p95 or p99; throughput; goodput; error_rate";
 
 impl Metric {
     /// What the metric measures.
@@ -95,11 +104,15 @@ impl Metric {
     pub fn figure(self, case: &CaseSummary) -> Option<Figure> {
         match self {
             Metric::Latency(latency, p) => {
+                let phases = case.phases.as_ref();
                 let d = match latency {
                     Latency::Ttft => case.ttft_ms.as_ref(),
                     Latency::Tpot => case.tpot_ms.as_ref(),
                     Latency::Itl => case.itl_ms.as_ref(),
                     Latency::E2e => case.e2e_ms.as_ref(),
+                    Latency::Connect => phases.and_then(|p| p.connect_ms.as_ref()),
+                    Latency::Head => phases.and_then(|p| p.head_ms.as_ref()),
+                    Latency::FirstEvent => phases.and_then(|p| p.first_event_ms.as_ref()),
                 }?;
                 let value = match p {
                     Percentile::P50 => d.median,
@@ -107,10 +120,10 @@ impl Metric {
                     Percentile::P95 => d.p95,
                     Percentile::P99 => d.p99,
                 };
-                let of = if latency == Latency::Itl {
-                    "token gaps"
-                } else {
-                    "responses"
+                let of = match latency {
+                    Latency::Itl => "token gaps",
+                    Latency::Connect => "new connections",
+                    _ => "responses",
                 };
                 Some(Figure::new(value, d.n, of))
             }
@@ -169,7 +182,7 @@ impl FromStr for Metric {
             "error_rate" => return Ok(Metric::ErrorRate),
             _ => {}
         }
-        name.split_once('_')
+        name.rsplit_once('_')
             .and_then(|(l, p)| {
                 let l = LATENCIES.iter().find(|(n, _)| *n == l)?.1;
                 let p = PERCENTILES.iter().find(|(n, _)| *n == p)?.1;

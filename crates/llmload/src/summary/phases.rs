@@ -35,6 +35,13 @@ pub struct PhaseSummary {
     pub last_token_ms: Option<Distribution>,
 }
 
+impl PhaseSummary {
+    /// The responses on a kept-alive connection over those that carried phases (0–1).
+    pub fn reused_share(&self) -> Option<f64> {
+        (self.responses > 0).then(|| f64::from(self.reused_connections) / f64::from(self.responses))
+    }
+}
+
 /// A case's phases so far, one measured record at a time.
 #[derive(Debug, Default)]
 pub struct PhaseFigures {

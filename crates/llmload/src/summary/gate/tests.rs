@@ -80,6 +80,52 @@ fn a_bad_rule_is_a_usage_error_naming_it_and_its_origin() {
     assert_eq!(texts, ["ttft_p50 > +10%", "throughput < -5%"]);
 }
 
+#[test]
+fn phase_metrics_parse_and_take_the_case_phases_with_their_n() {
+    let r = rule("first_event_p99 > +20ms");
+    assert_eq!(
+        r.metric,
+        Metric::Latency(Latency::FirstEvent, Percentile::P99)
+    );
+    assert_eq!(r.text, "first_event_p99 > +20ms");
+    assert_eq!(
+        rule("connect_p50 > +1ms").metric,
+        Metric::Latency(Latency::Connect, Percentile::P50)
+    );
+    assert!(error("first_p50 > +1ms").contains("unknown metric `first_p50`"));
+    let cases = fixture::report().summary.cases;
+    // Two concurrent: the first round opens a second connection.
+    let base = cases
+        .into_iter()
+        .find(|c| c.id == "in64-c2-out4")
+        .expect("case");
+    assert!(base.complete);
+    let phases = base.phases.clone().expect("the fixture has phases");
+    let connect = rule("connect_p50 > +10%").metric.figure(&base);
+    let expected = phases.connect_ms.as_ref().expect("connect");
+    assert_eq!(
+        connect,
+        Some(Figure::new(expected.median, expected.n, "new connections"))
+    );
+    let head = phases.head_ms.as_ref().expect("head");
+    let mut slower = base.clone();
+    let new_head = slower.phases.as_mut().and_then(|p| p.head_ms.as_mut());
+    new_head.expect("head").median = head.median + 30.0;
+    let verdict = check(&rule("head_p50 > +20ms"), &base, &slower);
+    assert!(matches!(verdict, Verdict::Failed(_)), "{verdict:?}");
+    assert_eq!(comparison(&verdict).change, 30.0);
+    assert_eq!(comparison(&verdict).base.n, head.n);
+    let mut without = base.clone();
+    without.phases = None;
+    let verdict = check(&rule("head_p50 > +20ms"), &without, &base);
+    assert_eq!(
+        verdict,
+        Verdict::NotCompared {
+            reason: "not compared (absent in BASE)".into()
+        }
+    );
+}
+
 /// The fixture's first case (complete), its median TTFT set to `ttft_ms`.
 fn case_with_ttft(ttft_ms: f64) -> CaseSummary {
     let mut case = fixture::report().summary.cases[0].clone();
