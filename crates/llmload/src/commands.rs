@@ -54,6 +54,12 @@ pub async fn execute(command: Command) -> Result<u8> {
             print!("{}", summary_text(&report.summary, args.json));
             Ok(0)
         }
+        Command::Merge(args) => {
+            let result = crate::merge::merge(&args.dirs, &args.out)?;
+            print!("{}", summary_text(&result.summary, args.json));
+            records_line(&result.dir, args.quiet);
+            Ok(exit_code(&result.summary.outcome))
+        }
         Command::Compare(args) => {
             let rules = args.rules()?;
             let attempts = keys::keyed(&args.dirs)?;

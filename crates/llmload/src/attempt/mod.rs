@@ -63,6 +63,31 @@ impl Attempt {
         )))
     }
 
+    /// Creates the attempt folder `out/name/id` for an id given (`--attempt-id`, a shard's
+    /// folder, a merge); refuses one that exists, so that no two runs share a folder.
+    pub fn create_named(out: &Path, name: &str, id: &str) -> crate::error::Result<Attempt> {
+        let parent = out.join(name);
+        std::fs::create_dir_all(&parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+        let dir = parent.join(id);
+        match std::fs::create_dir(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(crate::config::ConfigError(format!(
+                    "{} exists already: an attempt with this id was written there; give another                      --attempt-id or --out",
+                    dir.display()
+                ))
+                .into())
+            }
+            Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
+        }
+        Ok(Attempt {
+            id: id.to_owned(),
+            dir,
+            started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        })
+    }
+
     /// Writes `value` as pretty JSON to `file` in the attempt folder (atomically: temp + rename).
     pub fn write_json(&self, file: &str, value: &impl Serialize) -> crate::error::Result<()> {
         let text =

@@ -8,7 +8,7 @@ use crate::error::Context;
 use crate::guard::{Guard, StopSignal};
 use crate::progress::{self, Progress};
 use crate::runner::monitors::Monitors;
-use crate::runner::Runner;
+use crate::runner::{Runner, Share};
 use crate::selfcheck;
 use crate::summary::energy::{self, Window};
 use crate::summary::{window, Counting, Outcome, RunState, Summary};
@@ -79,6 +79,10 @@ impl<'a> Session<'a> {
             series_window: config.series_window_length(),
             extra_body: config.extra_body.clone(),
             best_effort: config.best_effort,
+            shard: config.sharding.shard,
+            start_at: config.sharding.start_at,
+            load_start: None,
+            share: None,
         };
         let summary = Summary {
             schema_version: SCHEMA_VERSION,
@@ -97,6 +101,8 @@ impl<'a> Session<'a> {
                 outputs: output_counting(target),
                 best_effort: config.best_effort,
             }),
+            shard: None,
+            shards: None,
         };
         Ok(Session {
             config,
@@ -126,6 +132,7 @@ impl<'a> Session<'a> {
             Ok(run) => self.add_case(plan, run),
             Err(e) => self.failure = Some(format!("case {}: {e:#}", case.id)),
         }
+        self.note_shard();
         if let (false, Some(done)) = (self.config.quiet, self.summary.cases.last()) {
             let line = progress::case_line(self.summary.cases.len(), planned, done);
             self.runner.progress.println(&line);
@@ -167,6 +174,7 @@ impl<'a> Session<'a> {
             }
             Err(e) => self.failure = Some(format!("staged load {}: {e:#}", first.case.id)),
         }
+        self.note_shard();
         self.outcome(planned)
     }
 
@@ -208,6 +216,7 @@ impl<'a> Session<'a> {
             .map(|s| s.1)
             .fold(f64::NEG_INFINITY, f64::max);
         reading_after(&guard, end, self.config.telemetry_interval).await;
+        self.note_shard();
         let telemetry = self.monitors.finish(&self.dir).await;
         let mut summary = self.summary;
         energy::attach(
@@ -224,6 +233,18 @@ impl<'a> Session<'a> {
 }
 
 impl Session<'_> {
+    /// A shard's section with how its load began and what its part was, once it has.
+    fn note_shard(&mut self) {
+        if let Some(shard) = &mut self.summary.shard {
+            shard.start = shard.start.or(self.runner.load_start);
+            match self.runner.share {
+                Some(Share::Arrivals(n)) => shard.arrivals = Some(n),
+                Some(Share::Streams(n)) => shard.streams = Some(n),
+                None => {}
+            }
+        }
+    }
+
     /// Sets every case's energy from `readings`.
     fn attach_energy(&mut self, readings: &[telemetry::Reading]) {
         let interval_s = self.config.telemetry_interval.as_secs_f64();
