@@ -486,6 +486,13 @@ impl TryFrom<&SweepArgs> for SweepOptions {
     type Error = ConfigError;
 
     fn try_from(a: &SweepArgs) -> Result<SweepOptions, ConfigError> {
+        let whole = |text: &str| {
+            text.parse::<crate::workload::shard::Shard>()
+                .is_ok_and(crate::workload::shard::Shard::is_whole)
+        };
+        if a.run.shard.as_deref().is_some_and(|s| !whole(s)) {
+            return Err(ConfigError(crate::SWEEP_NOT_SHARDED.into()));
+        }
         let ttft_p99_ms = a
             .stop_ttft_p99
             .as_deref()

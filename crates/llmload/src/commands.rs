@@ -31,10 +31,10 @@ pub async fn execute(command: Command) -> Result<u8> {
             Ok(exit_code(&result.summary.outcome))
         }
         Command::Sweep(args) => {
+            let options = (&*args).try_into()?;
             let config = Config::resolve(args.run.settings()?)?;
             warn_at_start(&config);
-            let (result, section) =
-                crate::sweep(&config, (&*args).try_into()?, interrupts()).await?;
+            let (result, section) = crate::sweep(&config, options, interrupts()).await?;
             if args.run.json {
                 print!("{}", json(&result.summary));
             } else {

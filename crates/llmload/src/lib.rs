@@ -78,6 +78,11 @@ pub struct RunResult {
     pub summary: Summary,
 }
 
+/// Why `llmload sweep` takes no `--shard I/N` with N above 1.
+pub const SWEEP_NOT_SHARDED: &str =
+    "llmload sweep cannot be sharded: it chooses each load from the results of the one before, \
+     which no shard sees whole; run one sharded `llmload run` per load";
+
 /// `llmload run`: every case of the matrix; `interrupted` stops the run cleanly.
 pub async fn run(config: &Config, interrupted: StopSignal) -> error::Result<RunResult> {
     execute(config, interrupted, &mut Matrix::new(config.plans())).await
