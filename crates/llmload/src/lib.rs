@@ -4,7 +4,7 @@
 //!
 //! - the face: `cli` (flags → settings), `commands` (what each subcommand prints, exit codes);
 //! - the pipeline: this file, `views` (every file written besides the records), `sim` (the
-//!   built-in simulator as a target);
+//!   built-in simulator as a target), `merge` (the shards of one attempt joined);
 //! - what to run: `plan`, `cases` (the matrix, the sweep), `config` (settings → a validated
 //!   `Config`);
 //! - running it: `runner` (session, pacer, exchange → record), `progress`, `selfcheck`, `guard`;

@@ -345,7 +345,7 @@ fn previous(
     section: &ShardsSection,
     shift: &dyn Fn(&ShardDir) -> f64,
 ) -> Summary {
-    let whole = section.missing.is_empty();
+    let whole = section.missing.is_empty() && section.incomplete.is_empty();
     let mut cases = Vec::new();
     for c in &campaign.cases {
         let mut merged: Option<crate::summary::CaseSummary> = None;

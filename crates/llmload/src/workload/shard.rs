@@ -1,7 +1,8 @@
 //! Workload: one shard's part of a global plan (`--shard I/N`). Every shard computes the same
 //! plan from the same seed and keeps its part of it: of an arrival schedule, arrivals I, I+N,
-//! I+2N… (so the shards together are exactly the single process's schedule, and a Poisson
-//! process thinned this way is still one); of a closed loop's concurrency, its share of the
+//! I+2N… (so the shards together are exactly the single process's schedule: the server sees the
+//! whole process, though one shard's every-N-th arrivals of a Poisson process are not Poisson
+//! themselves, their gaps being Erlang-N); of a closed loop's concurrency, its share of the
 //! streams (C/N, the remainder to the lowest indices).
 
 use serde::{Deserialize, Serialize};
