@@ -203,6 +203,11 @@ fn four_open_loop_shards_merge_into_the_single_process_attempt() {
         assert_eq!(s["clock"]["method"], "http-date-tick", "{s}");
         assert!(f(&s["clock"]["uncertainty_ms"]) >= 0.0, "{s}");
     }
+    // `llmload report` rebuilds the merged attempt from its records to the same figures.
+    let rebuilt = llmload(&["report", "--json", merged.to_str().expect("UTF-8 path")]);
+    let rebuilt: Value = serde_json::from_str(&rebuilt.stdout).expect("the rebuilt summary");
+    assert_eq!(rebuilt["cases"], b["cases"]);
+    assert_eq!(rebuilt["shards"], b["shards"]);
     let report = std::fs::read_to_string(merged.join("report.md")).expect("report.md");
     assert!(report.contains("4 of 4 shards"), "{report}");
     assert!(std::fs::read_to_string(merged.join("report.html"))
