@@ -285,6 +285,20 @@ fn closed_continuous_concurrency_is_split_between_the_shards() {
     for r in json_lines(&out.path().join("merged/sharded/cc/requests.jsonl")) {
         assert_eq!(r["cached_tokens"].as_u64().unwrap_or(0), 0, "{r}");
     }
+    // Concurrency 3 over 4 shards: shard 3 has no stream, says so, and has done its part.
+    let mut idle = tiny(&["--arrival", "closed-continuous", "--concurrency", "3"]);
+    idle.extend_from_slice(&["--requests", "8", "--shard", "3/4", "--attempt-id", "idle"]);
+    idle.extend_from_slice(&["--start-at", "+1s", "--name", "sharded"]);
+    let (code, stderr) = finish(spawn_run(&sim.url, out.path(), &idle));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("shard 3/4: no streams of its own"),
+        "{stderr}"
+    );
+    let summary = json(&out.path().join("sharded/idle-shard-3-of-4/summary.json"));
+    assert_eq!(summary["shard"]["streams"], 0);
+    assert_eq!(summary["cases"][0]["counts"]["ok"], 0);
+    assert_eq!(summary["cases"][0]["complete"], true);
 }
 
 #[test]

@@ -35,6 +35,12 @@ impl super::Runner<'_> {
         // (and so its prompt and lengths) it takes, as the single process would.
         let mine = self.shard.thin(offsets.iter().copied());
         self.share = Some(super::Share::Arrivals(mine.len() as u64));
+        if mine.is_empty() && !offsets.is_empty() {
+            self.progress.println(&format!(
+                "shard {}: no arrivals of its own (fewer arrivals than shards)",
+                self.shard
+            ));
+        }
         let base = self.serial;
         // The first prompt is built before the clock starts, so that the first arrival is on time.
         let mut first = match mine.first() {

@@ -182,7 +182,16 @@ impl<'a> Session<'a> {
     fn add_case(&mut self, plan: &CasePlan, run: crate::summary::window::CaseRun) {
         let round_spans = run.figures.round_spans();
         let readings = telemetry::written(&self.dir);
-        let case = window::summarise(plan, run, &readings);
+        // A shard whose part of the load is empty (fewer streams or arrivals than shards) did
+        // all of it by sending nothing; its section says so.
+        let idle = !run.stopped
+            && run.figures.requests() == 0
+            && matches!(
+                self.runner.share,
+                Some(Share::Streams(0) | Share::Arrivals(0))
+            );
+        let mut case = window::summarise(plan, run, &readings);
+        case.complete |= idle;
         self.windows.push(Window::of(&case, round_spans));
         self.summary.cases.push(case);
         // Every case's, again: an earlier case's window may have been waiting for the
