@@ -161,3 +161,68 @@ impl ShardsSection {
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shard(index: u32, lag_ms: f64, offset_ms: Option<f64>) -> MergedShard {
+        MergedShard {
+            run: ShardRun {
+                index,
+                count: 4,
+                start: Some(LoadStart {
+                    start_lag_ms: lag_ms,
+                    ..LoadStart::default()
+                }),
+                clock: ClockOffset {
+                    offset_ms,
+                    uncertainty_ms: offset_ms.map(|_| 0.5 + f64::from(index)),
+                    ..ClockOffset::default()
+                },
+                ..ShardRun::default()
+            },
+            dir: format!("s{index}"),
+            status: "completed".into(),
+            reason: None,
+            records: 10,
+            client_check: Some("ok".into()),
+            shift_s: 0.0,
+        }
+    }
+
+    #[test]
+    fn the_section_says_what_is_missing_and_how_far_the_shards_are_apart() {
+        let whole = ShardsSection {
+            count: 4,
+            shards: (0..4)
+                .map(|i| shard(i, f64::from(i), Some(10.0 * f64::from(i))))
+                .collect(),
+            ..ShardsSection::default()
+        }
+        .with_spreads();
+        assert_eq!(whole.complete_text(), "4 of 4 shards");
+        assert_eq!(whole.shortfall(), None);
+        assert_eq!(whole.start_lag_spread_ms, Some(3.0));
+        assert_eq!(whole.clock_offset_spread_ms, Some(30.0));
+        assert_eq!(whole.clock_uncertainty_max_ms, Some(3.5));
+        let short = ShardsSection {
+            count: 4,
+            shards: vec![
+                shard(0, 1.0, None),
+                shard(1, 1.0, None),
+                shard(2, 1.0, None),
+            ],
+            missing: vec![3],
+            incomplete: vec![1],
+            ..ShardsSection::default()
+        }
+        .with_spreads();
+        assert_eq!(
+            short.shortfall().as_deref(),
+            Some("2 of 4 shards: shard 3 missing; shard 1 incomplete")
+        );
+        assert_eq!(short.clock_offset_spread_ms, None);
+        assert_eq!(short.start_lag_spread_ms, Some(0.0));
+    }
+}
