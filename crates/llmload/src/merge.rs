@@ -112,7 +112,7 @@ fn read_shard(dir: &Path) -> crate::error::Result<ShardDir> {
     let summary: Option<Summary> = std::fs::read_to_string(dir.join("summary.json"))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok());
-    let run = summary
+    let mut run = summary
         .as_ref()
         .and_then(|s| s.shard.clone())
         .unwrap_or_else(|| ShardRun {
@@ -130,6 +130,8 @@ fn read_shard(dir: &Path) -> crate::error::Result<ShardDir> {
             start_at: sharding["start_at"].as_str().map(str::to_owned),
             ..ShardRun::default()
         });
+    // A shard killed before its final summary still wrote when its load began.
+    run.start = run.start.or_else(|| crate::attempt::read_start(dir));
     Ok(ShardDir {
         dir: dir.to_path_buf(),
         campaign,

@@ -81,6 +81,9 @@ pub struct Runner<'a> {
     pub start_at: Option<SystemTime>,
     /// When the first load began against `start_at`, once it has.
     pub load_start: Option<LoadStart>,
+    /// A shard: the file `load_start` is written to the moment the load begins, so that a shard
+    /// killed before its summary still says when it began.
+    pub start_file: Option<std::path::PathBuf>,
     /// What this shard's part of its load was: open-loop arrivals or closed-loop streams.
     pub share: Option<Share>,
 }

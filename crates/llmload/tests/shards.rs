@@ -302,52 +302,71 @@ fn closed_continuous_concurrency_is_split_between_the_shards() {
 }
 
 #[test]
-fn a_shard_stopped_by_sigterm_merges_as_incomplete() {
+fn stopped_and_killed_shards_merge_as_incomplete() {
     let (sim, out) = setup();
-    let mut extra = tiny(&["--arrival", "constant", "--rate", "5", "--duration", "6s"]);
-    extra.extend_from_slice(&[
-        "--start-at",
-        "+2s",
-        "--attempt-id",
-        "term",
-        "--name",
-        "sharded",
-    ]);
+    let mut extra = tiny(&["--arrival", "constant", "--rate", "6", "--duration", "6s"]);
+    extra.extend_from_slice(&["--start-at", "+2s", "--attempt-id", "stop"]);
+    extra.extend_from_slice(&["--name", "sharded"]);
     let spawn = |i: u32| {
-        let shard = format!("{i}/2");
+        let shard = format!("{i}/3");
         let mut args = vec!["--shard", shard.as_str()];
         args.extend_from_slice(&extra);
         spawn_run(&sim.url, out.path(), &args)
     };
-    let (whole, stopped) = (spawn(0), spawn(1));
-    let dir = |i: u32| out.path().join(format!("sharded/term-shard-{i}-of-2"));
-    // Stop shard 1 once its load has begun: its first measured record is written.
+    let (whole, stopped, killed) = (spawn(0), spawn(1), spawn(2));
+    let dir = |i: u32| out.path().join(format!("sharded/stop-shard-{i}-of-3"));
+    // Once both have begun their load (each has written a measured record), shard 1 gets
+    // SIGTERM and shard 2 SIGKILL (its llmload process, under `timeout`).
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !std::fs::read_to_string(dir(1).join("requests.jsonl"))
-        .is_ok_and(|t| t.contains("\"measured\""))
-    {
-        assert!(Instant::now() < deadline, "shard 1 never began its load");
-        std::thread::sleep(Duration::from_millis(50));
+    for i in [1, 2] {
+        while !std::fs::read_to_string(dir(i).join("requests.jsonl"))
+            .is_ok_and(|t| t.contains("\"measured\""))
+        {
+            assert!(Instant::now() < deadline, "shard {i} never began its load");
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
-    let term = Command::new("kill")
-        .args(["-TERM", &stopped.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(term.success());
+    let kill = |signal: &str, pid: String| {
+        let sent = Command::new("kill").args([signal, &pid]).status();
+        assert!(sent.expect("kill").success());
+    };
+    kill("-TERM", stopped.id().to_string());
+    let under = Command::new("pgrep")
+        .args(["-P", &killed.id().to_string()])
+        .output()
+        .expect("pgrep");
+    kill(
+        "-KILL",
+        String::from_utf8_lossy(&under.stdout).trim().to_owned(),
+    );
     let (code, stderr) = finish(stopped);
     assert_eq!(code, 4, "{stderr}");
+    assert_ne!(finish(killed).0, 0, "killed");
     assert_eq!(finish(whole).0, 0);
-    let run = merge(&[dir(0), dir(1)], &out.path().join("merged"));
+    let run = merge(&[dir(0), dir(1), dir(2)], &out.path().join("merged"));
     assert_eq!(run.code, 3, "{}\n{}", run.stdout, run.stderr);
-    let merged = json(&out.path().join("merged/sharded/term/summary.json"));
-    assert_eq!(merged["shards"]["incomplete"], serde_json::json!([1]));
-    assert_eq!(merged["shards"]["shards"][1]["status"], "stopped");
+    let merged = json(&out.path().join("merged/sharded/stop/summary.json"));
+    let section = &merged["shards"];
+    assert_eq!(section["incomplete"], serde_json::json!([1, 2]));
+    assert_eq!(section["shards"][1]["status"], "stopped");
+    assert_eq!(section["shards"][2]["status"], "running");
+    // The killed shard wrote when its load began: it is aligned with the others all the same.
+    assert!(
+        section["shards"][2]["start"]["start_lag_ms"].is_f64(),
+        "{section}"
+    );
     let reason = merged["outcome"]["reason"].as_str().unwrap_or_default();
     assert!(
-        reason.contains("1 of 2 shards") && reason.contains("shard 1 incomplete"),
+        reason.contains("1 of 3 shards") && reason.contains("shard 1, 2 incomplete"),
         "{reason}"
     );
     assert_eq!(merged["cases"][0]["complete"], false);
+    // Every record of the three is in the merged attempt, each with its shard.
+    let records: usize = (0..3)
+        .map(|i| json_lines(&dir(i).join("requests.jsonl")).len())
+        .sum();
+    let all = json_lines(&out.path().join("merged/sharded/stop/requests.jsonl"));
+    assert_eq!(all.len(), records);
 }
 
 #[test]

@@ -109,6 +109,27 @@ impl Attempt {
     }
 }
 
+/// A shard's `start.json`: when its load began, written the moment it did.
+pub const START_FILE: &str = "start.json";
+
+/// Writes `start` to `path` (atomically: temp + rename).
+pub fn write_start(
+    path: &Path,
+    start: &crate::summary::shards::LoadStart,
+) -> crate::error::Result<()> {
+    let text = serde_json::to_string_pretty(start).context("writing start.json")?;
+    let temp = path.with_extension("json.tmp");
+    std::fs::write(&temp, text)
+        .and_then(|()| std::fs::rename(&temp, path))
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// A shard's `start.json` in `dir`, when it wrote one.
+pub fn read_start(dir: &Path) -> Option<crate::summary::shards::LoadStart> {
+    let text = std::fs::read_to_string(dir.join(START_FILE)).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
 /// What can be read about this machine without privileges.
 pub fn host_info() -> Value {
     let read = |path: &str| std::fs::read_to_string(path).ok();

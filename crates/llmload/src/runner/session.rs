@@ -82,6 +82,8 @@ impl<'a> Session<'a> {
             shard: config.sharding.shard,
             start_at: config.sharding.start_at,
             load_start: None,
+            start_file: (!config.sharding.shard.is_whole())
+                .then(|| attempt.dir.join(crate::attempt::START_FILE)),
             share: None,
         };
         let summary = Summary {

@@ -38,11 +38,17 @@ impl super::Runner<'_> {
             ));
         }
         let lag = Instant::now().saturating_duration_since(anchor);
-        self.load_start = Some(LoadStart {
+        let start = LoadStart {
             schedule_start_s: self.since(anchor),
             ready_before_ms,
             start_lag_ms: lag.as_secs_f64() * 1e3,
-        });
+        };
+        self.load_start = Some(start);
+        if let Some(path) = &self.start_file {
+            if let Err(e) = crate::attempt::write_start(path, &start) {
+                self.progress.println(&format!("warning: {e}"));
+            }
+        }
         anchor
     }
 }
