@@ -71,7 +71,19 @@ fn finish(child: Child) -> (i32, String) {
 /// Runs the `count` shards of `attempt` together, each `extra` with its `--shard`; returns
 /// their folders by index.
 fn shards(url: &str, out: &Path, attempt: &str, count: u32, extra: &[&str]) -> Vec<PathBuf> {
-    let children: Vec<Child> = (0..count)
+    some_shards(url, out, attempt, (0..count, count), extra)
+}
+
+/// Runs the shards `indices` of the `count` of `attempt` together, as [`shards`] does.
+fn some_shards(
+    url: &str,
+    out: &Path,
+    attempt: &str,
+    (indices, count): (std::ops::Range<u32>, u32),
+    extra: &[&str],
+) -> Vec<PathBuf> {
+    let children: Vec<Child> = indices
+        .clone()
         .map(|i| {
             let shard = format!("{i}/{count}");
             let mut args = vec!["--shard", &shard, "--attempt-id", attempt];
@@ -84,7 +96,7 @@ fn shards(url: &str, out: &Path, attempt: &str, count: u32, extra: &[&str]) -> V
         let (code, stderr) = finish(child);
         assert_eq!(code, 0, "shard {i}: {stderr}");
     }
-    (0..count)
+    indices
         .map(|i| out.join(format!("sharded/{attempt}-shard-{i}-of-{count}")))
         .collect()
 }
@@ -236,15 +248,15 @@ fn four_open_loop_shards_merge_into_the_single_process_attempt() {
     assert_one_line(&merge(&plain, &out.path().join("x")), 2, "is not a shard");
     let mut seed = OPEN.to_vec();
     seed[11] = "10";
-    let other_seed = shards(&sim.url, &out.path().join("seed"), "t1", 4, &seed[..]);
-    let mixed = [dirs[0].clone(), other_seed[1].clone()];
+    let other_seed = some_shards(&sim.url, &out.path().join("seed"), "t1", (1..2, 4), &seed);
+    let mixed = [dirs[0].clone(), other_seed[0].clone()];
     assert_one_line(
         &merge(&mixed, &out.path().join("x")),
         2,
         "their seeds differ",
     );
-    let other_id = shards(&sim.url, &out.path().join("id"), "t2", 4, OPEN);
-    let mixed = [dirs[0].clone(), other_id[1].clone()];
+    let other_id = some_shards(&sim.url, &out.path().join("id"), "t2", (1..2, 4), OPEN);
+    let mixed = [dirs[0].clone(), other_id[0].clone()];
     assert_one_line(
         &merge(&mixed, &out.path().join("x")),
         2,
