@@ -33,6 +33,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Attempts side by side, per matching case, with ratios to the first; never pooled.
     Compare(CompareArgs),
+    /// Join the shard folders of one attempt (`run --shard I/N`) into one attempt folder, every
+    /// figure rebuilt from their records.
+    Merge(MergeArgs),
     /// Answer capacity questions from measured attempts: the largest concurrency or rate that
     /// keeps a TTFT budget at the typical and maximum prompt length, the case that supports it,
     /// and what to run where the measurements fall short.
@@ -48,6 +51,24 @@ pub struct ReportArgs {
     /// Print the rebuilt summary (summary.json's content) as JSON instead of the table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `llmload merge`: the shards of one attempt joined.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shard folders (OUT/NAME/ID-shard-I-of-N), one per shard of one attempt; a missing
+    /// one makes the outcome say so.
+    #[arg(value_name = "SHARD_DIR", required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Folder for the merged attempt, written to OUT/NAME/ATTEMPT-ID/ [default: llmload-results].
+    #[arg(long, value_name = "DIR", default_value = "llmload-results")]
+    pub out: PathBuf,
+    /// Print the merged summary (summary.json's content) as JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Print only the results table.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// `llmload compare`: attempts side by side.
@@ -303,6 +324,20 @@ pub struct RunArgs {
     /// analysis).
     #[arg(long)]
     pub json: bool,
+    /// Run shard I (from 0) of N of one attempt: every shard computes the same plan from the
+    /// same seed and runs its part (open loops: arrivals I, I+N, I+2N…; closed-continuous: its
+    /// share of the concurrency). Needs --attempt-id, --start-at and --url; `llmload merge`
+    /// joins the shards' folders into one attempt.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// The id every shard of one attempt shares (letters, digits, '.', '_', '-'); the shard's
+    /// folder is OUT/NAME/ID-shard-I-of-N. Without --seed, the seed is derived from it.
+    #[arg(long, value_name = "ID")]
+    pub attempt_id: Option<String>,
+    /// When the load begins: an RFC 3339 instant in UTC (2026-05-01T12:00:00Z) or +DURATION
+    /// from now (+30s); setup and warmups happen before it.
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
 }
 
 /// `llmload sweep`: every flag of `run`, the loads being the sweep's steps.
@@ -440,6 +475,9 @@ impl From<&RunArgs> for Settings {
             cool_down_below: a.cool_down_below,
             cool_down_timeout: a.cool_down_timeout.clone(),
             quiet: a.quiet.then_some(true),
+            shard: a.shard.clone(),
+            attempt_id: a.attempt_id.clone(),
+            start_at: a.start_at.clone(),
         }
     }
 }
@@ -448,6 +486,13 @@ impl TryFrom<&SweepArgs> for SweepOptions {
     type Error = ConfigError;
 
     fn try_from(a: &SweepArgs) -> Result<SweepOptions, ConfigError> {
+        let whole = |text: &str| {
+            text.parse::<crate::workload::shard::Shard>()
+                .is_ok_and(crate::workload::shard::Shard::is_whole)
+        };
+        if a.run.shard.as_deref().is_some_and(|s| !whole(s)) {
+            return Err(ConfigError(crate::SWEEP_NOT_SHARDED.into()));
+        }
         let ttft_p99_ms = a
             .stop_ttft_p99
             .as_deref()

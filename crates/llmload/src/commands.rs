@@ -31,10 +31,10 @@ pub async fn execute(command: Command) -> Result<u8> {
             Ok(exit_code(&result.summary.outcome))
         }
         Command::Sweep(args) => {
+            let options = (&*args).try_into()?;
             let config = Config::resolve(args.run.settings()?)?;
             warn_at_start(&config);
-            let (result, section) =
-                crate::sweep(&config, (&*args).try_into()?, interrupts()).await?;
+            let (result, section) = crate::sweep(&config, options, interrupts()).await?;
             if args.run.json {
                 print!("{}", json(&result.summary));
             } else {
@@ -53,6 +53,12 @@ pub async fn execute(command: Command) -> Result<u8> {
             let report = crate::views::regenerate(&args.dir)?;
             print!("{}", summary_text(&report.summary, args.json));
             Ok(0)
+        }
+        Command::Merge(args) => {
+            let result = crate::merge::merge(&args.dirs, &args.out)?;
+            print!("{}", summary_text(&result.summary, args.json));
+            records_line(&result.dir, args.quiet);
+            Ok(exit_code(&result.summary.outcome))
         }
         Command::Compare(args) => {
             let rules = args.rules()?;

@@ -87,6 +87,7 @@ fn ok(
         reasoning_tokens: 0,
         answer_ms: None,
         phases: Some(phases(round, index, ttft_ms)),
+        shard: None,
     }
 }
 

@@ -4,7 +4,7 @@
 //!
 //! - the face: `cli` (flags → settings), `commands` (what each subcommand prints, exit codes);
 //! - the pipeline: this file, `views` (every file written besides the records), `sim` (the
-//!   built-in simulator as a target);
+//!   built-in simulator as a target), `merge` (the shards of one attempt joined);
 //! - what to run: `plan`, `cases` (the matrix, the sweep), `config` (settings → a validated
 //!   `Config`);
 //! - running it: `runner` (session, pacer, exchange → record), `progress`, `selfcheck`, `guard`;
@@ -26,6 +26,7 @@ pub mod api;
 pub mod attempt;
 pub mod cases;
 pub mod cli;
+pub mod clock;
 pub mod commands;
 pub mod config;
 pub mod error;
@@ -33,6 +34,7 @@ pub mod error;
 pub(crate) mod fixture;
 pub mod fmt;
 pub mod guard;
+pub mod merge;
 pub mod num;
 pub mod plan;
 pub mod progress;
@@ -58,6 +60,7 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::guard::StopSignal;
 use crate::runner::session::Session;
+use crate::summary::shards::ShardRun;
 use crate::summary::sweep::SweepSection;
 use crate::summary::Summary;
 use crate::target::Target;
@@ -75,6 +78,11 @@ pub struct RunResult {
     pub summary: Summary,
 }
 
+/// Why `llmload sweep` takes no `--shard I/N` with N above 1.
+pub const SWEEP_NOT_SHARDED: &str =
+    "llmload sweep cannot be sharded: it chooses each load from the results of the one before, \
+     which no shard sees whole; run one sharded `llmload run` per load";
+
 /// `llmload run`: every case of the matrix; `interrupted` stops the run cleanly.
 pub async fn run(config: &Config, interrupted: StopSignal) -> error::Result<RunResult> {
     execute(config, interrupted, &mut Matrix::new(config.plans())).await
@@ -86,6 +94,13 @@ pub async fn sweep(
     options: SweepOptions,
     interrupted: StopSignal,
 ) -> error::Result<(RunResult, SweepSection)> {
+    if !config.sharding.shard.is_whole() {
+        return Err(config::ConfigError(
+            "llmload sweep cannot be sharded: it chooses each load from the results of the one              before, which no shard sees whole; run one sharded `llmload run` per load"
+                .into(),
+        )
+        .into());
+    }
     let mut source = Sweep::new(config, options)?;
     let mut result = execute(config, interrupted, &mut source).await?;
     let section = source.section(&result.summary, config);
@@ -144,7 +159,10 @@ pub async fn measure<S: CaseSource>(
         ))),
     };
     let simulated = simulated || target.is_simulator();
-    let attempt = Attempt::create(&config.out, &config.name)?;
+    let attempt = match &config.sharding.attempt_id {
+        Some(id) => Attempt::create_named(&config.out, &config.name, &shard_folder(config, id))?,
+        None => Attempt::create(&config.out, &config.name)?,
+    };
     views::campaign(&attempt, config, &target, simulated, &source.plans())?;
     let mut session = Session::start(
         config,
@@ -155,6 +173,19 @@ pub async fn measure<S: CaseSource>(
         simulated,
         interrupted,
     )?;
+    let sharded = !config.sharding.shard.is_whole();
+    session.summary.shard = sharded.then(|| ShardRun {
+        index: config.sharding.shard.index,
+        count: config.sharding.shard.count,
+        attempt_id: config.sharding.attempt_id.clone().unwrap_or_default(),
+        config_fingerprint: views::fingerprint(config),
+        seed: config.seed,
+        start_at: config
+            .sharding
+            .start_at
+            .map(|t| humantime::format_rfc3339_nanos(t).to_string()),
+        ..ShardRun::default()
+    });
     if let Some(stages) = &config.load.stages {
         // A staged load is one load: every stage's case comes from the one run.
         session.run_stages(&source.plans(), stages).await;
@@ -168,7 +199,11 @@ pub async fn measure<S: CaseSource>(
             }
         }
     }
-    let summary = session.finish(source.planned()).await;
+    let mut summary = session.finish(source.planned()).await;
+    if let Some(shard) = &mut summary.shard {
+        // After the load, so that the estimate neither delays its start nor adds to it.
+        shard.clock = clock::estimate(&target.endpoint).await;
+    }
     // A sweep decides its cases as it goes: the file lists those it ran.
     views::campaign(&attempt, config, &target, simulated, &source.plans())?;
     views::write(&attempt, &summary)?;
@@ -177,6 +212,16 @@ pub async fn measure<S: CaseSource>(
         dir: attempt.dir,
         summary,
     })
+}
+
+/// The folder of a run with `--attempt-id ID`: `ID`, or `ID-shard-I-of-N` for a shard.
+fn shard_folder(config: &Config, id: &str) -> String {
+    let shard = config.sharding.shard;
+    if shard.is_whole() {
+        id.to_owned()
+    } else {
+        format!("{id}-shard-{}-of-{}", shard.index, shard.count)
+    }
 }
 
 /// Checks, before anything is sent, that every case's longest prompt and output fit the server's

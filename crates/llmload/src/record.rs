@@ -114,6 +114,9 @@ pub struct Record {
     /// not connect), and in records written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phases: Option<Phases>,
+    /// A merged attempt: the shard (from 0) that sent the request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<u32>,
 }
 
 /// Where one request's time went on its connection. A new connection's setup (`connect_ms`,
@@ -301,6 +304,7 @@ pub(crate) fn ok_record(
         reasoning_tokens: 0,
         answer_ms: None,
         phases: None,
+        shard: None,
     }
 }
 

@@ -18,16 +18,18 @@ use crate::attempt::records::RecordSink;
 use crate::error::Context;
 use crate::guard::Guard;
 use crate::record::{Phase, RequestMeta, Seconds};
+use crate::summary::shards::LoadStart;
 use crate::summary::window::{CaseRun, WindowFigures};
 use crate::target::Target;
 use crate::workload::prompt::splitmix64;
 use crate::workload::schedule::{self, Bound};
 use crate::workload::shape::{CasePlan, Shape, Slo};
+use crate::workload::shard::Shard;
 use crate::workload::source::{Built, PromptSource};
 use crate::workload::trace::{self, TraceEntry};
 use rand::SeedableRng;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -39,6 +41,7 @@ mod open;
 pub mod pacer;
 pub mod session;
 mod stages;
+mod start;
 
 use stages::Segment;
 
@@ -72,6 +75,26 @@ pub struct Runner<'a> {
     /// `--best-effort`: lengths that differ from the request make a response unverified, not
     /// invalid.
     pub best_effort: bool,
+    /// `--shard`: the part of each load this process runs (0/1: all of it).
+    pub shard: Shard,
+    /// `--start-at`: the wall-clock instant the first load begins, waited for.
+    pub start_at: Option<SystemTime>,
+    /// When the first load began against `start_at`, once it has.
+    pub load_start: Option<LoadStart>,
+    /// A shard: the file `load_start` is written to the moment the load begins, so that a shard
+    /// killed before its summary still says when it began.
+    pub start_file: Option<std::path::PathBuf>,
+    /// What this shard's part of its load was: open-loop arrivals or closed-loop streams.
+    pub share: Option<Share>,
+}
+
+/// A shard's part of a load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Share {
+    /// Arrivals of the global schedule.
+    Arrivals(u64),
+    /// Streams kept in flight (the most, over a staged load's levels).
+    Streams(u32),
 }
 
 /// A request ready to go: what it is and its body.
@@ -188,6 +211,7 @@ impl Runner<'_> {
         rounds: u32,
         run: &mut CaseRun,
     ) -> crate::error::Result<()> {
+        self.begin(Instant::now()).await;
         for round in 1..=rounds {
             let at = format!("before round {round} of case {}", plan.case.id);
             if self.guard.process_check(&at) {

@@ -8,6 +8,7 @@ pub mod gate;
 pub mod identity;
 pub mod phases;
 pub mod saturation;
+pub mod shards;
 pub mod soak;
 pub mod sweep;
 pub mod window;
@@ -513,6 +514,12 @@ pub struct Summary {
     /// How the tokens behind the figures were counted, and whether the run was best effort.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counting: Option<Counting>,
+    /// A shard's run (`--shard I/N`): which part of which attempt, how it started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<shards::ShardRun>,
+    /// A merged attempt: its shards, their start lags and clock offsets, what is missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<shards::ShardsSection>,
 }
 
 /// How prompt and generated tokens were counted.

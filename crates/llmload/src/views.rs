@@ -84,6 +84,25 @@ pub fn rewrite(dir: &Path, summary: &Summary) -> crate::error::Result<()> {
     write_html(&attempt, summary)
 }
 
+/// The fingerprint of what every shard of one attempt must share: the config without the
+/// shard's own settings (`sharding`), its output folder, `--quiet` and the seed (checked on its
+/// own), as 16 hex digits of a 64-bit FNV-1a hash of its JSON.
+pub fn fingerprint(config: &Config) -> String {
+    let mut value = serde_json::to_value(config).unwrap_or_default();
+    if let Some(fields) = value.as_object_mut() {
+        for key in ["sharding", "out", "quiet", "seed"] {
+            fields.remove(key);
+        }
+    }
+    let hash = value
+        .to_string()
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+    format!("{hash:016x}")
+}
+
 fn campaign_json(
     config: &Config,
     attempt: &Attempt,
@@ -98,6 +117,7 @@ fn campaign_json(
         "started_at": attempt.started_at,
         "time_origin": "record times (*_s) are seconds since started_at, on the monotonic clock",
         "config": config,
+        "config_fingerprint": fingerprint(config),
         "cases": plans,
         "target": {
             "url": target.endpoint.base_url,

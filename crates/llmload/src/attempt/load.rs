@@ -309,6 +309,8 @@ fn assemble(
             sweep,
             client_check: previous.and_then(|p| p.client_check.clone()),
             counting: previous.and_then(|p| p.counting.clone()),
+            shard: previous.and_then(|p| p.shard.clone()),
+            shards: previous.and_then(|p| p.shards.clone()),
         },
         last_activity_s: last_activity(records.iter()),
         records,

@@ -63,6 +63,31 @@ impl Attempt {
         )))
     }
 
+    /// Creates the attempt folder `out/name/id` for an id given (`--attempt-id`, a shard's
+    /// folder, a merge); refuses one that exists, so that no two runs share a folder.
+    pub fn create_named(out: &Path, name: &str, id: &str) -> crate::error::Result<Attempt> {
+        let parent = out.join(name);
+        std::fs::create_dir_all(&parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+        let dir = parent.join(id);
+        match std::fs::create_dir(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(crate::config::ConfigError(format!(
+                    "{} exists already: an attempt with this id was written there; give another                      --attempt-id or --out",
+                    dir.display()
+                ))
+                .into())
+            }
+            Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
+        }
+        Ok(Attempt {
+            id: id.to_owned(),
+            dir,
+            started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        })
+    }
+
     /// Writes `value` as pretty JSON to `file` in the attempt folder (atomically: temp + rename).
     pub fn write_json(&self, file: &str, value: &impl Serialize) -> crate::error::Result<()> {
         let text =
@@ -82,6 +107,27 @@ impl Attempt {
         }
         written.with_context(|| format!("writing {}", path.display()))
     }
+}
+
+/// A shard's `start.json`: when its load began, written the moment it did.
+pub const START_FILE: &str = "start.json";
+
+/// Writes `start` to `path` (atomically: temp + rename).
+pub fn write_start(
+    path: &Path,
+    start: &crate::summary::shards::LoadStart,
+) -> crate::error::Result<()> {
+    let text = serde_json::to_string_pretty(start).context("writing start.json")?;
+    let temp = path.with_extension("json.tmp");
+    std::fs::write(&temp, text)
+        .and_then(|()| std::fs::rename(&temp, path))
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// A shard's `start.json` in `dir`, when it wrote one.
+pub fn read_start(dir: &Path) -> Option<crate::summary::shards::LoadStart> {
+    let text = std::fs::read_to_string(dir.join(START_FILE)).ok()?;
+    serde_json::from_str(&text).ok()
 }
 
 /// What can be read about this machine without privileges.

@@ -22,9 +22,11 @@ use parse::{
     validate_url,
 };
 mod settings;
+mod sharding;
 use serde::Serialize;
 use settings::lengths;
 pub use settings::{LengthItem, Lengths, Settings, StageTable, StagesSetting};
+pub use sharding::{parse_start_at, Sharding};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -152,6 +154,9 @@ pub struct Config {
     /// The longest a cool-down waits.
     #[serde(rename = "cool_down_timeout_s", serialize_with = "as_seconds")]
     pub cool_down_timeout: Duration,
+    /// `--shard`, `--attempt-id`, `--start-at`: which part of an attempt this process runs, and
+    /// when its load begins.
+    pub sharding: Sharding,
 }
 
 /// The case matrix (input lengths, concurrencies, output lengths): the given values over the
@@ -200,6 +205,7 @@ impl Config {
             );
         }
         let limits = limits(&settings)?;
+        let sharding = Sharding::resolve(&settings)?;
         let s = settings;
         let duration = |flag: &str, given: Option<String>, default: &str| {
             parse_duration(flag, given.as_deref().unwrap_or(default))
@@ -236,7 +242,10 @@ impl Config {
             output_tokens,
             rounds: s.rounds.unwrap_or(3),
             warmup: s.warmup.unwrap_or(1),
-            seed: s.seed.unwrap_or_else(random_seed),
+            seed: s
+                .seed
+                .or_else(|| sharding.derived_seed())
+                .unwrap_or_else(random_seed),
             out: s.out.unwrap_or_else(|| "llmload-results".into()),
             dataset,
             corpus: s.corpus,
@@ -249,6 +258,7 @@ impl Config {
             series_window: optional_duration("series-window", s.series_window)?,
             cool_down_below_c: s.cool_down_below,
             cool_down_timeout: duration("cool-down-timeout", s.cool_down_timeout, "10m")?,
+            sharding,
         };
         config.validate()?;
         Ok(config)
@@ -375,6 +385,7 @@ impl Config {
         self.load.validate()?;
         dataset::check_prompts(self.dataset.as_ref(), &self.load, self.api)?;
         self.check_shared_prefix()?;
+        self.check_sharding()?;
         if self.rounds == 0 {
             return bad("--rounds must be at least 1");
         }

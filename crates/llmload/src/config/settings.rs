@@ -119,6 +119,12 @@ pub struct Settings {
     pub cool_down_timeout: Option<String>,
     /// `--quiet`: only the results table on stdout.
     pub quiet: Option<bool>,
+    /// `--shard I/N`: run shard I (from 0) of N of one attempt.
+    pub shard: Option<String>,
+    /// `--attempt-id`: the id every shard of one attempt shares.
+    pub attempt_id: Option<String>,
+    /// `--start-at`: when the load begins (RFC 3339, or `+DURATION` from now).
+    pub start_at: Option<String>,
 }
 
 impl Settings {
@@ -189,6 +195,9 @@ impl Settings {
             cool_down_below,
             cool_down_timeout,
             quiet,
+            shard,
+            attempt_id,
+            start_at,
         )
     }
 }

@@ -57,6 +57,7 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(binned.trim()));
     }
     sweep(&mut out, summary);
+    out.push_str(&crate::report::shards::html(summary));
     out.push_str(&crate::report::phases::html(summary));
     out.push_str("<h2 id=\"charts\">Charts</h2>\n");
     for figure in [

@@ -112,6 +112,7 @@ pub fn render(summary: &Summary) -> String {
     out.push_str(&super::phases::markdown(summary));
     out.push_str(&unverified_note(summary));
     out.push_str(&histogram_note(summary));
+    out.push_str(&super::shards::markdown(summary));
     let incomplete: Vec<&CaseSummary> = summary.cases.iter().filter(|c| !c.complete).collect();
     if !incomplete.is_empty() {
         out.push_str("\nIncomplete cases (not in the table above):\n");

@@ -24,11 +24,29 @@ impl super::Runner<'_> {
         let first = segments[0].plan;
         let mut in_flight = InFlight::new();
         let total = match pacing.bound {
-            Bound::Requests(n) => n,
+            Bound::Requests(n) => self.shard.share(n),
             Bound::Duration(_) => u64::MAX,
         };
-        let mut next = Some(self.prepare(first, 0, None).await?);
-        let start = Instant::now();
+        // A shard keeps its share of each level in flight; its serial numbers interleave with
+        // the other shards', so no two build the same prompt.
+        let shard = self.shard;
+        let steps: Vec<(Duration, u32)> = steps
+            .iter()
+            .map(|&(at, level)| (at, shard.share_u32(level)))
+            .collect();
+        let steps = steps.as_slice();
+        let streams = steps.iter().map(|&(_, level)| level).max().unwrap_or(0);
+        self.share = Some(super::Share::Streams(streams));
+        if streams == 0 {
+            self.progress.println(&format!(
+                "shard {shard}: no streams of its own (a concurrency below {} split {} ways)",
+                shard.count, shard.count
+            ));
+        }
+        let base = self.serial;
+        self.serial = shard.serial(base, 0);
+        let mut next = Some(self.prepare(first, shard.serial(0, 0), None).await?);
+        let start = self.begin(Instant::now()).await;
         let deadline = match pacing.bound {
             Bound::Duration(d) => Some(start + d),
             Bound::Requests(_) => None,
@@ -73,7 +91,11 @@ impl super::Runner<'_> {
                 .filter_map(|r| r.load.as_mut())
                 .for_each(|l| l.settle_to(launched));
             if index + 1 < total {
-                next = Some(self.prepare(first, index + 1, None).await?);
+                self.serial = shard.serial(base, index + 1);
+                next = Some(
+                    self.prepare(first, shard.serial(0, index + 1), None)
+                        .await?,
+                );
             }
         }
         let ends = |i: usize| {

@@ -202,6 +202,7 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: 
             .filter(|_| exchange.reasoning_tokens > 0)
             .map(|t| round3(ms_from_sent(t))),
         phases: exchange.timing.map(|timing| phases(&timing, exchange)),
+        shard: None,
     }
 }
 

@@ -25,26 +25,39 @@ impl super::Runner<'_> {
         offsets: &[(Duration, usize)],
         runs: &mut [CaseRun],
     ) -> crate::error::Result<usize> {
-        let gate = Gate::new(pacing.cap.map(|c| c as usize));
+        let gate = Gate::new(pacing.cap.map(|c| self.shard.share_u32(c) as usize));
         let mut pacer =
             Pacer::start(gate.clone(), self.cancel.clone()).context("starting the pacer thread")?;
         let (results, mut ended) = mpsc::unbounded_channel();
-        let entry = |i: usize| pacing.lengths.as_ref().and_then(|l| l.get(i).cloned());
-        let plan = |i: usize| segments[offsets[i].1].plan;
+        let entry = |g: usize| pacing.lengths.as_ref().and_then(|l| l.get(g).cloned());
+        let plan = |g: usize| segments[offsets[g].1].plan;
+        // A shard's arrivals, each with its place in the global schedule, whose serial number
+        // (and so its prompt and lengths) it takes, as the single process would.
+        let mine = self.shard.thin(offsets.iter().copied());
+        self.share = Some(super::Share::Arrivals(mine.len() as u64));
+        if mine.is_empty() && !offsets.is_empty() {
+            self.progress.println(&format!(
+                "shard {}: no arrivals of its own (fewer arrivals than shards)",
+                self.shard
+            ));
+        }
+        let base = self.serial;
         // The first prompt is built before the clock starts, so that the first arrival is on time.
-        let mut first = if offsets.is_empty() {
-            None
-        } else {
-            Some(self.prepare(plan(0), 0, entry(0)).await?)
+        let mut first = match mine.first() {
+            Some(&(g, _)) => {
+                self.serial = base + g as u64;
+                Some(self.prepare(plan(g), g as u64, entry(g)).await?)
+            }
+            None => None,
         };
-        let start = Instant::now() + LEAD;
+        let start = self.begin(Instant::now() + LEAD).await;
         let warmup_end = start + segments[0].plan.warmup_time;
         self.open_windows(segments, start, warmup_end, runs);
         let mut last = start;
         let mut checks = tokio::time::interval(CHECK);
         let at = |i: usize| format!("during case {}", segments[i].plan.case.id);
         let mut index = 0;
-        while index < offsets.len() && !self.cancel.is_cancelled() {
+        while index < mine.len() && !self.cancel.is_cancelled() {
             let permit = tokio::select! {
                 biased;
                 Some((meta, exchange)) = ended.recv() => {
@@ -59,14 +72,13 @@ impl super::Runner<'_> {
                 permit = pacer.reserve() => permit,
             };
             let Some(permit) = permit else { break };
-            let (mut meta, body) = match first.take() {
-                Some(prepared) => prepared,
-                None => {
-                    self.prepare(plan(index), index as u64, entry(index))
-                        .await?
-                }
+            let (g, (offset, segment)) = mine[index];
+            let (mut meta, body) = if let Some(prepared) = first.take() {
+                prepared
+            } else {
+                self.serial = base + g as u64;
+                self.prepare(plan(g), g as u64, entry(g)).await?
             };
-            let (offset, segment) = offsets[index];
             let scheduled = start + offset;
             self.schedule(&mut meta, scheduled, warmup_end, &mut runs[segment]);
             permit.send((scheduled.into_std(), self.job(meta, body, &gate, &results)));
@@ -77,6 +89,7 @@ impl super::Runner<'_> {
                 .for_each(|l| l.settle_to(settled));
             index += 1;
         }
+        self.serial = base + offsets.len() as u64;
         // No more launches: wait for those the pacer holds and those in flight.
         drop(results);
         pacer.close();

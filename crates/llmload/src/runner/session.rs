@@ -8,7 +8,7 @@ use crate::error::Context;
 use crate::guard::{Guard, StopSignal};
 use crate::progress::{self, Progress};
 use crate::runner::monitors::Monitors;
-use crate::runner::Runner;
+use crate::runner::{Runner, Share};
 use crate::selfcheck;
 use crate::summary::energy::{self, Window};
 use crate::summary::{window, Counting, Outcome, RunState, Summary};
@@ -79,6 +79,12 @@ impl<'a> Session<'a> {
             series_window: config.series_window_length(),
             extra_body: config.extra_body.clone(),
             best_effort: config.best_effort,
+            shard: config.sharding.shard,
+            start_at: config.sharding.start_at,
+            load_start: None,
+            start_file: (!config.sharding.shard.is_whole())
+                .then(|| attempt.dir.join(crate::attempt::START_FILE)),
+            share: None,
         };
         let summary = Summary {
             schema_version: SCHEMA_VERSION,
@@ -97,6 +103,8 @@ impl<'a> Session<'a> {
                 outputs: output_counting(target),
                 best_effort: config.best_effort,
             }),
+            shard: None,
+            shards: None,
         };
         Ok(Session {
             config,
@@ -126,6 +134,7 @@ impl<'a> Session<'a> {
             Ok(run) => self.add_case(plan, run),
             Err(e) => self.failure = Some(format!("case {}: {e:#}", case.id)),
         }
+        self.note_shard();
         if let (false, Some(done)) = (self.config.quiet, self.summary.cases.last()) {
             let line = progress::case_line(self.summary.cases.len(), planned, done);
             self.runner.progress.println(&line);
@@ -167,6 +176,7 @@ impl<'a> Session<'a> {
             }
             Err(e) => self.failure = Some(format!("staged load {}: {e:#}", first.case.id)),
         }
+        self.note_shard();
         self.outcome(planned)
     }
 
@@ -174,7 +184,16 @@ impl<'a> Session<'a> {
     fn add_case(&mut self, plan: &CasePlan, run: crate::summary::window::CaseRun) {
         let round_spans = run.figures.round_spans();
         let readings = telemetry::written(&self.dir);
-        let case = window::summarise(plan, run, &readings);
+        // A shard whose part of the load is empty (fewer streams or arrivals than shards) did
+        // all of it by sending nothing; its section says so.
+        let idle = !run.stopped
+            && run.figures.requests() == 0
+            && matches!(
+                self.runner.share,
+                Some(Share::Streams(0) | Share::Arrivals(0))
+            );
+        let mut case = window::summarise(plan, run, &readings);
+        case.complete |= idle;
         self.windows.push(Window::of(&case, round_spans));
         self.summary.cases.push(case);
         // Every case's, again: an earlier case's window may have been waiting for the
@@ -208,6 +227,7 @@ impl<'a> Session<'a> {
             .map(|s| s.1)
             .fold(f64::NEG_INFINITY, f64::max);
         reading_after(&guard, end, self.config.telemetry_interval).await;
+        self.note_shard();
         let telemetry = self.monitors.finish(&self.dir).await;
         let mut summary = self.summary;
         energy::attach(
@@ -224,6 +244,18 @@ impl<'a> Session<'a> {
 }
 
 impl Session<'_> {
+    /// A shard's section with how its load began and what its part was, once it has.
+    fn note_shard(&mut self) {
+        if let Some(shard) = &mut self.summary.shard {
+            shard.start = shard.start.or(self.runner.load_start);
+            match self.runner.share {
+                Some(Share::Arrivals(n)) => shard.arrivals = Some(n),
+                Some(Share::Streams(n)) => shard.streams = Some(n),
+                None => {}
+            }
+        }
+    }
+
     /// Sets every case's energy from `readings`.
     fn attach_energy(&mut self, readings: &[telemetry::Reading]) {
         let interval_s = self.config.telemetry_interval.as_secs_f64();

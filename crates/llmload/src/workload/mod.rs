@@ -9,6 +9,7 @@ pub mod length;
 pub mod prompt;
 pub mod schedule;
 pub mod shape;
+pub mod shard;
 pub mod source;
 pub mod stages;
 pub mod trace;

@@ -1,0 +1,149 @@
+//! Renderer: the shard section. A merged attempt's lists its shards (start lag, clock offset,
+//! self-check, status), the missing and incomplete ones and those whose client was bound; a
+//! shard's own attempt says which part of which attempt it is.
+
+use super::html::escape;
+use crate::summary::shards::{ShardRun, ShardsSection};
+use crate::summary::Summary;
+use std::fmt::Write;
+
+fn ms(v: Option<f64>) -> String {
+    v.map_or_else(|| "–".to_owned(), |v| format!("{v:.1} ms"))
+}
+
+fn clock(run: &ShardRun) -> String {
+    match (run.clock.offset_ms, run.clock.uncertainty_ms) {
+        (Some(offset), Some(within)) => format!("{offset:+.1} ± {within:.1} ms"),
+        _ => format!(
+            "unknown ({})",
+            run.clock.note.as_deref().unwrap_or("not estimated")
+        ),
+    }
+}
+
+/// The rows of the merged attempt's shard table: index, status, records, part, start lag, clock
+/// offset, self-check.
+fn rows(section: &ShardsSection) -> Vec<[String; 7]> {
+    section
+        .shards
+        .iter()
+        .map(|s| {
+            let part = match (s.run.arrivals, s.run.streams) {
+                (Some(n), _) => format!("{n} arrivals"),
+                (None, Some(n)) => format!("{n} streams"),
+                (None, None) => "–".to_owned(),
+            };
+            [
+                s.run.index.to_string(),
+                s.reason
+                    .as_ref()
+                    .map_or_else(|| s.status.clone(), |r| format!("{}: {r}", s.status)),
+                s.records.to_string(),
+                part,
+                ms(s.run.start.map(|st| st.start_lag_ms)),
+                clock(&s.run),
+                s.client_check.clone().unwrap_or_else(|| "–".to_owned()),
+            ]
+        })
+        .collect()
+}
+
+/// What the section says in sentences: how many shards, what is missing, what taints it, and
+/// how far the shards' timelines may be apart.
+fn sentences(section: &ShardsSection) -> Vec<String> {
+    let mut lines = vec![format!(
+        "Merged from {} ({} given). Records of every shard are on one timeline, each shard's \
+         load start aligned with the others'; a shard's TTFT and latencies are on its own clock. \
+         Start lags spread over {}, clock offsets from the server over {} (each known within at \
+         most {}): the window and the achieved rate are no more exact than that.",
+        section.complete_text(),
+        section.shards.len(),
+        ms(section.start_lag_spread_ms),
+        ms(section.clock_offset_spread_ms),
+        ms(section.clock_uncertainty_max_ms),
+    )];
+    if let Some(shortfall) = section.shortfall() {
+        lines.push(format!("Not whole: {shortfall}."));
+    }
+    if !section.client_bound.is_empty() {
+        let list: Vec<String> = section
+            .client_bound
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        lines.push(format!(
+            "The client of shard {} may have distorted what it measured: that taints the whole \
+             attempt.",
+            list.join(", ")
+        ));
+    }
+    lines
+}
+
+const HEAD: [&str; 7] = [
+    "Shard",
+    "Status",
+    "Records",
+    "Its part",
+    "Start lag",
+    "Clock offset (server − shard)",
+    "Self-check",
+];
+
+/// The section in Markdown; empty for an attempt that is neither a shard nor merged.
+pub fn markdown(summary: &Summary) -> String {
+    let mut out = String::new();
+    if let Some(run) = &summary.shard {
+        let _ = writeln!(
+            out,
+            "\nShard {} of {} of attempt {} (merge the shards with llmload merge): start lag {}, \
+             clock offset {}.",
+            run.index,
+            run.count,
+            run.attempt_id,
+            ms(run.start.map(|s| s.start_lag_ms)),
+            clock(run)
+        );
+    }
+    let Some(section) = &summary.shards else {
+        return out;
+    };
+    let _ = writeln!(out, "\nShards:\n\n| {} |", HEAD.join(" | "));
+    let _ = writeln!(out, "|{}", "---|".repeat(HEAD.len()));
+    for row in rows(section) {
+        let _ = writeln!(out, "| {} |", row.join(" | "));
+    }
+    for line in sentences(section) {
+        let _ = writeln!(out, "\n{line}");
+    }
+    out
+}
+
+/// The section in HTML; empty for an attempt that is neither a shard nor merged.
+pub fn html(summary: &Summary) -> String {
+    let mut out = String::new();
+    if summary.shard.is_some() {
+        let text = markdown(summary);
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(text.trim()));
+    }
+    let Some(section) = &summary.shards else {
+        return out;
+    };
+    out.push_str("<h2 id=\"shards\">Shards</h2>\n<table>\n<tr>");
+    for h in HEAD {
+        let _ = write!(out, "<th>{}</th>", escape(h));
+    }
+    out.push_str("</tr>\n");
+    for row in rows(section) {
+        out.push_str("<tr>");
+        for cell in row {
+            let _ = write!(out, "<td>{}</td>", escape(&cell));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table>\n");
+    for line in sentences(section) {
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(&line));
+    }
+    out
+}
