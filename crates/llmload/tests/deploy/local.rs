@@ -6,7 +6,7 @@ use crate::kube::{args, container, expand, pod_env, str_of};
 use crate::{render, script};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command};
 
 /// The attempt folders (those holding `campaign.json`) under `root`, at any depth.
 fn attempt_folders(root: &Path) -> Vec<PathBuf> {
@@ -52,6 +52,57 @@ fn small_campaign(config_map: &Value) -> String {
     toml::to_string(&table).expect("TOML")
 }
 
+/// The Job's volumes as local folders: the config map's by `config`, the results claim's by
+/// `results`.
+fn local_mounts(job: &Value, config: &Path, results: &Path) -> Vec<(String, PathBuf)> {
+    let volumes = job["spec"]["template"]["spec"]["volumes"]
+        .as_array()
+        .expect("volumes");
+    let mounts = container(job)["volumeMounts"].as_array().expect("mounts");
+    mounts
+        .iter()
+        .map(|mount| {
+            let volume = volumes
+                .iter()
+                .find(|v| v["name"] == mount["name"])
+                .expect("the mount's volume");
+            let local = if volume["configMap"].is_object() {
+                config
+            } else {
+                assert!(volume["persistentVolumeClaim"].is_object(), "{volume}");
+                results
+            };
+            let at = str_of(&mount["mountPath"], "mountPath");
+            (at.to_owned(), local.to_owned())
+        })
+        .collect()
+}
+
+/// Starts the pod of `index` as a local process: the container's arguments expanded from the
+/// pod's environment, with that environment, paths under the mounts moved to their local
+/// folders, stdout and stderr to `log`.
+fn start_pod(job: &Value, index: usize, mounts: &[(String, PathBuf)], log: &Path) -> Child {
+    let container = container(job);
+    let env = pod_env(container, index);
+    let args: Vec<String> = args(container)
+        .iter()
+        .map(|arg| {
+            mounts.iter().fold(expand(arg, &env), |arg, (at, local)| {
+                arg.replace(&format!("={at}/"), &format!("={}/", local.display()))
+            })
+        })
+        .collect();
+    let file = std::fs::File::create(log).expect("log file");
+    Command::new("timeout")
+        .args(["--signal=KILL", "300", env!("CARGO_BIN_EXE_llmload")])
+        .args(&args)
+        .envs(&env)
+        .stdout(file.try_clone().expect("log file"))
+        .stderr(file)
+        .spawn()
+        .expect("start the shard")
+}
+
 #[test]
 #[ignore = "needs --shard and merge"]
 fn job_runs_locally_as_the_job_controller_would() {
@@ -69,87 +120,43 @@ fn job_runs_locally_as_the_job_controller_would() {
         "17",
     ]);
     let dir = tempfile::tempdir().expect("temp dir");
-    // The pod's volumes, here: the ConfigMap's folder and the results volume.
-    let config_dir = dir.path().join("config");
+    let config = dir.path().join("config");
     let results = dir.path().join("results");
-    std::fs::create_dir_all(&config_dir).expect("mkdir");
-    std::fs::write(
-        config_dir.join("campaign.toml"),
-        small_campaign(&config_map),
-    )
-    .expect("write");
-    let container = container(&job);
-    let mounts: Vec<(String, PathBuf)> = container["volumeMounts"]
-        .as_array()
-        .expect("mounts")
-        .iter()
-        .map(|m| {
-            let local = if m["name"] == "results" {
-                &results
-            } else {
-                &config_dir
-            };
-            (
-                str_of(&m["mountPath"], "mountPath").to_owned(),
-                local.clone(),
-            )
-        })
+    std::fs::create_dir_all(&config).expect("mkdir");
+    let campaign = small_campaign(&config_map);
+    std::fs::write(config.join("campaign.toml"), campaign).expect("write");
+    let mounts = local_mounts(&job, &config, &results);
+    // The Job controller starts one pod per index, all at once.
+    let logs: Vec<PathBuf> = (0..4)
+        .map(|index| dir.path().join(format!("pod-{index}.log")))
         .collect();
-    let localise = |arg: String| {
-        mounts.iter().fold(arg, |arg, (at, local)| {
-            arg.replace(&format!("={at}/"), &format!("={}/", local.display()))
-        })
-    };
-    // The Job controller starts one pod per index, all at once; each pod's log is a file.
-    let pods: Vec<_> = (0..4)
-        .map(|index| {
-            let env = pod_env(container, index);
-            let args: Vec<String> = args(container)
-                .iter()
-                .map(|a| localise(expand(a, &env)))
-                .collect();
-            let log = dir.path().join(format!("pod-{index}.log"));
-            let file = std::fs::File::create(&log).expect("log file");
-            let child = Command::new("timeout")
-                .args(["--signal=KILL", "300", env!("CARGO_BIN_EXE_llmload")])
-                .args(&args)
-                .envs(&env)
-                .stdout(file.try_clone().expect("log file"))
-                .stderr(file)
-                .spawn()
-                .expect("start the shard");
-            (child, log)
-        })
+    let pods: Vec<Child> = (0..4)
+        .map(|index| start_pod(&job, index, &mounts, &logs[index]))
         .collect();
-    for (index, (mut child, log)) in pods.into_iter().enumerate() {
-        let status = child.wait().expect("wait for the shard");
-        let log = std::fs::read_to_string(log).unwrap_or_default();
+    for (index, mut pod) in pods.into_iter().enumerate() {
+        let status = pod.wait().expect("wait for the shard");
+        let log = std::fs::read_to_string(&logs[index]).unwrap_or_default();
         assert_eq!(status.code(), Some(0), "shard {index}: {log}");
     }
-    let shards_root = results.join("local-4");
-    let merged_root = dir.path().join("collected");
+    let collected = dir.path().join("collected");
     let output = script(
         "collect.sh",
         &[
             "--local",
-            shards_root.to_str().expect("UTF-8"),
+            results.join("local-4").to_str().expect("UTF-8"),
             "--shards",
             "4",
             "--dest",
-            merged_root.to_str().expect("UTF-8"),
+            collected.to_str().expect("UTF-8"),
         ],
         &[("LLMLOAD", env!("CARGO_BIN_EXE_llmload"))],
     );
-    assert!(
-        output.status.success(),
-        "collect.sh: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let merged = attempt_folders(&merged_root.join("merged"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "collect.sh: {stderr}");
+    let merged = attempt_folders(&collected.join("merged"));
     assert_eq!(merged.len(), 1, "one merged attempt: {merged:?}");
-    // The union of the shards is the plan: 40 measured requests, each once.
-    let records = measured(&merged[0]);
-    assert_eq!(records.len(), 40);
+    // The union of the shards is the plan: its 40 measured requests.
+    assert_eq!(measured(&merged[0]).len(), 40);
     let summary = json(&merged[0].join("summary.json"));
     let shards = find_key(&summary, "shards").expect("the merged summary lists its shards");
     assert!(

@@ -112,9 +112,10 @@ fn the_job_template_is_an_indexed_job_of_four_shards() {
     check_job(&docs[0], 4);
 }
 
-/// Runs `deploy/kubernetes/SCRIPT` with `args` and extra environment.
+/// Runs `deploy/kubernetes/SCRIPT` with `args` and extra environment, for at most two minutes.
 fn script(name: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new("bash")
+    Command::new("timeout")
+        .args(["--signal=KILL", "120", "bash"])
         .arg(repo().join("deploy/kubernetes").join(name))
         .args(args)
         .envs(env.iter().copied())
