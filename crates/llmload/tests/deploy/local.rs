@@ -1,0 +1,166 @@
+//! The Job's container run as local processes, one per index, the way the Job controller runs
+//! its pods, against one simulator; then the shards collected and merged.
+
+use crate::common::{json, measured, Simulator};
+use crate::kube::{args, container, expand, pod_env, str_of};
+use crate::{render, script};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+
+/// The attempt folders (those holding `campaign.json`) under `root`, at any depth.
+fn attempt_folders(root: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut todo = vec![root.to_owned()];
+    while let Some(dir) = todo.pop() {
+        if dir.join("campaign.json").is_file() {
+            found.push(dir);
+            continue;
+        }
+        for entry in std::fs::read_dir(&dir).expect("read dir").flatten() {
+            if entry.path().is_dir() {
+                todo.push(entry.path());
+            }
+        }
+    }
+    found
+}
+
+/// The first value under `key`, anywhere in `value`.
+fn find_key<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
+    match value {
+        Value::Object(map) => map
+            .get(key)
+            .or_else(|| map.values().find_map(|v| find_key(v, key))),
+        Value::Array(items) => items.iter().find_map(|v| find_key(v, key)),
+        _ => None,
+    }
+}
+
+/// The Job's campaign, scaled down to a few seconds: 40 requests at 20 per second, of short
+/// prompts and answers, with everything else as the config map has it.
+fn small_campaign(config_map: &Value) -> String {
+    let text = str_of(&config_map["data"]["campaign.toml"], "campaign");
+    let mut table: toml::Table = toml::from_str(text).expect("TOML");
+    for key in ["duration", "warmup_time", "slo_ttft", "slo_tpot"] {
+        table.remove(key);
+    }
+    table.insert("rate".into(), toml::Value::Array(vec![20.0.into()]));
+    table.insert("requests".into(), 40.into());
+    table.insert("input_tokens".into(), toml::Value::Array(vec![32.into()]));
+    table.insert("output_tokens".into(), toml::Value::Array(vec![4.into()]));
+    toml::to_string(&table).expect("TOML")
+}
+
+/// The Job's volumes as local folders: the config map's by `config`, the results claim's by
+/// `results`.
+fn local_mounts(job: &Value, config: &Path, results: &Path) -> Vec<(String, PathBuf)> {
+    let volumes = job["spec"]["template"]["spec"]["volumes"]
+        .as_array()
+        .expect("volumes");
+    let mounts = container(job)["volumeMounts"].as_array().expect("mounts");
+    mounts
+        .iter()
+        .map(|mount| {
+            let volume = volumes
+                .iter()
+                .find(|v| v["name"] == mount["name"])
+                .expect("the mount's volume");
+            let local = if volume["configMap"].is_object() {
+                config
+            } else {
+                assert!(volume["persistentVolumeClaim"].is_object(), "{volume}");
+                results
+            };
+            let at = str_of(&mount["mountPath"], "mountPath");
+            (at.to_owned(), local.to_owned())
+        })
+        .collect()
+}
+
+/// Starts the pod of `index` as a local process: the container's arguments expanded from the
+/// pod's environment, with that environment, paths under the mounts moved to their local
+/// folders, stdout and stderr to `log`.
+fn start_pod(job: &Value, index: usize, mounts: &[(String, PathBuf)], log: &Path) -> Child {
+    let container = container(job);
+    let env = pod_env(container, index);
+    let args: Vec<String> = args(container)
+        .iter()
+        .map(|arg| {
+            mounts.iter().fold(expand(arg, &env), |arg, (at, local)| {
+                arg.replace(&format!("={at}/"), &format!("={}/", local.display()))
+            })
+        })
+        .collect();
+    let file = std::fs::File::create(log).expect("log file");
+    Command::new("timeout")
+        .args(["--signal=KILL", "300", env!("CARGO_BIN_EXE_llmload")])
+        .args(&args)
+        .envs(&env)
+        .stdout(file.try_clone().expect("log file"))
+        .stderr(file)
+        .spawn()
+        .expect("start the shard")
+}
+
+#[test]
+#[ignore = "needs --shard and merge"]
+fn job_runs_locally_as_the_job_controller_would() {
+    let sim = Simulator::start(&["--profile", "cpu-tiny", "--slots", "16"]);
+    let (config_map, job) = render(&[
+        "--attempt-id",
+        "local-4",
+        "--url",
+        &sim.url,
+        "--shards",
+        "4",
+        "--start-at",
+        "+5s",
+        "--seed",
+        "17",
+    ]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("config");
+    let results = dir.path().join("results");
+    std::fs::create_dir_all(&config).expect("mkdir");
+    let campaign = small_campaign(&config_map);
+    std::fs::write(config.join("campaign.toml"), campaign).expect("write");
+    let mounts = local_mounts(&job, &config, &results);
+    // The Job controller starts one pod per index, all at once.
+    let logs: Vec<PathBuf> = (0..4)
+        .map(|index| dir.path().join(format!("pod-{index}.log")))
+        .collect();
+    let pods: Vec<Child> = (0..4)
+        .map(|index| start_pod(&job, index, &mounts, &logs[index]))
+        .collect();
+    for (index, mut pod) in pods.into_iter().enumerate() {
+        let status = pod.wait().expect("wait for the shard");
+        let log = std::fs::read_to_string(&logs[index]).unwrap_or_default();
+        assert_eq!(status.code(), Some(0), "shard {index}: {log}");
+    }
+    let collected = dir.path().join("collected");
+    let output = script(
+        "collect.sh",
+        &[
+            "--local",
+            results.join("local-4").to_str().expect("UTF-8"),
+            "--shards",
+            "4",
+            "--dest",
+            collected.to_str().expect("UTF-8"),
+        ],
+        &[("LLMLOAD", env!("CARGO_BIN_EXE_llmload"))],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "collect.sh: {stderr}");
+    let merged = attempt_folders(&collected.join("merged"));
+    assert_eq!(merged.len(), 1, "one merged attempt: {merged:?}");
+    // The union of the shards is the plan: its 40 measured requests.
+    assert_eq!(measured(&merged[0]).len(), 40);
+    let summary = json(&merged[0].join("summary.json"));
+    let shards = find_key(&summary, "shards").expect("the merged summary lists its shards");
+    assert!(
+        shards.as_array().map(Vec::len) == Some(4) || shards == 4,
+        "4 shards: {shards}"
+    );
+}
