@@ -62,6 +62,14 @@ fn sentences(section: &ShardsSection) -> Vec<String> {
         ms(section.clock_offset_spread_ms),
         ms(section.clock_uncertainty_max_ms),
     )];
+    if let Some(apart) = section.start_at_spread_ms.filter(|&d| d > 0.0) {
+        lines.push(format!(
+            "The shards were given start instants up to {} apart (each resolved its own \
+             --start-at): the merged timeline aligns their loads, but the server saw them that \
+             far apart.",
+            ms(Some(apart))
+        ));
+    }
     if let Some(shortfall) = section.shortfall() {
         lines.push(format!("Not whole: {shortfall}."));
     }

@@ -109,6 +109,10 @@ pub struct ShardsSection {
     pub client_bound: Vec<u32>,
     /// Largest − smallest start lag among the shards, ms.
     pub start_lag_spread_ms: Option<f64>,
+    /// Largest − smallest of the start instants the shards were given, ms: 0 when they shared
+    /// one instant (an absolute `--start-at`); more when each resolved its own `+DURATION`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at_spread_ms: Option<f64>,
     /// Largest − smallest clock offset among the shards, ms, and the largest uncertainty.
     pub clock_offset_spread_ms: Option<f64>,
     /// The largest uncertainty of a shard's clock offset, ms.
@@ -154,6 +158,14 @@ impl ShardsSection {
                 .filter_map(|r| r.start.map(|s| s.start_lag_ms))
                 .collect(),
         );
+        self.start_at_spread_ms = spread(
+            runs()
+                .filter_map(|r| r.start_at.as_deref())
+                .filter_map(|t| humantime::parse_rfc3339_weak(t).ok())
+                .filter_map(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| d.as_secs_f64() * 1e3)
+                .collect(),
+        );
         self.clock_offset_spread_ms = spread(runs().filter_map(|r| r.clock.offset_ms).collect());
         self.clock_uncertainty_max_ms = runs()
             .filter_map(|r| r.clock.uncertainty_ms)
@@ -180,6 +192,7 @@ mod tests {
                     uncertainty_ms: offset_ms.map(|_| 0.5 + f64::from(index)),
                     ..ClockOffset::default()
                 },
+                start_at: Some(format!("2026-05-01T12:00:0{index}.250Z")),
                 ..ShardRun::default()
             },
             dir: format!("s{index}"),
@@ -206,6 +219,7 @@ mod tests {
         assert_eq!(whole.start_lag_spread_ms, Some(3.0));
         assert_eq!(whole.clock_offset_spread_ms, Some(30.0));
         assert_eq!(whole.clock_uncertainty_max_ms, Some(3.5));
+        assert_eq!(whole.start_at_spread_ms, Some(3000.0));
         let short = ShardsSection {
             count: 4,
             shards: vec![
@@ -224,5 +238,6 @@ mod tests {
         );
         assert_eq!(short.clock_offset_spread_ms, None);
         assert_eq!(short.start_lag_spread_ms, Some(0.0));
+        assert_eq!(short.start_at_spread_ms, Some(2000.0));
     }
 }

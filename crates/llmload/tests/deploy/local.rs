@@ -26,17 +26,6 @@ fn attempt_folders(root: &Path) -> Vec<PathBuf> {
     found
 }
 
-/// The first value under `key`, anywhere in `value`.
-fn find_key<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
-    match value {
-        Value::Object(map) => map
-            .get(key)
-            .or_else(|| map.values().find_map(|v| find_key(v, key))),
-        Value::Array(items) => items.iter().find_map(|v| find_key(v, key)),
-        _ => None,
-    }
-}
-
 /// The Job's campaign, scaled down to a few seconds: 40 requests at 20 per second, of short
 /// prompts and answers, with everything else as the config map has it.
 fn small_campaign(config_map: &Value) -> String {
@@ -104,7 +93,6 @@ fn start_pod(job: &Value, index: usize, mounts: &[(String, PathBuf)], log: &Path
 }
 
 #[test]
-#[ignore = "needs --shard and merge"]
 fn job_runs_locally_as_the_job_controller_would() {
     let sim = Simulator::start(&["--profile", "cpu-tiny", "--slots", "16"]);
     let (config_map, job) = render(&[
@@ -158,9 +146,22 @@ fn job_runs_locally_as_the_job_controller_would() {
     // The union of the shards is the plan: its 40 measured requests.
     assert_eq!(measured(&merged[0]).len(), 40);
     let summary = json(&merged[0].join("summary.json"));
-    let shards = find_key(&summary, "shards").expect("the merged summary lists its shards");
-    assert!(
-        shards.as_array().map(Vec::len) == Some(4) || shards == 4,
-        "4 shards: {shards}"
-    );
+    let section = &summary["shards"];
+    assert_eq!(section["count"], 4, "{section}");
+    let shards = section["shards"]
+        .as_array()
+        .expect("the merged summary lists its shards");
+    let indices: Vec<u64> = shards.iter().filter_map(|s| s["index"].as_u64()).collect();
+    assert_eq!(indices, [0, 1, 2, 3], "{section}");
+    assert_eq!(section["missing"], serde_json::json!([]), "{section}");
+    assert_eq!(section["incomplete"], serde_json::json!([]), "{section}");
+    for shard in shards {
+        assert_eq!(shard["attempt_id"], "local-4", "{shard}");
+        assert_eq!(shard["seed"], 17, "{shard}");
+        assert_eq!(
+            shard["records"], 11,
+            "10 arrivals and a warmup each: {shard}"
+        );
+        assert_eq!(shard["status"], "completed", "{shard}");
+    }
 }
