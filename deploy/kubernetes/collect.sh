@@ -6,15 +6,22 @@
 #       /results/ATTEMPT_ID off the results volume through a short-lived helper pod (the
 #       llmload image has no shell and no tar), then merges as below
 #   deploy/kubernetes/collect.sh --local DIR --shards N [--dest DIR]
-#       merges the shard folders under DIR (DIR/shard-I/CAMPAIGN/FOLDER, as the Job's
-#       --out=/results/ATTEMPT_ID/shard-I writes them), without a cluster
+#       merges the shard folders under DIR (DIR/shard-I/CAMPAIGN/ID-shard-I-of-N, as the
+#       Job's --out=/results/ATTEMPT_ID/shard-I writes them), without a cluster
 #
-# Each shard must have exactly one attempt folder. A shard with two was run twice (a retry, or
-# a Job applied twice): the script refuses and lists them, because merging both would count its
-# part twice; merge the one you mean by hand. A shard with none is left out, with a warning,
-# and the merged attempt says how many of the N shards it holds.
+# Each shard must have exactly one attempt folder, DIR/shard-I/CAMPAIGN/ID-shard-I-of-N. Two
+# come only from two runs under one attempt id with different campaign names (a run under the
+# same name is refused, its folder existing): the script lists them and merges nothing, since
+# llmload merge refuses two folders of one shard; merge the one you mean by hand. A shard with
+# none (it never got as far as creating one) is left out, with a warning, and the merged
+# attempt says how many of the N shards it holds.
 #
-# The merged attempt goes under DEST/merged (DEST defaults to ./llmload-results/ATTEMPT_ID).
+# The exit code is llmload merge's (0 every shard completed, 3 one missing or incomplete, 2
+# refused), or 2 when this script cannot go on.
+#
+# The merged attempt goes to DEST/merged/CAMPAIGN/ATTEMPT_ID (DEST defaults to
+# ./llmload-results/ATTEMPT_ID; with --local, to DIR), the shards copied off the volume to
+# DEST/ATTEMPT_ID.
 # LLMLOAD names the llmload binary (default: llmload on the PATH).
 set -euo pipefail
 
@@ -50,7 +57,7 @@ merge_shards() {
         case ${#found[@]} in
             0) missing+=("$i") ;;
             1) folders+=("${found[0]}") ;;
-            *) fail "shard $i has ${#found[@]} attempt folders (it ran more than once): ${found[*]}; merging both would count its part twice, so merge the shards by hand with the one you mean" ;;
+            *) fail "shard $i has ${#found[@]} attempt folders (it ran more than once): ${found[*]}; llmload merge takes one folder per shard, so merge the shards by hand with the one you mean" ;;
         esac
     done
     [ ${#folders[@]} -gt 0 ] || fail "no shard folder under $root/shard-0 … shard-$((shards - 1))"

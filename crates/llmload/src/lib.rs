@@ -95,11 +95,7 @@ pub async fn sweep(
     interrupted: StopSignal,
 ) -> error::Result<(RunResult, SweepSection)> {
     if !config.sharding.shard.is_whole() {
-        return Err(config::ConfigError(
-            "llmload sweep cannot be sharded: it chooses each load from the results of the one              before, which no shard sees whole; run one sharded `llmload run` per load"
-                .into(),
-        )
-        .into());
+        return Err(config::ConfigError(SWEEP_NOT_SHARDED.into()).into());
     }
     let mut source = Sweep::new(config, options)?;
     let mut result = execute(config, interrupted, &mut source).await?;

@@ -74,7 +74,8 @@ impl Attempt {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 return Err(crate::config::ConfigError(format!(
-                    "{} exists already: an attempt with this id was written there; give another                      --attempt-id or --out",
+                    "{} exists already: an attempt with this id was written there; give another \
+                     --attempt-id or --out",
                     dir.display()
                 ))
                 .into())

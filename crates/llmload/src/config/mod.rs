@@ -308,13 +308,15 @@ impl Config {
                 ));
             }
         }
+        // A shard holds only its share of the concurrency or of the in-flight cap.
+        let shard = self.sharding.shard;
         let streams = self
             .concurrency
             .iter()
             .copied()
             .chain(self.load.max_in_flight)
             .max()
-            .unwrap_or(1);
+            .map_or(1, |c| shard.share_u32(c));
         if let Some(limit) = open_files_limit().filter(|&l| u64::from(streams) + 64 > l) {
             return bad(format!(
                 "--concurrency {streams} needs {streams} sockets, more than this process may \

@@ -170,3 +170,33 @@ fn stages_refuse_the_settings_they_replace() {
     closed.max_in_flight = Some(4);
     assert!(Config::resolve(closed).is_err());
 }
+
+#[test]
+fn a_shard_is_bounded_by_its_share_of_the_in_flight_cap() {
+    let Some(limit) = open_files_limit().and_then(|l| u32::try_from(l).ok()) else {
+        return; // no limit on open files: nothing to exceed
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("c.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "arrival = \"poisson\"\nrate = [10.0]\ninput_tokens = [16]\noutput_tokens = [4]\n\
+             max_in_flight = {limit}\n"
+        ),
+    )
+    .expect("write");
+    let file = || Settings::read(&path).expect("readable");
+    // One process would need a socket per place: more than it may open.
+    let e = Config::resolve(args().over(file()))
+        .expect_err("over the limit")
+        .to_string();
+    assert!(e.contains("sockets") && !e.contains('\n'), "{e}");
+    // Shard 0 of 1,000 holds a thousandth of them.
+    let mut sharded = args();
+    sharded.shard = Some("0/1000".into());
+    sharded.attempt_id = Some("bounds".into());
+    sharded.start_at = Some("+1m".into());
+    let config = Config::resolve(sharded.over(file())).expect("a shard's share fits");
+    assert_eq!(config.load.max_in_flight, Some(limit));
+}

@@ -244,7 +244,13 @@ fn the_campaign_is_an_open_loop_llmload_campaign() {
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("campaign.toml");
     std::fs::write(&file, read("deploy/kubernetes/campaign.toml")).expect("write");
-    let settings = llmload::config::Settings::read(&file).expect("a campaign file");
+    let mut settings = llmload::config::Settings::read(&file).expect("a campaign file");
+    // Resolved as a pod resolves it, with the arguments the Job adds: a shard holds its share of
+    // the attempt's rate and in-flight cap.
+    settings.url = Some("http://vllm.inference:8000".into());
+    settings.shard = Some("0/4".into());
+    settings.attempt_id = Some("a1".into());
+    settings.start_at = Some("+2m".into());
     let config = llmload::config::Config::resolve(settings).expect("a valid campaign");
     // Closed rounds cannot be split across machines: the Job's campaign is an open loop.
     assert!(config.is_open());
@@ -392,7 +398,7 @@ fn collect_merges_one_folder_per_shard_and_refuses_a_shard_run_twice() {
         "{stderr}"
     );
 
-    // Shard 1 again (a retry, or a Job applied twice): nothing is merged.
+    // Shard 1 again (a second run under the attempt id): nothing is merged.
     shard_folders(&root, &[(1, "b2")]);
     let output = run();
     let stderr = String::from_utf8_lossy(&output.stderr);
