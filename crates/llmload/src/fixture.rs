@@ -87,6 +87,10 @@ fn ok(
         reasoning_tokens: 0,
         answer_ms: None,
         phases: Some(phases(round, index, ttft_ms)),
+        session: None,
+        turn: None,
+        turns: None,
+        history_tokens: None,
     }
 }
 

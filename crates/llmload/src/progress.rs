@@ -111,6 +111,10 @@ impl Planned {
                 rounds: None,
                 requests: by_count(bound),
             },
+            Shape::Sessions { bound, spec, .. } => Planned {
+                rounds: None,
+                requests: by_count(bound).map(|n| n.saturating_mul(u64::from(spec.turns))),
+            },
             Shape::Replay { arrivals, .. } => Planned {
                 rounds: None,
                 requests: plan.warmup_time.is_zero().then_some(*arrivals as u64),

@@ -58,6 +58,18 @@ pub fn key(c: &CampaignCase, shared_prefix_tokens: u32, api: &str) -> CaseKey {
                 .map_or_else(|| "(unnamed)".into(), |n| n.to_string_lossy().into_owned()),
             max_in_flight: c.max_in_flight,
         },
+        Some(ShapeKind::Sessions) => LoadKey::Sessions {
+            concurrency: c.concurrency,
+            arrivals: c.rate_rps.map(|r| {
+                let process = c.process.as_ref();
+                let kind = process.and_then(|p| p["kind"].as_str()).unwrap_or("open");
+                format!("{kind} at {} sessions/s", number(r))
+            }),
+            turns: c.turns.unwrap_or(0),
+            turn_input: c.turn_input,
+            think_time: c.think_time.clone().unwrap_or_default(),
+            history: c.history.clone().unwrap_or_default(),
+        },
     };
     CaseKey {
         input: length(c.input_length.as_ref(), c.input_tokens),
