@@ -108,6 +108,7 @@ pub fn render(summary: &Summary) -> String {
     out.push_str(&super::soak::render(summary));
     out.push_str(&super::energy::markdown(summary));
     out.push_str(&prefix_cache_section(summary));
+    out.push_str(&super::sessions::markdown(summary));
     out.push_str(&reasoning_section(summary));
     out.push_str(&super::phases::markdown(summary));
     out.push_str(&unverified_note(summary));

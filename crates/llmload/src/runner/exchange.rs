@@ -41,6 +41,10 @@ pub struct Asked {
 pub const AS_IS: &str = "prompt sent as the dataset has it: its length was not set, so \
                          input_tokens is the server's count and is not checked";
 
+/// The note on a session's turn whose whole prompt the server could not show in its own tokens.
+pub const UNTOLD_INPUT: &str = "a session's prompt on a server that cannot show its chat \
+     prompt's tokens: input_tokens is the server's count and is not checked";
+
 /// The note on a session's turn whose history the server could not show in its own tokens.
 pub const UNTOLD_HISTORY: &str = "the server cannot show the chat prompt's tokens, so the \
      history a cache may serve is not known: cached tokens not checked, response unverified";
@@ -76,6 +80,7 @@ pub fn verify(counters: &Counters, streamed: u32, asked: Asked) -> Verdict {
             format!("server counted {p} prompt tokens, {input} were sent"),
         ),
         (Some(_), Some(_)) => {}
+        (Some(_), None) if history.is_some() => v.notes.push(UNTOLD_INPUT.into()),
         (Some(_), None) => v.notes.push(AS_IS.into()),
         (None, _) => missing.push("prompt tokens"),
     }

@@ -111,6 +111,7 @@ impl SessionFigures {
             output: 0,
         });
         s.first_sent = s.first_sent.min(r.sent_s);
+        let t = self.by_turn.entry(turn).or_default();
         if r.status != Status::Ok {
             s.failed = true;
             return;
@@ -121,7 +122,6 @@ impl SessionFigures {
         let prompt = r.prompt_tokens.unwrap_or(r.input_tokens);
         s.prompt += u64::from(prompt);
         s.output += u64::from(r.generated_tokens());
-        let t = self.by_turn.entry(turn).or_default();
         t.n += 1;
         r.ttft_ms.into_iter().for_each(|v| t.ttft.push(v));
         t.prompt.push(f64::from(prompt));
