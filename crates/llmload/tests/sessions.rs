@@ -30,6 +30,11 @@ fn run_simulated(out: &Path, extra: &[&str]) -> (common::Invocation, PathBuf) {
     (result, common::attempt_dir(out, "s"))
 }
 
+/// The words of `text`: a command line's arguments written as one line.
+fn words(text: &str) -> Vec<&str> {
+    text.split_whitespace().collect()
+}
+
 fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("a number: {v}"))
 }
@@ -109,22 +114,10 @@ fn closed_sessions_send_their_history_as_generated_and_rebuild_the_same() {
     let out = tempfile::tempdir().expect("temp dir");
     let (result, dir) = run_simulated(
         out.path(),
-        &[
-            "--input-tokens",
-            "64",
-            "--turn-input",
-            "24",
-            "--output-tokens",
-            "8",
-            "--concurrency",
-            "2",
-            "--turns",
-            "3",
-            "--sessions",
-            "4",
-            "--think-time",
-            "20ms",
-        ],
+        &words(
+            "--input-tokens 64 --turn-input 24 --output-tokens 8 \
+             --concurrency 2 --turns 3 --sessions 4 --think-time 20ms",
+        ),
     );
     assert_eq!(result.code, 0, "{}\n{}", result.stdout, result.stderr);
     let records = measured(&dir);
@@ -174,26 +167,11 @@ fn poisson_sessions_with_a_placeholder_history_grow_by_exact_counts() {
     let out = tempfile::tempdir().expect("temp dir");
     let (result, dir) = run_simulated(
         out.path(),
-        &[
-            "--input-tokens",
-            "48",
-            "--output-tokens",
-            "8",
-            "--arrival",
-            "poisson",
-            "--rate",
-            "20",
-            "--turns",
-            "2",
-            "--sessions",
-            "5",
-            "--history",
-            "placeholder",
-            "--think-time",
-            "uniform:10ms..30ms",
-            "--seed",
-            "7",
-        ],
+        &words(
+            "--input-tokens 48 --output-tokens 8 --arrival poisson --rate \
+             20 --turns 2 --sessions 5 --history placeholder --think-time \
+             uniform:10ms..30ms --seed 7",
+        ),
     );
     assert_eq!(result.code, 0, "{}\n{}", result.stdout, result.stderr);
     let records = measured(&dir);
@@ -237,21 +215,10 @@ fn a_cache_hit_beyond_the_history_is_invalid() {
         out.path(),
         "s",
         &sim.url,
-        &[
-            "--input-tokens",
-            "64",
-            "--turn-input",
-            "24",
-            "--output-tokens",
-            "8",
-            "--concurrency",
-            "1",
-            "--turns",
-            "3",
-            "--history",
-            "placeholder",
-            "-q",
-        ],
+        &words(
+            "--input-tokens 64 --turn-input 24 --output-tokens 8 \
+             --concurrency 1 --turns 3 --history placeholder -q",
+        ),
     );
     assert_eq!(result.code, 3, "an incomplete case: {}", result.stderr);
     let records = measured(&dir);
@@ -293,18 +260,10 @@ fn chat_sessions_on_a_server_that_cannot_show_its_chat_prompt_are_unverified() {
     let out = tempfile::tempdir().expect("temp dir");
     let (result, dir) = run_simulated(
         out.path(),
-        &[
-            "--api",
-            "chat",
-            "--input-tokens",
-            "48",
-            "--output-tokens",
-            "4",
-            "--concurrency",
-            "1",
-            "--turns",
-            "2",
-        ],
+        &words(
+            "--api chat --input-tokens 48 --output-tokens 4 --concurrency \
+             1 --turns 2",
+        ),
     );
     assert_eq!(result.code, 0, "{}", result.stderr);
     let records = measured(&dir);
@@ -325,22 +284,16 @@ fn chat_sessions_on_a_server_that_cannot_show_its_chat_prompt_are_unverified() {
 #[test]
 fn session_settings_that_do_not_fit_are_usage_errors() {
     for args in [
-        &["--turns", "1"][..],
-        &["--sessions", "3"],
-        &["--think-time", "2s"],
-        &["--turns", "2", "--think-time", "uniform:3s..1s"],
-        &[
-            "--turns",
-            "2",
-            "--requests",
-            "5",
-            "--arrival",
-            "closed-continuous",
-        ],
-        &["--turns", "2", "--stages", "1s:rate=2"],
+        "--turns 1",
+        "--sessions 3",
+        "--think-time 2s",
+        "--turns 2 --think-time uniform:3s..1s",
+        "--turns 2 --requests 5 --arrival closed-continuous",
+        "--turns 2 --stages 1s:rate=2",
+        "--turns 2 --dataset samples/prompts.jsonl",
     ] {
         let out = tempfile::tempdir().expect("temp dir");
-        let result = run_simulated_no_dir(out.path(), args);
+        let result = run_simulated_no_dir(out.path(), &words(args));
         assert_eq!(result.code, 2, "{args:?}: {}", result.stderr);
         assert_eq!(result.stderr.trim().lines().count(), 1, "{}", result.stderr);
     }
@@ -364,26 +317,11 @@ fn llama_server_chat_sessions_take_their_history_from_the_cache_and_nothing_more
         out.path(),
         "chat",
         &server.url,
-        &[
-            "--api",
-            "chat",
-            "--input-tokens",
-            "48",
-            "--system-prompt-tokens",
-            "16",
-            "--turn-input",
-            "32",
-            "--output-tokens",
-            "8",
-            "--concurrency",
-            "2",
-            "--turns",
-            "3",
-            "--sessions",
-            "2",
-            "--timeout",
-            "5m",
-        ],
+        &words(
+            "--api chat --input-tokens 48 --system-prompt-tokens 16 \
+             --turn-input 32 --output-tokens 8 --concurrency 2 --turns 3 \
+             --sessions 2 --timeout 5m",
+        ),
     );
     assert_eq!(result.code, 0, "{}\n{}", result.stdout, result.stderr);
     let records = measured(&dir);
