@@ -224,6 +224,10 @@ impl Sessions<'_> {
                     () = self.cancel.cancelled() => {}
                 }
             }
+            if self.cancel.is_cancelled() {
+                // Stopped while thinking: the turn never went out.
+                break;
+            }
             let (meta, mut exchange) = self.send(meta, body).await?;
             let done = exchange.done.filter(|_| exchange.failure.is_none());
             let answer = exchange.answer.take();

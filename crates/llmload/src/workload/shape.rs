@@ -187,9 +187,17 @@ pub struct CasePlan {
 }
 
 impl CasePlan {
-    /// The prompt and output tokens of the case's longest request (a trace's own entries).
+    /// The prompt and output tokens of the case's longest request (a trace's own entries; a
+    /// session's last turn, whose prompt holds every earlier turn and answer, before the tokens
+    /// a chat template adds).
     pub fn longest(&self) -> (u32, u32) {
         match &self.shape {
+            Shape::Sessions { spec, .. } => {
+                let (input, output) = (self.input.max_tokens(), self.output.max_tokens());
+                let later = spec.turn_input.unwrap_or(input).saturating_add(output);
+                let history = later.saturating_mul(spec.turns.saturating_sub(1));
+                (input.saturating_add(history), output)
+            }
             Shape::Replay { entries, .. } => entries
                 .iter()
                 .map(|e| (e.input_tokens, e.output_tokens))
