@@ -213,18 +213,19 @@ fn latency_panel(
                 })
             })
             .collect();
-        median_and_p95(&mut chart, line, &points)?;
+        median_and_band(&mut chart, &line.label, line.color, &points)?;
     }
     legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
-/// One line of a latency panel: the median, a band up to the p95, and × at the p95.
-fn median_and_p95(
+/// One line of a latency panel: at each (x, median, upper), the median, a band up to the upper
+/// percentile, and × at it.
+pub(crate) fn median_and_band(
     chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
-    line: &Series,
+    label: &str,
+    color: RGBColor,
     points: &[(f64, f64, f64)],
 ) -> Result<(), ChartError> {
-    let color = line.color;
     let band: Vec<(f64, f64)> = points
         .iter()
         .map(|&(x, m, _)| (x, m))
@@ -239,7 +240,7 @@ fn median_and_p95(
             points.iter().map(|&(x, m, _)| (x, m)),
             color.stroke_width(2),
         ))?
-        .label(line.label.clone())
+        .label(label)
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
     chart.draw_series(
         points

@@ -3,9 +3,13 @@
 //! a cache may serve and the share of the prompt it served).
 
 use crate::fmt::{seconds, thousands};
+use crate::report::plot::{
+    legend, svg, tick, upper, whole, Area, ChartError, Figure, TimeAxis, COLORS,
+};
 use crate::stats::Distribution;
-use crate::summary::sessions::SessionSummary;
-use crate::summary::Summary;
+use crate::summary::sessions::{SessionSummary, TurnSummary};
+use crate::summary::{CaseSummary, Summary};
+use plotters::prelude::*;
 use std::fmt::Write;
 
 /// A median and a p90 (`–` when absent).
@@ -89,6 +93,141 @@ fn overview(s: &SessionSummary) -> String {
          times); Σ prompt tokens p50 {p50}; Σ output tokens p50 {o50}."
     );
     text
+}
+
+/// The cases that ran sessions, with them.
+fn cases(summary: &Summary) -> Vec<(&CaseSummary, &SessionSummary)> {
+    summary
+        .cases
+        .iter()
+        .filter_map(|c| c.sessions.as_ref().map(|s| (c, s)))
+        .collect()
+}
+
+/// The page's section on sessions: the by-turn chart; empty when no case ran any.
+pub fn html(summary: &Summary) -> String {
+    let cases = cases(summary);
+    if cases.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("<h2 id=\"sessions\">Multi-turn sessions</h2>\n");
+    crate::report::html::push_figure(&mut out, &by_turn(&cases));
+    out
+}
+
+/// TTFT (median, a band up to the p90) and the cache's share of the prompt, by turn index, one
+/// line per case.
+fn by_turn(cases: &[(&CaseSummary, &SessionSummary)]) -> Figure {
+    let svg = svg((960, 400), |root| {
+        let panels = root.split_evenly((1, 2));
+        ttft_panel(&panels[0], cases)?;
+        hit_panel(&panels[1], cases)
+    });
+    let n: Vec<String> = cases
+        .iter()
+        .map(|(c, s)| {
+            let per_turn: Vec<String> = s.by_turn.iter().map(|t| t.n.to_string()).collect();
+            format!("{}: {}", c.id, per_turn.join(", "))
+        })
+        .collect();
+    Figure {
+        title: "Time to first token and prefix-cache hits by turn".into(),
+        svg,
+        caption: format!(
+            "Left: median TTFT of each turn index over its ok responses, the band up to the p90, marked ×. \
+             Right: Σ cached ÷ Σ prompt tokens of each turn, from the server's counters. \
+             Responses per turn: {}.",
+            n.join("; ")
+        ),
+    }
+}
+
+type TurnChart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// A panel with turns 1 to the most any case had along x.
+fn turn_chart<'a, 'b>(
+    area: &'a Area<'b>,
+    cases: &[(&CaseSummary, &SessionSummary)],
+    title: &str,
+    y_max: f64,
+    y_desc: &str,
+) -> Result<TurnChart<'a, 'b>, ChartError> {
+    let turns = cases.iter().map(|(_, s)| s.turns).max().unwrap_or(1);
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(56)
+        .build_cartesian_2d(0.5..f64::from(turns) + 0.5, 0.0..y_max)?;
+    chart
+        .configure_mesh()
+        .x_label_formatter(&whole)
+        .y_label_formatter(&tick)
+        .x_desc("turn")
+        .y_desc(y_desc)
+        .draw()?;
+    Ok(chart)
+}
+
+fn ttft_panel(area: &Area, cases: &[(&CaseSummary, &SessionSummary)]) -> Result<(), ChartError> {
+    let p90 = |t: &TurnSummary| t.ttft_ms.as_ref().map(|d| d.p90);
+    let max_ms = cases
+        .iter()
+        .flat_map(|(_, s)| s.by_turn.iter().filter_map(p90))
+        .fold(0.0, f64::max);
+    let axis = TimeAxis::for_max_ms(max_ms);
+    let mut chart = turn_chart(
+        area,
+        cases,
+        "Time to first token",
+        upper(max_ms / axis.divisor),
+        &format!("TTFT ({})", axis.unit),
+    )?;
+    for (i, (case, s)) in cases.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let points: Vec<(f64, f64, f64)> = s
+            .by_turn
+            .iter()
+            .filter_map(|t| {
+                let d = t.ttft_ms.as_ref()?;
+                Some((
+                    f64::from(t.turn),
+                    d.median / axis.divisor,
+                    d.p90 / axis.divisor,
+                ))
+            })
+            .collect();
+        crate::report::charts::median_and_band(&mut chart, &case.id, color, &points)?;
+    }
+    legend(&mut chart, SeriesLabelPosition::UpperRight)
+}
+
+fn hit_panel(area: &Area, cases: &[(&CaseSummary, &SessionSummary)]) -> Result<(), ChartError> {
+    let mut chart = turn_chart(
+        area,
+        cases,
+        "Prefix-cache hits",
+        100.0,
+        "cached / prompt (%)",
+    )?;
+    for (i, (_, s)) in cases.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let points: Vec<(f64, f64)> = s
+            .by_turn
+            .iter()
+            .filter_map(|t| Some((f64::from(t.turn), t.hit_rate? * 100.0)))
+            .collect();
+        chart.draw_series(LineSeries::new(
+            points.iter().copied(),
+            color.stroke_width(2),
+        ))?;
+        chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
