@@ -256,29 +256,81 @@ fn a_cache_hit_beyond_the_history_is_invalid() {
 }
 
 #[test]
-fn chat_sessions_on_a_server_that_cannot_show_its_chat_prompt_are_unverified() {
+fn chat_sessions_on_the_simulator_grow_by_exact_counts_and_are_verified() {
     let out = tempfile::tempdir().expect("temp dir");
     let (result, dir) = run_simulated(
         out.path(),
         &words(
-            "--api chat --input-tokens 48 --output-tokens 4 --concurrency \
-             1 --turns 2",
+            "--api chat --input-tokens 64 --system-prompt-tokens 16 --turn-input 24 \
+             --output-tokens 8 --concurrency 2 --turns 3 --sessions 2",
         ),
+    );
+    assert_eq!(result.code, 0, "{}\n{}", result.stdout, result.stderr);
+    let records = measured(&dir);
+    assert_eq!(records.len(), 6);
+    for turns in by_session(&records, 3).values() {
+        for r in turns {
+            assert_eq!(
+                (&r["status"], &r["verified"]),
+                (&"ok".into(), &true.into()),
+                "{r}"
+            );
+            let (cached, history) = (n(&r["cached_tokens"]), n(&r["history_tokens"]));
+            assert!(cached <= history, "{r}");
+        }
+        // The first turn's history is the shared system prompt, as the template opens it.
+        assert_eq!(n(&turns[0]["history_tokens"]), 16);
+        assert_eq!(n(&turns[0]["prompt_tokens"]), 64);
+        for pair in turns.windows(2) {
+            // The template's tokens around the new message count in its 24.
+            assert_eq!(
+                n(&pair[1]["prompt_tokens"]),
+                n(&pair[1]["history_tokens"]) + 24
+            );
+            // The history holds the previous prompt and its answer.
+            assert!(n(&pair[1]["history_tokens"]) > n(&pair[0]["prompt_tokens"]));
+        }
+    }
+    check_summary(&dir, 2, 3);
+}
+
+/// A word-level tokenizer (each whitespace-separated word one token), as the simulator's
+/// generated text is tokenized.
+const WORDS_TOKENIZER: &str = r#"{"version":"1.0","truncation":null,"padding":null,
+    "added_tokens":[],"normalizer":null,"pre_tokenizer":{"type":"WhitespaceSplit"},
+    "post_processor":null,"decoder":null,
+    "model":{"type":"WordLevel","vocab":{"[UNK]":0},"unk_token":"[UNK]"}}"#;
+
+#[test]
+fn chat_sessions_on_a_server_that_cannot_show_its_chat_prompt_are_unverified() {
+    // A hosted endpoint: no /tokenize, no chat template, no usage.
+    let sim = Simulator::start(&["--hosted", "--schedule", "fixed:ttft_ms=5,itl_ms=1"]);
+    let out = tempfile::tempdir().expect("temp dir");
+    let tokenizer = out.path().join("tokenizer.json");
+    std::fs::write(&tokenizer, WORDS_TOKENIZER).expect("write the tokenizer");
+    let (result, dir) = run_against(
+        out.path(),
+        "hosted",
+        &sim.url,
+        &words(&format!(
+            "--api chat --best-effort --tokenizer {} --input-tokens 48 --output-tokens 4 \
+             --concurrency 1 --turns 2 --warmup 0 -q",
+            tokenizer.display()
+        )),
     );
     assert_eq!(result.code, 0, "{}", result.stderr);
     let records = measured(&dir);
-    assert_eq!(records.len(), 2);
-    for r in &records {
+    let turns = &by_session(&records, 2)[&0];
+    for r in turns {
         assert_eq!(r["status"], "ok", "{r}");
         assert_eq!(r["verified"], false, "{r}");
-        assert!(r.get("history_tokens").is_none(), "{r}");
         assert!(
-            r["notes"]
-                .to_string()
-                .contains("cannot show the chat prompt"),
-            "{r}"
+            r.get("history_tokens").is_none(),
+            "not known, not claimed: {r}"
         );
     }
+    let s = &json(&dir.join("summary.json"))["cases"][0]["sessions"];
+    assert_eq!(n(&s["completed"]), 1);
 }
 
 #[test]
