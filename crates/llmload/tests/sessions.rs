@@ -6,7 +6,10 @@
 
 mod common;
 
-use common::{count as n, json, llmload, measured, run_against, LlamaServer, Simulator, SERIAL};
+use common::{
+    count as n, json, llmload, measured, run_against, LlamaServer, Simulator, SERIAL,
+    WORDS_TOKENIZER,
+};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -293,13 +296,6 @@ fn chat_sessions_on_the_simulator_grow_by_exact_counts_and_are_verified() {
     }
     check_summary(&dir, 2, 3);
 }
-
-/// A word-level tokenizer (each whitespace-separated word one token), as the simulator's
-/// generated text is tokenized.
-const WORDS_TOKENIZER: &str = r#"{"version":"1.0","truncation":null,"padding":null,
-    "added_tokens":[],"normalizer":null,"pre_tokenizer":{"type":"WhitespaceSplit"},
-    "post_processor":null,"decoder":null,
-    "model":{"type":"WordLevel","vocab":{"[UNK]":0},"unk_token":"[UNK]"}}"#;
 
 #[test]
 fn chat_sessions_on_a_server_that_cannot_show_its_chat_prompt_are_unverified() {
