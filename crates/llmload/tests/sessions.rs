@@ -330,6 +330,27 @@ fn chat_sessions_on_a_server_that_cannot_show_its_chat_prompt_are_unverified() {
 }
 
 #[test]
+fn a_stop_during_the_think_time_sends_no_further_turn() {
+    let out = tempfile::tempdir().expect("temp dir");
+    let (result, dir) = run_simulated(
+        out.path(),
+        &words(
+            "--input-tokens 32 --output-tokens 4 --concurrency 2 --turns 3 \
+             --think-time 60s --max-duration 2s",
+        ),
+    );
+    assert_eq!(result.code, 4, "stopped by the guard: {}", result.stderr);
+    let records = measured(&dir);
+    assert_eq!(records.len(), 2, "{records:?}");
+    assert!(records.iter().all(|r| n(&r["turn"]) == 1), "{records:?}");
+    let summary = json(&dir.join("summary.json"));
+    let s = &summary["cases"][0]["sessions"];
+    assert_eq!((n(&s["completed"]), n(&s["incomplete"])), (0, 2), "{s}");
+    assert_eq!(summary["cases"][0]["complete"], false);
+    assert_eq!(summary["outcome"]["status"], "stopped");
+}
+
+#[test]
 fn session_settings_that_do_not_fit_are_usage_errors() {
     for args in [
         "--turns 1",

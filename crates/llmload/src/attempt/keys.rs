@@ -157,6 +157,56 @@ mod tests {
     }
 
     #[test]
+    fn sessions_are_keyed_by_their_turns_think_time_and_history() {
+        use crate::workload::length::Length;
+        use crate::workload::session::{History, SessionSpec, Think};
+        use crate::workload::shape::{Arrival, LoadPoint, ShapeTemplate};
+        let plan = |turns: u32, history: History| {
+            let template = ShapeTemplate {
+                arrival: Arrival::Rounds,
+                rounds: 1,
+                bound: None,
+                burstiness: 1.0,
+                max_in_flight: None,
+                warmup_time: std::time::Duration::ZERO,
+                trace: None,
+                session: Some(SessionSpec {
+                    turns,
+                    turn_input: Some(32),
+                    think: "exp:2s".parse::<Think>().expect("a think time"),
+                    history,
+                }),
+            };
+            let plan = template.plan(
+                &Length::Fixed(64),
+                LoadPoint::Concurrency(2),
+                &Length::Fixed(8),
+            );
+            // As campaign.json holds it.
+            key(&case(serde_json::to_value(&plan).expect("JSON")), 0, "chat")
+        };
+        let three = plan(3, History::AsGenerated);
+        assert_eq!(
+            three.load,
+            LoadKey::Sessions {
+                concurrency: 2,
+                arrivals: None,
+                turns: 3,
+                turn_input: Some(32),
+                think_time: "exp:2s".into(),
+                history: "as-generated".into(),
+            }
+        );
+        assert_eq!(
+            three.load.label(),
+            "sessions of 3 turns, 2 in parallel (think exp:2s, history as-generated, 32-token \
+             turns)"
+        );
+        assert_ne!(three, plan(4, History::AsGenerated));
+        assert_ne!(three, plan(3, History::Placeholder));
+    }
+
+    #[test]
     fn a_dataset_run_is_keyed_apart_from_a_corpus_run() {
         let one = case(serde_json::json!({
             "id": "in64-c2-out4", "input_tokens": 64, "concurrency": 2, "output_tokens": 4,
