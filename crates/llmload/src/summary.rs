@@ -363,6 +363,11 @@ impl CaseFigures {
 }
 
 impl CaseSummary {
+    /// Whether the case ran closed rounds: neither a windowed load nor sessions.
+    pub fn is_rounds(&self) -> bool {
+        self.load.is_none() && self.sessions.is_none()
+    }
+
     /// Summarises the measured `records` of `case`.
     pub fn new(case: &Case, rounds_planned: u32, records: &[Record]) -> CaseSummary {
         let mut figures = CaseFigures::default();
