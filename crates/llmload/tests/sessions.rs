@@ -196,6 +196,10 @@ fn poisson_sessions_with_a_placeholder_history_grow_by_exact_counts() {
         );
         let think = f(&turns[1]["scheduled_s"]) - f(&turns[0]["done_s"]);
         assert!((0.010 - 1e-6..=0.030 + 1e-6).contains(&think), "{think}");
+        assert!(
+            f(&turns[0]["sent_s"]) >= f(&turns[0]["scheduled_s"]),
+            "not early"
+        );
         arrivals.push(f(&turns[0]["scheduled_s"]));
     }
     // Sessions arrive on the schedule, in id order.

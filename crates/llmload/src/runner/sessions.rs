@@ -109,7 +109,8 @@ impl super::Runner<'_> {
         run: &mut CaseRun,
     ) -> crate::error::Result<u64> {
         let id = &shared.plan.case.id;
-        let start = Instant::now() + LEAD;
+        // An open loop's clock starts late enough for its first session to be ready on time.
+        let start = Instant::now() + if arrivals.is_some() { AHEAD } else { LEAD };
         let (count, deadline) = match (bound, arrivals) {
             (_, Some(offsets)) => (offsets.len() as u64, None),
             (Bound::Requests(n), None) => (n, None),
@@ -148,7 +149,10 @@ impl super::Runner<'_> {
             if running.is_empty() && !(open && due.is_some()) {
                 return Ok(started);
             }
-            let wake = due.filter(|_| open).unwrap_or_else(|| start + FAR);
+            // A session starts (builds its first prompt) a little before its arrival, and
+            // sends it at the arrival.
+            let arrival = due.filter(|_| open).unwrap_or_else(|| start + FAR);
+            let wake = arrival.checked_sub(AHEAD).unwrap_or(arrival);
             tokio::select! {
                 biased;
                 Some((meta, exchange)) = records.recv() => self.settle(meta, &exchange, run)?,
@@ -157,7 +161,7 @@ impl super::Runner<'_> {
                     if self.guard.process_check(&format!("during case {id}")) {
                         stopped = true;
                     } else {
-                        running.push(shared.session(started, Some(wake)));
+                        running.push(shared.session(started, Some(arrival)));
                         started += 1;
                     }
                 }
@@ -168,6 +172,9 @@ impl super::Runner<'_> {
         }
     }
 }
+
+/// How long before its arrival an open-loop session starts building its first prompt.
+const AHEAD: Duration = Duration::from_millis(500);
 
 /// Far enough to never wake.
 const FAR: Duration = Duration::from_secs(86_400 * 365);
