@@ -170,6 +170,10 @@ struct PrefixAcc {
 
 impl PrefixAcc {
     fn add(&mut self, r: &Record) {
+        // A session's turn may take its whole history from the cache: its hits are by turn.
+        if r.session.is_some() {
+            return;
+        }
         self.shared = self.shared.max(r.shared_tokens);
         if let (true, Some(c)) = (r.shared_tokens > 0, r.cached_tokens) {
             self.n += 1;

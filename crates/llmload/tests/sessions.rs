@@ -415,7 +415,10 @@ fn llama_server_chat_sessions_take_their_history_from_the_cache_and_nothing_more
             }
         }
     }
-    let s = &json(&dir.join("summary.json"))["cases"][0]["sessions"];
+    let case = &json(&dir.join("summary.json"))["cases"][0];
+    // The cache's share is by turn; the shared prompt's hit rate would count the history too.
+    assert!(case.get("prefix_cache").is_none(), "{case}");
+    let s = &case["sessions"];
     assert_eq!(n(&s["completed"]), 2);
     for t in &s["by_turn"].as_array().expect("by_turn")[1..] {
         assert!(f(&t["hit_rate"]) > 0.0, "{t}");
