@@ -102,7 +102,7 @@ fn check_summary(dir: &Path, sessions: usize, turns: u64) {
         .map(|t| f(&t["prompt_tokens"]["median"]))
         .collect();
     assert!(medians.windows(2).all(|w| w[0] < w[1]), "{medians:?}");
-    assert_eq!(rebuilt(dir)["cases"][0]["sessions"], *s, "rebuild = run");
+    assert_eq!(rebuilt(dir)["cases"][0], *case, "rebuild = run");
     let report = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
     assert!(report.contains("Multi-turn sessions"), "{report}");
     let csv = std::fs::read_to_string(dir.join("cases.csv")).expect("cases.csv");
@@ -352,6 +352,7 @@ fn a_stop_during_the_think_time_sends_no_further_turn() {
     assert_eq!((n(&s["completed"]), n(&s["incomplete"])), (0, 2), "{s}");
     assert_eq!(summary["cases"][0]["complete"], false);
     assert_eq!(summary["outcome"]["status"], "stopped");
+    assert_eq!(rebuilt(&dir)["cases"][0], summary["cases"][0], "rebuild = run");
 }
 
 #[test]
