@@ -352,7 +352,11 @@ fn a_stop_during_the_think_time_sends_no_further_turn() {
     assert_eq!((n(&s["completed"]), n(&s["incomplete"])), (0, 2), "{s}");
     assert_eq!(summary["cases"][0]["complete"], false);
     assert_eq!(summary["outcome"]["status"], "stopped");
-    assert_eq!(rebuilt(&dir)["cases"][0], summary["cases"][0], "rebuild = run");
+    assert_eq!(
+        rebuilt(&dir)["cases"][0],
+        summary["cases"][0],
+        "rebuild = run"
+    );
 }
 
 #[test]
@@ -419,6 +423,7 @@ fn llama_server_chat_sessions_take_their_history_from_the_cache_and_nothing_more
     let case = &json(&dir.join("summary.json"))["cases"][0];
     // The cache's share is by turn; the shared prompt's hit rate would count the history too.
     assert!(case.get("prefix_cache").is_none(), "{case}");
+    assert_eq!(rebuilt(&dir)["cases"][0], *case, "rebuild = run");
     let s = &case["sessions"];
     assert_eq!(n(&s["completed"]), 2);
     for t in &s["by_turn"].as_array().expect("by_turn")[1..] {

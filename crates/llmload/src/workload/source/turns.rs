@@ -91,16 +91,25 @@ impl PromptSource {
                 self.chat_turn(target, messages, n, serial, seed).await
             }
             Conversation::Text(history) => {
-                let Prompt::Text(text) = self.prompt(target, n, serial, seed).await? else {
+                // The first message is the case's prompt (its shared part included); a later one
+                // is a message of its own.
+                let prompt = if history.is_empty() {
+                    self.prompt(target, n, serial, seed).await?
+                } else {
+                    self.vocabulary.prompt(target, n, serial, seed, "").await?
+                };
+                let Prompt::Text(text) = prompt else {
                     return Err(Error::Internal("a text prompt was not text".into()));
                 };
-                if !history.is_empty() {
+                let first = history.is_empty();
+                if !first {
                     history.push_str("\n\n");
                 }
                 history.push_str(&text);
                 Ok(Turn {
                     prompt: Prompt::Text(history.clone()),
-                    input_tokens: None,
+                    // Only the first turn's count is known: the texts' joins are not counted.
+                    input_tokens: first.then_some(n),
                     history_tokens: None,
                 })
             }
