@@ -119,12 +119,15 @@ impl SessionFigures {
         s.ok += 1;
         s.last_done = r.done_s.map_or(s.last_done, |d| s.last_done.max(d));
         s.active_s += r.e2e_ms.unwrap_or(0.0) / 1e3;
+        // The server's count, else the count sent (0: neither is known).
         let prompt = r.prompt_tokens.unwrap_or(r.input_tokens);
         s.prompt += u64::from(prompt);
         s.output += u64::from(r.generated_tokens());
         t.n += 1;
         r.ttft_ms.into_iter().for_each(|v| t.ttft.push(v));
-        t.prompt.push(f64::from(prompt));
+        if prompt > 0 {
+            t.prompt.push(f64::from(prompt));
+        }
         if let Some(h) = r.history_tokens {
             t.history.push(f64::from(h));
         }
