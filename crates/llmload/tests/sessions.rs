@@ -263,13 +263,13 @@ fn a_cache_hit_beyond_the_history_is_invalid() {
 }
 
 #[test]
-fn chat_sessions_on_the_simulator_grow_by_exact_counts_and_are_verified() {
+fn chat_sessions_with_placeholders_on_the_simulator_grow_by_exact_counts_and_are_verified() {
     let out = tempfile::tempdir().expect("temp dir");
     let (result, dir) = run_simulated(
         out.path(),
         &words(
             "--api chat --input-tokens 64 --system-prompt-tokens 16 --turn-input 24 \
-             --output-tokens 8 --concurrency 2 --turns 3 --sessions 2",
+             --output-tokens 8 --concurrency 2 --turns 3 --sessions 2 --history placeholder",
         ),
     );
     assert_eq!(result.code, 0, "{}\n{}", result.stdout, result.stderr);

@@ -11,7 +11,7 @@
 //! unverified. Every new message opens with a word (or token) whose first token differs from the
 //! previous turns', so a cache that matches token by token cannot run past the history.
 
-use super::{distinct, junction, PromptSource, Vocabulary};
+use super::{distinct, junction, Counter, PromptSource, Vocabulary};
 use crate::api::{Message, Prompt};
 use crate::error::{Context, Error};
 use crate::target::Target;
@@ -180,10 +180,11 @@ impl PromptSource {
         match answer {
             Answer::Generated(text) => Ok(text),
             Answer::Placeholder(n) => {
-                let Vocabulary::Text { words, .. } = &self.vocabulary else {
+                let Vocabulary::Text { words, counter } = &self.vocabulary else {
                     return Err(Error::Internal("a text placeholder from tokens".into()));
                 };
-                if target.tokenize("probe", false).await?.is_some() {
+                // Where the server has /tokenize, the text alone is counted there.
+                if matches!(counter, Counter::Tokenize { .. } | Counter::Template) {
                     let sequence = words.sequence(serial, seed);
                     return sequence
                         .exact_text(n, 0, &PlainCount { target })
