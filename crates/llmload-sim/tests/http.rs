@@ -222,6 +222,36 @@ async fn chat_stream_starts_role_only_and_counts_the_template() {
 }
 
 #[tokio::test]
+async fn tokenize_shows_a_chat_prompt_as_the_chat_api_counts_it() {
+    let server = start("cpu-tiny", 1.0, &[]).await;
+    let chat: Value = server
+        .post(
+            "/tokenize",
+            json!({"messages": [{"role": "user", "content": "one two three"}],
+                   "add_generation_prompt": true}),
+        )
+        .await
+        .json()
+        .await
+        .expect("json");
+    // As the chat API counts it: 3 content tokens + 4 per message + 3 for the generation prompt.
+    let tokens = chat["tokens"].as_array().expect("tokens");
+    assert_eq!(tokens.len(), 10);
+    let plain: Value = server
+        .post("/tokenize", json!({"content": "one two three"}))
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(
+        tokens[4..7],
+        plain["tokens"].as_array().expect("tokens")[..]
+    );
+    let neither = server.post("/tokenize", json!({})).await;
+    assert_eq!(neither.status(), 400);
+}
+
+#[tokio::test]
 async fn non_streaming_answers() {
     let server = start("cpu-tiny", 20.0, &[]).await;
     let llama: Value = server

@@ -258,6 +258,29 @@ pub struct RunArgs {
     /// reports the hit rate its counters show. The rest of each prompt stays unique [default: 0].
     #[arg(long, value_name = "S")]
     pub system_prompt_tokens: Option<u32>,
+    /// Multi-turn sessions of K turns (2 and up): each turn sends the whole history so far (the
+    /// previous answers included) and a new user message; the server's prefix cache may serve the
+    /// history and nothing after it. Closed loops run --concurrency sessions in parallel, open
+    /// loops start sessions at --rate sessions/s.
+    #[arg(long, value_name = "K")]
+    pub turns: Option<u32>,
+    /// Sessions: tokens of each new user message after the first turn (the first is the case's
+    /// prompt, --input-tokens) [default: drawn as --input-tokens].
+    #[arg(long, value_name = "N")]
+    pub turn_input: Option<u32>,
+    /// Sessions: the time between a turn's answer and the next turn, never counted as request
+    /// time: a duration (2s), exp:MEAN (exponential) or uniform:LOW..HIGH, drawn from --seed
+    /// [default: 0s].
+    #[arg(long, value_name = "TIME")]
+    pub think_time: Option<String>,
+    /// Sessions: the previous answers in the history as generated (the streamed text) or as a
+    /// placeholder of exactly the requested output length [default: as-generated].
+    #[arg(long, value_name = "HOW")]
+    pub history: Option<crate::workload::session::History>,
+    /// Sessions per case [default: one per place (--concurrency) in a closed loop, 10 in an open
+    /// one; with --duration, sessions start until it ends and run to their last turn].
+    #[arg(long, value_name = "N")]
+    pub sessions: Option<u64>,
     /// Measured rounds per case [default: 3].
     #[arg(long)]
     pub rounds: Option<u32>,
@@ -457,6 +480,11 @@ impl From<&RunArgs> for Settings {
             dataset_lengths: a.dataset_lengths,
             dataset_output: a.dataset_output,
             stages: a.stages.clone().map(crate::config::StagesSetting::Text),
+            turns: a.turns,
+            turn_input: a.turn_input,
+            think_time: a.think_time.clone(),
+            history: a.history,
+            sessions: a.sessions,
             rounds: a.rounds,
             warmup: a.warmup,
             seed: a.seed,

@@ -88,6 +88,10 @@ fn ok(
         answer_ms: None,
         phases: Some(phases(round, index, ttft_ms)),
         shard: None,
+        session: None,
+        turn: None,
+        turns: None,
+        history_tokens: None,
     }
 }
 

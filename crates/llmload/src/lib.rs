@@ -234,8 +234,14 @@ fn check_context(target: &Target, plans: &[CasePlan]) -> error::Result<()> {
             return Err(config::ConfigError(format!(
                 "case {} needs {needed} tokens of context ({input} prompt + {output} output), \
                  more than the server's {limit} ({source}): lower --input-tokens or \
-                 --output-tokens",
-                plan.case.id
+                 --output-tokens{}",
+                plan.case.id,
+                if matches!(plan.shape, crate::workload::shape::Shape::Sessions { .. }) {
+                    " (a session's last turn holds every earlier turn: or fewer --turns, a \
+                     shorter --turn-input)"
+                } else {
+                    ""
+                }
             ))
             .into());
         }

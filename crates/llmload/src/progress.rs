@@ -111,6 +111,10 @@ impl Planned {
                 rounds: None,
                 requests: by_count(bound),
             },
+            Shape::Sessions { bound, spec, .. } => Planned {
+                rounds: None,
+                requests: by_count(bound).map(|n| n.saturating_mul(u64::from(spec.turns))),
+            },
             Shape::Replay { arrivals, .. } => Planned {
                 rounds: None,
                 requests: plan.warmup_time.is_zero().then_some(*arrivals as u64),
@@ -360,6 +364,19 @@ fn case_figures(done: usize, total: usize, case: &CaseSummary) -> String {
         .ttft_ms
         .as_ref()
         .map_or("–".into(), |d| format!("{:.1} ms", d.median));
+    if let Some(s) = &case.sessions {
+        return format!(
+            "case {done}/{total} {}: {} of {} sessions complete ({} turns each), {} ok, {} \
+             invalid, {} failed; median TTFT {ttft}",
+            case.id,
+            s.completed,
+            s.started,
+            s.turns,
+            case.counts.ok,
+            case.counts.invalid,
+            case.counts.error + case.counts.cancelled,
+        );
+    }
     let tps = case
         .throughput_tps
         .as_ref()

@@ -117,6 +117,34 @@ pub struct Record {
     /// A merged attempt: the shard (from 0) that sent the request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<u32>,
+    /// Multi-turn sessions: the session's id within the attempt (from 0); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<u64>,
+    /// Multi-turn sessions: the turn's index in its session, from 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
+    /// Multi-turn sessions: the turns its session was to have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns: Option<u32>,
+    /// Multi-turn sessions: the prompt tokens before the turn's new user message (the history,
+    /// shared prefix included), the most the server may serve from its cache; absent when the
+    /// server could not show them (the response is then unverified).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_tokens: Option<u32>,
+}
+
+/// Where a request stands in a multi-turn session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TurnMeta {
+    /// The session's id within the attempt.
+    pub session: u64,
+    /// The turn, from 1.
+    pub turn: u32,
+    /// The session's turns.
+    pub turns: u32,
+    /// Prompt tokens before the new user message (may come from the cache); `None` when the
+    /// server could not show them.
+    pub history_tokens: Option<u32>,
 }
 
 /// Where one request's time went on its connection. A new connection's setup (`connect_ms`,
@@ -216,6 +244,8 @@ pub struct RequestMeta {
     pub scheduled: Option<Instant>,
     /// Continuous and open loops: when the runner launched it (its send is no earlier).
     pub launched: Option<Instant>,
+    /// Multi-turn sessions: the session and turn.
+    pub turn: Option<TurnMeta>,
 }
 
 impl Record {
@@ -305,6 +335,10 @@ pub(crate) fn ok_record(
         answer_ms: None,
         phases: None,
         shard: None,
+        session: None,
+        turn: None,
+        turns: None,
+        history_tokens: None,
     }
 }
 

@@ -40,6 +40,7 @@ pub mod monitors;
 mod open;
 pub mod pacer;
 pub mod session;
+mod sessions;
 mod stages;
 mod start;
 
@@ -64,6 +65,8 @@ pub struct Runner<'a> {
     pub seed: u64,
     /// Requests built so far (each gets a distinct prompt offset).
     pub serial: u64,
+    /// Multi-turn sessions started so far (the next one's id).
+    pub sessions: u64,
     /// Told of every round and ended request, for the live progress line.
     pub progress: crate::progress::Progress,
     /// Objectives for goodput over a continuous or open loop's window.
@@ -135,6 +138,7 @@ impl Runner<'_> {
         }
         match (&plan.shape, self.pacing(plan)) {
             (Shape::Rounds { rounds }, _) => self.rounds(plan, *rounds, &mut run).await?,
+            (Shape::Sessions { .. }, _) => self.sessions(plan, &mut run).await?,
             (_, Some(pacing)) => {
                 let segments = [Segment::whole(plan, pacing.bound)];
                 let runs = std::slice::from_mut(&mut run);
@@ -170,7 +174,7 @@ impl Runner<'_> {
     /// How a continuous or open-loop case launches; `None` for closed rounds.
     fn pacing(&self, plan: &CasePlan) -> Option<Pacing> {
         let pacing = match &plan.shape {
-            Shape::Rounds { .. } => return None,
+            Shape::Rounds { .. } | Shape::Sessions { .. } => return None,
             Shape::ClosedContinuous { bound } => Pacing {
                 offsets: None,
                 lengths: None,
@@ -308,6 +312,7 @@ impl Runner<'_> {
             dataset_entry: None,
             scheduled,
             launched: None,
+            turn: None,
         }
     }
 

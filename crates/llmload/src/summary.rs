@@ -8,6 +8,7 @@ pub mod gate;
 pub mod identity;
 pub mod phases;
 pub mod saturation;
+pub mod sessions;
 pub mod shards;
 pub mod soak;
 pub mod sweep;
@@ -115,6 +116,9 @@ pub struct CaseSummary {
     /// when the records do not carry it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phases: Option<phases::PhaseSummary>,
+    /// Multi-turn sessions: the figures of each turn index and of whole sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<sessions::SessionSummary>,
 }
 
 /// Reasoning and answer told apart, over the `ok` responses that carried reasoning.
@@ -167,6 +171,10 @@ struct PrefixAcc {
 
 impl PrefixAcc {
     fn add(&mut self, r: &Record) {
+        // A session's turn may take its whole history from the cache: its hits are by turn.
+        if r.session.is_some() {
+            return;
+        }
         self.shared = self.shared.max(r.shared_tokens);
         if let (true, Some(c)) = (r.shared_tokens > 0, r.cached_tokens) {
             self.n += 1;
@@ -215,12 +223,14 @@ pub struct CaseFigures {
     first_error: Option<String>,
     first_unverified: Option<String>,
     phases: phases::PhaseFigures,
+    sessions: sessions::SessionFigures,
 }
 
 impl CaseFigures {
     /// Adds one measured record.
     pub fn add(&mut self, r: &Record) {
         self.count(r);
+        self.sessions.add(r);
         let ok = r.status == Status::Ok;
         if let Some(round) = r.round {
             let acc = self.rounds.entry(round).or_insert(RoundAcc {
@@ -308,6 +318,9 @@ impl CaseFigures {
 
     /// The case's summary, `rounds_planned` deciding whether it is complete.
     pub fn finish(self, case: &Case, rounds_planned: u32) -> CaseSummary {
+        // A case of sessions is complete when every session and every response is.
+        let sessions_done =
+            self.sessions.is_empty() || (self.sessions.all_complete() && self.all_ok());
         let rounds: Vec<RoundSummary> = self
             .rounds
             .into_iter()
@@ -318,8 +331,9 @@ impl CaseFigures {
             .filter(|r| r.complete)
             .map(|r| r.throughput_tps)
             .collect();
-        let complete =
-            crate::num::count(rounds.len()) == rounds_planned && rounds.iter().all(|r| r.complete);
+        let complete = crate::num::count(rounds.len()) == rounds_planned
+            && rounds.iter().all(|r| r.complete)
+            && sessions_done;
         CaseSummary {
             id: case.id.clone(),
             input_tokens: case.input_tokens,
@@ -343,6 +357,7 @@ impl CaseFigures {
             first_unverified: self.first_unverified,
             energy: None,
             phases: self.phases.finish(),
+            sessions: self.sessions.finish(),
             reasoning: (!self.reasoning_tokens.is_empty()).then(|| Reasoning {
                 responses: crate::num::count(self.reasoning_tokens.len()),
                 tokens: self.reasoning_tokens.distribution(),
@@ -353,6 +368,11 @@ impl CaseFigures {
 }
 
 impl CaseSummary {
+    /// Whether the case ran closed rounds: neither a windowed load nor sessions.
+    pub fn is_rounds(&self) -> bool {
+        self.load.is_none() && self.sessions.is_none()
+    }
+
     /// Summarises the measured `records` of `case`.
     pub fn new(case: &Case, rounds_planned: u32, records: &[Record]) -> CaseSummary {
         let mut figures = CaseFigures::default();

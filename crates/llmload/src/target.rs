@@ -5,7 +5,7 @@
 //! attempt's `campaign.json` records what was measured.
 
 use crate::api::client::{read_body, root_cause, Endpoint};
-use crate::api::{Api, GenerationRequest, Prompt};
+use crate::api::{Api, GenerationRequest, Message, Prompt};
 use crate::error::{Context, Error};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -111,8 +111,17 @@ impl Target {
     /// The chat prompt the server builds around one user message (llama-server's
     /// `/apply-template`), or `None` when it has no such endpoint.
     pub async fn apply_template(&self, text: &str) -> crate::error::Result<Option<String>> {
+        self.apply_template_of(&[user(text)]).await
+    }
+
+    /// The chat prompt the server builds around `messages`, with the assistant's opening after
+    /// them (llama-server's `/apply-template`), or `None` when it has no such endpoint.
+    async fn apply_template_of(
+        &self,
+        messages: &[Message],
+    ) -> crate::error::Result<Option<String>> {
         let url = format!("{}/apply-template", self.endpoint.base_url);
-        let body = json!({"messages": [{"role": "user", "content": text}]});
+        let body = json!({ "messages": messages });
         let request = self.endpoint.client.post(&url).json(&body);
         let (status, body) = setup_request(&self.endpoint, request, &url).await?;
         if !status.is_success() {
@@ -127,11 +136,19 @@ impl Target {
     /// llama-server's `/apply-template` and `/tokenize`, or vLLM's `/tokenize` of `messages`;
     /// `None` when the server offers neither.
     pub async fn chat_tokens(&self, text: &str) -> crate::error::Result<Option<Vec<u32>>> {
-        if let Some(prompt) = self.apply_template(text).await? {
+        self.conversation_tokens(&[user(text)]).await
+    }
+
+    /// As [`Target::chat_tokens`], for a whole conversation (a session's history and its new
+    /// message).
+    pub async fn conversation_tokens(
+        &self,
+        messages: &[Message],
+    ) -> crate::error::Result<Option<Vec<u32>>> {
+        if let Some(prompt) = self.apply_template_of(messages).await? {
             return self.tokenize(&prompt, true).await;
         }
-        let mut body = json!({"messages": [{"role": "user", "content": text}],
-            "add_generation_prompt": true});
+        let mut body = json!({"messages": messages, "add_generation_prompt": true});
         if let Some(model) = &self.model {
             body["model"] = json!(model);
         }
@@ -202,6 +219,14 @@ impl Target {
             return Err(Error::Target(format!("probe request failed: {failure}")));
         }
         Ok(exchange.counters.prompt_tokens)
+    }
+}
+
+/// A user message of `text`.
+fn user(text: &str) -> Message {
+    Message {
+        role: "user".into(),
+        content: text.to_owned(),
     }
 }
 

@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::{json, json_lines, llmload, run_against, Simulator};
+use common::{json, json_lines, llmload, run_against, Simulator, WORDS_TOKENIZER};
 
 const OUTPUT: u64 = 32;
 const K: u64 = 4;
@@ -182,13 +182,6 @@ fn server_counters_are_reported_as_their_growth_during_the_run() {
         );
     }
 }
-
-/// A word-level tokenizer (each whitespace-separated word one token), as the simulator's
-/// generated text is tokenized.
-const WORDS_TOKENIZER: &str = r#"{"version":"1.0","truncation":null,"padding":null,
-    "added_tokens":[],"normalizer":null,"pre_tokenizer":{"type":"WhitespaceSplit"},
-    "post_processor":null,"decoder":null,
-    "model":{"type":"WordLevel","vocab":{"[UNK]":0},"unk_token":"[UNK]"}}"#;
 
 #[test]
 fn a_server_that_cannot_be_forced_or_counted_gives_a_labelled_unverified_result() {

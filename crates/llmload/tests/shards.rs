@@ -401,6 +401,8 @@ fn what_cannot_be_sharded_is_refused_in_one_line() {
         "--input-tokens",
         "32",
     ];
+    let sessions = with(&[&sharded[..], &open, &["--turns", "3"]].concat());
+    assert_one_line(&sessions, 2, "sessions of several turns are not split");
     let two_rates = with(&[&sharded[..], &open, &["--rate", "2,4"]].concat());
     assert_one_line(&two_rates, 2, "one case");
     assert_one_line(

@@ -112,9 +112,12 @@ pub(crate) fn metrics(state: &State) -> Response<Body> {
     bytes_response(StatusCode::OK, "text/plain; version=0.0.4", text)
 }
 
+/// `/tokenize`'s body: llama-server's `content`, or vLLM's `messages` (the chat prompt's tokens,
+/// the assistant's opening included).
 #[derive(Deserialize)]
 struct TokenizeBody {
-    content: String,
+    content: Option<String>,
+    messages: Option<Vec<super::request::Message>>,
 }
 
 #[derive(Deserialize)]
@@ -126,7 +129,17 @@ struct DetokenizeBody {
 pub(crate) fn tokenize(state: &State, body: &[u8]) -> Result<Response<Body>, ApiError> {
     let request: TokenizeBody = serde_json::from_slice(body)
         .map_err(|error| ApiError::bad_request(format!("invalid JSON body: {error}")))?;
-    let tokens = state.tokenizer.tokenize(&request.content);
+    let tokens = match (&request.content, &request.messages) {
+        (_, Some(messages)) => {
+            super::request::chat_prompt(Some(messages), &state.tokenizer, &state.profile)?
+        }
+        (Some(content), None) => state.tokenizer.tokenize(content),
+        (None, None) => {
+            return Err(ApiError::bad_request(
+                "give \"content\" (text) or \"messages\" (a chat)",
+            ))
+        }
+    };
     Ok(json_response(StatusCode::OK, &json!({"tokens": tokens})))
 }
 

@@ -73,7 +73,7 @@ struct ContentPart {
 }
 
 #[derive(Debug, Deserialize)]
-struct Message {
+pub(crate) struct Message {
     role: String,
     #[serde(default)]
     content: Option<MessageContent>,
@@ -184,7 +184,7 @@ fn prompt_tokens(prompt: Prompt, tokenizer: &Tokenizer) -> Result<Vec<u32>, ApiE
 /// Σ tokenize(content) plus the profile's chat template: `chat_tokens_per_message` marker
 /// tokens before each message's content and `chat_generation_prompt_tokens` at the end. The
 /// markers are fixed ids per role, so equal conversations share a cacheable prefix.
-fn chat_prompt(
+pub(crate) fn chat_prompt(
     messages: Option<&[Message]>,
     tokenizer: &Tokenizer,
     profile: &Profile,

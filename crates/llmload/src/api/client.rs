@@ -101,6 +101,8 @@ pub struct Exchange {
     pub text: Option<StreamText>,
     /// How the client counted the stream's tokens, when it did (a note for the record).
     pub counted_by_client: Option<String>,
+    /// A session's answer text, kept when its body asked (within the same bound as `text`).
+    pub answer: Option<String>,
     /// Where the time went on the connection, once the request had one.
     pub timing: Option<Timing>,
 }
@@ -161,6 +163,7 @@ impl Exchange {
             first_answer: None,
             text: None,
             counted_by_client: None,
+            answer: None,
             timing: None,
         }
     }
@@ -320,6 +323,9 @@ impl Endpoint {
             exchange.text = Some(StreamText::default());
         }
         exchange.usage_per_chunk = body.usage_per_chunk;
+        if body.keep_answer {
+            exchange.answer = Some(String::new());
+        }
         // One allocation for the whole stream's timestamps: the length was asked for.
         exchange
             .token_events
@@ -399,6 +405,11 @@ fn on_event(
                     let counted = exchange.usage_per_chunk && event.so_far.is_some();
                     keep_text(text, api, data, counted, exchange.token_cap);
                 }
+                if let Some(answer) = &mut exchange.answer {
+                    if answer.len() <= answer_bound(exchange.token_cap) {
+                        api.answer_text(data, answer);
+                    }
+                }
                 if event.reasoning {
                     exchange.reasoning_tokens = exchange.reasoning_tokens.saturating_add(tokens);
                 } else if exchange.first_answer.is_none() {
@@ -413,6 +424,11 @@ fn on_event(
         Err(EventError::Malformed(m)) => *error = Some(Failure::Malformed(m)),
         Err(EventError::Server(m)) => *error = Some(Failure::Server(m)),
     }
+}
+
+/// The most bytes of answer text kept for a stream of at most `cap` tokens.
+fn answer_bound(cap: u32) -> usize {
+    (cap as usize).saturating_mul(TEXT_BYTES_PER_TOKEN)
 }
 
 /// Adds a token-carrying chunk's text to what the client's tokenizer will count, within its bound.

@@ -27,6 +27,21 @@ pub fn body(request: &GenerationRequest<'_>) -> serde_json::Value {
     })
 }
 
+/// Appends an event's generated text (`content`) to `out`: a session's answer as generated.
+pub fn answer_of(data: &[u8], out: &mut String) {
+    #[derive(Deserialize)]
+    struct Content<'a> {
+        #[serde(borrow)]
+        content: Option<std::borrow::Cow<'a, str>>,
+    }
+    if let Ok(Content {
+        content: Some(text),
+    }) = serde_json::from_slice(data)
+    {
+        out.push_str(&text);
+    }
+}
+
 #[derive(Deserialize)]
 struct StreamEvent {
     content: Option<NonEmpty>,

@@ -72,6 +72,15 @@ impl Api {
         }
     }
 
+    /// Appends the answer text an event carries to `out` (reasoning left out): a session's
+    /// answer, kept to be sent back in its history.
+    pub fn answer_text(self, data: &[u8], out: &mut String) {
+        match self {
+            Api::Llamacpp => llamacpp::answer_of(data, out),
+            Api::Completions | Api::Chat => openai::answer_of(data, out),
+        }
+    }
+
     /// The API's name as written on the command line and in records.
     pub fn name(self) -> &'static str {
         match self {
@@ -124,6 +133,8 @@ pub struct Body {
     /// Usage on every chunk was asked for (`stream_options.continuous_usage_stats`): only then
     /// does the usage of a chunk with choices count the tokens so far.
     pub usage_per_chunk: bool,
+    /// Keep the answer's text (a session's turn whose history takes the answer as generated).
+    pub keep_answer: bool,
 }
 
 impl Body {
@@ -140,6 +151,7 @@ impl Body {
             json: json.into(),
             output_tokens,
             usage_per_chunk,
+            keep_answer: false,
         }
     }
 }

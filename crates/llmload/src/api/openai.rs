@@ -198,9 +198,37 @@ pub fn text_of(data: &[u8], out: &mut String) {
     }
 }
 
+/// Appends a chunk's answer text (of its first choice, reasoning left out) to `out`: a session's
+/// answer as generated, sent back in its history.
+pub fn answer_of(data: &[u8], out: &mut String) {
+    let Ok(chunk) = serde_json::from_slice::<TextChunk<'_>>(data) else {
+        return;
+    };
+    if let Some(choice) = chunk.choices.into_iter().next() {
+        if let Some(content) = choice.delta.and_then(|d| d.content) {
+            out.push_str(&content);
+        }
+        if let Some(text) = choice.text {
+            out.push_str(&text);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_answer_text_leaves_reasoning_out() {
+        let mut out = String::new();
+        answer_of(
+            br#"{"choices":[{"delta":{"reasoning_content":"hmm","content":"Hi"}}]}"#,
+            &mut out,
+        );
+        answer_of(br#"{"choices":[{"text":" there"}]}"#, &mut out);
+        answer_of(b"not json", &mut out);
+        assert_eq!(out, "Hi there");
+    }
 
     fn tokens(data: &str) -> u32 {
         parse_event(data.as_bytes()).expect("valid chunk").tokens

@@ -58,6 +58,18 @@ pub fn key(c: &CampaignCase, shared_prefix_tokens: u32, api: &str) -> CaseKey {
                 .map_or_else(|| "(unnamed)".into(), |n| n.to_string_lossy().into_owned()),
             max_in_flight: c.max_in_flight,
         },
+        Some(ShapeKind::Sessions) => LoadKey::Sessions {
+            concurrency: c.concurrency,
+            arrivals: c.rate_rps.map(|r| {
+                let process = c.process.as_ref();
+                let kind = process.and_then(|p| p["kind"].as_str()).unwrap_or("open");
+                format!("{kind} at {} sessions/s", number(r))
+            }),
+            turns: c.turns.unwrap_or(0),
+            turn_input: c.turn_input,
+            think_time: c.think_time.clone().unwrap_or_default(),
+            history: c.history.clone().unwrap_or_default(),
+        },
     };
     CaseKey {
         input: length(c.input_length.as_ref(), c.input_tokens),
@@ -142,6 +154,56 @@ mod tests {
             "shape": "closed-continuous", "bound": {"requests": 10},
         }));
         assert_ne!(key(&continuous, 0, "llamacpp"), key(&old, 0, "llamacpp"));
+    }
+
+    #[test]
+    fn sessions_are_keyed_by_their_turns_think_time_and_history() {
+        use crate::workload::length::Length;
+        use crate::workload::session::{History, SessionSpec, Think};
+        use crate::workload::shape::{Arrival, LoadPoint, ShapeTemplate};
+        let plan = |turns: u32, history: History| {
+            let template = ShapeTemplate {
+                arrival: Arrival::Rounds,
+                rounds: 1,
+                bound: None,
+                burstiness: 1.0,
+                max_in_flight: None,
+                warmup_time: std::time::Duration::ZERO,
+                trace: None,
+                session: Some(SessionSpec {
+                    turns,
+                    turn_input: Some(32),
+                    think: "exp:2s".parse::<Think>().expect("a think time"),
+                    history,
+                }),
+            };
+            let plan = template.plan(
+                &Length::Fixed(64),
+                LoadPoint::Concurrency(2),
+                &Length::Fixed(8),
+            );
+            // As campaign.json holds it.
+            key(&case(serde_json::to_value(&plan).expect("JSON")), 0, "chat")
+        };
+        let three = plan(3, History::AsGenerated);
+        assert_eq!(
+            three.load,
+            LoadKey::Sessions {
+                concurrency: 2,
+                arrivals: None,
+                turns: 3,
+                turn_input: Some(32),
+                think_time: "exp:2s".into(),
+                history: "as-generated".into(),
+            }
+        );
+        assert_eq!(
+            three.load.label(),
+            "sessions of 3 turns, 2 in parallel (think exp:2s, history as-generated, 32-token \
+             turns)"
+        );
+        assert_ne!(three, plan(4, History::AsGenerated));
+        assert_ne!(three, plan(3, History::Placeholder));
     }
 
     #[test]

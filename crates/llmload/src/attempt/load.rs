@@ -154,6 +154,18 @@ pub struct CampaignCase {
     /// Replay: the trace file.
     #[serde(default)]
     pub trace: Option<std::path::PathBuf>,
+    /// Sessions: turns per session.
+    #[serde(default)]
+    pub turns: Option<u32>,
+    /// Sessions: tokens of each user message after the first turn, when set.
+    #[serde(default)]
+    pub turn_input: Option<u32>,
+    /// Sessions: the think time, as written.
+    #[serde(default)]
+    pub think_time: Option<String>,
+    /// Sessions: `as-generated` or `placeholder`.
+    #[serde(default)]
+    pub history: Option<String>,
     /// A staged load: which stage the case is.
     #[serde(default)]
     pub stage: Option<crate::workload::stages::StageLabel>,

@@ -179,6 +179,14 @@ impl<'a> Rebuilt<'a> {
             Some((bins, span)) => Some(bins.finish(span, telemetry)),
             None => before_series,
         };
+        if c.shape == Some(ShapeKind::Sessions) {
+            // Sessions have no rounds; a stop between two sessions leaves no record to tell it,
+            // so the run's own word on completeness is kept where there is one.
+            let mut summary = self.figures.finish(&case(c), 0);
+            summary.complete &= self.before.is_none_or(|b| b.complete);
+            summary.series = series;
+            return summary;
+        }
         if !is_window(c) {
             let rounds = c.rounds.unwrap_or(campaign.config.rounds);
             let mut summary = self.figures.finish(&case(c), rounds);

@@ -63,6 +63,9 @@ pub(super) fn check_prompts(
     load: &LoadConfig,
     api: Option<Api>,
 ) -> Result<(), ConfigError> {
+    if load.session.is_some() && dataset.is_some() {
+        return bad("--turns builds its own messages: --dataset does not apply");
+    }
     if !load.has_blocks() {
         return Ok(());
     }

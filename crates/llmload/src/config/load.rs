@@ -3,6 +3,7 @@
 
 use super::{bad, optional_duration, ConfigError, Settings, StagesSetting};
 use crate::workload::schedule::Bound;
+use crate::workload::session::{SessionSpec, Think};
 use crate::workload::shape::{Arrival, LoadPoint, ShapeTemplate, Slo};
 use crate::workload::stages::{self, LevelKind, Stage};
 use crate::workload::trace::{self, TraceEntry};
@@ -44,6 +45,10 @@ pub struct LoadConfig {
     /// A staged load: its stages, written as the flag writes them.
     #[serde(serialize_with = "as_texts")]
     pub stages: Option<Vec<Stage>>,
+    /// Multi-turn sessions: what each is.
+    pub session: Option<SessionSpec>,
+    /// Multi-turn sessions: how many per case.
+    pub sessions: Option<u64>,
 }
 
 #[expect(
@@ -106,6 +111,8 @@ impl LoadConfig {
             .map(|_| Arrival::Trace)
             .or(implied_by_stages);
         Ok(LoadConfig {
+            session: session_spec(s)?,
+            sessions: s.sessions,
             stages,
             trace: s.trace.clone(),
             trace_block_tokens,
@@ -130,6 +137,7 @@ impl LoadConfig {
     /// Checks the combination of settings.
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
         self.validate_stages()?;
+        self.validate_sessions()?;
         if (self.arrival == Arrival::Trace) != self.trace.is_some() {
             return bad("--arrival trace and --trace FILE go together");
         }
@@ -163,9 +171,42 @@ impl LoadConfig {
         if self.max_in_flight == Some(0) {
             return bad("--max-in-flight must be at least 1");
         }
-        if self.arrival == Arrival::Rounds && (self.duration.is_some() || self.requests.is_some()) {
+        let rounds = self.arrival == Arrival::Rounds && self.session.is_none();
+        if rounds && (self.duration.is_some() || self.requests.is_some()) {
             return bad(
                 "--duration and --requests need --arrival closed-continuous or an open loop",
+            );
+        }
+        Ok(())
+    }
+
+    /// What sessions refuse: a trace or stages (they set their own requests), `--requests`
+    /// (sessions are counted by `--sessions`), an in-flight cap, a warmup time.
+    fn validate_sessions(&self) -> Result<(), ConfigError> {
+        if self.session.is_none() {
+            if self.sessions.is_some() {
+                return bad("--sessions needs --turns K");
+            }
+            return Ok(());
+        }
+        if self.trace.is_some() || self.stages.is_some() {
+            return bad(
+                "--turns does not go with --trace or --stages: they set their own requests",
+            );
+        }
+        if self.requests.is_some() {
+            return bad("sessions are counted by --sessions N, not --requests");
+        }
+        if self.sessions == Some(0) {
+            return bad("--sessions must be above 0");
+        }
+        if self.sessions.is_some() && self.duration.is_some() {
+            return bad("give --sessions or --duration, not both");
+        }
+        if self.max_in_flight.is_some() || !self.warmup_time.is_zero() {
+            return bad(
+                "--max-in-flight and --warmup-time do not apply to sessions (a session's turns \
+                 are all measured; --warmup sends single requests first)",
             );
         }
         Ok(())
@@ -256,7 +297,7 @@ impl LoadConfig {
         ShapeTemplate {
             arrival: self.arrival,
             rounds,
-            bound: match (self.duration, self.requests) {
+            bound: match (self.duration, self.requests.or(self.sessions)) {
                 (Some(d), _) => Some(Bound::Duration(d)),
                 (None, Some(n)) => Some(Bound::Requests(n)),
                 (None, None) => None,
@@ -265,6 +306,7 @@ impl LoadConfig {
             max_in_flight: self.max_in_flight,
             warmup_time: self.warmup_time,
             trace: self.trace.clone().zip(self.trace_entries.clone()),
+            session: self.session,
         }
     }
 
@@ -287,4 +329,36 @@ impl LoadConfig {
                 .collect()
         }
     }
+}
+
+/// The sessions of `--turns` and its companions; `None` without `--turns`, and an error for a
+/// companion given without it.
+fn session_spec(s: &Settings) -> Result<Option<SessionSpec>, ConfigError> {
+    let Some(turns) = s.turns else {
+        if s.turn_input.is_some() || s.think_time.is_some() || s.history.is_some() {
+            return bad("--turn-input, --think-time and --history need --turns K");
+        }
+        return Ok(None);
+    };
+    if turns < 2 {
+        return bad("--turns must be at least 2 (a session of one turn is a plain request)");
+    }
+    if turns > 1000 {
+        return bad("--turns must be at most 1000");
+    }
+    if s.turn_input == Some(0) {
+        return bad("--turn-input must be above 0");
+    }
+    let think = match &s.think_time {
+        Some(text) => text
+            .parse::<Think>()
+            .map_err(|e| ConfigError(format!("--think-time: {e}")))?,
+        None => Think::default(),
+    };
+    Ok(Some(SessionSpec {
+        turns,
+        turn_input: s.turn_input,
+        think,
+        history: s.history.unwrap_or_default(),
+    }))
 }

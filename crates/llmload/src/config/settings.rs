@@ -83,6 +83,17 @@ pub struct Settings {
     pub dataset_output: Option<crate::workload::dataset::Output>,
     /// `--stages`: a staged load (the flag's text, or the file's `[[stages]]` tables).
     pub stages: Option<StagesSetting>,
+    /// `--turns`: multi-turn sessions of this many turns.
+    pub turns: Option<u32>,
+    /// `--turn-input`: tokens of each new user message after the first turn.
+    pub turn_input: Option<u32>,
+    /// `--think-time`: between a turn's answer and the next turn (`2s`, `exp:2s`,
+    /// `uniform:1s..3s`).
+    pub think_time: Option<String>,
+    /// `--history`: how previous answers stand in a session's history.
+    pub history: Option<crate::workload::session::History>,
+    /// `--sessions`: sessions per case.
+    pub sessions: Option<u64>,
     /// `--rounds`: measured rounds per case.
     pub rounds: Option<u32>,
     /// `--warmup`: unmeasured requests per case.
@@ -177,6 +188,11 @@ impl Settings {
             dataset_lengths,
             dataset_output,
             stages,
+            turns,
+            turn_input,
+            think_time,
+            history,
+            sessions,
             rounds,
             warmup,
             seed,

@@ -143,6 +143,13 @@ impl Config {
                  would start its own simulator)",
             );
         }
+        if self.load.session.is_some() {
+            return bad(format!(
+                "--shard {shard}: sessions of several turns are not split between shards (a \
+                 session's turns must stay on one client, and the session plan is not thinned \
+                 yet); run a case of sessions in one process, which holds thousands of them"
+            ));
+        }
         if self.load.arrival == Arrival::Rounds {
             return bad(format!(
                 "--shard {shard}: closed rounds start C requests together, which processes on \

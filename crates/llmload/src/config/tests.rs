@@ -200,3 +200,53 @@ fn a_shard_is_bounded_by_its_share_of_the_in_flight_cap() {
     let config = Config::resolve(sharded.over(file())).expect("a shard's share fits");
     assert_eq!(config.load.max_in_flight, Some(limit));
 }
+
+#[test]
+fn a_campaign_file_sets_sessions_and_their_cases_name_them() {
+    use crate::workload::schedule::Bound;
+    use crate::workload::session::{History, Think};
+    use crate::workload::shape::Shape;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("c.toml");
+    std::fs::write(
+        &path,
+        "turns = 4\nturn_input = 64\nthink_time = \"uniform:1s..3s\"\nhistory = \"placeholder\"\n\
+         sessions = 6\ninput_tokens = [256]\nconcurrency = [2]\noutput_tokens = [32]\n",
+    )
+    .expect("write");
+    let config =
+        Config::resolve(args().over(Settings::read(&path).expect("readable"))).expect("valid");
+    let plans = config.plans();
+    assert_eq!(plans.len(), 1);
+    assert_eq!(plans[0].case.id, "in256-sessions-c2x4-out32");
+    let Shape::Sessions {
+        bound,
+        spec,
+        process,
+        ..
+    } = &plans[0].shape
+    else {
+        panic!("a case of sessions: {:?}", plans[0].shape);
+    };
+    assert_eq!(*bound, Bound::Requests(6));
+    assert!(process.is_none());
+    assert_eq!(spec.turns, 4);
+    assert_eq!(spec.turn_input, Some(64));
+    assert_eq!(spec.history, History::Placeholder);
+    assert_eq!(
+        spec.think,
+        Think::Uniform(Duration::from_secs(1), Duration::from_secs(3))
+    );
+    // The last turn holds three earlier turns' messages and answers.
+    assert_eq!(plans[0].longest(), (256 + 3 * (64 + 32), 32));
+    let mut open = args();
+    open.turns = Some(2);
+    open.arrival = Some(crate::workload::shape::Arrival::Poisson);
+    open.rate = Some(vec![0.5]);
+    let plans = Config::resolve(open).expect("valid").plans();
+    assert_eq!(plans[0].case.id, "in2048-sessions-poisson-r0.5x2-out256");
+    assert!(matches!(
+        plans[0].shape,
+        Shape::Sessions { bound: Bound::Requests(10), rate_rps: Some(r), .. } if r == 0.5
+    ));
+}

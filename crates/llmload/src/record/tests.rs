@@ -17,6 +17,7 @@ fn meta() -> RequestMeta {
         dataset_entry: None,
         scheduled: None,
         launched: None,
+        turn: None,
     }
 }
 

@@ -39,10 +39,11 @@ fn is_rate(case: &CaseSummary) -> bool {
 }
 
 fn series(summary: &Summary) -> Vec<Series<'_>> {
+    // Sessions pool turns of growing prompts: their own chart is by turn.
     let mut keys: Vec<(u32, u32, bool)> = summary
         .cases
         .iter()
-        .filter(|c| c.complete)
+        .filter(|c| c.complete && c.sessions.is_none())
         .map(|c| (c.input_tokens, c.output_tokens, is_rate(c)))
         .collect();
     keys.sort_unstable();
@@ -57,6 +58,7 @@ fn series(summary: &Summary) -> Vec<Series<'_>> {
                 .iter()
                 .filter(|c| {
                     c.complete
+                        && c.sessions.is_none()
                         && (c.input_tokens, c.output_tokens, is_rate(c)) == (input, output, rate)
                 })
                 .collect();
@@ -117,10 +119,22 @@ fn sizes(ns: impl Iterator<Item = usize>) -> String {
 }
 
 fn left_out(summary: &Summary) -> String {
-    match summary.cases.iter().filter(|c| !c.complete).count() {
+    let mut text = match summary.cases.iter().filter(|c| !c.complete).count() {
         0 => String::new(),
         k => format!(" {k} incomplete case(s) left out."),
+    };
+    let sessions = summary
+        .cases
+        .iter()
+        .filter(|c| c.sessions.is_some())
+        .count();
+    if sessions > 0 {
+        let _ = write!(
+            text,
+            " {sessions} case(s) of multi-turn sessions are charted by turn instead."
+        );
     }
+    text
 }
 
 /// Load axis: from 0 to a little past the largest load.
@@ -213,18 +227,19 @@ fn latency_panel(
                 })
             })
             .collect();
-        median_and_p95(&mut chart, line, &points)?;
+        median_and_band(&mut chart, &line.label, line.color, &points)?;
     }
     legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
-/// One line of a latency panel: the median, a band up to the p95, and × at the p95.
-fn median_and_p95(
+/// One line of a latency panel: at each (x, median, upper), the median, a band up to the upper
+/// percentile, and × at it.
+pub(crate) fn median_and_band(
     chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
-    line: &Series,
+    label: &str,
+    color: RGBColor,
     points: &[(f64, f64, f64)],
 ) -> Result<(), ChartError> {
-    let color = line.color;
     let band: Vec<(f64, f64)> = points
         .iter()
         .map(|&(x, m, _)| (x, m))
@@ -239,7 +254,7 @@ fn median_and_p95(
             points.iter().map(|&(x, m, _)| (x, m)),
             color.stroke_width(2),
         ))?
-        .label(line.label.clone())
+        .label(label)
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
     chart.draw_series(
         points

@@ -104,7 +104,50 @@ fn header() -> Vec<String> {
     for name in PHASES {
         columns.extend(PHASE_STATISTICS.iter().map(|s| format!("{name}_{s}")));
     }
+    columns.extend(SESSION_COLUMNS.map(String::from));
     columns
+}
+
+/// The columns of a case of sessions; the by-turn ones list `turn=value` pairs joined by `;`.
+const SESSION_COLUMNS: [&str; 10] = [
+    "session_turns",
+    "sessions_started",
+    "sessions_complete",
+    "sessions_incomplete",
+    "session_duration_s_median",
+    "session_active_s_median",
+    "session_prompt_tokens_median",
+    "turn_ttft_ms_median",
+    "turn_prompt_tokens_median",
+    "turn_cache_hit_rate",
+];
+
+/// The cells of [`SESSION_COLUMNS`]; empty for a case without sessions.
+fn session_cells(s: Option<&crate::summary::sessions::SessionSummary>) -> [String; 10] {
+    let Some(s) = s else {
+        return Default::default();
+    };
+    let median = |d: Option<&Distribution>| d.map_or_else(String::new, |d| d.median.to_string());
+    let by_turn = |f: &dyn Fn(&crate::summary::sessions::TurnSummary) -> Option<f64>| {
+        let pairs: Vec<String> = s
+            .by_turn
+            .iter()
+            .filter_map(|t| f(t).map(|v| format!("{}={v}", t.turn)))
+            .collect();
+        pairs.join(";")
+    };
+    [
+        s.turns.to_string(),
+        s.started.to_string(),
+        s.completed.to_string(),
+        s.incomplete.to_string(),
+        median(s.duration_s.as_ref()),
+        median(s.active_s.as_ref()),
+        median(s.prompt_tokens.as_ref()),
+        by_turn(&|t| t.ttft_ms.as_ref().map(|d| d.median)),
+        by_turn(&|t| t.prompt_tokens.as_ref().map(|d| d.median)),
+        by_turn(&|t| t.hit_rate),
+    ]
 }
 
 fn row(summary: &Summary, case: &CaseSummary) -> Vec<String> {
@@ -145,6 +188,7 @@ fn row(summary: &Summary, case: &CaseSummary) -> Vec<String> {
     cells.extend(spread_cells(case.throughput_tps.as_ref()));
     cells.extend(energy_cells(case.energy.as_ref()));
     cells.extend(phase_cells(case.phases.as_ref()));
+    cells.extend(session_cells(case.sessions.as_ref()));
     cells
 }
 

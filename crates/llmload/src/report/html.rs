@@ -59,6 +59,7 @@ pub fn render(report: &Report) -> String {
     sweep(&mut out, summary);
     out.push_str(&crate::report::shards::html(summary));
     out.push_str(&crate::report::phases::html(summary));
+    out.push_str(&crate::report::sessions::html(summary));
     out.push_str("<h2 id=\"charts\">Charts</h2>\n");
     for figure in [
         charts::latency(summary),
@@ -291,7 +292,8 @@ fn errors(report: &Report, id: &str) -> Vec<String> {
     distinct.into_iter().take(5).collect()
 }
 
-fn push_figure(out: &mut String, figure: &Figure) {
+/// A figure: its heading, its chart (or why there is none) and its caption.
+pub(crate) fn push_figure(out: &mut String, figure: &Figure) {
     let _ = write!(out, "<figure>\n<h3>{}</h3>\n", escape(&figure.title));
     match &figure.svg {
         Ok(svg) => out.push_str(svg),

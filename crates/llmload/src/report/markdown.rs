@@ -56,7 +56,7 @@ pub(crate) fn histogram_note(summary: &Summary) -> String {
 /// Whether the attempt has closed-round cases (or none at all), which the rounds table is for:
 /// continuous and open-loop cases have their own table, and no rounds.
 pub(crate) fn has_rounds(summary: &Summary) -> bool {
-    summary.cases.is_empty() || summary.cases.iter().any(|c| c.load.is_none())
+    summary.cases.is_empty() || summary.cases.iter().any(CaseSummary::is_rounds)
 }
 
 /// "3 of 4 cases complete, 7 complete rounds, 11 responses ok" (rounds only where cases have
@@ -108,6 +108,7 @@ pub fn render(summary: &Summary) -> String {
     out.push_str(&super::soak::render(summary));
     out.push_str(&super::energy::markdown(summary));
     out.push_str(&prefix_cache_section(summary));
+    out.push_str(&super::sessions::markdown(summary));
     out.push_str(&reasoning_section(summary));
     out.push_str(&super::phases::markdown(summary));
     out.push_str(&unverified_note(summary));
@@ -168,10 +169,7 @@ pub fn render(summary: &Summary) -> String {
 /// concurrency, median TTFT, median complete response, throughput, responses, rounds. Window
 /// cases (continuous, open loop) have their own table.
 pub(crate) fn reference_rows(summary: &Summary) -> Vec<[String; 7]> {
-    let closed = summary
-        .cases
-        .iter()
-        .filter(|c| c.complete && c.load.is_none());
+    let closed = summary.cases.iter().filter(|c| c.complete && c.is_rounds());
     closed
         .map(|case| {
             [
@@ -379,12 +377,21 @@ pub(crate) fn incomplete_line(case: &CaseSummary) -> String {
     let complete_rounds = case.rounds.iter().filter(|r| r.complete).count();
     let c = &case.counts;
     let kinds: Vec<String> = c.by_kind.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    let done = match &case.sessions {
+        Some(s) => format!(
+            "{} of {} sessions of {} turns complete",
+            s.completed, s.started, s.turns
+        ),
+        None => format!(
+            "{complete_rounds} of {} rounds complete",
+            case.rounds_planned
+        ),
+    };
     format!(
-        "{} input tokens × {} concurrent × {} output: {complete_rounds} of {} rounds complete, {} responses ok, {} invalid, {} failed, {} cancelled{}",
+        "{} input tokens × {} concurrent × {} output: {done}, {} responses ok, {} invalid, {} failed, {} cancelled{}",
         thousands(case.input_tokens),
         case.concurrency,
         case.output_tokens,
-        case.rounds_planned,
         c.ok,
         c.invalid,
         c.error,

@@ -12,6 +12,7 @@ pub mod marks;
 pub mod phases;
 pub mod plot;
 pub mod saturation;
+pub mod sessions;
 pub mod shards;
 pub mod soak;
 pub mod timeline;

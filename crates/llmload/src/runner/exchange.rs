@@ -28,6 +28,10 @@ pub struct Asked {
     pub output: u32,
     /// Tokens of the shared system prompt (the only ones the cache may serve).
     pub shared: u32,
+    /// A session's turn: the prompt tokens before its new user message, which the cache may
+    /// serve instead of `shared`; `Some(None)` when they could not be told (the cache is then
+    /// not checked and the response is unverified).
+    pub history: Option<Option<u32>>,
     /// `--best-effort`: a server that cannot be forced or counted. A length that differs from
     /// the request makes the response unverified, with its reason, not invalid.
     pub lenient: bool,
@@ -37,6 +41,14 @@ pub struct Asked {
 pub const AS_IS: &str = "prompt sent as the dataset has it: its length was not set, so \
                          input_tokens is the server's count and is not checked";
 
+/// The note on a session's turn whose whole prompt the server could not show in its own tokens.
+pub const UNTOLD_INPUT: &str = "a session's prompt on a server that cannot show its chat \
+     prompt's tokens: input_tokens is the server's count and is not checked";
+
+/// The note on a session's turn whose history the server could not show in its own tokens.
+pub const UNTOLD_HISTORY: &str = "the server cannot show the chat prompt's tokens, so the \
+     history a cache may serve is not known: cached tokens not checked, response unverified";
+
 /// Checks a complete response's counters: prompt processed in full, nothing from the cache but
 /// the `shared` tokens of a shared system prompt, exactly the requested number of output tokens.
 pub fn verify(counters: &Counters, streamed: u32, asked: Asked) -> Verdict {
@@ -44,6 +56,7 @@ pub fn verify(counters: &Counters, streamed: u32, asked: Asked) -> Verdict {
         input,
         output,
         shared,
+        history,
         lenient,
     } = asked;
     let mut v = Verdict {
@@ -67,18 +80,27 @@ pub fn verify(counters: &Counters, streamed: u32, asked: Asked) -> Verdict {
             format!("server counted {p} prompt tokens, {input} were sent"),
         ),
         (Some(_), Some(_)) => {}
+        (Some(_), None) if history.is_some() => v.notes.push(UNTOLD_INPUT.into()),
         (Some(_), None) => v.notes.push(AS_IS.into()),
         (None, _) => missing.push("prompt tokens"),
     }
-    match counters.cached_tokens {
-        Some(c) if c > shared => v.problems.push(match shared {
+    match (counters.cached_tokens, history) {
+        (Some(_), Some(None)) => {
+            v.verified = false;
+            v.notes.push(UNTOLD_HISTORY.into());
+        }
+        (Some(c), Some(Some(allowed))) if c > allowed => v.problems.push(format!(
+            "{c} prompt tokens came from the server's cache, more than the {allowed} of the \
+             session's history before the turn's new message"
+        )),
+        (Some(c), None) if c > shared => v.problems.push(match shared {
             0 => format!("{c} prompt tokens came from the server's cache"),
             s => {
                 format!("{c} prompt tokens came from the server's cache, more than the {s} shared")
             }
         }),
-        Some(_) => {}
-        None => missing.push("cached tokens"),
+        (Some(_), _) => {}
+        (None, _) => missing.push("cached tokens"),
     }
     match counters.output_tokens {
         Some(o) if o != output => contradiction(
@@ -129,6 +151,7 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: 
                 input: meta.exact_input.then_some(meta.input_tokens),
                 output: meta.output_tokens,
                 shared: meta.shared_tokens,
+                history: meta.turn.map(|t| t.history_tokens),
                 lenient,
             },
         );
@@ -203,6 +226,10 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: 
             .map(|t| round3(ms_from_sent(t))),
         phases: exchange.timing.map(|timing| phases(&timing, exchange)),
         shard: None,
+        session: meta.turn.map(|t| t.session),
+        turn: meta.turn.map(|t| t.turn),
+        turns: meta.turn.map(|t| t.turns),
+        history_tokens: meta.turn.and_then(|t| t.history_tokens),
     }
 }
 

@@ -74,6 +74,7 @@ impl<'a> Session<'a> {
             guard,
             seed: config.seed,
             serial: 0,
+            sessions: 0,
             progress,
             slo: config.load.slo,
             series_window: config.series_window_length(),

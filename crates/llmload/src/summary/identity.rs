@@ -71,6 +71,21 @@ pub enum LoadKey {
         /// The in-flight cap, if any.
         max_in_flight: Option<u32>,
     },
+    /// Multi-turn sessions.
+    Sessions {
+        /// Sessions in parallel (closed), 0 when they arrive at a rate.
+        concurrency: u32,
+        /// Open: the arrival process and the sessions started per second.
+        arrivals: Option<String>,
+        /// Turns per session.
+        turns: u32,
+        /// Tokens of each later user message, when set apart from the prompt length.
+        turn_input: Option<u32>,
+        /// The think time, as written.
+        think_time: String,
+        /// `as-generated` or `placeholder`.
+        history: String,
+    },
 }
 
 impl LoadKey {
@@ -84,6 +99,8 @@ impl LoadKey {
             LoadKey::Open { max_in_flight, .. } | LoadKey::Replay { max_in_flight, .. } => {
                 max_in_flight.map_or_else(|| "–".into(), |m| format!("≤ {m}"))
             }
+            LoadKey::Sessions { concurrency: 0, .. } => "–".into(),
+            LoadKey::Sessions { concurrency, .. } => concurrency.to_string(),
         }
     }
 
@@ -102,6 +119,24 @@ impl LoadKey {
                 None => format!("{process} at {rate_rps} requests/s"),
             },
             LoadKey::Replay { trace, .. } => format!("trace {trace}"),
+            LoadKey::Sessions {
+                concurrency,
+                arrivals,
+                turns,
+                turn_input,
+                think_time,
+                history,
+            } => {
+                let load = arrivals
+                    .clone()
+                    .unwrap_or_else(|| format!("{concurrency} in parallel"));
+                let turn_input =
+                    turn_input.map_or_else(String::new, |t| format!(", {t}-token turns"));
+                format!(
+                    "sessions of {turns} turns, {load} (think {think_time}, history \
+                     {history}{turn_input})"
+                )
+            }
         }
     }
 }
@@ -142,6 +177,9 @@ impl CaseKey {
         let concurrency = match self.load {
             LoadKey::Rounds { concurrency } | LoadKey::ClosedContinuous { concurrency } => {
                 format!(" × {concurrency} concurrent")
+            }
+            LoadKey::Sessions { concurrency, .. } if concurrency > 0 => {
+                format!(" × {concurrency} sessions in parallel")
             }
             LoadKey::Open {
                 max_in_flight: Some(m),

@@ -129,6 +129,11 @@ impl std::fmt::Display for LoadShape {
 pub fn summarise(plan: &CasePlan, run: CaseRun, readings: &[Reading]) -> CaseSummary {
     let (shape, rate, nominal) = match &plan.shape {
         Shape::Rounds { rounds } => return run.figures.finish(&plan.case, *rounds),
+        Shape::Sessions { .. } => {
+            let mut summary = run.figures.finish(&plan.case, 0);
+            summary.complete &= !run.stopped;
+            return summary;
+        }
         Shape::ClosedContinuous { .. } => (
             LoadShape::ClosedContinuous,
             None,

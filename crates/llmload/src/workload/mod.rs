@@ -8,6 +8,7 @@ pub mod dataset;
 pub mod length;
 pub mod prompt;
 pub mod schedule;
+pub mod session;
 pub mod shape;
 pub mod shard;
 pub mod source;

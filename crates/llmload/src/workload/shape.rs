@@ -6,6 +6,7 @@
 
 use crate::workload::length::Length;
 use crate::workload::schedule::{Bound, Process};
+use crate::workload::session::SessionSpec;
 use crate::workload::stages::{self, LevelKind, Stage, StageLabel};
 use crate::workload::trace::TraceEntry;
 use serde::{Serialize, Serializer};
@@ -59,6 +60,8 @@ pub enum ShapeKind {
     Open,
     /// Arrivals from a trace.
     Replay,
+    /// Multi-turn sessions, C in parallel or arriving at a rate.
+    Sessions,
 }
 
 /// How the requests of one case are launched.
@@ -99,6 +102,22 @@ pub enum Shape {
         arrivals: usize,
         /// The most requests in flight.
         max_in_flight: Option<u32>,
+    },
+    /// Multi-turn sessions: the case's concurrency in parallel (each starting a new session
+    /// when its last ends), or sessions arriving from a schedule at `rate_rps` sessions/s.
+    Sessions {
+        /// Open: the sessions' inter-arrival process; absent for sessions in parallel.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        process: Option<Process>,
+        /// Open: sessions started per second.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        rate_rps: Option<f64>,
+        /// Sessions to run (`requests` counts sessions), or how long new ones start.
+        #[serde(serialize_with = "serialize_bound")]
+        bound: Bound,
+        /// The sessions' turns, message lengths, think time and history.
+        #[serde(flatten)]
+        spec: SessionSpec,
     },
 }
 
@@ -168,9 +187,17 @@ pub struct CasePlan {
 }
 
 impl CasePlan {
-    /// The prompt and output tokens of the case's longest request (a trace's own entries).
+    /// The prompt and output tokens of the case's longest request (a trace's own entries; a
+    /// session's last turn, whose prompt holds every earlier turn and answer, before the tokens
+    /// a chat template adds).
     pub fn longest(&self) -> (u32, u32) {
         match &self.shape {
+            Shape::Sessions { spec, .. } => {
+                let (input, output) = (self.input.max_tokens(), self.output.max_tokens());
+                let later = spec.turn_input.unwrap_or(input).saturating_add(output);
+                let history = later.saturating_mul(spec.turns.saturating_sub(1));
+                (input.saturating_add(history), output)
+            }
             Shape::Replay { entries, .. } => entries
                 .iter()
                 .map(|e| (e.input_tokens, e.output_tokens))
@@ -221,12 +248,17 @@ pub struct ShapeTemplate {
     pub warmup_time: Duration,
     /// `--trace`, read.
     pub trace: Option<(PathBuf, Arc<Vec<TraceEntry>>)>,
+    /// `--turns` and the rest: every case is a case of multi-turn sessions.
+    pub session: Option<SessionSpec>,
 }
 
 impl ShapeTemplate {
     /// The plan of one case.
     pub fn plan(&self, input: &Length, point: LoadPoint, output: &Length) -> CasePlan {
         let bound = self.bound.unwrap_or(Bound::Requests(100));
+        if let Some(spec) = self.session {
+            return self.sessions_plan(input, point, output, spec);
+        }
         let (shape, concurrency, load_id) = match (self.arrival, point) {
             (Arrival::Rounds, LoadPoint::Concurrency(c)) => (
                 Shape::Rounds {
@@ -339,6 +371,62 @@ impl ShapeTemplate {
 }
 
 impl ShapeTemplate {
+    /// The plan of a case of sessions: the load point is the sessions in parallel (closed) or
+    /// their arrival rate (open); without a bound, a closed case runs one session per place and
+    /// an open one 10 sessions.
+    fn sessions_plan(
+        &self,
+        input: &Length,
+        point: LoadPoint,
+        output: &Length,
+        spec: SessionSpec,
+    ) -> CasePlan {
+        let turns = spec.turns;
+        let (process, rate_rps, concurrency, load_id) = match point {
+            LoadPoint::Concurrency(c) => (None, None, c, format!("c{c}x{turns}")),
+            LoadPoint::Rate(r) => {
+                let (process, name) = match self.arrival {
+                    Arrival::Gamma => (
+                        Process::Gamma {
+                            cv: self.burstiness,
+                        },
+                        "gamma",
+                    ),
+                    Arrival::Constant => (Process::Constant, "constant"),
+                    _ => (Process::Poisson, "poisson"),
+                };
+                (Some(process), Some(r), 0, format!("{name}-r{r}x{turns}"))
+            }
+        };
+        let default = match point {
+            LoadPoint::Concurrency(c) => u64::from(c),
+            LoadPoint::Rate(_) => 10,
+        };
+        let id_part = |l: &Length| l.to_string().replace(',', "/");
+        CasePlan {
+            case: Case {
+                id: format!(
+                    "in{}-sessions-{load_id}-out{}",
+                    id_part(input),
+                    id_part(output)
+                ),
+                input_tokens: input.nominal_tokens(),
+                concurrency,
+                output_tokens: output.nominal_tokens(),
+            },
+            input: input.clone(),
+            output: output.clone(),
+            shape: Shape::Sessions {
+                process,
+                rate_rps,
+                bound: self.bound.unwrap_or(Bound::Requests(default)),
+                spec,
+            },
+            warmup_time: Duration::ZERO,
+            stage: None,
+        }
+    }
+
     /// A trace replay's shape, its nominal in-flight cap and its id part.
     fn replay(&self, point: LoadPoint) -> (Shape, u32, String) {
         let (trace, entries) = self.trace.clone().unwrap_or_default();
@@ -374,6 +462,7 @@ mod tests {
             max_in_flight: None,
             warmup_time: Duration::ZERO,
             trace: None,
+            session: None,
         };
         let fixed = template.plan(
             &Length::Fixed(2048),

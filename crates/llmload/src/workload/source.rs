@@ -13,10 +13,12 @@
 use super::prompt::{offset, splitmix64, token_prompt, TokenCount, Words};
 
 mod fitted;
+mod turns;
 use crate::api::{Api, Prompt};
 use crate::error::{Context, Error};
 use crate::target::Target;
 pub use fitted::{fit_tokens, Built, DatasetPrompts};
+pub use turns::{Answer, Conversation, Turn};
 
 /// Where a run's prompts come from.
 #[derive(Debug)]

@@ -326,3 +326,10 @@ pub fn assert_phases(record: &Value, tls: bool) -> bool {
     assert_eq!(phases["tls_ms"].is_f64(), !reused && tls, "{record}");
     reused
 }
+
+/// A word-level tokenizer (each whitespace-separated word one token), as the simulator's
+/// generated text is tokenized.
+pub const WORDS_TOKENIZER: &str = r#"{"version":"1.0","truncation":null,"padding":null,
+    "added_tokens":[],"normalizer":null,"pre_tokenizer":{"type":"WhitespaceSplit"},
+    "post_processor":null,"decoder":null,
+    "model":{"type":"WordLevel","vocab":{"[UNK]":0},"unk_token":"[UNK]"}}"#;

@@ -46,6 +46,7 @@ pub(super) async fn read_direct(
                 token_cap: exchange.token_cap,
                 usage_per_chunk: exchange.usage_per_chunk,
                 text: exchange.text.take().map(|_| StreamText::default()),
+                answer: exchange.answer.take().map(|_| String::new()),
                 ..Exchange::new()
             };
             // The retry goes on a new connection: another kept one may be as stale.

@@ -15,8 +15,40 @@ fn strict(input: u32, output: u32, shared: u32) -> Asked {
         input: Some(input),
         output,
         shared,
+        history: None,
         lenient: false,
     }
+}
+
+#[test]
+fn a_turn_may_take_its_history_from_the_cache_and_nothing_more() {
+    // A third turn of 300 prompt tokens whose history (everything before its new message) is
+    // 250 tokens, 16 of them a shared prefix.
+    let turn = Asked {
+        history: Some(Some(250)),
+        ..strict(300, 8, 16)
+    };
+    for cached in [0, 16, 200, 250] {
+        let v = verify(&counters(300, cached, 8), 8, turn);
+        assert!(v.verified && v.problems.is_empty(), "{cached}: {v:?}");
+    }
+    let v = verify(&counters(300, 251, 8), 8, turn);
+    assert_eq!(v.problems.len(), 1, "{v:?}");
+    assert!(v.problems[0].contains("more than the 250"), "{v:?}");
+    // A first turn's history is its shared part: more is flagged as before.
+    let first = Asked {
+        history: Some(Some(16)),
+        ..strict(300, 8, 16)
+    };
+    assert_eq!(verify(&counters(300, 17, 8), 8, first).problems.len(), 1);
+    // A history the server could not show: nothing checked, and said so.
+    let untold = Asked {
+        history: Some(None),
+        ..strict(300, 8, 16)
+    };
+    let v = verify(&counters(300, 290, 8), 8, untold);
+    assert!(!v.verified && v.problems.is_empty(), "{v:?}");
+    assert!(v.notes.iter().any(|n| n == UNTOLD_HISTORY));
 }
 
 #[test]
