@@ -133,6 +133,9 @@ pub struct CampaignCase {
     /// Open loop: arrivals per second.
     #[serde(default)]
     pub rate_rps: Option<f64>,
+    /// Replay: the trace's arrivals.
+    #[serde(default)]
+    pub arrivals: Option<u64>,
     /// Open loop and replay: the in-flight cap.
     #[serde(default)]
     pub max_in_flight: Option<u32>,
