@@ -4,6 +4,7 @@
 //! matches the one the run wrote. The records are replayed twice (once to learn each case's
 //! launches, once to fold them in), never held.
 
+pub(crate) use crate::attempt::closing::End;
 use crate::attempt::closing::{self, Recorded};
 use crate::attempt::load::{case, Campaign, CampaignCase};
 use crate::record::{Phase, Record, Seconds, Status};
@@ -67,12 +68,12 @@ impl Seen {
 }
 
 /// Why each case the run's summary does not hold is not complete (by id; absent when its
-/// records prove it): the case the run ended in never is, an earlier one only if every request
-/// it launched left a record.
+/// records prove it).
 fn unclosed(
     campaign: &Campaign,
     previous: Option<&Summary>,
     seen: &BTreeMap<String, Seen>,
+    end: End,
 ) -> BTreeMap<String, String> {
     let recorded: Vec<(&CampaignCase, &Recorded)> = campaign
         .cases
@@ -80,15 +81,7 @@ fn unclosed(
         .filter_map(|c| seen.get(&c.id).map(|s| (c, s.recorded(c))))
         .collect();
     let closed = |c: &CampaignCase| previous.is_some_and(|p| p.cases.iter().any(|b| b.id == c.id));
-    recorded
-        .iter()
-        .enumerate()
-        .filter(|(_, (c, _))| !closed(c))
-        .filter_map(|(i, &(c, r))| {
-            let next = recorded.get(i + 1).copied();
-            closing::unproven(c, campaign.config.rounds, r, next).map(|why| (c.id.clone(), why))
-        })
-        .collect()
+    closing::unclosed(&recorded, closed, campaign.config.rounds, end)
 }
 
 /// One case being rebuilt from its records, with the accumulators the run used.
@@ -109,7 +102,7 @@ struct Rebuilt<'a> {
 /// The series take their GPU figures from `telemetry`.
 pub(crate) fn cases(
     campaign: &Campaign,
-    previous: Option<&Summary>,
+    (previous, end): (Option<&Summary>, End),
     telemetry: &[Reading],
     replay: &mut Replay,
 ) -> crate::error::Result<Vec<CaseSummary>> {
@@ -128,7 +121,7 @@ pub(crate) fn cases(
             s.load.add(r.index);
         }
     })?;
-    let mut unclosed = unclosed(campaign, previous, &seen);
+    let mut unclosed = unclosed(campaign, previous, &seen, end);
     let mut rebuilt: Vec<Rebuilt> = campaign
         .cases
         .iter()
