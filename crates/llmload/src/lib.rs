@@ -187,7 +187,14 @@ pub async fn measure<S: CaseSource>(
         session.run_stages(&source.plans(), stages).await;
         views::write(&attempt, &session.summary)?;
     } else {
+        let mut listed = source.plans().len();
         while let Some(plan) = source.next(&session.summary.cases) {
+            // A sweep decides its cases as it goes: each is in `campaign.json` before it runs,
+            // so that a run killed in it is rebuilt with it.
+            if source.plans().len() != listed {
+                listed = source.plans().len();
+                views::campaign(&attempt, config, &target, simulated, &source.plans())?;
+            }
             let go_on = session.run_case(&plan, source.planned()).await;
             views::write(&attempt, &session.summary)?;
             if !go_on {

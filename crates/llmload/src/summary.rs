@@ -70,6 +70,10 @@ pub struct CaseSummary {
     pub rounds_planned: u32,
     /// Every planned round is complete.
     pub complete: bool,
+    /// Rebuilt from the records of a run that ended without closing the case (it was killed):
+    /// why the records do not prove the case complete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete_reason: Option<String>,
     /// Rounds that ran, complete or not.
     pub rounds: Vec<RoundSummary>,
     /// Time to first token, ms, over `ok` responses.
@@ -341,6 +345,7 @@ impl CaseFigures {
             output_tokens: case.output_tokens,
             rounds_planned,
             complete,
+            incomplete_reason: None,
             ttft_ms: self.ttft.distribution(),
             e2e_ms: self.e2e.distribution(),
             itl_ms: self.itl.distribution(),

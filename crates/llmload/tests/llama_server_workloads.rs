@@ -246,6 +246,37 @@ fn open_loop_cases_at_other_rates_are_listed_apart_never_matched() {
     );
 }
 
+/// Whether a record's request went out once (no note of a resend on a new connection).
+fn sent_once(record: &Value) -> bool {
+    record["notes"].as_array().is_none_or(|notes| {
+        notes
+            .iter()
+            .all(|n| !n.as_str().is_some_and(|n| n.starts_with("sent twice")))
+    })
+}
+
+/// Closed rounds against llama-server, each round launched the moment the last ended: the
+/// connection a request just ended on is closed by the server, and the next request must not go
+/// on it. Every request opens a connection of its own (the front counts one per record); a
+/// request sent twice (the server closing between the check and the write) stays rare: once
+/// seen, the client keeps no connection of that server.
+#[test]
+fn back_to_back_rounds_never_write_on_a_connection_llama_server_closed() {
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+    let server = LlamaServer::start();
+    let front = Front::start(&server.url, Mode::Pass);
+    let out = tempfile::tempdir().expect("temp dir");
+    let (run, dir) = rounds(out.path(), "back-to-back", &front.url, "2", ["off", "1s"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let records = json_lines(&dir.join("requests.jsonl"));
+    assert_eq!(records.len(), 5, "a warmup and 2 rounds of 2: {records:?}");
+    let fresh = records.iter().filter(|r| !assert_phases(r, false)).count();
+    assert_eq!(fresh, records.len(), "none reused: {records:?}");
+    assert_eq!(fresh, front.generations(), "{records:?}");
+    let twice = records.iter().filter(|r| !sent_once(r)).count();
+    assert!(twice <= 1, "{twice} sent twice: {records:?}");
+}
+
 /// Every request of an open loop against llama-server says where its time went: the marks in
 /// order, a new connection's setup between the arrival and the send (so never inside TTFT,
 /// which counts from the send), `reused` exactly for the requests that went on a connection the
@@ -262,9 +293,15 @@ fn each_llama_server_request_says_where_its_time_went() {
     assert_eq!(records.len(), 5, "a warmup and 4 measured: {records:?}");
     let fresh = records.iter().filter(|r| !assert_phases(r, false)).count();
     // A request on a new connection is one the front counted; one on a kept-alive connection
-    // opened none. (llama-server closes a connection after each stream, so a request finding
-    // its kept-alive connection closed is sent again on a new one, and says so.)
+    // opened none. llama-server closes a connection after each stream: the client sees the
+    // close before it reuses the connection, so every request opens its own (its connect time
+    // present) and none is sent twice.
     assert_eq!(fresh, front.generations(), "{records:?}");
+    assert_eq!(fresh, records.len(), "none reused: {records:?}");
+    assert!(
+        records.iter().all(sent_once),
+        "no request sent twice: {records:?}"
+    );
     for r in measured(&dir) {
         let at = |v: &Value| v.as_f64().unwrap_or_else(|| panic!("a number: {r}"));
         let (scheduled, sent) = (at(&r["scheduled_s"]), at(&r["sent_s"]));

@@ -232,40 +232,37 @@ fn a_stop_mid_stage_leaves_it_incomplete_and_the_rest_not_run() {
 /// `summary.json` holds the first stage complete and the second incomplete; the third never ran.
 #[test]
 fn sigterm_mid_stage_leaves_the_finished_stages_in_the_summary() {
-    use std::process::{Command, Stdio};
+    use std::process::Command;
     use std::time::{Duration, Instant};
     let sim = Simulator::start(&["--schedule", "fixed:ttft_ms=5,itl_ms=1"]);
     let out = tempfile::tempdir().expect("temp dir");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_llmload"))
-        .args(["run", "--url", &sim.url, "--out"])
-        .arg(out.path())
-        .args([
-            "--name",
-            "stages",
-            "--telemetry",
-            "off",
-            "--warmup",
-            "0",
-            "-q",
-        ])
+    let mut child = common::spawn_quiet([
+        "run",
+        "--url",
+        &sim.url,
+        "--out",
+        out.path().to_str().expect("UTF-8 path"),
+        "--name",
+        "stages",
+        "--telemetry",
+        "off",
+        "--warmup",
+        "0",
+        "-q",
         // The second stage lasts far longer than the test waits: the signal ends it.
-        .args(["--stages", "2s:rate=5,10m:rate=5,2s:rate=5"])
-        .args(["--input-tokens", "32", "--output-tokens", "4"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start llmload");
+        "--stages",
+        "2s:rate=5,10m:rate=5,2s:rate=5",
+        "--input-tokens",
+        "32",
+        "--output-tokens",
+        "4",
+    ]);
     // Wait (2 minutes at most) until a request of the second stage has ended.
     let deadline = Instant::now() + Duration::from_secs(120);
     let dir = loop {
         assert!(Instant::now() < deadline, "no record of the second stage");
         std::thread::sleep(Duration::from_millis(100));
-        let Some(dir) = std::fs::read_dir(out.path().join("stages"))
-            .ok()
-            .and_then(|mut d| d.next())
-            .and_then(Result::ok)
-            .map(|e| e.path())
-        else {
+        let Some(dir) = common::attempt_so_far(out.path(), "stages") else {
             continue;
         };
         let records = std::fs::read_to_string(dir.join("requests.jsonl")).unwrap_or_default();

@@ -11,9 +11,11 @@
 
 use super::http1::{self, READ_BUFFER};
 use llmload_stamp as stamp;
+use nix::sys::socket::{recv, MsgFlags};
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection};
 use std::io::{self, Read as _, Write as _};
+use std::os::fd::AsRawFd as _;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
@@ -48,6 +50,8 @@ pub struct Conn {
     tls: Option<Box<Tls>>,
     /// How the connection was set up, until the first request on it takes it.
     setup: Option<Setup>,
+    /// Responses that ended cleanly on it.
+    responses: u32,
 }
 
 /// The TLS side of a connection.
@@ -79,6 +83,7 @@ impl Conn {
                 tcp,
                 tls: None,
                 setup: Some(Setup { connect, tls: None }),
+                responses: 0,
             });
         };
         let mut session = ClientConnection::new(peer.config.clone(), peer.name.clone())
@@ -93,6 +98,7 @@ impl Conn {
                 arrived: Instant::now(),
             })),
             setup: None,
+            responses: 0,
         };
         conn.handshake().await?;
         conn.setup = Some(Setup {
@@ -100,6 +106,16 @@ impl Conn {
             tls: Some(connected.elapsed()),
         });
         Ok(conn)
+    }
+
+    /// Counts a response that ended cleanly on the connection.
+    pub fn served(&mut self) {
+        self.responses = self.responses.saturating_add(1);
+    }
+
+    /// Responses that ended cleanly on the connection.
+    pub fn responses(&self) -> u32 {
+        self.responses
     }
 
     /// How the connection was set up, for the first request on it only: `None` after that (a
@@ -184,11 +200,16 @@ impl Conn {
     /// Whether an idle connection can carry another request: the server has not closed it and
     /// sent nothing nobody asked for. Some servers (llama-server) close a connection after each
     /// stream without saying so; a TLS server may say so with `close_notify`.
+    ///
+    /// The socket itself is asked (a `recv` that does not wait), not tokio's record of its
+    /// readiness: the last read of the response cleared that record, and the server's close,
+    /// arriving a moment later, is not in it until the runtime's reactor has turned, which a
+    /// request taking the connection at once beats.
     pub fn is_reusable(&mut self) -> bool {
         let Some(tls) = self.tls.as_deref_mut() else {
             let mut probe = [0u8; 1];
             return matches!(
-                self.tcp.try_read(&mut probe),
+                receive_now(&self.tcp, &mut probe, MsgFlags::MSG_PEEK),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock
             );
         };
@@ -199,7 +220,7 @@ impl Conn {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock
             )
         };
-        match self.tcp.try_read(&mut tls.incoming) {
+        match receive_now(&self.tcp, &mut tls.incoming, MsgFlags::empty()) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => quiet(tls),
             // Bytes that must be looked into: TLS messages after the handshake (session
             // tickets) keep the connection usable.
@@ -208,6 +229,11 @@ impl Conn {
             _ => false,
         }
     }
+}
+
+/// One `recv` on `tcp` that never waits (`WouldBlock` when nothing is there), with `flags`.
+fn receive_now(tcp: &TcpStream, buffer: &mut [u8], flags: MsgFlags) -> io::Result<usize> {
+    recv(tcp.as_raw_fd(), buffer, flags | MsgFlags::MSG_DONTWAIT).map_err(io::Error::from)
 }
 
 impl Tls {

@@ -19,7 +19,7 @@ use llmload_stamp as stamp;
 use rustls::ClientConfig;
 use std::fmt::Write as _;
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::Interest;
@@ -46,6 +46,8 @@ pub struct Origin {
     tls: Option<TlsPeer>,
     /// Connections whose last response ended cleanly, ready for the next request.
     idle: Mutex<Vec<Conn>>,
+    /// The server was seen closing a connection after its first response: none is kept.
+    closes_after_response: AtomicBool,
 }
 
 impl Origin {
@@ -86,13 +88,15 @@ impl Origin {
             header_lines,
             tls,
             idle: Mutex::new(Vec::new()),
+            closes_after_response: AtomicBool::new(false),
         })
     }
 
     /// An idle kept-alive connection that the server has not closed (and `true`), or a new one.
     /// Some servers (llama-server) close a connection after each stream without saying so: a
-    /// kept connection whose peer has since closed it is dropped here rather than failing the
-    /// next request.
+    /// kept connection whose peer has since closed it (or sent bytes nobody asked for) is
+    /// dropped here rather than failing the next request, and once one is found closed after its
+    /// first response, no connection is kept any more ([`Origin::keep`]).
     pub async fn connection(&self) -> io::Result<(Conn, bool)> {
         loop {
             let reused = self.idle.lock().ok().and_then(|mut idle| idle.pop());
@@ -102,8 +106,17 @@ impl Origin {
             if conn.is_reusable() {
                 return Ok((conn, true));
             }
+            self.closed_after(conn.responses());
         }
         Ok((self.fresh_connection().await?, false))
+    }
+
+    /// Learns from a kept connection the server closed after `responses` responses: closed after
+    /// its first, it says the server closes every connection after a response.
+    pub fn closed_after(&self, responses: u32) {
+        if responses <= 1 {
+            self.closes_after_response.store(true, Ordering::Relaxed);
+        }
     }
 
     /// A new connection, never a kept one; over TLS, with its handshake done.
@@ -111,8 +124,14 @@ impl Origin {
         Conn::open(&self.address, self.tls.as_ref()).await
     }
 
-    /// Keeps a connection whose response ended cleanly for the next request.
-    pub fn keep(&self, conn: Conn) {
+    /// Keeps a connection whose response ended cleanly for the next request, unless the server
+    /// closes connections after a response: its close may not have arrived yet when the next
+    /// request takes the connection, which would then be sent twice.
+    pub fn keep(&self, mut conn: Conn) {
+        conn.served();
+        if self.closes_after_response.load(Ordering::Relaxed) {
+            return;
+        }
         if let Ok(mut idle) = self.idle.lock() {
             idle.push(conn);
         }
@@ -335,6 +354,8 @@ enum ChunkState {
 pub struct BodyDecoder {
     framing: Framing,
     chunk: ChunkState,
+    /// Bytes came after the body's end: the connection carries something nobody asked for.
+    overran: bool,
 }
 
 impl BodyDecoder {
@@ -343,7 +364,13 @@ impl BodyDecoder {
         Self {
             framing,
             chunk: ChunkState::Size(0, false),
+            overran: false,
         }
+    }
+
+    /// Whether bytes came after the body's end (a connection that carried them is not kept).
+    pub fn overran(&self) -> bool {
+        self.overran
     }
 
     /// Whether the body has ended.
@@ -356,7 +383,8 @@ impl BodyDecoder {
     }
 
     /// Decodes `input`, calling `data` with each run of body bytes; bytes after the body's end
-    /// are ignored. An error when the framing is broken.
+    /// are ignored (and remembered: [`BodyDecoder::overran`]). An error when the framing is
+    /// broken.
     pub fn feed(&mut self, mut input: &[u8], data: &mut impl FnMut(&[u8])) -> Result<(), String> {
         match &mut self.framing {
             Framing::Close => {
@@ -371,6 +399,7 @@ impl BodyDecoder {
                     data(&input[..take]);
                 }
                 *left -= take as u64;
+                self.overran |= take < input.len();
                 return Ok(());
             }
             Framing::Chunked => {}
@@ -388,7 +417,10 @@ impl BodyDecoder {
                         ChunkState::Data(left)
                     };
                 }
-                ChunkState::Done => return Ok(()),
+                ChunkState::Done => {
+                    self.overran = true;
+                    return Ok(());
+                }
                 state => {
                     self.chunk = chunk_byte(state, input[0])?;
                     input = &input[1..];

@@ -133,6 +133,9 @@ pub struct CampaignCase {
     /// Open loop: arrivals per second.
     #[serde(default)]
     pub rate_rps: Option<f64>,
+    /// Replay: the trace's arrivals.
+    #[serde(default)]
+    pub arrivals: Option<u64>,
     /// Open loop and replay: the in-flight cap.
     #[serde(default)]
     pub max_in_flight: Option<u32>,
@@ -193,6 +196,9 @@ fn last_activity<'a>(records: impl Iterator<Item = &'a Record>) -> Option<f64> {
         .reduce(f64::max)
 }
 
+/// Why the run's own word is missing when its `summary.json` cannot be read.
+const DAMAGED: &str = "its summary.json is damaged";
+
 /// Reads the attempt folder `dir` and recomputes its summary from `requests.jsonl`, read
 /// one line at a time (a long run's file is never held whole).
 pub fn read(dir: &Path) -> crate::error::Result<Report> {
@@ -207,7 +213,7 @@ pub fn read(dir: &Path) -> crate::error::Result<Report> {
                     "warning: {} is damaged ({e}); rebuilding from the records alone",
                     path.display()
                 );
-                (None, Some("its summary.json is damaged"))
+                (None, Some(DAMAGED))
             }
         },
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -218,7 +224,12 @@ pub fn read(dir: &Path) -> crate::error::Result<Report> {
     let path = dir.join("requests.jsonl");
     let mut replay =
         |f: &mut dyn FnMut(&Record)| crate::attempt::records::for_each_record(&path, |r| f(&r));
-    let cases = rebuild::cases(&campaign, previous.as_ref(), &telemetry, &mut replay)?;
+    let end = if missing == Some(DAMAGED) {
+        rebuild::End::Unknown
+    } else {
+        rebuild::End::Recorded
+    };
+    let cases = rebuild::cases(&campaign, (previous.as_ref(), end), &telemetry, &mut replay)?;
     let (records, last_activity_s) = records_for_html(&path)?;
     let mut report = assemble(&campaign, cases, records, previous.as_ref());
     report.last_activity_s = last_activity_s;
@@ -285,7 +296,8 @@ pub fn from_records(
         Ok(())
     };
     // Replaying from memory cannot fail.
-    let cases = rebuild::cases(campaign, previous, &[], &mut replay).unwrap_or_default();
+    let end = rebuild::End::Recorded;
+    let cases = rebuild::cases(campaign, (previous, end), &[], &mut replay).unwrap_or_default();
     assemble(campaign, cases, records, previous)
 }
 

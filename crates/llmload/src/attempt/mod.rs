@@ -1,6 +1,7 @@
 //! The attempt directory `<out>/<campaign>/<attempt-id>/` and what describes it (`campaign.json`).
 //! Every attempt gets its own id and folder; nothing ever merges two attempts.
 
+pub(crate) mod closing;
 pub mod keys;
 pub mod load;
 pub mod rebuild;

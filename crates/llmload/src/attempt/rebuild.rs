@@ -4,6 +4,8 @@
 //! matches the one the run wrote. The records are replayed twice (once to learn each case's
 //! launches, once to fold them in), never held.
 
+pub(crate) use crate::attempt::closing::End;
+use crate::attempt::closing::{self, Recorded};
 use crate::attempt::load::{case, Campaign, CampaignCase};
 use crate::record::{Phase, Record, Seconds, Status};
 use crate::stats::Spread;
@@ -30,12 +32,16 @@ pub(crate) fn is_window(c: &CampaignCase) -> bool {
 pub(crate) type Replay<'a> = dyn FnMut(&mut dyn FnMut(&Record)) -> crate::error::Result<()> + 'a;
 
 /// What the first pass learns of a case: whether it left records, and its launches (for a window
-/// the run did not record).
+/// the run did not record, and for whether the records prove a case the run did not close).
 #[derive(Debug)]
 struct Seen {
     warmups: usize,
     first_launch: Seconds,
     last_launch: Seconds,
+    /// Its measured requests.
+    measured: Recorded,
+    /// The launches of its load (continuous and open loops), by serial.
+    load: Recorded,
 }
 
 impl Default for Seen {
@@ -44,8 +50,38 @@ impl Default for Seen {
             warmups: 0,
             first_launch: f64::INFINITY,
             last_launch: f64::NEG_INFINITY,
+            measured: Recorded::default(),
+            load: Recorded::default(),
         }
     }
+}
+
+impl Seen {
+    /// What of the records counts against the plan of `c`.
+    fn recorded(&self, c: &CampaignCase) -> &Recorded {
+        if is_window(c) {
+            &self.load
+        } else {
+            &self.measured
+        }
+    }
+}
+
+/// Why each case the run's summary does not hold is not complete (by id; absent when its
+/// records prove it).
+fn unclosed(
+    campaign: &Campaign,
+    previous: Option<&Summary>,
+    seen: &BTreeMap<String, Seen>,
+    end: End,
+) -> BTreeMap<String, String> {
+    let recorded: Vec<(&CampaignCase, &Recorded)> = campaign
+        .cases
+        .iter()
+        .filter_map(|c| seen.get(&c.id).map(|s| (c, s.recorded(c))))
+        .collect();
+    let closed = |c: &CampaignCase| previous.is_some_and(|p| p.cases.iter().any(|b| b.id == c.id));
+    closing::unclosed(&recorded, closed, campaign.config.rounds, end)
 }
 
 /// One case being rebuilt from its records, with the accumulators the run used.
@@ -57,6 +93,8 @@ struct Rebuilt<'a> {
     load: Option<WindowFigures>,
     series: Option<(SeriesBins, (Seconds, Seconds))>,
     warmups: usize,
+    /// Why its records do not prove it complete, when the run did not close it.
+    unproven: Option<String>,
 }
 
 /// The per-case summaries of `campaign` from its records (two passes of `replay`), with what the
@@ -64,7 +102,7 @@ struct Rebuilt<'a> {
 /// The series take their GPU figures from `telemetry`.
 pub(crate) fn cases(
     campaign: &Campaign,
-    previous: Option<&Summary>,
+    (previous, end): (Option<&Summary>, End),
     telemetry: &[Reading],
     replay: &mut Replay,
 ) -> crate::error::Result<Vec<CaseSummary>> {
@@ -73,19 +111,28 @@ pub(crate) fn cases(
     replay(&mut |r| {
         let s = seen.entry(r.case.clone()).or_default();
         s.warmups += usize::from(r.phase == Phase::Warmup);
+        if r.phase == Phase::Measured {
+            s.measured.add(r.index);
+        }
         if r.phase == Phase::Measured || s.warmups > singles {
             let launch = r.scheduled_s.unwrap_or(r.sent_s);
             s.first_launch = s.first_launch.min(launch);
             s.last_launch = s.last_launch.max(launch);
+            s.load.add(r.index);
         }
     })?;
+    let mut unclosed = unclosed(campaign, previous, &seen, end);
     let mut rebuilt: Vec<Rebuilt> = campaign
         .cases
         .iter()
         .filter_map(|c| {
             let before = previous.and_then(|p| p.cases.iter().find(|p| p.id == c.id));
             let seen = seen.get(&c.id);
-            (before.is_some() || seen.is_some()).then(|| Rebuilt::new(campaign, c, before, seen))
+            (before.is_some() || seen.is_some()).then(|| {
+                let mut rebuilt = Rebuilt::new(campaign, c, before, seen);
+                rebuilt.unproven = unclosed.remove(&c.id);
+                rebuilt
+            })
         })
         .collect();
     let index: BTreeMap<&str, usize> = rebuilt
@@ -137,6 +184,7 @@ impl<'a> Rebuilt<'a> {
             load: window.map(|(w0, w1)| WindowFigures::new(w0, Some(w1), slo, None)),
             series,
             warmups: 0,
+            unproven: None,
         }
     }
 
@@ -165,9 +213,14 @@ impl<'a> Rebuilt<'a> {
     }
 
     /// The case's summary, and what its energy is taken over.
-    fn finish(self, campaign: &Campaign, telemetry: &[Reading]) -> (CaseSummary, Window) {
+    fn finish(mut self, campaign: &Campaign, telemetry: &[Reading]) -> (CaseSummary, Window) {
         let round_spans = self.figures.round_spans();
-        let summary = self.summary(campaign, telemetry);
+        let unproven = self.unproven.take();
+        let mut summary = self.summary(campaign, telemetry);
+        if let Some(why) = unproven {
+            summary.complete = false;
+            summary.incomplete_reason = Some(why);
+        }
         let window = Window::of(&summary, round_spans);
         (summary, window)
     }
@@ -334,12 +387,34 @@ mod tests {
         last.sent_s += shift;
         last.first_token_s = last.first_token_s.map(|t| t + shift);
         last.done_s = last.done_s.map(|t| t + shift);
+        // The load's launches carry their serials; the single warmup keeps its own index.
+        for (serial, r) in (0..).zip(records.iter_mut().skip(1)) {
+            r.index = serial;
+        }
+        (campaign, records)
+    }
+
+    /// `continuous()` with a closed-rounds case after it that left one record: the run got
+    /// past the continuous case.
+    fn continuous_then_more() -> (Campaign, Vec<Record>) {
+        let (mut campaign, mut records) = continuous();
+        let mut after = campaign.cases[0].clone();
+        after.id = "after".into();
+        after.shape = Some(ShapeKind::Rounds);
+        campaign.cases.push(after);
+        let mut next = records[2].clone();
+        next.case = "after".into();
+        next.round = Some(1);
+        next.index = 0;
+        next.sent_s = 1.0;
+        next.done_s = Some(1.1);
+        records.push(next);
         (campaign, records)
     }
 
     #[test]
     fn a_continuous_case_gets_its_window_figures_back() {
-        let (campaign, records) = continuous();
+        let (campaign, records) = continuous_then_more();
         let report = crate::attempt::load::from_records(&campaign, records, None);
         let case = &report.summary.cases[0];
         let load = case.load.as_ref().expect("window figures");
@@ -360,7 +435,8 @@ mod tests {
             load.requests_launched, 5,
             "the single warmup is not a launch"
         );
-        assert!(case.complete);
+        assert!(case.complete, "{:?}", case.incomplete_reason);
+        assert_eq!(case.incomplete_reason, None);
         assert_eq!(case.counts.ok, 4);
         let throughput = case.throughput_tps.as_ref().expect("throughput").mean;
         assert!((throughput - load.throughput_tps).abs() < 1e-12);
@@ -376,11 +452,60 @@ mod tests {
         let load = case.load.as_ref().expect("window figures");
         assert!(!case.complete, "{case:?}");
         assert!(load.window_s[1] < 0.80, "{:?}", load.window_s);
+        assert_eq!(
+            case.incomplete_reason.as_deref(),
+            Some(
+                "the run ended without closing this case: 4 of 4 requests recorded (of those \
+                 launched before the end; the load was to last 0.25 s)"
+            )
+        );
+    }
+
+    #[test]
+    fn a_case_whose_records_reach_its_end_is_incomplete_when_the_run_never_closed_it() {
+        // Every launch recorded and the duration reached, but nothing came after: the run may
+        // have been killed before it closed the case.
+        let (campaign, records) = continuous();
+        let report = crate::attempt::load::from_records(&campaign, records, None);
+        let case = &report.summary.cases[0];
+        assert!(!case.complete);
+        let why = case.incomplete_reason.as_deref().expect("a reason");
+        assert!(why.contains("without closing this case: 5 of 5"), "{why}");
+        // The run's own summary closes it.
+        let (campaign, records) = continuous_then_more();
+        let closed = crate::attempt::load::from_records(&campaign, records.clone(), None);
+        let mut previous = closed.summary.clone();
+        previous.cases.truncate(1);
+        let (campaign, mut records) = continuous();
+        records.retain(|r| r.case != "after");
+        let again = crate::attempt::load::from_records(&campaign, records, Some(&previous));
+        assert!(again.summary.cases[0].complete);
+        assert_eq!(again.summary.cases[0].incomplete_reason, None);
+    }
+
+    #[test]
+    fn a_lost_launch_leaves_a_case_the_run_got_past_incomplete() {
+        let (campaign, mut records) = continuous_then_more();
+        // Serial 2 was in flight when the run was killed (a staged load goes on without a
+        // drain): its record is missing.
+        records
+            .retain(|r| !(r.case == "in64-c2-out4" && r.index == 2 && r.phase == Phase::Measured));
+        let report = crate::attempt::load::from_records(&campaign, records, None);
+        let case = &report.summary.cases[0];
+        assert!(!case.complete);
+        assert_eq!(
+            case.incomplete_reason.as_deref(),
+            Some("the run ended before every request of this case was recorded: 4 of 5 requests recorded")
+        );
+        // The case after it, the one the run ended in, is unclosed.
+        let after = &report.summary.cases[1];
+        assert!(!after.complete);
+        assert!(after.incomplete_reason.is_some());
     }
 
     #[test]
     fn the_recorded_window_wins_and_a_stopped_case_stays_incomplete() {
-        let (campaign, records) = continuous();
+        let (campaign, records) = continuous_then_more();
         let first = crate::attempt::load::from_records(&campaign, records.clone(), None).summary;
         let mut before = first.clone();
         let load = before.cases[0].load.as_mut().expect("load");

@@ -401,6 +401,10 @@ pub(crate) fn incomplete_line(case: &CaseSummary) -> String {
         .first_error
         .as_ref()
         .map_or_else(String::new, |e| format!("; first: {e}"))
+        + &case
+            .incomplete_reason
+            .as_ref()
+            .map_or_else(String::new, |why| format!("; {why}"))
 }
 
 /// The report's lines on reasoning models: per case, how many responses reasoned before they

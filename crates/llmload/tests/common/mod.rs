@@ -4,6 +4,7 @@
 #![expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 
 use serde_json::Value;
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -191,6 +192,16 @@ pub fn llmload(args: &[&str]) -> Invocation {
     }
 }
 
+/// Starts the llmload binary with `args`, its output discarded: for a run a test stops itself.
+pub fn spawn_quiet<S: AsRef<OsStr>>(args: impl IntoIterator<Item = S>) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_llmload"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start llmload")
+}
+
 /// `llmload run --url URL --out OUT --name NAME --telemetry off EXTRA…`; returns the invocation
 /// and the attempt folder it made.
 pub fn run_against(out: &Path, name: &str, url: &str, extra: &[&str]) -> (Invocation, PathBuf) {
@@ -219,6 +230,15 @@ pub fn attempt_dir(out: &Path, name: &str) -> PathBuf {
         .collect();
     assert_eq!(dirs.len(), 1, "one attempt folder expected: {dirs:?}");
     dirs.into_iter().next().expect("one folder")
+}
+
+/// The attempt folder under `out/name/` once the run has made it (the first one listed).
+pub fn attempt_so_far(out: &Path, name: &str) -> Option<PathBuf> {
+    std::fs::read_dir(out.join(name))
+        .ok()
+        .and_then(|mut d| d.next())
+        .and_then(Result::ok)
+        .map(|e| e.path())
 }
 
 /// Reads a JSON file.

@@ -38,8 +38,11 @@ pub(super) async fn read_direct(
         .connection()
         .await
         .map_err(|e| cannot_connect(origin, &e))?;
+    let responses = conn.responses();
     let kept = match converse(conn, reused, api, &request, exchange).await {
         Err(Broken::Stale) => {
+            // The server closed it after the check found it open (the rare race).
+            origin.closed_after(responses);
             exchange.retried = true;
             *exchange = Exchange {
                 retried: true,
@@ -156,7 +159,8 @@ async fn converse(
             _ => return Ok(None),
         }
     }
-    Ok(head.keep_alive.then_some(conn))
+    // Kept only if the server lets it be (no `Connection: close`) and sent nothing past the body.
+    Ok((head.keep_alive && !reader.decoder.overran()).then_some(conn))
 }
 
 /// On a kept-alive connection, a failure before any answer means the server had closed it unseen.
@@ -296,3 +300,6 @@ fn not_a_stream(status: u16, content_type: &str, body: &str) -> Failure {
          {body:?}"
     ))
 }
+
+#[cfg(test)]
+mod tests;

@@ -28,6 +28,26 @@ fn chunked_bodies_with_extensions_and_trailers() {
 }
 
 #[test]
+fn bytes_past_the_end_of_a_body_are_remembered() {
+    let overran = |framing: Framing, pieces: &[&[u8]]| {
+        let mut decoder = BodyDecoder::new(framing);
+        for piece in pieces {
+            decoder.feed(piece, &mut |_| {}).expect("valid framing");
+        }
+        (decoder.done(), decoder.overran())
+    };
+    let chunked: &[u8] = b"5\r\nhello\r\n0\r\n\r\n";
+    assert_eq!(overran(Framing::Chunked, &[chunked]), (true, false));
+    assert_eq!(overran(Framing::Chunked, &[chunked, b"HTTP"]), (true, true));
+    assert_eq!(
+        overran(Framing::Chunked, &[b"5\r\nhello\r\n0\r\n\r\nX"]),
+        (true, true)
+    );
+    assert_eq!(overran(Framing::Length(3), &[b"ab", b"c"]), (true, false));
+    assert_eq!(overran(Framing::Length(3), &[b"ab", b"cd"]), (true, true));
+}
+
+#[test]
 fn length_bodies_stop_at_their_length() {
     assert_eq!(
         decode(Framing::Length(3), &[b"ab", b"cd"]),
