@@ -66,7 +66,12 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> crate::error::Result<RunResult> {
     let previous = previous(&shards, &campaign, &section, &shift);
     let path = attempt.dir.join("requests.jsonl");
     let mut replay = |f: &mut dyn FnMut(&Record)| for_each_record(&path, |r| f(&r));
-    let cases = rebuild::cases(&campaign, Some(&previous), &[], &mut replay)?;
+    let cases = rebuild::cases(
+        &campaign,
+        (Some(&previous), rebuild::End::Recorded),
+        &[],
+        &mut replay,
+    )?;
     let total = crate::num::count(campaign.cases.len());
     let summary = Summary {
         outcome: Outcome::new(

@@ -286,3 +286,29 @@ fn staged_loads_killed_in_the_second_stage() {
         assert_eq!(first["load"]["stage"]["number"], 1, "{first}");
     }
 }
+
+#[test]
+fn sessions_killed_in_the_second_case() {
+    let sim = slow_sim();
+    let out = tempfile::tempdir().expect("temp dir");
+    // Two cases of 4 sessions of 3 turns each (concurrency 1, then 2): 12 requests a case.
+    let sessions = [
+        "--turns",
+        "3",
+        "--turn-input",
+        "16",
+        "--sessions",
+        "4",
+        "--think-time",
+        "50ms",
+        "--concurrency",
+        "1,2",
+    ];
+    let args = args("run", &[&sessions, &LENGTHS]);
+    let dir = kill_when(out.path(), &sim.url, &args, |r| has(r, "in32-sessions-c2"));
+    let summary = check(&dir, 2);
+    let why = summary["cases"][1]["incomplete_reason"]
+        .as_str()
+        .expect("why");
+    assert!(why.contains(" of 12 requests recorded"), "{why}");
+}

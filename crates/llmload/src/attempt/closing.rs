@@ -42,6 +42,12 @@ fn planned(c: &CampaignCase, rounds: u32) -> Option<u64> {
         Some(ShapeKind::ClosedContinuous | ShapeKind::Open) => {
             c.bound.as_ref().and_then(|b| b["requests"].as_u64())
         }
+        // A bound on sessions: each sends its turns.
+        Some(ShapeKind::Sessions) => c
+            .bound
+            .as_ref()
+            .and_then(|b| b["requests"].as_u64())
+            .map(|sessions| sessions * u64::from(c.turns.unwrap_or(1))),
     }
 }
 
