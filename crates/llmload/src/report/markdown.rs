@@ -374,19 +374,9 @@ pub(crate) fn telemetry_line(t: &crate::telemetry::TelemetrySummary) -> String {
 
 /// What an incomplete case did complete, in one line.
 pub(crate) fn incomplete_line(case: &CaseSummary) -> String {
-    let complete_rounds = case.rounds.iter().filter(|r| r.complete).count();
     let c = &case.counts;
     let kinds: Vec<String> = c.by_kind.iter().map(|(k, n)| format!("{n} {k}")).collect();
-    let done = match &case.sessions {
-        Some(s) => format!(
-            "{} of {} sessions of {} turns complete",
-            s.completed, s.started, s.turns
-        ),
-        None => format!(
-            "{complete_rounds} of {} rounds complete",
-            case.rounds_planned
-        ),
-    };
+    let done = completion(case);
     format!(
         "{} input tokens × {} × {} output: {done}, {} responses ok, {} invalid, {} failed, {} cancelled{}",
         thousands(case.input_tokens),
@@ -401,6 +391,23 @@ pub(crate) fn incomplete_line(case: &CaseSummary) -> String {
         .first_error
         .as_ref()
         .map_or_else(String::new, |e| format!("; first: {e}"))
+}
+
+/// How far an incomplete case got: its sessions, its rounds, or the requests an open or
+/// continuous load launched.
+pub(crate) fn completion(case: &CaseSummary) -> String {
+    match (&case.sessions, &case.load) {
+        (Some(s), _) => format!(
+            "{} of {} sessions of {} turns complete",
+            s.completed, s.started, s.turns
+        ),
+        (None, Some(load)) => format!("{} requests launched", load.requests_launched),
+        (None, None) => format!(
+            "{} of {} rounds complete",
+            case.rounds.iter().filter(|r| r.complete).count(),
+            case.rounds_planned
+        ),
+    }
 }
 
 /// A case's load in a few words: the arrival rate of an open loop (sessions or requests per
@@ -519,10 +526,14 @@ mod tests {
         let mut load = window_figures(&[], (0.0, 1.0), &crate::workload::shape::Slo::default());
         load.shape = LoadShape::Poisson;
         load.nominal_rate_rps = Some(20.0);
+        load.requests_launched = 3;
         case.load = Some(load.clone());
         case.concurrency = 0;
         let open = incomplete_line(&case);
-        assert!(open.contains(" × 20 requests/s × "), "{open}");
+        assert!(
+            open.contains(" × 20 requests/s × 4 output: 3 requests launched, "),
+            "{open}"
+        );
         load.shape = LoadShape::Trace;
         case.load = Some(load);
         assert!(incomplete_line(&case).contains(" × a trace's arrivals × "));
