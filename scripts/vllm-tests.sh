@@ -4,8 +4,9 @@
 #
 #   scripts/vllm-tests.sh http://gpu-box:8000
 #
-# The shared-system-prompt test needs prefix caching ON; give a second server for it with
-# LLMLOAD_VLLM_CACHING_URL, or it runs against the same URL and reports what that server does.
+# The prefix-cache test (a shared system prompt, then multi-turn chat sessions) needs prefix
+# caching ON; give a second server for it with LLMLOAD_VLLM_CACHING_URL, or it runs against the
+# same URL and reports what that server does.
 # The client-tokenizer check needs the served model's tokenizer.json: give it with LLMLOAD_VLLM_TOKENIZER.
 # Without a URL, the tests start their own CPU vLLM (scripts/start-vllm.sh), as scripts/test.sh does.
 set -euo pipefail
@@ -19,7 +20,7 @@ if [ -n "${LLMLOAD_VLLM_CACHING_URL:-}" ]; then
   cargo test -p llmload --test vllm -- --include-ignored --test-threads 1 \
     vllm_campaigns_open_loop_and_checks_without_prefix_caching
   LLMLOAD_VLLM_URL="$LLMLOAD_VLLM_CACHING_URL" cargo test -p llmload --test vllm -- \
-    --include-ignored --test-threads 1 vllm_prefix_cache_serves_the_shared_system_prompt
+    --include-ignored --test-threads 1 vllm_prefix_cache_serves_the_shared_prompt
 else
   cargo test -p llmload --test vllm -- --include-ignored --test-threads 1
 fi

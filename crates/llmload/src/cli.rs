@@ -198,7 +198,9 @@ pub struct RunArgs {
     pub rate: Vec<f64>,
     /// Replay a trace: JSONL lines of {"`offset_s`", "`input_tokens`", "`output_tokens`"}, or of
     /// {"timestamp" (ms), "`input_length`", "`output_length`", "`hash_ids`"} whose shared blocks
-    /// become shared prompt prefixes; implies --arrival trace.
+    /// become shared prompt prefixes; or CSV (by its .csv name or header) with the header
+    /// `TIMESTAMP,ContextTokens,GeneratedTokens` (the Azure LLM inference traces) or
+    /// `timestamp,input_length,output_length[,hash_ids]`; implies --arrival trace.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
     /// Tokens per block of a trace's `hash_ids` [default: 512].

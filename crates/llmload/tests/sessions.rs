@@ -209,6 +209,8 @@ fn poisson_sessions_with_a_placeholder_history_grow_by_exact_counts() {
     assert_eq!(case["shape"], "sessions");
     assert_eq!(case["history"], "placeholder");
     assert_eq!(case["process"]["kind"], "poisson");
+    let summary = json(&dir.join("summary.json"));
+    assert_eq!(summary["cases"][0]["sessions"]["rate_rps"], 20.0);
     check_summary(&dir, 5, 2);
 }
 
@@ -352,6 +354,11 @@ fn a_stop_during_the_think_time_sends_no_further_turn() {
     assert_eq!((n(&s["completed"]), n(&s["incomplete"])), (0, 2), "{s}");
     assert_eq!(summary["cases"][0]["complete"], false);
     assert_eq!(summary["outcome"]["status"], "stopped");
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap_or_default();
+    assert!(
+        report.contains("- 32 input tokens × 2 sessions in parallel × 4 output: 0 of 2 sessions"),
+        "{report}"
+    );
     assert_eq!(
         rebuilt(&dir)["cases"][0],
         summary["cases"][0],

@@ -1,7 +1,8 @@
 //! End to end against a real vLLM (the CPU build, a tiny random-weight Gemma 3 with the real
 //! Gemma 3 tokenizer), started by `scripts/start-vllm.sh`: closed campaigns on the completions
 //! and chat APIs, an open loop, the server's context checked before the run, the API picked from
-//! what the server is, and a shared system prompt against vLLM's prefix cache.
+//! what the server is, a shared system prompt against vLLM's prefix cache, and multi-turn chat
+//! sessions whose history (and nothing more) that cache serves.
 //!
 //! vLLM takes minutes to install and start, so these tests are their own group: `cargo test`
 //! lists them as ignored, and `scripts/test.sh` (which installs vLLM first) runs them with
@@ -12,7 +13,7 @@
 
 mod common;
 
-use common::{json, json_lines, llmload, run_against, Started, SERIAL};
+use common::{count as n, json, json_lines, llmload, measured, run_against, Started, SERIAL};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -191,7 +192,7 @@ fn vllm_campaigns_open_loop_and_checks_without_prefix_caching() {
 
 #[test]
 #[ignore = "needs vLLM: scripts/test.sh installs it and runs this group with --include-ignored"]
-fn vllm_prefix_cache_serves_the_shared_system_prompt_and_nothing_else() {
+fn vllm_prefix_cache_serves_the_shared_prompt_and_session_history_and_nothing_else() {
     let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     let vllm = Vllm::start(true);
     let out = tempfile::tempdir().expect("temp dir");
@@ -239,6 +240,66 @@ fn vllm_prefix_cache_serves_the_shared_system_prompt_and_nothing_else() {
         assert_eq!(prefix["responses_hit"], 4, "{api}: {case}");
         assert!((f(&prefix["hit_rate"]) - 1.0).abs() < 1e-9, "{api}: {case}");
     }
+    for history in ["placeholder", "as-generated"] {
+        assert_sessions_cache_their_history(&vllm, out.path(), history);
+    }
+}
+
+/// Two chat sessions of three turns on vLLM with its prefix cache, the history sent back as
+/// `history` says: every response verified, every turn's cached tokens within its history, each
+/// later turn's prompt its history and exactly the new 24 tokens (vLLM's `/tokenize` of the
+/// messages counts the chat template's tokens), and the history's first whole block (the first
+/// turn's prompt is 160 tokens) served from the cache.
+fn assert_sessions_cache_their_history(vllm: &Vllm, out: &Path, history: &str) {
+    let (run, dir) = run_against(
+        out,
+        &format!("sessions-{history}"),
+        &vllm.url,
+        &[
+            "--api",
+            "chat",
+            "--input-tokens",
+            "160",
+            "--turn-input",
+            "24",
+            "--output-tokens",
+            "8",
+            "--concurrency",
+            "2",
+            "--turns",
+            "3",
+            "--sessions",
+            "2",
+            "--history",
+            history,
+        ],
+    );
+    assert_eq!(run.code, 0, "{history}: {}", run.stderr);
+    let records = measured(&dir);
+    assert_eq!(records.len(), 6, "{history}");
+    for r in &records {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["verified"], true, "{r}");
+        assert_eq!(n(&r["output_tokens"]), 8, "{r}");
+        let (cached, past) = (n(&r["cached_tokens"]), n(&r["history_tokens"]));
+        assert!(
+            cached <= past,
+            "only the history may come from the cache: {r}"
+        );
+        if n(&r["turn"]) == 1 {
+            assert_eq!(n(&r["prompt_tokens"]), 160, "{r}");
+        } else {
+            assert_eq!(n(&r["prompt_tokens"]), past + 24, "{r}");
+            assert!(
+                past > 160 && cached > 0,
+                "the history came from the cache: {r}"
+            );
+        }
+    }
+    let case = &json(&dir.join("summary.json"))["cases"][0];
+    assert_eq!(case["sessions"]["completed"], 2, "{history}: {case}");
+    let planned = &json(&dir.join("campaign.json"))["cases"][0];
+    assert_eq!(planned["history"], history, "{planned}");
 }
 
 /// The client's tokenizer (`--tokenizer`) reads the served model's `tokenizer.json` and counts

@@ -238,6 +238,9 @@ impl<'a> Rebuilt<'a> {
             let mut summary = self.figures.finish(&case(c), 0);
             summary.complete &= self.before.is_none_or(|b| b.complete);
             summary.series = series;
+            if let Some(s) = &mut summary.sessions {
+                s.rate_rps = c.rate_rps;
+            }
             return summary;
         }
         if !is_window(c) {

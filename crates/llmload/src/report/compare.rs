@@ -159,10 +159,10 @@ fn cells(case: Option<&CaseSummary>, base: Option<&CaseSummary>) -> String {
         return "not in this attempt | | | | | | –".into();
     };
     if !case.complete {
-        let complete = case.rounds.iter().filter(|r| r.complete).count();
         return format!(
-            "incomplete ({complete} of {} rounds complete) | | | | | | {}",
-            case.rounds_planned, case.counts.ok
+            "incomplete ({}) | | | | | | {}",
+            super::markdown::completion(case),
+            case.counts.ok
         );
     }
     let ttft = case.ttft_ms.as_ref().map(|d| d.median);

@@ -374,23 +374,13 @@ pub(crate) fn telemetry_line(t: &crate::telemetry::TelemetrySummary) -> String {
 
 /// What an incomplete case did complete, in one line.
 pub(crate) fn incomplete_line(case: &CaseSummary) -> String {
-    let complete_rounds = case.rounds.iter().filter(|r| r.complete).count();
     let c = &case.counts;
     let kinds: Vec<String> = c.by_kind.iter().map(|(k, n)| format!("{n} {k}")).collect();
-    let done = match &case.sessions {
-        Some(s) => format!(
-            "{} of {} sessions of {} turns complete",
-            s.completed, s.started, s.turns
-        ),
-        None => format!(
-            "{complete_rounds} of {} rounds complete",
-            case.rounds_planned
-        ),
-    };
+    let done = completion(case);
     format!(
-        "{} input tokens × {} concurrent × {} output: {done}, {} responses ok, {} invalid, {} failed, {} cancelled{}",
+        "{} input tokens × {} × {} output: {done}, {} responses ok, {} invalid, {} failed, {} cancelled{}",
         thousands(case.input_tokens),
-        case.concurrency,
+        load_words(case),
         case.output_tokens,
         c.ok,
         c.invalid,
@@ -405,6 +395,39 @@ pub(crate) fn incomplete_line(case: &CaseSummary) -> String {
             .incomplete_reason
             .as_ref()
             .map_or_else(String::new, |why| format!("; {why}"))
+}
+
+/// How far an incomplete case got: its sessions, its rounds, or the requests an open or
+/// continuous load launched.
+pub(crate) fn completion(case: &CaseSummary) -> String {
+    match (&case.sessions, &case.load) {
+        (Some(s), _) => format!(
+            "{} of {} sessions of {} turns complete",
+            s.completed, s.started, s.turns
+        ),
+        (None, Some(load)) => format!("{} requests launched", load.requests_launched),
+        (None, None) => format!(
+            "{} of {} rounds complete",
+            case.rounds.iter().filter(|r| r.complete).count(),
+            case.rounds_planned
+        ),
+    }
+}
+
+/// A case's load in a few words: the arrival rate of an open loop (sessions or requests per
+/// second), else the requests (or sessions) in parallel.
+fn load_words(case: &CaseSummary) -> String {
+    use crate::summary::window::LoadShape;
+    let load = case.load.as_ref().map(|l| (l.shape, l.nominal_rate_rps));
+    match (&case.sessions, load) {
+        (Some(s), _) => s.rate_rps.map_or_else(
+            || format!("{} sessions in parallel", case.concurrency),
+            |r| format!("{r} sessions/s"),
+        ),
+        (None, Some((LoadShape::Trace, _))) => "a trace's arrivals".into(),
+        (None, Some((_, Some(r)))) => format!("{r} requests/s"),
+        _ => format!("{} concurrent", case.concurrency),
+    }
 }
 
 /// The report's lines on reasoning models: per case, how many responses reasoned before they
@@ -491,6 +514,61 @@ mod tests {
             )),
             "{text}"
         );
+    }
+
+    #[test]
+    fn an_incomplete_case_names_its_load_as_it_was_asked() {
+        use crate::summary::sessions::SessionSummary;
+        use crate::summary::window::{window_figures, LoadShape};
+        let mut case = crate::fixture::report().summary.cases[0].clone();
+        case.complete = false;
+        let closed = incomplete_line(&case);
+        assert!(
+            closed.contains(&format!(" × {} concurrent × ", case.concurrency)),
+            "{closed}"
+        );
+        let mut load = window_figures(&[], (0.0, 1.0), &crate::workload::shape::Slo::default());
+        load.shape = LoadShape::Poisson;
+        load.nominal_rate_rps = Some(20.0);
+        load.requests_launched = 3;
+        case.load = Some(load.clone());
+        case.concurrency = 0;
+        let open = incomplete_line(&case);
+        assert!(
+            open.contains(" × 20 requests/s × 4 output: 3 requests launched, "),
+            "{open}"
+        );
+        load.shape = LoadShape::Trace;
+        case.load = Some(load);
+        assert!(incomplete_line(&case).contains(" × a trace's arrivals × "));
+        case.load = None;
+        case.sessions = Some(SessionSummary {
+            turns: 3,
+            rate_rps: Some(0.5),
+            started: 4,
+            completed: 1,
+            incomplete: 3,
+            incomplete_sessions: vec![1, 2, 3],
+            duration_s: None,
+            active_s: None,
+            prompt_tokens: None,
+            output_tokens: None,
+            by_turn: Vec::new(),
+        });
+        let sessions = incomplete_line(&case);
+        assert!(
+            sessions.contains(" × 0.5 sessions/s × ") && !sessions.contains("concurrent"),
+            "{sessions}"
+        );
+        assert!(
+            sessions.contains("1 of 4 sessions of 3 turns complete"),
+            "{sessions}"
+        );
+        case.concurrency = 2;
+        if let Some(s) = &mut case.sessions {
+            s.rate_rps = None;
+        }
+        assert!(incomplete_line(&case).contains(" × 2 sessions in parallel × "));
     }
 
     #[test]

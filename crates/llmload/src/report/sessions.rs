@@ -242,6 +242,7 @@ mod tests {
         let one = |v: f64| Distribution::from_samples(&mut [v]);
         summary.cases[0].sessions = Some(SessionSummary {
             turns: 2,
+            rate_rps: None,
             started: 3,
             completed: 2,
             incomplete: 1,

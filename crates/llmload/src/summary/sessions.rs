@@ -17,6 +17,10 @@ const LISTED: usize = 50;
 pub struct SessionSummary {
     /// Turns each session was to have.
     pub turns: u32,
+    /// Sessions arriving at a rate: sessions started per second, as asked; absent for sessions
+    /// in parallel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_rps: Option<f64>,
     /// Sessions that sent at least one turn.
     pub started: u32,
     /// Sessions whose every turn ended `ok`.
@@ -173,6 +177,7 @@ impl SessionFigures {
         let count = crate::num::count;
         Some(SessionSummary {
             turns: self.turns,
+            rate_rps: None,
             started: count(self.sessions.len()),
             completed,
             incomplete: count(incomplete.len()),

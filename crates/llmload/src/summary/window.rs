@@ -129,9 +129,12 @@ impl std::fmt::Display for LoadShape {
 pub fn summarise(plan: &CasePlan, run: CaseRun, readings: &[Reading]) -> CaseSummary {
     let (shape, rate, nominal) = match &plan.shape {
         Shape::Rounds { rounds } => return run.figures.finish(&plan.case, *rounds),
-        Shape::Sessions { .. } => {
+        Shape::Sessions { rate_rps, .. } => {
             let mut summary = run.figures.finish(&plan.case, 0);
             summary.complete &= !run.stopped;
+            if let Some(s) = &mut summary.sessions {
+                s.rate_rps = *rate_rps;
+            }
             return summary;
         }
         Shape::ClosedContinuous { .. } => (

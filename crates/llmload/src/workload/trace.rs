@@ -15,8 +15,13 @@
 //! {"timestamp": 250, "input_length": 1300, "output_length": 12, "hash_ids": [1, 2, 4]}
 //! ```
 //!
+//! A CSV file in the layout of the public Azure LLM inference traces, or with the Mooncake
+//! fields as columns, is read too (`csv.rs`).
+//!
 //! Each arrival's shared prefix is worked out here, in offset order: the leading blocks it has in
 //! common with any earlier arrival, counted in tokens.
+
+mod csv;
 
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -64,12 +69,17 @@ pub const MAX_TRACE_BYTES: u64 = 1 << 30;
 /// traces' block).
 pub const DEFAULT_BLOCK_TOKENS: u32 = 512;
 
-/// Reads a trace, sorted by offset; every line must be an entry with an offset ≥ 0 and lengths
-/// above 0, and its blocks (of `block_tokens` each) no more than its prompt needs.
+/// Reads a trace (JSONL, or CSV by its name or header), sorted by offset; every line must be an
+/// entry with an offset ≥ 0 and lengths above 0, and its blocks (of `block_tokens` each) no more
+/// than its prompt needs. A CSV trace's offsets count from its earliest row.
 pub fn load(path: &Path, block_tokens: u32) -> Result<Vec<TraceEntry>, TraceError> {
     let text = super::read_bounded(path, MAX_TRACE_BYTES, "a trace").map_err(TraceError)?;
-    let mut entries =
-        parse(&text, block_tokens).map_err(|e| TraceError(format!("{}{}", path.display(), e.0)))?;
+    let parsed = if csv::detect(path, &text) {
+        csv::parse(&text, block_tokens)
+    } else {
+        parse(&text, block_tokens)
+    };
+    let mut entries = parsed.map_err(|e| TraceError(format!("{}{}", path.display(), e.0)))?;
     if entries.is_empty() {
         return Err(TraceError(format!("{} holds no arrivals", path.display())));
     }
@@ -95,16 +105,7 @@ fn parse(text: &str, block_tokens: u32) -> Result<Vec<TraceEntry>, TraceError> {
     {
         let fail = |why: String| TraceError(format!(":{}: {why}", i + 1));
         let line: Line = serde_json::from_str(line).map_err(|e| fail(e.to_string()))?;
-        let entry = entry(line, block_tokens).map_err(fail)?;
-        if !(entry.offset_s.is_finite() && entry.offset_s >= 0.0)
-            || entry.input_tokens == 0
-            || entry.output_tokens == 0
-        {
-            return Err(fail(
-                "the offset must be ≥ 0 and the token counts above 0".into(),
-            ));
-        }
-        entries.push(entry);
+        entries.push(entry(line, block_tokens).map_err(fail)?);
     }
     Ok(entries)
 }
@@ -131,6 +132,21 @@ fn entry(line: Line, block_tokens: u32) -> Result<TraceEntry, String> {
         }
     };
     let blocks = line.hash_ids.unwrap_or_default();
+    checked(offset_s, input, output, blocks, block_tokens)
+}
+
+/// An entry of a trace in any layout, if its offset is ≥ 0, its lengths above 0 and its blocks
+/// (of `block_tokens` each) no more than its prompt needs; else why not.
+fn checked(
+    offset_s: f64,
+    input: u32,
+    output: u32,
+    blocks: Vec<u64>,
+    block_tokens: u32,
+) -> Result<TraceEntry, String> {
+    if !(offset_s.is_finite() && offset_s >= 0.0) || input == 0 || output == 0 {
+        return Err("the offset must be ≥ 0 and the token counts above 0".into());
+    }
     let room = u64::from(input).div_ceil(u64::from(block_tokens.max(1)));
     if blocks.len() as u64 > room {
         return Err(format!(
