@@ -84,20 +84,15 @@ pub fn load(path: &Path, block_tokens: u32) -> Result<Vec<TraceEntry>, TraceErro
         return Err(TraceError(format!("{} holds no arrivals", path.display())));
     }
     entries.sort_by(|a, b| a.offset_s.total_cmp(&b.offset_s));
-    if entries.iter().any(|e| !e.blocks.is_empty()) {
-        // Mooncake timestamps are absolute: the load starts at the first.
-        let first = entries[0].offset_s;
-        for e in &mut entries {
-            e.offset_s -= first;
-        }
-    }
     share(&mut entries, block_tokens);
     Ok(entries)
 }
 
-/// The entries of a trace's text, in file order; errors start with `:LINE: `.
+/// The entries of a trace's text, in file order, timestamps counted from the earliest; errors
+/// start with `:LINE: `.
 fn parse(text: &str, block_tokens: u32) -> Result<Vec<TraceEntry>, TraceError> {
     let mut entries = Vec::new();
+    let mut timestamps: Option<bool> = None;
     for (i, line) in text
         .lines()
         .enumerate()
@@ -105,7 +100,25 @@ fn parse(text: &str, block_tokens: u32) -> Result<Vec<TraceEntry>, TraceError> {
     {
         let fail = |why: String| TraceError(format!(":{}: {why}", i + 1));
         let line: Line = serde_json::from_str(line).map_err(|e| fail(e.to_string()))?;
+        let absolute = line.timestamp.is_some();
+        if *timestamps.get_or_insert(absolute) != absolute {
+            return Err(fail(
+                "the trace mixes lines of offsets (offset_s) with lines of timestamps \
+                 (timestamp): use one layout"
+                    .into(),
+            ));
+        }
         entries.push(entry(line, block_tokens).map_err(fail)?);
+    }
+    if timestamps == Some(true) {
+        // Timestamps (the Mooncake layout) are absolute: the load starts at the earliest.
+        let first = entries
+            .iter()
+            .map(|e| e.offset_s)
+            .fold(f64::INFINITY, f64::min);
+        for e in &mut entries {
+            e.offset_s -= first;
+        }
     }
     Ok(entries)
 }
@@ -263,7 +276,9 @@ mod tests {
             (12, 2, "1, 2, 9"),
         ])
         .expect("valid");
-        assert!((entries[1].offset_s - 1.25).abs() < 1e-9);
+        // Timestamps count from the earliest (1000 ms here).
+        assert!(entries[0].offset_s.abs() < 1e-12);
+        assert!((entries[1].offset_s - 0.25).abs() < 1e-9);
         let shared: Vec<u32> = entries.iter().map(|e| e.shared_tokens).collect();
         // [1,2,9] after [1,2]: two blocks; [1,3]: one; [5,2]: none (a chain, not a set);
         // the last [1,2,9] holds 4 tokens of block 9, the earlier one 2 and its 3 outputs.
@@ -282,5 +297,21 @@ mod tests {
             .expect_err("mixed layouts")
             .to_string()
             .starts_with(":1: a line is"));
+        let both = "{\"offset_s\": 0, \"input_tokens\": 8, \"output_tokens\": 2}\n\
+                    {\"timestamp\": 5, \"input_length\": 8, \"output_length\": 2}\n";
+        assert!(parse(both, 4)
+            .expect_err("two layouts")
+            .to_string()
+            .starts_with(":2: the trace mixes"));
+    }
+
+    #[test]
+    fn timestamps_without_blocks_count_from_the_earliest() {
+        let text = "{\"timestamp\": 7250, \"input_length\": 8, \"output_length\": 2}\n\
+                    {\"timestamp\": 5000, \"input_length\": 16, \"output_length\": 4}\n";
+        let entries = parse(text, 4).expect("valid");
+        let offsets: Vec<f64> = entries.iter().map(|e| e.offset_s).collect();
+        assert_eq!(offsets, vec![2.25, 0.0]);
+        assert!(entries.iter().all(|e| e.blocks.is_empty()));
     }
 }
