@@ -416,7 +416,7 @@ pub(crate) fn completion(case: &CaseSummary) -> String {
 
 /// A case's load in a few words: the arrival rate of an open loop (sessions or requests per
 /// second), else the requests (or sessions) in parallel.
-fn load_words(case: &CaseSummary) -> String {
+pub(super) fn load_words(case: &CaseSummary) -> String {
     use crate::summary::window::LoadShape;
     let load = case.load.as_ref().map(|l| (l.shape, l.nominal_rate_rps));
     match (&case.sessions, load) {

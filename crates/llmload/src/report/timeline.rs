@@ -82,26 +82,45 @@ pub fn timeline(report: &Report) -> Figure {
     });
     let caption = match case {
         None => "No case ran.".to_owned(),
-        Some(c) => format!(
-            "Case {} ({} input tokens, {} concurrent requests, {} output tokens{}): one bar per \
-             measured request, n = {} requests{} in {} rounds, ordered by round and first token. \
-             Orange: sent → first token (waiting and prefill); blue: first token → final event \
-             (decode); red: a request that did not end ok, up to its last event. Times in seconds \
-             since the attempt started.",
-            c.id,
-            thousands(c.input_tokens),
-            c.concurrency,
-            thousands(c.output_tokens),
-            if c.complete { "" } else { "; incomplete" },
-            bars.len(),
-            shown_of(c, bars.len()),
-            c.rounds.len(),
-        ),
+        Some(c) => {
+            let (rounds, order) = if c.rounds.is_empty() {
+                (String::new(), "first token")
+            } else {
+                (
+                    format!(" in {} rounds", c.rounds.len()),
+                    "round and first token",
+                )
+            };
+            format!(
+                "Case {} ({} input tokens, {}, {} output tokens{}): one bar per measured \
+                 request, n = {} requests{}{rounds}, ordered by {order}. Orange: sent → first \
+                 token (waiting and prefill); blue: first token → final event (decode); red: a \
+                 request that did not end ok, up to its last event. Times in seconds since the \
+                 attempt started.",
+                c.id,
+                thousands(c.input_tokens),
+                load(c),
+                thousands(c.output_tokens),
+                if c.complete { "" } else { "; incomplete" },
+                bars.len(),
+                shown_of(c, bars.len()),
+            )
+        }
     };
     Figure {
         title: "Per-request timeline".into(),
         svg,
         caption,
+    }
+}
+
+/// The case's load in a few words: "4 concurrent requests" for closed loads, else as the
+/// incomplete-case line says it ("20 requests/s", "2 sessions in parallel").
+fn load(c: &CaseSummary) -> String {
+    let words = super::markdown::load_words(c);
+    match words.strip_suffix(" concurrent") {
+        Some(n) => format!("{n} concurrent requests"),
+        None => words,
     }
 }
 
@@ -206,6 +225,27 @@ mod tests {
         assert_eq!(svg.matches(r##"fill="#1F77B4""##).count(), 4 + 1, "{svg}");
         assert_eq!(svg.matches(r##"fill="#D62728""##).count(), 1, "{svg}");
         assert!(figure.caption.contains("n = 4 requests in 2 rounds"));
+    }
+
+    #[test]
+    fn an_open_loop_case_is_captioned_by_its_rate_without_rounds() {
+        let mut report = fixture::report();
+        let case = &mut report.summary.cases[1];
+        case.rounds.clear();
+        case.load = Some(
+            serde_json::from_value(serde_json::json!({
+                "shape": "poisson", "nominal_rate_rps": 20.0, "window_s": [0.0, 1.0],
+                "requests_launched": 4, "completed_rps": 4.0, "throughput_tps": 16.0,
+                "achieved_concurrency_mean": 1.0, "achieved_concurrency_peak": 2
+            }))
+            .expect("a load summary"),
+        );
+        let caption = timeline(&report).caption;
+        assert!(
+            caption.contains("64 input tokens, 20 requests/s, 4 output tokens"),
+            "{caption}"
+        );
+        assert!(caption.contains("ordered by first token") && !caption.contains("rounds"));
     }
 
     #[test]
