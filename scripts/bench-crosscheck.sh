@@ -62,15 +62,32 @@ stop_server() {
   kill -KILL -- "-$server_pid" 2>/dev/null || true
   server_pid=""
 }
+# A client runs in the background under its own deadline, so that a signal to this script is
+# handled at once (the trap), not after the client ends; timeout(1) leads its own process group
+# and passes a SIGTERM on to it.
+client_pid=""
+run_client() {
+  timeout --signal=KILL "$client_timeout" "$@" &
+  client_pid=$!
+  local rc=0
+  wait "$client_pid" || rc=$?
+  client_pid=""
+  return "$rc"
+}
 cleanup() {
+  if [ -n "$client_pid" ]; then kill -TERM "$client_pid" 2>/dev/null || true; fi
   stop_server
   if [ -n "${CROSSCHECK_KEEP:-}" ]; then log "kept $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# The server's own deadline, should this script die without its trap: start-up, both clients, and
+# five minutes to spare.
+lifetime=$((${LLMLOAD_VLLM_START_TIMEOUT:-300} + 2 * client_timeout + 300))
 log "starting vLLM (scripts/start-vllm.sh)"
-LLMLOAD_VLLM_LOG="$work/vllm.log" scripts/start-vllm.sh >"$work/server.env"
+LLMLOAD_VLLM_LIFETIME="${LLMLOAD_VLLM_LIFETIME:-$lifetime}" LLMLOAD_VLLM_LOG="$work/vllm.log" \
+  scripts/start-vllm.sh >"$work/server.env"
 server_pid="$(sed -n 's/^VLLM_PID=//p' "$work/server.env")"
 url="$(sed -n 's/^VLLM_URL=//p' "$work/server.env")"
 served="$(sed -n 's/^VLLM_MODEL=//p' "$work/server.env")"
@@ -89,8 +106,8 @@ curl -sf --max-time 300 "$url/v1/completions" -H 'Content-Type: application/json
 run_vllm_bench() {
   log "(a) vllm bench serve: input $input, output $output, concurrency $concurrency, $requests prompts"
   scrape vllm-before
-  HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 \
-    timeout --signal=KILL "$client_timeout" "$py" "$launcher" bench serve \
+  run_client env HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 \
+    "$py" "$launcher" bench serve \
     --backend openai --base-url "$url" --endpoint /v1/completions \
     --model "$served" --tokenizer "$model_dir" \
     --dataset-name random --random-input-len "$input" --random-output-len "$output" \
@@ -105,7 +122,7 @@ run_vllm_bench() {
 run_llmload() {
   log "(b) llmload run: the same shape, closed-continuous"
   scrape llmload-before
-  timeout --signal=KILL "$client_timeout" "$bin" run --url "$url" --api completions \
+  run_client "$bin" run --url "$url" --api completions \
     --input-tokens "$input" --output-tokens "$output" --arrival closed-continuous \
     --concurrency "$concurrency" --requests "$requests" --warmup 0 --seed "$seed" \
     --telemetry off --out "$work/llmload" --name crosscheck -q \
