@@ -27,7 +27,7 @@ pub async fn execute(command: Command) -> Result<u8> {
             warn_at_start(&config);
             let result = crate::run(&config, interrupts()).await?;
             print!("{}", summary_text(&result.summary, args.json));
-            records_line(&result.dir, args.quiet);
+            records_line(&result.dir, config.quiet);
             Ok(exit_code(&result.summary.outcome))
         }
         Command::Sweep(args) => {
@@ -43,12 +43,10 @@ pub async fn execute(command: Command) -> Result<u8> {
                     println!("The sweep stopped adding load: {why}.");
                 }
             }
-            records_line(&result.dir, args.run.quiet);
+            records_line(&result.dir, config.quiet);
             Ok(exit_code(&result.summary.outcome))
         }
-        Command::Sim(args) => crate::sim::serve_until_stopped(&(&args).into())
-            .await
-            .map(|()| 0),
+        Command::Sim(args) => crate::sim::serve_until_stopped(&args).await.map(|()| 0),
         Command::Report(args) => {
             let report = crate::views::regenerate(&args.dir)?;
             print!("{}", summary_text(&report.summary, args.json));

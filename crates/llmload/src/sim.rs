@@ -77,26 +77,39 @@ pub async fn start_default(quiet: bool) -> crate::error::Result<LocalSimulator> 
     Ok(LocalSimulator { url, shutdown })
 }
 
-/// What `llmload sim` serves, and where.
-#[derive(Clone, Debug)]
+/// `llmload sim`: serve the engine simulator.
+#[derive(Clone, Debug, clap::Args)]
 pub struct SimOptions {
-    /// Address to listen on.
-    pub host: String,
-    /// Port; 0 picks a free one.
+    /// Port to listen on; 0 picks a free one. The address is printed on the first line.
+    #[arg(long)]
     pub port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
     /// Built-in profile name or a TOML profile file.
+    #[arg(long, default_value = "seed-qwen3-8b")]
     pub profile: String,
-    /// Slots, overriding the profile.
+    /// Slots (maximum running sequences), overriding the profile.
+    #[arg(long)]
     pub slots: Option<usize>,
     /// Seed for jitter and fault selection.
+    #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// How many times faster than the modelled engine.
+    /// Run this many times faster than the modelled engine (records say so).
+    #[arg(long, default_value_t = 1.0)]
     pub time_scale: f64,
-    /// Faults to inject, as `--fault` writes them.
+    /// Fault to inject, e.g. `http503:rate=0.1` or `drop:index=3,after=5`; may be repeated.
+    #[arg(long = "fault", value_name = "SPEC")]
     pub faults: Vec<String>,
-    /// When tokens are sent, as `--schedule` writes it.
+    /// When tokens are sent: `engine` (the profile's model), `zero-cost` (as fast as the
+    /// connection takes them, one event per write) or `fixed:ttft_ms=100,itl_ms=20` (an exact
+    /// per-request timeline, no batching, no jitter); the last two are for measuring clients.
+    #[arg(long, default_value = "engine", value_name = "SCHEDULE")]
     pub schedule: String,
-    /// Play a hosted endpoint that cannot be forced or counted.
+    /// Play a hosted OpenAI-compatible endpoint: only /v1/models and the `OpenAI` generation APIs
+    /// answer (no /props, /tokenize or /metrics), usage is never reported, and `ignore_eos` and
+    /// `min_tokens` are ignored.
+    #[arg(long)]
     pub hosted: bool,
 }
 

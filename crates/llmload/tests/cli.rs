@@ -115,6 +115,64 @@ fn a_server_that_is_not_an_llm_api_is_one_line_and_exit_1() {
 }
 
 #[test]
+fn run_help_groups_its_flags_under_headings() {
+    let short = llmload(&["run", "-h"]);
+    assert_eq!(short.code, 0, "{}", short.stderr);
+    let headings: Vec<&str> = short
+        .stdout
+        .lines()
+        .filter(|l| !l.starts_with(' ') && l.ends_with(':'))
+        .collect();
+    for heading in [
+        "Target and API:",
+        "What to send:",
+        "Load shape:",
+        "Rounds:",
+        "Sessions:",
+        "Guard and telemetry:",
+        "Outputs:",
+        "Sharding:",
+    ] {
+        assert!(
+            headings.contains(&heading),
+            "{heading} missing: {headings:?}"
+        );
+    }
+    // -h gives each flag one line; --help keeps the details.
+    let long = llmload(&["run", "--help"]);
+    assert!(
+        short.stdout.contains("--timeout <DURATION>") && short.stdout.contains("[default: 10m]")
+    );
+    assert!(
+        long.stdout.contains("Setup requests are /health"),
+        "{}",
+        long.stdout
+    );
+    assert!(!short.stdout.contains("Setup requests are /health"));
+    // The sweep takes run's flags under the same headings, and its own.
+    let sweep = llmload(&["sweep", "-h"]);
+    assert!(sweep.stdout.contains("Load shape:") && sweep.stdout.contains("--max-load"));
+}
+
+#[test]
+fn an_unknown_campaign_key_names_its_line_and_the_nearest_key() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("campaign.toml");
+    std::fs::write(&path, "rounds = 2\nconcurency = [2]\n").expect("write");
+    let run = llmload(&["run", "--config", path.to_str().expect("UTF-8")]);
+    assert_one_line_error(&run, 2, "campaign.toml:2: unknown key `concurency`");
+    assert!(
+        run.stderr.contains("did you mean `concurrency`?"),
+        "{}",
+        run.stderr
+    );
+    // `json` is a flag of the command line, not of the campaign.
+    std::fs::write(&path, "json = true\n").expect("write");
+    let run = llmload(&["run", "--config", path.to_str().expect("UTF-8")]);
+    assert_one_line_error(&run, 2, "unknown key `json`");
+}
+
+#[test]
 fn campaign_file_values_are_used_and_checked() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("campaign.toml");

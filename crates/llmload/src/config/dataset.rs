@@ -27,14 +27,14 @@ pub struct DatasetConfig {
 impl DatasetConfig {
     /// The dataset of `s`, read and checked; `None` without `--dataset`.
     pub(super) fn resolve(s: &Settings) -> Result<Option<DatasetConfig>, ConfigError> {
-        let Some(path) = &s.dataset else {
-            if s.dataset_lengths.is_some() || s.dataset_output.is_some() {
+        let Some(path) = &s.workload.dataset else {
+            if s.workload.dataset_lengths.is_some() || s.workload.dataset_output.is_some() {
                 return bad("--dataset-lengths and --dataset-output need --dataset FILE");
             }
             return Ok(None);
         };
         let dataset = Dataset::load(path).map_err(|e| ConfigError(format!("--dataset {e}")))?;
-        let output = s.dataset_output.unwrap_or_default();
+        let output = s.workload.dataset_output.unwrap_or_default();
         if output == Output::FromDataset {
             if let Some(i) = dataset.entries.iter().position(|e| e.answer.is_none()) {
                 return bad(format!(
@@ -44,12 +44,12 @@ impl DatasetConfig {
                 ));
             }
         }
-        if s.system_prompt_tokens.is_some_and(|t| t > 0) {
+        if s.workload.system_prompt_tokens.is_some_and(|t| t > 0) {
             return bad("--system-prompt-tokens does not apply to --dataset prompts");
         }
         Ok(Some(DatasetConfig {
             path: path.clone(),
-            lengths: s.dataset_lengths.unwrap_or_default(),
+            lengths: s.workload.dataset_lengths.unwrap_or_default(),
             output,
             entries: dataset.entries.len(),
             dataset: Arc::new(dataset),

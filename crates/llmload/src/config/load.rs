@@ -80,21 +80,29 @@ fn as_seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Erro
 impl LoadConfig {
     /// The load settings of `s`; not yet validated.
     pub(super) fn resolve(s: &Settings) -> Result<LoadConfig, ConfigError> {
-        let trace_block_tokens = s.trace_block_tokens.unwrap_or(trace::DEFAULT_BLOCK_TOKENS);
+        let trace_block_tokens = s
+            .workload
+            .trace_block_tokens
+            .unwrap_or(trace::DEFAULT_BLOCK_TOKENS);
         if trace_block_tokens == 0 {
             return bad("--trace-block-tokens must be above 0");
         }
-        if s.trace_block_tokens.is_some() && s.trace.is_none() {
+        if s.workload.trace_block_tokens.is_some() && s.workload.trace.is_none() {
             return bad("--trace-block-tokens needs --trace FILE");
         }
-        let trace_entries = match &s.trace {
+        let trace_entries = match &s.workload.trace {
             Some(path) => Some(Arc::new(
                 trace::load(path, trace_block_tokens)
                     .map_err(|e| ConfigError(format!("--trace {e}")))?,
             )),
             None => None,
         };
-        let stages = s.stages.as_ref().map(StagesSetting::stages).transpose()?;
+        let stages = s
+            .load
+            .stages
+            .as_ref()
+            .map(StagesSetting::stages)
+            .transpose()?;
         if let Some(stages) = &stages {
             stages::validate(stages).map_err(|e| ConfigError(format!("--stages: {e}")))?;
         }
@@ -106,30 +114,31 @@ impl LoadConfig {
                 LevelKind::Concurrency => Arrival::ClosedContinuous,
             });
         let implied = s
+            .workload
             .trace
             .as_ref()
             .map(|_| Arrival::Trace)
             .or(implied_by_stages);
         Ok(LoadConfig {
             session: session_spec(s)?,
-            sessions: s.sessions,
+            sessions: s.sessions.sessions,
             stages,
-            trace: s.trace.clone(),
+            trace: s.workload.trace.clone(),
             trace_block_tokens,
             trace_entries,
-            arrival: s.arrival.or(implied).unwrap_or_default(),
-            rate_rps: s.rate.clone().unwrap_or_default(),
-            burstiness: s.burstiness.unwrap_or(1.0),
-            duration: optional_duration("duration", s.duration.clone())?,
-            requests: s.requests,
-            max_in_flight: s.max_in_flight,
-            system_prompt_tokens: s.system_prompt_tokens.unwrap_or(0),
-            warmup_time: optional_duration("warmup-time", s.warmup_time.clone())?
+            arrival: s.load.arrival.or(implied).unwrap_or_default(),
+            rate_rps: s.load.rate.clone().unwrap_or_default(),
+            burstiness: s.load.burstiness.unwrap_or(1.0),
+            duration: optional_duration("duration", s.load.duration.clone())?,
+            requests: s.load.requests,
+            max_in_flight: s.load.max_in_flight,
+            system_prompt_tokens: s.workload.system_prompt_tokens.unwrap_or(0),
+            warmup_time: optional_duration("warmup-time", s.load.warmup_time.clone())?
                 .unwrap_or_default(),
             slo: Slo {
-                ttft: optional_duration("slo-ttft", s.slo_ttft.clone())?,
-                tpot: optional_duration("slo-tpot", s.slo_tpot.clone())?,
-                e2e: optional_duration("slo-e2e", s.slo_e2e.clone())?,
+                ttft: optional_duration("slo-ttft", s.objectives.slo_ttft.clone())?,
+                tpot: optional_duration("slo-tpot", s.objectives.slo_tpot.clone())?,
+                e2e: optional_duration("slo-e2e", s.objectives.slo_e2e.clone())?,
             },
         })
     }
@@ -334,8 +343,11 @@ impl LoadConfig {
 /// The sessions of `--turns` and its companions; `None` without `--turns`, and an error for a
 /// companion given without it.
 fn session_spec(s: &Settings) -> Result<Option<SessionSpec>, ConfigError> {
-    let Some(turns) = s.turns else {
-        if s.turn_input.is_some() || s.think_time.is_some() || s.history.is_some() {
+    let Some(turns) = s.sessions.turns else {
+        if s.sessions.turn_input.is_some()
+            || s.sessions.think_time.is_some()
+            || s.sessions.history.is_some()
+        {
             return bad("--turn-input, --think-time and --history need --turns K");
         }
         return Ok(None);
@@ -346,10 +358,10 @@ fn session_spec(s: &Settings) -> Result<Option<SessionSpec>, ConfigError> {
     if turns > 1000 {
         return bad("--turns must be at most 1000");
     }
-    if s.turn_input == Some(0) {
+    if s.sessions.turn_input == Some(0) {
         return bad("--turn-input must be above 0");
     }
-    let think = match &s.think_time {
+    let think = match &s.sessions.think_time {
         Some(text) => text
             .parse::<Think>()
             .map_err(|e| ConfigError(format!("--think-time: {e}")))?,
@@ -357,8 +369,8 @@ fn session_spec(s: &Settings) -> Result<Option<SessionSpec>, ConfigError> {
     };
     Ok(Some(SessionSpec {
         turns,
-        turn_input: s.turn_input,
+        turn_input: s.sessions.turn_input,
         think,
-        history: s.history.unwrap_or_default(),
+        history: s.sessions.history.unwrap_or_default(),
     }))
 }

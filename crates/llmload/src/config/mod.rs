@@ -21,11 +21,18 @@ use parse::{
     as_optional_seconds, as_seconds, extra_body, parse_header, parse_source, redacted_json,
     validate_url,
 };
+mod combine;
+mod options;
 mod settings;
 mod sharding;
+pub use combine::Combine;
+pub use options::{
+    GuardOptions, LoadOptions, ObjectiveOptions, OutputOptions, RoundOptions, SessionOptions,
+    Settings, ShardOptions, TargetOptions, WorkloadOptions,
+};
 use serde::Serialize;
 use settings::lengths;
-pub use settings::{LengthItem, Lengths, Settings, StageTable, StagesSetting};
+pub use settings::{LengthItem, StageTable, StagesSetting};
 pub use sharding::{parse_start_at, Sharding};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -164,20 +171,20 @@ pub struct Config {
 type Matrix = (Vec<Length>, Vec<u32>, Vec<Length>);
 
 fn matrix(s: &mut Settings) -> Result<Matrix, ConfigError> {
-    let input = lengths("input-tokens", s.input_tokens.take(), "2048,8192")?;
-    let concurrency = s.concurrency.take().unwrap_or_else(|| vec![1, 4]);
-    let output = lengths("output-tokens", s.output_tokens.take(), "256")?;
+    let input = lengths("input-tokens", s.workload.input_tokens.take(), "2048,8192")?;
+    let concurrency = s.load.concurrency.take().unwrap_or_else(|| vec![1, 4]);
+    let output = lengths("output-tokens", s.workload.output_tokens.take(), "256")?;
     Ok((input, concurrency, output))
 }
 
 /// The guard's stop rules.
 fn limits(s: &Settings) -> Result<Limits, ConfigError> {
     Ok(Limits {
-        stop_temp_c: s.stop_temp,
-        stop_margin_c: s.stop_margin,
-        max_duration: optional_duration("max-duration", s.max_duration.clone())?,
-        max_errors: s.max_errors,
-        max_error_rate: s.max_error_rate,
+        stop_temp_c: s.guard.stop_temp,
+        stop_margin_c: s.guard.stop_margin,
+        max_duration: optional_duration("max-duration", s.guard.max_duration.clone())?,
+        max_errors: s.guard.max_errors,
+        max_error_rate: s.guard.max_error_rate,
     })
 }
 
@@ -187,12 +194,12 @@ impl Config {
     pub fn resolve(mut settings: Settings) -> Result<Config, ConfigError> {
         let load = LoadConfig::resolve(&settings)?;
         let dataset = DatasetConfig::resolve(&settings)?;
-        if load.stages.is_some() && settings.concurrency.is_some() {
+        if load.stages.is_some() && settings.load.concurrency.is_some() {
             return bad("--stages sets the load: leave out --concurrency");
         }
-        if load.stages.is_some() && settings.input_tokens.is_none() {
+        if load.stages.is_some() && settings.workload.input_tokens.is_none() {
             // One case per stage: the reference matrix's first prompt length.
-            settings.input_tokens = Lengths::from_flags(&["2048".to_owned()]);
+            settings.workload.input_tokens = Some(vec![LengthItem::Tokens(2048)]);
         }
         let (input_tokens, mut concurrency, output_tokens) = matrix(&mut settings)?;
         if let Some(peak) = load.stage_concurrency() {
@@ -210,54 +217,56 @@ impl Config {
         let duration = |flag: &str, given: Option<String>, default: &str| {
             parse_duration(flag, given.as_deref().unwrap_or(default))
         };
-        let (url, url_credentials) = match s.url.as_deref().map(validate_url).transpose()? {
+        let (url, url_credentials) = match s.target.url.as_deref().map(validate_url).transpose()? {
             Some((url, credentials)) => (Some(url), credentials),
             None => (None, None),
         };
         let config = Config {
             load,
             headers: s
+                .target
                 .headers
                 .iter()
                 .enumerate()
-                .map(|(i, h)| parse_header(i, h, &s.show_headers))
+                .map(|(i, h)| parse_header(i, h, &s.target.show_headers))
                 .collect::<Result<_, _>>()?,
-            timeout: duration("timeout", s.timeout, "10m")?,
-            setup_timeout: duration("setup-timeout", s.setup_timeout, "30s")?,
+            timeout: duration("timeout", s.target.timeout, "10m")?,
+            setup_timeout: duration("setup-timeout", s.target.setup_timeout, "30s")?,
             tls: TlsOptions {
-                ca_cert: s.ca_cert,
-                insecure: s.insecure.unwrap_or(false),
+                ca_cert: s.target.ca_cert,
+                insecure: s.target.insecure.unwrap_or(false),
             },
-            extra_body: extra_body(s.extra_body)?,
-            name: s.name.unwrap_or_else(|| "campaign".into()),
+            extra_body: extra_body(s.target.extra_body)?,
+            name: s.outputs.name.unwrap_or_else(|| "campaign".into()),
             url,
             url_credentials_set: url_credentials.is_some(),
             url_credentials,
-            api: s.api,
-            model: s.model,
-            api_key_set: s.api_key.is_some(),
-            api_key: s.api_key,
+            api: s.target.api,
+            model: s.target.model,
+            api_key_set: s.target.api_key.is_some(),
+            api_key: s.target.api_key,
             input_tokens,
             concurrency,
             output_tokens,
-            rounds: s.rounds.unwrap_or(3),
-            warmup: s.warmup.unwrap_or(1),
+            rounds: s.rounds.rounds.unwrap_or(3),
+            warmup: s.rounds.warmup.unwrap_or(1),
             seed: s
+                .workload
                 .seed
                 .or_else(|| sharding.derived_seed())
                 .unwrap_or_else(random_seed),
-            out: s.out.unwrap_or_else(|| "llmload-results".into()),
+            out: s.outputs.out.unwrap_or_else(|| "llmload-results".into()),
             dataset,
-            corpus: s.corpus,
-            tokenizer: s.tokenizer,
-            best_effort: s.best_effort.unwrap_or(false),
-            quiet: s.quiet.unwrap_or(false),
-            telemetry: parse_source(s.telemetry)?,
-            telemetry_interval: duration("telemetry-interval", s.telemetry_interval, "1s")?,
+            corpus: s.workload.corpus,
+            tokenizer: s.target.tokenizer,
+            best_effort: s.target.best_effort.unwrap_or(false),
+            quiet: s.outputs.quiet.unwrap_or(false),
+            telemetry: parse_source(s.guard.telemetry)?,
+            telemetry_interval: duration("telemetry-interval", s.guard.telemetry_interval, "1s")?,
             limits,
-            series_window: optional_duration("series-window", s.series_window)?,
-            cool_down_below_c: s.cool_down_below,
-            cool_down_timeout: duration("cool-down-timeout", s.cool_down_timeout, "10m")?,
+            series_window: optional_duration("series-window", s.outputs.series_window)?,
+            cool_down_below_c: s.guard.cool_down_below,
+            cool_down_timeout: duration("cool-down-timeout", s.guard.cool_down_timeout, "10m")?,
             sharding,
         };
         config.validate()?;

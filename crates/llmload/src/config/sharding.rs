@@ -40,12 +40,18 @@ impl Sharding {
     /// `--shard`, `--attempt-id` and `--start-at` of `s`, parsed (not yet checked against the
     /// rest of the config).
     pub(super) fn resolve(s: &Settings) -> Result<Sharding, ConfigError> {
-        let shard = match &s.shard {
+        let shard = match &s.sharding.shard {
             Some(text) => text.parse::<Shard>().map_err(ConfigError)?,
             None => Shard::WHOLE,
         };
-        let attempt_id = s.attempt_id.as_deref().map(attempt_id).transpose()?;
+        let attempt_id = s
+            .sharding
+            .attempt_id
+            .as_deref()
+            .map(attempt_id)
+            .transpose()?;
         let start_at = s
+            .sharding
             .start_at
             .as_deref()
             .map(|t| parse_start_at(t, SystemTime::now()))

@@ -3,10 +3,9 @@
 use super::*;
 
 fn args() -> Settings {
-    Settings {
-        url: Some("http://127.0.0.1:8080/".into()),
-        ..Settings::default()
-    }
+    let mut settings = Settings::default();
+    settings.target.url = Some("http://127.0.0.1:8080/".into());
+    settings
 }
 
 #[test]
@@ -36,8 +35,9 @@ fn flags_override_the_file() {
     )
     .expect("write");
     let mut a = args();
-    a.rounds = Some(2);
-    let config = Config::resolve(a.over(Settings::read(&path).expect("readable"))).expect("valid");
+    a.rounds.rounds = Some(2);
+    let config =
+        Config::resolve(a.combine(Settings::read(&path).expect("readable"))).expect("valid");
     assert_eq!(config.api, Some(Api::Chat));
     assert_eq!(
         (config.rounds, config.input_tokens.clone()),
@@ -50,16 +50,28 @@ fn flags_override_the_file() {
 fn bad_values_are_one_line_errors() {
     type Change = Box<dyn Fn(&mut Settings)>;
     let cases: Vec<(Change, &str)> = vec![
-        (Box::new(|a| a.url = Some("ftp://x".into())), "scheme"),
-        (Box::new(|a| a.url = Some("not a url".into())), "--url"),
-        (Box::new(|a| a.concurrency = Some(vec![0])), "--concurrency"),
-        (Box::new(|a| a.rounds = Some(0)), "--rounds"),
         (
-            Box::new(|a| a.headers = vec!["novalue".into()]),
+            Box::new(|a| a.target.url = Some("ftp://x".into())),
+            "scheme",
+        ),
+        (
+            Box::new(|a| a.target.url = Some("not a url".into())),
+            "--url",
+        ),
+        (
+            Box::new(|a| a.load.concurrency = Some(vec![0])),
+            "--concurrency",
+        ),
+        (Box::new(|a| a.rounds.rounds = Some(0)), "--rounds"),
+        (
+            Box::new(|a| a.target.headers = vec!["novalue".into()]),
             "NAME:VALUE",
         ),
-        (Box::new(|a| a.timeout = Some("soon".into())), "--timeout"),
-        (Box::new(|a| a.name = Some("../x".into())), "--name"),
+        (
+            Box::new(|a| a.target.timeout = Some("soon".into())),
+            "--timeout",
+        ),
+        (Box::new(|a| a.outputs.name = Some("../x".into())), "--name"),
     ];
     for (change, expected) in cases {
         let mut a = args();
@@ -85,13 +97,11 @@ fn unknown_file_keys_are_rejected() {
 #[test]
 fn the_default_window_is_a_twentieth_of_the_measurement_window_within_bounds() {
     let length = |duration: &str, warmup: Option<&str>, explicit: Option<&str>| {
-        let args = Settings {
-            arrival: Some(crate::workload::shape::Arrival::ClosedContinuous),
-            duration: Some(duration.into()),
-            warmup_time: warmup.map(str::to_owned),
-            series_window: explicit.map(str::to_owned),
-            ..Settings::default()
-        };
+        let mut args = Settings::default();
+        args.load.arrival = Some(crate::workload::shape::Arrival::ClosedContinuous);
+        args.load.duration = Some(duration.into());
+        args.load.warmup_time = warmup.map(str::to_owned);
+        args.outputs.series_window = explicit.map(str::to_owned);
         Config::resolve(args)
             .expect("valid")
             .series_window_length()
@@ -119,7 +129,7 @@ fn a_campaign_file_stages_table_is_one_case_per_stage() {
                 [[stages]]\nduration = \"30s\"\nrate = 8\nramp = true\n";
     std::fs::write(&path, text).expect("write");
     let config =
-        Config::resolve(args().over(Settings::read(&path).expect("readable"))).expect("valid");
+        Config::resolve(args().combine(Settings::read(&path).expect("readable"))).expect("valid");
     let plans = config.plans();
     let ids: Vec<&str> = plans.iter().map(|p| p.case.id.as_str()).collect();
     assert_eq!(
@@ -136,14 +146,14 @@ fn a_campaign_file_stages_table_is_one_case_per_stage() {
     let bad = "[[stages]]\nduration = \"10s\"\nrate = 2\nconcurrency = 3\n";
     std::fs::write(&path, bad).expect("write");
     let settings = Settings::read(&path).expect("readable");
-    assert!(Config::resolve(args().over(settings)).is_err());
+    assert!(Config::resolve(args().combine(settings)).is_err());
 }
 
 #[test]
 fn stages_refuse_the_settings_they_replace() {
     let staged = |text: &str| {
         let mut a = args();
-        a.stages = Some(StagesSetting::Text(text.into()));
+        a.load.stages = Some(StagesSetting::Text(text.into()));
         a
     };
     let ok = Config::resolve(staged("5s:concurrency=2,5s:ramp:concurrency=6")).expect("valid");
@@ -151,23 +161,23 @@ fn stages_refuse_the_settings_they_replace() {
     assert!(!ok.is_open());
     assert_eq!(ok.plans()[1].case.id, "stage2-cc2to6-in2048-out256");
     let refused: [fn(&mut Settings); 7] = [
-        |a| a.rate = Some(vec![2.0]),
-        |a| a.concurrency = Some(vec![2]),
-        |a| a.duration = Some("10s".into()),
-        |a| a.requests = Some(10),
-        |a| a.arrival = Some(crate::workload::shape::Arrival::Rounds),
-        |a| a.warmup_time = Some("5s".into()),
-        |a| a.output_tokens = Some(Lengths::from_flags(&["8,16".into()]).expect("lengths")),
+        |a| a.load.rate = Some(vec![2.0]),
+        |a| a.load.concurrency = Some(vec![2]),
+        |a| a.load.duration = Some("10s".into()),
+        |a| a.load.requests = Some(10),
+        |a| a.load.arrival = Some(crate::workload::shape::Arrival::Rounds),
+        |a| a.load.warmup_time = Some("5s".into()),
+        |a| a.workload.output_tokens = Some(vec![LengthItem::Spec("8,16".into())]),
     ];
     for (i, change) in refused.iter().enumerate() {
         let mut a = staged("5s:rate=2");
-        a.input_tokens = Some(Lengths::from_flags(&["64".into()]).expect("lengths"));
+        a.workload.input_tokens = Some(vec![LengthItem::Spec("64".into())]);
         change(&mut a);
         let error = Config::resolve(a).expect_err(&format!("refusal {i}"));
         assert!(!error.0.contains('\n'), "{}", error.0);
     }
     let mut closed = staged("5s:concurrency=2");
-    closed.max_in_flight = Some(4);
+    closed.load.max_in_flight = Some(4);
     assert!(Config::resolve(closed).is_err());
 }
 
@@ -188,16 +198,16 @@ fn a_shard_is_bounded_by_its_share_of_the_in_flight_cap() {
     .expect("write");
     let file = || Settings::read(&path).expect("readable");
     // One process would need a socket per place: more than it may open.
-    let e = Config::resolve(args().over(file()))
+    let e = Config::resolve(args().combine(file()))
         .expect_err("over the limit")
         .to_string();
     assert!(e.contains("sockets") && !e.contains('\n'), "{e}");
     // Shard 0 of 1,000 holds a thousandth of them.
     let mut sharded = args();
-    sharded.shard = Some("0/1000".into());
-    sharded.attempt_id = Some("bounds".into());
-    sharded.start_at = Some("+1m".into());
-    let config = Config::resolve(sharded.over(file())).expect("a shard's share fits");
+    sharded.sharding.shard = Some("0/1000".into());
+    sharded.sharding.attempt_id = Some("bounds".into());
+    sharded.sharding.start_at = Some("+1m".into());
+    let config = Config::resolve(sharded.combine(file())).expect("a shard's share fits");
     assert_eq!(config.load.max_in_flight, Some(limit));
 }
 
@@ -215,7 +225,7 @@ fn a_campaign_file_sets_sessions_and_their_cases_name_them() {
     )
     .expect("write");
     let config =
-        Config::resolve(args().over(Settings::read(&path).expect("readable"))).expect("valid");
+        Config::resolve(args().combine(Settings::read(&path).expect("readable"))).expect("valid");
     let plans = config.plans();
     assert_eq!(plans.len(), 1);
     assert_eq!(plans[0].case.id, "in256-sessions-c2x4-out32");
@@ -240,9 +250,9 @@ fn a_campaign_file_sets_sessions_and_their_cases_name_them() {
     // The last turn holds three earlier turns' messages and answers.
     assert_eq!(plans[0].longest(), (256 + 3 * (64 + 32), 32));
     let mut open = args();
-    open.turns = Some(2);
-    open.arrival = Some(crate::workload::shape::Arrival::Poisson);
-    open.rate = Some(vec![0.5]);
+    open.sessions.turns = Some(2);
+    open.load.arrival = Some(crate::workload::shape::Arrival::Poisson);
+    open.load.rate = Some(vec![0.5]);
     let plans = Config::resolve(open).expect("valid").plans();
     assert_eq!(plans[0].case.id, "in2048-sessions-poisson-r0.5x2-out256");
     assert!(matches!(

@@ -1,0 +1,505 @@
+//! Every option of a run, declared once. Each group below is at the same time clap `Args` (its
+//! flags, under one `--help` heading) and serde `Deserialize` (the campaign file's keys, which
+//! are the flag names with `_` for `-`), all-optional, with its [`Combine`](super::Combine)
+//! derived from the fields. [`Settings`] holds the groups; [`Config::resolve`](super::Config::resolve)
+//! is the one place that fills in defaults and validates.
+//!
+//! A field's doc comment is its help: the first paragraph is `-h`'s one line, ending with the
+//! default, and the whole is `--help`'s text. A new option is one field here, its validation in
+//! `resolve`, and its line in docs/usage.md (a test checks that the manual names every flag).
+
+use super::combine::options;
+use super::settings::{one_or_many, LengthItem, StagesSetting};
+use crate::api::Api;
+use crate::workload::shape::Arrival;
+use clap::Args;
+use serde::Deserialize;
+use std::path::PathBuf;
+
+options! {
+    /// The server, how to reach it, and what it can be trusted to count.
+    #[derive(Args, Clone, Debug, Default, Deserialize)]
+    #[command(next_help_heading = "Target and API")]
+    #[serde(default)]
+    pub struct TargetOptions {
+        /// Base URL of the server, e.g. <http://127.0.0.1:8080> [default: the built-in simulator]
+        ///
+        /// Without it, the built-in simulator (profile seed-qwen3-8b) is started and measured,
+        /// and every output says so.
+        #[arg(long)]
+        pub url: Option<String>,
+        /// API to drive [default: picked from the server]
+        ///
+        /// llamacpp for llama-server and the built-in simulator, completions for any other server
+        /// that lists models at /v1/models.
+        #[arg(long, value_enum)]
+        pub api: Option<Api>,
+        /// Model name for `OpenAI` APIs [default: the first one the server lists]
+        #[arg(long)]
+        pub model: Option<String>,
+        /// Bearer token sent as `Authorization: Bearer KEY`; never written to disk
+        #[arg(long, env = "LLMLOAD_API_KEY", hide_env_values = true)]
+        pub api_key: Option<String>,
+        /// Extra request header, `NAME:VALUE`; may be repeated
+        ///
+        /// Its value is written and printed as [redacted] unless the name is harmless (such as
+        /// User-Agent) or named by --show-header.
+        #[arg(long = "header", value_name = "NAME:VALUE")]
+        pub headers: Vec<String>,
+        /// A header whose value may be written and printed; may be repeated
+        ///
+        /// Values of other headers than a few harmless ones, such as User-Agent, are redacted.
+        #[arg(long = "show-header", value_name = "NAME")]
+        pub show_headers: Vec<String>,
+        /// Limit per request, from send to final event, e.g. 90s [default: 10m]
+        #[arg(long, value_name = "DURATION")]
+        pub timeout: Option<String>,
+        /// Limit for each setup request and /metrics scrape [default: 30s]
+        ///
+        /// Setup requests are /health, /props, /v1/models, /tokenize, …; connecting is included.
+        #[arg(long, value_name = "DURATION")]
+        pub setup_timeout: Option<String>,
+        /// A PEM file of certificates to trust besides the system's
+        ///
+        /// For an https:// server whose certificate a private CA signed (or a self-signed one).
+        #[arg(long, value_name = "FILE")]
+        pub ca_cert: Option<PathBuf>,
+        /// Do not check the https:// server's certificate or host name
+        ///
+        /// Traffic is still encrypted, but anyone in between could read it.
+        #[arg(long, num_args = 0, default_missing_value = "true")]
+        pub insecure: Option<bool>,
+        /// Fields merged into every request body, a JSON object
+        ///
+        /// For example '{"temperature": 0, "seed": 1}'; the prompt, the output length and
+        /// streaming stay llmload's. In the campaign file, a table.
+        #[arg(long, value_name = "JSON", value_parser = json_or_text)]
+        pub extra_body: Option<serde_json::Value>,
+        /// The model's tokenizer.json, for counting on the client
+        ///
+        /// The client counts with it where the server does not: prompts on a server without
+        /// /tokenize or usage; the tokens of each chunk on a server that sends several per chunk
+        /// without saying how many.
+        #[arg(long, value_name = "FILE")]
+        pub tokenizer: Option<PathBuf>,
+        /// Measure a server that cannot be forced to the length or does not count
+        ///
+        /// For a hosted endpoint, or a gateway that drops fields: outputs as long as the server
+        /// makes them, tokens counted by the client where the server does not say, and every
+        /// such response marked unverified with its reason, never invalid for its length alone.
+        #[arg(long, num_args = 0, default_missing_value = "true")]
+        pub best_effort: Option<bool>,
+    }
+}
+
+options! {
+    /// The prompts and outputs of each request.
+    #[derive(Args, Clone, Debug, Default, Deserialize)]
+    #[command(next_help_heading = "What to send")]
+    #[serde(default)]
+    pub struct WorkloadOptions {
+        /// Prompt lengths: a list (one case each) or one distribution [default: 2048,8192]
+        ///
+        /// A comma-separated list of token counts, one case each, or one distribution sampled
+        /// per request: `choice:32,256,1024`, `choice:32@0.5,256@0.5`, `uniform:MIN,MAX`,
+        /// `normal:MEAN,SD[,MIN,MAX]`, `lognormal:MEDIAN,SIGMA[,MIN,MAX]`.
+        #[arg(long, value_name = "N,…|SPEC")]
+        #[serde(deserialize_with = "one_or_many")]
+        pub input_tokens: Option<Vec<LengthItem>>,
+        /// Generated tokens per request, EOS ignored: a list or a distribution [default: 256]
+        ///
+        /// As for --input-tokens.
+        #[arg(long, value_name = "N,…|SPEC")]
+        #[serde(deserialize_with = "one_or_many")]
+        pub output_tokens: Option<Vec<LengthItem>>,
+        /// Open every prompt with the same S tokens, a shared system prompt [default: 0]
+        ///
+        /// The server may serve them from its prefix cache (it is allowed to for those tokens
+        /// alone), and the summary reports the hit rate its counters show. The rest of each
+        /// prompt stays unique.
+        #[arg(long, value_name = "S")]
+        pub system_prompt_tokens: Option<u32>,
+        /// Text to build prompts from [default: the bundled public-domain text]
+        #[arg(long, value_name = "FILE")]
+        pub corpus: Option<PathBuf>,
+        /// Prompts from a local dataset file
+        ///
+        /// JSONL lines of {"prompt"} or {"messages"}, or `ShareGPT` {"conversations"} (JSONL or
+        /// one JSON array).
+        #[arg(long, value_name = "FILE")]
+        pub dataset: Option<PathBuf>,
+        /// Dataset prompts: fit (to exactly --input-tokens) or as-is [default: fit]
+        ///
+        /// fit: cut or repeated to exactly --input-tokens, verified; as-is: sent unchanged, the
+        /// server's count recorded.
+        #[arg(long, value_name = "HOW")]
+        pub dataset_lengths: Option<crate::workload::dataset::Lengths>,
+        /// Dataset runs' output lengths: fixed or from-dataset [default: fixed]
+        ///
+        /// fixed: --output-tokens; from-dataset: each entry's answer, counted by the server's
+        /// tokenizer.
+        #[arg(long, value_name = "FROM")]
+        pub dataset_output: Option<crate::workload::dataset::Output>,
+        /// Replay a trace file (JSONL or CSV); implies --arrival trace
+        ///
+        /// JSONL lines of {"`offset_s`", "`input_tokens`", "`output_tokens`"}, or of
+        /// {"timestamp" (ms), "`input_length`", "`output_length`", "`hash_ids`"} whose shared
+        /// blocks become shared prompt prefixes; or CSV (by its .csv name or header) with the
+        /// header `TIMESTAMP,ContextTokens,GeneratedTokens` (the Azure LLM inference traces) or
+        /// `timestamp,input_length,output_length[,hash_ids]`.
+        #[arg(long, value_name = "FILE")]
+        pub trace: Option<PathBuf>,
+        /// Tokens per block of a trace's `hash_ids` [default: 512]
+        #[arg(long, value_name = "N")]
+        pub trace_block_tokens: Option<u32>,
+        /// Seed for prompts, lengths and schedules [default: a fresh one per attempt]
+        ///
+        /// The same seed reproduces the same prompts; the seed used is recorded in
+        /// campaign.json.
+        #[arg(long)]
+        pub seed: Option<u64>,
+    }
+}
+
+options! {
+    /// How requests are launched.
+    #[derive(Args, Clone, Debug, Default, Deserialize)]
+    #[command(next_help_heading = "Load shape")]
+    #[serde(default)]
+    pub struct LoadOptions {
+        /// Simultaneous requests per round or kept in flight, comma-separated [default: 1,4]
+        #[arg(long, value_delimiter = ',', value_name = "C,…")]
+        pub concurrency: Option<Vec<u32>>,
+        /// How requests are launched [default: rounds]
+        ///
+        /// rounds (C together), closed-continuous (keep C in flight), or an open loop at --rate:
+        /// poisson, gamma (--burstiness) or constant.
+        #[arg(long, value_enum)]
+        pub arrival: Option<Arrival>,
+        /// Open loop: arrivals per second, comma-separated, one case each
+        #[arg(long, value_delimiter = ',', value_name = "R,…")]
+        pub rate: Option<Vec<f64>>,
+        /// Gamma arrivals: coefficient of variation of the gaps [default: 1]
+        ///
+        /// 1 is Poisson, above 1 bursty.
+        #[arg(long, value_name = "CV")]
+        pub burstiness: Option<f64>,
+        /// A staged load, one case per stage, e.g. 10s:rate=2,30s:ramp:rate=8
+        ///
+        /// Comma-separated DURATION[:ramp]:rate=R (open loop, --arrival poisson by default) or
+        /// DURATION[:ramp]:concurrency=C (closed-continuous), with no gap between them; `ramp`
+        /// changes the level linearly from the previous stage's (0 before the first). In the
+        /// campaign file, also `[[stages]]` tables.
+        #[arg(long, value_name = "STAGES")]
+        pub stages: Option<StagesSetting>,
+        /// Open and continuous loops: launch requests for this long, e.g. 60s
+        #[arg(long, value_name = "DURATION")]
+        pub duration: Option<String>,
+        /// Open and continuous loops: launch this many requests [default: 100]
+        ///
+        /// The default applies without --duration.
+        #[arg(long, value_name = "N")]
+        pub requests: Option<u64>,
+        /// Open loop: the most requests in flight [default: no cap]
+        ///
+        /// Time spent waiting for a place is send lag, recorded with each request.
+        #[arg(long, value_name = "K")]
+        pub max_in_flight: Option<u32>,
+        /// Open and continuous loops: launches in this first stretch are warmup [default: 0s]
+        ///
+        /// They are outside the measurement window.
+        #[arg(long, value_name = "DURATION")]
+        pub warmup_time: Option<String>,
+    }
+}
+
+options! {
+    /// Closed rounds and the warmup before each case.
+    #[derive(Args, Clone, Debug, Default, Deserialize)]
+    #[command(next_help_heading = "Rounds")]
+    #[serde(default)]
+    pub struct RoundOptions {
+        /// Measured rounds per case [default: 3]
+        #[arg(long)]
+        pub rounds: Option<u32>,
+        /// Unmeasured requests before each case's rounds [default: 1]
+        ///
+        /// On llama.cpp they run on slot 0.
+        #[arg(long)]
+        pub warmup: Option<u32>,
+    }
+}
+
+options! {
+    /// Multi-turn chat sessions.
+    #[derive(Args, Clone, Debug, Default, Deserialize)]
+    #[command(next_help_heading = "Sessions")]
+    #[serde(default)]
+    pub struct SessionOptions {
+        /// Multi-turn sessions of K turns (2 and up)
+        ///
+        /// Each turn sends the whole history so far (the previous answers included) and a new
+        /// user message; the server's prefix cache may serve the history and nothing after it.
+        /// Closed loops run --concurrency sessions in parallel, open loops start sessions at
+        /// --rate sessions/s.
+        #[arg(long, value_name = "K")]
+        pub turns: Option<u32>,
+        /// Tokens of each new user message after the first turn [default: as --input-tokens]
+        ///
+        /// The first is the case's prompt, --input-tokens.
+        #[arg(long, value_name = "N")]
+        pub turn_input: Option<u32>,
+        /// Time between a turn's answer and the next turn: 2s, exp:MEAN, uniform:LOW..HIGH
+        /// [default: 0s]
+        ///
+        /// Never counted as request time; drawn from --seed.
+        #[arg(long, value_name = "TIME")]
+        pub think_time: Option<String>,
+        /// Previous answers in the history: as-generated or placeholder [default: as-generated]
+        ///
+        /// as-generated: the streamed text; placeholder: exactly the requested output length.
+        #[arg(long, value_name = "HOW")]
+        pub history: Option<crate::workload::session::History>,
+        /// Sessions per case [default: one per place (closed), 10 (open)]
+        ///
+        /// One per place (--concurrency) in a closed loop, 10 in an open one; with --duration,
+        /// sessions start until it ends and run to their last turn.
+        #[arg(long, value_name = "N")]
+        pub sessions: Option<u64>,
+    }
+}
+
+options! {
+    /// The objectives goodput counts against.
+    #[derive(Args, Clone, Debug, Default, Deserialize)]
+    #[command(next_help_heading = "Goodput objectives")]
+    #[serde(default)]
+    pub struct ObjectiveOptions {
+        /// Time to first token, e.g. 500ms (from scheduled in an open loop)
+        #[arg(long, value_name = "DURATION")]
+        pub slo_ttft: Option<String>,
+        /// Time per output token, e.g. 50ms
+        #[arg(long, value_name = "DURATION")]
+        pub slo_tpot: Option<String>,
+        /// Complete-response time, e.g. 10s (from scheduled in an open loop)
+        #[arg(long, value_name = "DURATION")]
+        pub slo_e2e: Option<String>,
+    }
+}
+
+options! {
+    /// GPU readings and the rules that stop a campaign.
+    #[derive(Args, Clone, Debug, Default, Deserialize)]
+    #[command(next_help_heading = "Guard and telemetry")]
+    #[serde(default)]
+    pub struct GuardOptions {
+        /// GPU telemetry: auto, nvml, nvidia-smi, replay:FILE or off [default: auto]
+        ///
+        /// auto: NVML, else nvidia-smi, else none; replay:FILE plays JSONL readings from the
+        /// start.
+        #[arg(long, value_name = "SOURCE")]
+        pub telemetry: Option<String>,
+        /// Time between GPU readings [default: 1s]
+        #[arg(long, value_name = "DURATION")]
+        pub telemetry_interval: Option<String>,
+        /// Stop the campaign when a GPU reaches this temperature, °C
+        #[arg(long, value_name = "CELSIUS")]
+        pub stop_temp: Option<f64>,
+        /// Stop when a GPU's T.Limit margin falls to this or below, °C
+        #[arg(long, value_name = "CELSIUS")]
+        pub stop_margin: Option<f64>,
+        /// Stop the campaign after this long, e.g. 4h
+        #[arg(long, value_name = "DURATION")]
+        pub max_duration: Option<String>,
+        /// Stop after this many failed or invalid measured responses
+        #[arg(long, value_name = "N")]
+        pub max_errors: Option<u32>,
+        /// Stop when the share of failed or invalid responses exceeds this, 0–1
+        ///
+        /// Checked from the 10th measured response on.
+        #[arg(long, value_name = "SHARE")]
+        pub max_error_rate: Option<f64>,
+        /// Between cases, wait until every GPU is below this temperature, °C
+        #[arg(long, value_name = "CELSIUS")]
+        pub cool_down_below: Option<f64>,
+        /// The longest a cool-down may wait before the case starts anyway [default: 10m]
+        #[arg(long, value_name = "DURATION")]
+        pub cool_down_timeout: Option<String>,
+    }
+}
+
+options! {
+    /// Where results go and what is printed.
+    #[derive(Args, Clone, Debug, Default, Deserialize)]
+    #[command(next_help_heading = "Outputs")]
+    #[serde(default)]
+    pub struct OutputOptions {
+        /// Folder for results, written to OUT/NAME/ATTEMPT-ID/ [default: llmload-results]
+        #[arg(long, value_name = "DIR")]
+        pub out: Option<PathBuf>,
+        /// Campaign name [default: campaign]
+        #[arg(long)]
+        pub name: Option<String>,
+        /// Soak runs: cut the measurement window into windows this long [default: 1/20 of it]
+        ///
+        /// Each window has its throughput, TTFT, errors and GPU readings, and the drift from the
+        /// first to the last is stated. The default, with --duration, is a twentieth of
+        /// (duration − warmup time) in whole seconds, 1s to 5m.
+        #[arg(long, value_name = "DURATION")]
+        pub series_window: Option<String>,
+        /// Print only the results table
+        #[arg(long, short, num_args = 0, default_missing_value = "true")]
+        pub quiet: Option<bool>,
+    }
+}
+
+options! {
+    /// One attempt run by several processes.
+    #[derive(Args, Clone, Debug, Default, Deserialize)]
+    #[command(next_help_heading = "Sharding")]
+    #[serde(default)]
+    pub struct ShardOptions {
+        /// Run shard I (from 0) of N of one attempt [default: the whole attempt]
+        ///
+        /// Every shard computes the same plan from the same seed and runs its part (open loops:
+        /// arrivals I, I+N, I+2N…; closed-continuous: its share of the concurrency). Needs
+        /// --attempt-id, --start-at and --url; `llmload merge` joins the shards' folders into
+        /// one attempt.
+        #[arg(long, value_name = "I/N")]
+        pub shard: Option<String>,
+        /// The id every shard of one attempt shares (letters, digits, '.', '_', '-')
+        ///
+        /// The shard's folder is OUT/NAME/ID-shard-I-of-N. Without --seed, the seed is derived
+        /// from it.
+        #[arg(long, value_name = "ID")]
+        pub attempt_id: Option<String>,
+        /// When the load begins: RFC 3339 in UTC or +DURATION from now, e.g. +30s
+        ///
+        /// For example 2026-05-01T12:00:00Z; setup and warmups happen before it.
+        #[arg(long, value_name = "TIME")]
+        pub start_at: Option<String>,
+    }
+}
+
+options! {
+    /// A run's options as given, all optional: the flags, or the campaign file.
+    #[derive(Args, Clone, Debug, Default)]
+    pub struct Settings {
+        /// The server and its API.
+        #[command(flatten)]
+        pub target: TargetOptions,
+        /// What each request sends.
+        #[command(flatten)]
+        pub workload: WorkloadOptions,
+        /// How requests are launched.
+        #[command(flatten)]
+        pub load: LoadOptions,
+        /// Closed rounds and warmups.
+        #[command(flatten)]
+        pub rounds: RoundOptions,
+        /// Multi-turn sessions.
+        #[command(flatten)]
+        pub sessions: SessionOptions,
+        /// Goodput objectives.
+        #[command(flatten)]
+        pub objectives: ObjectiveOptions,
+        /// GPU telemetry and stop rules.
+        #[command(flatten)]
+        pub guard: GuardOptions,
+        /// Results and printing.
+        #[command(flatten)]
+        pub outputs: OutputOptions,
+        /// Shards of one attempt.
+        #[command(flatten)]
+        pub sharding: ShardOptions,
+    }
+}
+
+impl Settings {
+    /// The groups read from a campaign file's text: each takes its own keys (unknown keys were
+    /// refused before, by [`Settings::keys`]).
+    pub(super) fn from_toml(text: &str) -> Result<Settings, toml::de::Error> {
+        Ok(Settings {
+            target: toml::from_str(text)?,
+            workload: toml::from_str(text)?,
+            load: toml::from_str(text)?,
+            rounds: toml::from_str(text)?,
+            sessions: toml::from_str(text)?,
+            objectives: toml::from_str(text)?,
+            guard: toml::from_str(text)?,
+            outputs: toml::from_str(text)?,
+            sharding: toml::from_str(text)?,
+        })
+    }
+
+    /// Every option's key, as the campaign file names it (the field's name; the flag's with `-`).
+    pub fn keys() -> Vec<String> {
+        let command = <Settings as Args>::augment_args(clap::Command::new("llmload"));
+        command
+            .get_arguments()
+            .map(|a| a.get_id().as_str().to_owned())
+            .collect()
+    }
+}
+
+/// `--extra-body`: JSON when it parses, else the text itself, which `resolve` refuses with its
+/// own message.
+#[expect(
+    clippy::unnecessary_wraps,
+    reason = "clap's value parsers return a Result; this one takes any text"
+)]
+fn json_or_text(text: &str) -> Result<serde_json::Value, std::convert::Infallible> {
+    Ok(serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::String(text.to_owned())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Settings;
+    use clap::Args;
+
+    fn command() -> clap::Command {
+        <Settings as Args>::augment_args(clap::Command::new("llmload"))
+    }
+
+    #[test]
+    fn the_manual_names_every_flag_and_each_has_a_heading() {
+        let manual = include_str!("../../../../docs/usage.md");
+        for arg in command().get_arguments() {
+            let long = arg.get_long().expect("every option is a long flag");
+            assert!(
+                manual.contains(&format!("`--{long}")),
+                "docs/usage.md does not name --{long}"
+            );
+            assert!(arg.get_help_heading().is_some(), "--{long} has no heading");
+        }
+    }
+
+    #[test]
+    fn a_file_key_is_the_flag_name() {
+        for arg in command().get_arguments() {
+            let long = arg.get_long().expect("long flag");
+            let key = arg.get_id().as_str();
+            // The two list flags keep their plural keys in the file.
+            let expected = match long {
+                "header" => "headers",
+                "show-header" => "show_headers",
+                other => &other.replace('-', "_"),
+            };
+            assert_eq!(key, expected, "--{long}");
+        }
+    }
+
+    #[test]
+    fn every_flag_has_a_one_line_help() {
+        for arg in command().get_arguments() {
+            let help = arg.get_help().expect("every flag has help").to_string();
+            assert!(!help.contains('\n'), "--{:?}: {help}", arg.get_long());
+            assert!(
+                help.len() <= 100,
+                "--{:?}: {} chars",
+                arg.get_long(),
+                help.len()
+            );
+        }
+    }
+}
