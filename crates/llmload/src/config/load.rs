@@ -1,7 +1,10 @@
 //! Config: the load-shape settings (`--arrival`, `--rate`, `--duration`, `--requests`,
 //! `--max-in-flight`, `--warmup-time`, the SLOs, `--stages`), merged from flags and file and validated.
 
-use super::{bad, optional_duration, ConfigError, Settings, StagesSetting};
+use super::{
+    bad, optional_duration, ConfigError, LoadOptions, ObjectiveOptions, SessionOptions, Settings,
+    StagesSetting,
+};
 use crate::workload::schedule::Bound;
 use crate::workload::session::{SessionSpec, Think};
 use crate::workload::shape::{Arrival, LoadPoint, ShapeTemplate, Slo};
@@ -119,26 +122,43 @@ impl LoadConfig {
             .as_ref()
             .map(|_| Arrival::Trace)
             .or(implied_by_stages);
+        // Every load option is named, so that one left unresolved does not compile; the
+        // concurrency belongs to the case matrix, the stages were read above.
+        let LoadOptions {
+            concurrency: _,
+            arrival,
+            rate,
+            burstiness,
+            stages: _,
+            duration,
+            requests,
+            max_in_flight,
+            warmup_time,
+        } = s.load.clone();
+        let ObjectiveOptions {
+            slo_ttft,
+            slo_tpot,
+            slo_e2e,
+        } = s.objectives.clone();
         Ok(LoadConfig {
-            session: session_spec(s)?,
+            session: session_spec(s.sessions.clone())?,
             sessions: s.sessions.sessions,
             stages,
             trace: s.workload.trace.clone(),
             trace_block_tokens,
             trace_entries,
-            arrival: s.load.arrival.or(implied).unwrap_or_default(),
-            rate_rps: s.load.rate.clone().unwrap_or_default(),
-            burstiness: s.load.burstiness.unwrap_or(1.0),
-            duration: optional_duration("duration", s.load.duration.clone())?,
-            requests: s.load.requests,
-            max_in_flight: s.load.max_in_flight,
+            arrival: arrival.or(implied).unwrap_or_default(),
+            rate_rps: rate.unwrap_or_default(),
+            burstiness: burstiness.unwrap_or(1.0),
+            duration: optional_duration("duration", duration)?,
+            requests,
+            max_in_flight,
             system_prompt_tokens: s.workload.system_prompt_tokens.unwrap_or(0),
-            warmup_time: optional_duration("warmup-time", s.load.warmup_time.clone())?
-                .unwrap_or_default(),
+            warmup_time: optional_duration("warmup-time", warmup_time)?.unwrap_or_default(),
             slo: Slo {
-                ttft: optional_duration("slo-ttft", s.objectives.slo_ttft.clone())?,
-                tpot: optional_duration("slo-tpot", s.objectives.slo_tpot.clone())?,
-                e2e: optional_duration("slo-e2e", s.objectives.slo_e2e.clone())?,
+                ttft: optional_duration("slo-ttft", slo_ttft)?,
+                tpot: optional_duration("slo-tpot", slo_tpot)?,
+                e2e: optional_duration("slo-e2e", slo_e2e)?,
             },
         })
     }
@@ -342,12 +362,16 @@ impl LoadConfig {
 
 /// The sessions of `--turns` and its companions; `None` without `--turns`, and an error for a
 /// companion given without it.
-fn session_spec(s: &Settings) -> Result<Option<SessionSpec>, ConfigError> {
-    let Some(turns) = s.sessions.turns else {
-        if s.sessions.turn_input.is_some()
-            || s.sessions.think_time.is_some()
-            || s.sessions.history.is_some()
-        {
+fn session_spec(options: SessionOptions) -> Result<Option<SessionSpec>, ConfigError> {
+    let SessionOptions {
+        turns,
+        turn_input,
+        think_time,
+        history,
+        sessions: _,
+    } = options;
+    let Some(turns) = turns else {
+        if turn_input.is_some() || think_time.is_some() || history.is_some() {
             return bad("--turn-input, --think-time and --history need --turns K");
         }
         return Ok(None);
@@ -358,10 +382,10 @@ fn session_spec(s: &Settings) -> Result<Option<SessionSpec>, ConfigError> {
     if turns > 1000 {
         return bad("--turns must be at most 1000");
     }
-    if s.sessions.turn_input == Some(0) {
+    if turn_input == Some(0) {
         return bad("--turn-input must be above 0");
     }
-    let think = match &s.sessions.think_time {
+    let think = match &think_time {
         Some(text) => text
             .parse::<Think>()
             .map_err(|e| ConfigError(format!("--think-time: {e}")))?,
@@ -369,8 +393,8 @@ fn session_spec(s: &Settings) -> Result<Option<SessionSpec>, ConfigError> {
     };
     Ok(Some(SessionSpec {
         turns,
-        turn_input: s.sessions.turn_input,
+        turn_input,
         think,
-        history: s.sessions.history.unwrap_or_default(),
+        history: history.unwrap_or_default(),
     }))
 }

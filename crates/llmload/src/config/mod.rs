@@ -177,96 +177,128 @@ fn matrix(s: &mut Settings) -> Result<Matrix, ConfigError> {
     Ok((input, concurrency, output))
 }
 
-/// The guard's stop rules.
-fn limits(s: &Settings) -> Result<Limits, ConfigError> {
-    Ok(Limits {
-        stop_temp_c: s.guard.stop_temp,
-        stop_margin_c: s.guard.stop_margin,
-        max_duration: optional_duration("max-duration", s.guard.max_duration.clone())?,
-        max_errors: s.guard.max_errors,
-        max_error_rate: s.guard.max_error_rate,
-    })
+/// The load, the dataset and the case matrix, checked against each other.
+fn shape(
+    settings: &mut Settings,
+) -> Result<(LoadConfig, Option<DatasetConfig>, Matrix), ConfigError> {
+    let load = LoadConfig::resolve(settings)?;
+    let dataset = DatasetConfig::resolve(settings)?;
+    if load.stages.is_some() && settings.load.concurrency.is_some() {
+        return bad("--stages sets the load: leave out --concurrency");
+    }
+    if load.stages.is_some() && settings.workload.input_tokens.is_none() {
+        // One case per stage: the reference matrix's first prompt length.
+        settings.workload.input_tokens = Some(vec![LengthItem::Tokens(2048)]);
+    }
+    let (input_tokens, mut concurrency, output_tokens) = matrix(settings)?;
+    if let Some(peak) = load.stage_concurrency() {
+        concurrency = vec![peak];
+    }
+    if load.stages.is_some() && (input_tokens.len() > 1 || output_tokens.len() > 1) {
+        return bad(
+            "a staged run takes one --input-tokens and one --output-tokens (a distribution \
+             is fine)",
+        );
+    }
+    Ok((load, dataset, (input_tokens, concurrency, output_tokens)))
 }
 
 impl Config {
     /// Validates `settings` (flags already laid over the campaign file) and fills in the
     /// defaults.
     pub fn resolve(mut settings: Settings) -> Result<Config, ConfigError> {
-        let load = LoadConfig::resolve(&settings)?;
-        let dataset = DatasetConfig::resolve(&settings)?;
-        if load.stages.is_some() && settings.load.concurrency.is_some() {
-            return bad("--stages sets the load: leave out --concurrency");
-        }
-        if load.stages.is_some() && settings.workload.input_tokens.is_none() {
-            // One case per stage: the reference matrix's first prompt length.
-            settings.workload.input_tokens = Some(vec![LengthItem::Tokens(2048)]);
-        }
-        let (input_tokens, mut concurrency, output_tokens) = matrix(&mut settings)?;
-        if let Some(peak) = load.stage_concurrency() {
-            concurrency = vec![peak];
-        }
-        if load.stages.is_some() && (input_tokens.len() > 1 || output_tokens.len() > 1) {
-            return bad(
-                "a staged run takes one --input-tokens and one --output-tokens (a distribution \
-                 is fine)",
-            );
-        }
-        let limits = limits(&settings)?;
+        let (load, dataset, (input_tokens, concurrency, output_tokens)) = shape(&mut settings)?;
         let sharding = Sharding::resolve(&settings)?;
-        let s = settings;
+        // Every option of these groups is named here, so that one left unresolved does not
+        // compile; the others were resolved above.
+        let TargetOptions {
+            url,
+            api,
+            model,
+            api_key,
+            headers,
+            show_headers,
+            timeout,
+            setup_timeout,
+            ca_cert,
+            insecure,
+            extra_body: body,
+            tokenizer,
+            best_effort,
+        } = settings.target;
+        let GuardOptions {
+            telemetry,
+            telemetry_interval,
+            stop_temp,
+            stop_margin,
+            max_duration,
+            max_errors,
+            max_error_rate,
+            cool_down_below,
+            cool_down_timeout,
+        } = settings.guard;
+        let OutputOptions {
+            out,
+            name,
+            series_window,
+            quiet,
+        } = settings.outputs;
+        let RoundOptions { rounds, warmup } = settings.rounds;
         let duration = |flag: &str, given: Option<String>, default: &str| {
             parse_duration(flag, given.as_deref().unwrap_or(default))
         };
-        let (url, url_credentials) = match s.target.url.as_deref().map(validate_url).transpose()? {
+        let (url, url_credentials) = match url.as_deref().map(validate_url).transpose()? {
             Some((url, credentials)) => (Some(url), credentials),
             None => (None, None),
         };
         let config = Config {
             load,
-            headers: s
-                .target
-                .headers
+            headers: headers
                 .iter()
                 .enumerate()
-                .map(|(i, h)| parse_header(i, h, &s.target.show_headers))
+                .map(|(i, h)| parse_header(i, h, &show_headers))
                 .collect::<Result<_, _>>()?,
-            timeout: duration("timeout", s.target.timeout, "10m")?,
-            setup_timeout: duration("setup-timeout", s.target.setup_timeout, "30s")?,
+            timeout: duration("timeout", timeout, "10m")?,
+            setup_timeout: duration("setup-timeout", setup_timeout, "30s")?,
             tls: TlsOptions {
-                ca_cert: s.target.ca_cert,
-                insecure: s.target.insecure.unwrap_or(false),
+                ca_cert,
+                insecure: insecure.unwrap_or(false),
             },
-            extra_body: extra_body(s.target.extra_body)?,
-            name: s.outputs.name.unwrap_or_else(|| "campaign".into()),
+            extra_body: extra_body(body)?,
+            name: name.unwrap_or_else(|| "campaign".into()),
             url,
             url_credentials_set: url_credentials.is_some(),
             url_credentials,
-            api: s.target.api,
-            model: s.target.model,
-            api_key_set: s.target.api_key.is_some(),
-            api_key: s.target.api_key,
+            api,
+            model,
+            api_key_set: api_key.is_some(),
+            api_key,
             input_tokens,
             concurrency,
             output_tokens,
-            rounds: s.rounds.rounds.unwrap_or(3),
-            warmup: s.rounds.warmup.unwrap_or(1),
-            seed: s
-                .workload
-                .seed
+            rounds: rounds.unwrap_or(3),
+            warmup: warmup.unwrap_or(1),
+            seed: (settings.workload.seed)
                 .or_else(|| sharding.derived_seed())
                 .unwrap_or_else(random_seed),
-            out: s.outputs.out.unwrap_or_else(|| "llmload-results".into()),
+            out: out.unwrap_or_else(|| "llmload-results".into()),
             dataset,
-            corpus: s.workload.corpus,
-            tokenizer: s.target.tokenizer,
-            best_effort: s.target.best_effort.unwrap_or(false),
-            quiet: s.outputs.quiet.unwrap_or(false),
-            telemetry: parse_source(s.guard.telemetry)?,
-            telemetry_interval: duration("telemetry-interval", s.guard.telemetry_interval, "1s")?,
-            limits,
-            series_window: optional_duration("series-window", s.outputs.series_window)?,
-            cool_down_below_c: s.guard.cool_down_below,
-            cool_down_timeout: duration("cool-down-timeout", s.guard.cool_down_timeout, "10m")?,
+            corpus: settings.workload.corpus,
+            tokenizer,
+            best_effort: best_effort.unwrap_or(false),
+            quiet: quiet.unwrap_or(false),
+            telemetry: parse_source(telemetry)?,
+            telemetry_interval: duration("telemetry-interval", telemetry_interval, "1s")?,
+            limits: Limits {
+                stop_temp_c: stop_temp,
+                stop_margin_c: stop_margin,
+                max_duration: optional_duration("max-duration", max_duration)?,
+                max_errors,
+                max_error_rate,
+            },
+            series_window: optional_duration("series-window", series_window)?,
+            cool_down_below_c: cool_down_below,
+            cool_down_timeout: duration("cool-down-timeout", cool_down_timeout, "10m")?,
             sharding,
         };
         config.validate()?;
