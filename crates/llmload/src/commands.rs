@@ -10,6 +10,7 @@
 use crate::attempt::keys;
 use crate::cli::Command;
 use crate::config::Config;
+use crate::console;
 use crate::error::{Error, Result};
 use crate::guard::StopSignal;
 use crate::plan::Question;
@@ -26,7 +27,7 @@ pub async fn execute(command: Command) -> Result<u8> {
             let config = Config::resolve(args.settings()?)?;
             warn_at_start(&config);
             let result = crate::run(&config, interrupts()).await?;
-            print!("{}", summary_text(&result.summary, args.json));
+            out(&summary_text(&result.summary, args.json))?;
             records_line(&result.dir, config.quiet);
             Ok(exit_code(&result.summary.outcome))
         }
@@ -36,11 +37,11 @@ pub async fn execute(command: Command) -> Result<u8> {
             warn_at_start(&config);
             let (result, section) = crate::sweep(&config, options, interrupts()).await?;
             if args.run.json {
-                print!("{}", json(&result.summary));
+                out(&json(&result.summary))?;
             } else {
-                print!("{}", saturation::render(&section.analysis, section.axis));
+                out(&saturation::render(&section.analysis, section.axis))?;
                 if let Some(why) = &section.stopped_because {
-                    println!("The sweep stopped adding load: {why}.");
+                    out(&format!("The sweep stopped adding load: {why}.\n"))?;
                 }
             }
             records_line(&result.dir, config.quiet);
@@ -49,12 +50,12 @@ pub async fn execute(command: Command) -> Result<u8> {
         Command::Sim(args) => crate::sim::serve_until_stopped(&args).await.map(|()| 0),
         Command::Report(args) => {
             let report = crate::views::regenerate(&args.dir)?;
-            print!("{}", summary_text(&report.summary, args.json));
+            out(&summary_text(&report.summary, args.json))?;
             Ok(0)
         }
         Command::Merge(args) => {
             let result = crate::merge::merge(&args.dirs, &args.out)?;
-            print!("{}", summary_text(&result.summary, args.json));
+            out(&summary_text(&result.summary, args.json))?;
             records_line(&result.dir, args.quiet);
             Ok(exit_code(&result.summary.outcome))
         }
@@ -64,11 +65,11 @@ pub async fn execute(command: Command) -> Result<u8> {
             let checks = gate::evaluate(&rules, &attempts);
             let gated = (!rules.is_empty()).then_some(checks.as_slice());
             if args.json {
-                print!("{}", json(&compare::to_json(&args.dirs, &attempts, gated)));
+                out(&json(&compare::to_json(&args.dirs, &attempts, gated)))?;
             } else {
-                print!("{}", compare::render(&attempts));
+                out(&compare::render(&attempts))?;
                 if gated.is_some() {
-                    print!("{}", compare::render_gate(&rules, &checks));
+                    out(&compare::render_gate(&rules, &checks))?;
                 }
             }
             let failed = checks.iter().any(|c| c.verdict.fails());
@@ -78,9 +79,9 @@ pub async fn execute(command: Command) -> Result<u8> {
             let question = Question::try_from(&args)?;
             let plan = crate::plan::plan(&args.dirs, &question)?;
             if args.json {
-                print!("{}", json(&plan));
+                out(&json(&plan))?;
             } else {
-                print!("{}", crate::plan::render(&plan));
+                out(&crate::plan::render(&plan))?;
             }
             Ok(if plan.covered { 0 } else { 3 })
         }
@@ -122,14 +123,23 @@ fn summary_text(summary: &Summary, json_wanted: bool) -> String {
 /// silent.
 fn warn_at_start(config: &Config) {
     if config.tls.insecure {
-        eprintln!("warning: --insecure: the server's certificate is not checked");
+        console::note("warning: --insecure: the server's certificate is not checked");
     }
 }
 
 fn records_line(dir: &std::path::Path, quiet: bool) {
     if !quiet {
-        eprintln!("records: {}", dir.display());
+        console::note(format_args!("records: {}", dir.display()));
     }
+}
+
+/// Writes `text` on stdout: a reader that has gone is no error, a full disk is (the command's
+/// results are on disk by then).
+fn out(text: &str) -> Result<()> {
+    console::out(text).map_err(|source| Error::Io {
+        what: "cannot write to stdout".into(),
+        source,
+    })
 }
 
 /// `value` as pretty JSON and a newline.
@@ -157,14 +167,14 @@ pub fn interrupts() -> StopSignal {
     for (kind, name) in kinds {
         match signal(kind) {
             Ok(stream) => streams.push((stream, name)),
-            Err(e) => eprintln!("warning: cannot watch {name}: {e}"),
+            Err(e) => console::note(format_args!("warning: cannot watch {name}: {e}")),
         }
     }
     tokio::spawn(async move {
         raise.raise(next_signal(&mut streams).await);
         next_signal(&mut streams).await;
-        eprintln!(
-            "llmload: a second stop signal: exiting at once (the records written are complete)"
+        console::note(
+            "llmload: a second stop signal: exiting at once (the records written are complete)",
         );
         std::process::exit(130);
     });

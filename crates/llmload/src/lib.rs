@@ -29,6 +29,7 @@ pub mod cli;
 pub mod clock;
 pub mod commands;
 pub mod config;
+pub mod console;
 pub mod error;
 #[cfg(test)]
 pub(crate) mod fixture;

@@ -18,14 +18,14 @@ fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            llmload::console::note(format_args!("error: cannot start the async runtime: {e}"));
             return ExitCode::from(1);
         }
     };
     match runtime.block_on(commands::execute(cli.command)) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("error: {e}");
+            llmload::console::note(format_args!("error: {e}"));
             ExitCode::from(commands::error_code(&e))
         }
     }

@@ -65,14 +65,14 @@ pub async fn start_default(quiet: bool) -> crate::error::Result<LocalSimulator> 
     let stop = shutdown.clone();
     tokio::spawn(async move {
         if let Err(e) = serve(listener, config, stop).await {
-            eprintln!("error: simulator: {e}");
+            crate::console::note(format_args!("error: simulator: {e}"));
         }
     });
     if !quiet {
-        eprintln!(
+        crate::console::note(format_args!(
             "no --url: measuring the built-in simulator (profile {DEFAULT_PROFILE}) at {url}; \
              results are SIMULATED"
-        );
+        ));
     }
     Ok(LocalSimulator { url, shutdown })
 }

@@ -386,3 +386,88 @@ fn plan_with_bad_flags_or_no_attempt_is_one_line() {
     let compare = llmload(&["compare", dir, dir, "--json"]);
     assert_one_line_error(&compare, 1, "campaign.json");
 }
+
+/// Runs llmload with stdout sent to `stdout`; returns the exit code and stderr.
+fn with_stdout(args: &[&str], stdout: std::process::Stdio) -> (i32, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_llmload"))
+        .args(args)
+        .stdout(stdout)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("run llmload");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output.status.code().unwrap_or(-1), stderr)
+}
+
+/// A stdout whose reader has gone before anything is written (`llmload … | true`).
+fn gone_reader() -> std::process::Stdio {
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().expect("socket pair");
+    drop(ours);
+    std::process::Stdio::from(std::os::fd::OwnedFd::from(theirs))
+}
+
+/// A stdout on a full disk (`> /dev/full`).
+fn full_disk() -> std::process::Stdio {
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    std::process::Stdio::from(file)
+}
+
+#[test]
+fn a_gone_or_full_stdout_keeps_the_exit_code_and_never_panics() {
+    let _serial = common::SERIAL
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    let sim = common::Simulator::start(&["--profile", "cpu-tiny"]);
+    let out = tempfile::tempdir().expect("temp dir");
+    let (run, dir) = small_run(&sim, &out.path().join("first"), &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let dir = dir.to_str().expect("UTF-8");
+    let commands: [&[&str]; 4] = [
+        &["report", dir],
+        &["report", dir, "--json"],
+        &["compare", dir, dir],
+        &["compare", dir, dir, "--json"],
+    ];
+    for args in commands {
+        let (code, stderr) = with_stdout(args, gone_reader());
+        assert_eq!((code, stderr.as_str()), (0, ""), "{args:?} | true");
+        let (code, stderr) = with_stdout(args, full_disk());
+        assert_eq!(code, 1, "{args:?} > /dev/full: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.starts_with("error: cannot write to stdout: "),
+            "{stderr}"
+        );
+    }
+    // A run whose reader has gone keeps its exit code, and its records.
+    let target = out.path().join("piped");
+    let (code, stderr) = with_stdout(
+        &[
+            "run",
+            "--url",
+            &sim.url,
+            "--input-tokens",
+            "64",
+            "--concurrency",
+            "2",
+            "--output-tokens",
+            "16",
+            "--rounds",
+            "1",
+            "--telemetry",
+            "off",
+            "--out",
+            target.to_str().expect("UTF-8"),
+            "--name",
+            "cli",
+        ],
+        gone_reader(),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let records = common::json_lines(&common::attempt_dir(&target, "cli").join("requests.jsonl"));
+    assert_eq!(records.len(), 3, "a warmup and 2 measured requests");
+}

@@ -203,10 +203,10 @@ impl Sampler {
                 Err(_) if nvidia_smi::available().await => Live::NvidiaSmi,
                 Err(why) => {
                     if !quiet {
-                        eprintln!(
+                        crate::console::note(format_args!(
                             "note: no GPU telemetry available ({why}; nvidia-smi not found or not \
                          answering); running without it"
-                        );
+                        ));
                     }
                     Live::Without("none available")
                 }
@@ -239,7 +239,7 @@ impl Sampler {
         let mut file = match std::fs::File::create(dir.join(FILE)) {
             Ok(f) => std::io::BufWriter::new(f),
             Err(e) => {
-                eprintln!("warning: cannot write {FILE}: {e}");
+                crate::console::note(format_args!("warning: cannot write {FILE}: {e}"));
                 return summary;
             }
         };

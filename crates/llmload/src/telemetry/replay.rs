@@ -42,7 +42,7 @@ pub async fn play(
     let readings = match load(path) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("warning: telemetry replay: {e}");
+            crate::console::note(format_args!("warning: telemetry replay: {e}"));
             return;
         }
     };
