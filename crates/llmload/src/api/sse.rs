@@ -3,15 +3,16 @@
 //! A pure, incremental decoder (the WHATWG event-stream rules, minus `event`/`id`/`retry`, which no
 //! LLM API we speak relies on): it accepts the stream split at arbitrary byte boundaries and gives
 //! the same events for any split. LF, CR and CRLF end lines; lines starting with `:` are comments
-//! (keep-alives); several `data:` lines in one event are joined with `\n`. A line that lies whole
-//! inside the received bytes is not copied.
+//! (keep-alives); several `data:` lines in one event are joined with `\n`; a UTF-8 byte order mark
+//! opening the stream is dropped, as the rules say, even when it arrives split. A line that lies
+//! whole inside the received bytes is not copied.
 
-/// The default bound on one event line and on one event's data (`--max-event-bytes`).
+/// The bound on one event line and on one event's data.
 pub const MAX_EVENT_BYTES: usize = 1 << 20;
 
 /// An event line or an event's data grew past the decoder's bound.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("an event passed {0} bytes without ending (--max-event-bytes)")]
+#[error("an event passed {0} bytes without ending")]
 pub struct TooLong(pub usize);
 
 /// Incremental SSE decoder; feed it bytes as they arrive. It holds at most its bound of
@@ -31,7 +32,13 @@ pub struct SseDecoder {
     limit: usize,
     /// The bound was passed: nothing more is decoded.
     overflowed: bool,
+    /// At the stream's start: how many bytes of a byte order mark have arrived (held back until
+    /// the mark is whole or proves not to be one); `None` once past the start.
+    bom: Option<usize>,
 }
+
+/// The UTF-8 byte order mark, which may open an event stream and is no part of it.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 impl Default for SseDecoder {
     fn default() -> Self {
@@ -54,6 +61,7 @@ impl SseDecoder {
             skip_lf: false,
             limit,
             overflowed: false,
+            bom: Some(0),
         }
     }
 
@@ -66,6 +74,21 @@ impl SseDecoder {
     ) -> Result<(), TooLong> {
         if self.overflowed {
             return Err(TooLong(self.limit));
+        }
+        if let Some(seen) = self.bom {
+            let wanted = &BOM[seen..];
+            let matched = bytes.iter().zip(wanted).take_while(|(a, b)| a == b).count();
+            if matched == bytes.len() && matched < wanted.len() {
+                self.bom = Some(seen + matched);
+                return Ok(());
+            }
+            self.bom = None;
+            if matched == wanted.len() {
+                bytes = &bytes[matched..];
+            } else if seen > 0 {
+                // What looked like the start of a mark was the stream's own bytes.
+                self.feed(&BOM[..seen], on_event)?;
+            }
         }
         if self.skip_lf && !bytes.is_empty() {
             self.skip_lf = false;
@@ -116,6 +139,12 @@ impl SseDecoder {
     pub fn finish(&mut self, on_event: &mut impl FnMut(&[u8])) {
         if self.overflowed {
             return;
+        }
+        if let Some(seen) = self.bom.take().filter(|&seen| seen > 0) {
+            // A stream that ended inside what could have been a mark: those were its bytes.
+            if self.feed(&BOM[..seen], on_event).is_err() {
+                return;
+            }
         }
         if !self.partial.is_empty() {
             let line = std::mem::take(&mut self.partial);
@@ -223,6 +252,32 @@ mod tests {
         assert_eq!(texts(out), vec!["a", "b"]);
     }
 
+    #[test]
+    fn a_leading_byte_order_mark_is_dropped_once_even_split() {
+        let stream = b"\xEF\xBB\xBFdata: first\n\ndata: second\n\n";
+        assert_eq!(texts(decode_all(stream)), vec!["first", "second"]);
+        for cut in 0..=stream.len() {
+            let mut decoder = SseDecoder::new();
+            let mut out = Vec::new();
+            let mut push = |d: &[u8]| out.push(d.to_vec());
+            for piece in [&stream[..cut], &stream[cut..]] {
+                decoder.feed(piece, &mut push).expect("within the bound");
+            }
+            decoder.finish(&mut push);
+            assert_eq!(texts(out), vec!["first", "second"], "cut at {cut}");
+        }
+        // Only at the start: a mark later on is data, and bytes that only begin like one are kept.
+        assert_eq!(
+            decode_all(b"data: a\xEF\xBB\xBF\n\n"),
+            vec![b"a\xEF\xBB\xBF".to_vec()]
+        );
+        assert_eq!(decode_all(b"\xEF\xBBdata: a\n\n"), Vec::<Vec<u8>>::new());
+        assert_eq!(
+            decode_all(b"\xEF\xBB\xBF\xEF\xBB\xBFdata: a\n\n"),
+            Vec::<Vec<u8>>::new()
+        );
+    }
+
     fn stream_strategy() -> impl Strategy<Value = Vec<u8>> {
         let line = prop_oneof![
             "[a-z{}\":, ]{0,12}".prop_map(|s| format!("data: {s}")),
@@ -232,10 +287,16 @@ mod tests {
             Just("event: message".to_string()),
         ];
         let ending = prop_oneof![Just("\n"), Just("\r\n"), Just("\r")];
-        prop::collection::vec((line, ending), 0..24).prop_map(|lines| {
-            lines
-                .into_iter()
-                .flat_map(|(l, e)| format!("{l}{e}").into_bytes())
+        (any::<bool>(), prop::collection::vec((line, ending), 0..24)).prop_map(|(bom, lines)| {
+            let start = if bom { BOM } else { b"" };
+            start
+                .iter()
+                .copied()
+                .chain(
+                    lines
+                        .into_iter()
+                        .flat_map(|(l, e)| format!("{l}{e}").into_bytes()),
+                )
                 .collect()
         })
     }
