@@ -35,6 +35,9 @@ pub struct Asked {
     /// `--best-effort`: a server that cannot be forced or counted. A length that differs from
     /// the request makes the response unverified, with its reason, not invalid.
     pub lenient: bool,
+    /// The streamed tokens were counted by the client's tokenizer, not by the server's events:
+    /// a count that differs from the server's says nothing of the server.
+    pub client_counted: bool,
 }
 
 /// The note on a response whose prompt went as the dataset has it.
@@ -58,6 +61,7 @@ pub fn verify(counters: &Counters, streamed: u32, asked: Asked) -> Verdict {
         shared,
         history,
         lenient,
+        client_counted,
     } = asked;
     let mut v = Verdict {
         verified: true,
@@ -107,6 +111,14 @@ pub fn verify(counters: &Counters, streamed: u32, asked: Asked) -> Verdict {
             &mut v,
             format!("server generated {o} tokens, {output} were requested"),
         ),
+        // Each event carries at least one token: more events than tokens cannot be.
+        Some(o) if streamed > o && !client_counted => contradiction(
+            &mut v,
+            format!(
+                "stream carried {streamed} token events, more than the {o} tokens the server \
+                 says it generated"
+            ),
+        ),
         Some(o) if o != streamed => v.notes.push(format!(
             "stream carried {streamed} token events for {o} generated tokens"
         )),
@@ -153,6 +165,7 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: 
                 shared: meta.shared_tokens,
                 history: meta.turn.map(|t| t.history_tokens),
                 lenient,
+                client_counted: exchange.counted_by_client.is_some(),
             },
         );
         if let Some(how) = &exchange.counted_by_client {

@@ -34,6 +34,12 @@ pub enum Mode {
     /// Answers setup; a generation streams the tokens asked for and a final event without any
     /// counter (as a gateway that drops them would).
     Unreported,
+    /// Answers setup; a generation streams 5 token events more than were asked for, and a final
+    /// event that says exactly the tokens asked for were generated.
+    Overcount,
+    /// Speaks llama-server's dialect correctly, each event stream opened by a UTF-8 byte order
+    /// mark.
+    Bom,
 }
 
 /// One request as the server received it.
@@ -302,6 +308,7 @@ async fn generate(stream: &mut TcpStream, mode: &Mode, body: &[u8]) -> std::io::
             Ok(true)
         }
         Mode::Lies => {
+            stream.write_all(STREAM_HEAD).await?;
             stream_tokens(stream, asked, prompt + 7, asked.saturating_sub(1)).await?;
             Ok(true)
         }
@@ -315,22 +322,34 @@ async fn generate(stream: &mut TcpStream, mode: &Mode, body: &[u8]) -> std::io::
             stream.write_all(&out).await?;
             Ok(true)
         }
+        Mode::Overcount => {
+            stream.write_all(STREAM_HEAD).await?;
+            stream_tokens(stream, asked + 5, prompt, asked).await?;
+            Ok(true)
+        }
+        Mode::Bom => {
+            stream.write_all(STREAM_HEAD).await?;
+            stream.write_all(&chunk(b"\xEF\xBB\xBF")).await?;
+            stream_tokens(stream, asked, prompt, asked).await?;
+            Ok(true)
+        }
         Mode::Normal | Mode::Silent | Mode::Redirect(_) => {
+            stream.write_all(STREAM_HEAD).await?;
             stream_tokens(stream, asked, prompt, asked).await?;
             Ok(true)
         }
     }
 }
 
-/// A whole event stream: `tokens` token events, then a final event reporting `prompt_n` prompt
-/// tokens and `predicted_n` generated ones.
+/// The rest of an event stream whose head is sent: `tokens` token events, then a final event
+/// reporting `prompt_n` prompt tokens and `predicted_n` generated ones.
 async fn stream_tokens(
     stream: &mut TcpStream,
     tokens: u64,
     prompt_n: u64,
     predicted_n: u64,
 ) -> std::io::Result<()> {
-    let mut out = STREAM_HEAD.to_vec();
+    let mut out = Vec::new();
     for _ in 0..tokens {
         out.extend_from_slice(&chunk(TOKEN_EVENT));
     }

@@ -82,7 +82,7 @@ fn an_event_line_that_never_ends_is_malformed_and_bounded() {
     let record = the_failed_record(&run, tmp.path());
     assert_eq!(record["status"], "error", "{record}");
     assert_eq!(record["error_kind"], "malformed", "{record}");
-    assert!(error_of(&record).contains("--max-event-bytes"), "{record}");
+    assert!(error_of(&record).contains("without ending"), "{record}");
 }
 
 #[test]
@@ -139,4 +139,34 @@ fn a_server_that_lies_about_lengths_gets_invalid_records() {
         error.contains("generated 7") && error.contains("8 were requested"),
         "{record}"
     );
+}
+
+#[test]
+fn more_token_events_than_the_server_says_it_generated_is_invalid() {
+    let server = Server::start(Mode::Overcount);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let run = small_run(&server.url, tmp.path(), &[]);
+    let record = the_failed_record(&run, tmp.path());
+    assert_eq!(record["status"], "invalid", "{record}");
+    assert_eq!(record["streamed_tokens"], 13, "{record}");
+    assert!(
+        error_of(&record).contains("13 token events, more than the 8 tokens the server says"),
+        "{record}"
+    );
+}
+
+#[test]
+fn a_byte_order_mark_before_the_first_event_loses_no_token() {
+    let server = Server::start(Mode::Bom);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let run = small_run(&server.url, tmp.path(), &[]);
+    assert_eq!(run.code, Some(0), "{}", shown(&run));
+    let records = json_lines(&attempt_dir(tmp.path(), "hostile").join("requests.jsonl"));
+    assert_eq!(records.len(), 1, "{records:?}");
+    let record = &records[0];
+    assert_eq!(record["status"], "ok", "{record}");
+    assert_eq!(record["verified"], true, "{record}");
+    // Every token event counted, the first one included, and nothing to note.
+    assert_eq!(record["streamed_tokens"], 8, "{record}");
+    assert_eq!(record["notes"].as_array().map_or(0, Vec::len), 0, "{record}");
 }

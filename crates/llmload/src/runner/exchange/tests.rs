@@ -17,6 +17,7 @@ fn strict(input: u32, output: u32, shared: u32) -> Asked {
         shared,
         history: None,
         lenient: false,
+        client_counted: false,
     }
 }
 
@@ -122,6 +123,38 @@ fn best_effort_turns_length_contradictions_into_reasons_not_invalid() {
     assert_eq!(v.problems.len(), 1);
     // An exact, fully counted response is verified in best effort too.
     assert!(verify(&counters(128, 0, 32), 32, lenient).verified);
+}
+
+#[test]
+fn more_token_events_than_generated_tokens_is_invalid_and_fewer_is_noted() {
+    // 13 events, each one token at least, for 8 generated: the counters or the stream lie.
+    let v = verify(&counters(128, 0, 8), 13, strict(128, 8, 0));
+    assert_eq!(v.problems.len(), 1, "{v:?}");
+    assert!(
+        v.problems[0].contains("13 token events, more than the 8"),
+        "{v:?}"
+    );
+    // Best effort: unverified with the reason.
+    let lenient = Asked {
+        lenient: true,
+        ..strict(128, 8, 0)
+    };
+    let v = verify(&counters(128, 0, 8), 13, lenient);
+    assert!(!v.verified && v.problems.is_empty(), "{v:?}");
+    // Counted by the client's tokenizer, the count is the client's own: a note, not a verdict.
+    let client = Asked {
+        client_counted: true,
+        ..strict(128, 8, 0)
+    };
+    let v = verify(&counters(128, 0, 8), 13, client);
+    assert!(v.verified && v.problems.is_empty(), "{v:?}");
+    // Fewer events than tokens: chunks carrying several tokens, noted.
+    let v = verify(&counters(128, 0, 8), 5, strict(128, 8, 0));
+    assert!(v.verified && v.problems.is_empty(), "{v:?}");
+    assert_eq!(
+        v.notes,
+        vec!["stream carried 5 token events for 8 generated tokens".to_owned()]
+    );
 }
 
 #[test]
