@@ -2,13 +2,20 @@
 //! whose reader has gone (`llmload run … | head -1`) or a full disk, stderr may be closed. The
 //! results are on disk before anything is printed, so a failed write never loses a measurement;
 //! it must not turn the command's exit code into a panic either.
+//!
+//! Both streams also carry text that came from a server (a model id, an error body): a control
+//! character in it could move the cursor, clear the screen, retitle the window or forge lines, so
+//! everything written here is passed through [`printable`] first.
 
+use std::borrow::Cow;
 use std::fmt::Display;
+use std::fmt::Write as _;
 use std::io::{ErrorKind, Write};
 
 /// Writes `text` to stdout. A reader that has gone (a closed pipe) is not an error: what it
 /// wanted has been read, and the command keeps its exit code. Any other failure (a full disk) is.
 pub fn out(text: &str) -> std::io::Result<()> {
+    let text = printable(text);
     let mut stdout = std::io::stdout().lock();
     match stdout
         .write_all(text.as_bytes())
@@ -21,5 +28,49 @@ pub fn out(text: &str) -> std::io::Result<()> {
 
 /// Writes one line to stderr; a stderr that cannot be written is left alone.
 pub fn note(line: impl Display) {
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
+    let line = line.to_string();
+    let _ = writeln!(std::io::stderr().lock(), "{}", printable(&line));
+}
+
+/// `text` with every character that a terminal could act on written out as an escape
+/// (`\u{1b}`): the C0 and C1 controls and DEL (line ends and tabs aside), and the Unicode
+/// controls that reorder or hide text (bidirectional overrides and isolates, zero-width marks).
+pub fn printable(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(acts_on_terminal) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if acts_on_terminal(c) {
+            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+fn acts_on_terminal(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t')
+        || matches!(c, '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::printable;
+
+    #[test]
+    fn controls_are_written_out_and_plain_text_is_left_alone() {
+        assert_eq!(printable("model qwen3\tok\n"), "model qwen3\tok\n");
+        assert_eq!(
+            printable("a\x1b]0;owned\x07b\r\x1b[2Jc"),
+            "a\\u{1b}]0;owned\\u{7}b\\u{d}\\u{1b}[2Jc"
+        );
+        // C1 (8-bit CSI), DEL and a bidirectional override are escaped too.
+        assert_eq!(
+            printable("\u{9b}31m\u{7f}\u{202e}x"),
+            "\\u{9b}31m\\u{7f}\\u{202e}x"
+        );
+        assert!(matches!(printable("plain"), std::borrow::Cow::Borrowed(_)));
+    }
 }

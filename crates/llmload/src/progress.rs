@@ -265,11 +265,11 @@ impl Progress {
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
                 let clear = if *drawn { "\r\x1b[2K" } else { "" };
-                let _ = writeln!(stderr, "{clear}{text}");
+                let _ = writeln!(stderr, "{clear}{}", crate::console::printable(text));
                 *drawn = false;
             }
             None => {
-                let _ = writeln!(stderr, "{text}");
+                let _ = writeln!(stderr, "{}", crate::console::printable(text));
             }
         }
     }

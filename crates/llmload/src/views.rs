@@ -31,7 +31,7 @@ pub fn campaign(
 /// at any point leaves views of what it measured.
 pub fn write(attempt: &Attempt, summary: &Summary) -> crate::error::Result<()> {
     attempt.write_json("summary.json", summary)?;
-    attempt.write_text("report.md", &markdown::render(summary))?;
+    attempt.write_text("report.md", &markdown_file(summary))?;
     attempt.write_text("cases.csv", &csv::render(summary))
 }
 
@@ -45,7 +45,7 @@ pub fn regenerate(dir: &Path) -> crate::error::Result<Report> {
         dir: dir.to_path_buf(),
         started_at: report.started_at.clone().unwrap_or_default(),
     };
-    attempt.write_text("report.md", &markdown::render(&report.summary))?;
+    attempt.write_text("report.md", &markdown_file(&report.summary))?;
     attempt.write_text("cases.csv", &csv::render(&report.summary))?;
     attempt.write_text("report.html", &html::render(&report))?;
     Ok(report)
@@ -79,7 +79,7 @@ pub fn rewrite(dir: &Path, summary: &Summary) -> crate::error::Result<()> {
         started_at: campaign.started_at.clone().unwrap_or_default(),
     };
     attempt.write_json("summary.json", summary)?;
-    attempt.write_text("report.md", &markdown::render(summary))?;
+    attempt.write_text("report.md", &markdown_file(summary))?;
     attempt.write_text("cases.csv", &csv::render(summary))?;
     write_html(&attempt, summary)
 }
@@ -128,6 +128,12 @@ fn campaign_json(
         },
         "host": host_info(),
     })
+}
+
+/// `report.md`: the Markdown report with every control character of server text written out
+/// (a viewer or a `cat` on a terminal would act on it).
+fn markdown_file(summary: &crate::summary::Summary) -> String {
+    crate::console::printable(&markdown::render(summary)).into_owned()
 }
 
 #[cfg(test)]

@@ -40,7 +40,14 @@ pub enum Mode {
     /// Speaks llama-server's dialect correctly, each event stream opened by a UTF-8 byte order
     /// mark.
     Bom,
+    /// Terminal control sequences in every text it sends: the model's path and name, and a
+    /// generation's `500` error body (which would clear the screen, retitle the window and forge
+    /// a line if printed raw).
+    Controls,
 }
+
+/// What [`Mode::Controls`] puts in its texts.
+pub const CONTROLS: &str = "\u{1b}]0;pwned\u{7}\u{1b}[2J\rerror: forged line\u{9b}31m\u{202e}";
 
 /// One request as the server received it.
 #[derive(Clone, Debug)]
@@ -234,9 +241,18 @@ async fn respond(stream: &mut TcpStream, mode: &Mode, request: &Request) -> std:
                 whole(stream, "200 OK", json_kind, r#"{"status":"ok"}"#).await?;
             }
         }
+        ("GET", "/props") if *mode == Mode::Controls => {
+            let props = json!({"default_generation_settings": {"n_ctx": 4096}, "total_slots": 1,
+                "model_path": format!("/models/{CONTROLS}.gguf")});
+            whole(stream, "200 OK", json_kind, &props.to_string()).await?;
+        }
         ("GET", "/props") => {
             let props = r#"{"default_generation_settings":{"n_ctx":4096},"total_slots":1}"#;
             whole(stream, "200 OK", json_kind, props).await?;
+        }
+        ("GET", "/v1/models") if *mode == Mode::Controls => {
+            let models = json!({"data": [{"id": CONTROLS}]});
+            whole(stream, "200 OK", json_kind, &models.to_string()).await?;
         }
         ("GET", "/v1/models") => {
             whole(stream, "200 OK", json_kind, r#"{"data":[{"id":"m"}]}"#).await?;
@@ -320,6 +336,11 @@ async fn generate(stream: &mut TcpStream, mode: &Mode, body: &[u8]) -> std::io::
             out.extend_from_slice(&chunk(b"data: {\"content\":\"\",\"stop\":true}\n\n"));
             out.extend_from_slice(b"0\r\n\r\n");
             stream.write_all(&out).await?;
+            Ok(true)
+        }
+        Mode::Controls => {
+            let body = format!("{CONTROLS} upstream failed");
+            whole(stream, "500 Internal Server Error", "text/plain", &body).await?;
             Ok(true)
         }
         Mode::Overcount => {

@@ -168,5 +168,49 @@ fn a_byte_order_mark_before_the_first_event_loses_no_token() {
     assert_eq!(record["verified"], true, "{record}");
     // Every token event counted, the first one included, and nothing to note.
     assert_eq!(record["streamed_tokens"], 8, "{record}");
-    assert_eq!(record["notes"].as_array().map_or(0, Vec::len), 0, "{record}");
+    assert_eq!(
+        record["notes"].as_array().map_or(0, Vec::len),
+        0,
+        "{record}"
+    );
+}
+
+#[test]
+fn control_sequences_from_the_server_never_reach_the_terminal_raw() {
+    let server = Server::start(Mode::Controls);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let run = small_run(&server.url, tmp.path(), &[]);
+    let record = the_failed_record(&run, tmp.path());
+    assert_eq!(record["error_kind"], "http", "{record}");
+    // The record keeps the server's words; the terminal shows them with every control written
+    // out, so nothing is cleared, retitled or forged.
+    assert!(error_of(&record).contains("upstream failed"), "{record}");
+    for text in [&run.stdout, &run.stderr] {
+        assert!(
+            !text
+                .chars()
+                .any(|c| c.is_control() && c != '\n' || ('\u{202a}'..='\u{202e}').contains(&c)),
+            "{text:?}"
+        );
+    }
+    // Written out where it is shown: the model's name and the case's first error.
+    assert!(
+        run.stdout
+            .contains("model \\u{1b}]0;pwned\\u{7}\\u{1b}[2J\\u{d}error: forged line"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("HTTP 500: \\u{1b}]0;pwned"),
+        "{}",
+        run.stdout
+    );
+    // report.md the same, for whoever reads it on a terminal.
+    let report = std::fs::read_to_string(attempt_dir(tmp.path(), "hostile").join("report.md"))
+        .expect("report.md");
+    assert!(report.contains("HTTP 500: \\u{1b}]0;pwned"), "{report}");
+    assert!(
+        !report.chars().any(|c| c.is_control() && c != '\n'),
+        "{report:?}"
+    );
 }
