@@ -1,6 +1,8 @@
-//! Unit tests of `attempt/campaign.rs`.
+//! Unit tests of `attempt/campaign.rs` and `attempt/campaign/case.rs`.
 
 use super::*;
+use crate::workload::schedule::Process;
+use crate::workload::shape::ShapeKind;
 use serde_json::json;
 
 /// The config of a campaign file's `text`, against a server at a fixed URL.
