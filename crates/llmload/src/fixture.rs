@@ -2,7 +2,7 @@
 //! target, one of them incomplete (a timeout whose message needs escaping), warmups included.
 //! No clock is read: every time is written out here.
 
-use crate::attempt::load::{Campaign, CampaignCase, CampaignConfig, CampaignTarget};
+use crate::attempt::campaign::{Campaign, CampaignCase, CampaignConfig, CampaignTarget, CaseLoad};
 use crate::record::{Phase, Phases, Record, Status};
 use crate::report::Report;
 
@@ -15,6 +15,11 @@ pub fn campaign() -> Campaign {
         schema_version: 1,
         attempt_id: "20250101T000000Z-abcd".into(),
         started_at: Some("2025-01-01T00:00:00Z".into()),
+        tool: None,
+        time_origin: None,
+        config_fingerprint: None,
+        host: None,
+        merged_from: None,
         config: CampaignConfig {
             rounds: 2,
             ..CampaignConfig::default()
@@ -31,9 +36,10 @@ pub fn campaign() -> Campaign {
             .collect(),
         target: CampaignTarget {
             url: "http://127.0.0.1:9/<sim>".into(),
-            api: "llamacpp".into(),
+            api: crate::api::Api::Llamacpp,
             model: Some("tiny & \"quoted\"".into()),
             simulated: true,
+            server: serde_json::Value::Null,
         },
     }
 }
@@ -195,8 +201,7 @@ pub fn sweep_report() -> Report {
             input_tokens: 64,
             concurrency: c,
             output_tokens: 8,
-            shape: Some(crate::workload::shape::ShapeKind::Rounds),
-            rounds: Some(1),
+            load: Some(CaseLoad::Rounds { rounds: 1 }),
             ..CampaignCase::default()
         })
         .collect();

@@ -6,7 +6,7 @@
 //! attempts, configurations or seeds are refused: merging the shards of one attempt is not
 //! pooling attempts.
 
-use crate::attempt::load::{read_campaign, Campaign};
+use crate::attempt::campaign::{read_campaign, Campaign, MergedFrom};
 use crate::attempt::records::for_each_record;
 use crate::attempt::{rebuild, Attempt};
 use crate::config::ConfigError;
@@ -16,6 +16,7 @@ use crate::summary::client_check::Verdict;
 use crate::summary::shards::{MergedShard, ShardRun, ShardsSection};
 use crate::summary::{Outcome, OutcomeStatus, RunState, Summary};
 use crate::RunResult;
+use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -25,8 +26,6 @@ use std::path::{Path, PathBuf};
 struct ShardDir {
     dir: PathBuf,
     campaign: Campaign,
-    /// `campaign.json` as written.
-    raw: Value,
     /// Its last `summary.json`, when it wrote one.
     summary: Option<Summary>,
     run: ShardRun,
@@ -51,17 +50,13 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> crate::error::Result<RunResult> {
         .filter_map(|s| s.run.start.map(|st| st.schedule_start_s))
         .fold(0.0_f64, f64::max);
     let shift = |s: &ShardDir| s.run.start.map_or(0.0, |st| anchor - st.schedule_start_s);
-    let name = first.raw["config"]["name"]
-        .as_str()
-        .unwrap_or("campaign")
-        .to_owned();
-    let attempt = Attempt::create_named(out, &name, &first.run.attempt_id)?;
+    let name = first.campaign.config.name.as_deref().unwrap_or("campaign");
+    let attempt = Attempt::create_named(out, name, &first.run.attempt_id)?;
     let singles = first.campaign.config.warmup;
     let started_at = merged_start(first, anchor);
     let campaign = merged_campaign(&shards, &attempt, &started_at, singles);
-    attempt.write_json("campaign.json", &campaign)?;
+    campaign.write(&attempt)?;
     let records = write_records(&attempt.dir, &shards, singles as usize, &shift)?;
-    let campaign = read_campaign(&attempt.dir)?;
     let section = section(&shards, &records, count, &shift);
     let previous = previous(&shards, &campaign, &section, &shift);
     let path = attempt.dir.join("requests.jsonl");
@@ -99,21 +94,14 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> crate::error::Result<RunResult> {
 /// else from the campaign, for a shard killed before it wrote one).
 fn read_shard(dir: &Path) -> crate::error::Result<ShardDir> {
     let campaign = read_campaign(dir)?;
-    let path = dir.join("campaign.json");
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    let raw: Value = serde_json::from_str(&text)
-        .with_context(|| format!("{}: not an llmload campaign", path.display()))?;
-    let sharding = &raw["config"]["sharding"];
-    let index = sharding["shard"]["index"].as_u64();
-    let count = sharding["shard"]["count"].as_u64().filter(|&n| n > 1);
-    let (Some(index), Some(count)) = (index, count) else {
+    let sharding = campaign.config.sharding.clone().unwrap_or_default();
+    if sharding.shard.count <= 1 {
         return refuse(format!(
             "{} is not a shard (it ran without --shard I/N): merge joins the shards of one \
              attempt; attempts are never pooled (set them side by side with llmload compare)",
             dir.display()
         ));
-    };
+    }
     let summary: Option<Summary> = std::fs::read_to_string(dir.join("summary.json"))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok());
@@ -121,18 +109,12 @@ fn read_shard(dir: &Path) -> crate::error::Result<ShardDir> {
         .as_ref()
         .and_then(|s| s.shard.clone())
         .unwrap_or_else(|| ShardRun {
-            index: u32::try_from(index).unwrap_or(u32::MAX),
-            count: u32::try_from(count).unwrap_or(u32::MAX),
-            attempt_id: sharding["attempt_id"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
-            config_fingerprint: raw["config_fingerprint"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
-            seed: raw["config"]["seed"].as_u64().unwrap_or_default(),
-            start_at: sharding["start_at"].as_str().map(str::to_owned),
+            index: sharding.shard.index,
+            count: sharding.shard.count,
+            attempt_id: sharding.attempt_id.clone().unwrap_or_default(),
+            config_fingerprint: campaign.config_fingerprint.clone().unwrap_or_default(),
+            seed: campaign.config.seed,
+            start_at: sharding.start_at.clone(),
             ..ShardRun::default()
         });
     // A shard killed before its final summary still wrote when its load began.
@@ -140,7 +122,6 @@ fn read_shard(dir: &Path) -> crate::error::Result<ShardDir> {
     Ok(ShardDir {
         dir: dir.to_path_buf(),
         campaign,
-        raw,
         summary,
         run,
     })
@@ -214,18 +195,17 @@ fn merged_campaign(
     attempt: &Attempt,
     started_at: &str,
     singles: u32,
-) -> Value {
-    let mut campaign = shards[0].raw.clone();
-    campaign["attempt_id"] = Value::from(attempt.id.clone());
-    campaign["started_at"] = Value::from(started_at);
-    campaign["config"]["warmup"] = Value::from(singles * crate::num::count(shards.len()));
-    if let Some(config) = campaign["config"].as_object_mut() {
-        config.remove("sharding");
-    }
-    campaign["merged_from"] = serde_json::json!({
-        "attempt_id": shards[0].run.attempt_id,
-        "shards": shards[0].run.count,
-        "dirs": shards.iter().map(|s| s.dir.display().to_string()).collect::<Vec<_>>(),
+) -> Campaign {
+    let first = &shards[0];
+    let mut campaign = first.campaign.clone();
+    campaign.attempt_id.clone_from(&attempt.id);
+    campaign.started_at = Some(started_at.to_owned());
+    campaign.config.warmup = singles * crate::num::count(shards.len());
+    campaign.config.sharding = None;
+    campaign.merged_from = Some(MergedFrom {
+        attempt_id: first.run.attempt_id.clone(),
+        shards: first.run.count,
+        dirs: shards.iter().map(|s| s.dir.display().to_string()).collect(),
     });
     campaign
 }
@@ -303,13 +283,7 @@ fn section(
     for (shard, &records) in shards.iter().zip(records) {
         let outcome = shard.summary.as_ref().map(|s| &s.outcome);
         let (status, reason) = match outcome {
-            Some(o) => (
-                serde_json::to_value(o.status)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
-                o.reason.clone(),
-            ),
+            Some(o) => (variant_name(o.status).unwrap_or_default(), o.reason.clone()),
             None => (
                 "running".into(),
                 Some("it wrote no summary.json (killed)".into()),
@@ -329,11 +303,7 @@ fn section(
             status,
             reason: reason.filter(|_| !complete),
             records,
-            client_check: check.and_then(|c| {
-                serde_json::to_value(c.verdict)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-            }),
+            client_check: check.and_then(|c| variant_name(c.verdict)),
             shift_s: shift(shard),
         });
     }
@@ -341,6 +311,14 @@ fn section(
         .filter(|i| !shards.iter().any(|s| s.run.index == *i))
         .collect();
     section.with_spreads()
+}
+
+/// The name `summary.json` gives a unit variant (`completed`, `client-may-have-distorted`, …).
+fn variant_name(value: impl Serialize) -> Option<String> {
+    match serde_json::to_value(value) {
+        Ok(Value::String(name)) => Some(name),
+        _ => None,
+    }
 }
 
 /// What the rebuild needs that records cannot say, for the merged attempt: each case's window

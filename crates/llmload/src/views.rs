@@ -2,14 +2,14 @@
 //! `cases.csv` and `report.html`, written after every case and at the end, and rewritten from
 //! the records alone by `llmload report`.
 
-use crate::attempt::load::{self, read_campaign, read_telemetry, records_for_html};
-use crate::attempt::{host_info, Attempt, SCHEMA_VERSION};
+use crate::attempt::campaign::{read_campaign, Campaign, CampaignTarget};
+use crate::attempt::load::{self, read_telemetry, records_for_html};
+use crate::attempt::Attempt;
 use crate::config::Config;
 use crate::report::{csv, html, markdown, Report};
 use crate::summary::Summary;
 use crate::target::Target;
 use crate::workload::shape::CasePlan;
-use serde_json::json;
 use std::path::Path;
 
 /// Writes `campaign.json`: what was asked (the config, secrets left out), the cases planned so
@@ -21,10 +21,8 @@ pub fn campaign(
     simulated: bool,
     plans: &[CasePlan],
 ) -> crate::error::Result<()> {
-    attempt.write_json(
-        "campaign.json",
-        &campaign_json(config, attempt, target, simulated, plans),
-    )
+    let target = CampaignTarget::of(target, simulated);
+    Campaign::new(config, attempt, target, plans, fingerprint(config))?.write(attempt)
 }
 
 /// Writes `summary.json`, `report.md` and `cases.csv`: after every case, so that a run stopped
@@ -63,7 +61,7 @@ pub fn write_html(attempt: &Attempt, summary: &Summary) -> crate::error::Result<
         started_at: Some(attempt.started_at.clone()),
         telemetry: read_telemetry(&attempt.dir)?,
         limits: read_campaign(&attempt.dir)
-            .map(|c| c.config.limits)
+            .map(|c| c.config.limits.thresholds())
             .unwrap_or_default(),
     };
     attempt.write_text("report.html", &html::render(&report))
@@ -101,33 +99,6 @@ pub fn fingerprint(config: &Config) -> String {
             (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
         });
     format!("{hash:016x}")
-}
-
-fn campaign_json(
-    config: &Config,
-    attempt: &Attempt,
-    target: &Target,
-    simulated: bool,
-    plans: &[CasePlan],
-) -> serde_json::Value {
-    json!({
-        "schema_version": SCHEMA_VERSION,
-        "tool": {"name": "llmload", "version": env!("CARGO_PKG_VERSION")},
-        "attempt_id": attempt.id,
-        "started_at": attempt.started_at,
-        "time_origin": "record times (*_s) are seconds since started_at, on the monotonic clock",
-        "config": config,
-        "config_fingerprint": fingerprint(config),
-        "cases": plans,
-        "target": {
-            "url": target.endpoint.base_url,
-            "api": target.endpoint.api,
-            "model": target.model,
-            "simulated": simulated,
-            "server": target.server,
-        },
-        "host": host_info(),
-    })
 }
 
 /// `report.md`: the Markdown report with every control character of server text written out

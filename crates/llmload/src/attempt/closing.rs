@@ -6,8 +6,7 @@
 //! load, recorded) and the run got past it (a later case has records). Otherwise it is rebuilt as
 //! incomplete, with the reason.
 
-use crate::attempt::load::CampaignCase;
-use crate::workload::shape::ShapeKind;
+use crate::attempt::campaign::{CampaignCase, CaseBound, CaseLoad};
 use std::collections::BTreeMap;
 
 /// What the records of one case say of its launches.
@@ -34,20 +33,18 @@ impl Recorded {
 /// How many requests the plan of `c` launches, where `campaign.json` says: rounds × concurrency,
 /// a request bound, a trace's arrivals. None for a load bounded by its duration.
 fn planned(c: &CampaignCase, rounds: u32) -> Option<u64> {
-    match c.shape {
-        None | Some(ShapeKind::Rounds) => {
-            Some(u64::from(c.rounds.unwrap_or(rounds)) * u64::from(c.concurrency))
+    match &c.load {
+        None | Some(CaseLoad::Rounds { .. }) => {
+            Some(u64::from(c.rounds(rounds)) * u64::from(c.concurrency))
         }
-        Some(ShapeKind::Replay) => c.arrivals,
-        Some(ShapeKind::ClosedContinuous | ShapeKind::Open) => {
-            c.bound.as_ref().and_then(|b| b["requests"].as_u64())
+        Some(CaseLoad::Replay { arrivals, .. }) => Some(*arrivals),
+        Some(CaseLoad::ClosedContinuous { bound } | CaseLoad::Open { bound, .. }) => {
+            bound.requests()
         }
         // A bound on sessions: each sends its turns.
-        Some(ShapeKind::Sessions) => c
-            .bound
-            .as_ref()
-            .and_then(|b| b["requests"].as_u64())
-            .map(|sessions| sessions * u64::from(c.turns.unwrap_or(1))),
+        Some(CaseLoad::Sessions { bound, spec, .. }) => bound
+            .requests()
+            .map(|sessions| sessions * u64::from(spec.turns)),
     }
 }
 
@@ -74,7 +71,7 @@ pub(crate) fn unproven(
     after: After<'_>,
 ) -> Option<String> {
     let n = recorded.requests;
-    let windowed = !matches!(c.shape, None | Some(ShapeKind::Rounds));
+    let windowed = !matches!(c.load, None | Some(CaseLoad::Rounds { .. }));
     let first_of_load = c.stage.as_ref().is_none_or(|s| s.number <= 1);
     let lo = match recorded.serials {
         Some((lo, _)) if !first_of_load => u64::from(lo),
@@ -82,9 +79,8 @@ pub(crate) fn unproven(
     };
     let span = recorded.serials.map_or(0, |(_, hi)| u64::from(hi) + 1 - lo);
     let duration = c
-        .bound
-        .as_ref()
-        .and_then(|b| b["duration_s"].as_f64())
+        .bound()
+        .and_then(CaseBound::duration_s)
         .filter(|_| windowed)
         .map_or_else(String::new, |d| {
             format!(" (of those launched before the end; the load was to last {d} s)")
@@ -162,6 +158,7 @@ pub(crate) fn unclosed(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::schedule::Process;
     use crate::workload::stages::{LevelKind, StageLabel};
 
     fn recorded(serials: &[u32]) -> Recorded {
@@ -176,8 +173,12 @@ mod tests {
         CampaignCase {
             id: "in32-r5-out4".into(),
             concurrency: 1,
-            shape: Some(ShapeKind::Open),
-            bound: Some(serde_json::json!({ "duration_s": duration_s })),
+            load: Some(CaseLoad::Open {
+                process: Process::Poisson,
+                rate_rps: 5.0,
+                bound: CaseBound::Duration(duration_s),
+                max_in_flight: None,
+            }),
             ..CampaignCase::default()
         }
     }
@@ -203,8 +204,7 @@ mod tests {
         CampaignCase {
             id: "in32-c2-out4".into(),
             concurrency: 2,
-            shape: Some(ShapeKind::Rounds),
-            rounds: Some(3),
+            load: Some(CaseLoad::Rounds { rounds: 3 }),
             ..CampaignCase::default()
         }
     }
@@ -236,13 +236,17 @@ mod tests {
         );
         // A request-bound one and a trace: their planned count.
         let mut bounded = open(1.0);
-        bounded.bound = Some(serde_json::json!({ "requests": 20 }));
+        if let Some(CaseLoad::Open { bound, .. }) = &mut bounded.load {
+            *bound = CaseBound::Requests(20);
+        }
         let why = unproven(&bounded, 1, &recorded(&[0, 1]), After::RunEnded).expect("unproven");
         assert!(why.ends_with("2 of 20 requests recorded"), "{why}");
         let trace = CampaignCase {
-            shape: Some(ShapeKind::Replay),
-            arrivals: Some(9),
-            bound: None,
+            load: Some(CaseLoad::Replay {
+                trace: "trace.jsonl".into(),
+                arrivals: 9,
+                max_in_flight: None,
+            }),
             ..open(1.0)
         };
         let why = unproven(&trace, 1, &recorded(&[0]), After::RunEnded).expect("unproven");

@@ -2,18 +2,21 @@
 //! cases on (`summary::identity`). A campaign written before shapes were recorded ran closed
 //! rounds, the only shape there was then, at fixed lengths.
 
-use super::load::{read, read_campaign, Campaign, CampaignCase, CampaignDataset};
+use super::campaign::{
+    read_campaign, Campaign, CampaignCase, CampaignDataset, CaseLoad, LengthSpec,
+};
+use super::load::read;
 use crate::error::Context;
 use crate::summary::identity::{CaseKey, KeyedAttempt, LengthKey, LoadKey};
-use crate::workload::shape::ShapeKind;
-use serde_json::Value;
+use crate::summary::window::LoadShape;
+use crate::workload::schedule::Process;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The key of every case of `campaign`, by case id.
 pub fn keys(campaign: &Campaign) -> BTreeMap<String, CaseKey> {
     let shared = campaign.config.system_prompt_tokens;
-    let api = &campaign.target.api;
+    let api = campaign.target.api.name();
     let prompts = campaign
         .config
         .dataset
@@ -33,42 +36,52 @@ pub fn keys(campaign: &Campaign) -> BTreeMap<String, CaseKey> {
 /// The key of one case.
 pub fn key(c: &CampaignCase, shared_prefix_tokens: u32, api: &str) -> CaseKey {
     let number = |v: f64| format!("{v}");
-    let load = match c.shape {
-        None | Some(ShapeKind::Rounds) => LoadKey::Rounds {
+    // The process's name, as `campaign.json` writes it (`kind`); `open` where none was recorded.
+    let kind = |p: Option<&Process>| p.map_or("open", |p| LoadShape::of(p).as_str());
+    let load = match &c.load {
+        None | Some(CaseLoad::Rounds { .. }) => LoadKey::Rounds {
             concurrency: c.concurrency,
         },
-        Some(ShapeKind::ClosedContinuous) => LoadKey::ClosedContinuous {
+        Some(CaseLoad::ClosedContinuous { .. }) => LoadKey::ClosedContinuous {
             concurrency: c.concurrency,
         },
-        Some(ShapeKind::Open) => {
-            let process = c.process.as_ref();
-            let kind = process.and_then(|p| p["kind"].as_str()).unwrap_or("open");
-            LoadKey::Open {
-                process: kind.to_owned(),
-                burstiness: process.and_then(|p| p["cv"].as_f64()).map(number),
-                rate_rps: c.rate_rps.map_or_else(|| "unknown".into(), number),
-                max_in_flight: c.max_in_flight,
-            }
-        }
-        Some(ShapeKind::Replay) => LoadKey::Replay {
-            trace: c
-                .trace
-                .as_ref()
-                .and_then(|t| t.file_name())
+        Some(CaseLoad::Open {
+            process,
+            rate_rps,
+            max_in_flight,
+            ..
+        }) => LoadKey::Open {
+            process: kind(Some(process)).to_owned(),
+            burstiness: match process {
+                Process::Gamma { cv } => Some(number(*cv)),
+                Process::Poisson | Process::Constant => None,
+            },
+            rate_rps: number(*rate_rps),
+            max_in_flight: *max_in_flight,
+        },
+        Some(CaseLoad::Replay {
+            trace,
+            max_in_flight,
+            ..
+        }) => LoadKey::Replay {
+            trace: trace
+                .file_name()
                 .map_or_else(|| "(unnamed)".into(), |n| n.to_string_lossy().into_owned()),
-            max_in_flight: c.max_in_flight,
+            max_in_flight: *max_in_flight,
         },
-        Some(ShapeKind::Sessions) => LoadKey::Sessions {
+        Some(CaseLoad::Sessions {
+            process,
+            rate_rps,
+            spec,
+            ..
+        }) => LoadKey::Sessions {
             concurrency: c.concurrency,
-            arrivals: c.rate_rps.map(|r| {
-                let process = c.process.as_ref();
-                let kind = process.and_then(|p| p["kind"].as_str()).unwrap_or("open");
-                format!("{kind} at {} sessions/s", number(r))
-            }),
-            turns: c.turns.unwrap_or(0),
-            turn_input: c.turn_input,
-            think_time: c.think_time.clone().unwrap_or_default(),
-            history: c.history.clone().unwrap_or_default(),
+            arrivals: rate_rps
+                .map(|r| format!("{} at {} sessions/s", kind(process.as_ref()), number(r))),
+            turns: spec.turns,
+            turn_input: spec.turn_input,
+            think_time: spec.think.to_string(),
+            history: spec.history.as_str().to_owned(),
         },
     };
     CaseKey {
@@ -82,17 +95,14 @@ pub fn key(c: &CampaignCase, shared_prefix_tokens: u32, api: &str) -> CaseKey {
 }
 
 /// A length spec of `campaign.json` (a number, or a distribution's text), else `nominal` fixed.
-fn length(spec: Option<&Value>, nominal: u32) -> LengthKey {
+fn length(spec: Option<&LengthSpec>, nominal: u32) -> LengthKey {
     match spec {
-        Some(Value::String(text)) => LengthKey {
+        Some(LengthSpec::Distribution(text)) => LengthKey {
             nominal,
             spec: text.clone(),
         },
-        Some(Value::Number(n)) => n
-            .as_u64()
-            .and_then(|n| u32::try_from(n).ok())
-            .map_or_else(|| LengthKey::fixed(nominal), LengthKey::fixed),
-        _ => LengthKey::fixed(nominal),
+        Some(LengthSpec::Fixed(n)) => LengthKey::fixed(*n),
+        None => LengthKey::fixed(nominal),
     }
 }
 
@@ -214,8 +224,9 @@ mod tests {
         let corpus = key(&one, 0, "chat");
         let dataset = CampaignDataset {
             path: "data/prompts.jsonl".into(),
-            lengths: "as-is".into(),
-            output: "fixed".into(),
+            lengths: crate::workload::dataset::Lengths::AsIs,
+            output: crate::workload::dataset::Output::Fixed,
+            ..CampaignDataset::default()
         };
         let mut from_dataset = corpus.clone();
         from_dataset.prompts = Some(dataset.describe());

@@ -3,191 +3,15 @@
 //! can be rebuilt or restyled after the fact (`llmload report DIR`) and `compare` never trusts a
 //! summary that the records do not support.
 
+use super::campaign::{read_campaign, Campaign};
 use super::rebuild;
 use crate::error::Context;
 use crate::record::{Phase, Record};
-use crate::report::{CampaignLimits, Report, FAILED_SHOWN, TIMELINE_MAX};
+use crate::report::{Report, FAILED_SHOWN, TIMELINE_MAX};
 use crate::summary::{CaseSummary, Outcome, OutcomeStatus, RunState, Summary};
 use crate::telemetry::Reading;
-use crate::workload::shape::{Case, ShapeKind};
-use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
-
-/// What the views need from `campaign.json`; other fields are ignored.
-#[derive(Clone, Debug, Deserialize)]
-pub struct Campaign {
-    /// Layout version of the attempt's files.
-    pub schema_version: u32,
-    /// The attempt's id.
-    pub attempt_id: String,
-    /// Wall-clock start, RFC 3339.
-    #[serde(default)]
-    pub started_at: Option<String>,
-    /// The resolved config (only the rounds are read).
-    pub config: CampaignConfig,
-    /// The cases, in run order.
-    pub cases: Vec<CampaignCase>,
-    /// What was measured.
-    pub target: CampaignTarget,
-}
-
-/// The part of the resolved config that the views need.
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct CampaignConfig {
-    /// Measured rounds per case.
-    pub rounds: u32,
-    /// Single warmup requests before each case's load.
-    #[serde(default = "one")]
-    pub warmup: u32,
-    /// Objectives for goodput, in milliseconds.
-    #[serde(default)]
-    pub slo: SloMs,
-    /// Tokens of the shared system prompt that open every prompt; 0 for none.
-    #[serde(default)]
-    pub system_prompt_tokens: u32,
-    /// `--dataset`: where the prompts came from, and how they were used.
-    #[serde(default)]
-    pub dataset: Option<CampaignDataset>,
-    /// The guard's thresholds.
-    #[serde(default)]
-    pub limits: CampaignLimits,
-    /// Time between live GPU readings, seconds (for the energy's sparseness rule).
-    #[serde(default = "one_second")]
-    pub telemetry_interval_s: f64,
-}
-
-/// A dataset run's prompts, as `campaign.json` records them.
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct CampaignDataset {
-    /// The dataset file.
-    pub path: std::path::PathBuf,
-    /// `fit` or `as-is`.
-    pub lengths: String,
-    /// `fixed` or `from-dataset`.
-    pub output: String,
-}
-
-impl CampaignDataset {
-    /// The prompts in words, for the comparison key: the file's name and how it was used.
-    pub fn describe(&self) -> String {
-        let name = self
-            .path
-            .file_name()
-            .map_or_else(|| "(unnamed)".into(), |n| n.to_string_lossy().into_owned());
-        format!("dataset {name}, {}, output {}", self.lengths, self.output)
-    }
-}
-
-fn one() -> u32 {
-    1
-}
-
-fn one_second() -> f64 {
-    1.0
-}
-
-/// The goodput objectives as `campaign.json` writes them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
-pub struct SloMs {
-    /// Time to first token, ms.
-    pub ttft_ms: Option<f64>,
-    /// Time per output token, ms.
-    pub tpot_ms: Option<f64>,
-    /// Complete-response time, ms.
-    pub e2e_ms: Option<f64>,
-}
-
-impl SloMs {
-    /// The objectives as the runner holds them.
-    pub fn slo(&self) -> crate::workload::shape::Slo {
-        let duration = |ms: Option<f64>| {
-            ms.filter(|ms| ms.is_finite() && *ms >= 0.0)
-                .map(|ms| std::time::Duration::from_secs_f64(ms / 1e3))
-        };
-        crate::workload::shape::Slo {
-            ttft: duration(self.ttft_ms),
-            tpot: duration(self.tpot_ms),
-            e2e: duration(self.e2e_ms),
-        }
-    }
-}
-
-/// One case of `campaign.json`: the table's case and, for the window figures, its load shape.
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct CampaignCase {
-    /// Case id.
-    pub id: String,
-    /// Prompt tokens per request.
-    pub input_tokens: u32,
-    /// Simultaneous requests per round.
-    pub concurrency: u32,
-    /// Generated tokens per request.
-    pub output_tokens: u32,
-    /// `rounds`, `closed-continuous`, `open` or `replay`.
-    #[serde(default)]
-    pub shape: Option<ShapeKind>,
-    /// Closed rounds: measured rounds.
-    #[serde(default)]
-    pub rounds: Option<u32>,
-    /// Open loop: arrivals per second.
-    #[serde(default)]
-    pub rate_rps: Option<f64>,
-    /// Replay: the trace's arrivals.
-    #[serde(default)]
-    pub arrivals: Option<u64>,
-    /// Open loop and replay: the in-flight cap.
-    #[serde(default)]
-    pub max_in_flight: Option<u32>,
-    /// Open loop: the inter-arrival process (`{"kind": "poisson"}`, …).
-    #[serde(default)]
-    pub process: Option<serde_json::Value>,
-    /// Open and continuous loops: where launching stops (`{"duration_s": …}` or `{"requests": …}`).
-    #[serde(default)]
-    pub bound: Option<serde_json::Value>,
-    /// Open and continuous loops: the warmup time at the start of the load, seconds.
-    #[serde(default)]
-    pub warmup_s: Option<f64>,
-    /// The prompt length spec: a number (fixed) or a distribution's text.
-    #[serde(default)]
-    pub input_length: Option<serde_json::Value>,
-    /// The output length spec, as `input_length`.
-    #[serde(default)]
-    pub output_length: Option<serde_json::Value>,
-    /// Replay: the trace file.
-    #[serde(default)]
-    pub trace: Option<std::path::PathBuf>,
-    /// Sessions: turns per session.
-    #[serde(default)]
-    pub turns: Option<u32>,
-    /// Sessions: tokens of each user message after the first turn, when set.
-    #[serde(default)]
-    pub turn_input: Option<u32>,
-    /// Sessions: the think time, as written.
-    #[serde(default)]
-    pub think_time: Option<String>,
-    /// Sessions: `as-generated` or `placeholder`.
-    #[serde(default)]
-    pub history: Option<String>,
-    /// A staged load: which stage the case is.
-    #[serde(default)]
-    pub stage: Option<crate::workload::stages::StageLabel>,
-}
-
-/// The target of `campaign.json`.
-#[derive(Clone, Debug, Deserialize)]
-pub struct CampaignTarget {
-    /// Base URL.
-    pub url: String,
-    /// API driven (`llamacpp`, `completions`, `chat`).
-    pub api: String,
-    /// Model, as sent or as the server named it.
-    #[serde(default)]
-    pub model: Option<String>,
-    /// Whether the target was the built-in simulator.
-    #[serde(default)]
-    pub simulated: bool,
-}
 
 /// The latest activity among `records`.
 fn last_activity<'a>(records: impl Iterator<Item = &'a Record>) -> Option<f64> {
@@ -324,7 +148,7 @@ fn assemble(
             schema_version: campaign.schema_version,
             attempt_id: campaign.attempt_id.clone(),
             target_url: target.url.clone(),
-            api: target.api.clone(),
+            api: target.api.name().to_owned(),
             model: target.model.clone(),
             simulated: target.simulated,
             cases,
@@ -340,17 +164,7 @@ fn assemble(
         records,
         started_at: campaign.started_at.clone(),
         telemetry: Vec::new(),
-        limits: campaign.config.limits,
-    }
-}
-
-/// The table's case of a `campaign.json` case.
-pub(crate) fn case(c: &CampaignCase) -> Case {
-    Case {
-        id: c.id.clone(),
-        input_tokens: c.input_tokens,
-        concurrency: c.concurrency,
-        output_tokens: c.output_tokens,
+        limits: campaign.config.limits.thresholds(),
     }
 }
 
@@ -382,15 +196,6 @@ pub fn records_for_html(path: &Path) -> crate::error::Result<(Vec<Record>, Optio
     Ok((kept, last))
 }
 
-/// `campaign.json` of the attempt in `dir`.
-pub fn read_campaign(dir: &Path) -> crate::error::Result<Campaign> {
-    let path = dir.join("campaign.json");
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_str(&text)
-        .with_context(|| format!("{}: not an llmload campaign", path.display()))
-}
-
 /// The readings of `telemetry.jsonl` in `dir`; none when there is no such file. A line that is
 /// not a reading (a run killed mid-write leaves half a line) is skipped.
 pub fn read_telemetry(dir: &Path) -> crate::error::Result<Vec<Reading>> {
@@ -408,6 +213,7 @@ pub fn read_telemetry(dir: &Path) -> crate::error::Result<Vec<Reading>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::attempt::campaign::CampaignCase;
     use crate::fixture;
     use crate::report::markdown;
 

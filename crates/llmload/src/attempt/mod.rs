@@ -1,6 +1,7 @@
 //! The attempt directory `<out>/<campaign>/<attempt-id>/` and what describes it (`campaign.json`).
 //! Every attempt gets its own id and folder; nothing ever merges two attempts.
 
+pub mod campaign;
 pub(crate) mod closing;
 pub mod keys;
 pub mod load;
@@ -9,7 +10,6 @@ pub mod records;
 
 use crate::error::{Context, Error};
 use serde::Serialize;
-use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -130,35 +130,4 @@ pub fn write_start(
 pub fn read_start(dir: &Path) -> Option<crate::summary::shards::LoadStart> {
     let text = std::fs::read_to_string(dir.join(START_FILE)).ok()?;
     serde_json::from_str(&text).ok()
-}
-
-/// What can be read about this machine without privileges.
-pub fn host_info() -> Value {
-    let read = |path: &str| std::fs::read_to_string(path).ok();
-    let cpu = read("/proc/cpuinfo").and_then(|t| {
-        t.lines()
-            .find(|l| l.starts_with("model name"))
-            .and_then(|l| l.split_once(':'))
-            .map(|(_, v)| v.trim().to_owned())
-    });
-    let memory_mib = read("/proc/meminfo").and_then(|t| {
-        t.lines()
-            .find(|l| l.starts_with("MemTotal:"))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<u64>().ok())
-            .map(|kb| kb / 1024)
-    });
-    let os = read("/etc/os-release").and_then(|t| {
-        t.lines()
-            .find_map(|l| l.strip_prefix("PRETTY_NAME="))
-            .map(|v| v.trim_matches('"').to_owned())
-    });
-    json!({
-        "cpu": cpu,
-        "logical_cpus": std::thread::available_parallelism().map(std::num::NonZero::get).ok(),
-        "memory_mib": memory_mib,
-        "os": os.unwrap_or_else(|| std::env::consts::OS.to_owned()),
-        "arch": std::env::consts::ARCH,
-        "kernel": read("/proc/sys/kernel/osrelease").map(|s| s.trim().to_owned()),
-    })
 }

@@ -4,9 +4,9 @@
 //! matches the one the run wrote. The records are replayed twice (once to learn each case's
 //! launches, once to fold them in), never held.
 
+use crate::attempt::campaign::{Campaign, CampaignCase, CaseBound, CaseLoad};
 pub(crate) use crate::attempt::closing::End;
 use crate::attempt::closing::{self, Recorded};
-use crate::attempt::load::{case, Campaign, CampaignCase};
 use crate::record::{Phase, Record, Seconds, Status};
 use crate::stats::Spread;
 use crate::summary::energy::{self, Window};
@@ -16,14 +16,14 @@ use crate::summary::sweep::{Axis, SweepSection};
 use crate::summary::window::{LoadShape, LoadSummary, WindowFigures};
 use crate::summary::{CaseFigures, CaseSummary, Summary};
 use crate::telemetry::Reading;
-use crate::workload::shape::{ShapeKind, Slo};
+use crate::workload::shape::Slo;
 use std::collections::BTreeMap;
 
 /// Whether the case was a continuous or open loop, whose figures are over a window.
 pub(crate) fn is_window(c: &CampaignCase) -> bool {
     matches!(
-        c.shape,
-        Some(ShapeKind::ClosedContinuous | ShapeKind::Open | ShapeKind::Replay)
+        c.load,
+        Some(CaseLoad::ClosedContinuous { .. } | CaseLoad::Open { .. } | CaseLoad::Replay { .. })
     )
 }
 
@@ -232,26 +232,26 @@ impl<'a> Rebuilt<'a> {
             Some((bins, span)) => Some(bins.finish(span, telemetry)),
             None => before_series,
         };
-        if c.shape == Some(ShapeKind::Sessions) {
+        if matches!(c.load, Some(CaseLoad::Sessions { .. })) {
             // Sessions have no rounds; a stop between two sessions leaves no record to tell it,
             // so the run's own word on completeness is kept where there is one.
-            let mut summary = self.figures.finish(&case(c), 0);
+            let mut summary = self.figures.finish(&c.case(), 0);
             summary.complete &= self.before.is_none_or(|b| b.complete);
             summary.series = series;
             if let Some(s) = &mut summary.sessions {
-                s.rate_rps = c.rate_rps;
+                s.rate_rps = c.rate_rps();
             }
             return summary;
         }
         if !is_window(c) {
-            let rounds = c.rounds.unwrap_or(campaign.config.rounds);
-            let mut summary = self.figures.finish(&case(c), rounds);
+            let rounds = c.rounds(campaign.config.rounds);
+            let mut summary = self.figures.finish(&c.case(), rounds);
             summary.series = series;
             return summary;
         }
         let all_ok = self.figures.all_ok();
         let launched = self.figures.requests() as usize + self.warmups;
-        let mut summary = self.figures.finish(&case(c), 0);
+        let mut summary = self.figures.finish(&c.case(), 0);
         summary.series = series;
         let (Some(window), Some(load)) = (self.window, self.load) else {
             summary.complete = false;
@@ -290,25 +290,20 @@ fn nominal(
     c: &CampaignCase,
     before: Option<&CaseSummary>,
 ) -> (LoadShape, Option<f64>, Option<u32>) {
-    match c.shape {
-        Some(ShapeKind::ClosedContinuous) => {
+    match &c.load {
+        Some(CaseLoad::ClosedContinuous { .. }) => {
             (LoadShape::ClosedContinuous, None, Some(c.concurrency))
         }
-        Some(ShapeKind::Replay) => (
+        Some(CaseLoad::Replay { max_in_flight, .. }) => (
             LoadShape::Trace,
             before
                 .and_then(|b| b.load.as_ref())
                 .and_then(|l| l.nominal_rate_rps),
-            c.max_in_flight,
+            *max_in_flight,
         ),
         _ => {
-            let kind = match c.process.as_ref().and_then(|p| p["kind"].as_str()) {
-                Some("poisson") => LoadShape::Poisson,
-                Some("gamma") => LoadShape::Gamma,
-                Some("constant") => LoadShape::Constant,
-                _ => LoadShape::Open,
-            };
-            (kind, c.rate_rps, c.max_in_flight)
+            let kind = c.process().map_or(LoadShape::Open, LoadShape::of);
+            (kind, c.rate_rps(), c.max_in_flight())
         }
     }
 }
@@ -316,9 +311,8 @@ fn nominal(
 /// Whether `launched` requests are all a request-bounded case was to launch (a duration-bounded
 /// one is judged by its window).
 fn launched_all(c: &CampaignCase, launched: usize) -> bool {
-    c.bound
-        .as_ref()
-        .and_then(|b| b["requests"].as_u64())
+    c.bound()
+        .and_then(CaseBound::requests)
         .is_none_or(|n| u64::try_from(launched).unwrap_or(u64::MAX) >= n)
 }
 
@@ -328,10 +322,9 @@ fn estimated_window(c: &CampaignCase, seen: &Seen) -> Option<(Seconds, Seconds)>
     let start = Some(seen.first_launch).filter(|t| t.is_finite())?;
     let w0 = start + c.warmup_s.unwrap_or(0.0);
     let duration = c
-        .bound
-        .as_ref()
-        .and_then(|b| b["duration_s"].as_f64())
-        .filter(|_| c.shape == Some(ShapeKind::ClosedContinuous));
+        .bound()
+        .and_then(CaseBound::duration_s)
+        .filter(|_| matches!(c.load, Some(CaseLoad::ClosedContinuous { .. })));
     let w1 = match duration {
         Some(d) => start + d,
         None => seen.last_launch.max(w0),
@@ -367,9 +360,10 @@ mod tests {
         campaign.config.warmup = 1;
         campaign.cases.retain(|c| c.id == "in64-c2-out4");
         let c = &mut campaign.cases[0];
-        c.shape = Some(ShapeKind::ClosedContinuous);
+        c.load = Some(CaseLoad::ClosedContinuous {
+            bound: CaseBound::Duration(0.25),
+        });
         c.warmup_s = Some(0.05);
-        c.bound = Some(serde_json::json!({"duration_s": 0.25}));
         let mut records: Vec<Record> = fixture::records()
             .into_iter()
             .filter(|r| r.case == "in64-c2-out4")
@@ -403,7 +397,9 @@ mod tests {
         let (mut campaign, mut records) = continuous();
         let mut after = campaign.cases[0].clone();
         after.id = "after".into();
-        after.shape = Some(ShapeKind::Rounds);
+        after.load = Some(CaseLoad::Rounds {
+            rounds: campaign.config.rounds,
+        });
         campaign.cases.push(after);
         let mut next = records[2].clone();
         next.case = "after".into();

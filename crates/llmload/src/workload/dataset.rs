@@ -65,6 +65,16 @@ pub enum Lengths {
     AsIs,
 }
 
+impl Lengths {
+    /// The mode's name, as the flag and `campaign.json` write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lengths::Fit => "fit",
+            Lengths::AsIs => "as-is",
+        }
+    }
+}
+
 /// Where a dataset run's requested output lengths come from (`--dataset-output`).
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, Deserialize, clap::ValueEnum,
@@ -76,6 +86,16 @@ pub enum Output {
     Fixed,
     /// The entry's answer, counted with the server's tokenizer.
     FromDataset,
+}
+
+impl Output {
+    /// The mode's name, as the flag and `campaign.json` write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Output::Fixed => "fixed",
+            Output::FromDataset => "from-dataset",
+        }
+    }
 }
 
 /// A line (or array element) as written: exactly one of the three shapes; other keys ignored.

@@ -122,8 +122,15 @@ impl Serialize for Think {
     }
 }
 
+impl<'de> Deserialize<'de> for Think {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Think, D::Error> {
+        let text = std::borrow::Cow::<str>::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// What a session is, shared by every session of a case.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SessionSpec {
     /// Turns per session (2 and up).
     pub turns: u32,
