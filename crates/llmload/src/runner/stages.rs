@@ -105,7 +105,7 @@ impl super::Runner<'_> {
         };
         let mut runs: Vec<CaseRun> = plans.iter().map(|_| CaseRun::default()).collect();
         let reached = if let Some(process) = process {
-            let seed = splitmix64(self.seed ^ self.serial);
+            let seed = splitmix64(self.settings.seed ^ self.serial);
             let offsets = stages::offsets(stages, process, seed);
             self.open_loop(&segments, &pacing, &offsets, &mut runs)
                 .await?
