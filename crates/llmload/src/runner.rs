@@ -31,6 +31,7 @@ use crate::workload::schedule::{self, Bound};
 use crate::workload::shape::{CasePlan, Shape, Slo};
 use crate::workload::shard::Shard;
 use crate::workload::source::{Built, PromptSource};
+use crate::workload::stages::Stage;
 use crate::workload::trace::{self, TraceEntry};
 use pacer::PacerClock;
 use rand::SeedableRng;
@@ -168,14 +169,29 @@ type InFlight = JoinSet<(RequestMeta, Exchange)>;
 
 /// How a streamed (continuous or open) load launches its requests.
 struct Pacing {
-    /// Open loop: offsets from the start of the load.
-    offsets: Option<Vec<Duration>>,
     /// Trace replay: each request's lengths.
     lengths: Option<Arc<Vec<TraceEntry>>>,
     /// The most requests in flight.
     cap: Option<u32>,
     /// Where launching stops.
     bound: Bound,
+}
+
+/// A continuous or open load, as it runs: its segments (the whole load of a case, or a staged
+/// load's stages, a case each) and how it launches.
+struct Streamed<'p> {
+    segments: Vec<Segment<'p>>,
+    pacing: Pacing,
+    launches: Launches,
+}
+
+/// When a streamed load's requests go.
+enum Launches {
+    /// At offsets from the start of the load, each with the segment it is scheduled in.
+    Open(Vec<(Duration, usize)>),
+    /// As they end, to keep a level in flight: (offset from the start of the load, the level
+    /// from then on).
+    Closed(Vec<(Duration, u32)>),
 }
 
 /// The open loop's clock starts this long after its first request is ready.
@@ -191,29 +207,51 @@ impl Runner<'_> {
         plan: &CasePlan,
         warmup: u32,
     ) -> crate::error::Result<CaseRun> {
-        let mut run = CaseRun::default();
-        if !self.warmups(plan, warmup).await? {
-            run.stopped = true;
-            return Ok(run);
+        let runs = self
+            .run_load(std::slice::from_ref(plan), None, warmup)
+            .await?;
+        Ok(runs.into_iter().next().unwrap_or_default())
+    }
+
+    /// Runs `warmup` single requests (the first plan's), then one load: the case of `plans[0]`,
+    /// or with `stages` the staged load of `plans` (one per stage, from
+    /// [`ShapeTemplate::stage_plans`](crate::workload::shape::ShapeTemplate::stage_plans)). One
+    /// run per case reached, the last marked stopped when the run stopped.
+    pub async fn run_load(
+        &mut self,
+        plans: &[CasePlan],
+        stages: Option<&[Stage]>,
+        warmup: u32,
+    ) -> crate::error::Result<Vec<CaseRun>> {
+        let Some(first) = plans.first() else {
+            return Ok(Vec::new());
+        };
+        if !self.warmups(first, warmup).await? {
+            let stopped = CaseRun {
+                stopped: true,
+                ..CaseRun::default()
+            };
+            return Ok(vec![stopped]);
         }
-        match (&plan.shape, self.pacing(plan)) {
-            (Shape::Rounds { rounds }, _) => self.rounds(plan, *rounds, &mut run).await?,
-            (Shape::Sessions { .. }, _) => self.sessions(plan, &mut run).await?,
-            (_, Some(pacing)) => {
-                let segments = [Segment::whole(plan, pacing.bound)];
-                let runs = std::slice::from_mut(&mut run);
-                if let Some(offsets) = &pacing.offsets {
-                    let offsets: Vec<_> = offsets.iter().map(|&o| (o, 0)).collect();
-                    self.open_loop(&segments, &pacing, &offsets, runs).await?;
-                } else {
-                    let steps = [(Duration::ZERO, pacing.cap.unwrap_or(1))];
-                    self.stream(&segments, &steps, &pacing, runs).await?;
-                }
+        let cases = stages.map_or(1, |_| plans.len());
+        let mut runs: Vec<CaseRun> = (0..cases).map(|_| CaseRun::default()).collect();
+        let streamed = match stages {
+            Some(stages) => Some(self.staged(plans, stages)),
+            None => self.streamed(first),
+        };
+        match (streamed, &first.shape) {
+            (Some(load), _) => {
+                let reached = self.run_streamed(&load, &mut runs).await?;
+                runs.truncate(reached);
             }
-            (_, None) => {}
+            (None, Shape::Rounds { rounds }) => self.rounds(first, *rounds, &mut runs[0]).await?,
+            (None, Shape::Sessions { .. }) => self.sessions(first, &mut runs[0]).await?,
+            (None, _) => {}
         }
-        run.stopped |= self.cancel.is_cancelled();
-        Ok(run)
+        if let Some(last) = runs.last_mut() {
+            last.stopped |= self.cancel.is_cancelled();
+        }
+        Ok(runs)
     }
 
     /// Sends `warmup` single requests, one at a time; false when the run stopped before one.
@@ -231,16 +269,20 @@ impl Runner<'_> {
         Ok(true)
     }
 
-    /// How a continuous or open-loop case launches; `None` for closed rounds.
-    fn pacing(&self, plan: &CasePlan) -> Option<Pacing> {
-        let pacing = match &plan.shape {
+    /// The streamed load of a continuous or open-loop case, as one segment; `None` for closed
+    /// rounds and sessions.
+    fn streamed<'p>(&self, plan: &'p CasePlan) -> Option<Streamed<'p>> {
+        let whole = |offsets: Vec<Duration>| offsets.into_iter().map(|o| (o, 0)).collect();
+        let (launches, pacing) = match &plan.shape {
             Shape::Rounds { .. } | Shape::Sessions { .. } => return None,
-            Shape::ClosedContinuous { bound } => Pacing {
-                offsets: None,
-                lengths: None,
-                cap: Some(plan.case.concurrency),
-                bound: *bound,
-            },
+            Shape::ClosedContinuous { bound } => (
+                Launches::Closed(vec![(Duration::ZERO, plan.case.concurrency)]),
+                Pacing {
+                    lengths: None,
+                    cap: Some(plan.case.concurrency),
+                    bound: *bound,
+                },
+            ),
             Shape::Open {
                 process,
                 rate_rps,
@@ -248,25 +290,52 @@ impl Runner<'_> {
                 max_in_flight,
             } => {
                 let seed = splitmix64(self.settings.seed ^ self.serial);
-                Pacing {
-                    offsets: Some(schedule::offsets(*process, *rate_rps, *bound, seed)),
-                    lengths: None,
-                    cap: *max_in_flight,
-                    bound: *bound,
-                }
+                let offsets = schedule::offsets(*process, *rate_rps, *bound, seed);
+                (
+                    Launches::Open(whole(offsets)),
+                    Pacing {
+                        lengths: None,
+                        cap: *max_in_flight,
+                        bound: *bound,
+                    },
+                )
             }
             Shape::Replay {
                 entries,
                 max_in_flight,
                 ..
-            } => Pacing {
-                offsets: Some(trace::offsets(entries)),
-                lengths: Some(entries.clone()),
-                cap: *max_in_flight,
-                bound: Bound::Requests(entries.len() as u64),
-            },
+            } => (
+                Launches::Open(whole(trace::offsets(entries))),
+                Pacing {
+                    lengths: Some(entries.clone()),
+                    cap: *max_in_flight,
+                    bound: Bound::Requests(entries.len() as u64),
+                },
+            ),
         };
-        Some(pacing)
+        Some(Streamed {
+            segments: vec![Segment::whole(plan, pacing.bound)],
+            pacing,
+            launches,
+        })
+    }
+
+    /// Runs a streamed load, its records folded into `runs` (one per segment); returns how many
+    /// segments it reached.
+    async fn run_streamed(
+        &mut self,
+        load: &Streamed<'_>,
+        runs: &mut [CaseRun],
+    ) -> crate::error::Result<usize> {
+        let Streamed {
+            segments,
+            pacing,
+            launches,
+        } = load;
+        match launches {
+            Launches::Open(offsets) => self.open_loop(segments, pacing, offsets, runs).await,
+            Launches::Closed(steps) => self.stream(segments, steps, pacing, runs).await,
+        }
     }
 
     async fn rounds(

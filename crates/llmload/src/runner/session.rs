@@ -122,25 +122,8 @@ impl<'a> Session<'a> {
     /// Runs `plan`, case number `summary.cases.len() + 1` of `planned`, after the process check
     /// and the cool-down; returns whether the run goes on.
     pub async fn run_case(&mut self, plan: &CasePlan, planned: usize) -> bool {
-        let case = &plan.case;
-        let guard = self.runner.guard.clone();
-        if guard.process_check(&format!("before case {}", case.id)) {
-            return false;
-        }
-        cool_down(self.config, &guard).await;
-        let number = self.summary.cases.len() + 1;
-        self.runner.progress.case(number, planned, plan);
-        // On the heap: a case's future is large, and the whole run's would hold it.
-        match Box::pin(self.runner.run_case(plan, self.config.warmup)).await {
-            Ok(run) => self.add_case(plan, run),
-            Err(e) => self.failure = Some(format!("case {}: {e:#}", case.id)),
-        }
-        self.note_shard();
-        if let (false, Some(done)) = (self.config.quiet, self.summary.cases.last()) {
-            let line = progress::case_line(self.summary.cases.len(), planned, done);
-            self.runner.progress.println(&line);
-        }
-        self.outcome(planned)
+        self.run_load(std::slice::from_ref(plan), None, planned)
+            .await
     }
 
     /// A staged load (`plans`, one per stage of `stages`) run as one load, after the process
@@ -150,7 +133,18 @@ impl<'a> Session<'a> {
         plans: &[CasePlan],
         stages: &[crate::workload::stages::Stage],
     ) -> bool {
-        let planned = plans.len();
+        self.run_load(plans, Some(stages), plans.len()).await
+    }
+
+    /// One load (a case, or with `stages` a staged load of `plans`), its cases numbered on from
+    /// `summary.cases.len() + 1` of `planned`, after the process check and the cool-down;
+    /// returns whether the run goes on.
+    async fn run_load(
+        &mut self,
+        plans: &[CasePlan],
+        stages: Option<&[crate::workload::stages::Stage]>,
+        planned: usize,
+    ) -> bool {
         let guard = self.runner.guard.clone();
         let Some(first) = plans.first() else {
             return true;
@@ -161,7 +155,9 @@ impl<'a> Session<'a> {
         cool_down(self.config, &guard).await;
         let number = self.summary.cases.len() + 1;
         self.runner.progress.case(number, planned, first);
-        match Box::pin(self.runner.run_stages(plans, stages, self.config.warmup)).await {
+        // On the heap: a load's future is large, and the whole run's would hold it.
+        let load = self.runner.run_load(plans, stages, self.config.warmup);
+        match Box::pin(load).await {
             Ok(runs) => {
                 for (plan, run) in plans.iter().zip(runs) {
                     self.add_case(plan, run);
@@ -171,7 +167,14 @@ impl<'a> Session<'a> {
                     }
                 }
             }
-            Err(e) => self.failure = Some(format!("staged load {}: {e:#}", first.case.id)),
+            Err(e) => {
+                let what = if stages.is_some() {
+                    "staged load"
+                } else {
+                    "case"
+                };
+                self.failure = Some(format!("{what} {}: {e:#}", first.case.id));
+            }
         }
         self.note_shard();
         self.outcome(planned)

@@ -352,3 +352,47 @@ async fn a_session_sends_each_turn_after_the_answer_and_the_think_time() {
     }
     assert!(!run.stopped);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_staged_load_runs_as_one_load_with_a_case_per_stage() {
+    use crate::workload::shape::{Arrival, ShapeTemplate};
+    let rig = Rig::new();
+    let fake = Arc::new(Fake::new(ms(10_000), |_| Script::lasting(40, 4)));
+    let template = ShapeTemplate {
+        arrival: Arrival::ClosedContinuous,
+        rounds: 1,
+        bound: None,
+        burstiness: 1.0,
+        max_in_flight: None,
+        warmup_time: Duration::ZERO,
+        trace: None,
+        session: None,
+    };
+    let stages =
+        crate::workload::stages::parse("100ms:concurrency=1,100ms:concurrency=2").expect("stages");
+    let plans = template.stage_plans(&stages, &Length::Fixed(8), &Length::Fixed(4));
+    let mut runner = rig.runner(&fake, Limits::default());
+    let origin = runner.origin;
+    let runs = runner
+        .run_load(&plans, Some(&stages), 0)
+        .await
+        .expect("the load");
+    // One in flight to 100 ms, then two, with no gap between the stages; none sent at or after
+    // 200 ms, and the last drained at 220.
+    let want: Vec<Duration> = [0, 40, 80, 100, 120, 140, 160, 180].map(ms).into();
+    assert_eq!(sends(&fake, origin), want);
+    assert_eq!(Instant::now() - origin, ms(220));
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0].window, Some((s(0), s(100))));
+    assert_eq!(runs[1].window, Some((s(100), s(200))));
+    // A request belongs to the stage it was sent in, wherever it ends (the one sent at 80 ends
+    // in the second).
+    let records = rig.records();
+    let count = |case: &str| records.iter().filter(|r| r.case == case).count();
+    assert_eq!((count(&plans[0].case.id), count(&plans[1].case.id)), (3, 5));
+    assert_eq!(
+        (runs[0].figures.requests(), runs[1].figures.requests()),
+        (3, 5)
+    );
+    assert!(runs.iter().all(|r| !r.stopped));
+}
