@@ -11,8 +11,13 @@
 //! Every request becomes a record written the moment it ends. A stop (Ctrl-C or the guard, which
 //! is checked before every launch) cancels what is in flight; cancelled requests are recorded as
 //! such and the case is left incomplete.
+//!
+//! Requests go through a [`Transport`]: the real client (`Endpoint`), or in the tests a scripted
+//! one under tokio's paused clock. The runner keeps every time on tokio's clock; only the open
+//! loop's pacer thread reads the system's, and a test paces on the runtime instead
+//! ([`PacerClock::Runtime`]).
 
-use crate::api::client::Exchange;
+use crate::api::client::{Exchange, Transport};
 use crate::api::{Body, GenerationRequest};
 use crate::attempt::records::RecordSink;
 use crate::error::Context;
@@ -26,8 +31,11 @@ use crate::workload::schedule::{self, Bound};
 use crate::workload::shape::{CasePlan, Shape, Slo};
 use crate::workload::shard::Shard;
 use crate::workload::source::{Built, PromptSource};
+use crate::workload::stages::Stage;
 use crate::workload::trace::{self, TraceEntry};
+use pacer::PacerClock;
 use rand::SeedableRng;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::task::JoinSet;
@@ -48,27 +56,42 @@ use stages::Segment;
 
 /// Drives one attempt's requests.
 pub struct Runner<'a> {
-    /// The server.
+    /// The server requests are built for.
     pub target: &'a Target,
     /// Where prompts come from.
     pub prompts: &'a PromptSource,
-    /// Where records go.
-    pub sink: RecordSink,
-    /// The attempt's time origin.
-    pub origin: Instant,
-    /// Fires when the run must stop (the guard's token).
-    pub cancel: CancellationToken,
+    /// Where requests go.
+    pub transport: Arc<dyn Transport>,
     /// Stop rules, checked before every warmup, round and launch and told of every measured
-    /// record.
+    /// record; its token is the run's stop.
     pub guard: Arc<Guard>,
-    /// Seed for prompt offsets, sampled lengths and arrival schedules.
-    pub seed: u64,
-    /// Requests built so far (each gets a distinct prompt offset).
-    pub serial: u64,
-    /// Multi-turn sessions started so far (the next one's id).
-    pub sessions: u64,
     /// Told of every round and ended request, for the live progress line.
     pub progress: crate::progress::Progress,
+    /// The run's knobs.
+    pub settings: RunSettings,
+    /// Where records go.
+    sink: RecordSink,
+    /// The attempt's time origin.
+    origin: Instant,
+    /// Fires when the run must stop (the guard's token).
+    cancel: CancellationToken,
+    /// Requests built so far (each gets a distinct prompt offset).
+    serial: u64,
+    /// Multi-turn sessions started so far (the next one's id).
+    sessions: u64,
+    /// Whether the first load has begun (the only one that waits for `--start-at`).
+    begun: bool,
+    /// When the first load began against `start_at`, once it has.
+    load_start: Option<LoadStart>,
+    /// What this shard's part of its load was: open-loop arrivals or closed-loop streams.
+    share: Option<Share>,
+}
+
+/// The knobs of a run, the same for every case of it.
+#[derive(Clone, Debug, Default)]
+pub struct RunSettings {
+    /// Seed for prompt offsets, sampled lengths and arrival schedules.
+    pub seed: u64,
     /// Objectives for goodput over a continuous or open loop's window.
     pub slo: Slo,
     /// Soak runs: the length of the windows the measurement window is cut into.
@@ -82,13 +105,11 @@ pub struct Runner<'a> {
     pub shard: Shard,
     /// `--start-at`: the wall-clock instant the first load begins, waited for.
     pub start_at: Option<SystemTime>,
-    /// When the first load began against `start_at`, once it has.
-    pub load_start: Option<LoadStart>,
-    /// A shard: the file `load_start` is written to the moment the load begins, so that a shard
-    /// killed before its summary still says when it began.
-    pub start_file: Option<std::path::PathBuf>,
-    /// What this shard's part of its load was: open-loop arrivals or closed-loop streams.
-    pub share: Option<Share>,
+    /// A shard: the file the load's start is written to the moment the load begins, so that a
+    /// shard killed before its summary still says when it began.
+    pub start_file: Option<PathBuf>,
+    /// The clock open-loop launches keep.
+    pub pacer: PacerClock,
 }
 
 /// A shard's part of a load.
@@ -100,6 +121,46 @@ pub enum Share {
     Streams(u32),
 }
 
+impl<'a> Runner<'a> {
+    /// A runner whose time origin is `origin` (the attempt's, the guard's) and whose stop is
+    /// `cancel` (the guard's token); records go to `sink`.
+    pub fn new(
+        (target, prompts): (&'a Target, &'a PromptSource),
+        transport: Arc<dyn Transport>,
+        sink: RecordSink,
+        (origin, cancel, guard): (Instant, CancellationToken, Arc<Guard>),
+        progress: crate::progress::Progress,
+        settings: RunSettings,
+    ) -> Runner<'a> {
+        Runner {
+            target,
+            prompts,
+            transport,
+            guard,
+            progress,
+            settings,
+            sink,
+            origin,
+            cancel,
+            serial: 0,
+            sessions: 0,
+            begun: false,
+            load_start: None,
+            share: None,
+        }
+    }
+
+    /// When the first load began against `--start-at`, once it has.
+    pub fn load_start(&self) -> Option<LoadStart> {
+        self.load_start
+    }
+
+    /// What this shard's part of its latest load was, once one ran.
+    pub fn share(&self) -> Option<Share> {
+        self.share
+    }
+}
+
 /// A request ready to go: what it is and its body.
 type Prepared = (RequestMeta, Body);
 
@@ -108,14 +169,29 @@ type InFlight = JoinSet<(RequestMeta, Exchange)>;
 
 /// How a streamed (continuous or open) load launches its requests.
 struct Pacing {
-    /// Open loop: offsets from the start of the load.
-    offsets: Option<Vec<Duration>>,
     /// Trace replay: each request's lengths.
     lengths: Option<Arc<Vec<TraceEntry>>>,
     /// The most requests in flight.
     cap: Option<u32>,
     /// Where launching stops.
     bound: Bound,
+}
+
+/// A continuous or open load, as it runs: its segments (the whole load of a case, or a staged
+/// load's stages, a case each) and how it launches.
+struct Streamed<'p> {
+    segments: Vec<Segment<'p>>,
+    pacing: Pacing,
+    launches: Launches,
+}
+
+/// When a streamed load's requests go.
+enum Launches {
+    /// At offsets from the start of the load, each with the segment it is scheduled in.
+    Open(Vec<(Duration, usize)>),
+    /// As they end, to keep a level in flight: (offset from the start of the load, the level
+    /// from then on).
+    Closed(Vec<(Duration, u32)>),
 }
 
 /// The open loop's clock starts this long after its first request is ready.
@@ -131,29 +207,51 @@ impl Runner<'_> {
         plan: &CasePlan,
         warmup: u32,
     ) -> crate::error::Result<CaseRun> {
-        let mut run = CaseRun::default();
-        if !self.warmups(plan, warmup).await? {
-            run.stopped = true;
-            return Ok(run);
+        let runs = self
+            .run_load(std::slice::from_ref(plan), None, warmup)
+            .await?;
+        Ok(runs.into_iter().next().unwrap_or_default())
+    }
+
+    /// Runs `warmup` single requests (the first plan's), then one load: the case of `plans[0]`,
+    /// or with `stages` the staged load of `plans` (one per stage, from
+    /// [`ShapeTemplate::stage_plans`](crate::workload::shape::ShapeTemplate::stage_plans)). One
+    /// run per case reached, the last marked stopped when the run stopped.
+    pub async fn run_load(
+        &mut self,
+        plans: &[CasePlan],
+        stages: Option<&[Stage]>,
+        warmup: u32,
+    ) -> crate::error::Result<Vec<CaseRun>> {
+        let Some(first) = plans.first() else {
+            return Ok(Vec::new());
+        };
+        if !self.warmups(first, warmup).await? {
+            let stopped = CaseRun {
+                stopped: true,
+                ..CaseRun::default()
+            };
+            return Ok(vec![stopped]);
         }
-        match (&plan.shape, self.pacing(plan)) {
-            (Shape::Rounds { rounds }, _) => self.rounds(plan, *rounds, &mut run).await?,
-            (Shape::Sessions { .. }, _) => self.sessions(plan, &mut run).await?,
-            (_, Some(pacing)) => {
-                let segments = [Segment::whole(plan, pacing.bound)];
-                let runs = std::slice::from_mut(&mut run);
-                if let Some(offsets) = &pacing.offsets {
-                    let offsets: Vec<_> = offsets.iter().map(|&o| (o, 0)).collect();
-                    self.open_loop(&segments, &pacing, &offsets, runs).await?;
-                } else {
-                    let steps = [(Duration::ZERO, pacing.cap.unwrap_or(1))];
-                    self.stream(&segments, &steps, &pacing, runs).await?;
-                }
+        let cases = stages.map_or(1, |_| plans.len());
+        let mut runs: Vec<CaseRun> = (0..cases).map(|_| CaseRun::default()).collect();
+        let streamed = match stages {
+            Some(stages) => Some(self.staged(plans, stages)),
+            None => self.streamed(first),
+        };
+        match (streamed, &first.shape) {
+            (Some(load), _) => {
+                let reached = self.run_streamed(&load, &mut runs).await?;
+                runs.truncate(reached);
             }
-            (_, None) => {}
+            (None, Shape::Rounds { rounds }) => self.rounds(first, *rounds, &mut runs[0]).await?,
+            (None, Shape::Sessions { .. }) => self.sessions(first, &mut runs[0]).await?,
+            (None, _) => {}
         }
-        run.stopped |= self.cancel.is_cancelled();
-        Ok(run)
+        if let Some(last) = runs.last_mut() {
+            last.stopped |= self.cancel.is_cancelled();
+        }
+        Ok(runs)
     }
 
     /// Sends `warmup` single requests, one at a time; false when the run stopped before one.
@@ -171,42 +269,73 @@ impl Runner<'_> {
         Ok(true)
     }
 
-    /// How a continuous or open-loop case launches; `None` for closed rounds.
-    fn pacing(&self, plan: &CasePlan) -> Option<Pacing> {
-        let pacing = match &plan.shape {
+    /// The streamed load of a continuous or open-loop case, as one segment; `None` for closed
+    /// rounds and sessions.
+    fn streamed<'p>(&self, plan: &'p CasePlan) -> Option<Streamed<'p>> {
+        let whole = |offsets: Vec<Duration>| offsets.into_iter().map(|o| (o, 0)).collect();
+        let (launches, pacing) = match &plan.shape {
             Shape::Rounds { .. } | Shape::Sessions { .. } => return None,
-            Shape::ClosedContinuous { bound } => Pacing {
-                offsets: None,
-                lengths: None,
-                cap: Some(plan.case.concurrency),
-                bound: *bound,
-            },
+            Shape::ClosedContinuous { bound } => (
+                Launches::Closed(vec![(Duration::ZERO, plan.case.concurrency)]),
+                Pacing {
+                    lengths: None,
+                    cap: Some(plan.case.concurrency),
+                    bound: *bound,
+                },
+            ),
             Shape::Open {
                 process,
                 rate_rps,
                 bound,
                 max_in_flight,
             } => {
-                let seed = splitmix64(self.seed ^ self.serial);
-                Pacing {
-                    offsets: Some(schedule::offsets(*process, *rate_rps, *bound, seed)),
-                    lengths: None,
-                    cap: *max_in_flight,
-                    bound: *bound,
-                }
+                let seed = splitmix64(self.settings.seed ^ self.serial);
+                let offsets = schedule::offsets(*process, *rate_rps, *bound, seed);
+                (
+                    Launches::Open(whole(offsets)),
+                    Pacing {
+                        lengths: None,
+                        cap: *max_in_flight,
+                        bound: *bound,
+                    },
+                )
             }
             Shape::Replay {
                 entries,
                 max_in_flight,
                 ..
-            } => Pacing {
-                offsets: Some(trace::offsets(entries)),
-                lengths: Some(entries.clone()),
-                cap: *max_in_flight,
-                bound: Bound::Requests(entries.len() as u64),
-            },
+            } => (
+                Launches::Open(whole(trace::offsets(entries))),
+                Pacing {
+                    lengths: Some(entries.clone()),
+                    cap: *max_in_flight,
+                    bound: Bound::Requests(entries.len() as u64),
+                },
+            ),
         };
-        Some(pacing)
+        Some(Streamed {
+            segments: vec![Segment::whole(plan, pacing.bound)],
+            pacing,
+            launches,
+        })
+    }
+
+    /// Runs a streamed load, its records folded into `runs` (one per segment); returns how many
+    /// segments it reached.
+    async fn run_streamed(
+        &mut self,
+        load: &Streamed<'_>,
+        runs: &mut [CaseRun],
+    ) -> crate::error::Result<usize> {
+        let Streamed {
+            segments,
+            pacing,
+            launches,
+        } = load;
+        match launches {
+            Launches::Open(offsets) => self.open_loop(segments, pacing, offsets, runs).await,
+            Launches::Closed(steps) => self.stream(segments, steps, pacing, runs).await,
+        }
     }
 
     async fn rounds(
@@ -242,8 +371,8 @@ impl Runner<'_> {
         WindowFigures::new(
             self.since(warmup_end),
             end.map(|e| self.since(e.max(warmup_end))),
-            self.slo,
-            self.series_window.map(|d| d.as_secs_f64()),
+            self.settings.slo,
+            self.settings.series_window.map(|d| d.as_secs_f64()),
         )
     }
 
@@ -273,7 +402,7 @@ impl Runner<'_> {
         run: &mut CaseRun,
     ) -> crate::error::Result<()> {
         let launched = meta.launched.map(|t| self.since(t));
-        let record = exchange::record(meta, exchange, self.origin, self.best_effort);
+        let record = exchange::record(meta, exchange, self.origin, self.settings.best_effort);
         self.sink
             .append(&record)
             .context("writing requests.jsonl")?;
@@ -299,7 +428,7 @@ impl Runner<'_> {
     ) -> RequestMeta {
         // Serial numbers are distinct between streamed requests, indices within a round.
         let key = splitmix64(self.serial).rotate_left(17) ^ u64::from(index);
-        let mut rng = rand::rngs::StdRng::seed_from_u64(splitmix64(self.seed ^ key));
+        let mut rng = rand::rngs::StdRng::seed_from_u64(splitmix64(self.settings.seed ^ key));
         RequestMeta {
             case: plan.case.id.clone(),
             phase,
@@ -351,13 +480,15 @@ impl Runner<'_> {
         self.serial += 1;
         let built = if blocks.is_empty() {
             self.prompts
-                .build(self.target, meta.input_tokens, serial, self.seed)
+                .build(self.target, meta.input_tokens, serial, self.settings.seed)
                 .await?
         } else {
-            Built::exact(
-                self.prompts
-                    .block_prompt(meta.input_tokens, blocks, serial, self.seed)?,
-            )
+            Built::exact(self.prompts.block_prompt(
+                meta.input_tokens,
+                blocks,
+                serial,
+                self.settings.seed,
+            )?)
         };
         meta.exact_input = built.exact;
         meta.dataset_entry = built.entry;
@@ -371,7 +502,7 @@ impl Runner<'_> {
             model: self.target.model.as_deref(),
             cache_prompt: meta.shared_tokens > 0 || !blocks.is_empty(),
             usage_per_chunk: self.target.reports_usage_per_chunk(),
-            extra: self.extra_body.as_ref(),
+            extra: self.settings.extra_body.as_ref(),
         };
         Ok(Body::from_json(&self.target.endpoint.api.body(&request)))
     }
@@ -400,11 +531,14 @@ impl Runner<'_> {
 
     /// Sends one request on its own task; its record is made when it is joined.
     fn spawn(&self, in_flight: &mut InFlight, meta: RequestMeta, body: Body) {
-        let endpoint = self.target.endpoint.clone();
+        let transport = self.transport.clone();
         let cancel = self.cancel.clone();
         in_flight.spawn(async move {
-            let exchange = endpoint.stream(&body, &cancel).await;
+            let exchange = transport.exchange(&body, &cancel).await;
             (meta, exchange)
         });
     }
 }
+
+#[cfg(test)]
+mod tests;

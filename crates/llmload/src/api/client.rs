@@ -330,20 +330,47 @@ impl Endpoint {
         exchange
             .token_events
             .reserve(body.output_tokens.min(1 << 16) as usize);
-        let deadline = exchange.sent + self.timeout;
+        let (sent, timeout) = (exchange.sent, self.timeout);
         let read = direct::read_direct(&self.origin, self.api, &body.json, &mut exchange);
-        let outcome = tokio::select! {
-            biased;
-            () = cancel.cancelled() => Err(Failure::Cancelled),
-            read = tokio::time::timeout_at(deadline, read) => {
-                read.unwrap_or(Err(Failure::Timeout(self.timeout)))
-            }
-        };
-        exchange.failure = outcome.err();
+        exchange.failure = bounded(read, cancel, sent, timeout).await.err();
         if let Some(tokenizer) = &self.tokenizer {
             exchange.count_with(tokenizer);
         }
         exchange
+    }
+}
+
+/// Where the runner's generation requests go: one streamed exchange per call, read to its end,
+/// its failure, its deadline (`timeout` after `sent`) or `cancel`, whichever comes first, every
+/// time on tokio's clock. [`Endpoint`] is the real one; the runner's tests script a fake.
+pub trait Transport: Send + Sync {
+    /// Sends `body` and reads its stream to the end (see [`Endpoint::stream`]).
+    fn exchange<'a>(&'a self, body: &'a Body, cancel: &'a CancellationToken) -> Pending<'a>;
+}
+
+/// An exchange under way.
+pub type Pending<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Exchange> + Send + 'a>>;
+
+impl Transport for Endpoint {
+    fn exchange<'a>(&'a self, body: &'a Body, cancel: &'a CancellationToken) -> Pending<'a> {
+        Box::pin(self.stream(body, cancel))
+    }
+}
+
+/// `read` within an exchange's bounds: `cancel` first (a stop wins over everything), then the
+/// deadline `timeout` after `sent`, past which it fails as a timeout.
+pub async fn bounded(
+    read: impl std::future::Future<Output = Result<(), Failure>>,
+    cancel: &CancellationToken,
+    sent: Instant,
+    timeout: Duration,
+) -> Result<(), Failure> {
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => Err(Failure::Cancelled),
+        read = tokio::time::timeout_at(sent + timeout, read) => {
+            read.unwrap_or(Err(Failure::Timeout(timeout)))
+        }
     }
 }
 

@@ -24,12 +24,12 @@ impl super::Runner<'_> {
         let first = segments[0].plan;
         let mut in_flight = InFlight::new();
         let total = match pacing.bound {
-            Bound::Requests(n) => self.shard.share(n),
+            Bound::Requests(n) => self.settings.shard.share(n),
             Bound::Duration(_) => u64::MAX,
         };
         // A shard keeps its share of each level in flight; its serial numbers interleave with
         // the other shards', so no two build the same prompt.
-        let shard = self.shard;
+        let shard = self.settings.shard;
         let steps: Vec<(Duration, u32)> = steps
             .iter()
             .map(|&(at, level)| (at, shard.share_u32(level)))

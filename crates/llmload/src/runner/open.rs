@@ -25,20 +25,20 @@ impl super::Runner<'_> {
         offsets: &[(Duration, usize)],
         runs: &mut [CaseRun],
     ) -> crate::error::Result<usize> {
-        let gate = Gate::new(pacing.cap.map(|c| self.shard.share_u32(c) as usize));
-        let mut pacer =
-            Pacer::start(gate.clone(), self.cancel.clone()).context("starting the pacer thread")?;
+        let shard = self.settings.shard;
+        let gate = Gate::new(pacing.cap.map(|c| shard.share_u32(c) as usize));
+        let mut pacer = Pacer::on(self.settings.pacer, gate.clone(), self.cancel.clone())
+            .context("starting the pacer thread")?;
         let (results, mut ended) = mpsc::unbounded_channel();
         let entry = |g: usize| pacing.lengths.as_ref().and_then(|l| l.get(g).cloned());
         let plan = |g: usize| segments[offsets[g].1].plan;
         // A shard's arrivals, each with its place in the global schedule, whose serial number
         // (and so its prompt and lengths) it takes, as the single process would.
-        let mine = self.shard.thin(offsets.iter().copied());
+        let mine = shard.thin(offsets.iter().copied());
         self.share = Some(super::Share::Arrivals(mine.len() as u64));
         if mine.is_empty() && !offsets.is_empty() {
             self.progress.println(&format!(
-                "shard {}: no arrivals of its own (fewer arrivals than shards)",
-                self.shard
+                "shard {shard}: no arrivals of its own (fewer arrivals than shards)"
             ));
         }
         let base = self.serial;
@@ -159,14 +159,14 @@ impl super::Runner<'_> {
         gate: &Arc<Gate>,
         results: &mpsc::UnboundedSender<(RequestMeta, Exchange)>,
     ) -> Job {
-        let endpoint = self.target.endpoint.clone();
+        let transport = self.transport.clone();
         let cancel = self.cancel.clone();
         let gate = gate.clone();
         let results = results.clone();
         let runtime = tokio::runtime::Handle::current();
         Box::new(move || {
             runtime.spawn(async move {
-                let exchange = endpoint.stream(&body, &cancel).await;
+                let exchange = transport.exchange(&body, &cancel).await;
                 gate.release();
                 // The runner holds the receiver until every launched request has reported.
                 let _ = results.send((meta, exchange));

@@ -9,6 +9,9 @@
 //! or for the runtime to poll it, is sent late, and `sent − scheduled` (the send lag) says by how
 //! much.
 //!
+//! A test's runner paces on tokio's timer instead ([`PacerClock::Runtime`]): under a paused
+//! clock every launch is then at its exact instant, or exactly as late as the cap held it.
+//!
 //! The runner prepares requests ahead (their prompts built while earlier ones wait) and submits
 //! them in order; the pacer ends when the runner closes the queue or the run is cancelled.
 //! Submitted jobs that were never launched are dropped, so that whoever waits on their results
@@ -40,6 +43,8 @@ pub struct Gate {
     cap: Option<usize>,
     in_flight: Mutex<usize>,
     freed: Condvar,
+    /// The same news for a pacer on the runtime.
+    freed_task: tokio::sync::Notify,
 }
 
 impl Gate {
@@ -70,6 +75,31 @@ impl Gate {
         true
     }
 
+    /// As [`Gate::take`], waiting on the runtime.
+    async fn take_on_runtime(&self, cancel: &CancellationToken) -> bool {
+        loop {
+            // Registered before the count is read, so that a release in between is not missed.
+            let freed = self.freed_task.notified();
+            tokio::pin!(freed);
+            freed.as_mut().enable();
+            {
+                let mut n = self
+                    .in_flight
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if self.cap.is_none_or(|cap| *n < cap) {
+                    *n += 1;
+                    return true;
+                }
+            }
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return false,
+                () = freed => {}
+            }
+        }
+    }
+
     /// Gives a place back (a request ended).
     pub fn release(&self) {
         let mut n = self
@@ -78,6 +108,7 @@ impl Gate {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         *n = n.saturating_sub(1);
         self.freed.notify_one();
+        self.freed_task.notify_one();
     }
 
     /// Requests in flight now.
@@ -89,10 +120,27 @@ impl Gate {
     }
 }
 
+/// Which clock an open loop's launches keep.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PacerClock {
+    /// The pacer thread, on the operating system's high-resolution clock: every real run.
+    #[default]
+    Thread,
+    /// A task on tokio's timer, which a test's paused clock drives: launches exactly on that
+    /// clock, and no more precise than the timer on a real one.
+    Runtime,
+}
+
 /// The runner's side of a running pacer.
 pub struct Pacer {
     queue: Option<mpsc::Sender<(Instant, Job)>>,
-    thread: Option<JoinHandle<(u64, Priority)>>,
+    launcher: Option<Launcher>,
+}
+
+/// Where a pacer runs.
+enum Launcher {
+    Thread(JoinHandle<(u64, Priority)>),
+    Task(tokio::task::JoinHandle<u64>),
 }
 
 impl Pacer {
@@ -104,7 +152,24 @@ impl Pacer {
             .spawn(move || pace(jobs, &gate, &cancel))?;
         Ok(Pacer {
             queue: Some(queue),
-            thread: Some(thread),
+            launcher: Some(Launcher::Thread(thread)),
+        })
+    }
+
+    /// Starts a pacer on `clock`: the thread, or a task on the runtime (which must be current).
+    pub fn on(
+        clock: PacerClock,
+        gate: Arc<Gate>,
+        cancel: CancellationToken,
+    ) -> std::io::Result<Pacer> {
+        if clock == PacerClock::Thread {
+            return Pacer::start(gate, cancel);
+        }
+        let (queue, jobs) = mpsc::channel(AHEAD);
+        let task = tokio::spawn(async move { pace_on_runtime(jobs, &gate, &cancel).await });
+        Ok(Pacer {
+            queue: Some(queue),
+            launcher: Some(Launcher::Task(task)),
         })
     }
 
@@ -129,14 +194,17 @@ impl Pacer {
     }
 
     /// Closes the queue and waits for the thread; returns how many jobs it launched and the
-    /// priority it ran at (`None` if the thread panicked).
+    /// priority it ran at (`None` if the thread panicked). A pacer on the runtime has no
+    /// priority of its own: `Normal`.
     pub async fn finish(mut self) -> Option<(u64, Priority)> {
         self.close();
-        let thread = self.thread.take()?;
-        tokio::task::spawn_blocking(move || thread.join().ok())
-            .await
-            .ok()
-            .flatten()
+        match self.launcher.take()? {
+            Launcher::Thread(thread) => tokio::task::spawn_blocking(move || thread.join().ok())
+                .await
+                .ok()
+                .flatten(),
+            Launcher::Task(task) => task.await.ok().map(|n| (n, Priority::Normal)),
+        }
     }
 }
 
@@ -199,6 +267,28 @@ fn pace(
         launched += 1;
     }
     (launched, priority)
+}
+
+/// The pacer on the runtime: each job at its instant on tokio's clock, in order.
+async fn pace_on_runtime(
+    mut jobs: mpsc::Receiver<(Instant, Job)>,
+    gate: &Gate,
+    cancel: &CancellationToken,
+) -> u64 {
+    let mut launched = 0;
+    while let Some((at, job)) = jobs.recv().await {
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => break,
+            () = tokio::time::sleep_until(tokio::time::Instant::from_std(at)) => {}
+        }
+        if !gate.take_on_runtime(cancel).await {
+            break;
+        }
+        job();
+        launched += 1;
+    }
+    launched
 }
 
 /// Sleeps, then spins, until `at`; false when `cancel` fired first.

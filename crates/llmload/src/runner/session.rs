@@ -8,7 +8,8 @@ use crate::error::Context;
 use crate::guard::{Guard, StopSignal};
 use crate::progress::{self, Progress};
 use crate::runner::monitors::Monitors;
-use crate::runner::{Runner, Share};
+use crate::runner::pacer::PacerClock;
+use crate::runner::{RunSettings, Runner, Share};
 use crate::selfcheck;
 use crate::summary::energy::{self, Window};
 use crate::summary::{window, Counting, Outcome, RunState, Summary};
@@ -65,28 +66,26 @@ impl<'a> Session<'a> {
         let (progress, drawing) = Progress::start(config.quiet, guard.clone());
         let sink = RecordSink::create(&attempt.dir.join("requests.jsonl"))
             .context("creating requests.jsonl")?;
-        let runner = Runner {
-            target,
-            prompts,
-            sink,
-            origin,
-            cancel,
-            guard,
+        let settings = RunSettings {
             seed: config.seed,
-            serial: 0,
-            sessions: 0,
-            progress,
             slo: config.load.slo,
             series_window: config.series_window_length(),
             extra_body: config.extra_body.clone(),
             best_effort: config.best_effort,
             shard: config.sharding.shard,
             start_at: config.sharding.start_at,
-            load_start: None,
             start_file: (!config.sharding.shard.is_whole())
                 .then(|| attempt.dir.join(crate::attempt::START_FILE)),
-            share: None,
+            pacer: PacerClock::Thread,
         };
+        let runner = Runner::new(
+            (target, prompts),
+            Arc::new(target.endpoint.clone()),
+            sink,
+            (origin, cancel, guard),
+            progress,
+            settings,
+        );
         let summary = Summary {
             schema_version: SCHEMA_VERSION,
             attempt_id: attempt.id.clone(),
@@ -123,24 +122,8 @@ impl<'a> Session<'a> {
     /// Runs `plan`, case number `summary.cases.len() + 1` of `planned`, after the process check
     /// and the cool-down; returns whether the run goes on.
     pub async fn run_case(&mut self, plan: &CasePlan, planned: usize) -> bool {
-        let case = &plan.case;
-        let guard = self.runner.guard.clone();
-        if guard.process_check(&format!("before case {}", case.id)) {
-            return false;
-        }
-        cool_down(self.config, &guard).await;
-        let number = self.summary.cases.len() + 1;
-        self.runner.progress.case(number, planned, plan);
-        match self.runner.run_case(plan, self.config.warmup).await {
-            Ok(run) => self.add_case(plan, run),
-            Err(e) => self.failure = Some(format!("case {}: {e:#}", case.id)),
-        }
-        self.note_shard();
-        if let (false, Some(done)) = (self.config.quiet, self.summary.cases.last()) {
-            let line = progress::case_line(self.summary.cases.len(), planned, done);
-            self.runner.progress.println(&line);
-        }
-        self.outcome(planned)
+        self.run_load(std::slice::from_ref(plan), None, planned)
+            .await
     }
 
     /// A staged load (`plans`, one per stage of `stages`) run as one load, after the process
@@ -150,7 +133,18 @@ impl<'a> Session<'a> {
         plans: &[CasePlan],
         stages: &[crate::workload::stages::Stage],
     ) -> bool {
-        let planned = plans.len();
+        self.run_load(plans, Some(stages), plans.len()).await
+    }
+
+    /// One load (a case, or with `stages` a staged load of `plans`), its cases numbered on from
+    /// `summary.cases.len() + 1` of `planned`, after the process check and the cool-down;
+    /// returns whether the run goes on.
+    async fn run_load(
+        &mut self,
+        plans: &[CasePlan],
+        stages: Option<&[crate::workload::stages::Stage]>,
+        planned: usize,
+    ) -> bool {
         let guard = self.runner.guard.clone();
         let Some(first) = plans.first() else {
             return true;
@@ -161,11 +155,9 @@ impl<'a> Session<'a> {
         cool_down(self.config, &guard).await;
         let number = self.summary.cases.len() + 1;
         self.runner.progress.case(number, planned, first);
-        match self
-            .runner
-            .run_stages(plans, stages, self.config.warmup)
-            .await
-        {
+        // On the heap: a load's future is large, and the whole run's would hold it.
+        let load = self.runner.run_load(plans, stages, self.config.warmup);
+        match Box::pin(load).await {
             Ok(runs) => {
                 for (plan, run) in plans.iter().zip(runs) {
                     self.add_case(plan, run);
@@ -175,7 +167,14 @@ impl<'a> Session<'a> {
                     }
                 }
             }
-            Err(e) => self.failure = Some(format!("staged load {}: {e:#}", first.case.id)),
+            Err(e) => {
+                let what = if stages.is_some() {
+                    "staged load"
+                } else {
+                    "case"
+                };
+                self.failure = Some(format!("{what} {}: {e:#}", first.case.id));
+            }
         }
         self.note_shard();
         self.outcome(planned)
@@ -190,7 +189,7 @@ impl<'a> Session<'a> {
         let idle = !run.stopped
             && run.figures.requests() == 0
             && matches!(
-                self.runner.share,
+                self.runner.share(),
                 Some(Share::Streams(0) | Share::Arrivals(0))
             );
         let mut case = window::summarise(plan, run, &readings);
@@ -248,8 +247,8 @@ impl Session<'_> {
     /// A shard's section with how its load began and what its part was, once it has.
     fn note_shard(&mut self) {
         if let Some(shard) = &mut self.summary.shard {
-            shard.start = shard.start.or(self.runner.load_start);
-            match self.runner.share {
+            shard.start = shard.start.or(self.runner.load_start());
+            match self.runner.share() {
                 Some(Share::Arrivals(n)) => shard.arrivals = Some(n),
                 Some(Share::Streams(n)) => shard.streams = Some(n),
                 None => {}

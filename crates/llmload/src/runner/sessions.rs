@@ -9,7 +9,7 @@
 //! is in flight and starts nothing more.
 
 use super::{CaseRun, CHECK, LEAD};
-use crate::api::client::Exchange;
+use crate::api::client::{Exchange, Transport};
 use crate::api::{Body, GenerationRequest};
 use crate::error::{Context, Error};
 use crate::record::{Phase, RequestMeta, TurnMeta};
@@ -21,6 +21,7 @@ use crate::workload::shape::{CasePlan, Shape};
 use crate::workload::source::{Answer, PromptSource};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use rand::SeedableRng;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -35,6 +36,7 @@ fn serials(turns: u32) -> u64 {
 /// What every session of a case shares.
 struct Sessions<'a> {
     target: &'a Target,
+    transport: Arc<dyn Transport>,
     prompts: &'a PromptSource,
     plan: &'a CasePlan,
     spec: SessionSpec,
@@ -70,16 +72,17 @@ impl super::Runner<'_> {
             prompts: self.prompts,
             plan,
             spec: *spec,
-            seed: self.seed,
+            transport: self.transport.clone(),
+            seed: self.settings.seed,
             serial: self.serial,
             first_id: self.sessions,
             cancel: self.cancel.clone(),
-            extra_body: self.extra_body.clone(),
+            extra_body: self.settings.extra_body.clone(),
             ended,
         };
         let arrivals = match (process, rate_rps) {
             (Some(process), Some(rate)) => {
-                let seed = splitmix64(self.seed ^ self.serial ^ 0x5e55);
+                let seed = splitmix64(self.settings.seed ^ self.serial ^ 0x5e55);
                 Some(schedule::offsets(*process, *rate, *bound, seed))
             }
             _ => None,
@@ -286,10 +289,10 @@ impl Sessions<'_> {
         mut meta: RequestMeta,
         body: Body,
     ) -> crate::error::Result<(RequestMeta, Exchange)> {
-        let endpoint = self.target.endpoint.clone();
+        let transport = self.transport.clone();
         let cancel = self.cancel.clone();
         meta.launched = Some(Instant::now());
-        let exchange = tokio::spawn(async move { endpoint.stream(&body, &cancel).await })
+        let exchange = tokio::spawn(async move { transport.exchange(&body, &cancel).await })
             .await
             .map_err(|e| Error::Internal(format!("a request task failed: {e}")))?;
         Ok((meta, exchange))

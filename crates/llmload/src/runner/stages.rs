@@ -3,7 +3,7 @@
 //! the stage it was sent (or scheduled) in, wherever it ends. A stop mid-stage leaves that stage
 //! incomplete and the stages after it not run.
 
-use super::{CaseRun, Pacing};
+use super::{CaseRun, Launches, Pacing, Streamed};
 use crate::api::client::Exchange;
 use crate::error::Context;
 use crate::record::RequestMeta;
@@ -56,27 +56,12 @@ impl<'p> Segment<'p> {
 }
 
 impl super::Runner<'_> {
-    /// Runs `warmup` single requests, then the staged load of `plans` (one per stage, from
-    /// [`ShapeTemplate::stage_plans`](crate::workload::shape::ShapeTemplate::stage_plans)) as one
-    /// load; one run per stage reached, the last marked stopped when the run stopped.
-    pub async fn run_stages(
-        &mut self,
-        plans: &[CasePlan],
-        stages: &[Stage],
-        warmup: u32,
-    ) -> crate::error::Result<Vec<CaseRun>> {
-        let Some(first) = plans.first() else {
-            return Ok(Vec::new());
-        };
-        if !self.warmups(first, warmup).await? {
-            let stopped = CaseRun {
-                stopped: true,
-                ..CaseRun::default()
-            };
-            return Ok(vec![stopped]);
-        }
+    /// The staged load of `plans` (one per stage of `stages`) as one streamed load: a segment
+    /// per stage, the open loop's arrivals drawn over the stages' rates, or the closed loop's
+    /// level following their concurrency.
+    pub(super) fn staged<'p>(&self, plans: &'p [CasePlan], stages: &[Stage]) -> Streamed<'p> {
         let mut start = Duration::ZERO;
-        let segments: Vec<Segment<'_>> = plans
+        let segments: Vec<Segment<'p>> = plans
             .iter()
             .zip(stages)
             .map(|(plan, stage)| {
@@ -89,32 +74,30 @@ impl super::Runner<'_> {
                 segment
             })
             .collect();
-        let (process, cap) = match &first.shape {
-            Shape::Open {
+        let (process, cap) = match plans.first().map(|p| &p.shape) {
+            Some(Shape::Open {
                 process,
                 max_in_flight,
                 ..
-            } => (Some(*process), *max_in_flight),
+            }) => (Some(*process), *max_in_flight),
             _ => (None, None),
         };
-        let pacing = Pacing {
-            offsets: None,
-            lengths: None,
-            cap,
-            bound: Bound::Duration(start),
+        let launches = match process {
+            Some(process) => {
+                let seed = splitmix64(self.settings.seed ^ self.serial);
+                Launches::Open(stages::offsets(stages, process, seed))
+            }
+            None => Launches::Closed(stages::concurrency_steps(stages)),
         };
-        let mut runs: Vec<CaseRun> = plans.iter().map(|_| CaseRun::default()).collect();
-        let reached = if let Some(process) = process {
-            let seed = splitmix64(self.seed ^ self.serial);
-            let offsets = stages::offsets(stages, process, seed);
-            self.open_loop(&segments, &pacing, &offsets, &mut runs)
-                .await?
-        } else {
-            let steps = stages::concurrency_steps(stages);
-            self.stream(&segments, &steps, &pacing, &mut runs).await?
-        };
-        runs.truncate(reached);
-        Ok(runs)
+        Streamed {
+            segments,
+            pacing: Pacing {
+                lengths: None,
+                cap,
+                bound: Bound::Duration(start),
+            },
+            launches,
+        }
     }
 
     /// Each segment's window figures, its window starting at its start (the first's after the

@@ -12,7 +12,8 @@ impl super::Runner<'_> {
     /// start all the same, so its schedule stays aligned with the other shards' and its first
     /// arrivals go out late, their send lag showing it.
     pub(super) async fn begin(&mut self, otherwise: Instant) -> Instant {
-        let Some(at) = self.start_at.take() else {
+        let first = !std::mem::replace(&mut self.begun, true);
+        let Some(at) = self.settings.start_at.filter(|_| first) else {
             return otherwise;
         };
         let (now, wall) = (Instant::now(), SystemTime::now());
@@ -44,7 +45,7 @@ impl super::Runner<'_> {
             start_lag_ms: lag.as_secs_f64() * 1e3,
         };
         self.load_start = Some(start);
-        if let Some(path) = &self.start_file {
+        if let Some(path) = &self.settings.start_file {
             if let Err(e) = crate::attempt::write_start(path, &start) {
                 self.progress.println(&format!("warning: {e}"));
             }

@@ -139,6 +139,21 @@ impl PromptSource {
         })
     }
 
+    /// Prompts of a token-ID API cut from `corpus`, with no shared system prompt: no server is
+    /// asked for anything.
+    #[cfg(test)]
+    pub(crate) fn of_tokens(corpus: Vec<u32>) -> PromptSource {
+        PromptSource {
+            vocabulary: Vocabulary::Tokens(corpus),
+            shared: 0,
+            shared_text: tokio::sync::OnceCell::new(),
+            distinct: std::sync::OnceLock::new(),
+            distinct_words: std::sync::OnceLock::new(),
+            dataset: None,
+            block_tokens: super::trace::DEFAULT_BLOCK_TOKENS,
+        }
+    }
+
     /// Tokens of the shared system prompt that opens every prompt (0: none).
     pub fn shared_tokens(&self) -> u32 {
         self.shared
