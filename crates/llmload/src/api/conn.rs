@@ -2,23 +2,24 @@
 //! read is timed by the kernel's receive stamp either way.
 //!
 //! TLS is rustls's connection state fed from the same stamped reads as plain HTTP: ciphertext is
-//! read with [`http1::read`], which gives the kernel stamp of the latest segment read, and the
+//! read with [`read`], which gives the kernel stamp of the latest segment read, and the
 //! plaintext it decrypts to takes that stamp. A token's time on `https://` is therefore when the
 //! last segment of the TLS record that carried it reached this machine. The handshake is done
 //! when the connection is opened, before any request goes on it, so it is never part of a
 //! latency. Memory stays bounded: one read buffer, rustls's buffers under their limits, and
-//! plaintext drained before more ciphertext is taken in.
+//! plaintext drained before more ciphertext is taken in. How late each stamped read came is
+//! tallied in [`READ_LAG`] for the self-check.
 
-use super::http1::{self, READ_BUFFER};
 use llmload_stamp as stamp;
 use nix::sys::socket::{recv, MsgFlags};
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection};
 use std::io::{self, Read as _, Write as _};
 use std::os::fd::AsRawFd as _;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
@@ -138,7 +139,7 @@ impl Conn {
             if !tls.session.is_handshaking() {
                 break;
             }
-            let (n, _) = http1::read(&self.tcp, &mut tls.incoming).await?;
+            let (n, _) = read(&self.tcp, &mut tls.incoming).await?;
             if n == 0 {
                 return Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
@@ -171,11 +172,11 @@ impl Conn {
 
     /// Reads what has arrived into `buffer`, waiting for at least one byte; 0 at the end of the
     /// stream (a TLS `close_notify`, or the connection closed without one). Returns the count
-    /// and when the bytes arrived, as [`http1::read`] does; over TLS, when the ciphertext that
+    /// and when the bytes arrived, as [`read`] does; over TLS, when the ciphertext that
     /// delivered them arrived.
     pub async fn read(&mut self, buffer: &mut [u8]) -> io::Result<(usize, Instant)> {
         let Some(tls) = self.tls.as_deref_mut() else {
-            return http1::read(&self.tcp, buffer).await;
+            return read(&self.tcp, buffer).await;
         };
         loop {
             match tls.session.reader().read(buffer) {
@@ -189,7 +190,7 @@ impl Conn {
                 Err(e) => return Err(e),
             }
             // No plaintext left: the next ciphertext, then what it decrypts to.
-            let (n, arrived) = http1::read(&self.tcp, &mut tls.incoming).await?;
+            let (n, arrived) = read(&self.tcp, &mut tls.incoming).await?;
             tls.arrived = arrived;
             tls.absorb(n)?;
             // A key update asks for an answer.
@@ -263,6 +264,107 @@ impl Tls {
             tcp.write_all(&self.outgoing).await?;
         }
         Ok(())
+    }
+}
+
+/// Bytes read from the socket at a time; a stream's whole receive memory.
+pub const READ_BUFFER: usize = 4096;
+
+/// Reads what has arrived into `buffer`, waiting for at least one byte; 0 at the end of the
+/// stream. Returns the count and when the bytes arrived: the kernel's receive stamp of the latest
+/// segment read, else the moment the read returned. A short read drained the socket: readiness
+/// is cleared at once, so the next call waits for new bytes instead of spending a `recv` to learn
+/// there are none.
+pub async fn read(stream: &TcpStream, buffer: &mut [u8]) -> io::Result<(usize, Instant)> {
+    loop {
+        stream.readable().await?;
+        let mut got = None;
+        let outcome = stream.try_io(Interest::READABLE, || {
+            let (n, age) = stamp::receive(stream, buffer)?;
+            got = Some((n, age));
+            if n > 0 && n < buffer.len() {
+                // Drained: report "would block" so that the readiness is cleared.
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            Ok(())
+        });
+        match (outcome, got) {
+            (_, Some((n, age))) => return Ok((n, arrival(age))),
+            (Err(e), None) if e.kind() == io::ErrorKind::WouldBlock => {}
+            (Err(e), None) => return Err(e),
+            (Ok(()), None) => return Ok((0, Instant::now())),
+        }
+    }
+}
+
+/// When bytes read `age` after they arrived (per the kernel) came in, on the monotonic clock;
+/// the read lag is recorded.
+fn arrival(age: Option<Duration>) -> Instant {
+    let now = Instant::now();
+    if let Some(lag) = age {
+        READ_LAG.record(lag);
+    }
+    stamp::arrived(now, age)
+}
+
+/// How late llmload read the bytes the kernel had received: per read, the wall-clock time of the
+/// read minus the kernel's stamp. Process-wide counters, read and reset by the self-check.
+#[derive(Debug)]
+pub struct ReadLag {
+    reads: AtomicU64,
+    total_ns: AtomicU64,
+    max_ns: AtomicU64,
+    over_1ms: AtomicU64,
+}
+
+/// The process's read-lag counters.
+pub static READ_LAG: ReadLag = ReadLag {
+    reads: AtomicU64::new(0),
+    total_ns: AtomicU64::new(0),
+    max_ns: AtomicU64::new(0),
+    over_1ms: AtomicU64::new(0),
+};
+
+/// Read lag over an interval.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LagTally {
+    /// Stamped reads.
+    pub reads: u64,
+    /// Mean lag, ms.
+    pub mean_ms: f64,
+    /// Largest lag, ms.
+    pub max_ms: f64,
+    /// Reads more than 1 ms late.
+    pub over_1ms: u64,
+}
+
+impl ReadLag {
+    fn record(&self, lag: Duration) {
+        let ns = u64::try_from(lag.as_nanos()).unwrap_or(u64::MAX);
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        self.total_ns.fetch_add(ns, Ordering::Relaxed);
+        self.max_ns.fetch_max(ns, Ordering::Relaxed);
+        if ns > 1_000_000 {
+            self.over_1ms.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The tally since the last call, and a fresh start.
+    pub fn take(&self) -> LagTally {
+        let reads = self.reads.swap(0, Ordering::Relaxed);
+        let total = self.total_ns.swap(0, Ordering::Relaxed);
+        let max = self.max_ns.swap(0, Ordering::Relaxed);
+        let over_1ms = self.over_1ms.swap(0, Ordering::Relaxed);
+        LagTally {
+            reads,
+            mean_ms: if reads > 0 {
+                total as f64 / reads as f64 / 1e6
+            } else {
+                0.0
+            },
+            max_ms: max as f64 / 1e6,
+            over_1ms,
+        }
     }
 }
 

@@ -12,22 +12,16 @@
 //! and each read converts the stamp of the latest segment it took into an `Instant`. A token's
 //! time is then when it reached this machine, not when llmload got round to reading it, so a busy
 //! client does not add its own delay to the latencies it reports; how late it read is kept apart
-//! ([`ReadLag`]) for the self-check.
+//! ([`ReadLag`]) for the self-check. The stamped read is the connection's ([`super::conn`]); it
+//! is named here too, where the wire is.
 
+pub use super::conn::{read, LagTally, ReadLag, READ_BUFFER, READ_LAG};
 use super::conn::{Conn, TlsPeer};
-use llmload_stamp as stamp;
 use rustls::ClientConfig;
 use std::fmt::Write as _;
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
-use tokio::io::Interest;
-use tokio::net::TcpStream;
-use tokio::time::Instant;
-
-/// Bytes read from the socket at a time; a stream's whole receive memory.
-pub const READ_BUFFER: usize = 4096;
 
 /// Largest response head accepted.
 const MAX_HEAD: usize = 64 * 1024;
@@ -162,104 +156,6 @@ impl Origin {
 /// beyond the limit fail as connect errors, counted like any other.
 pub fn raise_open_files_limit() -> u64 {
     rlimit::increase_nofile_limit(u64::MAX).unwrap_or(0)
-}
-
-/// Reads what has arrived into `buffer`, waiting for at least one byte; 0 at the end of the
-/// stream. Returns the count and when the bytes arrived: the kernel's receive stamp of the latest
-/// segment read, else the moment the read returned. A short read drained the socket: readiness
-/// is cleared at once, so the next call waits for new bytes instead of spending a `recv` to learn
-/// there are none.
-pub async fn read(stream: &TcpStream, buffer: &mut [u8]) -> io::Result<(usize, Instant)> {
-    loop {
-        stream.readable().await?;
-        let mut got = None;
-        let outcome = stream.try_io(Interest::READABLE, || {
-            let (n, age) = stamp::receive(stream, buffer)?;
-            got = Some((n, age));
-            if n > 0 && n < buffer.len() {
-                // Drained: report "would block" so that the readiness is cleared.
-                return Err(io::ErrorKind::WouldBlock.into());
-            }
-            Ok(())
-        });
-        match (outcome, got) {
-            (_, Some((n, age))) => return Ok((n, arrival(age))),
-            (Err(e), None) if e.kind() == io::ErrorKind::WouldBlock => {}
-            (Err(e), None) => return Err(e),
-            (Ok(()), None) => return Ok((0, Instant::now())),
-        }
-    }
-}
-
-/// When bytes read `age` after they arrived (per the kernel) came in, on the monotonic clock;
-/// the read lag is recorded.
-fn arrival(age: Option<Duration>) -> Instant {
-    let now = Instant::now();
-    if let Some(lag) = age {
-        READ_LAG.record(lag);
-    }
-    stamp::arrived(now, age)
-}
-
-/// How late llmload read the bytes the kernel had received: per read, the wall-clock time of the
-/// read minus the kernel's stamp. Process-wide counters, read and reset by the self-check.
-#[derive(Debug)]
-pub struct ReadLag {
-    reads: AtomicU64,
-    total_ns: AtomicU64,
-    max_ns: AtomicU64,
-    over_1ms: AtomicU64,
-}
-
-/// The process's read-lag counters.
-pub static READ_LAG: ReadLag = ReadLag {
-    reads: AtomicU64::new(0),
-    total_ns: AtomicU64::new(0),
-    max_ns: AtomicU64::new(0),
-    over_1ms: AtomicU64::new(0),
-};
-
-/// Read lag over an interval.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct LagTally {
-    /// Stamped reads.
-    pub reads: u64,
-    /// Mean lag, ms.
-    pub mean_ms: f64,
-    /// Largest lag, ms.
-    pub max_ms: f64,
-    /// Reads more than 1 ms late.
-    pub over_1ms: u64,
-}
-
-impl ReadLag {
-    fn record(&self, lag: Duration) {
-        let ns = u64::try_from(lag.as_nanos()).unwrap_or(u64::MAX);
-        self.reads.fetch_add(1, Ordering::Relaxed);
-        self.total_ns.fetch_add(ns, Ordering::Relaxed);
-        self.max_ns.fetch_max(ns, Ordering::Relaxed);
-        if ns > 1_000_000 {
-            self.over_1ms.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    /// The tally since the last call, and a fresh start.
-    pub fn take(&self) -> LagTally {
-        let reads = self.reads.swap(0, Ordering::Relaxed);
-        let total = self.total_ns.swap(0, Ordering::Relaxed);
-        let max = self.max_ns.swap(0, Ordering::Relaxed);
-        let over_1ms = self.over_1ms.swap(0, Ordering::Relaxed);
-        LagTally {
-            reads,
-            mean_ms: if reads > 0 {
-                total as f64 / reads as f64 / 1e6
-            } else {
-                0.0
-            },
-            max_ms: max as f64 / 1e6,
-            over_1ms,
-        }
-    }
 }
 
 /// How the response body is delimited.

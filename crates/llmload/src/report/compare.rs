@@ -161,7 +161,7 @@ fn cells(case: Option<&CaseSummary>, base: Option<&CaseSummary>) -> String {
     if !case.complete {
         return format!(
             "incomplete ({}) | | | | | | {}",
-            super::markdown::completion(case),
+            super::text::completion(case),
             case.counts.ok
         );
     }

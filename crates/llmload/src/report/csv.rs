@@ -1,7 +1,9 @@
 //! `cases.csv`: one row per case, every distribution with its sample size, for spreadsheets and
-//! scripts. Numbers are written at full precision; an empty cell means "no sample". Fields are
-//! quoted as RFC 4180 says whenever they hold a comma, a quote or a line break.
+//! scripts. Numbers are written at full precision; an empty cell means "no sample". The table is
+//! built here and written by the table model, fields quoted as RFC 4180 says whenever they hold
+//! a comma, a quote or a line break.
 
+use super::table::Table;
 use crate::stats::{Distribution, Spread};
 use crate::summary::phases::PhaseSummary;
 use crate::summary::{CaseSummary, Summary};
@@ -45,12 +47,16 @@ const PHASE_STATISTICS: [&str; 4] = ["n", "median", "p90", "p99"];
 
 /// Renders one header line and one line per case.
 pub fn render(summary: &Summary) -> String {
-    let mut out = String::new();
-    push_row(&mut out, &header());
+    table(summary).csv()
+}
+
+/// The table of `cases.csv`: every figure of every case, in run order, at full precision.
+pub fn table(summary: &Summary) -> Table {
+    let mut table = Table::new(header());
     for case in &summary.cases {
-        push_row(&mut out, &row(summary, case));
+        table.push(row(summary, case));
     }
-    out
+    table
 }
 
 fn header() -> Vec<String> {
@@ -273,33 +279,10 @@ fn spread_cells(s: Option<&Spread>) -> Vec<String> {
     }
 }
 
-fn push_row(out: &mut String, cells: &[String]) {
-    let quoted: Vec<String> = cells.iter().map(|c| field(c)).collect();
-    out.push_str(&quoted.join(","));
-    out.push('\n');
-}
-
-/// One CSV field, quoted when it must be.
-fn field(value: &str) -> String {
-    if value.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", value.replace('"', "\"\""))
-    } else {
-        value.to_owned()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::fixture;
-
-    #[test]
-    fn fields_are_quoted_only_when_they_must_be() {
-        assert_eq!(field("in64-c1-out4"), "in64-c1-out4");
-        assert_eq!(field("a,b"), "\"a,b\"");
-        assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
-        assert_eq!(field("two\nlines"), "\"two\nlines\"");
-    }
 
     #[test]
     fn every_row_has_as_many_cells_as_the_header() {

@@ -2,6 +2,7 @@
 //! views: total and per GPU, mean power, output tokens per joule, the readings it rests on and
 //! how it was taken, or why there is no figure.
 
+use super::table::Table;
 use crate::summary::energy::Energy;
 use crate::summary::Summary;
 
@@ -24,13 +25,15 @@ pub const NOTE: &str = "Energy: per GPU, ∫ power dt over the case's measuremen
     tokens per joule: the throughput's output tokens of the ok responses in the window ÷ the \
     energy. No figure where the readings are too sparse (see the reason).";
 
-/// One row per case with an energy (none without power readings), in run order.
-pub fn rows(summary: &Summary) -> Vec<[String; 7]> {
-    summary
-        .cases
-        .iter()
-        .filter_map(|case| Some(row(&case.id, case.energy.as_ref()?)))
-        .collect()
+/// The table: one row per case with an energy (none without power readings), in run order.
+pub fn table(summary: &Summary) -> Table {
+    let mut table = Table::new(COLUMNS);
+    for case in &summary.cases {
+        if let Some(e) = &case.energy {
+            table.push(row(&case.id, e));
+        }
+    }
+    table
 }
 
 fn row(id: &str, e: &Energy) -> [String; 7] {
@@ -89,18 +92,6 @@ fn joules(j: f64) -> String {
     }
 }
 
-/// The Markdown section: the table and its note; empty when no case has an energy.
-pub fn markdown(summary: &Summary) -> String {
-    let rows = rows(summary);
-    if rows.is_empty() {
-        return String::new();
-    }
-    format!(
-        "\nEnergy over each case's measurement window:\n\n{}\n{NOTE}\n",
-        super::markdown_table(&COLUMNS, &rows)
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,12 +141,5 @@ mod tests {
         let row = super::row("c", &sparse);
         assert_eq!(row[2], "–");
         assert_eq!(row[6], "unavailable: GPU 0: a gap");
-    }
-
-    #[test]
-    fn a_summary_without_energy_has_no_section() {
-        let summary = crate::fixture::report().summary;
-        assert!(summary.cases.iter().all(|c| c.energy.is_none()));
-        assert_eq!(markdown(&summary), "");
     }
 }

@@ -2,19 +2,24 @@
 //! image from elsewhere; the charts are inline SVG. It holds the reference table (complete cases
 //! only, incomplete ones listed apart with their errors), the outcome, the five charts with
 //! captions, and a banner when the target was the built-in simulator. Every string that came
-//! from the records or the server is escaped.
+//! from the records or the server is escaped. The tables come from the table model
+//! ([`super::table`]) and its builders, the sentences shared with the other formats from
+//! [`super::text`]; this file only writes them.
 
-use crate::record::{ErrorKind, Status};
-use crate::report::charts;
-use crate::report::markdown::{
-    has_rounds, incomplete_line, load_rows, outcome_counts, reference_rows, telemetry_line,
-    LOAD_COLUMNS,
+use super::plot::Figure;
+use super::table::Table;
+use super::text::{
+    counting_lines, has_rounds, histogram_note, incomplete_line, outcome_counts, telemetry_line,
+    unverified_note,
 };
-use crate::report::plot::Figure;
-use crate::report::Report;
+use super::{charts, energy, gpu, phases, results, saturation, sessions, shards, timeline};
+use super::{Report, FAILED_SHOWN};
+use crate::record::{ErrorKind, Status};
 use crate::summary::{CaseSummary, Summary};
 use std::collections::BTreeSet;
 use std::fmt::Write;
+
+pub use super::markup::escape;
 
 const STYLE: &str = "\
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\
@@ -44,29 +49,29 @@ pub fn render(report: &Report) -> String {
     header(&mut out, report);
     outcome(&mut out, summary);
     results(&mut out, report);
-    let counting = crate::report::markdown::counting_lines(summary);
+    let counting = counting_lines(summary);
     if !counting.is_empty() {
         let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(counting.trim()));
     }
-    let unverified = crate::report::markdown::unverified_note(summary);
+    let unverified = unverified_note(summary);
     if !unverified.is_empty() {
         let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(unverified.trim()));
     }
-    let binned = crate::report::markdown::histogram_note(summary);
+    let binned = histogram_note(summary);
     if !binned.is_empty() {
         let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(binned.trim()));
     }
     sweep(&mut out, summary);
-    out.push_str(&crate::report::shards::html(summary));
-    out.push_str(&crate::report::phases::html(summary));
-    out.push_str(&crate::report::sessions::html(summary));
+    shards_section(&mut out, summary);
+    phases_section(&mut out, summary);
+    sessions_section(&mut out, summary);
     out.push_str("<h2 id=\"charts\">Charts</h2>\n");
     for figure in [
         charts::latency(summary),
         charts::throughput(summary),
         charts::latency_throughput(summary),
-        crate::report::timeline::timeline(report),
-        crate::report::gpu::telemetry(report),
+        timeline::timeline(report),
+        gpu::telemetry(report),
     ] {
         push_figure(&mut out, &figure);
     }
@@ -129,20 +134,9 @@ fn outcome(out: &mut String, summary: &Summary) {
 fn results(out: &mut String, report: &Report) {
     out.push_str("<h2 id=\"results\">Results</h2>\n");
     if has_rounds(&report.summary) {
+        out.push_str(&results::reference(&report.summary).html());
         out.push_str(
-            "<table>\n<tr><th>Input tokens per request</th>\
-             <th>Concurrent requests</th><th>Median TTFT</th><th>Median complete response</th>\
-             <th>Aggregate output throughput</th><th>Responses (n)</th><th>Rounds</th></tr>\n",
-        );
-        for row in reference_rows(&report.summary) {
-            let cells = row.iter().fold(String::new(), |mut cells, cell| {
-                let _ = write!(cells, "<td>{}</td>", escape(cell));
-                cells
-            });
-            let _ = writeln!(out, "<tr>{cells}</tr>");
-        }
-        out.push_str(
-            "</table>\n<p class=\"note\">Complete cases only. TTFT: request sent → first event \
+            "<p class=\"note\">Complete cases only. TTFT: request sent → first event \
              carrying a generated token. Complete response: sent → final event. Both are medians \
              over the n responses. Throughput: mean over rounds of Σ output tokens ÷ (last \
              completion − first send).</p>\n",
@@ -181,47 +175,28 @@ fn load_table(out: &mut String, summary: &Summary) {
         out,
         "window",
         "Continuous and open-loop cases (figures over the measurement window)",
-        &LOAD_COLUMNS,
-        &load_rows(summary),
+        &results::window(summary),
     );
 }
 
 /// The energy of each case's measurement window, where there were power readings.
 fn energy_table(out: &mut String, summary: &Summary) {
-    use crate::report::energy;
-    let rows = energy::rows(summary);
-    if rows.is_empty() {
+    let energy = energy::table(summary);
+    if energy.is_empty() {
         return;
     }
     let title = "Energy over each case's measurement window";
-    table(out, "energy", title, &energy::COLUMNS, &rows);
+    table(out, "energy", title, &energy);
     let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(energy::NOTE));
 }
 
 /// A table under a heading with `id`; nothing without rows.
-fn table<const N: usize>(
-    out: &mut String,
-    id: &str,
-    title: &str,
-    columns: &[&str],
-    rows: &[[String; N]],
-) {
-    if rows.is_empty() {
+fn table(out: &mut String, id: &str, title: &str, table: &Table) {
+    if table.is_empty() {
         return;
     }
-    let _ = write!(out, "<h3 id=\"{id}\">{}</h3>\n<table>\n<tr>", escape(title));
-    for column in columns {
-        let _ = write!(out, "<th>{}</th>", escape(column));
-    }
-    out.push_str("</tr>\n");
-    for row in rows {
-        let cells = row.iter().fold(String::new(), |mut cells, cell| {
-            let _ = write!(cells, "<td>{}</td>", escape(cell));
-            cells
-        });
-        let _ = writeln!(out, "<tr>{cells}</tr>");
-    }
-    out.push_str("</table>\n");
+    let _ = writeln!(out, "<h3 id=\"{id}\">{}</h3>", escape(title));
+    out.push_str(&table.html());
 }
 
 /// A sweep's curve and its findings, each with how it was found.
@@ -230,33 +205,10 @@ fn sweep(out: &mut String, summary: &Summary) {
         return;
     };
     let a = &sweep.analysis;
-    let rate = sweep.axis != crate::summary::sweep::Axis::Concurrency;
-    let _ = write!(
-        out,
-        "<h2 id=\"sweep\">Sweep: saturation analysis</h2>\n<table>\n<tr><th>{}</th>\
-         <th>Throughput</th><th>TTFT p50</th><th>TTFT p99</th><th>TPOT p99</th><th>Errors</th></tr>\n",
-        if rate { "Arrival rate (requests/s)" } else { "Concurrent requests" },
-    );
-    let ms = |v: Option<f64>| crate::fmt::seconds(v);
-    for p in &a.points {
-        let _ = writeln!(
-            out,
-            "<tr><td>{}</td><td>{:.1} tokens/s</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}%</td></tr>",
-            p.load,
-            p.throughput_tps,
-            ms(p.ttft_p50_ms),
-            ms(p.ttft_p99_ms),
-            ms(p.tpot_p99_ms),
-            p.error_share * 100.0
-        );
-    }
-    out.push_str("</table>\n<ul>\n");
-    for (name, f) in [
-        ("Saturation (C_sat)", &a.saturation),
-        ("Latency knee", &a.knee),
-        ("Recommended cap", &a.recommended_cap),
-        ("Largest load meeting the SLO", &a.slo_max_load),
-    ] {
+    out.push_str("<h2 id=\"sweep\">Sweep: saturation analysis</h2>\n");
+    out.push_str(&saturation::page_curve(a, sweep.axis).html());
+    out.push_str("<ul>\n");
+    for (name, f) in saturation::findings(a) {
         let value = f.value.map_or("none".to_owned(), |v| v.to_string());
         let _ = writeln!(
             out,
@@ -280,7 +232,7 @@ fn errors(report: &Report, id: &str) -> Vec<String> {
         .measured(id)
         .into_iter()
         .filter(|r| r.status != Status::Ok)
-        .take(crate::report::FAILED_SHOWN)
+        .take(FAILED_SHOWN)
         .map(|r| {
             format!(
                 "{}: {}",
@@ -292,8 +244,54 @@ fn errors(report: &Report, id: &str) -> Vec<String> {
     distinct.into_iter().take(5).collect()
 }
 
+/// The shard section: which part of which attempt a shard's own attempt is, or a merged
+/// attempt's shards; nothing for an attempt that is neither.
+fn shards_section(out: &mut String, summary: &Summary) {
+    if let Some(run) = &summary.shard {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">{}</p>",
+            escape(&shards::part_of(run))
+        );
+    }
+    let Some(section) = &summary.shards else {
+        return;
+    };
+    out.push_str("<h2 id=\"shards\">Shards</h2>\n");
+    out.push_str(&shards::table(section).html());
+    for line in shards::sentences(section) {
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(&line));
+    }
+}
+
+/// Where the time goes: a stacked bar per case; nothing when no case's records carry phases.
+fn phases_section(out: &mut String, summary: &Summary) {
+    let Some(svg) = phases::bars(summary) else {
+        return;
+    };
+    let _ = write!(
+        out,
+        "<h2 id=\"phases\">Where the time goes</h2>\n<figure id=\"phases-bars\">\n{svg}\n\
+         <figcaption>Per case, the medians of the ok responses: left of the line, a new \
+         connection's setup (connect, then the TLS handshake; medians over the new connections), \
+         done before the request is sent and never part of TTFT; right of it, from the send: \
+         the response head, the first event, the first token (TTFT) and the last token. \
+         Hover over a segment for its length; <code>report.md</code> and \
+         <code>summary.json</code> give the figures with their sample sizes.</figcaption>\n\
+         </figure>\n"
+    );
+}
+
+/// Multi-turn sessions: the chart by turn; nothing when no case ran any.
+fn sessions_section(out: &mut String, summary: &Summary) {
+    if let Some(figure) = sessions::chart(summary) {
+        out.push_str("<h2 id=\"sessions\">Multi-turn sessions</h2>\n");
+        push_figure(out, &figure);
+    }
+}
+
 /// A figure: its heading, its chart (or why there is none) and its caption.
-pub(crate) fn push_figure(out: &mut String, figure: &Figure) {
+fn push_figure(out: &mut String, figure: &Figure) {
     let _ = write!(out, "<figure>\n<h3>{}</h3>\n", escape(&figure.title));
     match &figure.svg {
         Ok(svg) => out.push_str(svg),
@@ -306,22 +304,6 @@ pub(crate) fn push_figure(out: &mut String, figure: &Figure) {
         "\n<figcaption>{}</figcaption>\n</figure>\n",
         escape(&figure.caption)
     );
-}
-
-/// Escapes text for HTML element content and quoted attribute values.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// A stop's GPU reading in words: which GPU and when, then each figure it holds.
@@ -368,14 +350,6 @@ mod tests {
     use crate::fixture;
 
     #[test]
-    fn escaping_covers_markup_and_quotes() {
-        assert_eq!(
-            escape(r#"<b a="x">&'</b>"#),
-            "&lt;b a=&quot;x&quot;&gt;&amp;&#39;&lt;/b&gt;"
-        );
-    }
-
-    #[test]
     fn the_page_is_self_contained_with_one_svg_per_chart() {
         let html = render(&fixture::report());
         // The five charts, and the bars of where the time goes.
@@ -419,5 +393,16 @@ mod tests {
             "GPU 1 at 8.5 s: 90 °C, T.Limit margin not reported, 292 W of a 400 W limit, \
              HW thermal slowdown inactive"
         );
+    }
+
+    #[test]
+    fn without_phases_there_is_no_section() {
+        let mut summary = fixture::report().summary;
+        for case in &mut summary.cases {
+            case.phases = None;
+        }
+        let mut out = String::new();
+        phases_section(&mut out, &summary);
+        assert_eq!(out, "");
     }
 }

@@ -1,78 +1,17 @@
-//! The reference table ("Qwen3-8B streaming API results") in Markdown: complete cases only, with
-//! sample sizes; incomplete cases listed apart with what they did complete.
+//! `report.md`, and what the terminal prints of a run: the reference table ("Qwen3-8B streaming
+//! API results") in Markdown, complete cases only, with sample sizes; the other tables and
+//! sections of the summary; incomplete cases listed apart with what they did complete; the
+//! outcome. The tables come from the table model ([`super::table`]) and its builders, the
+//! sentences shared with the other formats from [`super::text`]; this file only writes them.
 
-use crate::fmt::{seconds, thousands};
+use super::text::{
+    counting_lines, has_rounds, histogram_note, incomplete_line, outcome_counts, telemetry_line,
+    unverified_note,
+};
+use super::{energy, phases, results, saturation, sessions, shards};
+use crate::fmt::{seconds, span};
 use crate::summary::{CaseSummary, Summary};
 use std::fmt::Write;
-
-/// Which distributions had more samples than are kept exactly, so that their percentiles come
-/// from a histogram; empty when none had.
-pub(crate) fn histogram_note(summary: &Summary) -> String {
-    let mut parts = Vec::new();
-    let mut error = 0.0_f64;
-    for case in &summary.cases {
-        let load = case.load.as_ref();
-        let named = [
-            ("TTFT", case.ttft_ms.as_ref()),
-            ("complete response", case.e2e_ms.as_ref()),
-            ("ITL", case.itl_ms.as_ref()),
-            ("chunk gaps", case.chunk_gap_ms.as_ref()),
-            ("TPOT", case.tpot_ms.as_ref()),
-            ("decode rate", case.decode_rate_tps.as_ref()),
-            ("send lag", load.and_then(|l| l.send_lag_ms.as_ref())),
-            (
-                "TTFT from scheduled",
-                load.and_then(|l| l.ttft_from_scheduled_ms.as_ref()),
-            ),
-            (
-                "E2E from scheduled",
-                load.and_then(|l| l.e2e_from_scheduled_ms.as_ref()),
-            ),
-        ];
-        let binned: Vec<String> = named
-            .iter()
-            .filter_map(|(name, d)| {
-                let d = (*d)?;
-                error = error.max(d.relative_error?);
-                Some(format!("{name} (n = {})", d.n))
-            })
-            .collect();
-        if !binned.is_empty() {
-            parts.push(format!("{}: {}", case.id, binned.join(", ")));
-        }
-    }
-    if parts.is_empty() {
-        return String::new();
-    }
-    format!(
-        "\nPercentiles read from a histogram (more than {} samples; each within {} % of the exact \
-         value; n, mean, min and max exact): {}.\n",
-        thousands(crate::num::count(crate::stats::EXACT_LIMIT)),
-        error * 100.0,
-        parts.join("; ")
-    )
-}
-
-/// Whether the attempt has closed-round cases (or none at all), which the rounds table is for:
-/// continuous and open-loop cases have their own table, and no rounds.
-pub(crate) fn has_rounds(summary: &Summary) -> bool {
-    summary.cases.is_empty() || summary.cases.iter().any(CaseSummary::is_rounds)
-}
-
-/// "3 of 4 cases complete, 7 complete rounds, 11 responses ok" (rounds only where cases have
-/// them).
-pub(crate) fn outcome_counts(summary: &Summary) -> String {
-    let o = &summary.outcome;
-    let rounds = if has_rounds(summary) {
-        format!(", {} complete rounds", o.rounds_completed)
-    } else {
-        String::new()
-    };
-    format!(
-        "{} of {} cases complete{rounds}, {} responses ok",
-        o.cases_completed, o.cases_total, o.responses_completed
-    )
-}
 
 /// Renders the results table, the incomplete cases and the outcome.
 pub fn render(summary: &Summary) -> String {
@@ -91,13 +30,7 @@ pub fn render(summary: &Summary) -> String {
     out.push_str(&counting_lines(summary));
     out.push('\n');
     if has_rounds(summary) {
-        out.push_str(
-            "| Input tokens per request | Concurrent requests | Median TTFT | Median complete response | Aggregate output throughput | Responses (n) | Rounds |\n\
-             |---|---|---|---|---|---|---|\n",
-        );
-        for row in reference_rows(summary) {
-            let _ = writeln!(out, "| {} |", row.join(" | "));
-        }
+        out.push_str(&results::reference(summary).markdown());
         out.push_str(
             "\nTTFT: request sent → first event carrying a generated token. Complete response: sent → final event. \
              Both are medians over the n responses. Throughput: mean over rounds of Σ output tokens ÷ (last completion − first send).\n",
@@ -105,15 +38,15 @@ pub fn render(summary: &Summary) -> String {
     }
     out.push_str(&load_table(summary));
     out.push_str(&sweep_section(summary));
-    out.push_str(&super::soak::render(summary));
-    out.push_str(&super::energy::markdown(summary));
+    out.push_str(&soak_section(summary));
+    out.push_str(&energy_section(summary));
     out.push_str(&prefix_cache_section(summary));
-    out.push_str(&super::sessions::markdown(summary));
+    out.push_str(&sessions_section(summary));
     out.push_str(&reasoning_section(summary));
-    out.push_str(&super::phases::markdown(summary));
+    out.push_str(&phases_section(summary));
     out.push_str(&unverified_note(summary));
     out.push_str(&histogram_note(summary));
-    out.push_str(&super::shards::markdown(summary));
+    out.push_str(&shards_section(summary));
     let incomplete: Vec<&CaseSummary> = summary.cases.iter().filter(|c| !c.complete).collect();
     if !incomplete.is_empty() {
         out.push_str("\nIncomplete cases (not in the table above):\n");
@@ -165,155 +98,15 @@ pub fn render(summary: &Summary) -> String {
     out
 }
 
-/// The cells of the reference table, one row per complete closed-round case: input tokens,
-/// concurrency, median TTFT, median complete response, throughput, responses, rounds. Window
-/// cases (continuous, open loop) have their own table.
-pub(crate) fn reference_rows(summary: &Summary) -> Vec<[String; 7]> {
-    let closed = summary.cases.iter().filter(|c| c.complete && c.is_rounds());
-    closed
-        .map(|case| {
-            [
-                thousands(case.input_tokens),
-                case.concurrency.to_string(),
-                seconds(case.ttft_ms.as_ref().map(|d| d.median)),
-                seconds(case.e2e_ms.as_ref().map(|d| d.median)),
-                case.throughput_tps
-                    .as_ref()
-                    .map_or("–".into(), |t| format!("{:.2} tokens/s", t.mean)),
-                responses(case),
-                case.rounds.len().to_string(),
-            ]
-        })
-        .collect()
-}
-
-/// The responses a row rests on: the `ok` ones, and how many of those are unverified.
-fn responses(case: &CaseSummary) -> String {
-    match case.counts.unverified {
-        0 => case.counts.ok.to_string(),
-        u => format!("{} ({u} unverified)", case.counts.ok),
-    }
-}
-
-/// A sentence on unverified responses when a table rests on any: what they are and what was
-/// not checked. Empty otherwise.
-pub(crate) fn unverified_note(summary: &Summary) -> String {
-    let (unverified, ok) =
-        summary
-            .cases
-            .iter()
-            .filter(|c| c.complete)
-            .fold((0u32, 0u32), |(u, n), c| {
-                (
-                    u.saturating_add(c.counts.unverified),
-                    n.saturating_add(c.counts.ok),
-                )
-            });
-    if unverified == 0 {
-        return String::new();
-    }
-    let mut reasons: Vec<String> = Vec::new();
-    for case in summary.cases.iter().filter(|c| c.complete) {
-        if let Some(why) = &case.first_unverified {
-            let line = format!("{}: {why}", case.id);
-            if reasons.len() < 3 && !reasons.iter().any(|r| r.ends_with(why.as_str())) {
-                reasons.push(line);
-            }
-        }
-    }
-    let mut note = format!(
-        "\nUnverified: {unverified} of the {ok} ok responses behind the tables were not checked \
-         against the server's own counters (prompt tokens, cached tokens, generated tokens): their \
-         prompt length, cache use or output length may differ from the request. Each record's \
-         notes say why."
-    );
-    if !reasons.is_empty() {
-        note.push_str(" For example, ");
-        note.push_str(&reasons.join(" — "));
-        if !note.ends_with('.') {
-            note.push('.');
-        }
-    }
-    note.push('\n');
-    note
-}
-
-/// The lines on how tokens were counted, and on best-effort mode: empty for a summary that
-/// does not say (older attempts).
-pub(crate) fn counting_lines(summary: &Summary) -> String {
-    let Some(counting) = &summary.counting else {
-        return String::new();
-    };
-    let mut out = format!(
-        "Counting: prompts by {}; generated tokens by {}.\n",
-        counting.prompts, counting.outputs
-    );
-    if counting.best_effort {
-        out.push_str(
-            "Best effort: outputs are as long as the server made them and lengths that differ \
-             from the request are not errors; every response the server's counters do not \
-             confirm is unverified.\n",
-        );
-    }
-    out
-}
-
-/// Column names of the table of continuous and open-loop cases.
-pub(crate) const LOAD_COLUMNS: [&str; 10] = [
-    "Load",
-    "Input tokens (mean)",
-    "Output tokens (mean)",
-    "Achieved concurrency (mean / peak)",
-    "Median TTFT",
-    "p99 TTFT from scheduled",
-    "Send lag p99",
-    "Throughput",
-    "Goodput",
-    "Responses (n)",
-];
-
-/// The cells of the table of complete continuous and open-loop cases: figures over the
-/// measurement window, which the reference table (per-round throughput at a fixed concurrency)
-/// cannot hold.
-pub(crate) fn load_rows(summary: &Summary) -> Vec<[String; 10]> {
-    let cases = summary.cases.iter().filter(|c| c.complete);
-    cases
-        .filter_map(|case| {
-            let load = case.load.as_ref()?;
-            let nominal = match (load.nominal_rate_rps, load.nominal_concurrency) {
-                (Some(rate), _) => format!("{} at {rate} req/s", load.shape),
-                (None, Some(c)) => format!("{} × {c}", load.shape),
-                (None, None) => load.shape.to_string(),
-            };
-            Some([
-                nominal,
-                thousands(case.input_tokens),
-                case.output_tokens.to_string(),
-                format!(
-                    "{:.2} / {}",
-                    load.achieved_concurrency_mean, load.achieved_concurrency_peak
-                ),
-                seconds(case.ttft_ms.as_ref().map(|d| d.median)),
-                seconds(load.ttft_from_scheduled_ms.as_ref().map(|d| d.p99)),
-                seconds(load.send_lag_ms.as_ref().map(|d| d.p99)),
-                format!("{:.2} tokens/s", load.throughput_tps),
-                load.goodput_rps
-                    .map_or("–".into(), |g| format!("{g:.2} req/s")),
-                responses(case),
-            ])
-        })
-        .collect()
-}
-
 /// Continuous and open-loop cases in their own table.
 fn load_table(summary: &Summary) -> String {
-    let rows = load_rows(summary);
-    if rows.is_empty() {
+    let table = results::window(summary);
+    if table.is_empty() {
         return String::new();
     }
     let mut out = format!(
         "\nContinuous and open-loop cases (figures over the measurement window):\n\n{}",
-        super::markdown_table(&LOAD_COLUMNS, &rows)
+        table.markdown()
     );
     let mut priorities: Vec<&str> = summary
         .cases
@@ -342,7 +135,7 @@ fn sweep_section(summary: &Summary) -> String {
     let mut out = format!(
         "\nSweep over {} (saturation analysis):\n\n{}",
         sweep.axis.as_str().replace('_', " "),
-        super::saturation::render(&sweep.analysis, sweep.axis)
+        saturation::render(&sweep.analysis, sweep.axis)
     );
     if let Some(why) = &sweep.stopped_because {
         let _ = writeln!(out, "The sweep stopped adding load: {why}.");
@@ -350,84 +143,87 @@ fn sweep_section(summary: &Summary) -> String {
     out
 }
 
-/// The attempt's GPU telemetry in one line.
-pub(crate) fn telemetry_line(t: &crate::telemetry::TelemetrySummary) -> String {
-    if t.readings == 0 {
-        return format!("GPU telemetry: no readings ({}).", t.source);
+/// The soak series of every case that has one: a table per case and its drift statement.
+fn soak_section(summary: &Summary) -> String {
+    let mut out = String::new();
+    for case in &summary.cases {
+        let Some(s) = &case.series else { continue };
+        let _ = writeln!(
+            out,
+            "\nSoak series, case {}{} (windows of {} from the end of the warmup time; requests \
+             by send time, throughput by token receipt):\n",
+            case.id,
+            if case.complete { "" } else { ", INCOMPLETE" },
+            span(s.window_s)
+        );
+        out.push_str(&super::soak::windows(s).markdown());
+        let _ = writeln!(out, "\n{}", s.drift_statement);
     }
-    let share = |s: Option<f64>| {
-        s.map_or("not reported".into(), |s| {
-            format!("{:.0}% of readings", s * 100.0)
-        })
-    };
+    out
+}
+
+/// The energy table and its note; empty when no case has an energy.
+fn energy_section(summary: &Summary) -> String {
+    let table = energy::table(summary);
+    if table.is_empty() {
+        return String::new();
+    }
     format!(
-        "GPU telemetry ({}): {} readings, highest sampled temperature {} °C, lowest T.Limit margin {}; SW thermal slowdown {}, HW thermal slowdown {}, power cap {}.",
-        t.source,
-        t.readings,
-        t.max_temperature_c.map_or("–".into(), |m| m.to_string()),
-        t.min_margin_c.map_or("not reported".into(), |m| format!("{m} °C")),
-        share(t.sw_thermal_slowdown_share),
-        share(t.hw_thermal_slowdown_share),
-        share(t.sw_power_cap_share),
+        "\nEnergy over each case's measurement window:\n\n{}\n{}\n",
+        table.markdown(),
+        energy::NOTE
     )
 }
 
-/// What an incomplete case did complete, in one line.
-pub(crate) fn incomplete_line(case: &CaseSummary) -> String {
-    let c = &case.counts;
-    let kinds: Vec<String> = c.by_kind.iter().map(|(k, n)| format!("{n} {k}")).collect();
-    let done = completion(case);
+/// The section on sessions: per case, its sessions in a paragraph and its table by turn; empty
+/// when no case ran any.
+fn sessions_section(summary: &Summary) -> String {
+    let mut out = String::new();
+    for case in &summary.cases {
+        let Some(s) = &case.sessions else {
+            continue;
+        };
+        if out.is_empty() {
+            out.push_str(
+                "\nMulti-turn sessions (each turn sends the whole history and a new message; \
+                 figures over the ok responses of each turn; a session is complete when all its \
+                 turns are ok, and only complete sessions enter the session figures):\n",
+            );
+        }
+        let _ = writeln!(out, "\n{}: {}", case.id, sessions::overview(s));
+        let _ = write!(out, "\n{}", sessions::turns(s).markdown());
+    }
+    out
+}
+
+/// The table of where the time goes; empty when no case's records carry phases.
+fn phases_section(summary: &Summary) -> String {
+    let table = phases::table(summary);
+    if table.is_empty() {
+        return String::new();
+    }
     format!(
-        "{} input tokens × {} × {} output: {done}, {} responses ok, {} invalid, {} failed, {} cancelled{}",
-        thousands(case.input_tokens),
-        load_words(case),
-        case.output_tokens,
-        c.ok,
-        c.invalid,
-        c.error,
-        c.cancelled,
-        if kinds.is_empty() { String::new() } else { format!(" ({})", kinds.join(", ")) },
-    ) + &case
-        .first_error
-        .as_ref()
-        .map_or_else(String::new, |e| format!("; first: {e}"))
-        + &case
-            .incomplete_reason
-            .as_ref()
-            .map_or_else(String::new, |why| format!("; {why}"))
+        "\nWhere the time goes (medians over the ok responses; connect and TLS over the new \
+         connections, before the send and not part of TTFT; the rest from sent):\n\n{}",
+        table.markdown()
+    )
 }
 
-/// How far an incomplete case got: its sessions, its rounds, or the requests an open or
-/// continuous load launched.
-pub(crate) fn completion(case: &CaseSummary) -> String {
-    match (&case.sessions, &case.load) {
-        (Some(s), _) => format!(
-            "{} of {} sessions of {} turns complete",
-            s.completed, s.started, s.turns
-        ),
-        (None, Some(load)) => format!("{} requests launched", load.requests_launched),
-        (None, None) => format!(
-            "{} of {} rounds complete",
-            case.rounds.iter().filter(|r| r.complete).count(),
-            case.rounds_planned
-        ),
+/// The shard section: which part of which attempt a shard's own attempt is, or a merged
+/// attempt's shards; empty for an attempt that is neither.
+fn shards_section(summary: &Summary) -> String {
+    let mut out = String::new();
+    if let Some(run) = &summary.shard {
+        let _ = writeln!(out, "\n{}", shards::part_of(run));
     }
-}
-
-/// A case's load in a few words: the arrival rate of an open loop (sessions or requests per
-/// second), else the requests (or sessions) in parallel.
-pub(super) fn load_words(case: &CaseSummary) -> String {
-    use crate::summary::window::LoadShape;
-    let load = case.load.as_ref().map(|l| (l.shape, l.nominal_rate_rps));
-    match (&case.sessions, load) {
-        (Some(s), _) => s.rate_rps.map_or_else(
-            || format!("{} sessions in parallel", case.concurrency),
-            |r| format!("{r} sessions/s"),
-        ),
-        (None, Some((LoadShape::Trace, _))) => "a trace's arrivals".into(),
-        (None, Some((_, Some(r)))) => format!("{r} requests/s"),
-        _ => format!("{} concurrent", case.concurrency),
+    let Some(section) = &summary.shards else {
+        return out;
+    };
+    let _ = write!(out, "\nShards:\n\n{}", shards::table(section).markdown());
+    for line in shards::sentences(section) {
+        let _ = writeln!(out, "\n{line}");
     }
+    out
 }
 
 /// The report's lines on reasoning models: per case, how many responses reasoned before they
@@ -517,67 +313,68 @@ mod tests {
     }
 
     #[test]
-    fn an_incomplete_case_names_its_load_as_it_was_asked() {
-        use crate::summary::sessions::SessionSummary;
-        use crate::summary::window::{window_figures, LoadShape};
-        let mut case = crate::fixture::report().summary.cases[0].clone();
-        case.complete = false;
-        let closed = incomplete_line(&case);
-        assert!(
-            closed.contains(&format!(" × {} concurrent × ", case.concurrency)),
-            "{closed}"
-        );
-        let mut load = window_figures(&[], (0.0, 1.0), &crate::workload::shape::Slo::default());
-        load.shape = LoadShape::Poisson;
-        load.nominal_rate_rps = Some(20.0);
-        load.requests_launched = 3;
-        case.load = Some(load.clone());
-        case.concurrency = 0;
-        let open = incomplete_line(&case);
-        assert!(
-            open.contains(" × 20 requests/s × 4 output: 3 requests launched, "),
-            "{open}"
-        );
-        load.shape = LoadShape::Trace;
-        case.load = Some(load);
-        assert!(incomplete_line(&case).contains(" × a trace's arrivals × "));
-        case.load = None;
-        case.sessions = Some(SessionSummary {
-            turns: 3,
-            rate_rps: Some(0.5),
-            started: 4,
-            completed: 1,
-            incomplete: 3,
-            incomplete_sessions: vec![1, 2, 3],
-            duration_s: None,
-            active_s: None,
-            prompt_tokens: None,
-            output_tokens: None,
-            by_turn: Vec::new(),
-        });
-        let sessions = incomplete_line(&case);
-        assert!(
-            sessions.contains(" × 0.5 sessions/s × ") && !sessions.contains("concurrent"),
-            "{sessions}"
-        );
-        assert!(
-            sessions.contains("1 of 4 sessions of 3 turns complete"),
-            "{sessions}"
-        );
-        case.concurrency = 2;
-        if let Some(s) = &mut case.sessions {
-            s.rate_rps = None;
-        }
-        assert!(incomplete_line(&case).contains(" × 2 sessions in parallel × "));
-    }
-
-    #[test]
     fn numbers_read_like_the_reference_table() {
+        use crate::fmt::thousands;
         assert_eq!(thousands(8192), "8,192");
         assert_eq!(thousands(512), "512");
         assert_eq!(thousands(1_000_000), "1,000,000");
         assert_eq!(seconds(Some(190.4)), "0.19 s");
         assert_eq!(seconds(Some(12.34)), "12.3 ms");
         assert_eq!(seconds(None), "–");
+    }
+
+    #[test]
+    fn the_section_lists_turns_and_incomplete_sessions() {
+        let mut summary = crate::fixture::report().summary;
+        assert_eq!(sessions_section(&summary), "");
+        let one = |v: f64| crate::stats::Distribution::from_samples(&mut [v]);
+        summary.cases[0].sessions = Some(crate::summary::sessions::SessionSummary {
+            turns: 2,
+            rate_rps: None,
+            started: 3,
+            completed: 2,
+            incomplete: 1,
+            incomplete_sessions: vec![7],
+            duration_s: one(3.5),
+            active_s: one(1.25),
+            prompt_tokens: one(300.0),
+            output_tokens: one(16.0),
+            by_turn: vec![crate::summary::sessions::TurnSummary {
+                turn: 2,
+                n: 2,
+                ttft_ms: one(40.0),
+                prompt_tokens: one(200.0),
+                history_tokens: one(150.0),
+                cache_n: 2,
+                cached_tokens: 240,
+                hit_rate: Some(0.6),
+            }],
+        });
+        let text = sessions_section(&summary);
+        assert!(
+            text.contains("3 sessions of 2 turns started, 2 complete, 1 incomplete (sessions 7)"),
+            "{text}"
+        );
+        assert!(text.contains("duration p50 3.50 s"), "{text}");
+        assert!(
+            text.contains("| 2 | 2 | 40.0 ms | 40.0 ms | 200 | 150 | 60.0% | 2 |"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_summary_without_energy_has_no_section() {
+        let summary = crate::fixture::report().summary;
+        assert!(summary.cases.iter().all(|c| c.energy.is_none()));
+        assert_eq!(energy_section(&summary), "");
+    }
+
+    #[test]
+    fn without_phases_there_is_no_section() {
+        let mut summary = crate::fixture::report().summary;
+        for case in &mut summary.cases {
+            case.phases = None;
+        }
+        assert_eq!(phases_section(&summary), "");
     }
 }

@@ -1,5 +1,15 @@
 //! Human views of a summary: one pure renderer per format, `fn render(&Summary) -> String`
 //! (`report.html`, which also draws the records, takes the whole [`Report`]).
+//!
+//! In three layers, each file naming only files of the layers below it:
+//!
+//! - the formats: [`markdown`] (`report.md`, and what the terminal prints), [`html`]
+//!   (`report.html`), [`csv`] (`cases.csv`), [`compare`] (`llmload compare`);
+//! - what they show, format-neutral: the tables ([`results`], [`energy`], [`phases`],
+//!   [`sessions`], [`soak`], [`shards`], [`saturation`]), the sentences several formats write
+//!   alike ([`text`]), and the charts ([`charts`], [`gpu`], [`timeline`], [`marks`]);
+//! - the model under them: [`table`] (a table's columns, rows and cells, and how each format
+//!   writes one), [`plot`] (a chart's canvas), [`markup`] (escaping).
 
 pub mod charts;
 pub mod compare;
@@ -9,12 +19,16 @@ pub mod gpu;
 pub mod html;
 pub mod markdown;
 pub mod marks;
+pub mod markup;
 pub mod phases;
 pub mod plot;
+pub mod results;
 pub mod saturation;
 pub mod sessions;
 pub mod shards;
 pub mod soak;
+pub mod table;
+pub mod text;
 pub mod timeline;
 
 use crate::record::{Phase, Record};
@@ -64,19 +78,4 @@ pub struct CampaignLimits {
     pub stop_temp_c: Option<f64>,
     /// Stop T.Limit margin, °C.
     pub stop_margin_c: Option<f64>,
-}
-
-/// A Markdown table: the header, its rule, a line per row.
-pub(crate) fn markdown_table<const N: usize>(columns: &[&str], rows: &[[String; N]]) -> String {
-    let mut out = format!(
-        "| {} |\n|{}\n",
-        columns.join(" | "),
-        "---|".repeat(columns.len())
-    );
-    for row in rows {
-        out.push_str("| ");
-        out.push_str(&row.join(" | "));
-        out.push_str(" |\n");
-    }
-    out
 }

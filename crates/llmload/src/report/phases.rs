@@ -1,12 +1,14 @@
-//! Where the time goes, per case: a table in `report.md`, and in `report.html` a stacked bar per
-//! case of the median phases, a new connection's setup drawn apart, before the send.
+//! Where the time goes, per case: the table of `report.md`, and the chart of `report.html`, a
+//! stacked bar per case of the median phases, a new connection's setup drawn apart, before the
+//! send.
 //!
 //! The bar stacks the medians of marks that every response passes in order (head ≤ first event
 //! ≤ first token ≤ last token, all from `sent`), so over the same responses each segment is
 //! non-negative; a segment is drawn from the previous mark at the least, never backwards.
 
+use super::markup::escape;
+use super::table::{Cell, Table};
 use crate::fmt::thousands;
-use crate::report::html::escape;
 use crate::stats::Distribution;
 use crate::summary::phases::PhaseSummary;
 use crate::summary::{CaseSummary, Summary};
@@ -34,35 +36,39 @@ pub fn ms(value: Option<f64>) -> String {
     }
 }
 
-/// The report's table of where the time goes; empty when no case's records carry phases.
-pub fn markdown(summary: &Summary) -> String {
-    let mut out = String::new();
+/// The table of where the time goes, a row per case whose records carry phases: the responses
+/// and connections, then the medians of each phase; no row when no case's records carry phases.
+pub fn table(summary: &Summary) -> Table {
+    let mut table = Table::new([
+        "Case",
+        "Responses (n)",
+        "New connections",
+        "Kept-alive",
+        "Connect",
+        "TLS",
+        "Request written",
+        "Response head",
+        "First event",
+        "First token",
+        "Last token",
+    ]);
+    let phase = |d: Option<&Distribution>| Cell::figure(ms(median(d)), d.map(|d| d.n));
     for (case, p) in cases(summary) {
-        if out.is_empty() {
-            out.push_str(
-                "\nWhere the time goes (medians over the ok responses; connect and TLS over the \
-                 new connections, before the send and not part of TTFT; the rest from sent):\n\n\
-                 | Case | Responses (n) | New connections | Kept-alive | Connect | TLS | Request written | Response head | First event | First token | Last token |\n\
-                 |---|---|---|---|---|---|---|---|---|---|---|\n",
-            );
-        }
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            case.id,
-            thousands(p.responses),
-            thousands(p.new_connections),
-            thousands(p.reused_connections),
-            ms(median(p.connect_ms.as_ref())),
-            ms(median(p.tls_ms.as_ref())),
-            ms(median(p.write_ms.as_ref())),
-            ms(median(p.head_ms.as_ref())),
-            ms(median(p.first_event_ms.as_ref())),
-            ms(median(case.ttft_ms.as_ref())),
-            ms(median(p.last_token_ms.as_ref())),
-        );
+        table.push([
+            Cell::new(case.id.clone()),
+            Cell::count(thousands(p.responses), p.responses),
+            Cell::count(thousands(p.new_connections), p.new_connections),
+            Cell::count(thousands(p.reused_connections), p.reused_connections),
+            phase(p.connect_ms.as_ref()),
+            phase(p.tls_ms.as_ref()),
+            phase(p.write_ms.as_ref()),
+            phase(p.head_ms.as_ref()),
+            phase(p.first_event_ms.as_ref()),
+            phase(case.ttft_ms.as_ref()),
+            phase(p.last_token_ms.as_ref()),
+        ]);
     }
-    out
+    table
 }
 
 /// One segment of a bar: its class, its name in the legend, and its colour.
@@ -111,12 +117,12 @@ const LABEL: f64 = 180.0;
 const ROW: f64 = 30.0;
 const TOP: f64 = 50.0;
 
-/// The section of `report.html`: a stacked bar per case, the send at a common line; empty when
-/// no case's records carry phases.
-pub fn html(summary: &Summary) -> String {
+/// The chart of `report.html` as an `<svg>` element: a stacked bar per case, the send at a
+/// common line; none when no case's records carry phases.
+pub fn bars(summary: &Summary) -> Option<String> {
     let bars: Vec<Bar> = cases(summary).map(|(c, p)| Bar::of(c, p)).collect();
     if bars.is_empty() {
-        return String::new();
+        return None;
     }
     let before = bars
         .iter()
@@ -180,16 +186,7 @@ pub fn html(summary: &Summary) -> String {
         bottom + 16.0,
         ms(Some(after)),
     );
-    format!(
-        "<h2 id=\"phases\">Where the time goes</h2>\n<figure id=\"phases-bars\">\n{svg}\n\
-         <figcaption>Per case, the medians of the ok responses: left of the line, a new \
-         connection's setup (connect, then the TLS handshake; medians over the new connections), \
-         done before the request is sent and never part of TTFT; right of it, from the send: \
-         the response head, the first event, the first token (TTFT) and the last token. \
-         Hover over a segment for its length; <code>report.md</code> and \
-         <code>summary.json</code> give the figures with their sample sizes.</figcaption>\n\
-         </figure>\n"
-    )
+    Some(svg)
 }
 
 fn legend(svg: &mut String) {
@@ -215,7 +212,7 @@ mod tests {
     #[test]
     fn each_case_with_phases_has_a_bar_of_every_segment_in_the_order_of_the_marks() {
         let summary = fixture::report().summary;
-        let page = html(&summary);
+        let page = bars(&summary).unwrap_or_default();
         let with_phases = summary.cases.iter().filter(|c| c.phases.is_some()).count();
         assert!(with_phases > 0, "the fixture carries phases");
         assert_eq!(page.matches("<g class=\"phase-bar\">").count(), with_phases);
@@ -250,14 +247,14 @@ mod tests {
         for case in &mut summary.cases {
             case.phases = None;
         }
-        assert_eq!(html(&summary), "");
-        assert_eq!(markdown(&summary), "");
+        assert_eq!(bars(&summary), None);
+        assert!(table(&summary).is_empty());
     }
 
     #[test]
     fn the_table_has_a_row_per_case_with_phases() {
         let summary = fixture::report().summary;
-        let table = markdown(&summary);
+        let table = table(&summary).markdown();
         let rows = table.lines().filter(|l| l.starts_with("| in")).count();
         assert_eq!(
             rows,

@@ -1,40 +1,97 @@
-//! A sweep's curve and findings as Markdown.
+//! A sweep's curve and findings: the tables of each load, the findings with how each was found,
+//! and the whole as Markdown, as the terminal and `report.md` write it.
 
-use crate::summary::saturation::{Analysis, Finding};
+use super::table::{Cell, Table};
+use crate::summary::saturation::{Analysis, Finding, Point};
 use crate::summary::sweep::Axis;
 use std::fmt::Write as _;
 
 /// The sweep as text: one row per load, then each finding with its method.
 pub fn render(analysis: &Analysis, axis: Axis) -> String {
+    let mut out = curve(analysis, axis).markdown();
+    out.push('\n');
+    for (name, f) in findings(analysis) {
+        let value = f.value.map_or_else(|| "none".to_owned(), |v| v.to_string());
+        let _ = writeln!(out, "{name}: {value} ({})", f.method);
+    }
+    out
+}
+
+/// The findings, named, in the order the reports give them.
+pub fn findings(analysis: &Analysis) -> [(&'static str, &Finding); 4] {
+    [
+        ("Saturation (C_sat)", &analysis.saturation),
+        ("Latency knee", &analysis.knee),
+        ("Recommended cap", &analysis.recommended_cap),
+        ("Largest load meeting the SLO", &analysis.slo_max_load),
+    ]
+}
+
+/// The curve, one row per load: throughput, TTFT p50 and p99, TPOT p99 (ms), the requests in
+/// flight, the share of errors.
+pub fn curve(analysis: &Analysis, axis: Axis) -> Table {
     let ms = |v: Option<f64>| v.map_or_else(|| "–".to_owned(), |v| format!("{v:.1} ms"));
-    let mut out = format!(
-        "| {axis} | throughput | TTFT p50 | TTFT p99 | TPOT p99 | in flight (mean / peak) | errors |\n\
-         |---|---|---|---|---|---|---|\n"
-    );
+    let mut table = Table::new([
+        axis.to_string().as_str(),
+        "throughput",
+        "TTFT p50",
+        "TTFT p99",
+        "TPOT p99",
+        "in flight (mean / peak)",
+        "errors",
+    ]);
     for p in &analysis.points {
         let in_flight = match (p.achieved_concurrency_mean, p.achieved_concurrency_peak) {
             (Some(mean), Some(peak)) => format!("{mean:.2} / {peak}"),
             _ => "–".to_owned(),
         };
-        let _ = writeln!(
-            out,
-            "| {} | {:.1} tokens/s | {} | {} | {} | {in_flight} | {:.1}% |",
-            p.load,
-            p.throughput_tps,
-            ms(p.ttft_p50_ms),
-            ms(p.ttft_p99_ms),
-            ms(p.tpot_p99_ms),
-            p.error_share * 100.0
-        );
+        table.push([
+            Cell::new(p.load.to_string()),
+            throughput(p),
+            Cell::new(ms(p.ttft_p50_ms)),
+            Cell::new(ms(p.ttft_p99_ms)),
+            Cell::new(ms(p.tpot_p99_ms)),
+            Cell::new(in_flight),
+            errors(p),
+        ]);
     }
-    let line = |name: &str, f: &Finding| match f.value {
-        Some(v) => format!("{name}: {v} ({})\n", f.method),
-        None => format!("{name}: none ({})\n", f.method),
+    table
+}
+
+/// The curve as the page shows it, one row per load: throughput, TTFT p50 and p99, TPOT p99 (as
+/// times), the share of errors.
+pub fn page_curve(analysis: &Analysis, axis: Axis) -> Table {
+    let load = if axis == Axis::Concurrency {
+        "Concurrent requests"
+    } else {
+        "Arrival rate (requests/s)"
     };
-    out += "\n";
-    out += &line("Saturation (C_sat)", &analysis.saturation);
-    out += &line("Latency knee", &analysis.knee);
-    out += &line("Recommended cap", &analysis.recommended_cap);
-    out += &line("Largest load meeting the SLO", &analysis.slo_max_load);
-    out
+    let time = |v: Option<f64>| Cell::new(crate::fmt::seconds(v));
+    let mut table = Table::new([
+        load,
+        "Throughput",
+        "TTFT p50",
+        "TTFT p99",
+        "TPOT p99",
+        "Errors",
+    ]);
+    for p in &analysis.points {
+        table.push([
+            Cell::new(p.load.to_string()),
+            throughput(p),
+            time(p.ttft_p50_ms),
+            time(p.ttft_p99_ms),
+            time(p.tpot_p99_ms),
+            errors(p),
+        ]);
+    }
+    table
+}
+
+fn throughput(p: &Point) -> Cell {
+    Cell::new(format!("{:.1} tokens/s", p.throughput_tps))
+}
+
+fn errors(p: &Point) -> Cell {
+    Cell::new(format!("{:.1}%", p.error_share * 100.0))
 }

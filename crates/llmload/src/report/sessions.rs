@@ -1,11 +1,11 @@
-//! Multi-turn sessions in `report.md`: per case, the sessions that completed and those that did
-//! not (by id), the session figures, and a table by turn index (TTFT, prompt tokens, the history
-//! a cache may serve and the share of the prompt it served).
+//! Multi-turn sessions: per case, the sessions that completed and those that did not (by id),
+//! the session figures, and a table by turn index (TTFT, prompt tokens, the history a cache may
+//! serve and the share of the prompt it served) for `report.md`; TTFT and the cache's share by
+//! turn as a chart for `report.html`.
 
+use super::plot::{legend, svg, tick, upper, whole, Area, ChartError, Figure, TimeAxis, COLORS};
+use super::table::{Cell, Table};
 use crate::fmt::{seconds, thousands};
-use crate::report::plot::{
-    legend, svg, tick, upper, whole, Area, ChartError, Figure, TimeAxis, COLORS,
-};
 use crate::stats::Distribution;
 use crate::summary::sessions::{SessionSummary, TurnSummary};
 use crate::summary::{CaseSummary, Summary};
@@ -27,45 +27,48 @@ fn secs(v: Option<f64>) -> String {
     v.map_or_else(|| "–".into(), |v| format!("{v:.2} s"))
 }
 
-/// The report's section on sessions; empty when no case ran any.
-pub fn markdown(summary: &Summary) -> String {
-    let mut out = String::new();
-    for case in &summary.cases {
-        let Some(s) = &case.sessions else {
-            continue;
-        };
-        if out.is_empty() {
-            out.push_str(
-                "\nMulti-turn sessions (each turn sends the whole history and a new message; \
-                 figures over the ok responses of each turn; a session is complete when all its \
-                 turns are ok, and only complete sessions enter the session figures):\n",
-            );
-        }
-        let _ = writeln!(out, "\n{}: {}", case.id, overview(s));
-        out.push_str(
-            "\n| Turn | Responses (n) | TTFT p50 | TTFT p90 | Prompt tokens p50 | History p50 | Cached / prompt | Cache reports (n) |\n\
-             |---|---|---|---|---|---|---|---|\n",
-        );
-        for t in &s.by_turn {
-            let (ttft50, ttft90) = quantiles(t.ttft_ms.as_ref(), seconds);
-            let _ = writeln!(
-                out,
-                "| {} | {} | {ttft50} | {ttft90} | {} | {} | {} | {} |",
-                t.turn,
-                thousands(t.n),
-                tokens(t.prompt_tokens.as_ref().map(|d| d.median)),
-                tokens(t.history_tokens.as_ref().map(|d| d.median)),
+/// The table of a case's sessions by turn index: the ok responses, TTFT, prompt tokens, the
+/// history a cache may serve and the share of the prompt it served.
+pub fn turns(s: &SessionSummary) -> Table {
+    let mut table = Table::new([
+        "Turn",
+        "Responses (n)",
+        "TTFT p50",
+        "TTFT p90",
+        "Prompt tokens p50",
+        "History p50",
+        "Cached / prompt",
+        "Cache reports (n)",
+    ]);
+    for t in &s.by_turn {
+        let ttft = t.ttft_ms.as_ref();
+        let (ttft50, ttft90) = quantiles(ttft, seconds);
+        let n = ttft.map(|d| d.n);
+        table.push([
+            Cell::new(t.turn.to_string()),
+            Cell::count(thousands(t.n), t.n),
+            Cell::figure(ttft50, n),
+            Cell::figure(ttft90, n),
+            median_tokens(t.prompt_tokens.as_ref()),
+            median_tokens(t.history_tokens.as_ref()),
+            Cell::figure(
                 t.hit_rate
                     .map_or_else(|| "–".into(), |h| format!("{:.1}%", h * 100.0)),
-                thousands(t.cache_n),
-            );
-        }
+                Some(t.cache_n as usize),
+            ),
+            Cell::count(thousands(t.cache_n), t.cache_n),
+        ]);
     }
-    out
+    table
+}
+
+/// The median of a distribution of token counts, over its n.
+fn median_tokens(d: Option<&Distribution>) -> Cell {
+    Cell::figure(tokens(d.map(|d| d.median)), d.map(|d| d.n))
 }
 
 /// The case's sessions in one paragraph.
-fn overview(s: &SessionSummary) -> String {
+pub fn overview(s: &SessionSummary) -> String {
     let mut text = format!(
         "{} sessions of {} turns started, {} complete, {} incomplete",
         thousands(s.started),
@@ -104,15 +107,10 @@ fn cases(summary: &Summary) -> Vec<(&CaseSummary, &SessionSummary)> {
         .collect()
 }
 
-/// The page's section on sessions: the by-turn chart; empty when no case ran any.
-pub fn html(summary: &Summary) -> String {
+/// The page's chart of sessions, by turn; none when no case ran any.
+pub fn chart(summary: &Summary) -> Option<Figure> {
     let cases = cases(summary);
-    if cases.is_empty() {
-        return String::new();
-    }
-    let mut out = String::from("<h2 id=\"sessions\">Multi-turn sessions</h2>\n");
-    crate::report::html::push_figure(&mut out, &by_turn(&cases));
-    out
+    (!cases.is_empty()).then(|| by_turn(&cases))
 }
 
 /// TTFT (median, a band up to the p90) and the cache's share of the prompt, by turn index, one
@@ -201,7 +199,7 @@ fn ttft_panel(area: &Area, cases: &[(&CaseSummary, &SessionSummary)]) -> Result<
                 ))
             })
             .collect();
-        crate::report::charts::median_and_band(&mut chart, &case.id, color, &points)?;
+        super::charts::median_and_band(&mut chart, &case.id, color, &points)?;
     }
     legend(&mut chart, SeriesLabelPosition::UpperRight)
 }
@@ -228,49 +226,4 @@ fn hit_panel(area: &Area, cases: &[(&CaseSummary, &SessionSummary)]) -> Result<(
         chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::summary::sessions::TurnSummary;
-
-    #[test]
-    fn the_section_lists_turns_and_incomplete_sessions() {
-        let mut summary = crate::fixture::report().summary;
-        assert_eq!(markdown(&summary), "");
-        let one = |v: f64| Distribution::from_samples(&mut [v]);
-        summary.cases[0].sessions = Some(SessionSummary {
-            turns: 2,
-            rate_rps: None,
-            started: 3,
-            completed: 2,
-            incomplete: 1,
-            incomplete_sessions: vec![7],
-            duration_s: one(3.5),
-            active_s: one(1.25),
-            prompt_tokens: one(300.0),
-            output_tokens: one(16.0),
-            by_turn: vec![TurnSummary {
-                turn: 2,
-                n: 2,
-                ttft_ms: one(40.0),
-                prompt_tokens: one(200.0),
-                history_tokens: one(150.0),
-                cache_n: 2,
-                cached_tokens: 240,
-                hit_rate: Some(0.6),
-            }],
-        });
-        let text = markdown(&summary);
-        assert!(
-            text.contains("3 sessions of 2 turns started, 2 complete, 1 incomplete (sessions 7)"),
-            "{text}"
-        );
-        assert!(text.contains("duration p50 3.50 s"), "{text}");
-        assert!(
-            text.contains("| 2 | 2 | 40.0 ms | 40.0 ms | 200 | 150 | 60.0% | 2 |"),
-            "{text}"
-        );
-    }
 }

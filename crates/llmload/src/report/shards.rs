@@ -1,11 +1,9 @@
-//! Renderer: the shard section. A merged attempt's lists its shards (start lag, clock offset,
-//! self-check, status), the missing and incomplete ones and those whose client was bound; a
-//! shard's own attempt says which part of which attempt it is.
+//! The shard section. A merged attempt's lists its shards (start lag, clock offset, self-check,
+//! status), the missing and incomplete ones and those whose client was bound; a shard's own
+//! attempt says which part of which attempt it is.
 
-use super::html::escape;
+use super::table::Table;
 use crate::summary::shards::{ShardRun, ShardsSection};
-use crate::summary::Summary;
-use std::fmt::Write;
 
 fn ms(v: Option<f64>) -> String {
     v.map_or_else(|| "–".to_owned(), |v| format!("{v:.1} ms"))
@@ -21,36 +19,34 @@ fn clock(run: &ShardRun) -> String {
     }
 }
 
-/// The rows of the merged attempt's shard table: index, status, records, part, start lag, clock
-/// offset, self-check.
-fn rows(section: &ShardsSection) -> Vec<[String; 7]> {
-    section
-        .shards
-        .iter()
-        .map(|s| {
-            let part = match (s.run.arrivals, s.run.streams) {
-                (Some(n), _) => format!("{n} arrivals"),
-                (None, Some(n)) => format!("{n} streams"),
-                (None, None) => "–".to_owned(),
-            };
-            [
-                s.run.index.to_string(),
-                s.reason
-                    .as_ref()
-                    .map_or_else(|| s.status.clone(), |r| format!("{}: {r}", s.status)),
-                s.records.to_string(),
-                part,
-                ms(s.run.start.map(|st| st.start_lag_ms)),
-                clock(&s.run),
-                s.client_check.clone().unwrap_or_else(|| "–".to_owned()),
-            ]
-        })
-        .collect()
+/// The merged attempt's shard table: index, status, records, part, start lag, clock offset,
+/// self-check.
+pub fn table(section: &ShardsSection) -> Table {
+    let mut table = Table::new(HEAD);
+    for s in &section.shards {
+        let part = match (s.run.arrivals, s.run.streams) {
+            (Some(n), _) => format!("{n} arrivals"),
+            (None, Some(n)) => format!("{n} streams"),
+            (None, None) => "–".to_owned(),
+        };
+        table.push([
+            s.run.index.to_string(),
+            s.reason
+                .as_ref()
+                .map_or_else(|| s.status.clone(), |r| format!("{}: {r}", s.status)),
+            s.records.to_string(),
+            part,
+            ms(s.run.start.map(|st| st.start_lag_ms)),
+            clock(&s.run),
+            s.client_check.clone().unwrap_or_else(|| "–".to_owned()),
+        ]);
+    }
+    table
 }
 
 /// What the section says in sentences: how many shards, what is missing, what taints it, and
 /// how far the shards' timelines may be apart.
-fn sentences(section: &ShardsSection) -> Vec<String> {
+pub fn sentences(section: &ShardsSection) -> Vec<String> {
     let mut lines = vec![format!(
         "Merged from {} ({} given). Records of every shard are on one timeline, each shard's \
          load start aligned with the others'; a shard's TTFT and latencies are on its own clock. \
@@ -98,60 +94,15 @@ const HEAD: [&str; 7] = [
     "Self-check",
 ];
 
-/// The section in Markdown; empty for an attempt that is neither a shard nor merged.
-pub fn markdown(summary: &Summary) -> String {
-    let mut out = String::new();
-    if let Some(run) = &summary.shard {
-        let _ = writeln!(
-            out,
-            "\nShard {} of {} of attempt {} (merge the shards with llmload merge): start lag {}, \
-             clock offset {}.",
-            run.index,
-            run.count,
-            run.attempt_id,
-            ms(run.start.map(|s| s.start_lag_ms)),
-            clock(run)
-        );
-    }
-    let Some(section) = &summary.shards else {
-        return out;
-    };
-    let _ = writeln!(out, "\nShards:\n\n| {} |", HEAD.join(" | "));
-    let _ = writeln!(out, "|{}", "---|".repeat(HEAD.len()));
-    for row in rows(section) {
-        let _ = writeln!(out, "| {} |", row.join(" | "));
-    }
-    for line in sentences(section) {
-        let _ = writeln!(out, "\n{line}");
-    }
-    out
-}
-
-/// The section in HTML; empty for an attempt that is neither a shard nor merged.
-pub fn html(summary: &Summary) -> String {
-    let mut out = String::new();
-    if summary.shard.is_some() {
-        let text = markdown(summary);
-        let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(text.trim()));
-    }
-    let Some(section) = &summary.shards else {
-        return out;
-    };
-    out.push_str("<h2 id=\"shards\">Shards</h2>\n<table>\n<tr>");
-    for h in HEAD {
-        let _ = write!(out, "<th>{}</th>", escape(h));
-    }
-    out.push_str("</tr>\n");
-    for row in rows(section) {
-        out.push_str("<tr>");
-        for cell in row {
-            let _ = write!(out, "<td>{}</td>", escape(&cell));
-        }
-        out.push_str("</tr>\n");
-    }
-    out.push_str("</table>\n");
-    for line in sentences(section) {
-        let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(&line));
-    }
-    out
+/// A shard's own attempt in one sentence: which part of which attempt it is.
+pub fn part_of(run: &ShardRun) -> String {
+    format!(
+        "Shard {} of {} of attempt {} (merge the shards with llmload merge): start lag {}, clock \
+         offset {}.",
+        run.index,
+        run.count,
+        run.attempt_id,
+        ms(run.start.map(|s| s.start_lag_ms)),
+        clock(run)
+    )
 }

@@ -117,7 +117,7 @@ pub fn timeline(report: &Report) -> Figure {
 /// The case's load in a few words: "4 concurrent requests" for closed loads, else as the
 /// incomplete-case line says it ("20 requests/s", "2 sessions in parallel").
 fn load(c: &CaseSummary) -> String {
-    let words = super::markdown::load_words(c);
+    let words = super::text::load_words(c);
     match words.strip_suffix(" concurrent") {
         Some(n) => format!("{n} concurrent requests"),
         None => words,

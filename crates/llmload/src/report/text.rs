@@ -1,0 +1,279 @@
+//! The sentences of the reports, in plain text, that more than one format writes alike (the
+//! Markdown report and the terminal, the HTML page, the timeline's caption, `llmload compare`):
+//! how tokens were counted, the unverified responses, percentiles read from a histogram, the
+//! outcome's counts, an incomplete case in one line, GPU telemetry in one line.
+
+use crate::fmt::thousands;
+use crate::summary::{CaseSummary, Summary};
+
+/// Which distributions had more samples than are kept exactly, so that their percentiles come
+/// from a histogram; empty when none had.
+pub(crate) fn histogram_note(summary: &Summary) -> String {
+    let mut parts = Vec::new();
+    let mut error = 0.0_f64;
+    for case in &summary.cases {
+        let load = case.load.as_ref();
+        let named = [
+            ("TTFT", case.ttft_ms.as_ref()),
+            ("complete response", case.e2e_ms.as_ref()),
+            ("ITL", case.itl_ms.as_ref()),
+            ("chunk gaps", case.chunk_gap_ms.as_ref()),
+            ("TPOT", case.tpot_ms.as_ref()),
+            ("decode rate", case.decode_rate_tps.as_ref()),
+            ("send lag", load.and_then(|l| l.send_lag_ms.as_ref())),
+            (
+                "TTFT from scheduled",
+                load.and_then(|l| l.ttft_from_scheduled_ms.as_ref()),
+            ),
+            (
+                "E2E from scheduled",
+                load.and_then(|l| l.e2e_from_scheduled_ms.as_ref()),
+            ),
+        ];
+        let binned: Vec<String> = named
+            .iter()
+            .filter_map(|(name, d)| {
+                let d = (*d)?;
+                error = error.max(d.relative_error?);
+                Some(format!("{name} (n = {})", d.n))
+            })
+            .collect();
+        if !binned.is_empty() {
+            parts.push(format!("{}: {}", case.id, binned.join(", ")));
+        }
+    }
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\nPercentiles read from a histogram (more than {} samples; each within {} % of the exact \
+         value; n, mean, min and max exact): {}.\n",
+        thousands(crate::num::count(crate::stats::EXACT_LIMIT)),
+        error * 100.0,
+        parts.join("; ")
+    )
+}
+
+/// Whether the attempt has closed-round cases (or none at all), which the rounds table is for:
+/// continuous and open-loop cases have their own table, and no rounds.
+pub(crate) fn has_rounds(summary: &Summary) -> bool {
+    summary.cases.is_empty() || summary.cases.iter().any(CaseSummary::is_rounds)
+}
+
+/// "3 of 4 cases complete, 7 complete rounds, 11 responses ok" (rounds only where cases have
+/// them).
+pub(crate) fn outcome_counts(summary: &Summary) -> String {
+    let o = &summary.outcome;
+    let rounds = if has_rounds(summary) {
+        format!(", {} complete rounds", o.rounds_completed)
+    } else {
+        String::new()
+    };
+    format!(
+        "{} of {} cases complete{rounds}, {} responses ok",
+        o.cases_completed, o.cases_total, o.responses_completed
+    )
+}
+
+/// A sentence on unverified responses when a table rests on any: what they are and what was
+/// not checked. Empty otherwise.
+pub(crate) fn unverified_note(summary: &Summary) -> String {
+    let (unverified, ok) =
+        summary
+            .cases
+            .iter()
+            .filter(|c| c.complete)
+            .fold((0u32, 0u32), |(u, n), c| {
+                (
+                    u.saturating_add(c.counts.unverified),
+                    n.saturating_add(c.counts.ok),
+                )
+            });
+    if unverified == 0 {
+        return String::new();
+    }
+    let mut reasons: Vec<String> = Vec::new();
+    for case in summary.cases.iter().filter(|c| c.complete) {
+        if let Some(why) = &case.first_unverified {
+            let line = format!("{}: {why}", case.id);
+            if reasons.len() < 3 && !reasons.iter().any(|r| r.ends_with(why.as_str())) {
+                reasons.push(line);
+            }
+        }
+    }
+    let mut note = format!(
+        "\nUnverified: {unverified} of the {ok} ok responses behind the tables were not checked \
+         against the server's own counters (prompt tokens, cached tokens, generated tokens): their \
+         prompt length, cache use or output length may differ from the request. Each record's \
+         notes say why."
+    );
+    if !reasons.is_empty() {
+        note.push_str(" For example, ");
+        note.push_str(&reasons.join(" — "));
+        if !note.ends_with('.') {
+            note.push('.');
+        }
+    }
+    note.push('\n');
+    note
+}
+
+/// The lines on how tokens were counted, and on best-effort mode: empty for a summary that
+/// does not say (older attempts).
+pub(crate) fn counting_lines(summary: &Summary) -> String {
+    let Some(counting) = &summary.counting else {
+        return String::new();
+    };
+    let mut out = format!(
+        "Counting: prompts by {}; generated tokens by {}.\n",
+        counting.prompts, counting.outputs
+    );
+    if counting.best_effort {
+        out.push_str(
+            "Best effort: outputs are as long as the server made them and lengths that differ \
+             from the request are not errors; every response the server's counters do not \
+             confirm is unverified.\n",
+        );
+    }
+    out
+}
+
+/// The attempt's GPU telemetry in one line.
+pub(crate) fn telemetry_line(t: &crate::telemetry::TelemetrySummary) -> String {
+    if t.readings == 0 {
+        return format!("GPU telemetry: no readings ({}).", t.source);
+    }
+    let share = |s: Option<f64>| {
+        s.map_or("not reported".into(), |s| {
+            format!("{:.0}% of readings", s * 100.0)
+        })
+    };
+    format!(
+        "GPU telemetry ({}): {} readings, highest sampled temperature {} °C, lowest T.Limit margin {}; SW thermal slowdown {}, HW thermal slowdown {}, power cap {}.",
+        t.source,
+        t.readings,
+        t.max_temperature_c.map_or("–".into(), |m| m.to_string()),
+        t.min_margin_c.map_or("not reported".into(), |m| format!("{m} °C")),
+        share(t.sw_thermal_slowdown_share),
+        share(t.hw_thermal_slowdown_share),
+        share(t.sw_power_cap_share),
+    )
+}
+
+/// What an incomplete case did complete, in one line.
+pub(crate) fn incomplete_line(case: &CaseSummary) -> String {
+    let c = &case.counts;
+    let kinds: Vec<String> = c.by_kind.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    let done = completion(case);
+    format!(
+        "{} input tokens × {} × {} output: {done}, {} responses ok, {} invalid, {} failed, {} cancelled{}",
+        thousands(case.input_tokens),
+        load_words(case),
+        case.output_tokens,
+        c.ok,
+        c.invalid,
+        c.error,
+        c.cancelled,
+        if kinds.is_empty() { String::new() } else { format!(" ({})", kinds.join(", ")) },
+    ) + &case
+        .first_error
+        .as_ref()
+        .map_or_else(String::new, |e| format!("; first: {e}"))
+        + &case
+            .incomplete_reason
+            .as_ref()
+            .map_or_else(String::new, |why| format!("; {why}"))
+}
+
+/// How far an incomplete case got: its sessions, its rounds, or the requests an open or
+/// continuous load launched.
+pub(crate) fn completion(case: &CaseSummary) -> String {
+    match (&case.sessions, &case.load) {
+        (Some(s), _) => format!(
+            "{} of {} sessions of {} turns complete",
+            s.completed, s.started, s.turns
+        ),
+        (None, Some(load)) => format!("{} requests launched", load.requests_launched),
+        (None, None) => format!(
+            "{} of {} rounds complete",
+            case.rounds.iter().filter(|r| r.complete).count(),
+            case.rounds_planned
+        ),
+    }
+}
+
+/// A case's load in a few words: the arrival rate of an open loop (sessions or requests per
+/// second), else the requests (or sessions) in parallel.
+pub(super) fn load_words(case: &CaseSummary) -> String {
+    use crate::summary::window::LoadShape;
+    let load = case.load.as_ref().map(|l| (l.shape, l.nominal_rate_rps));
+    match (&case.sessions, load) {
+        (Some(s), _) => s.rate_rps.map_or_else(
+            || format!("{} sessions in parallel", case.concurrency),
+            |r| format!("{r} sessions/s"),
+        ),
+        (None, Some((LoadShape::Trace, _))) => "a trace's arrivals".into(),
+        (None, Some((_, Some(r)))) => format!("{r} requests/s"),
+        _ => format!("{} concurrent", case.concurrency),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_incomplete_case_names_its_load_as_it_was_asked() {
+        use crate::summary::sessions::SessionSummary;
+        use crate::summary::window::{window_figures, LoadShape};
+        let mut case = crate::fixture::report().summary.cases[0].clone();
+        case.complete = false;
+        let closed = incomplete_line(&case);
+        assert!(
+            closed.contains(&format!(" × {} concurrent × ", case.concurrency)),
+            "{closed}"
+        );
+        let mut load = window_figures(&[], (0.0, 1.0), &crate::workload::shape::Slo::default());
+        load.shape = LoadShape::Poisson;
+        load.nominal_rate_rps = Some(20.0);
+        load.requests_launched = 3;
+        case.load = Some(load.clone());
+        case.concurrency = 0;
+        let open = incomplete_line(&case);
+        assert!(
+            open.contains(" × 20 requests/s × 4 output: 3 requests launched, "),
+            "{open}"
+        );
+        load.shape = LoadShape::Trace;
+        case.load = Some(load);
+        assert!(incomplete_line(&case).contains(" × a trace's arrivals × "));
+        case.load = None;
+        case.sessions = Some(SessionSummary {
+            turns: 3,
+            rate_rps: Some(0.5),
+            started: 4,
+            completed: 1,
+            incomplete: 3,
+            incomplete_sessions: vec![1, 2, 3],
+            duration_s: None,
+            active_s: None,
+            prompt_tokens: None,
+            output_tokens: None,
+            by_turn: Vec::new(),
+        });
+        let sessions = incomplete_line(&case);
+        assert!(
+            sessions.contains(" × 0.5 sessions/s × ") && !sessions.contains("concurrent"),
+            "{sessions}"
+        );
+        assert!(
+            sessions.contains("1 of 4 sessions of 3 turns complete"),
+            "{sessions}"
+        );
+        case.concurrency = 2;
+        if let Some(s) = &mut case.sessions {
+            s.rate_rps = None;
+        }
+        assert!(incomplete_line(&case).contains(" × 2 sessions in parallel × "));
+    }
+}
