@@ -191,6 +191,9 @@ fn campaign_file_values_are_used_and_checked() {
     std::fs::write(&path, " ".repeat(2 << 20)).expect("write");
     let run = llmload(&["run", "--config", path.to_str().expect("UTF-8")]);
     assert_one_line_error(&run, 2, "more than a campaign file's");
+    // A device that never ends is refused at the bound, not read until memory runs out.
+    let run = llmload(&["run", "--config", "/dev/zero"]);
+    assert_one_line_error(&run, 2, "/dev/zero: more than a campaign file's");
 }
 
 /// A one-case run against a `cpu-tiny` simulator, with `extra` flags; returns the invocation

@@ -22,6 +22,7 @@ use parse::{
     validate_url,
 };
 mod combine;
+mod file;
 mod options;
 mod settings;
 mod sharding;

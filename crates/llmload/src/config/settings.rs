@@ -1,21 +1,11 @@
-//! Reading a campaign file into [`Settings`], and the option types that the flags and the file
-//! write differently: lengths (`512`, `"choice:32,256"` or a list) and stages (the flag's text
-//! or `[[stages]]` tables). The options themselves are declared in [`super::options`].
+//! The option types that the flags and the campaign file write differently: lengths (`512`,
+//! `"choice:32,256"` or a list) and stages (the flag's text or `[[stages]]` tables). The options
+//! themselves are declared in [`super::options`].
 
-use super::options::Settings;
 use super::{bad, ConfigError};
 use crate::workload::length::{self, Length};
 use crate::workload::stages::{self, LevelKind, Stage};
 use serde::{Deserialize, Deserializer};
-use std::path::Path;
-
-impl Settings {
-    /// Reads a campaign file: its keys are the options' (the flag names with `_` for `-`);
-    /// any other key is refused with its line.
-    pub fn read(path: &Path) -> Result<Settings, ConfigError> {
-        read_file(path)
-    }
-}
 
 /// `--stages`: the flag's text (`10s:rate=2,30s:ramp:rate=8`) or the campaign file's
 /// `[[stages]]` tables.
@@ -120,43 +110,6 @@ pub(super) fn one_or_many<'de, D: Deserializer<'de>>(
     }))
 }
 
-/// The largest campaign file read.
-const MAX_FILE_BYTES: u64 = 1 << 20;
-
-fn read_file(path: &Path) -> Result<Settings, ConfigError> {
-    let size = std::fs::metadata(path)
-        .or_else(|e| bad(format!("cannot read {}: {e}", path.display())))?
-        .len();
-    if size > MAX_FILE_BYTES {
-        return bad(format!(
-            "{}: {size} bytes, more than a campaign file's {MAX_FILE_BYTES}",
-            path.display()
-        ));
-    }
-    let text = std::fs::read_to_string(path)
-        .or_else(|e| bad(format!("cannot read {}: {e}", path.display())))?;
-    check_keys(path, &text)?;
-    Settings::from_toml(&text).or_else(|e| {
-        let message: String = e.message().trim().chars().take(300).collect();
-        let Some(span) = e.span() else {
-            return bad(format!("{}: {message}", path.display()));
-        };
-        let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-        let content: String = text
-            .lines()
-            .nth(line - 1)
-            .unwrap_or("")
-            .trim()
-            .chars()
-            .take(120)
-            .collect();
-        bad(format!(
-            "{}:{line}: {message} (in `{content}`)",
-            path.display()
-        ))
-    })
-}
-
 pub(super) fn lengths(
     what: &str,
     given: Option<Vec<LengthItem>>,
@@ -182,59 +135,4 @@ pub(super) fn lengths(
         return bad(format!("--{what} needs one or more values above 0"));
     }
     Ok(out)
-}
-
-/// Refuses a key that is no option's, naming its line and the nearest option's key.
-fn check_keys(path: &Path, text: &str) -> Result<(), ConfigError> {
-    // A file that does not parse is left to the full read, which says where.
-    let Ok(table) = toml::de::DeTable::parse(text) else {
-        return Ok(());
-    };
-    let known = Settings::keys();
-    let Some(key) = table
-        .get_ref()
-        .keys()
-        .find(|k| !known.iter().any(|n| n == k.get_ref().as_ref()))
-    else {
-        return Ok(());
-    };
-    let name: String = key
-        .get_ref()
-        .chars()
-        .take(60)
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect();
-    let line = text[..key.span().start.min(text.len())]
-        .matches('\n')
-        .count()
-        + 1;
-    let nearest = known
-        .iter()
-        .map(|k| (edit_distance(k, key.get_ref()), k))
-        .min()
-        .filter(|(d, _)| *d <= 2)
-        .map_or_else(String::new, |(_, k)| format!("; did you mean `{k}`?"));
-    bad(format!(
-        "{}:{line}: unknown key `{name}` (a campaign file's keys are run's flag names with `_` \
-         for `-`){nearest}",
-        path.display()
-    ))
-}
-
-/// Levenshtein distance, for suggesting a key.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let next = (row[j + 1] + 1)
-                .min(row[j] + 1)
-                .min(diagonal + usize::from(ca != cb));
-            diagonal = row[j + 1];
-            row[j + 1] = next;
-        }
-    }
-    row[b.len()]
 }
