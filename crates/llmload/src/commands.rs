@@ -25,6 +25,7 @@ pub async fn execute(command: Command) -> Result<u8> {
     match command {
         Command::Run(args) => {
             let config = Config::resolve(args.settings()?)?;
+            crate::secrets::install(config.scrubber());
             warn_at_start(&config);
             let result = crate::run(&config, interrupts()).await?;
             out(&summary_text(&result.summary, args.json))?;
@@ -34,6 +35,7 @@ pub async fn execute(command: Command) -> Result<u8> {
         Command::Sweep(args) => {
             let options = (&*args).try_into()?;
             let config = Config::resolve(args.run.settings()?)?;
+            crate::secrets::install(config.scrubber());
             warn_at_start(&config);
             let (result, section) = crate::sweep(&config, options, interrupts()).await?;
             if args.run.json {

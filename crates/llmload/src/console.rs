@@ -5,7 +5,8 @@
 //!
 //! Both streams also carry text that came from a server (a model id, an error body): a control
 //! character in it could move the cursor, clear the screen, retitle the window or forge lines, so
-//! everything written here is passed through [`printable`] first.
+//! everything written here is passed through [`printable`] first, and through the secrets'
+//! scrubber (a server may echo the key it was sent).
 
 use std::borrow::Cow;
 use std::fmt::Display;
@@ -15,7 +16,8 @@ use std::io::{ErrorKind, Write};
 /// Writes `text` to stdout. A reader that has gone (a closed pipe) is not an error: what it
 /// wanted has been read, and the command keeps its exit code. Any other failure (a full disk) is.
 pub fn out(text: &str) -> std::io::Result<()> {
-    let text = printable(text);
+    let text = crate::secrets::scrub(text);
+    let text = printable(&text);
     let mut stdout = std::io::stdout().lock();
     match stdout
         .write_all(text.as_bytes())
@@ -29,6 +31,7 @@ pub fn out(text: &str) -> std::io::Result<()> {
 /// Writes one line to stderr; a stderr that cannot be written is left alone.
 pub fn note(line: impl Display) {
     let line = line.to_string();
+    let line = crate::secrets::scrub(&line);
     let _ = writeln!(std::io::stderr().lock(), "{}", printable(&line));
 }
 

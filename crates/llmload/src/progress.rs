@@ -257,20 +257,24 @@ impl Progress {
 
     /// Prints `text` as a line of its own on stderr, clearing the progress line first.
     pub fn println(&self, text: &str) {
+        let text = crate::secrets::scrub(text);
+        let text = crate::console::printable(&text);
         let mut stderr = std::io::stderr().lock();
-        match &self.shared {
-            Some(shared) => {
-                let mut drawn = shared
-                    .drawn
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                let clear = if *drawn { "\r\x1b[2K" } else { "" };
-                let _ = writeln!(stderr, "{clear}{}", crate::console::printable(text));
-                *drawn = false;
-            }
-            None => {
-                let _ = writeln!(stderr, "{}", crate::console::printable(text));
-            }
+        // Held while the line is written, so that the progress line is not drawn in between.
+        let drawn = self.shared.as_ref().map(|shared| {
+            shared
+                .drawn
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        });
+        let clear = if drawn.as_deref() == Some(&true) {
+            "\r\x1b[2K"
+        } else {
+            ""
+        };
+        let _ = writeln!(stderr, "{clear}{text}");
+        if let Some(mut drawn) = drawn {
+            *drawn = false;
         }
     }
 

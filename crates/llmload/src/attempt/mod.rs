@@ -97,8 +97,11 @@ impl Attempt {
         self.write_text(file, &text)
     }
 
-    /// Writes `text` to `file` in the attempt folder (atomically).
+    /// Writes `text` to `file` in the attempt folder (atomically), every secret sent scrubbed
+    /// from it (a server may have echoed one).
     pub fn write_text(&self, file: &str, text: &str) -> crate::error::Result<()> {
+        let text = crate::secrets::scrub(text);
+        let text = text.as_ref();
         let path = self.dir.join(file);
         let temp = self.dir.join(format!(".{file}.tmp"));
         // A failed write (a full disk) leaves no temporary file behind, and the message names

@@ -23,9 +23,12 @@ impl RecordSink {
         })
     }
 
-    /// Writes one record and flushes it to the file.
+    /// Writes one record and flushes it to the file, every secret sent scrubbed from it (a
+    /// server may have echoed one into an error).
     pub fn append(&mut self, record: &Record) -> std::io::Result<()> {
-        serde_json::to_writer(&mut self.file, record)?;
+        let line = serde_json::to_string(record)?;
+        self.file
+            .write_all(crate::secrets::scrub(&line).as_bytes())?;
         self.file.write_all(b"\n")?;
         self.file.flush()
     }

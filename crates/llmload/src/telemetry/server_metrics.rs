@@ -144,8 +144,12 @@ pub async fn scrape(
         let body = tokio::time::timeout(limit, read).await.ok().flatten();
         if let Some(metrics) = body.map(|b| parse(&b)).filter(|m| !m.is_empty()) {
             summary.add(&metrics, &mut first);
-            if serde_json::to_writer(&mut file, &Scrape { t_s, metrics }).is_ok() {
-                let _ = file.write_all(b"\n").and_then(|()| file.flush());
+            if let Ok(line) = serde_json::to_string(&Scrape { t_s, metrics }) {
+                let line = crate::secrets::scrub(&line);
+                let _ = file
+                    .write_all(line.as_bytes())
+                    .and_then(|()| file.write_all(b"\n"))
+                    .and_then(|()| file.flush());
             }
         }
         if stopping {

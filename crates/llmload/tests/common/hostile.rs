@@ -44,6 +44,12 @@ pub enum Mode {
     /// generation's `500` error body (which would clear the screen, retitle the window and forge
     /// a line if printed raw).
     Controls,
+    /// Answers setup; a generation's `500` body is the request it got, head and body (the key
+    /// and every header included), as some proxies' error pages are.
+    EchoInError,
+    /// Answers setup; a generation streams two tokens, then an error event whose message is the
+    /// request's head.
+    EchoInStream,
 }
 
 /// What [`Mode::Controls`] puts in its texts.
@@ -269,6 +275,9 @@ async fn respond(stream: &mut TcpStream, mode: &Mode, request: &Request) -> std:
             )
             .await?;
         }
+        ("POST", "/completion") if matches!(mode, Mode::EchoInError | Mode::EchoInStream) => {
+            return echo(stream, mode, request).await;
+        }
         ("POST", "/completion") => return generate(stream, mode, &request.body).await,
         _ => {
             whole(
@@ -288,6 +297,32 @@ fn token_id(word: &str) -> u32 {
     word.bytes()
         .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)))
         % 1000
+}
+
+/// `POST /completion` of [`Mode::EchoInError`] and [`Mode::EchoInStream`]; a one-token request
+/// (a probe during setup) is answered properly.
+async fn echo(stream: &mut TcpStream, mode: &Mode, request: &Request) -> std::io::Result<bool> {
+    let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+    if body["n_predict"].as_u64().unwrap_or(0) <= 1 {
+        return generate(stream, &Mode::Normal, &request.body).await;
+    }
+    let text = format!(
+        "{}\r\n\r\n{}",
+        request.seen.head,
+        String::from_utf8_lossy(&request.body)
+    );
+    if *mode == Mode::EchoInError {
+        whole(stream, "500 Internal Server Error", "text/plain", &text).await?;
+        return Ok(true);
+    }
+    let mut out = STREAM_HEAD.to_vec();
+    out.extend_from_slice(&chunk(TOKEN_EVENT));
+    out.extend_from_slice(&chunk(TOKEN_EVENT));
+    let error = json!({"error": {"code": 500, "message": text, "type": "server_error"}});
+    out.extend_from_slice(&chunk(format!("data: {error}\n\n").as_bytes()));
+    out.extend_from_slice(b"0\r\n\r\n");
+    stream.write_all(&out).await?;
+    Ok(false)
 }
 
 /// `POST /completion`. A one-token request (a probe during setup) is always answered properly;
@@ -354,7 +389,11 @@ async fn generate(stream: &mut TcpStream, mode: &Mode, body: &[u8]) -> std::io::
             stream_tokens(stream, asked, prompt, asked).await?;
             Ok(true)
         }
-        Mode::Normal | Mode::Silent | Mode::Redirect(_) => {
+        Mode::Normal
+        | Mode::Silent
+        | Mode::Redirect(_)
+        | Mode::EchoInError
+        | Mode::EchoInStream => {
             stream.write_all(STREAM_HEAD).await?;
             stream_tokens(stream, asked, prompt, asked).await?;
             Ok(true)

@@ -267,3 +267,51 @@ fn extra_body_fields_reach_every_generation_and_secrets_in_them_stay_out_of_file
         shown(&reserved)
     );
 }
+
+#[test]
+fn secrets_a_server_echoes_reach_no_file_and_no_terminal() {
+    for mode in [Mode::EchoInError, Mode::EchoInStream] {
+        let server = Server::start(mode.clone());
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let url = server.url.replace("http://", "http://alice:SECRET-PW@");
+        let out = tmp.path().join("echo");
+        let run = small_run(
+            &url,
+            &out,
+            &[
+                "--header",
+                "X-Api-Key: SECRET-KEY",
+                "--header",
+                "X-Upstream: Bearer SECRET-TOKEN",
+                "--extra-body",
+                r#"{"metadata": {"auth_token": "SECRET-BODY"}}"#,
+            ],
+        );
+        // The server got every secret, and said it back.
+        let seen = server.requests();
+        assert!(
+            seen.iter().any(|r| r.head.contains("SECRET-KEY")),
+            "{seen:?}"
+        );
+        // The request failed, was recorded with the server's words, and no secret is left in
+        // them, in any file or on the terminal.
+        assert_eq!(run.code, Some(3), "{mode:?}: {}", shown(&run));
+        let dir = attempt_dir(&out, "hostile");
+        let records = json_lines(&dir.join("requests.jsonl"));
+        assert_eq!(records.len(), 1, "{records:?}");
+        let error = error_of(&records[0]);
+        assert!(error.contains("Basic [redacted]"), "{mode:?}: {error}");
+        for text in [&run.stdout, &run.stderr] {
+            assert!(!text.contains("SECRET"), "{mode:?}: {text}");
+            assert!(!text.contains("YWxpY2U6U0VDUkVULVBX"), "{mode:?}: {text}");
+        }
+        for file in files_under(&out) {
+            let text = String::from_utf8_lossy(&std::fs::read(&file).expect("read")).into_owned();
+            assert!(
+                !text.contains("SECRET") && !text.contains("YWxpY2U6U0VDUkVULVBX"),
+                "{mode:?}: {} holds a secret",
+                file.display()
+            );
+        }
+    }
+}
