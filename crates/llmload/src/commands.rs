@@ -124,6 +124,11 @@ fn summary_text(summary: &Summary, json_wanted: bool) -> String {
 /// Warnings that hold for the whole run, printed even with `--quiet`: turning checks off is never
 /// silent.
 fn warn_at_start(config: &Config) {
+    if !config.quiet {
+        for note in &config.notes {
+            console::note(format_args!("note: {note}"));
+        }
+    }
     if config.tls.insecure {
         console::note("warning: --insecure: the server's certificate is not checked");
     }

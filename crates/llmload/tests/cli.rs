@@ -474,3 +474,46 @@ fn a_gone_or_full_stdout_keeps_the_exit_code_and_never_panics() {
     let records = common::json_lines(&common::attempt_dir(&target, "cli").join("requests.jsonl"));
     assert_eq!(records.len(), 3, "a warmup and 2 measured requests");
 }
+
+#[test]
+fn the_api_root_as_openai_clients_take_it_works_and_is_said_once() {
+    let _serial = common::SERIAL
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    let sim = common::Simulator::start(&["--profile", "cpu-tiny"]);
+    let out = tempfile::tempdir().expect("temp dir");
+    let url = format!(
+        "{}/v1",
+        sim.url.to_uppercase().replace("HTTP://", "HTTP://")
+    );
+    let run = llmload(&[
+        "run",
+        "--url",
+        &url,
+        "--api",
+        "completions",
+        "--input-tokens",
+        "64",
+        "--concurrency",
+        "1",
+        "--output-tokens",
+        "8",
+        "--rounds",
+        "1",
+        "--telemetry",
+        "off",
+        "--out",
+        out.path().to_str().expect("UTF-8"),
+        "--name",
+        "root",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let notes: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("note: --url"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{}", run.stderr);
+    let campaign = common::json(&common::attempt_dir(out.path(), "root").join("campaign.json"));
+    assert_eq!(campaign["target"]["url"], sim.url.as_str(), "{campaign}");
+}

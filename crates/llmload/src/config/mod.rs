@@ -102,6 +102,10 @@ pub struct Config {
     pub url_credentials: Option<String>,
     /// Whether the URL carried credentials.
     pub url_credentials_set: bool,
+    /// What resolving changed in what was given, said once at the start of a run (on stderr,
+    /// unless `--quiet`).
+    #[serde(skip)]
+    pub notes: Vec<String>,
     /// Extra headers; written as `[name, value]` with the value redacted unless its name is
     /// harmless or named by `--show-header`.
     pub headers: Vec<Header>,
@@ -248,9 +252,9 @@ impl Config {
         let duration = |flag: &str, given: Option<String>, default: &str| {
             parse_duration(flag, given.as_deref().unwrap_or(default))
         };
-        let (url, url_credentials) = match url.as_deref().map(validate_url).transpose()? {
-            Some((url, credentials)) => (Some(url), credentials),
-            None => (None, None),
+        let (url, url_credentials, url_note) = match url.as_deref().map(validate_url).transpose()? {
+            Some((url, credentials, note)) => (Some(url), credentials, note),
+            None => (None, None, None),
         };
         let config = Config {
             load,
@@ -268,6 +272,7 @@ impl Config {
             extra_body: extra_body(body)?,
             name: name.unwrap_or_else(|| "campaign".into()),
             url,
+            notes: url_note.into_iter().collect(),
             url_credentials_set: url_credentials.is_some(),
             url_credentials,
             api,

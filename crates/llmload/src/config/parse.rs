@@ -21,21 +21,54 @@ pub(super) fn as_optional_seconds<S: serde::Serializer>(
     }
 }
 
-/// The URL without a trailing slash and without its credentials, and the credentials. No message
-/// shows the credentials.
-pub(super) fn validate_url(url: &str) -> Result<(String, Option<String>), ConfigError> {
-    let (clean, credentials) = crate::secrets::split_credentials(url.trim());
-    match reqwest::Url::parse(&clean) {
-        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {
-            Ok((clean.trim_end_matches('/').to_owned(), credentials))
-        }
-        Ok(u) => bad(format!(
-            "--url {}: scheme {:?} is not http or https",
-            shorten(&clean),
-            u.scheme()
-        )),
-        Err(e) => bad(format!("--url {}: {e}", shorten(&clean))),
+/// `--url`: an `http` or `https` URL with a host, its scheme and host in lower case and its
+/// path percent-encoded (one form for every request), without credentials (returned apart),
+/// query or fragment (every path is appended to it), and without a trailing `/v1`, the API root
+/// OpenAI's clients are given: llmload appends `/v1/…` itself, and says so (the third value).
+pub(super) fn validate_url(
+    url: &str,
+) -> Result<(String, Option<String>, Option<String>), ConfigError> {
+    let given = url.trim();
+    if !given.contains("://") {
+        return bad(format!(
+            "--url {}: give the scheme, e.g. http://{}",
+            shorten(given),
+            shorten(given)
+        ));
     }
+    let (clean, credentials) = crate::secrets::split_credentials(given);
+    let parsed = match reqwest::Url::parse(&clean) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => u,
+        Ok(u) => {
+            return bad(format!(
+                "--url {}: scheme {:?} is not http or https",
+                shorten(&clean),
+                u.scheme()
+            ))
+        }
+        Err(e) => return bad(format!("--url {}: {e}", shorten(&clean))),
+    };
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return bad(format!(
+            "--url {}: a base URL takes no query or fragment (`?…`, `#…`): llmload appends \
+             its paths to it",
+            shorten(
+                crate::secrets::redact_url(parsed.as_str())
+                    .split(['?', '#'])
+                    .next()
+                    .unwrap_or("")
+            )
+        ));
+    }
+    let mut base = parsed.as_str().trim_end_matches('/').to_owned();
+    let mut note = None;
+    if let Some(root) = base.strip_suffix("/v1") {
+        note = Some(format!(
+            "--url {base}: the API root /v1 taken off; llmload adds the paths itself ({root}/v1/…)"
+        ));
+        base = root.to_owned();
+    }
+    Ok((base, credentials, note))
 }
 
 /// `--extra-body`: a JSON object that sets none of the fields llmload keeps for itself.

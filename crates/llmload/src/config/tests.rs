@@ -260,3 +260,39 @@ fn a_campaign_file_sets_sessions_and_their_cases_name_them() {
         Shape::Sessions { bound: Bound::Requests(10), rate_rps: Some(r), .. } if r == 0.5
     ));
 }
+
+#[test]
+fn a_url_has_one_form_and_its_api_root_is_taken_off() {
+    let url = |given: &str| {
+        let mut settings = Settings::default();
+        settings.target.url = Some(given.into());
+        Config::resolve(settings).map(|c| (c.url.unwrap_or_default(), c.notes))
+    };
+    // Schemes and hosts are case-insensitive; a path is percent-encoded once, here.
+    assert_eq!(
+        url("HTTP://GPU-Box:8000/my models/").expect("valid").0,
+        "http://gpu-box:8000/my%20models"
+    );
+    // The API root OpenAI's clients are given works, and is said once.
+    let (base, notes) = url("https://gateway.example/team/v1/").expect("valid");
+    assert_eq!(base, "https://gateway.example/team");
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].contains("/v1 taken off"), "{notes:?}");
+    assert!(url("http://h:8080").expect("valid").1.is_empty());
+    // A query or a fragment would be glued in front of every path: refused, and never echoed.
+    for bad in ["http://h/m?key=SECRET", "http://h/m#frag"] {
+        let e = url(bad).expect_err("refused").to_string();
+        assert!(
+            e.contains("no query or fragment") && !e.contains("SECRET"),
+            "{e}"
+        );
+    }
+    // No scheme: say which to give.
+    let e = url("127.0.0.1:8080").expect_err("refused").to_string();
+    assert!(
+        e.contains("give the scheme, e.g. http://127.0.0.1:8080"),
+        "{e}"
+    );
+    let e = url("localhost:8080").expect_err("refused").to_string();
+    assert!(e.contains("give the scheme"), "{e}");
+}
