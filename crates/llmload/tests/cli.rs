@@ -482,10 +482,7 @@ fn the_api_root_as_openai_clients_take_it_works_and_is_said_once() {
         .unwrap_or_else(PoisonError::into_inner);
     let sim = common::Simulator::start(&["--profile", "cpu-tiny"]);
     let out = tempfile::tempdir().expect("temp dir");
-    let url = format!(
-        "{}/v1",
-        sim.url.to_uppercase().replace("HTTP://", "HTTP://")
-    );
+    let url = format!("{}/v1", sim.url.to_uppercase());
     let run = llmload(&[
         "run",
         "--url",

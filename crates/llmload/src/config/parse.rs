@@ -24,7 +24,7 @@ pub(super) fn as_optional_seconds<S: serde::Serializer>(
 /// `--url`: an `http` or `https` URL with a host, its scheme and host in lower case and its
 /// path percent-encoded (one form for every request), without credentials (returned apart),
 /// query or fragment (every path is appended to it), and without a trailing `/v1`, the API root
-/// OpenAI's clients are given: llmload appends `/v1/…` itself, and says so (the third value).
+/// `OpenAI`'s clients are given: llmload appends `/v1/…` itself, and says so (the third value).
 pub(super) fn validate_url(
     url: &str,
 ) -> Result<(String, Option<String>, Option<String>), ConfigError> {
