@@ -93,6 +93,12 @@ fn default_chat_generation_prompt_tokens() -> usize {
     3
 }
 
+/// The most slots a profile (or `--slots`) may have.
+pub const MAX_SLOTS: usize = 65_536;
+
+/// The most tokens of context one slot may have.
+pub const MAX_CONTEXT_TOKENS: usize = 16 << 20;
+
 impl Profile {
     /// The built-in profile with this name, if there is one.
     #[expect(
@@ -180,6 +186,16 @@ impl Profile {
         ];
         if let Some((field, _)) = counts.iter().find(|(_, value)| *value == 0) {
             return Err(invalid(format!("{field} must be at least 1")));
+        }
+        // Each slot and token of context holds memory from the start: a bound keeps an absurd
+        // profile a one-line error, not an allocation that aborts.
+        if self.slots > MAX_SLOTS {
+            return Err(invalid(format!("slots must be at most {MAX_SLOTS}")));
+        }
+        if self.slot_context_tokens > MAX_CONTEXT_TOKENS {
+            return Err(invalid(format!(
+                "slot_context_tokens must be at most {MAX_CONTEXT_TOKENS}"
+            )));
         }
         if self.kv_capacity() < self.slot_context_tokens {
             return Err(invalid(

@@ -2,6 +2,26 @@
 //! fit (a count past `u32::MAX` reads as `u32::MAX`, a negative or NaN float as 0), so that no
 //! conversion wraps silently.
 
+/// The longest duration any option takes: a year and a day. A longer one is no plan anyone
+/// runs, and past it an instant plus the duration may not be representable.
+pub const MAX_DURATION: std::time::Duration = std::time::Duration::from_secs(366 * 24 * 3600);
+
+/// The slowest and fastest rates an open loop or a stage takes, per second: slower, one gap is
+/// longer than [`MAX_DURATION`]; faster, no client keeps up.
+pub const RATES: std::ops::RangeInclusive<f64> = 1e-6..=1e6;
+
+/// A duration as the options write it (`90s`, `10m`, `1h 30m`), at most [`MAX_DURATION`].
+pub fn duration(text: &str) -> Result<std::time::Duration, String> {
+    let d = humantime::parse_duration(text.trim()).map_err(|e| e.to_string())?;
+    if d > MAX_DURATION {
+        return Err(format!(
+            "longer than the {} days an option may take",
+            MAX_DURATION.as_secs() / 86_400
+        ));
+    }
+    Ok(d)
+}
+
 /// A length or count as the `u32` the records and summaries use.
 pub fn count(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)

@@ -327,7 +327,7 @@ pub(crate) fn duration(ms: f64) -> String {
 
 /// The question's `--ttft` and `--tpot` in milliseconds, from flag text (`2s`, `500ms`).
 pub fn parse_budget(flag: &str, text: &str) -> Result<f64, crate::config::ConfigError> {
-    humantime::parse_duration(text.trim())
+    crate::num::duration(text)
         .map(|d| d.as_secs_f64() * 1e3)
         .map_err(|e| crate::config::ConfigError(format!("--{flag} {text:?}: {e}")))
         .and_then(|ms| {

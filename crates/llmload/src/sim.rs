@@ -115,8 +115,10 @@ pub struct SimOptions {
 
 /// `llmload sim`: serves until Ctrl-C; the first line on stdout is its address.
 pub async fn serve_until_stopped(args: &SimOptions) -> crate::error::Result<()> {
-    if !(args.time_scale.is_finite() && args.time_scale > 0.0) {
-        return Err(ConfigError("--time-scale must be a number above 0".into()).into());
+    if !(1e-3..=1e6).contains(&args.time_scale) {
+        return Err(
+            ConfigError("--time-scale must be a number between 0.001 and 1000000".into()).into(),
+        );
     }
     let mut config = sim_config(
         &args.profile,

@@ -514,3 +514,84 @@ fn the_api_root_as_openai_clients_take_it_works_and_is_said_once() {
     let campaign = common::json(&common::attempt_dir(out.path(), "root").join("campaign.json"));
     assert_eq!(campaign["target"]["url"], sim.url.as_str(), "{campaign}");
 }
+
+#[test]
+fn absurd_values_are_one_line_usage_errors_never_a_panic_or_a_hang() {
+    let url = format!("http://127.0.0.1:{}", closed_port());
+    let huge = "500000000000y";
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--timeout", huge], "--timeout"),
+        (vec!["--setup-timeout", huge], "--setup-timeout"),
+        (vec!["--telemetry-interval", huge], "--telemetry-interval"),
+        (vec!["--max-duration", huge], "--max-duration"),
+        (vec!["--cool-down-timeout", huge], "--cool-down-timeout"),
+        (
+            vec!["--arrival", "closed-continuous", "--duration", huge],
+            "--duration",
+        ),
+        (
+            vec![
+                "--arrival",
+                "closed-continuous",
+                "--duration",
+                "1s",
+                "--warmup-time",
+                huge,
+            ],
+            "--warmup-time",
+        ),
+        (vec!["--slo-ttft", huge], "--slo-ttft"),
+        (
+            vec!["--turns", "2", "--think-time", "exp:500000000000y"],
+            "--think-time",
+        ),
+        (vec!["--stages", "500000000000y:rate=1"], "--stages"),
+        (vec!["--stages", "1s:rate=1e300"], "a rate of at most"),
+        (
+            vec!["--arrival", "poisson", "--rate", "1e-300"],
+            "--rate 1e-300",
+        ),
+        (
+            vec!["--arrival", "gamma", "--rate", "1", "--burstiness", "1e200"],
+            "--burstiness",
+        ),
+        (
+            vec![
+                "--arrival",
+                "gamma",
+                "--rate",
+                "1",
+                "--burstiness",
+                "1e-200",
+            ],
+            "--burstiness",
+        ),
+        (
+            vec![
+                "--arrival",
+                "closed-continuous",
+                "--shard",
+                "0/2",
+                "--attempt-id",
+                "a",
+                "--start-at",
+                "+500000000000y",
+            ],
+            "--start-at",
+        ),
+    ];
+    for (extra, expected) in cases {
+        let mut args = vec!["run", "--url", &url, "--telemetry", "off"];
+        args.extend(extra.iter().copied());
+        let run = llmload(&args);
+        assert_one_line_error(&run, 2, expected);
+    }
+    for (extra, expected) in [
+        (["--slots", "10000000000"], "slots must be at most"),
+        (["--time-scale", "1e-300"], "--time-scale"),
+    ] {
+        let mut args = vec!["sim", "--port", "0"];
+        args.extend(extra);
+        assert_one_line_error(&llmload(&args), 2, expected);
+    }
+}

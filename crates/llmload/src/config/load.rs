@@ -80,6 +80,10 @@ fn as_seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Erro
     s.serialize_f64(d.as_secs_f64())
 }
 
+/// The gamma arrivals' coefficients of variation that can be drawn: below, the gaps are all but
+/// constant (and the gamma's shape too large to sample); above, all but one gap is zero.
+const BURSTINESS: std::ops::RangeInclusive<f64> = 0.01..=100.0;
+
 impl LoadConfig {
     /// The load settings of `s`; not yet validated.
     pub(super) fn resolve(s: &Settings) -> Result<LoadConfig, ConfigError> {
@@ -188,8 +192,27 @@ impl LoadConfig {
         if self.rate_rps.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
             return bad("--rate values must be above 0");
         }
+        if let Some(r) = self
+            .rate_rps
+            .iter()
+            .find(|r| !crate::num::RATES.contains(r))
+        {
+            return bad(format!(
+                "--rate {r:e}: between {} and {} requests per second",
+                crate::num::RATES.start(),
+                crate::num::RATES.end()
+            ));
+        }
         if !(self.burstiness.is_finite() && self.burstiness > 0.0) {
             return bad("--burstiness must be above 0");
+        }
+        if !BURSTINESS.contains(&self.burstiness) {
+            return bad(format!(
+                "--burstiness {:e}: a coefficient of variation between {} and {}",
+                self.burstiness,
+                BURSTINESS.start(),
+                BURSTINESS.end()
+            ));
         }
         if self.duration.is_some() && self.requests.is_some() {
             return bad("give --duration or --requests, not both");

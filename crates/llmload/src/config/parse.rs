@@ -165,6 +165,5 @@ pub(crate) fn optional_duration(
 
 /// A duration flag (`90s`, `10m`): one-line error naming `--what` when it is not one.
 pub fn parse_duration(what: &str, text: &str) -> Result<Duration, ConfigError> {
-    humantime::parse_duration(text.trim())
-        .or_else(|e| bad(format!("--{what} {text:?}: {e} (e.g. 90s, 10m)")))
+    crate::num::duration(text).or_else(|e| bad(format!("--{what} {text:?}: {e} (e.g. 90s, 10m)")))
 }

@@ -47,7 +47,7 @@ impl StagesSetting {
             .enumerate()
             .map(|(i, t)| {
                 let n = i + 1;
-                let duration = humantime::parse_duration(t.duration.trim()).map_err(|e| {
+                let duration = crate::num::duration(&t.duration).map_err(|e| {
                     ConfigError(format!("stage {n}: duration {:?}: {e}", t.duration))
                 })?;
                 let (kind, level) = match (t.rate, t.concurrency) {

@@ -80,9 +80,8 @@ impl std::str::FromStr for Think {
 
     /// `2s` (fixed), `exp:2s` (exponential, mean 2 s), `uniform:1s..3s`.
     fn from_str(text: &str) -> Result<Think, String> {
-        let duration = |t: &str| {
-            humantime::parse_duration(t.trim()).map_err(|e| format!("{t:?} is not a duration: {e}"))
-        };
+        let duration =
+            |t: &str| crate::num::duration(t).map_err(|e| format!("{t:?} is not a duration: {e}"));
         let text = text.trim();
         if let Some(mean) = text.strip_prefix("exp:") {
             return Ok(Think::Exponential(duration(mean)?));

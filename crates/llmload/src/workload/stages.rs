@@ -88,8 +88,7 @@ fn parse_one(item: &str) -> Result<Stage, StageError> {
         ))
     };
     let mut parts = item.split(':');
-    let duration =
-        humantime::parse_duration(parts.next().unwrap_or("").trim()).map_err(|_| bad())?;
+    let duration = crate::num::duration(parts.next().unwrap_or("")).map_err(|_| bad())?;
     let (mut ramp, mut level) = (false, None);
     for part in parts {
         match part.trim().split_once('=') {
@@ -129,6 +128,17 @@ pub fn validate(stages: &[Stage]) -> Result<(), StageError> {
         if s.duration.is_zero() {
             return Err(StageError(format!(
                 "stage {n}: its duration must be above 0"
+            )));
+        }
+        if s.kind == LevelKind::Rate && s.level > *crate::num::RATES.end() {
+            return Err(StageError(format!(
+                "stage {n}: a rate of at most {} per second",
+                crate::num::RATES.end()
+            )));
+        }
+        if s.kind == LevelKind::Concurrency && s.level > f64::from(u32::MAX) {
+            return Err(StageError(format!(
+                "stage {n}: its concurrency is too large"
             )));
         }
         let positive = s.level.is_finite() && s.level > 0.0;
