@@ -184,6 +184,12 @@ pub struct Head {
     pub content_type: Option<String>,
 }
 
+/// Whether a head is an interim one (`100 Continue`, `103 Early Hints`): the response proper
+/// follows it on the same connection. (`101` switches protocols: never interim here.)
+pub fn is_interim(status: u16) -> bool {
+    (100..200).contains(&status) && status != 101
+}
+
 /// Parses a response head at the start of `buffer`: `Ok(None)` while it is incomplete.
 pub fn parse_head(buffer: &[u8]) -> Result<Option<Head>, String> {
     let mut headers = [httparse::EMPTY_HEADER; 64];
@@ -196,6 +202,7 @@ pub fn parse_head(buffer: &[u8]) -> Result<Option<Head>, String> {
     };
     let status = response.code.unwrap_or(0);
     let mut framing = Framing::Close;
+    let mut length_given: Option<&[u8]> = None;
     let mut keep_alive = response.version == Some(1);
     let mut content_type = None;
     for header in response.headers.iter() {
@@ -205,8 +212,21 @@ pub fn parse_head(buffer: &[u8]) -> Result<Option<Head>, String> {
                 framing = Framing::Chunked;
             }
         } else if header.name.eq_ignore_ascii_case("content-length") {
+            // Two lengths that disagree are how responses are smuggled: no body is read.
+            if length_given.is_some_and(|first| first != value.as_bytes()) {
+                return Err("two Content-Length fields that disagree".into());
+            }
+            length_given = Some(value.as_bytes());
             if framing != Framing::Chunked {
                 framing = Framing::Length(value.parse().map_err(|_| "bad Content-Length")?);
+            }
+        } else if header.name.eq_ignore_ascii_case("content-encoding") {
+            if !value.eq_ignore_ascii_case("identity") {
+                let shown: String = value.chars().take(40).collect();
+                return Err(format!(
+                    "Content-Encoding {shown}: llmload asks for none (a compressed stream cannot \
+                     be timed as its events arrive)"
+                ));
             }
         } else if header.name.eq_ignore_ascii_case("content-type") {
             content_type = Some(value.chars().take(200).collect());
@@ -214,6 +234,10 @@ pub fn parse_head(buffer: &[u8]) -> Result<Option<Head>, String> {
             let value = value.to_ascii_lowercase();
             keep_alive = value.contains("keep-alive") || (keep_alive && !value.contains("close"));
         }
+    }
+    // These carry no body whatever their fields say.
+    if matches!(status, 204 | 304) || (100..200).contains(&status) {
+        framing = Framing::Length(0);
     }
     keep_alive &= framing != Framing::Close;
     Ok(Some(Head {

@@ -115,6 +115,19 @@ pub(super) fn shorten(text: &str) -> String {
     }
 }
 
+/// Fields that frame a request or its connection: the client writes them, never `--header`.
+const FRAMING_HEADERS: [&str; 9] = [
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "upgrade",
+    "te",
+    "trailer",
+    "expect",
+];
+
 /// The `index`-th `--header`; no error shows its value.
 pub(super) fn parse_header(
     index: usize,
@@ -132,6 +145,12 @@ pub(super) fn parse_header(
         return bad(format!(
             "--header number {n}: {:?} is not a header name",
             shorten(name)
+        ));
+    }
+    if FRAMING_HEADERS.iter().any(|f| f.eq_ignore_ascii_case(name)) {
+        return bad(format!(
+            "--header {name}: llmload sets this field itself (it frames the request or the \
+             connection); it cannot be given"
         ));
     }
     if reqwest::header::HeaderValue::from_str(value).is_err() {

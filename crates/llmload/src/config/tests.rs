@@ -296,3 +296,18 @@ fn a_url_has_one_form_and_its_api_root_is_taken_off() {
     let e = url("localhost:8080").expect_err("refused").to_string();
     assert!(e.contains("give the scheme"), "{e}");
 }
+
+#[test]
+fn framing_headers_cannot_be_given() {
+    for header in [
+        "Host: other",
+        "content-length: 0",
+        "Transfer-Encoding: chunked",
+        "Connection: close",
+    ] {
+        let mut settings = args();
+        settings.target.headers = vec![header.into()];
+        let e = Config::resolve(settings).expect_err("refused").to_string();
+        assert!(e.contains("llmload sets this field itself"), "{e}");
+    }
+}

@@ -50,6 +50,14 @@ pub enum Mode {
     /// Answers setup; a generation streams two tokens, then an error event whose message is the
     /// request's head.
     EchoInStream,
+    /// Answers setup; a generation gets `100 Continue` and `103 Early Hints` before its `200`.
+    Interim,
+    /// Answers setup; a generation's response has two `Content-Length` fields that disagree.
+    TwoLengths,
+    /// Answers setup; a generation's stream comes with `Content-Encoding: gzip`.
+    Gzip,
+    /// Answers setup; a generation gets `204 No Content` and the connection stays open.
+    NoContent,
 }
 
 /// What [`Mode::Controls`] puts in its texts.
@@ -376,6 +384,29 @@ async fn generate(stream: &mut TcpStream, mode: &Mode, body: &[u8]) -> std::io::
         Mode::Controls => {
             let body = format!("{CONTROLS} upstream failed");
             whole(stream, "500 Internal Server Error", "text/plain", &body).await?;
+            Ok(true)
+        }
+        Mode::Interim => {
+            let interim = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n";
+            stream.write_all(interim).await?;
+            stream.write_all(STREAM_HEAD).await?;
+            stream_tokens(stream, asked, prompt, asked).await?;
+            Ok(true)
+        }
+        Mode::TwoLengths => {
+            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 10\r\nContent-Length: 2000\r\n\r\n";
+            stream.write_all(head.as_bytes()).await?;
+            stream.write_all(&[b'x'; 2000]).await?;
+            Ok(false)
+        }
+        Mode::Gzip => {
+            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n";
+            stream.write_all(head.as_bytes()).await?;
+            stream_tokens(stream, asked, prompt, asked).await?;
+            Ok(true)
+        }
+        Mode::NoContent => {
+            stream.write_all(b"HTTP/1.1 204 No Content\r\n\r\n").await?;
             Ok(true)
         }
         Mode::Overcount => {

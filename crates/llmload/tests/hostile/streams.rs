@@ -214,3 +214,34 @@ fn control_sequences_from_the_server_never_reach_the_terminal_raw() {
         "{report:?}"
     );
 }
+
+#[test]
+fn interim_heads_are_skipped_and_bad_framing_is_malformed_at_once() {
+    // 100 Continue and 103 Early Hints before the 200: the response proper is measured.
+    let server = Server::start(Mode::Interim);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let run = small_run(&server.url, tmp.path(), &[]);
+    assert_eq!(run.code, Some(0), "{}", shown(&run));
+    let records = json_lines(&attempt_dir(tmp.path(), "hostile").join("requests.jsonl"));
+    assert_eq!(records[0]["status"], "ok", "{records:?}");
+    assert_eq!(records[0]["streamed_tokens"], 8, "{records:?}");
+    // Two lengths that disagree, a compressed stream: malformed, named.
+    for (mode, expected) in [
+        (Mode::TwoLengths, "two Content-Length fields that disagree"),
+        (Mode::Gzip, "Content-Encoding gzip"),
+    ] {
+        let server = Server::start(mode.clone());
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let run = small_run(&server.url, tmp.path(), &[]);
+        let record = the_failed_record(&run, tmp.path());
+        assert_eq!(record["error_kind"], "malformed", "{mode:?}: {record}");
+        assert!(error_of(&record).contains(expected), "{mode:?}: {record}");
+    }
+    // 204 No Content ends at its head: an HTTP error, not a wait for the --timeout of 5 s.
+    let server = Server::start(Mode::NoContent);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let run = small_run(&server.url, tmp.path(), &[]);
+    let record = the_failed_record(&run, tmp.path());
+    assert_eq!(record["error_kind"], "http", "{record}");
+    assert!(error_of(&record).contains("204"), "{record}");
+}

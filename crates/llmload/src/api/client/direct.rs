@@ -116,7 +116,8 @@ async fn converse(
         sse: SseDecoder::new(),
         error: None,
     };
-    if !(200..300).contains(&head.status) {
+    // 204 and 205 are successes that carry no body: for a generation, an answer of nothing.
+    if !(200..300).contains(&head.status) || matches!(head.status, 204 | 205) {
         let body = reader
             .error_body(&mut conn, &buffer[head.length..filled])
             .await;
@@ -197,10 +198,16 @@ async fn read_head(
             Err(e) => return Err(Failure::Disconnected(format!("stream broke: {e}")).into()),
         };
         filled += n;
-        match http1::parse_head(&buffer[..filled]).map_err(Failure::Malformed)? {
-            Some(head) => return Ok((head, filled, arrived)),
-            None if filled == buffer.len() => buffer.resize(filled * 2, 0),
-            None => {}
+        // Interim heads (100, 103) come before the response proper: skip them.
+        while let Some(head) = http1::parse_head(&buffer[..filled]).map_err(Failure::Malformed)? {
+            if !http1::is_interim(head.status) {
+                return Ok((head, filled, arrived));
+            }
+            buffer.copy_within(head.length..filled, 0);
+            filled -= head.length;
+        }
+        if filled == buffer.len() {
+            buffer.resize(filled * 2, 0);
         }
     }
 }

@@ -78,6 +78,37 @@ fn heads_give_status_framing_and_keep_alive() {
 }
 
 #[test]
+fn interim_and_bodiless_heads_smuggling_and_compression() {
+    for status in [100, 103] {
+        let head = format!("HTTP/1.1 {status} X\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\n");
+        let parsed = parse_head(head.as_bytes())
+            .expect("valid")
+            .expect("complete");
+        assert!(is_interim(parsed.status), "{status}");
+        assert_eq!(parsed.framing, Framing::Length(0));
+    }
+    assert!(!is_interim(101) && !is_interim(200));
+    let parsed = parse_head(b"HTTP/1.1 204 No Content\r\nContent-Length: 9\r\n\r\n")
+        .expect("valid")
+        .expect("complete");
+    assert_eq!((parsed.status, parsed.framing), (204, Framing::Length(0)));
+    // Two lengths: the same twice is one; two different ones are refused.
+    let same = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n";
+    assert_eq!(
+        parse_head(same).expect("valid").expect("complete").framing,
+        Framing::Length(5)
+    );
+    let two = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 50\r\n\r\n";
+    assert!(parse_head(two).expect_err("refused").contains("disagree"));
+    let gzip = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 5\r\n\r\n";
+    assert!(parse_head(gzip)
+        .expect_err("refused")
+        .contains("Content-Encoding gzip"));
+    let plain = b"HTTP/1.1 200 OK\r\nContent-Encoding: identity\r\nContent-Length: 5\r\n\r\n";
+    assert!(parse_head(plain).is_ok());
+}
+
+#[test]
 fn origins_of_plain_http_urls_only() {
     let headers = [("Authorization".to_owned(), "Bearer k".to_owned())];
     let origin = Origin::parse("http://127.0.0.1:8080/api", &headers, None).expect("http");
