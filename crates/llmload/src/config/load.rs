@@ -220,6 +220,13 @@ impl LoadConfig {
         if self.duration.is_some_and(|d| d.is_zero()) || self.requests == Some(0) {
             return bad("--duration and --requests must be above 0");
         }
+        if let Some(duration) = self.duration.filter(|d| self.warmup_time >= *d) {
+            return bad(format!(
+                "--warmup-time {} is not shorter than --duration {}: nothing would be measured",
+                humantime::format_duration(self.warmup_time),
+                humantime::format_duration(duration)
+            ));
+        }
         if self.max_in_flight == Some(0) {
             return bad("--max-in-flight must be at least 1");
         }

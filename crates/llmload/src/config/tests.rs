@@ -311,3 +311,13 @@ fn framing_headers_cannot_be_given() {
         assert!(e.contains("llmload sets this field itself"), "{e}");
     }
 }
+
+#[test]
+fn a_warmup_as_long_as_the_loop_is_refused() {
+    let mut settings = args();
+    settings.load.arrival = Some(crate::workload::shape::Arrival::ClosedContinuous);
+    settings.load.duration = Some("10s".into());
+    settings.load.warmup_time = Some("10s".into());
+    let e = Config::resolve(settings).expect_err("refused").to_string();
+    assert!(e.contains("nothing would be measured"), "{e}");
+}
