@@ -94,7 +94,11 @@ impl Target {
                 _ => e,
             })?,
         };
+        if let Some(given) = &model {
+            check_model(given, &server)?;
+        }
         let model = model.or_else(|| first_model(&server));
+        keep_models(&mut server);
         if endpoint.api != Api::Llamacpp && model.is_none() {
             return Err(Error::Target(format!(
                 "the server lists no model at {base}/v1/models: pass --model"
@@ -293,6 +297,48 @@ fn is_llama_server(server: &Value) -> bool {
     ]
     .iter()
     .any(|k| !props[*k].is_null())
+}
+
+/// The most models of `/v1/models` that `campaign.json` keeps (a gateway may list thousands).
+const KEPT_MODELS: usize = 100;
+
+/// `--model` against the models the server lists, where it lists any: a name it does not list
+/// is refused before anything is sent, with some of the names it does.
+fn check_model(given: &str, server: &Value) -> crate::error::Result<()> {
+    let Some(listed) = server["models"]["data"]
+        .as_array()
+        .filter(|l| !l.is_empty())
+    else {
+        return Ok(());
+    };
+    let ids: Vec<&str> = listed.iter().filter_map(|m| m["id"].as_str()).collect();
+    if ids.is_empty() || ids.contains(&given) {
+        return Ok(());
+    }
+    let shown: Vec<String> = ids
+        .iter()
+        .take(5)
+        .map(|id| id.chars().take(80).collect())
+        .collect();
+    let more = if ids.len() > 5 { ", …" } else { "" };
+    Err(Error::Target(format!(
+        "--model {:?}: the server lists {} model(s) at /v1/models and not this one ({}{more})",
+        given.chars().take(80).collect::<String>(),
+        ids.len(),
+        shown.join(", ")
+    )))
+}
+
+/// Keeps the first [`KEPT_MODELS`] models of a long list, and says how many there were.
+fn keep_models(server: &mut Value) {
+    let Some(listed) = server["models"]["data"].as_array_mut() else {
+        return;
+    };
+    let count = listed.len();
+    if count > KEPT_MODELS {
+        listed.truncate(KEPT_MODELS);
+        server["models"]["listed"] = json!(count);
+    }
 }
 
 /// Whether `/v1/models` lists models (an OpenAI-compatible server).

@@ -595,3 +595,34 @@ fn absurd_values_are_one_line_usage_errors_never_a_panic_or_a_hang() {
         assert_one_line_error(&llmload(&args), 2, expected);
     }
 }
+
+#[test]
+fn a_model_the_server_does_not_list_is_refused_before_anything_is_sent() {
+    let _serial = common::SERIAL
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    let sim = common::Simulator::start(&["--profile", "cpu-tiny"]);
+    let out = tempfile::tempdir().expect("temp dir");
+    let run = llmload(&[
+        "run",
+        "--url",
+        &sim.url,
+        "--api",
+        "completions",
+        "--model",
+        "no-such-model",
+        "--telemetry",
+        "off",
+        "--out",
+        out.path().to_str().expect("UTF-8"),
+    ]);
+    assert_one_line_error(
+        &run,
+        1,
+        "--model \"no-such-model\": the server lists 1 model(s)",
+    );
+    assert!(
+        common::attempt_so_far(out.path(), "campaign").is_none(),
+        "no attempt folder"
+    );
+}
