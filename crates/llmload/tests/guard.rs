@@ -407,3 +407,102 @@ fn ctrl_c_stops_the_run_as_interrupted_and_keeps_every_started_request() {
         "the second case never ran"
     );
 }
+
+/// One small case on `url` with `extra` flags, into `out/cool`.
+fn cool_case(url: &str, out: &Path, extra: &[&str]) -> common::Invocation {
+    let mut args = vec![
+        "run",
+        "--url",
+        url,
+        "--input-tokens",
+        "60",
+        "--concurrency",
+        "1",
+        "--output-tokens",
+        "8",
+        "--rounds",
+        "1",
+        "--out",
+        out.to_str().expect("UTF-8"),
+        "--name",
+        "cool",
+    ];
+    args.extend_from_slice(extra);
+    llmload(&args)
+}
+
+#[test]
+fn the_cool_down_waits_for_the_first_reading_before_the_first_case() {
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+    let sim = Simulator::start(&["--profile", "cpu-tiny"]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    // No reading in the first second, then a hot GPU until 2 s, then a cool one.
+    let path = dir.path().join("late.jsonl");
+    let mut text = String::new();
+    for i in 4..=40 {
+        let t = f64::from(i) * 0.25;
+        let temperature_c = if t < 2.0 { 85.0 } else { 50.0 };
+        let line = json!({"t_s": t, "gpu": 0, "temperature_c": temperature_c, "margin_c": 20.0,
+            "power_w": 200.0, "power_limit_w": 300.0, "sw_thermal_slowdown": false,
+            "hw_thermal_slowdown": false, "sw_power_cap": false});
+        let _ = writeln!(text, "{line}");
+    }
+    std::fs::write(&path, text).expect("write trace");
+    let replay = format!("replay:{}", path.display());
+    let out = dir.path().join("late");
+    let run = cool_case(
+        &sim.url,
+        &out,
+        &["--telemetry", &replay, "--cool-down-below", "60"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let records = json_lines(&attempt_dir(&out, "cool").join("requests.jsonl"));
+    let first = records
+        .iter()
+        .filter_map(|r| r["sent_s"].as_f64())
+        .fold(f64::INFINITY, f64::min);
+    // Played from the attempt's start, the first reading below 60 °C is at 2 s: nothing sooner.
+    assert!(
+        first >= 2.0,
+        "the first request was sent at {first} s: {records:?}"
+    );
+
+    // Readings that never come: the case starts after a few intervals, and says why.
+    let path = dir.path().join("never.jsonl");
+    let line = json!({"t_s": 600.0, "gpu": 0, "temperature_c": 50.0, "margin_c": 20.0,
+        "power_w": 200.0, "power_limit_w": 300.0, "sw_thermal_slowdown": false,
+        "hw_thermal_slowdown": false, "sw_power_cap": false});
+    std::fs::write(&path, format!("{line}\n")).expect("write trace");
+    let replay = format!("replay:{}", path.display());
+    let run = cool_case(
+        &sim.url,
+        &dir.path().join("never"),
+        &[
+            "--telemetry",
+            &replay,
+            "--cool-down-below",
+            "60",
+            "--telemetry-interval",
+            "0.2s",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("cool-down: no GPU reading within 5s; the case starts without it"),
+        "{}",
+        run.stderr
+    );
+    // And no telemetry at all: a usage error, not a silent skip.
+    let run = cool_case(
+        &sim.url,
+        &dir.path().join("off"),
+        &["--telemetry", "off", "--cool-down-below", "60"],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--cool-down-below needs GPU readings"),
+        "{}",
+        run.stderr
+    );
+}

@@ -438,6 +438,9 @@ impl Config {
         if self.rounds == 0 {
             return bad("--rounds must be at least 1");
         }
+        if self.cool_down_below_c.is_some() && self.telemetry == Source::Off {
+            return bad("--cool-down-below needs GPU readings: --telemetry is off");
+        }
         if self.name.is_empty() || self.name.contains(['/', '\\']) || self.name.starts_with('.') {
             return bad(format!("--name {:?} cannot be a folder name", self.name));
         }

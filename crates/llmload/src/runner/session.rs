@@ -152,7 +152,9 @@ impl<'a> Session<'a> {
         if guard.process_check(&format!("before case {}", first.case.id)) {
             return false;
         }
-        cool_down(self.config, &guard).await;
+        if let Some(note) = cool_down(self.config, &guard).await {
+            self.runner.progress.println(&note);
+        }
         let number = self.summary.cases.len() + 1;
         self.runner.progress.case(number, planned, first);
         // On the heap: a load's future is large, and the whole run's would hold it.
@@ -279,15 +281,38 @@ async fn reading_after(guard: &Guard, end: f64, interval: std::time::Duration) {
     }
 }
 
-/// Waits, before a case, until every GPU is below `--cool-down-below` (up to the timeout).
-async fn cool_down(config: &Config, guard: &Guard) {
-    let Some(below) = config.cool_down_below_c else {
-        return;
-    };
-    let deadline = Instant::now() + config.cool_down_timeout;
-    while guard.latest().is_some_and(|r| r.temperature_c >= below) && Instant::now() < deadline {
+/// Waits, before a case, until every GPU is below `--cool-down-below` (up to the timeout). Before
+/// the first reading has arrived it waits for one (a few reading intervals at most), so that the
+/// first case does not start on a hot GPU unseen; what it could not do is returned as a note.
+async fn cool_down(config: &Config, guard: &Guard) -> Option<String> {
+    let below = config.cool_down_below_c?;
+    let start = Instant::now();
+    let deadline = start + config.cool_down_timeout;
+    let first_by = (start + (config.telemetry_interval * 3).max(std::time::Duration::from_secs(5)))
+        .min(deadline);
+    loop {
+        let now = Instant::now();
+        match guard.latest() {
+            Some(r) if r.temperature_c < below => return None,
+            Some(r) if now >= deadline => {
+                return Some(format!(
+                    "cool-down: a GPU is still at {:.0} °C after {}; the case starts anyway",
+                    r.temperature_c,
+                    humantime::format_duration(config.cool_down_timeout)
+                ));
+            }
+            None if now >= first_by => {
+                return Some(format!(
+                    "cool-down: no GPU reading within {}; the case starts without it",
+                    humantime::format_duration(std::time::Duration::from_secs(
+                        (first_by - start).as_secs()
+                    ))
+                ));
+            }
+            _ => {}
+        }
         if guard.process_check("cool-down") {
-            return;
+            return None;
         }
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
     }
