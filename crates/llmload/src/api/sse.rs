@@ -1,7 +1,8 @@
 //! Server-sent events decoding: the byte stream of a streaming response → the `data` payloads.
 //!
-//! A pure, incremental decoder (the WHATWG event-stream rules, minus `event`/`id`/`retry`, which no
-//! LLM API we speak relies on): it accepts the stream split at arbitrary byte boundaries and gives
+//! A pure, incremental decoder (the WHATWG event-stream rules, minus `id`/`retry`, which no LLM
+//! API we speak relies on; of `event` only whether an event is an `error`, which some servers send
+//! in the middle of a stream instead of a status): it accepts the stream split at arbitrary byte boundaries and gives
 //! the same events for any split. LF, CR and CRLF end lines; lines starting with `:` are comments
 //! (keep-alives); several `data:` lines in one event are joined with `\n`; a UTF-8 byte order mark
 //! opening the stream is dropped, as the rules say, even when it arrives split. A line that lies
@@ -19,6 +20,10 @@ pub struct TooLong(pub usize);
 /// unfinished line and of unfinished event data: a stream that goes past it is an error, and the
 /// decoder takes nothing more.
 #[derive(Debug)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent flags of the decoder's place in the stream, each its own rule"
+)]
 pub struct SseDecoder {
     /// Part of a line whose end has not arrived yet.
     partial: Vec<u8>,
@@ -26,6 +31,8 @@ pub struct SseDecoder {
     data: Vec<u8>,
     /// Whether the event being assembled has seen a `data` field (it may be empty).
     has_data: bool,
+    /// Whether the event being assembled is named `error` (its last `event` field).
+    is_error: bool,
     /// The previous byte was a CR, so an LF starting the next chunk ends nothing.
     skip_lf: bool,
     /// The most bytes of one line, and of one event's data.
@@ -58,6 +65,7 @@ impl SseDecoder {
             partial: Vec::new(),
             data: Vec::new(),
             has_data: false,
+            is_error: false,
             skip_lf: false,
             limit,
             overflowed: false,
@@ -67,10 +75,15 @@ impl SseDecoder {
 
     /// Decodes `bytes`, calling `on_event` with each complete event's data; an error once a
     /// line or an event's data passes the bound.
-    pub fn feed(
+    pub fn feed(&mut self, bytes: &[u8], on_event: &mut impl FnMut(&[u8])) -> Result<(), TooLong> {
+        self.feed_events(bytes, &mut |event: Event<'_>| on_event(event.data))
+    }
+
+    /// As [`SseDecoder::feed`], each event with whether it is named `error`.
+    pub fn feed_events(
         &mut self,
         mut bytes: &[u8],
-        on_event: &mut impl FnMut(&[u8]),
+        on_event: &mut impl FnMut(Event<'_>),
     ) -> Result<(), TooLong> {
         if self.overflowed {
             return Err(TooLong(self.limit));
@@ -87,7 +100,7 @@ impl SseDecoder {
                 bytes = &bytes[matched..];
             } else if seen > 0 {
                 // What looked like the start of a mark was the stream's own bytes.
-                self.feed(&BOM[..seen], on_event)?;
+                self.feed_events(&BOM[..seen], on_event)?;
             }
         }
         if self.skip_lf && !bytes.is_empty() {
@@ -137,12 +150,17 @@ impl SseDecoder {
     /// Ends the stream: a last line or event without its terminating blank line still counts,
     /// because some servers close the connection right after their final `data:` line.
     pub fn finish(&mut self, on_event: &mut impl FnMut(&[u8])) {
+        self.finish_events(&mut |event: Event<'_>| on_event(event.data));
+    }
+
+    /// As [`SseDecoder::finish`], each event with whether it is named `error`.
+    pub fn finish_events(&mut self, on_event: &mut impl FnMut(Event<'_>)) {
         if self.overflowed {
             return;
         }
         if let Some(seen) = self.bom.take().filter(|&seen| seen > 0) {
             // A stream that ended inside what could have been a mark: those were its bytes.
-            if self.feed(&BOM[..seen], on_event).is_err() {
+            if self.feed_events(&BOM[..seen], on_event).is_err() {
                 return;
             }
         }
@@ -158,13 +176,17 @@ impl SseDecoder {
         self.end_line(b"", on_event);
     }
 
-    fn end_line(&mut self, line: &[u8], on_event: &mut impl FnMut(&[u8])) {
+    fn end_line(&mut self, line: &[u8], on_event: &mut impl FnMut(Event<'_>)) {
         if line.is_empty() {
             if self.has_data {
-                on_event(&self.data);
+                on_event(Event {
+                    data: &self.data,
+                    error: self.is_error,
+                });
             }
             self.data.clear();
             self.has_data = false;
+            self.is_error = false;
             return;
         }
         if line[0] == b':' {
@@ -177,6 +199,9 @@ impl SseDecoder {
             }
             None => (line, &b""[..]),
         };
+        if name == b"event" {
+            self.is_error = value == b"error";
+        }
         if name == b"data" {
             if self.has_data {
                 self.data.push(b'\n');
@@ -185,6 +210,15 @@ impl SseDecoder {
             self.has_data = true;
         }
     }
+}
+
+/// One event: its data, and whether the server named it `error`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Event<'a> {
+    /// The `data` lines, joined with `\n`.
+    pub data: &'a [u8],
+    /// `event: error`: the data is the server's account of a failure, not a chunk.
+    pub error: bool,
 }
 
 /// Decodes a whole stream at once (tests and tools).
@@ -217,6 +251,20 @@ mod tests {
             texts(decode_all(stream)),
             vec!["{\"a\":1}", "two\nlines", "nospace", "[DONE]"]
         );
+    }
+
+    #[test]
+    fn an_event_named_error_says_so_and_the_name_ends_with_its_event() {
+        let mut seen = Vec::new();
+        let mut decoder = SseDecoder::new();
+        let stream = b"data: a\n\nevent: error\ndata: {\"message\":\"boom\"}\n\ndata: b\n\nevent: message\ndata: c\n\n";
+        decoder
+            .feed_events(stream, &mut |e| seen.push((e.data.to_vec(), e.error)))
+            .expect("within the bound");
+        decoder.finish_events(&mut |e| seen.push((e.data.to_vec(), e.error)));
+        let flags: Vec<bool> = seen.iter().map(|(_, error)| *error).collect();
+        assert_eq!(flags, [false, true, false, false]);
+        assert_eq!(seen[1].0, br#"{"message":"boom"}"#.to_vec());
     }
 
     #[test]

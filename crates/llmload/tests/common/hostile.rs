@@ -58,6 +58,9 @@ pub enum Mode {
     Gzip,
     /// Answers setup; a generation gets `204 No Content` and the connection stays open.
     NoContent,
+    /// Answers setup; a generation streams two tokens, then an `event: error` whose data says
+    /// why, and ends.
+    ErrorEvent,
 }
 
 /// What [`Mode::Controls`] puts in its texts.
@@ -386,28 +389,8 @@ async fn generate(stream: &mut TcpStream, mode: &Mode, body: &[u8]) -> std::io::
             whole(stream, "500 Internal Server Error", "text/plain", &body).await?;
             Ok(true)
         }
-        Mode::Interim => {
-            let interim = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n";
-            stream.write_all(interim).await?;
-            stream.write_all(STREAM_HEAD).await?;
-            stream_tokens(stream, asked, prompt, asked).await?;
-            Ok(true)
-        }
-        Mode::TwoLengths => {
-            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 10\r\nContent-Length: 2000\r\n\r\n";
-            stream.write_all(head.as_bytes()).await?;
-            stream.write_all(&[b'x'; 2000]).await?;
-            Ok(false)
-        }
-        Mode::Gzip => {
-            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n";
-            stream.write_all(head.as_bytes()).await?;
-            stream_tokens(stream, asked, prompt, asked).await?;
-            Ok(true)
-        }
-        Mode::NoContent => {
-            stream.write_all(b"HTTP/1.1 204 No Content\r\n\r\n").await?;
-            Ok(true)
+        Mode::Interim | Mode::TwoLengths | Mode::Gzip | Mode::NoContent | Mode::ErrorEvent => {
+            misframed(stream, mode, asked, prompt).await
         }
         Mode::Overcount => {
             stream.write_all(STREAM_HEAD).await?;
@@ -429,6 +412,52 @@ async fn generate(stream: &mut TcpStream, mode: &Mode, body: &[u8]) -> std::io::
             stream_tokens(stream, asked, prompt, asked).await?;
             Ok(true)
         }
+    }
+}
+
+/// A generation of the modes that frame their response wrongly, or end it with an error event.
+async fn misframed(
+    stream: &mut TcpStream,
+    mode: &Mode,
+    asked: u64,
+    prompt: u64,
+) -> std::io::Result<bool> {
+    match mode {
+        Mode::Interim => {
+            let interim = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n";
+            stream.write_all(interim).await?;
+            stream.write_all(STREAM_HEAD).await?;
+            stream_tokens(stream, asked, prompt, asked).await?;
+            Ok(true)
+        }
+        Mode::TwoLengths => {
+            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 10\r\nContent-Length: 2000\r\n\r\n";
+            stream.write_all(head.as_bytes()).await?;
+            stream.write_all(&[b'x'; 2000]).await?;
+            Ok(false)
+        }
+        Mode::Gzip => {
+            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n";
+            stream.write_all(head.as_bytes()).await?;
+            stream_tokens(stream, asked, prompt, asked).await?;
+            Ok(true)
+        }
+        Mode::ErrorEvent => {
+            let mut out = STREAM_HEAD.to_vec();
+            out.extend_from_slice(&chunk(TOKEN_EVENT));
+            out.extend_from_slice(&chunk(TOKEN_EVENT));
+            let error =
+                b"event: error\ndata: {\"error\": {\"message\": \"overloaded: retry later\"}}\n\n";
+            out.extend_from_slice(&chunk(error));
+            out.extend_from_slice(b"0\r\n\r\n");
+            stream.write_all(&out).await?;
+            Ok(false)
+        }
+        Mode::NoContent => {
+            stream.write_all(b"HTTP/1.1 204 No Content\r\n\r\n").await?;
+            Ok(true)
+        }
+        _ => unreachable!("not a misframing mode"),
     }
 }
 

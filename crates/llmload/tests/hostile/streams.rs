@@ -245,3 +245,21 @@ fn interim_heads_are_skipped_and_bad_framing_is_malformed_at_once() {
     assert_eq!(record["error_kind"], "http", "{record}");
     assert!(error_of(&record).contains("204"), "{record}");
 }
+
+#[test]
+fn an_error_event_in_the_stream_is_kept_as_the_error() {
+    let server = Server::start(Mode::ErrorEvent);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let run = small_run(&server.url, tmp.path(), &[]);
+    let record = the_failed_record(&run, tmp.path());
+    assert_eq!(record["status"], "error", "{record}");
+    assert_eq!(record["error_kind"], "server_error", "{record}");
+    assert!(
+        error_of(&record).contains("error event: overloaded: retry later"),
+        "{record}"
+    );
+    assert_eq!(
+        record["streamed_tokens"], 2,
+        "the tokens before it are kept: {record}"
+    );
+}

@@ -6,7 +6,7 @@
 use super::{on_event, Exchange, Failure, StreamText, Timing};
 use crate::api::conn::Conn;
 use crate::api::http1::{self, BodyDecoder, Origin};
-use crate::api::sse::SseDecoder;
+use crate::api::sse::{Event, SseDecoder};
 use crate::api::{tls, Api};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -212,6 +212,41 @@ async fn read_head(
     }
 }
 
+/// An event of the stream: an `error` event ends the exchange with the server's account of the
+/// failure (its `message` where the data is JSON, else the text); any other is the API's.
+fn on_sse_event(
+    api: Api,
+    event: Event<'_>,
+    now: Instant,
+    exchange: &mut Exchange,
+    error: &mut Option<Failure>,
+) {
+    if !event.error {
+        on_event(api, event.data, now, exchange, error);
+        return;
+    }
+    if error.is_some() || exchange.done.is_some() {
+        return;
+    }
+    let parsed: Option<serde_json::Value> = serde_json::from_slice(event.data).ok();
+    let message = parsed
+        .as_ref()
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .or_else(|| v.get("message"))
+                .or_else(|| v.get("error"))
+        })
+        .and_then(serde_json::Value::as_str)
+        .map_or_else(
+            || String::from_utf8_lossy(event.data).into_owned(),
+            str::to_owned,
+        );
+    let message: String = message.chars().take(500).collect();
+    *error = Some(Failure::Server(format!(
+        "the stream's error event: {message}"
+    )));
+}
+
 /// A response body on its way to events.
 struct BodyReader {
     decoder: BodyDecoder,
@@ -232,8 +267,8 @@ impl BodyReader {
         let mut too_long = None;
         self.decoder
             .feed(bytes, &mut |data| {
-                let fed = sse.feed(data, &mut |event| {
-                    on_event(api, event, now, exchange, error);
+                let fed = sse.feed_events(data, &mut |event| {
+                    on_sse_event(api, event, now, exchange, error);
                 });
                 too_long = too_long.or(fed.err());
             })
@@ -248,7 +283,7 @@ impl BodyReader {
     fn finish(&mut self, api: Api, now: Instant, exchange: &mut Exchange) -> Result<(), Failure> {
         let error = &mut self.error;
         self.sse
-            .finish(&mut |event| on_event(api, event, now, exchange, error));
+            .finish_events(&mut |event| on_sse_event(api, event, now, exchange, error));
         self.check()
     }
 
