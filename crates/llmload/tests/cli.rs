@@ -203,10 +203,18 @@ fn small_run(
     out: &std::path::Path,
     extra: &[&str],
 ) -> (Invocation, std::path::PathBuf) {
+    let run = llmload(&small_run_args(&sim.url, out, extra));
+    let dir = common::attempt_dir(out, "cli");
+    (run, dir)
+}
+
+/// The flags of a one-case run against `url` (64 prompt tokens, 2 concurrent, 16 output, one
+/// round), into `out/cli`, with `extra` flags.
+fn small_run_args<'a>(url: &'a str, out: &'a std::path::Path, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
         "run",
         "--url",
-        &sim.url,
+        url,
         "--input-tokens",
         "64",
         "--concurrency",
@@ -223,9 +231,7 @@ fn small_run(
         "cli",
     ];
     args.extend(extra);
-    let run = llmload(&args);
-    let dir = common::attempt_dir(out, "cli");
-    (run, dir)
+    args
 }
 
 #[test]
@@ -447,28 +453,7 @@ fn a_gone_or_full_stdout_keeps_the_exit_code_and_never_panics() {
     }
     // A run whose reader has gone keeps its exit code, and its records.
     let target = out.path().join("piped");
-    let (code, stderr) = with_stdout(
-        &[
-            "run",
-            "--url",
-            &sim.url,
-            "--input-tokens",
-            "64",
-            "--concurrency",
-            "2",
-            "--output-tokens",
-            "16",
-            "--rounds",
-            "1",
-            "--telemetry",
-            "off",
-            "--out",
-            target.to_str().expect("UTF-8"),
-            "--name",
-            "cli",
-        ],
-        gone_reader(),
-    );
+    let (code, stderr) = with_stdout(&small_run_args(&sim.url, &target, &[]), gone_reader());
     assert_eq!(code, 0, "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     let records = common::json_lines(&common::attempt_dir(&target, "cli").join("requests.jsonl"));
@@ -483,27 +468,7 @@ fn the_api_root_as_openai_clients_take_it_works_and_is_said_once() {
     let sim = common::Simulator::start(&["--profile", "cpu-tiny"]);
     let out = tempfile::tempdir().expect("temp dir");
     let url = format!("{}/v1", sim.url.to_uppercase());
-    let run = llmload(&[
-        "run",
-        "--url",
-        &url,
-        "--api",
-        "completions",
-        "--input-tokens",
-        "64",
-        "--concurrency",
-        "1",
-        "--output-tokens",
-        "8",
-        "--rounds",
-        "1",
-        "--telemetry",
-        "off",
-        "--out",
-        out.path().to_str().expect("UTF-8"),
-        "--name",
-        "root",
-    ]);
+    let run = llmload(&small_run_args(&url, out.path(), &["--api", "completions"]));
     assert_eq!(run.code, 0, "{}", run.stderr);
     let notes: Vec<&str> = run
         .stderr
@@ -511,7 +476,7 @@ fn the_api_root_as_openai_clients_take_it_works_and_is_said_once() {
         .filter(|l| l.starts_with("note: --url"))
         .collect();
     assert_eq!(notes.len(), 1, "{}", run.stderr);
-    let campaign = common::json(&common::attempt_dir(out.path(), "root").join("campaign.json"));
+    let campaign = common::json(&common::attempt_dir(out.path(), "cli").join("campaign.json"));
     assert_eq!(campaign["target"]["url"], sim.url.as_str(), "{campaign}");
 }
 
