@@ -28,7 +28,7 @@ pub async fn execute(command: Command) -> Result<u8> {
             crate::secrets::install(config.scrubber());
             warn_at_start(&config);
             let result = crate::run(&config, interrupts()).await?;
-            out(&summary_text(&result.summary, args.json))?;
+            out(&results_text(&result.summary, args.json, config.quiet))?;
             records_line(&result.dir, config.quiet);
             Ok(exit_code(&result.summary.outcome))
         }
@@ -57,7 +57,7 @@ pub async fn execute(command: Command) -> Result<u8> {
         }
         Command::Merge(args) => {
             let result = crate::merge::merge(&args.dirs, &args.out)?;
-            out(&summary_text(&result.summary, args.json))?;
+            out(&results_text(&result.summary, args.json, args.quiet))?;
             records_line(&result.dir, args.quiet);
             Ok(exit_code(&result.summary.outcome))
         }
@@ -107,6 +107,16 @@ pub fn error_code(error: &Error) -> u8 {
         4
     } else {
         1
+    }
+}
+
+/// What `run` and `merge` print: the summary as JSON, the results tables alone and aligned
+/// (`--quiet`), or the whole report.
+fn results_text(summary: &Summary, json_wanted: bool, quiet: bool) -> String {
+    if quiet && !json_wanted {
+        crate::report::terminal::results(summary, crate::report::terminal::width())
+    } else {
+        summary_text(summary, json_wanted)
     }
 }
 

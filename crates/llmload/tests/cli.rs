@@ -247,10 +247,27 @@ fn json_prints_the_summary_and_quiet_prints_only_the_table() {
     assert_eq!(printed, common::json(&dir.join("summary.json")));
     assert_eq!(run.stderr, "", "--quiet: nothing on stderr");
 
-    let (run, _) = small_run(&sim, &out.path().join("quiet"), &["-q"]);
+    // -q: the results table alone, aligned (no Markdown, no other line), within the width.
+    let quiet = out.path().join("quiet");
+    let run = with_columns(&small_run_args(&sim.url, &quiet, &["-q"]), "80");
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(run.stdout.starts_with("Target: "), "{}", run.stdout);
-    assert!(run.stdout.contains("| 64 | 2 |"), "{}", run.stdout);
+    assert!(
+        !run.stdout.contains("Target:") && !run.stdout.contains("|---"),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("Outcome:"), "{}", run.stdout);
+    let row: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter(|l| l.contains(" 64 ") && l.contains(" 2 "))
+        .collect();
+    assert_eq!(row.len(), 1, "one case, one row: {}", run.stdout);
+    assert!(
+        run.stdout.lines().all(|l| l.chars().count() <= 80),
+        "{}",
+        run.stdout
+    );
     assert_eq!(run.stderr, "", "--quiet: nothing on stderr");
 
     // Not quiet, not a terminal: the per-case lines, no progress line and no colour.
@@ -394,6 +411,20 @@ fn plan_with_bad_flags_or_no_attempt_is_one_line() {
     assert_one_line_error(&both, 2, "--rate");
     let compare = llmload(&["compare", dir, dir, "--json"]);
     assert_one_line_error(&compare, 1, "campaign.json");
+}
+
+/// Runs llmload with `COLUMNS` set to `columns`.
+fn with_columns(args: &[&str], columns: &str) -> Invocation {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_llmload"))
+        .args(args)
+        .env("COLUMNS", columns)
+        .output()
+        .expect("run llmload");
+    Invocation {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
 }
 
 /// Runs llmload with stdout sent to `stdout`; returns the exit code and stderr.

@@ -53,7 +53,6 @@ fn six_cases(url: &str, out: &Path, telemetry: &str) -> common::Invocation {
         "90",
         "--stop-margin",
         "2",
-        "-q",
     ])
 }
 

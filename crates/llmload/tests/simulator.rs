@@ -91,7 +91,6 @@ fn faulted_run(faults: &[&str], extra: &[&str]) -> (Invocation, Vec<Value>) {
         out.path().to_str().expect("UTF-8"),
         "--name",
         "f",
-        "-q",
     ];
     args.extend(extra);
     let run = llmload(&args);

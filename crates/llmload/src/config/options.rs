@@ -347,7 +347,9 @@ options! {
         /// (duration − warmup time) in whole seconds, 1s to 5m.
         #[arg(long, value_name = "DURATION")]
         pub series_window: Option<String>,
-        /// Print only the results table
+        /// Print only the results tables, aligned to the terminal's width
+        ///
+        /// Nothing on stderr but errors; the whole report is in report.md.
         #[arg(long, short, num_args = 0, default_missing_value = "true")]
         pub quiet: Option<bool>,
     }

@@ -28,6 +28,7 @@ pub mod sessions;
 pub mod shards;
 pub mod soak;
 pub mod table;
+pub mod terminal;
 pub mod text;
 pub mod timeline;
 
