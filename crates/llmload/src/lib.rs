@@ -31,6 +31,7 @@ pub mod commands;
 pub mod config;
 pub mod console;
 pub mod error;
+pub mod files;
 #[cfg(test)]
 pub(crate) mod fixture;
 pub mod fmt;

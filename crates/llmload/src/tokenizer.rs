@@ -32,16 +32,15 @@ impl Tokenizer {
     /// Reads `path`, a `tokenizer.json`; a one-line usage error when it cannot.
     pub fn load(path: &Path) -> Result<Tokenizer, Error> {
         let shown = path.display().to_string();
-        let size = std::fs::metadata(path)
+        let Some(bytes) = crate::files::read_at_most(path, MAX_FILE)
             .map_err(|e| ConfigError(format!("--tokenizer {shown}: {e}")))?
-            .len();
-        if size > MAX_FILE {
+        else {
             return Err(ConfigError(format!(
-                "--tokenizer {shown}: {size} bytes, more than the {MAX_FILE} a tokenizer file may have"
+                "--tokenizer {shown}: more than the {MAX_FILE} bytes a tokenizer file may have"
             ))
             .into());
-        }
-        let inner = tokenizers::Tokenizer::from_file(path).map_err(|e| {
+        };
+        let inner = tokenizers::Tokenizer::from_bytes(&bytes).map_err(|e| {
             ConfigError(format!(
                 "--tokenizer {shown}: not a tokenizer.json this build reads: {}",
                 first_line(&e.to_string())

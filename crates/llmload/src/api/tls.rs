@@ -48,13 +48,11 @@ pub fn read_ca_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsErr
         path: path.display().to_string(),
         reason,
     };
-    let size = std::fs::metadata(path)
-        .map_err(|e| fail(e.to_string()))?
-        .len();
-    if size > MAX_CA_FILE {
-        return Err(fail(format!("{size} bytes, more than {MAX_CA_FILE}")));
-    }
-    let text = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
+    let Some(text) =
+        crate::files::read_at_most(path, MAX_CA_FILE).map_err(|e| fail(e.to_string()))?
+    else {
+        return Err(fail(format!("more than {MAX_CA_FILE} bytes")));
+    };
     let certs = CertificateDer::pem_slice_iter(&text)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| fail(format!("not PEM: {e}")))?;

@@ -8,14 +8,13 @@ use tokio_util::sync::CancellationToken;
 /// Reads and checks a replay file: one reading per line, `t_s` not decreasing.
 pub fn load(path: &std::path::Path) -> Result<Vec<Reading>, String> {
     const MAX_BYTES: u64 = 1 << 30;
-    let size = std::fs::metadata(path)
+    let Some(bytes) = crate::files::read_at_most(path, MAX_BYTES)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?
-        .len();
-    if size > MAX_BYTES {
+    else {
         return Err(format!("{}: more than {MAX_BYTES} bytes", path.display()));
-    }
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    };
+    let text =
+        String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", path.display()))?;
     let mut readings: Vec<Reading> = Vec::new();
     for (i, line) in text
         .lines()

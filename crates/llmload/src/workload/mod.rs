@@ -32,12 +32,11 @@ pub fn read_corpus(path: Option<&std::path::Path>) -> crate::error::Result<Strin
 /// not, in words that name the file.
 pub fn read_bounded(path: &std::path::Path, max: u64, what: &str) -> Result<String, String> {
     let cannot = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
-    let size = std::fs::metadata(path).map_err(cannot)?.len();
-    if size > max {
+    let Some(bytes) = crate::files::read_at_most(path, max).map_err(cannot)? else {
         return Err(format!(
-            "{}: {size} bytes, more than {what}'s {max}",
+            "{}: more than {what}'s {max} bytes",
             path.display()
         ));
-    }
-    std::fs::read_to_string(path).map_err(cannot)
+    };
+    String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", path.display()))
 }
