@@ -627,8 +627,14 @@ fn a_model_the_server_does_not_list_is_refused_before_anything_is_sent() {
 fn every_file_option_is_bounded_by_its_read_not_its_reported_size() {
     let url = format!("http://127.0.0.1:{}", closed_port());
     for (flags, expected) in [
-        (vec!["--dataset", "/dev/zero"], "/dev/zero: more than a dataset's"),
-        (vec!["--trace", "/dev/zero"], "/dev/zero: more than a trace's"),
+        (
+            vec!["--dataset", "/dev/zero"],
+            "/dev/zero: more than a dataset's",
+        ),
+        (
+            vec!["--trace", "/dev/zero"],
+            "/dev/zero: more than a trace's",
+        ),
         (vec!["--ca-cert", "/dev/zero"], "more than"),
         (vec!["--tokenizer", "/dev/zero"], "more than the"),
     ] {
