@@ -181,8 +181,14 @@ pub struct Invocation {
 
 /// Runs the llmload binary with `args`.
 pub fn llmload(args: &[&str]) -> Invocation {
+    llmload_with_env(args, &[])
+}
+
+/// Runs the llmload binary with `args` and the environment variables `env` set.
+pub fn llmload_with_env(args: &[&str], env: &[(&str, &str)]) -> Invocation {
     let output = Command::new(env!("CARGO_BIN_EXE_llmload"))
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .expect("run llmload");
     Invocation {
