@@ -7,6 +7,8 @@
 //! estimate, and the section says why.
 
 use crate::api::client::Endpoint;
+use crate::api::fetch::FetchError;
+use crate::api::http1::Method;
 use crate::summary::shards::ClockOffset;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -15,6 +17,9 @@ const POLL: Duration = Duration::from_millis(20);
 
 /// The longest the estimate may take: a second for the tick and some for the round trips.
 const DEADLINE: Duration = Duration::from_millis(2500);
+
+/// The largest answer to a poll read (only its `Date` is wanted).
+const POLL_BODY: usize = 1 << 20;
 
 /// One poll: when it was sent and answered on this clock, and the server's `Date`, all in
 /// seconds since the Unix epoch.
@@ -100,20 +105,18 @@ async fn poll_until_tick(
     gap: Duration,
     deadline: tokio::time::Instant,
 ) -> Result<(), String> {
-    let url = format!("{}/", endpoint.base_url);
     while tokio::time::Instant::now() < deadline {
         let sent_s = unix_now();
-        let request = endpoint.client.get(&url).timeout(DEADLINE).send();
-        let response = match tokio::time::timeout_at(deadline, request).await {
-            Ok(Ok(response)) => response,
-            Ok(Err(e)) => return Err(format!("the server did not answer: {e}")),
-            Err(_) => return Ok(()),
+        let answer = endpoint
+            .setup
+            .fetch(Method::Get, "/", None, POLL_BODY, deadline)
+            .await;
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(FetchError::Deadline(_)) => return Ok(()),
+            Err(e) => return Err(format!("the server did not answer: {e}")),
         };
-        let date_s = response
-            .headers()
-            .get(reqwest::header::DATE)
-            .and_then(|v| v.to_str().ok())
-            .and_then(parse_http_date);
+        let date_s = answer.date.as_deref().and_then(parse_http_date);
         polls.push(Poll {
             sent_s,
             received_s: unix_now(),

@@ -117,15 +117,6 @@ impl Wrap for serde_json::Error {
     }
 }
 
-impl Wrap for reqwest::Error {
-    fn wrap(self, what: String) -> Error {
-        Error::Http {
-            what,
-            cause: root_cause(&self),
-        }
-    }
-}
-
 impl Wrap for tokio::task::JoinError {
     fn wrap(self, what: String) -> Error {
         Error::Internal(format!("{what}: {self}"))

@@ -109,7 +109,7 @@ pub fn redact_json(value: &serde_json::Value) -> serde_json::Value {
 /// The credentials of a URL, split off: the URL without them, and `user:password` when it had
 /// any. Text that is not a URL comes back with anything between `//` and `@` removed.
 pub fn split_credentials(url: &str) -> (String, Option<String>) {
-    match reqwest::Url::parse(url) {
+    match url::Url::parse(url) {
         Ok(mut parsed) if !parsed.username().is_empty() || parsed.password().is_some() => {
             let user = percent_decode(parsed.username());
             let password = parsed.password().map(percent_decode).unwrap_or_default();

@@ -4,7 +4,9 @@
 //! `/health`), so that an unreachable or wrong target fails at once with one clear line, and the
 //! attempt's `campaign.json` records what was measured.
 
-use crate::api::client::{read_body, root_cause, Endpoint};
+use crate::api::client::Endpoint;
+use crate::api::fetch::{FetchError, Status};
+use crate::api::http1::Method;
 use crate::api::{Api, GenerationRequest, Message, Prompt};
 use crate::error::{Context, Error};
 use serde_json::{json, Value};
@@ -69,10 +71,8 @@ impl Target {
             ("models", "/v1/models"),
         ] {
             let url = format!("{base}{path}");
-            let (status, body) = setup_request(&endpoint, endpoint.client.get(&url), &url).await?;
-            if status == reqwest::StatusCode::UNAUTHORIZED
-                || status == reqwest::StatusCode::FORBIDDEN
-            {
+            let (status, body) = setup_request(&endpoint, Method::Get, path, None).await?;
+            if matches!(status.0, 401 | 403) {
                 return Err(Error::Target(format!(
                     "{url} answered {status}: check --api-key"
                 )));
@@ -81,7 +81,7 @@ impl Target {
                 if let Ok(body) = serde_json::from_slice::<Value>(&body) {
                     server[key] = body;
                 }
-            } else if key == "models" && status != reqwest::StatusCode::NOT_FOUND {
+            } else if key == "models" && status.0 != 404 {
                 // Said when the API cannot be told: the server's own words on its model list.
                 let said: String = String::from_utf8_lossy(&body).chars().take(200).collect();
                 refused = Some(format!("; GET {path} answered {status}: {}", said.trim()));
@@ -124,10 +124,10 @@ impl Target {
         &self,
         messages: &[Message],
     ) -> crate::error::Result<Option<String>> {
-        let url = format!("{}/apply-template", self.endpoint.base_url);
+        let path = "/apply-template";
+        let url = format!("{}{path}", self.endpoint.base_url);
         let body = json!({ "messages": messages });
-        let request = self.endpoint.client.post(&url).json(&body);
-        let (status, body) = setup_request(&self.endpoint, request, &url).await?;
+        let (status, body) = setup_request(&self.endpoint, Method::Post, path, Some(&body)).await?;
         if !status.is_success() {
             return Ok(None);
         }
@@ -156,9 +156,8 @@ impl Target {
         if let Some(model) = &self.model {
             body["model"] = json!(model);
         }
-        let url = format!("{}/tokenize", self.endpoint.base_url);
-        let request = self.endpoint.client.post(&url).json(&body);
-        let (status, body) = setup_request(&self.endpoint, request, &url).await?;
+        let (status, body) =
+            setup_request(&self.endpoint, Method::Post, "/tokenize", Some(&body)).await?;
         if !status.is_success() {
             return Ok(None);
         }
@@ -180,13 +179,13 @@ impl Target {
         if let Some(model) = &self.model {
             body["model"] = json!(model);
         }
-        let url = format!("{}/tokenize", self.endpoint.base_url);
-        let request = self.endpoint.client.post(&url).json(&body);
-        let (status, body) = setup_request(&self.endpoint, request, &url).await?;
+        let path = "/tokenize";
+        let url = format!("{}{path}", self.endpoint.base_url);
+        let (status, body) = setup_request(&self.endpoint, Method::Post, path, Some(&body)).await?;
         // No such endpoint, or one of another dialect that refuses this body (a 4xx other than
         // an authentication failure): the server has no tokenizer llmload can use.
-        let refused = status.is_client_error() && !matches!(status.as_u16(), 401 | 403 | 408 | 429);
-        if refused || matches!(status.as_u16(), 501) {
+        let refused = status.is_client_error() && !matches!(status.0, 401 | 403 | 408 | 429);
+        if refused || status.0 == 501 {
             return Ok(None);
         }
         if !status.is_success() {
@@ -237,52 +236,45 @@ fn user(text: &str) -> Message {
 /// The largest answer a setup request may give (the corpus's tokens are the largest).
 pub const MAX_SETUP_BODY: usize = 64 << 20;
 
-/// One setup request: its status and its whole body, within the endpoint's setup timeout and
-/// [`MAX_SETUP_BODY`]. A redirect is an error: none is followed.
+/// One setup request, `method` of `path` under the base URL with `body` as JSON: its status and
+/// its whole body, within the endpoint's setup timeout (connection and TLS handshake included)
+/// and [`MAX_SETUP_BODY`]. A redirect is an error: none is followed.
 async fn setup_request(
     endpoint: &Endpoint,
-    request: reqwest::RequestBuilder,
-    url: &str,
-) -> crate::error::Result<(reqwest::StatusCode, Vec<u8>)> {
+    method: Method,
+    path: &str,
+    body: Option<&Value>,
+) -> crate::error::Result<(Status, Vec<u8>)> {
+    let url = format!("{} {}{path}", method.name(), endpoint.base_url);
     let limit = endpoint.setup_timeout;
-    let exchange = async {
-        let mut response = request.send().await.map_err(|e| {
-            if e.is_connect() {
-                Error::Target(format!(
-                    "cannot reach {}: {}{}",
-                    endpoint.base_url,
-                    root_cause(&e),
-                    crate::api::tls::hint(&e)
-                ))
-            } else {
-                Error::Target(format!("{url}: {}", root_cause(&e)))
-            }
-        })?;
-        let status = response.status();
-        if status.is_redirection() {
-            let to = response
-                .headers()
-                .get(reqwest::header::LOCATION)
-                .map(|l| crate::secrets::redact_url(&String::from_utf8_lossy(l.as_bytes())))
-                .unwrap_or_default();
-            return Err(Error::Target(format!(
-                "{url} answered {status}, a redirect to {to:?}: llmload follows no redirects \
-                 (they would carry the key and headers elsewhere); give --url the server itself"
-            )));
-        }
-        let body = read_body(&mut response, MAX_SETUP_BODY)
-            .await
-            .map_err(|e| Error::Target(format!("{url}: {e}")))?;
-        Ok((status, body))
-    };
-    tokio::time::timeout(limit, exchange)
+    let body = body.map(|b| serde_json::to_vec(b).unwrap_or_default());
+    let deadline = tokio::time::Instant::now() + limit;
+    let answer = endpoint
+        .setup
+        .fetch(method, path, body.as_deref(), MAX_SETUP_BODY, deadline)
         .await
-        .unwrap_or_else(|_| {
-            Err(Error::Target(format!(
-                "{url}: no answer within {} (--setup-timeout)",
+        .map_err(|e| match e {
+            FetchError::Connect { .. } => {
+                Error::Target(format!("cannot reach {}: {e}", endpoint.base_url))
+            }
+            FetchError::Deadline(during) => Error::Target(format!(
+                "{url}: no answer within {} (--setup-timeout), {during}",
                 humantime::format_duration(limit)
-            )))
-        })
+            )),
+            _ => Error::Target(format!("{url}: {e}")),
+        })?;
+    let status = Status(answer.status);
+    if status.is_redirection() {
+        let to = answer
+            .location
+            .map(|l| crate::secrets::redact_url(&l))
+            .unwrap_or_default();
+        return Err(Error::Target(format!(
+            "{url} answered {status}, a redirect to {to:?}: llmload follows no redirects \
+             (they would carry the key and headers elsewhere); give --url the server itself"
+        )));
+    }
+    Ok((status, answer.body))
 }
 
 /// Whether `/props` says the server is llama-server (or llmload's simulator, which speaks its

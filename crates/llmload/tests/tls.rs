@@ -1,7 +1,8 @@
 //! llmload over `https://`: a TLS front (a certificate made here, signed by no known authority)
 //! before the simulator. With `--ca-cert` every response is measured and verified on kept-alive
 //! TLS connections; without it setup fails on the certificate in one line; `--insecure` runs and
-//! says so; a bad `--ca-cert` file is a usage error before anything is sent.
+//! says so; a bad `--ca-cert` file is a usage error before anything is sent; a stalled handshake
+//! fails naming the request and `--setup-timeout`.
 #![expect(clippy::expect_used, reason = "tests fail loudly")]
 
 mod common;
@@ -320,4 +321,47 @@ fn a_bad_ca_cert_file_is_a_usage_error_before_anything_is_sent() {
         assert!(nothing_in(&out), "no attempt folder");
     }
     assert_eq!(front.count(|c| &c.accepted), 0, "nothing was sent");
+}
+
+#[test]
+fn a_stalled_tls_handshake_names_the_request_and_the_setup_timeout() {
+    // A server that accepts connections, reads the ClientHello and never answers it.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+    let url = format!("https://{}", listener.local_addr().expect("local address"));
+    let held = std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        for stream in listener.incoming().take(2) {
+            kept.push(stream);
+        }
+        std::thread::sleep(std::time::Duration::from_secs(5));
+    });
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let out = tmp.path().join("out");
+    let run = llmload(&[
+        "run",
+        "--url",
+        &url,
+        "--out",
+        utf8(&out),
+        "--telemetry",
+        "off",
+        "--setup-timeout",
+        "1s",
+    ]);
+    assert_eq!(run.code, 1, "{}", shown(&run));
+    let lines: Vec<&str> = run.stderr.lines().filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{}", shown(&run));
+    assert!(
+        lines[0].contains(&format!("GET {url}/health")),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[0].contains("within 1s (--setup-timeout)"),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[0].contains("TLS handshake"), "{}", lines[0]);
+    assert!(nothing_in(&out), "no attempt folder");
+    drop(held);
 }

@@ -5,13 +5,14 @@
 //! handshake) is not part of any latency. A failure (refused connection, HTTP error, timeout,
 //! broken or malformed stream, cancellation) is data: the exchange keeps what it saw up to that
 //! point and says what went wrong. Streams go on llmload's own HTTP/1.1 connections
-//! ([`direct`], over [`super::http1`] and [`super::conn`]), `http://` and `https://` alike;
-//! `reqwest` carries the setup requests and `/metrics`, with the same TLS configuration.
+//! ([`direct`], over [`super::http1`] and [`super::conn`]), `http://` and `https://` alike; the
+//! setup requests and `/metrics` go over the same code with connections of their own
+//! ([`super::fetch`]).
 
 mod direct;
 
 pub use super::conn::Setup;
-use super::http1::Origin;
+use super::http1::{self, Origin};
 pub use super::tls::TlsOptions;
 pub use super::token_events::TokenEvents;
 use super::{tls, Api, Body, Counters, EventError};
@@ -215,8 +216,8 @@ impl Exchange {
 /// A configured target endpoint.
 #[derive(Clone, Debug)]
 pub struct Endpoint {
-    /// The HTTP client (headers, TLS) for the setup requests and `/metrics`.
-    pub client: reqwest::Client,
+    /// Where the setup requests go: the streams' origin with connections of its own.
+    pub setup: Arc<Origin>,
     /// Base URL without a trailing slash.
     pub base_url: String,
     /// The API to speak.
@@ -245,17 +246,11 @@ pub enum BuildError {
     /// The TLS configuration could not be made (a bad `--ca-cert`).
     #[error(transparent)]
     Tls(#[from] tls::TlsError),
-    /// The HTTP client could not be built.
-    #[error("building the HTTP client: {0}")]
-    Client(#[source] reqwest::Error),
 }
 
 impl From<BuildError> for crate::error::Error {
     fn from(e: BuildError) -> Self {
-        match e {
-            BuildError::Client(_) => crate::error::Error::Internal(e.to_string()),
-            _ => crate::error::ConfigError(e.to_string()).into(),
-        }
+        crate::error::ConfigError(e.to_string()).into()
     }
 }
 
@@ -271,41 +266,32 @@ impl Endpoint {
         headers: &[(String, String)],
         tls_options: &TlsOptions,
     ) -> Result<Endpoint, BuildError> {
-        use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
         let base_url = base_url.trim_end_matches('/').to_owned();
-        let mut map = HeaderMap::new();
+        // One field per name (a later one replaces an earlier, `--header Authorization` the
+        // key's), written as given.
+        let mut lines: Vec<(String, String)> = Vec::new();
+        let mut set = |name: &str, value: &str, what: String| {
+            if !http1::is_field_name(name) || !http1::is_field_value(value) {
+                return Err(BuildError::Header(what));
+            }
+            lines.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+            lines.push((name.to_owned(), value.to_owned()));
+            Ok(())
+        };
         if let Some(value) = authorization {
-            let mut value =
-                HeaderValue::from_str(value).map_err(|_| BuildError::Header("--api-key".into()))?;
-            value.set_sensitive(true);
-            map.insert(AUTHORIZATION, value);
+            set("Authorization", value, "--api-key".into())?;
         }
         for (name, value) in headers {
-            let invalid = || BuildError::Header(format!("--header {name}"));
-            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| invalid())?;
-            map.insert(name, HeaderValue::from_str(value).map_err(|_| invalid())?);
+            set(name, value, format!("--header {name}"))?;
         }
-        // `from_str` took visible ASCII only: every value can be written by hand.
-        let lines: Vec<(String, String)> = map
-            .iter()
-            .map(|(name, value)| (name.to_string(), value.to_str().unwrap_or("").to_owned()))
-            .collect();
         let config = tls::client_config(tls_options, base_url.starts_with("https://"))?;
         let origin = Origin::parse(&base_url, &lines, Some(&config))
             .ok_or_else(|| BuildError::Url(crate::secrets::redact_url(&base_url)))?;
-        // No redirect is followed: a redirect would carry the key and the headers to another
-        // host, and its answers would be recorded as the target's.
-        let client = reqwest::Client::builder()
-            .default_headers(map)
-            .tcp_nodelay(true)
-            .pool_max_idle_per_host(usize::MAX)
-            .connect_timeout(timeout.min(setup_timeout))
-            .redirect(reqwest::redirect::Policy::none())
-            .tls_backend_preconfigured((*config).clone())
-            .build()
-            .map_err(BuildError::Client)?;
+        // No redirect is followed (by the setup requests, [`crate::target`]): a redirect would
+        // carry the key and the headers to another host, and its answers would be recorded as
+        // the target's.
         Ok(Endpoint {
-            client,
+            setup: Arc::new(origin.sibling()),
             base_url,
             api,
             timeout,
@@ -379,25 +365,6 @@ pub async fn bounded(
 /// stream's memory without bound.
 pub fn token_cap(requested: u32) -> u32 {
     requested.saturating_add((requested / 10).max(16))
-}
-
-/// A whole response body of at most `limit` bytes; an error naming the bound past it (the bytes
-/// are not kept). The caller bounds the time.
-pub async fn read_body(response: &mut reqwest::Response, limit: usize) -> Result<Vec<u8>, String> {
-    if response
-        .content_length()
-        .is_some_and(|n| n > u64::try_from(limit).unwrap_or(u64::MAX))
-    {
-        return Err(format!("the answer is larger than {limit} bytes"));
-    }
-    let mut body = Vec::new();
-    while let Some(bytes) = response.chunk().await.map_err(|e| root_cause(&e))? {
-        if body.len() + bytes.len() > limit {
-            return Err(format!("the answer is larger than {limit} bytes"));
-        }
-        body.extend_from_slice(&bytes);
-    }
-    Ok(body)
 }
 
 fn on_event(

@@ -113,6 +113,11 @@ impl Origin {
         }
     }
 
+    /// Whether connections are TLS (`https://`).
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
     /// A new connection, never a kept one; over TLS, with its handshake done.
     pub async fn fresh_connection(&self) -> io::Result<Conn> {
         Conn::open(&self.address, self.tls.as_ref()).await
@@ -131,24 +136,101 @@ impl Origin {
         }
     }
 
-    /// The bytes of a `POST` of `body` (JSON) to `path`.
+    /// The bytes of a streamed generation: a `POST` of `body` (JSON) to `path`.
     pub fn request(&self, path: &str, body: &[u8]) -> Vec<u8> {
-        let mut request = Vec::with_capacity(body.len() + 256);
-        request.extend_from_slice(b"POST ");
+        self.request_for(Method::Post, path, "text/event-stream", Some(body))
+    }
+
+    /// The bytes of a request: `method` of `path` (under the base URL's path), with `body` as
+    /// JSON where there is one. Every request llmload sends, streamed or not, is written here.
+    pub fn request_for(
+        &self,
+        method: Method,
+        path: &str,
+        accept: &str,
+        body: Option<&[u8]>,
+    ) -> Vec<u8> {
+        let body_len = body.map_or(0, <[u8]>::len);
+        let mut request = Vec::with_capacity(body_len + 256);
+        request.extend_from_slice(method.name().as_bytes());
+        request.push(b' ');
         request.extend_from_slice(self.prefix.as_bytes());
         request.extend_from_slice(path.as_bytes());
         request.extend_from_slice(b" HTTP/1.1\r\n");
         request.extend_from_slice(self.header_lines.as_bytes());
-        request.extend_from_slice(
-            format!(
-                "Accept: text/event-stream\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        let _ = write!(ByteWriter(&mut request), "Accept: {accept}\r\n");
+        if let Some(body) = body {
+            let _ = write!(
+                ByteWriter(&mut request),
+                "Content-Type: application/json\r\nContent-Length: {}\r\n",
                 body.len()
-            )
-            .as_bytes(),
-        );
-        request.extend_from_slice(body);
+            );
+        }
+        request.extend_from_slice(b"\r\n");
+        if let Some(body) = body {
+            request.extend_from_slice(body);
+        }
         request
     }
+
+    /// The same origin with a pool of connections of its own (setup requests and scrapes keep
+    /// theirs apart from the streams', so they never hand a measured request a warm connection).
+    #[must_use]
+    pub fn sibling(&self) -> Origin {
+        Origin {
+            address: self.address.clone(),
+            prefix: self.prefix.clone(),
+            header_lines: self.header_lines.clone(),
+            tls: self.tls.clone(),
+            idle: Mutex::new(Vec::new()),
+            closes_after_response: AtomicBool::new(false),
+        }
+    }
+}
+
+/// The methods llmload sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// `GET`.
+    Get,
+    /// `POST`.
+    Post,
+}
+
+impl Method {
+    /// The method as written on the request line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+        }
+    }
+}
+
+/// `write!` into a byte buffer.
+struct ByteWriter<'a>(&'a mut Vec<u8>);
+
+impl std::fmt::Write for ByteWriter<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
+    }
+}
+
+/// Whether `name` can be a header field's name (an HTTP token).
+pub fn is_field_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// Whether `value` can be a header field's value as llmload writes it: visible ASCII, spaces
+/// and tabs (no line break, no control character, nothing a server might read another way).
+pub fn is_field_value(value: &str) -> bool {
+    value
+        .bytes()
+        .all(|b| b == b'\t' || (b' '..=b'~').contains(&b))
 }
 
 /// Raises this process's open-files limit to its hard limit, so that 10,000 streams (a socket
@@ -182,6 +264,10 @@ pub struct Head {
     pub length: usize,
     /// The `Content-Type`, when the server sent one (at most 200 bytes of it).
     pub content_type: Option<String>,
+    /// The `Location` of a redirect (at most 200 bytes of it).
+    pub location: Option<String>,
+    /// The `Date` (at most 200 bytes of it).
+    pub date: Option<String>,
 }
 
 /// Whether a head is an interim one (`100 Continue`, `103 Early Hints`): the response proper
@@ -205,6 +291,7 @@ pub fn parse_head(buffer: &[u8]) -> Result<Option<Head>, String> {
     let mut length_given: Option<&[u8]> = None;
     let mut keep_alive = response.version == Some(1);
     let mut content_type = None;
+    let (mut location, mut date) = (None, None);
     for header in response.headers.iter() {
         let value = std::str::from_utf8(header.value).unwrap_or("").trim();
         if header.name.eq_ignore_ascii_case("transfer-encoding") {
@@ -230,6 +317,10 @@ pub fn parse_head(buffer: &[u8]) -> Result<Option<Head>, String> {
             }
         } else if header.name.eq_ignore_ascii_case("content-type") {
             content_type = Some(value.chars().take(200).collect());
+        } else if header.name.eq_ignore_ascii_case("location") {
+            location = Some(value.chars().take(200).collect());
+        } else if header.name.eq_ignore_ascii_case("date") {
+            date = Some(value.chars().take(200).collect());
         } else if header.name.eq_ignore_ascii_case("connection") {
             let value = value.to_ascii_lowercase();
             keep_alive = value.contains("keep-alive") || (keep_alive && !value.contains("close"));
@@ -246,6 +337,8 @@ pub fn parse_head(buffer: &[u8]) -> Result<Option<Head>, String> {
         keep_alive,
         length,
         content_type,
+        location,
+        date,
     }))
 }
 

@@ -8,6 +8,7 @@
 pub mod client;
 pub mod conn;
 mod decode;
+pub mod fetch;
 pub mod http1;
 pub mod llamacpp;
 pub mod openai;

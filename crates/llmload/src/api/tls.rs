@@ -1,5 +1,5 @@
 //! TLS for `https://` targets: one rustls configuration serves the streamed exchanges (driven by
-//! hand in [`super::conn`]) and the setup requests (through `reqwest`), so that `--ca-cert` and
+//! hand in [`super::conn`]) and the whole answers of setup (in [`super::fetch`]), so that `--ca-cert` and
 //! `--insecure` apply to every request the same way.
 //!
 //! The trusted roots are the system's (its certificate store, or `SSL_CERT_FILE` /

@@ -454,7 +454,7 @@ impl Config {
             }
         }
         if let Some(key) = &self.api_key {
-            if reqwest::header::HeaderValue::from_str(&format!("Bearer {key}")).is_err() {
+            if !crate::api::http1::is_field_value(&format!("Bearer {key}")) {
                 return bad("--api-key holds characters not allowed in a header");
             }
         }

@@ -37,7 +37,7 @@ pub(super) fn validate_url(
         ));
     }
     let (clean, credentials) = crate::secrets::split_credentials(given);
-    let parsed = match reqwest::Url::parse(&clean) {
+    let parsed = match url::Url::parse(&clean) {
         Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => u,
         Ok(u) => {
             return bad(format!(
@@ -141,7 +141,7 @@ pub(super) fn parse_header(
         ));
     };
     let (name, value) = (name.trim(), value.trim());
-    if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+    if !crate::api::http1::is_field_name(name) {
         return bad(format!(
             "--header number {n}: {:?} is not a header name",
             shorten(name)
@@ -153,7 +153,7 @@ pub(super) fn parse_header(
              connection); it cannot be given"
         ));
     }
-    if reqwest::header::HeaderValue::from_str(value).is_err() {
+    if !crate::api::http1::is_field_value(value) {
         return bad(format!(
             "--header {name}: its value holds characters not allowed in a header"
         ));

@@ -43,8 +43,7 @@ impl Monitors {
                 ))
             },
             scraper: tokio::spawn(server_metrics::scrape(
-                target.endpoint.client.clone(),
-                format!("{}/metrics", target.endpoint.base_url),
+                std::sync::Arc::new(target.endpoint.setup.sibling()),
                 (config.telemetry_interval, config.setup_timeout),
                 attempt.dir.clone(),
                 origin,

@@ -2,10 +2,12 @@
 //! `SGLang`, TGI, the simulator) scraped at the telemetry interval, so that the queue and the KV
 //! cache can be read beside the client's figures. Written to `server_metrics.jsonl`.
 
+use crate::api::http1::{Method, Origin};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -109,12 +111,11 @@ pub fn parse(text: &str) -> BTreeMap<String, f64> {
 /// The largest `/metrics` answer read; a larger one counts as a failed scrape.
 pub const MAX_SCRAPE_BYTES: usize = 8 << 20;
 
-/// Scrapes `url` every `interval` until `stop`, appending to `server_metrics.jsonl` in `dir`.
+/// Scrapes `/metrics` of `target` every `interval` until `stop`, appending to `server_metrics.jsonl` in `dir`.
 /// Each scrape has at most `timeout` (and the interval, at least a second), and reads at most
 /// [`MAX_SCRAPE_BYTES`].
 pub async fn scrape(
-    client: reqwest::Client,
-    url: String,
+    target: Arc<Origin>,
     (interval, timeout): (Duration, Duration),
     dir: PathBuf,
     origin: Instant,
@@ -131,17 +132,19 @@ pub async fn scrape(
     loop {
         let t_s = next.saturating_duration_since(origin).as_secs_f64();
         let limit = timeout.min(interval.max(Duration::from_secs(1)));
-        let read = async {
-            let mut response = client.get(&url).send().await.ok()?;
-            if !response.status().is_success() {
-                return None;
-            }
-            let body = crate::api::client::read_body(&mut response, MAX_SCRAPE_BYTES)
-                .await
-                .ok()?;
-            String::from_utf8(body).ok()
-        };
-        let body = tokio::time::timeout(limit, read).await.ok().flatten();
+        let answer = target
+            .fetch(
+                Method::Get,
+                "/metrics",
+                None,
+                MAX_SCRAPE_BYTES,
+                tokio::time::Instant::now() + limit,
+            )
+            .await;
+        let body = answer
+            .ok()
+            .filter(|a| (200..300).contains(&a.status))
+            .and_then(|a| String::from_utf8(a.body).ok());
         if let Some(metrics) = body.map(|b| parse(&b)).filter(|m| !m.is_empty()) {
             summary.add(&metrics, &mut first);
             if let Ok(line) = serde_json::to_string(&Scrape { t_s, metrics }) {

@@ -50,8 +50,10 @@ pub enum Mode {
     /// Answers setup; a generation streams two tokens, then an error event whose message is the
     /// request's head.
     EchoInStream,
-    /// Answers setup; a generation gets `100 Continue` and `103 Early Hints` before its `200`.
+    /// Every answer, setup's and generations', comes after `100 Continue` and `103 Early Hints`.
     Interim,
+    /// `/props` answers with two `Content-Length` fields that disagree (the rest is normal).
+    TwoLengthsInSetup,
     /// Answers setup; a generation's response has two `Content-Length` fields that disagree.
     TwoLengths,
     /// Answers setup; a generation's stream comes with `Content-Encoding: gzip`.
@@ -62,6 +64,10 @@ pub enum Mode {
     /// why, and ends.
     ErrorEvent,
 }
+
+/// A path prefix the server answers under as well as at its root: a base URL's path with a
+/// space in it, as it must arrive (percent-encoded).
+pub const PREFIX: &str = "/my%20api";
 
 /// What [`Mode::Controls`] puts in its texts.
 pub const CONTROLS: &str = "\u{1b}]0;pwned\u{7}\u{1b}[2J\rerror: forged line\u{9b}31m\u{202e}";
@@ -251,7 +257,12 @@ const TOKEN_EVENT: &[u8] = b"data: {\"content\":\"x\",\"tokens\":[5],\"stop\":fa
 async fn respond(stream: &mut TcpStream, mode: &Mode, request: &Request) -> std::io::Result<bool> {
     let Seen { method, path, .. } = &request.seen;
     let json_kind = "application/json";
-    match (method.as_str(), path.as_str()) {
+    // Served at the root and under [`PREFIX`] alike.
+    let path = path.strip_prefix(PREFIX).unwrap_or(path);
+    if *mode == Mode::Interim {
+        stream.write_all(misframed::INTERIM).await?;
+    }
+    match (method.as_str(), path) {
         ("GET", "/health") => {
             if let Mode::Redirect(to) = mode {
                 let response = format!(
@@ -266,6 +277,10 @@ async fn respond(stream: &mut TcpStream, mode: &Mode, request: &Request) -> std:
             let props = json!({"default_generation_settings": {"n_ctx": 4096}, "total_slots": 1,
                 "model_path": format!("/models/{CONTROLS}.gguf")});
             whole(stream, "200 OK", json_kind, &props.to_string()).await?;
+        }
+        ("GET", "/props") if *mode == Mode::TwoLengthsInSetup => {
+            let head = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 20\r\n\r\n{}";
+            stream.write_all(head.as_bytes()).await?;
         }
         ("GET", "/props") => {
             let props = r#"{"default_generation_settings":{"n_ctx":4096},"total_slots":1}"#;
@@ -382,6 +397,7 @@ async fn generate(stream: &mut TcpStream, mode: &Mode, body: &[u8]) -> std::io::
             Ok(true)
         }
         Mode::Normal
+        | Mode::TwoLengthsInSetup
         | Mode::Silent
         | Mode::Redirect(_)
         | Mode::EchoInError

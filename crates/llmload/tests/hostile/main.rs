@@ -12,6 +12,7 @@ mod hostile;
 mod counters;
 mod secrets;
 mod signals;
+mod stack;
 mod streams;
 
 use common::{attempt_dir, json, json_lines, Simulator};

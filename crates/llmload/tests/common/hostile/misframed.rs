@@ -36,6 +36,9 @@ pub(super) async fn echo(
     Ok(false)
 }
 
+/// The interim heads [`Mode::Interim`] sends before every answer.
+pub(super) const INTERIM: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n";
+
 /// A generation of the modes that frame their response wrongly, or end it with an error event.
 pub(super) async fn misframed(
     stream: &mut TcpStream,
@@ -45,8 +48,7 @@ pub(super) async fn misframed(
 ) -> std::io::Result<bool> {
     match mode {
         Mode::Interim => {
-            let interim = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n";
-            stream.write_all(interim).await?;
+            // The interim heads went before (as before every answer of this mode).
             stream.write_all(STREAM_HEAD).await?;
             stream_tokens(stream, asked, prompt, asked).await?;
             Ok(true)
