@@ -265,6 +265,12 @@ impl Record {
             })
     }
 
+    /// Whether the events say how many tokens each carried: they said so themselves (some
+    /// carried more than one), or the server's count equals the events (one each).
+    pub fn tokens_per_event_known(&self) -> bool {
+        !self.event_tokens.is_empty() || self.output_tokens == Some(self.token_events)
+    }
+
     /// Raw gaps between consecutive token-carrying events, in ms.
     pub fn chunk_gaps_ms(&self) -> impl Iterator<Item = f64> + '_ {
         self.event_ms.windows(2).map(|w| w[1] - w[0])

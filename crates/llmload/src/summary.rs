@@ -6,6 +6,7 @@ pub mod client_check;
 pub mod energy;
 pub mod gate;
 pub mod identity;
+pub mod itl;
 pub mod phases;
 pub mod saturation;
 pub mod sessions;
@@ -80,8 +81,12 @@ pub struct CaseSummary {
     pub ttft_ms: Option<Distribution>,
     /// Complete-response time, ms.
     pub e2e_ms: Option<Distribution>,
-    /// Inter-token latency, ms (an event of k tokens gives k gaps of gap/k).
+    /// Inter-token latency, ms (an event of k tokens gives k gaps of gap/k), over the responses
+    /// whose tokens per event are known ([`itl`]).
     pub itl_ms: Option<Distribution>,
+    /// Why responses are missing from `itl_ms` (their tokens per event are unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub itl_unknown: Option<String>,
     /// Raw gaps between token-carrying events, ms.
     pub chunk_gap_ms: Option<Distribution>,
     /// Time per output token after the first, ms.
@@ -215,7 +220,7 @@ struct RoundAcc {
 pub struct CaseFigures {
     ttft: Samples,
     e2e: Samples,
-    itl: Samples,
+    itl: itl::ItlFigures,
     chunk_gap: Samples,
     tpot: Samples,
     decode_rate: Samples,
@@ -257,7 +262,7 @@ impl CaseFigures {
         }
         r.ttft_ms.into_iter().for_each(|v| self.ttft.push(v));
         r.e2e_ms.into_iter().for_each(|v| self.e2e.push(v));
-        r.itl_ms().for_each(|v| self.itl.push(v));
+        self.itl.add(r);
         r.chunk_gaps_ms().for_each(|v| self.chunk_gap.push(v));
         if r.reasoning_tokens > 0 {
             self.reasoning_tokens.push(f64::from(r.reasoning_tokens));
@@ -338,6 +343,7 @@ impl CaseFigures {
         let complete = crate::num::count(rounds.len()) == rounds_planned
             && rounds.iter().all(|r| r.complete)
             && sessions_done;
+        let (itl_ms, itl_unknown) = self.itl.finish();
         CaseSummary {
             id: case.id.clone(),
             input_tokens: case.input_tokens,
@@ -348,7 +354,8 @@ impl CaseFigures {
             incomplete_reason: None,
             ttft_ms: self.ttft.distribution(),
             e2e_ms: self.e2e.distribution(),
-            itl_ms: self.itl.distribution(),
+            itl_ms,
+            itl_unknown,
             chunk_gap_ms: self.chunk_gap.distribution(),
             tpot_ms: self.tpot.distribution(),
             decode_rate_tps: self.decode_rate.distribution(),

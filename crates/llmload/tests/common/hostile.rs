@@ -63,6 +63,9 @@ pub enum Mode {
     /// Answers setup; a generation streams two tokens, then an `event: error` whose data says
     /// why, and ends.
     ErrorEvent,
+    /// Answers setup; a generation streams its tokens four to an event, as text without a token
+    /// list (nothing says how many each carried), and a final event that counts them all.
+    Clumped,
 }
 
 /// A path prefix the server answers under as well as at its root: a base URL's path with a
@@ -382,9 +385,12 @@ async fn generate(stream: &mut TcpStream, mode: &Mode, body: &[u8]) -> std::io::
             whole(stream, "500 Internal Server Error", "text/plain", &body).await?;
             Ok(true)
         }
-        Mode::Interim | Mode::TwoLengths | Mode::Gzip | Mode::NoContent | Mode::ErrorEvent => {
-            misframed(stream, mode, asked, prompt).await
-        }
+        Mode::Interim
+        | Mode::TwoLengths
+        | Mode::Gzip
+        | Mode::NoContent
+        | Mode::ErrorEvent
+        | Mode::Clumped => misframed(stream, mode, asked, prompt).await,
         Mode::Overcount => {
             stream.write_all(STREAM_HEAD).await?;
             stream_tokens(stream, asked + 5, prompt, asked).await?;

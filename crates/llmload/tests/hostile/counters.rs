@@ -1,4 +1,5 @@
-//! A case past the server's context, and responses without counters shown as unverified.
+//! A case past the server's context, responses without counters shown as unverified, and chunk
+//! gaps never called ITL.
 
 use super::*;
 
@@ -93,4 +94,31 @@ fn responses_without_counters_are_shown_as_unverified_wherever_figures_are() {
     }
     let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
     assert!(html.contains("Unverified: 2 of the 2 ok responses"), "html");
+}
+
+#[test]
+fn chunk_gaps_are_never_called_itl_when_tokens_per_event_are_unknown() {
+    // 8 tokens in 2 events of 4, nothing saying how many each held; the server counts 8.
+    let server = Server::start(Mode::Clumped);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let run = small_run(&server.url, tmp.path(), &[]);
+    let dir = attempt_dir(tmp.path(), "hostile");
+    let records = json_lines(&dir.join("requests.jsonl"));
+    assert_eq!(records.len(), 1, "{}", shown(&run));
+    for r in &records {
+        assert_eq!(r["token_events"], 2, "{r}");
+        assert_eq!(r["output_tokens"], 8, "{r}");
+    }
+    let case = &json(&dir.join("summary.json"))["cases"][0];
+    assert!(case["itl_ms"].is_null(), "no ITL from chunk gaps: {case}");
+    let why = case["itl_unknown"]
+        .as_str()
+        .expect("the reason ITL is missing");
+    assert!(why.contains("unknown for 1 of 1 responses"), "{why}");
+    assert!(why.contains("more tokens (8) than events (2)"), "{why}");
+    assert_eq!(
+        case["chunk_gap_ms"]["n"], 1,
+        "the gaps kept as what they are: {case}"
+    );
+    assert_eq!(case["tpot_ms"]["n"], 1, "TPOT still per token: {case}");
 }

@@ -39,7 +39,8 @@ pub(super) async fn echo(
 /// The interim heads [`Mode::Interim`] sends before every answer.
 pub(super) const INTERIM: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n";
 
-/// A generation of the modes that frame their response wrongly, or end it with an error event.
+/// A generation of the modes that frame their response wrongly, clump its tokens, or end it
+/// with an error event.
 pub(super) async fn misframed(
     stream: &mut TcpStream,
     mode: &Mode,
@@ -63,6 +64,20 @@ pub(super) async fn misframed(
             let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n";
             stream.write_all(head.as_bytes()).await?;
             stream_tokens(stream, asked, prompt, asked).await?;
+            Ok(true)
+        }
+        Mode::Clumped => {
+            let mut out = STREAM_HEAD.to_vec();
+            for _ in 0..asked / 4 {
+                out.extend_from_slice(&chunk(
+                    b"data: {\"content\":\"x x x x\",\"stop\":false}\n\n",
+                ));
+            }
+            let last = json!({"content": "", "stop": true, "tokens_evaluated": prompt,
+                "timings": {"prompt_n": prompt, "cache_n": 0, "predicted_n": asked}});
+            out.extend_from_slice(&chunk(format!("data: {last}\n\n").as_bytes()));
+            out.extend_from_slice(b"0\r\n\r\n");
+            stream.write_all(&out).await?;
             Ok(true)
         }
         Mode::ErrorEvent => {
