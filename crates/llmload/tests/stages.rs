@@ -60,6 +60,36 @@ fn check_stages(dir: &Path, expected: &[(&str, usize)], spans_s: &[f64]) {
         previous_end = Some(window[1]);
         assert_eq!(load["stage"]["number"], i + 1);
         assert_eq!(records[i].len(), *count, "records of {}", ids[i]);
+        // Every figure of the stage is of its window only: the time-averaged concurrency never
+        // passes its peak, and the throughput is its tokens that arrived inside the window.
+        let mean = f(&load["achieved_concurrency_mean"]);
+        assert!(
+            mean <= f(&load["achieved_concurrency_peak"]) + 1e-9,
+            "{load}"
+        );
+        let inside: f64 = records[i]
+            .iter()
+            .flat_map(|r| {
+                let sent = f(&r["sent_s"]);
+                let tokens = r["event_tokens"].as_array().cloned().unwrap_or_default();
+                let events = r["event_ms"].as_array().cloned().unwrap_or_default();
+                events.into_iter().enumerate().map(move |(k, ms)| {
+                    let t = sent + f(&ms) / 1e3;
+                    let n = tokens.get(k).map_or(1.0, f);
+                    if t >= window[0] && t <= window[1] {
+                        n
+                    } else {
+                        0.0
+                    }
+                })
+            })
+            .sum();
+        let length = window[1] - window[0];
+        assert!(
+            (f(&load["throughput_tps"]) - inside / length).abs() <= 1.0 / length,
+            "{} tokens in the window, {load}",
+            inside
+        );
         for r in &records[i] {
             assert_eq!(r["status"], "ok", "{r}");
             let at = r["scheduled_s"].as_f64().unwrap_or_else(|| f(&r["sent_s"]));

@@ -202,6 +202,9 @@ pub struct WindowFigures {
     w0: Seconds,
     /// The window ends at or after this instant, so every event up to it is settled.
     settled_to: Seconds,
+    /// The window's end, when known from the start: nothing after it is ever settled (a stage's
+    /// figures are told of the later stages' launches too).
+    end: Option<Seconds>,
     slo: Slo,
     launched: u32,
     tokens: f64,
@@ -279,6 +282,7 @@ impl WindowFigures {
         WindowFigures {
             w0,
             settled_to: end.unwrap_or(w0).max(w0),
+            end: end.map(|e| e.max(w0)),
             slo,
             launched: 0,
             tokens: 0.0,
@@ -402,6 +406,7 @@ impl WindowFigures {
 
     /// The window is now known to end at or after `t`: settles every event up to it.
     pub fn settle_to(&mut self, t: Seconds) {
+        let t = self.end.map_or(t, |end| t.min(end));
         self.settled_to = self.settled_to.max(t);
         self.sweep_edges();
         while self

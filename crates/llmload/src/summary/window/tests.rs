@@ -110,3 +110,37 @@ fn fed_as_requests_end_with_the_end_learnt_late_the_figures_are_the_same() {
     // never the whole run.
     assert!(most_unsettled <= 11 + 2 * 15, "{most_unsettled}");
 }
+
+#[test]
+fn a_known_end_bounds_the_figures_when_later_launches_settle_past_it() {
+    // A stage of [0, 5]: two requests of 10 tokens over [0, 10]. The next stage's launches (up
+    // to 12 s) settle every stage's figures as the run goes, past this one's end.
+    let rs = [
+        record(0.0, 10.0, Some(0.0), 10),
+        record(0.0, 10.0, Some(0.0), 10),
+    ];
+    let mut figures = WindowFigures::new(0.0, Some(5.0), Slo::default(), None);
+    for r in &rs {
+        figures.launch(r.sent_s);
+    }
+    figures.settle_to(12.0);
+    for r in &rs {
+        figures.add(r, Some(r.sent_s));
+    }
+    figures.settle_to(12.0);
+    let (load, _) = figures.finish(5.0, false);
+    let refs: Vec<&Record> = rs.iter().collect();
+    assert_eq!(load, window_figures(&refs, (0.0, 5.0), &Slo::default()));
+    assert_eq!(load.achieved_concurrency_peak, 2);
+    assert!(
+        (load.achieved_concurrency_mean - 2.0).abs() < 1e-9,
+        "never above the peak: {}",
+        load.achieved_concurrency_mean
+    );
+    // Tokens at 1..=5 s of each: 10 in 5 s.
+    assert!(
+        (load.throughput_tps - 2.0).abs() < 1e-9,
+        "{}",
+        load.throughput_tps
+    );
+}
