@@ -87,8 +87,7 @@ fn check_stages(dir: &Path, expected: &[(&str, usize)], spans_s: &[f64]) {
         let length = window[1] - window[0];
         assert!(
             (f(&load["throughput_tps"]) - inside / length).abs() <= 1.0 / length,
-            "{} tokens in the window, {load}",
-            inside
+            "{inside} tokens in the window, {load}"
         );
         for r in &records[i] {
             assert_eq!(r["status"], "ok", "{r}");
