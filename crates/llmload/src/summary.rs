@@ -7,6 +7,7 @@ pub mod energy;
 pub mod gate;
 pub mod identity;
 pub mod itl;
+pub mod lengths;
 pub mod phases;
 pub mod saturation;
 pub mod sessions;
@@ -61,12 +62,16 @@ pub struct Counts {
 pub struct CaseSummary {
     /// Case id.
     pub id: String,
-    /// Prompt tokens per request.
+    /// Prompt tokens per request (the median the server counted, where a dataset's entries went
+    /// as they are).
     pub input_tokens: u32,
     /// Simultaneous requests per round.
     pub concurrency: u32,
-    /// Generated tokens per request.
+    /// Generated tokens per request (the median asked for, where a dataset's answers set them).
     pub output_tokens: u32,
+    /// Where a dataset set the lengths: the distributions of what was sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent: Option<lengths::Sent>,
     /// Rounds planned.
     pub rounds_planned: u32,
     /// Every planned round is complete.
@@ -221,6 +226,7 @@ pub struct CaseFigures {
     ttft: Samples,
     e2e: Samples,
     itl: itl::ItlFigures,
+    lengths: lengths::SentLengths,
     chunk_gap: Samples,
     tpot: Samples,
     decode_rate: Samples,
@@ -263,6 +269,7 @@ impl CaseFigures {
         r.ttft_ms.into_iter().for_each(|v| self.ttft.push(v));
         r.e2e_ms.into_iter().for_each(|v| self.e2e.push(v));
         self.itl.add(r);
+        self.lengths.add(r);
         r.chunk_gaps_ms().for_each(|v| self.chunk_gap.push(v));
         if r.reasoning_tokens > 0 {
             self.reasoning_tokens.push(f64::from(r.reasoning_tokens));
@@ -344,11 +351,13 @@ impl CaseFigures {
             && rounds.iter().all(|r| r.complete)
             && sessions_done;
         let (itl_ms, itl_unknown) = self.itl.finish();
+        let (input_tokens, output_tokens, sent) = self.lengths.finish(case);
         CaseSummary {
             id: case.id.clone(),
-            input_tokens: case.input_tokens,
+            input_tokens,
             concurrency: case.concurrency,
-            output_tokens: case.output_tokens,
+            output_tokens,
+            sent,
             rounds_planned,
             complete,
             incomplete_reason: None,

@@ -103,8 +103,6 @@ fn as_is_prompts_record_the_servers_count_and_say_so() {
             &sample("prompts.jsonl"),
             "--dataset-lengths",
             "as-is",
-            "--input-tokens",
-            "64",
             "--output-tokens",
             "4",
             "--concurrency",
@@ -128,9 +126,35 @@ fn as_is_prompts_record_the_servers_count_and_say_so() {
         );
         lengths.push(n(&r["input_tokens"]));
     }
-    lengths.sort_unstable();
-    lengths.dedup();
-    assert!(lengths.len() > 5, "the entries' own lengths: {lengths:?}");
+    let mut sorted = lengths.clone();
+    sorted.sort_unstable();
+    let median = (sorted[15] + sorted[16]) as f64 / 2.0;
+    sorted.dedup();
+    assert!(sorted.len() > 5, "the entries' own lengths: {sorted:?}");
+    // One case, named and shown by what was sent: not by a default --input-tokens.
+    let summary = json(&dir.join("summary.json"));
+    let cases = summary["cases"].as_array().expect("cases");
+    assert_eq!(
+        cases.len(),
+        1,
+        "the entries are sent once per load, not per length"
+    );
+    let case = &cases[0];
+    assert_eq!(case["id"], "indataset-c8-out4", "{case}");
+    let sent = &case["sent"]["input_tokens"];
+    assert_eq!(sent["n"], 32, "{case}");
+    assert_eq!(sent["median"].as_f64(), Some(median), "{case}");
+    assert_eq!(
+        case["input_tokens"].as_f64(),
+        Some(median.round()),
+        "{case}"
+    );
+    assert!(case["sent"]["output_tokens"].is_null(), "{case}");
+    let report = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
+    assert!(
+        !report.contains("2048") && !report.contains("8192"),
+        "{report}"
+    );
 }
 
 #[test]
@@ -175,6 +199,16 @@ fn sharegpt_answers_set_the_requested_output_lengths() {
         assert_eq!(n(&r["requested_output_tokens"]), counts[entry], "{r}");
         assert_eq!(n(&r["output_tokens"]), counts[entry], "{r}");
     }
+    let case = &json(&dir.join("summary.json"))["cases"][0];
+    assert_eq!(case["id"], "in64-c3-outdataset", "{case}");
+    let asked = &case["sent"]["output_tokens"];
+    assert_eq!(asked["n"], 6, "{case}");
+    let max = records
+        .iter()
+        .map(|r| n(&r["requested_output_tokens"]))
+        .max();
+    assert_eq!(asked["max"].as_f64(), max.map(|m| m as f64), "{case}");
+    assert_eq!(case["input_tokens"], 64, "{case}");
 }
 
 #[test]
@@ -441,6 +475,30 @@ fn bad_datasets_and_combinations_are_one_line_usage_errors() {
         (
             vec!["run", "--trace", &trace, "--dataset", &prompts],
             "--dataset does not apply".into(),
+        ),
+        (
+            vec![
+                "run",
+                "--dataset",
+                &prompts,
+                "--dataset-lengths",
+                "as-is",
+                "--input-tokens",
+                "64",
+            ],
+            "--input-tokens does not apply with --dataset-lengths as-is".into(),
+        ),
+        (
+            vec![
+                "run",
+                "--dataset",
+                &prompts,
+                "--dataset-output",
+                "from-dataset",
+                "--output-tokens",
+                "8",
+            ],
+            "--output-tokens does not apply with --dataset-output from-dataset".into(),
         ),
         (
             vec!["run", "--trace", &trace, "--trace-block-tokens", "4096"],

@@ -103,10 +103,11 @@ impl Length {
         }
     }
 
-    /// A representative length for tables: the value, the weighted mean, or the centre.
+    /// A representative length for tables: the value, the weighted mean, or the centre (a
+    /// fixed 0 stays 0: the lengths a dataset sets).
     pub fn nominal_tokens(&self) -> u32 {
         let centre = match self {
-            Length::Fixed(n) => f64::from(*n),
+            Length::Fixed(n) => return *n,
             Length::Choice(items) => items.iter().map(|&(v, w)| f64::from(v) * w).sum(),
             Length::Uniform { min, max } => f64::midpoint(f64::from(*min), f64::from(*max)),
             Length::Normal { mean, .. } => *mean,

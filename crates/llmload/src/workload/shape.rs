@@ -14,16 +14,26 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// A length as a case id writes it: `dataset` for the lengths a dataset sets (a length of 0,
+/// which nothing else can be), else its spec with `/` for `,`.
+fn id_part(l: &Length) -> String {
+    if *l == Length::Fixed(0) {
+        "dataset".into()
+    } else {
+        l.to_string().replace(',', "/")
+    }
+}
+
 /// One point of the matrix.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Case {
     /// `in{input}-c{concurrency}-out{output}`.
     pub id: String,
-    /// Prompt tokens per request.
+    /// Prompt tokens per request; 0 when a dataset's entries set them (sent as they are).
     pub input_tokens: u32,
     /// Simultaneous requests per round.
     pub concurrency: u32,
-    /// Generated tokens per request.
+    /// Generated tokens per request; 0 when a dataset's answers set them.
     pub output_tokens: u32,
 }
 
@@ -295,7 +305,6 @@ impl ShapeTemplate {
                 )
             }
         };
-        let id_part = |l: &Length| l.to_string().replace(',', "/");
         CasePlan {
             case: Case {
                 id: format!("in{}-{load_id}-out{}", id_part(input), id_part(output)),
@@ -315,7 +324,6 @@ impl ShapeTemplate {
     /// arrival process, a closed loop's (concurrency) are closed-continuous. Each is bounded by
     /// its own duration; its id names the stage and its levels (`stage2-poisson-r2to8-…`).
     pub fn stage_plans(&self, stages: &[Stage], input: &Length, output: &Length) -> Vec<CasePlan> {
-        let id_part = |l: &Length| l.to_string().replace(',', "/");
         stages
             .iter()
             .zip(stages::labels(stages))
@@ -402,7 +410,6 @@ impl ShapeTemplate {
             LoadPoint::Concurrency(c) => u64::from(c),
             LoadPoint::Rate(_) => 10,
         };
-        let id_part = |l: &Length| l.to_string().replace(',', "/");
         CasePlan {
             case: Case {
                 id: format!(

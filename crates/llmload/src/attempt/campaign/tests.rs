@@ -79,7 +79,7 @@ fn shapes(trace: &Path) -> Vec<(&'static str, String)> {
         (
             "dataset",
             format!(
-                "dataset = {:?}\ndataset_lengths = \"as-is\"\ninput_tokens = 96\n\
+                "dataset = {:?}\ndataset_lengths = \"as-is\"\n\
                  output_tokens = 4\nconcurrency = [2]\nrounds = 1\n",
                 sample("prompts.jsonl")
             ),
