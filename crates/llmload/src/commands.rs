@@ -120,10 +120,14 @@ fn results_text(summary: &Summary, json_wanted: bool, quiet: bool) -> String {
     }
 }
 
-/// The results table and the outcome, or with `json` the summary itself.
+/// The report, or with `json` the summary itself: on a terminal its tables aligned and its
+/// prose wrapped to the width; Markdown elsewhere (a file, a pipe), as `report.md` holds it.
 fn summary_text(summary: &Summary, json_wanted: bool) -> String {
+    use std::io::IsTerminal as _;
     if json_wanted {
         json(summary)
+    } else if std::io::stdout().is_terminal() {
+        crate::report::terminal::page(&markdown::render(summary), crate::report::terminal::width())
     } else {
         markdown::render(summary)
     }

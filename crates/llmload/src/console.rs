@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 use std::fmt::Display;
 use std::fmt::Write as _;
-use std::io::{ErrorKind, Write};
+use std::io::{ErrorKind, IsTerminal as _, Write};
 
 /// Writes `text` to stdout. A reader that has gone (a closed pipe) is not an error: what it
 /// wanted has been read, and the command keeps its exit code. Any other failure (a full disk) is.
@@ -32,7 +32,57 @@ pub fn out(text: &str) -> std::io::Result<()> {
 pub fn note(line: impl Display) {
     let line = line.to_string();
     let line = crate::secrets::scrub(&line);
-    let _ = writeln!(std::io::stderr().lock(), "{}", printable(&line));
+    let line = printable(&line);
+    // On a terminal a long line wraps at spaces to its width; elsewhere it stays one line.
+    if std::io::stderr().is_terminal() {
+        let mut wrapped = String::new();
+        for part in line.lines() {
+            wrap(part, usize::from(width()), &mut wrapped);
+        }
+        let _ = write!(std::io::stderr().lock(), "{wrapped}");
+    } else {
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
+    }
+}
+
+/// The width a table is fitted to without a `COLUMNS` that says otherwise.
+const DEFAULT_WIDTH: u16 = 100;
+
+/// The terminal's width: `COLUMNS` where the shell exports it, else the width of the terminal
+/// that stdout or stderr is, else [`DEFAULT_WIDTH`]; never under 40.
+pub fn width() -> u16 {
+    let given = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse().ok());
+    let terminal = || {
+        terminal_size::terminal_size_of(std::io::stdout())
+            .or_else(|| terminal_size::terminal_size_of(std::io::stderr()))
+            .map(|(w, _)| w.0)
+    };
+    given.or_else(terminal).unwrap_or(DEFAULT_WIDTH).max(40)
+}
+
+/// `text` wrapped at spaces into lines of at most `width` characters, onto `out`.
+pub fn wrap(text: &str, width: usize, out: &mut String) {
+    let indent: String = text.chars().take_while(|c| *c == ' ').collect();
+    let mut line = indent.clone();
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let taken = line.chars().count();
+        if taken > indent.len() && taken + 1 + word.chars().count() > width {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line.clone_from(&indent);
+            // A continuation is indented: under a list item's text, not its dash; under a
+            // message's first word.
+            line.push_str("  ");
+        }
+        if line.chars().count() > indent.len() && !line.ends_with(' ') {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
 }
 
 /// `text` with every character that a terminal could act on written out as an escape

@@ -255,10 +255,19 @@ impl Progress {
         }
     }
 
-    /// Prints `text` as a line of its own on stderr, clearing the progress line first.
+    /// Prints `text` as a line of its own on stderr, clearing the progress line first (wrapped
+    /// to the terminal's width on a terminal).
     pub fn println(&self, text: &str) {
         let text = crate::secrets::scrub(text);
         let text = crate::console::printable(&text);
+        // On a terminal (where the progress line is drawn) a long line wraps to its width.
+        let text = if self.shared.is_some() {
+            let mut wrapped = String::new();
+            crate::console::wrap(&text, usize::from(crate::console::width()), &mut wrapped);
+            wrapped.trim_end().to_owned()
+        } else {
+            text.into_owned()
+        };
         let mut stderr = std::io::stderr().lock();
         // Held while the line is written, so that the progress line is not drawn in between.
         let drawn = self.shared.as_ref().map(|shared| {

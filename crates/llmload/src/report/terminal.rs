@@ -1,41 +1,65 @@
-//! The results on a terminal, for `-q`: the results tables alone, the same rows and cells as
-//! `report.md`'s, aligned in columns that fit the terminal's width (`comfy-table`). Markdown
-//! stays in `report.md`.
+//! The results on a terminal: for `-q` the results tables alone, the same rows and cells as
+//! `report.md`'s, and otherwise the whole report ([`page`]), each aligned in columns that fit the
+//! terminal's width (`comfy-table`) with its prose wrapped to it. Markdown stays in `report.md`
+//! (and on a standard output that is not a terminal).
 
 use super::results;
 use super::table::Table;
 use crate::summary::Summary;
 use std::fmt::Write as _;
 
-/// The width a table is fitted to without a `COLUMNS` that says otherwise.
-const DEFAULT_WIDTH: u16 = 100;
-
-/// The terminal's width: `COLUMNS` where the shell exports it, else [`DEFAULT_WIDTH`].
-pub fn width() -> u16 {
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.trim().parse().ok())
-        .filter(|&w: &u16| w >= 40)
-        .unwrap_or(DEFAULT_WIDTH)
-}
+pub use crate::console::width;
+use crate::console::wrap;
 
 /// `table` aligned, within `width` columns (cells wrap where they must).
 pub fn table(table: &Table, width: u16) -> String {
+    let rows: Vec<Vec<String>> = table
+        .rows
+        .iter()
+        .map(|row| row.cells.iter().map(ToString::to_string).collect())
+        .collect();
+    aligned(&table.columns, &rows, width)
+}
+
+/// Rows under `columns`, aligned within `width` columns; a table too wide for them even so is
+/// shown a row at a time, a line per cell under its column's name.
+fn aligned(columns: &[String], rows: &[Vec<String>], width: u16) -> String {
+    let text = grid(columns, rows, width);
+    if text
+        .lines()
+        .all(|l| l.chars().count() <= usize::from(width))
+    {
+        return text;
+    }
+    let mut out = String::new();
+    for row in rows {
+        let mut cells = columns.iter().zip(row);
+        if let Some((name, value)) = cells.next() {
+            wrap(&format!("{name}: {value}"), usize::from(width), &mut out);
+        }
+        for (name, value) in cells {
+            wrap(&format!("  {name}: {value}"), usize::from(width), &mut out);
+        }
+    }
+    out
+}
+
+/// Rows under `columns` in a grid fitted to `width` as far as the figures allow.
+fn grid(columns: &[String], rows: &[Vec<String>], width: u16) -> String {
     let mut out = comfy_table::Table::new();
     out.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED)
         .set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
         .set_width(width)
-        .set_header(&table.columns);
-    for row in &table.rows {
-        out.add_row(row.cells.iter().map(ToString::to_string));
+        .set_header(columns);
+    for row in rows {
+        out.add_row(row);
     }
     // A figure wraps last: the headers give way first, up to a figure's width of 16.
     for (i, column) in out.column_iter_mut().enumerate() {
-        let widest = table
-            .rows
+        let widest = rows
             .iter()
-            .filter_map(|r| r.cells.get(i))
-            .map(|c| c.to_string().chars().count())
+            .filter_map(|r| r.get(i))
+            .map(|c| c.chars().count())
             .max()
             .unwrap_or(0);
         // The width counts the padding on both sides.
@@ -68,6 +92,80 @@ pub fn results(summary: &Summary, width: u16) -> String {
     out
 }
 
+/// A Markdown report for a terminal of `width` columns: each table aligned, each paragraph
+/// wrapped at spaces (a word longer than the width stays whole), headings kept as lines of
+/// their own; the text is otherwise the report's.
+pub fn page(markdown: &str, width: u16) -> String {
+    let mut out = String::new();
+    let mut lines = markdown.lines().peekable();
+    while let Some(line) = lines.next() {
+        if line.trim_start().starts_with('|') {
+            let mut block = vec![line];
+            while let Some(next) = lines.next_if(|l| l.trim_start().starts_with('|')) {
+                block.push(next);
+            }
+            out.push_str(&markdown_table(&block, width));
+        } else if line.trim().is_empty() {
+            out.push('\n');
+        } else {
+            let heading = line.trim_start_matches('#').trim_start();
+            let text = if heading.len() < line.len() {
+                heading
+            } else {
+                line
+            };
+            wrap(text, usize::from(width), &mut out);
+        }
+    }
+    out
+}
+
+/// Lines wrapped as text, each its own paragraph.
+fn as_text(lines: &[&str], width: u16) -> String {
+    let mut out = String::new();
+    for line in lines {
+        wrap(line, usize::from(width), &mut out);
+    }
+    out
+}
+
+/// A Markdown table's lines (header, separator, rows), aligned; one that is not a table is
+/// wrapped as text.
+fn markdown_table(block: &[&str], width: u16) -> String {
+    let cells = |line: &str| -> Vec<String> {
+        let inner = line.trim().trim_start_matches('|');
+        let inner = inner.strip_suffix('|').unwrap_or(inner);
+        let mut cells = Vec::new();
+        let mut cell = String::new();
+        let mut escaped = false;
+        for c in inner.chars() {
+            match c {
+                '\\' if !escaped => escaped = true,
+                '|' if !escaped => cells.push(std::mem::take(&mut cell).trim().to_owned()),
+                c => {
+                    if escaped && c != '|' {
+                        cell.push('\\');
+                    }
+                    escaped = false;
+                    cell.push(c);
+                }
+            }
+        }
+        cells.push(cell.trim().to_owned());
+        cells
+    };
+    let is_separator =
+        |line: &str| line.contains('-') && line.chars().all(|c| matches!(c, '|' | '-' | ':' | ' '));
+    let (Some(head), Some(separator)) = (block.first(), block.get(1)) else {
+        return as_text(block, width);
+    };
+    if !is_separator(separator) {
+        return as_text(block, width);
+    }
+    let rows: Vec<Vec<String>> = block[2..].iter().map(|l| cells(l)).collect();
+    aligned(&cells(head), &rows, width)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,5 +193,55 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_whole_report_fits_the_width_with_every_word_and_cell_kept() {
+        let markdown = crate::report::markdown::render(&fixture::report().summary);
+        assert!(markdown.contains("|---"), "the fixture's report has tables");
+        let words = |text: &str| -> Vec<String> {
+            text.split(|c: char| c.is_whitespace() || "|│─┼├┤┌┐└┘┬┴═╞╡╪".contains(c))
+                .filter(|w| !w.is_empty() && !w.chars().all(|c| c == '-' || c == ':'))
+                .map(str::to_owned)
+                .collect()
+        };
+        for width in [60u16, 100, 160] {
+            let text = page(&markdown, width);
+            assert!(!text.contains("|---"), "no Markdown table: {text}");
+            let longest_word = words(&markdown).iter().map(|w| w.chars().count()).max();
+            for line in text.lines() {
+                let n = line.chars().count();
+                assert!(
+                    n <= usize::from(width) || longest_word.is_some_and(|w| n <= w),
+                    "{width}: {n}: {line}"
+                );
+            }
+            if width == 160 {
+                // Nothing lost: every word of the report is on the page (cells unwrapped).
+                let shown = words(&text).join(" ");
+                for word in words(&markdown) {
+                    assert!(shown.contains(&word), "{word:?} missing");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn escaped_pipes_stay_in_their_cell_and_prose_wraps_at_spaces() {
+        let text = page(
+            "| a | b |\n|---|---|\n| x \\| y | z |\n\nOne two three four.",
+            40,
+        );
+        let row = text.lines().find(|l| l.contains('z')).expect("the row");
+        assert!(row.contains("x | y"), "{text}");
+        let mut out = String::new();
+        wrap("- one two three four five", 12, &mut out);
+        assert_eq!(out, "- one two\n  three four\n  five\n");
+        let mut out = String::new();
+        wrap("warning: a b", 9, &mut out);
+        assert_eq!(
+            out, "warning:\n  a b\n",
+            "a line's continuation is indented"
+        );
     }
 }
