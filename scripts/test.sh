@@ -19,6 +19,13 @@ if ! command -v chromium >/dev/null 2>&1; then
   $sudo apt-get update -qq >&2 && $sudo apt-get install -y -qq chromium >&2
 fi
 
+# tmux gives the terminal-view tests a real terminal of a set width.
+if ! command -v tmux >/dev/null 2>&1; then
+  echo "test.sh: installing tmux (Debian package) for the terminal tests" >&2
+  if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
+  $sudo apt-get update -qq >&2 && $sudo apt-get install -y -qq tmux >&2
+fi
+
 # A real vLLM (CPU build, tiny Gemma 3) for the vLLM test group, cached like llama-server.
 scripts/setup-vllm.sh >/dev/null
 # LiteLLM's proxy, an OpenAI-compatible gateway, for the gateway group; cached the same way.
