@@ -52,14 +52,18 @@ const CHARTS: [&str; 5] = [
 /// The page's figures: the charts, and the bars of where the time goes.
 const FIGURES: usize = CHARTS.len() + 1;
 
-/// The page names no address but the target's, loads nothing, and holds one SVG per chart.
+/// The page names no address but the target's, loads nothing, and holds one SVG per chart; an
+/// attempt without GPU readings has one line in place of the telemetry chart.
 fn assert_self_contained(html: &str, target_url: &str) {
+    let line = "<h3>GPU telemetry over time</h3>\n<p class=\"note\" id=\"no-telemetry\">\
+                No GPU telemetry";
+    assert!(html.contains(line), "no readings: one line, no chart");
     assert_eq!(
         html.matches("<svg").count(),
-        FIGURES,
+        FIGURES - 1,
         "one <svg> per figure"
     );
-    assert_eq!(html.matches("<figcaption>").count(), FIGURES);
+    assert_eq!(html.matches("<figcaption>").count(), FIGURES - 1);
     for title in CHARTS {
         assert!(html.contains(&format!("<h3>{title}</h3>")), "{title}");
     }

@@ -30,7 +30,9 @@ h1{margin-bottom:.2em}h2{margin-top:1.6em;border-bottom:1px solid #ddd}\
 .outcome.completed{border-color:#2ca02c}.outcome.failed{border-color:#d62728}.outcome.stopped{border-color:#ff7f0e}\
 table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:.3em .6em;text-align:right}\
 th{background:#f0f0f0}td:first-child,th:first-child{text-align:left}\
-figure{margin:1.5em 0}figure svg{max-width:100%;height:auto;border:1px solid #eee}\
+figure{margin:1.5em 0}figure svg{max-width:100%;border:1px solid #eee}figure svg:not(.fluid){height:auto}\
+.legend{list-style:none;display:flex;flex-wrap:wrap;gap:.3em 1.2em;padding:0;margin:.4em 0;font-size:.92em}\
+.swatch{display:inline-block;width:.9em;height:.9em;margin-right:.35em;vertical-align:-.1em}\
 figcaption{color:#444;font-size:.92em;margin-top:.4em}\
 .note{color:#555;font-size:.92em}code{background:#f3f3f3;padding:0 .2em}";
 
@@ -71,9 +73,19 @@ pub fn render(report: &Report) -> String {
         charts::throughput(summary),
         charts::latency_throughput(summary),
         timeline::timeline(report),
-        gpu::telemetry(report),
     ] {
         push_figure(&mut out, &figure);
+    }
+    match gpu::telemetry(report) {
+        Some(figure) => push_figure(&mut out, &figure),
+        None => {
+            let _ = writeln!(
+                out,
+                "<h3>{}</h3>\n<p class=\"note\" id=\"no-telemetry\">{}</p>",
+                gpu::TITLE,
+                escape(&gpu::absent(report).unwrap_or_default())
+            );
+        }
     }
     let _ = write!(
         out,
@@ -271,14 +283,15 @@ fn phases_section(out: &mut String, summary: &Summary) {
     };
     let _ = write!(
         out,
-        "<h2 id=\"phases\">Where the time goes</h2>\n<figure id=\"phases-bars\">\n{svg}\n\
+        "<h2 id=\"phases\">Where the time goes</h2>\n<figure id=\"phases-bars\">\n{}\n{svg}\n\
          <figcaption>Per case, the medians of the ok responses: left of the line, a new \
          connection's setup (connect, then the TLS handshake; medians over the new connections), \
          done before the request is sent and never part of TTFT; right of it, from the send: \
          the response head, the first event, the first token (TTFT) and the last token. \
          Hover over a segment for its length; <code>report.md</code> and \
          <code>summary.json</code> give the figures with their sample sizes.</figcaption>\n\
-         </figure>\n"
+         </figure>\n",
+        phases::legend()
     );
 }
 
@@ -352,10 +365,11 @@ mod tests {
     #[test]
     fn the_page_is_self_contained_with_one_svg_per_chart() {
         let html = render(&fixture::report());
-        // The five charts, and the bars of where the time goes.
-        assert_eq!(html.matches("<svg").count(), 6);
+        // Four charts, the bars of where the time goes, and no GPU chart without readings.
+        assert_eq!(html.matches("<svg").count(), 5);
         assert_eq!(html.matches("<g class=\"phase-bar\">").count(), 4);
-        assert_eq!(html.matches("<figure>").count(), 5);
+        assert_eq!(html.matches("<figure>").count(), 4);
+        assert!(html.contains("<h3>GPU telemetry over time</h3>\n<p class=\"note\" id=\"no-telemetry\">No GPU telemetry"));
         assert!(!html.contains("<script"));
         assert!(!html.contains("<link"));
         assert!(!html.contains("src="));

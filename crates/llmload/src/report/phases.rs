@@ -111,14 +111,22 @@ impl Bar<'_> {
     }
 }
 
-/// Geometry of the page's bar chart, px.
-const WIDTH: f64 = 900.0;
-const LABEL: f64 = 180.0;
-const ROW: f64 = 30.0;
-const TOP: f64 = 50.0;
+/// Geometry of the page's bar chart. Across, in percent of its width, so that the bars fill the
+/// column at any window width while the text keeps its size; down, in px.
+const LEFT: f64 = 1.0;
+const SPAN: f64 = 98.0;
+/// Text size, px, at every window width (the chart is never scaled).
+const FONT: f64 = 14.0;
+/// A row: the case id above its bar.
+const ROW: f64 = 46.0;
+const TOP: f64 = 24.0;
+const BAR: f64 = 18.0;
+/// Case ids longer than this are shortened in the middle (whole in the tooltip): at [`FONT`],
+/// this many characters fit in the chart at an 800 px window.
+const ID_CHARS: usize = 72;
 
-/// The chart of `report.html` as an `<svg>` element: a stacked bar per case, the send at a
-/// common line; none when no case's records carry phases.
+/// The chart of `report.html` as an `<svg>` element: a stacked bar per case under its id, the
+/// send at a common line; none when no case's records carry phases. Its legend is [`legend`].
 pub fn bars(summary: &Summary) -> Option<String> {
     let bars: Vec<Bar> = cases(summary).map(|(c, p)| Bar::of(c, p)).collect();
     if bars.is_empty() {
@@ -129,21 +137,24 @@ pub fn bars(summary: &Summary) -> Option<String> {
         .map(|b| b.setup[0] + b.setup[1])
         .fold(0.0, f64::max);
     let after = bars.iter().map(|b| b.marks[3]).fold(0.0, f64::max);
-    let scale = (WIDTH - LABEL - 20.0) / (before + after).max(1e-9);
-    let sent_x = LABEL + before * scale;
-    let height = TOP + ROW * bars.len() as f64 + 30.0;
+    let scale = SPAN / (before + after).max(1e-9);
+    let sent_x = LEFT + before * scale;
+    let bottom = TOP + ROW * bars.len() as f64;
+    let height = bottom + 26.0;
     let mut svg = format!(
-        "<svg viewBox=\"0 0 {WIDTH} {height}\" \
-         width=\"{WIDTH}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"12\">\n"
+        "<svg class=\"fluid\" width=\"100%\" height=\"{height}\" font-family=\"sans-serif\" \
+         font-size=\"{FONT}\">\n\
+         <text class=\"sent\" x=\"{sent_x:.2}%\" dx=\"4\" y=\"{:.1}\">sent</text>\n",
+        TOP - 8.0
     );
-    legend(&mut svg);
     for (row, bar) in bars.iter().enumerate() {
         let y = TOP + ROW * row as f64;
         let _ = write!(
             svg,
-            "<g class=\"phase-bar\"><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-            LABEL - 8.0,
-            y + 14.0,
+            "<g class=\"phase-bar\"><text class=\"case-id\" x=\"{LEFT}%\" y=\"{:.1}\">{}\
+             <title>{}</title></text>",
+            y + FONT,
+            escape(&shortened(bar.id)),
             escape(bar.id)
         );
         // The setup ends at the send; the marks start there.
@@ -161,47 +172,72 @@ pub fn bars(summary: &Summary) -> Option<String> {
             let (class, name, colour) = SEGMENTS[k];
             let _ = write!(
                 svg,
-                "<rect class=\"{class}\" x=\"{x:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"18\" \
-                 fill=\"{colour}\"><title>{} {name}: {}</title></rect>",
+                "<rect class=\"{class}\" x=\"{x:.2}%\" y=\"{:.1}\" width=\"{:.2}%\" \
+                 height=\"{BAR}\" fill=\"{colour}\"><title>{} {name}: {}</title></rect>",
+                y + FONT + 6.0,
                 length * scale,
                 escape(bar.id),
                 ms(Some(length))
             );
         }
-        svg.push_str("</g>\n");
+        // The send, across the bar only, so that it crosses no case id.
+        let _ = writeln!(
+            svg,
+            "<line x1=\"{sent_x:.2}%\" y1=\"{:.1}\" x2=\"{sent_x:.2}%\" y2=\"{:.1}\" \
+             stroke=\"#222\" stroke-dasharray=\"4 3\"/></g>",
+            y + FONT + 3.0,
+            y + FONT + 9.0 + BAR,
+        );
     }
-    let bottom = TOP + ROW * bars.len() as f64;
+    // The scale's ends, one at each side, so that they never meet: the longest setup before
+    // the send, the longest last token after it.
+    let below = bottom + 18.0;
+    if before > 0.0 {
+        let _ = write!(
+            svg,
+            "<text class=\"scale\" x=\"{LEFT}%\" y=\"{below:.1}\">setup: up to {} before the \
+             send</text>",
+            ms(Some(before)),
+        );
+    }
     let _ = write!(
         svg,
-        "<line x1=\"{sent_x:.1}\" y1=\"{:.1}\" x2=\"{sent_x:.1}\" y2=\"{bottom:.1}\" \
-         stroke=\"#222\" stroke-dasharray=\"4 3\"/>\
-         <text x=\"{sent_x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">sent</text>\
-         <text x=\"{LABEL}\" y=\"{:.1}\">−{}</text>\
-         <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>\n</svg>",
-        TOP - 6.0,
-        bottom + 16.0,
-        bottom + 16.0,
-        ms(Some(before)),
-        WIDTH - 20.0,
-        bottom + 16.0,
+        "<text class=\"scale\" x=\"{:.0}%\" y=\"{below:.1}\" text-anchor=\"end\">{} after the \
+         send</text>\n</svg>",
+        LEFT + SPAN,
         ms(Some(after)),
     );
     Some(svg)
 }
 
-fn legend(svg: &mut String) {
-    let mut x = 10.0;
+/// `id` whole when it fits the chart, else its start and end around "…".
+fn shortened(id: &str) -> String {
+    let chars: Vec<char> = id.chars().collect();
+    if chars.len() <= ID_CHARS {
+        return id.to_owned();
+    }
+    let half = (ID_CHARS - 1) / 2;
+    let head: String = chars[..half].iter().collect();
+    let tail: String = chars[chars.len() - (ID_CHARS - 1 - half)..]
+        .iter()
+        .collect();
+    format!("{head}…{tail}")
+}
+
+/// The chart's legend, an HTML list that wraps into rows: an entry per segment, in the order
+/// of the bar.
+pub fn legend() -> String {
+    let mut out = String::from("<ul class=\"legend\">");
     for (class, name, colour) in SEGMENTS {
         let _ = write!(
-            svg,
-            "<rect class=\"legend-{class}\" x=\"{x:.1}\" y=\"8\" width=\"12\" height=\"12\" \
-             fill=\"{colour}\"/><text x=\"{:.1}\" y=\"18\">{}</text>",
-            x + 16.0,
+            out,
+            "<li class=\"legend-{class}\"><span class=\"swatch\" style=\"background:{colour}\">\
+             </span>{}</li>",
             escape(name)
         );
-        x += 22.0 + 6.5 * name.chars().count() as f64;
     }
-    svg.push('\n');
+    out.push_str("</ul>");
+    out
 }
 
 #[cfg(test)]
@@ -230,7 +266,7 @@ mod tests {
                 .skip(1)
                 .map(|r| {
                     let start = r.find("x=\"").expect("x") + 3;
-                    r[start..start + r[start..].find('"').expect("end")]
+                    r[start..start + r[start..].find('%').expect("end")]
                         .parse()
                         .expect("a number")
                 })
@@ -239,6 +275,28 @@ mod tests {
             assert!(xs.windows(2).all(|w| w[0] <= w[1]), "{xs:?}");
         }
         assert!(page.contains(">sent</text>"));
+        let legend = legend();
+        for (class, name, _) in SEGMENTS {
+            assert!(
+                legend.contains(&format!("<li class=\"legend-{class}\">")),
+                "{class}"
+            );
+            assert!(legend.contains(&escape(name)), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_long_case_id_is_shortened_in_the_middle_and_whole_in_its_tooltip() {
+        assert_eq!(shortened("in64-c2-out4"), "in64-c2-out4");
+        let id = format!("in{}-c4-out16", "choice:32@0.25/".repeat(8));
+        let short = shortened(&id);
+        assert_eq!(short.chars().count(), ID_CHARS);
+        assert!(short.starts_with("inchoice:32@0.25/") && short.ends_with("-c4-out16"));
+        assert!(short.contains('…'));
+        let mut summary = fixture::report().summary;
+        summary.cases[0].id.clone_from(&id);
+        let page = bars(&summary).unwrap_or_default();
+        assert!(page.contains(&format!(">{short}<title>{id}</title></text>")));
     }
 
     #[test]
