@@ -7,7 +7,8 @@
 use crate::fmt::thousands;
 use crate::report::marks::{self, Marks};
 use crate::report::plot::{
-    empty, legend, svg, tick, upper, whole, Area, ChartError, Figure, TimeAxis, COLORS,
+    axes, empty, legend, svg, text, tick, upper, whole, Area, ChartError, Figure, TimeAxis, COLORS,
+    TITLE, WIDTH,
 };
 use crate::stats::Distribution;
 use crate::summary::{CaseSummary, Summary};
@@ -156,7 +157,7 @@ type Metric = fn(&CaseSummary) -> Option<&Distribution>;
 /// (a) Median TTFT and median complete-response time against concurrency, with p95 bands.
 pub fn latency(summary: &Summary) -> Figure {
     let lines = series(summary);
-    let svg = svg((960, 420), |root| {
+    let svg = svg((WIDTH, 440), |root| {
         if lines.is_empty() {
             return empty(root, "no complete case to plot");
         }
@@ -204,13 +205,12 @@ fn latency_panel(
         .fold(0.0, f64::max);
     let axis = TimeAxis::for_max_ms(max_ms);
     let mut chart = ChartBuilder::on(area)
-        .caption(title, ("sans-serif", 18))
+        .caption(title, ("sans-serif", TITLE))
         .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(56)
+        .x_label_area_size(52)
+        .y_label_area_size(72)
         .build_cartesian_2d(load_range(lines), 0.0..upper(max_ms / axis.divisor))?;
-    chart
-        .configure_mesh()
+    axes(&mut chart)
         .x_label_formatter(&load_label(lines))
         .y_label_formatter(&tick)
         .x_desc(load_axis(lines))
@@ -273,7 +273,7 @@ pub(crate) fn median_and_band(
 pub fn throughput(summary: &Summary) -> Figure {
     let lines = series(summary);
     let marks = Marks::of(summary);
-    let svg = svg((720, 420), |root| {
+    let svg = svg((WIDTH, 460), |root| {
         if lines.is_empty() {
             return empty(root, "no complete case to plot");
         }
@@ -311,11 +311,10 @@ fn throughput_chart(
         .fold(0.0, f64::max);
     let mut chart = ChartBuilder::on(root)
         .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(64)
+        .x_label_area_size(52)
+        .y_label_area_size(80)
         .build_cartesian_2d(load_range(lines), 0.0..upper(max))?;
-    chart
-        .configure_mesh()
+    axes(&mut chart)
         .x_label_formatter(&load_label(lines))
         .y_label_formatter(&tick)
         .x_desc(load_axis(lines))
@@ -367,7 +366,7 @@ fn throughput_chart(
 pub fn latency_throughput(summary: &Summary) -> Figure {
     let lines = series(summary);
     let marks = Marks::of(summary);
-    let svg = svg((720, 460), |root| {
+    let svg = svg((WIDTH, 500), |root| {
         if lines.is_empty() {
             return empty(root, "no complete case to plot");
         }
@@ -449,11 +448,10 @@ fn latency_throughput_chart(
     let max_y = all.iter().map(|p| p.3 / axis.divisor).fold(0.0, f64::max);
     let mut chart = ChartBuilder::on(root)
         .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(64)
+        .x_label_area_size(52)
+        .y_label_area_size(80)
         .build_cartesian_2d(0.0..upper(max_x), 0.0..upper(max_y))?;
-    chart
-        .configure_mesh()
+    axes(&mut chart)
         .x_label_formatter(&tick)
         .y_label_formatter(&tick)
         .x_desc("aggregate output throughput (tokens/s)")
@@ -497,14 +495,14 @@ fn latency_throughput_chart(
             p99.iter()
                 .map(|&p| Cross::new(p, 4, color.mix(0.6).stroke_width(1))),
         )?;
-        let label_style = TextStyle::from(("sans-serif", 12).into_font()).color(&BLACK);
+        let label_style = text(&BLACK);
         chart.draw_series(pts.iter().zip(&p50).map(|(p, &at)| {
             let label = if line.rate {
                 format!("{}/s", tick(&p.0))
             } else {
                 format!("c{}", p.0)
             };
-            EmptyElement::at(at) + Text::new(label, (5, -14), label_style.clone())
+            EmptyElement::at(at) + Text::new(label, (6, -20), label_style.clone())
         }))?;
     }
     legend(&mut chart, SeriesLabelPosition::UpperLeft)

@@ -5,7 +5,10 @@
 //! reading of its stretch, so that no peak disappears.
 
 use crate::record::Seconds;
-use crate::report::plot::{empty, legend, svg, tick, upper, Area, ChartError, Figure, COLORS};
+use crate::report::plot::{
+    axes, empty, legend, svg, text, text_width, tick, upper, Area, ChartError, Figure, COLORS,
+    TITLE as HEADING, WIDTH,
+};
 use crate::report::Report;
 use crate::summary::OutcomeStatus;
 use crate::telemetry::Reading;
@@ -85,7 +88,7 @@ pub fn telemetry(report: &Report) -> Option<Figure> {
     let stop = stop(report);
     let temperature = by_gpu(readings, |r| Some(r.temperature_c));
     let power = by_gpu(readings, |r| r.power_w);
-    let svg = svg((960, 560), |root| {
+    let svg = svg((WIDTH, 620), |root| {
         let end = readings
             .iter()
             .map(|r| r.t_s)
@@ -193,13 +196,12 @@ impl Panel<'_> {
             upper(max).max(max + 2.0),
         );
         let mut chart = ChartBuilder::on(area)
-            .caption(title, ("sans-serif", 16))
+            .caption(title, ("sans-serif", HEADING))
             .margin(10)
-            .x_label_area_size(36)
-            .y_label_area_size(56)
+            .x_label_area_size(48)
+            .y_label_area_size(72)
             .build_cartesian_2d(0.0..upper(self.end), low..high)?;
-        chart
-            .configure_mesh()
+        axes(&mut chart)
             .x_label_formatter(&tick)
             .y_label_formatter(&tick)
             .x_desc("seconds since the attempt started")
@@ -242,8 +244,8 @@ fn stop_line(
         STOP.stroke_width(2),
     )))?;
     let label = format!("guard stop: {} rule, {} s", stop.rule, tick(&stop.t_s));
-    let style = TextStyle::from(("sans-serif", 13).into_font()).color(&STOP);
-    let width = 7 * crate::num::pixels(label.chars().count());
+    let style = text(&STOP);
+    let width = text_width(&label);
     chart.draw_series(std::iter::once(
         EmptyElement::at((stop.t_s, high)) + Text::new(label, (-width - 6, 4), style),
     ))?;
