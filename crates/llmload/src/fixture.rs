@@ -298,3 +298,14 @@ pub fn reading() -> crate::telemetry::Reading {
         sw_power_cap: None,
     }
 }
+
+/// The window figures of an open loop at 20 requests/s of `responses` responses in 1 s.
+pub fn open_loop(responses: u32) -> crate::summary::window::LoadSummary {
+    serde_json::from_value(serde_json::json!({
+        "shape": "poisson", "nominal_rate_rps": 20.0, "window_s": [0.0, 1.0],
+        "requests_launched": responses, "completed_rps": responses,
+        "throughput_tps": 4 * responses,
+        "achieved_concurrency_mean": 1.0, "achieved_concurrency_peak": 2
+    }))
+    .expect("a load summary")
+}

@@ -7,11 +7,12 @@
 use crate::fmt::thousands;
 use crate::report::marks::{self, Marks};
 use crate::report::plot::{
-    axes, empty, legend, svg, text, tick, upper, whole, Area, ChartError, Figure, TimeAxis, COLORS,
-    TITLE, WIDTH,
+    axes, count, empty, legend, svg, text, tick, upper, whole, Area, ChartError, Figure, TimeAxis,
+    COLORS, TITLE, WIDTH,
 };
 use crate::stats::Distribution;
 use crate::summary::{CaseSummary, Summary};
+use captions::{left_out, POINT};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use std::fmt::Write;
@@ -109,35 +110,6 @@ fn load_label(lines: &[Series]) -> fn(&f64) -> String {
     }
 }
 
-/// "n = 3" or "n = 2–8" over the values `ns`.
-fn sizes(ns: impl Iterator<Item = usize>) -> String {
-    let ns: Vec<usize> = ns.collect();
-    match (ns.iter().min(), ns.iter().max()) {
-        (Some(lo), Some(hi)) if lo == hi => format!("n = {lo}"),
-        (Some(lo), Some(hi)) => format!("n = {lo}–{hi}"),
-        _ => "no samples".into(),
-    }
-}
-
-fn left_out(summary: &Summary) -> String {
-    let mut text = match summary.cases.iter().filter(|c| !c.complete).count() {
-        0 => String::new(),
-        k => format!(" {k} incomplete case(s) left out."),
-    };
-    let sessions = summary
-        .cases
-        .iter()
-        .filter(|c| c.sessions.is_some())
-        .count();
-    if sessions > 0 {
-        let _ = write!(
-            text,
-            " {sessions} case(s) of multi-turn sessions are charted by turn instead."
-        );
-    }
-    text
-}
-
 /// Load axis: from 0 to a little past the largest load.
 fn load_range(lines: &[Series]) -> std::ops::Range<f64> {
     let max = lines
@@ -181,11 +153,10 @@ pub fn latency(summary: &Summary) -> Figure {
         caption: format!(
             "Median TTFT (left) and median complete-response time (right) of each complete case \
              against its load, one line per input length; the shaded band reaches \
-             up to the p95, marked ×. {} responses per point ({} cases). The p95 is descriptive \
-             (fewer than 5 samples beyond it) at {descriptive} of {} points.{}",
-            sizes(cases.iter().filter_map(|c| c.ttft_ms.as_ref()).map(|d| d.n)),
-            cases.len(),
-            cases.len(),
+             up to the p95, marked ×. Per point: {}. The p95 is descriptive \
+             (fewer than 5 samples beyond it) at {descriptive} of {}.{}",
+            captions::responses(&cases),
+            count(cases.len(), POINT),
             left_out(summary),
         ),
     }
@@ -279,19 +250,15 @@ pub fn throughput(summary: &Summary) -> Figure {
         }
         throughput_chart(root, &lines, marks.as_ref())
     });
-    let rounds = lines
-        .iter()
-        .flat_map(|s| &s.cases)
-        .filter_map(|c| c.throughput_tps.as_ref().map(|t| t.n));
+    let cases: Vec<&CaseSummary> = lines.iter().flat_map(|s| s.cases.clone()).collect();
     Figure {
         title: format!("Aggregate throughput against {}", load_word(&lines)),
         svg,
         caption: format!(
-            "Aggregate output throughput of each complete case (mean over its rounds of Σ output \
-             tokens ÷ (last completion − first send); over the measurement window in continuous \
-             and open loops) against its load, one line per input length; the whiskers span the \
-             slowest and fastest round. {} rounds per point.{}{}",
-            sizes(rounds),
+            "Aggregate output throughput of each complete case ({}) against its load, one line \
+             per input length. Per point: {}.{}{}",
+            captions::throughput_method(&cases),
+            captions::throughput_samples(&cases),
             marks.map_or(String::new(), |m| m.caption()),
             left_out(summary),
         ),
@@ -384,18 +351,11 @@ pub fn latency_throughput(summary: &Summary) -> Figure {
         caption: format!(
             "Median (p50, solid, ●) and p99 (faint, ×) TTFT of each complete case against its \
              aggregate output throughput, one curve per input length; labels give the load \
-             (c4: 4 concurrent requests; 2/s: 2 arrivals per second). {} responses and {} rounds \
-             per point ({} cases). The p99 is descriptive (fewer than 5 samples beyond it) at \
-             {descriptive} of {} points.{}{}",
-            sizes(cases.iter().filter_map(|c| c.ttft_ms.as_ref()).map(|d| d.n)),
-            sizes(
-                cases
-                    .iter()
-                    .filter_map(|c| c.throughput_tps.as_ref())
-                    .map(|t| t.n)
-            ),
-            cases.len(),
-            cases.len(),
+             (c4: 4 concurrent requests; 2/s: 2 arrivals per second). Per point, TTFT: {}; throughput: {}. \
+             The p99 is descriptive (fewer than 5 samples beyond it) at {descriptive} of {}.{}{}",
+            captions::responses(&cases),
+            captions::throughput_samples(&cases),
+            count(cases.len(), POINT),
             marks.map_or(String::new(), |m| curve_caption(&m, &cases)),
             left_out(summary),
         ),
@@ -508,5 +468,6 @@ fn latency_throughput_chart(
     legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
+mod captions;
 #[cfg(test)]
 mod tests;

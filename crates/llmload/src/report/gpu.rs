@@ -6,8 +6,8 @@
 
 use crate::record::Seconds;
 use crate::report::plot::{
-    axes, empty, legend, svg, text, text_width, tick, upper, Area, ChartError, Figure, COLORS,
-    TITLE as HEADING, WIDTH,
+    axes, count, empty, legend, svg, text, text_width, tick, upper, Area, ChartError, Figure,
+    COLORS, TITLE as HEADING, WIDTH,
 };
 use crate::report::Report;
 use crate::summary::OutcomeStatus;
@@ -123,9 +123,9 @@ pub fn telemetry(report: &Report) -> Option<Figure> {
         svg,
         caption: format!(
             "Temperature (top) and power draw (bottom) of each GPU against seconds since the \
-             attempt started: {} readings of {} GPU(s).{threshold_text}{}",
-            readings.len(),
-            temperature.len(),
+             attempt started: {} of {}.{threshold_text}{}",
+            count(readings.len(), ("reading", "readings")),
+            count(temperature.len(), ("GPU", "GPUs")),
             stop_sentence(stop.as_ref()),
         ),
     })
@@ -282,7 +282,7 @@ mod tests {
         assert!(svg.contains("GPU 0") && svg.contains("GPU 1"));
         assert!(svg.contains("stop threshold 90 °C"));
         assert!(
-            figure.caption.contains("14 readings of 2 GPU(s)"),
+            figure.caption.contains("14 readings of 2 GPUs"),
             "{}",
             figure.caption
         );

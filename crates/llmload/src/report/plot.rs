@@ -70,6 +70,14 @@ pub fn axes<'a, 'b, DB: DrawingBackend>(
     mesh
 }
 
+/// A noun of a caption in its singular and its plural.
+pub type Noun = (&'static str, &'static str);
+
+/// `k` and the noun in its number: "1 case", "3 cases".
+pub fn count(k: usize, noun: Noun) -> String {
+    format!("{k} {}", if k == 1 { noun.0 } else { noun.1 })
+}
+
 /// Line colours (Tableau 10), one per input length.
 pub const COLORS: [RGBColor; 8] = [
     RGBColor(31, 119, 180),
@@ -187,5 +195,12 @@ mod tests {
         assert_eq!(tick(&0.0), "0");
         assert_eq!(whole(&4.0), "4");
         assert_eq!(whole(&2.5), "");
+    }
+
+    #[test]
+    fn a_count_names_its_noun_in_its_number() {
+        assert_eq!(count(1, ("round", "rounds")), "1 round");
+        assert_eq!(count(0, ("case", "cases")), "0 cases");
+        assert_eq!(count(2, ("case", "cases")), "2 cases");
     }
 }

@@ -6,7 +6,7 @@
 use crate::fmt::thousands;
 use crate::record::{Record, Status};
 use crate::report::plot::{
-    axes, empty, svg, text, text_width, tick, Area, ChartError, Figure, COLORS, WIDTH,
+    axes, count, empty, svg, text, text_width, tick, Area, ChartError, Figure, COLORS, WIDTH,
 };
 use crate::report::{Report, TIMELINE_MAX};
 use crate::summary::CaseSummary;
@@ -90,13 +90,13 @@ pub fn timeline(report: &Report) -> Figure {
                 (String::new(), "first token")
             } else {
                 (
-                    format!(" in {} rounds", c.rounds.len()),
+                    format!(" in {}", count(c.rounds.len(), ("round", "rounds"))),
                     "round and first token",
                 )
             };
             format!(
                 "Case {} ({} input tokens, {}, {} output tokens{}): one bar per measured \
-                 request, n = {} requests{}{rounds}, ordered by {order}. Orange: sent → first \
+                 request, n = {}{}{rounds}, ordered by {order}. Orange: sent → first \
                  token (waiting and prefill); blue: first token → final event (decode); red: a \
                  request that did not end ok, up to its last event. Times in seconds since the \
                  attempt started.",
@@ -105,7 +105,7 @@ pub fn timeline(report: &Report) -> Figure {
                 load(c),
                 thousands(c.output_tokens),
                 if c.complete { "" } else { "; incomplete" },
-                bars.len(),
+                count(bars.len(), ("request", "requests")),
                 shown_of(c, bars.len()),
             )
         }
@@ -261,14 +261,7 @@ mod tests {
         let mut report = fixture::report();
         let case = &mut report.summary.cases[1];
         case.rounds.clear();
-        case.load = Some(
-            serde_json::from_value(serde_json::json!({
-                "shape": "poisson", "nominal_rate_rps": 20.0, "window_s": [0.0, 1.0],
-                "requests_launched": 4, "completed_rps": 4.0, "throughput_tps": 16.0,
-                "achieved_concurrency_mean": 1.0, "achieved_concurrency_peak": 2
-            }))
-            .expect("a load summary"),
-        );
+        case.load = Some(fixture::open_loop(4));
         let caption = timeline(&report).caption;
         assert!(
             caption.contains("64 input tokens, 20 requests/s, 4 output tokens"),

@@ -53,10 +53,3 @@ fn a_sweep_marks_c_sat_and_the_cap_where_it_measured_them() {
     let plain = throughput(&fixture::report().summary).svg.expect("drawn");
     assert!(!plain.contains("C_sat"), "no sweep, no marks");
 }
-
-#[test]
-fn sample_sizes_read_as_a_range() {
-    assert_eq!(sizes([3, 3].into_iter()), "n = 3");
-    assert_eq!(sizes([2, 8, 4].into_iter()), "n = 2–8");
-    assert_eq!(sizes(std::iter::empty()), "no samples");
-}
