@@ -309,3 +309,17 @@ pub fn open_loop(responses: u32) -> crate::summary::window::LoadSummary {
     }))
     .expect("a load summary")
 }
+
+/// The fixture with a mix in its first case, as `--input-tokens choice:64,128` and outputs of
+/// 8, 9, 10, …: its records alternate 64 and 128 prompt tokens, its summary says their mean.
+pub fn mixed_lengths() -> Report {
+    let mut report = report();
+    let id = report.summary.cases[0].id.clone();
+    let records = report.records.iter_mut().filter(|r| r.case == id);
+    for (i, r) in records.enumerate() {
+        r.input_tokens = if i % 2 == 0 { 64 } else { 128 };
+        r.requested_output_tokens = 8 + u32::try_from(i).expect("a few records");
+    }
+    report.summary.cases[0].input_tokens = 96;
+    report
+}

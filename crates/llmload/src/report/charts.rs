@@ -4,7 +4,6 @@
 //! of open-loop cases. Only complete cases are plotted, as in the reference table; each chart comes
 //! with a caption that says what was plotted and from how many samples.
 
-use crate::fmt::thousands;
 use crate::report::marks::{self, Marks};
 use crate::report::plot::{
     axes, count, empty, legend, svg, text, tick, upper, whole, Area, ChartError, Figure, TimeAxis,
@@ -13,6 +12,7 @@ use crate::report::plot::{
 use crate::stats::Distribution;
 use crate::summary::{CaseSummary, Summary};
 use captions::{left_out, POINT};
+use lengths::Lengths;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use std::fmt::Write;
@@ -40,7 +40,8 @@ fn is_rate(case: &CaseSummary) -> bool {
         .is_some_and(|l| l.nominal_rate_rps.is_some())
 }
 
-fn series(summary: &Summary) -> Vec<Series<'_>> {
+/// The series of `summary`'s complete cases, each named by the lengths its cases sent.
+fn series<'a>(summary: &'a Summary, lengths: &Lengths) -> Vec<Series<'a>> {
     // Sessions pool turns of growing prompts: their own chart is by turn.
     let mut keys: Vec<(u32, u32, bool)> = summary
         .cases
@@ -66,9 +67,13 @@ fn series(summary: &Summary) -> Vec<Series<'_>> {
                 .collect();
             cases.sort_by(|a, b| load_of(a).total_cmp(&load_of(b)));
             let mut label = if several_outputs {
-                format!("{} in / {} out", thousands(input), thousands(output))
+                format!(
+                    "{} in / {} out",
+                    lengths.input(&cases),
+                    lengths.output(&cases)
+                )
             } else {
-                format!("{} input tokens", thousands(input))
+                format!("{} input tokens", lengths.input(&cases))
             };
             if mixed && rate {
                 label.push_str(", open loop");
@@ -127,8 +132,8 @@ fn load_range(lines: &[Series]) -> std::ops::Range<f64> {
 type Metric = fn(&CaseSummary) -> Option<&Distribution>;
 
 /// (a) Median TTFT and median complete-response time against concurrency, with p95 bands.
-pub fn latency(summary: &Summary) -> Figure {
-    let lines = series(summary);
+pub fn latency(summary: &Summary, lengths: &Lengths) -> Figure {
+    let lines = series(summary, lengths);
     let svg = svg((WIDTH, 440), |root| {
         if lines.is_empty() {
             return empty(root, "no complete case to plot");
@@ -241,8 +246,8 @@ pub(crate) fn median_and_band(
 }
 
 /// (b) Aggregate output throughput against concurrency, with the rounds' min–max.
-pub fn throughput(summary: &Summary) -> Figure {
-    let lines = series(summary);
+pub fn throughput(summary: &Summary, lengths: &Lengths) -> Figure {
+    let lines = series(summary, lengths);
     let marks = Marks::of(summary);
     let svg = svg((WIDTH, 460), |root| {
         if lines.is_empty() {
@@ -330,8 +335,8 @@ fn throughput_chart(
 
 /// (c) Latency against throughput: p50 and p99 TTFT of each complete case against its
 /// aggregate throughput, one curve per input length, each point labelled with its concurrency.
-pub fn latency_throughput(summary: &Summary) -> Figure {
-    let lines = series(summary);
+pub fn latency_throughput(summary: &Summary, lengths: &Lengths) -> Figure {
+    let lines = series(summary, lengths);
     let marks = Marks::of(summary);
     let svg = svg((WIDTH, 500), |root| {
         if lines.is_empty() {
@@ -469,5 +474,6 @@ fn latency_throughput_chart(
 }
 
 mod captions;
+pub mod lengths;
 #[cfg(test)]
 mod tests;

@@ -5,6 +5,7 @@
 
 use crate::fmt::thousands;
 use crate::record::{Record, Status};
+use crate::report::charts::lengths::Lengths;
 use crate::report::plot::{
     axes, count, empty, svg, text, text_width, tick, Area, ChartError, Figure, COLORS, WIDTH,
 };
@@ -61,7 +62,7 @@ impl Bar {
 }
 
 /// The timeline of [`pick_case`].
-pub fn timeline(report: &Report) -> Figure {
+pub fn timeline(report: &Report, lengths: &Lengths) -> Figure {
     let case = pick_case(report);
     let mut bars: Vec<Bar> = case
         .map(|c| {
@@ -101,9 +102,9 @@ pub fn timeline(report: &Report) -> Figure {
                  request that did not end ok, up to its last event. Times in seconds since the \
                  attempt started.",
                 c.id,
-                thousands(c.input_tokens),
+                lengths.input(&[c]),
                 load(c),
-                thousands(c.output_tokens),
+                lengths.output(&[c]),
                 if c.complete { "" } else { "; incomplete" },
                 count(bars.len(), ("request", "requests")),
                 shown_of(c, bars.len()),
@@ -247,7 +248,7 @@ mod tests {
             pick_case(&report).map(|c| c.id.as_str()),
             Some("in64-c2-out4")
         );
-        let figure = timeline(&report);
+        let figure = timeline(&report, &Lengths::of(&report));
         let svg = figure.svg.expect("drawn");
         // One prefill and one decode bar per request, plus a legend swatch of each colour.
         assert_eq!(svg.matches(r##"fill="#FF7F0E""##).count(), 4 + 1, "{svg}");
@@ -262,7 +263,7 @@ mod tests {
         let case = &mut report.summary.cases[1];
         case.rounds.clear();
         case.load = Some(fixture::open_loop(4));
-        let caption = timeline(&report).caption;
+        let caption = timeline(&report, &Lengths::of(&report)).caption;
         assert!(
             caption.contains("64 input tokens, 20 requests/s, 4 output tokens"),
             "{caption}"
