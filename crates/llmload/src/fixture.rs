@@ -298,3 +298,28 @@ pub fn reading() -> crate::telemetry::Reading {
         sw_power_cap: None,
     }
 }
+
+/// The window figures of an open loop at 20 requests/s of `responses` responses in 1 s.
+pub fn open_loop(responses: u32) -> crate::summary::window::LoadSummary {
+    serde_json::from_value(serde_json::json!({
+        "shape": "poisson", "nominal_rate_rps": 20.0, "window_s": [0.0, 1.0],
+        "requests_launched": responses, "completed_rps": responses,
+        "throughput_tps": 4 * responses,
+        "achieved_concurrency_mean": 1.0, "achieved_concurrency_peak": 2
+    }))
+    .expect("a load summary")
+}
+
+/// The fixture with a mix in its first case, as `--input-tokens choice:64,128` and outputs of
+/// 8, 9, 10, …: its records alternate 64 and 128 prompt tokens, its summary says their mean.
+pub fn mixed_lengths() -> Report {
+    let mut report = report();
+    let id = report.summary.cases[0].id.clone();
+    let records = report.records.iter_mut().filter(|r| r.case == id);
+    for (i, r) in records.enumerate() {
+        r.input_tokens = if i % 2 == 0 { 64 } else { 128 };
+        r.requested_output_tokens = 8 + u32::try_from(i).expect("a few records");
+    }
+    report.summary.cases[0].input_tokens = 96;
+    report
+}

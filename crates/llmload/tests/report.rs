@@ -6,6 +6,8 @@
 //! stop on the telemetry chart.
 #![expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 
+#[path = "common/chromium.rs"]
+mod chromium;
 mod common;
 
 use common::{attempt_dir, json, llmload, Simulator, SERIAL};
@@ -52,14 +54,18 @@ const CHARTS: [&str; 5] = [
 /// The page's figures: the charts, and the bars of where the time goes.
 const FIGURES: usize = CHARTS.len() + 1;
 
-/// The page names no address but the target's, loads nothing, and holds one SVG per chart.
+/// The page names no address but the target's, loads nothing, and holds one SVG per chart; an
+/// attempt without GPU readings has one line in place of the telemetry chart.
 fn assert_self_contained(html: &str, target_url: &str) {
+    let line = "<h3>GPU telemetry over time</h3>\n<p class=\"note\" id=\"no-telemetry\">\
+                No GPU telemetry";
+    assert!(html.contains(line), "no readings: one line, no chart");
     assert_eq!(
         html.matches("<svg").count(),
-        FIGURES,
+        FIGURES - 1,
         "one <svg> per figure"
     );
-    assert_eq!(html.matches("<figcaption>").count(), FIGURES);
+    assert_eq!(html.matches("<figcaption>").count(), FIGURES - 1);
     for title in CHARTS {
         assert!(html.contains(&format!("<h3>{title}</h3>")), "{title}");
     }
@@ -174,60 +180,11 @@ fn a_run_on_the_built_in_simulator_says_so_in_a_banner() {
     assert_self_contained(&html, url.as_str().expect("URL"));
 }
 
-/// Chromium's own background requests (updates, sign-in, clock), which are not the page's.
-const BROWSER_HOSTS: [&str; 3] = ["google.com/", "googleapis.com/", "gvt1.com/"];
-
-/// Runs headless Chromium on `page` with the network cut off: every request goes to a closed
-/// loopback proxy and no name resolves. Returns what `mode` printed and the URLs requested.
-fn chromium(page: &Path, profile: &Path, mode: &str) -> (String, Vec<String>) {
-    let netlog = profile.join(format!("netlog-{}.json", mode.trim_start_matches('-')));
-    let output = std::process::Command::new("timeout")
-        .args([
-            "120",
-            "chromium",
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-        ])
-        .args([
-            "--proxy-server=127.0.0.1:9",
-            "--host-resolver-rules=MAP * ~NOTFOUND",
-        ])
-        .args(["--disable-background-networking", "--no-first-run"])
-        .arg(format!(
-            "--user-data-dir={}",
-            profile.join("profile").display()
-        ))
-        .arg(format!("--log-net-log={}", netlog.display()))
-        .args(["--virtual-time-budget=3000", mode])
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .expect("run chromium");
-    assert!(output.status.success(), "chromium failed");
-    let log = std::fs::read_to_string(&netlog).unwrap_or_default();
-    let urls = log
-        .split("\"url\":\"")
-        .skip(1)
-        .filter_map(|rest| rest.split('"').next())
-        .filter(|url| !url.starts_with("file://"))
-        .filter(|url| !BROWSER_HOSTS.iter().any(|host| url.contains(host)))
-        .map(String::from)
-        .collect();
-    (String::from_utf8_lossy(&output.stdout).into_owned(), urls)
-}
-
 /// Debian's `chromium` renders the page offline with every chart; the page asks for nothing.
 /// `scripts/test.sh` installs Chromium; without it this test fails rather than pass unseen.
 #[test]
 fn the_page_loads_offline_in_headless_chromium() {
-    let installed = std::process::Command::new("chromium")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        installed,
-        "chromium is not installed: run scripts/test.sh, which installs it"
-    );
+    chromium::assert_installed();
     let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     let sim = Simulator::start(&["--profile", "cpu-tiny"]);
     let out = tempfile::tempdir().expect("temp dir");
@@ -255,7 +212,7 @@ fn the_page_loads_offline_in_headless_chromium() {
     );
     let summary = json(&dir.join("summary.json"));
     let page = dir.join("report.html");
-    let (dom, urls) = chromium(&page, out.path(), "--dump-dom");
+    let (dom, urls) = chromium::run(&page, out.path(), &["--dump-dom"]);
     assert_eq!(
         dom.matches("<svg").count(),
         FIGURES,
@@ -285,10 +242,10 @@ fn the_page_loads_offline_in_headless_chromium() {
     }
     assert!(urls.is_empty(), "the page requested {urls:?}");
     let shot = out.path().join("report.png");
-    chromium(
+    chromium::run(
         &page,
         out.path(),
-        &format!("--screenshot={}", shot.display()),
+        &[&format!("--screenshot={}", shot.display())],
     );
     let size = std::fs::metadata(&shot).map_or(0, |m| m.len());
     assert!(

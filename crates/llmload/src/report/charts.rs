@@ -4,13 +4,15 @@
 //! of open-loop cases. Only complete cases are plotted, as in the reference table; each chart comes
 //! with a caption that says what was plotted and from how many samples.
 
-use crate::fmt::thousands;
 use crate::report::marks::{self, Marks};
 use crate::report::plot::{
-    empty, legend, svg, tick, upper, whole, Area, ChartError, Figure, TimeAxis, COLORS,
+    axes, count, empty, legend, svg, text, tick, upper, whole, Area, ChartError, Figure, TimeAxis,
+    COLORS, TITLE, WIDTH,
 };
 use crate::stats::Distribution;
 use crate::summary::{CaseSummary, Summary};
+use captions::{left_out, POINT};
+use lengths::Lengths;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use std::fmt::Write;
@@ -38,7 +40,8 @@ fn is_rate(case: &CaseSummary) -> bool {
         .is_some_and(|l| l.nominal_rate_rps.is_some())
 }
 
-fn series(summary: &Summary) -> Vec<Series<'_>> {
+/// The series of `summary`'s complete cases, each named by the lengths its cases sent.
+fn series<'a>(summary: &'a Summary, lengths: &Lengths) -> Vec<Series<'a>> {
     // Sessions pool turns of growing prompts: their own chart is by turn.
     let mut keys: Vec<(u32, u32, bool)> = summary
         .cases
@@ -64,9 +67,13 @@ fn series(summary: &Summary) -> Vec<Series<'_>> {
                 .collect();
             cases.sort_by(|a, b| load_of(a).total_cmp(&load_of(b)));
             let mut label = if several_outputs {
-                format!("{} in / {} out", thousands(input), thousands(output))
+                format!(
+                    "{} in / {} out",
+                    lengths.input(&cases),
+                    lengths.output(&cases)
+                )
             } else {
-                format!("{} input tokens", thousands(input))
+                format!("{} input tokens", lengths.input(&cases))
             };
             if mixed && rate {
                 label.push_str(", open loop");
@@ -108,35 +115,6 @@ fn load_label(lines: &[Series]) -> fn(&f64) -> String {
     }
 }
 
-/// "n = 3" or "n = 2–8" over the values `ns`.
-fn sizes(ns: impl Iterator<Item = usize>) -> String {
-    let ns: Vec<usize> = ns.collect();
-    match (ns.iter().min(), ns.iter().max()) {
-        (Some(lo), Some(hi)) if lo == hi => format!("n = {lo}"),
-        (Some(lo), Some(hi)) => format!("n = {lo}–{hi}"),
-        _ => "no samples".into(),
-    }
-}
-
-fn left_out(summary: &Summary) -> String {
-    let mut text = match summary.cases.iter().filter(|c| !c.complete).count() {
-        0 => String::new(),
-        k => format!(" {k} incomplete case(s) left out."),
-    };
-    let sessions = summary
-        .cases
-        .iter()
-        .filter(|c| c.sessions.is_some())
-        .count();
-    if sessions > 0 {
-        let _ = write!(
-            text,
-            " {sessions} case(s) of multi-turn sessions are charted by turn instead."
-        );
-    }
-    text
-}
-
 /// Load axis: from 0 to a little past the largest load.
 fn load_range(lines: &[Series]) -> std::ops::Range<f64> {
     let max = lines
@@ -154,9 +132,9 @@ fn load_range(lines: &[Series]) -> std::ops::Range<f64> {
 type Metric = fn(&CaseSummary) -> Option<&Distribution>;
 
 /// (a) Median TTFT and median complete-response time against concurrency, with p95 bands.
-pub fn latency(summary: &Summary) -> Figure {
-    let lines = series(summary);
-    let svg = svg((960, 420), |root| {
+pub fn latency(summary: &Summary, lengths: &Lengths) -> Figure {
+    let lines = series(summary, lengths);
+    let svg = svg((WIDTH, 440), |root| {
         if lines.is_empty() {
             return empty(root, "no complete case to plot");
         }
@@ -180,11 +158,10 @@ pub fn latency(summary: &Summary) -> Figure {
         caption: format!(
             "Median TTFT (left) and median complete-response time (right) of each complete case \
              against its load, one line per input length; the shaded band reaches \
-             up to the p95, marked ×. {} responses per point ({} cases). The p95 is descriptive \
-             (fewer than 5 samples beyond it) at {descriptive} of {} points.{}",
-            sizes(cases.iter().filter_map(|c| c.ttft_ms.as_ref()).map(|d| d.n)),
-            cases.len(),
-            cases.len(),
+             up to the p95, marked ×. Per point: {}. The p95 is descriptive \
+             (fewer than 5 samples beyond it) at {descriptive} of {}.{}",
+            captions::responses(&cases),
+            count(cases.len(), POINT),
             left_out(summary),
         ),
     }
@@ -204,13 +181,12 @@ fn latency_panel(
         .fold(0.0, f64::max);
     let axis = TimeAxis::for_max_ms(max_ms);
     let mut chart = ChartBuilder::on(area)
-        .caption(title, ("sans-serif", 18))
+        .caption(title, ("sans-serif", TITLE))
         .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(56)
+        .x_label_area_size(52)
+        .y_label_area_size(72)
         .build_cartesian_2d(load_range(lines), 0.0..upper(max_ms / axis.divisor))?;
-    chart
-        .configure_mesh()
+    axes(&mut chart)
         .x_label_formatter(&load_label(lines))
         .y_label_formatter(&tick)
         .x_desc(load_axis(lines))
@@ -270,28 +246,24 @@ pub(crate) fn median_and_band(
 }
 
 /// (b) Aggregate output throughput against concurrency, with the rounds' min–max.
-pub fn throughput(summary: &Summary) -> Figure {
-    let lines = series(summary);
+pub fn throughput(summary: &Summary, lengths: &Lengths) -> Figure {
+    let lines = series(summary, lengths);
     let marks = Marks::of(summary);
-    let svg = svg((720, 420), |root| {
+    let svg = svg((WIDTH, 460), |root| {
         if lines.is_empty() {
             return empty(root, "no complete case to plot");
         }
         throughput_chart(root, &lines, marks.as_ref())
     });
-    let rounds = lines
-        .iter()
-        .flat_map(|s| &s.cases)
-        .filter_map(|c| c.throughput_tps.as_ref().map(|t| t.n));
+    let cases: Vec<&CaseSummary> = lines.iter().flat_map(|s| s.cases.clone()).collect();
     Figure {
         title: format!("Aggregate throughput against {}", load_word(&lines)),
         svg,
         caption: format!(
-            "Aggregate output throughput of each complete case (mean over its rounds of Σ output \
-             tokens ÷ (last completion − first send); over the measurement window in continuous \
-             and open loops) against its load, one line per input length; the whiskers span the \
-             slowest and fastest round. {} rounds per point.{}{}",
-            sizes(rounds),
+            "Aggregate output throughput of each complete case ({}) against its load, one line \
+             per input length. Per point: {}.{}{}",
+            captions::throughput_method(&cases),
+            captions::throughput_samples(&cases),
             marks.map_or(String::new(), |m| m.caption()),
             left_out(summary),
         ),
@@ -311,11 +283,10 @@ fn throughput_chart(
         .fold(0.0, f64::max);
     let mut chart = ChartBuilder::on(root)
         .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(64)
+        .x_label_area_size(52)
+        .y_label_area_size(80)
         .build_cartesian_2d(load_range(lines), 0.0..upper(max))?;
-    chart
-        .configure_mesh()
+    axes(&mut chart)
         .x_label_formatter(&load_label(lines))
         .y_label_formatter(&tick)
         .x_desc(load_axis(lines))
@@ -364,10 +335,10 @@ fn throughput_chart(
 
 /// (c) Latency against throughput: p50 and p99 TTFT of each complete case against its
 /// aggregate throughput, one curve per input length, each point labelled with its concurrency.
-pub fn latency_throughput(summary: &Summary) -> Figure {
-    let lines = series(summary);
+pub fn latency_throughput(summary: &Summary, lengths: &Lengths) -> Figure {
+    let lines = series(summary, lengths);
     let marks = Marks::of(summary);
-    let svg = svg((720, 460), |root| {
+    let svg = svg((WIDTH, 500), |root| {
         if lines.is_empty() {
             return empty(root, "no complete case to plot");
         }
@@ -385,18 +356,11 @@ pub fn latency_throughput(summary: &Summary) -> Figure {
         caption: format!(
             "Median (p50, solid, ●) and p99 (faint, ×) TTFT of each complete case against its \
              aggregate output throughput, one curve per input length; labels give the load \
-             (c4: 4 concurrent requests; 2/s: 2 arrivals per second). {} responses and {} rounds \
-             per point ({} cases). The p99 is descriptive (fewer than 5 samples beyond it) at \
-             {descriptive} of {} points.{}{}",
-            sizes(cases.iter().filter_map(|c| c.ttft_ms.as_ref()).map(|d| d.n)),
-            sizes(
-                cases
-                    .iter()
-                    .filter_map(|c| c.throughput_tps.as_ref())
-                    .map(|t| t.n)
-            ),
-            cases.len(),
-            cases.len(),
+             (c4: 4 concurrent requests; 2/s: 2 arrivals per second). Per point, TTFT: {}; throughput: {}. \
+             The p99 is descriptive (fewer than 5 samples beyond it) at {descriptive} of {}.{}{}",
+            captions::responses(&cases),
+            captions::throughput_samples(&cases),
+            count(cases.len(), POINT),
             marks.map_or(String::new(), |m| curve_caption(&m, &cases)),
             left_out(summary),
         ),
@@ -449,11 +413,10 @@ fn latency_throughput_chart(
     let max_y = all.iter().map(|p| p.3 / axis.divisor).fold(0.0, f64::max);
     let mut chart = ChartBuilder::on(root)
         .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(64)
+        .x_label_area_size(52)
+        .y_label_area_size(80)
         .build_cartesian_2d(0.0..upper(max_x), 0.0..upper(max_y))?;
-    chart
-        .configure_mesh()
+    axes(&mut chart)
         .x_label_formatter(&tick)
         .y_label_formatter(&tick)
         .x_desc("aggregate output throughput (tokens/s)")
@@ -497,18 +460,20 @@ fn latency_throughput_chart(
             p99.iter()
                 .map(|&p| Cross::new(p, 4, color.mix(0.6).stroke_width(1))),
         )?;
-        let label_style = TextStyle::from(("sans-serif", 12).into_font()).color(&BLACK);
+        let label_style = text(&BLACK);
         chart.draw_series(pts.iter().zip(&p50).map(|(p, &at)| {
             let label = if line.rate {
                 format!("{}/s", tick(&p.0))
             } else {
                 format!("c{}", p.0)
             };
-            EmptyElement::at(at) + Text::new(label, (5, -14), label_style.clone())
+            EmptyElement::at(at) + Text::new(label, (6, -20), label_style.clone())
         }))?;
     }
     legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
+mod captions;
+pub mod lengths;
 #[cfg(test)]
 mod tests;

@@ -5,7 +5,10 @@
 //! reading of its stretch, so that no peak disappears.
 
 use crate::record::Seconds;
-use crate::report::plot::{empty, legend, svg, tick, upper, Area, ChartError, Figure, COLORS};
+use crate::report::plot::{
+    axes, count, empty, legend, svg, text, text_width, tick, upper, Area, ChartError, Figure,
+    COLORS, TITLE as HEADING, WIDTH,
+};
 use crate::report::Report;
 use crate::summary::OutcomeStatus;
 use crate::telemetry::Reading;
@@ -76,16 +79,16 @@ fn by_gpu(
     out
 }
 
-/// The telemetry chart of `report`.
-pub fn telemetry(report: &Report) -> Figure {
+/// The telemetry chart of `report`; none without readings ([`absent`] says why instead).
+pub fn telemetry(report: &Report) -> Option<Figure> {
     let readings = &report.telemetry;
+    if readings.is_empty() {
+        return None;
+    }
     let stop = stop(report);
     let temperature = by_gpu(readings, |r| Some(r.temperature_c));
     let power = by_gpu(readings, |r| r.power_w);
-    let svg = svg((960, 560), |root| {
-        if readings.is_empty() {
-            return empty(root, "no GPU readings (telemetry off or not available)");
-        }
+    let svg = svg((WIDTH, 620), |root| {
         let end = readings
             .iter()
             .map(|r| r.t_s)
@@ -108,15 +111,6 @@ pub fn telemetry(report: &Report) -> Figure {
         }
         .draw(&panels[1], "Power draw (W)", &power)
     });
-    let gpus = temperature.len();
-    let stop_text = match &stop {
-        Some(s) => format!(
-            " The red line marks where the run stopped ({} rule) at {} s.",
-            s.rule,
-            tick(&s.t_s)
-        ),
-        None => " The run was not stopped.".into(),
-    };
     let threshold_text = report.limits.stop_temp_c.map_or(String::new(), |t| {
         format!(
             " The dashed line is the harness's stop temperature ({} °C), a threshold of this \
@@ -124,18 +118,55 @@ pub fn telemetry(report: &Report) -> Figure {
             tick(&t)
         )
     });
-    Figure {
-        title: "GPU telemetry over time".into(),
+    Some(Figure {
+        title: TITLE.into(),
         svg,
-        caption: if readings.is_empty() {
-            format!("No GPU readings were recorded for this attempt.{stop_text}")
-        } else {
-            format!(
-                "Temperature (top) and power draw (bottom) of each GPU against seconds since the \
-                 attempt started: {} readings of {gpus} GPU(s).{threshold_text}{stop_text}",
-                readings.len(),
-            )
-        },
+        caption: format!(
+            "Temperature (top) and power draw (bottom) of each GPU against seconds since the \
+             attempt started: {} of {}.{threshold_text}{}",
+            count(readings.len(), ("reading", "readings")),
+            count(temperature.len(), ("GPU", "GPUs")),
+            stop_sentence(stop.as_ref()),
+        ),
+    })
+}
+
+/// The heading of the telemetry chart.
+pub const TITLE: &str = "GPU telemetry over time";
+
+/// Where there are no GPU readings, the one line said instead of the chart: that there was no
+/// telemetry, and why where the summary says.
+pub fn absent(report: &Report) -> Option<String> {
+    if !report.telemetry.is_empty() {
+        return None;
+    }
+    let why = match report.summary.telemetry.as_ref().map(|t| t.source.as_str()) {
+        None => String::new(),
+        Some("off") => ": telemetry was off (--telemetry off)".into(),
+        Some("none available") => {
+            ": no GPU source answered (neither NVML nor nvidia-smi was available)".into()
+        }
+        Some(source) => format!(": the source {source} gave no readings"),
+    };
+    let stopped = stop(report).map_or(String::new(), |s| {
+        format!(
+            " The run was stopped by the {} rule at {} s.",
+            s.rule,
+            tick(&s.t_s)
+        )
+    });
+    Some(format!("No GPU telemetry{why}.{stopped}"))
+}
+
+/// Whether and where the run was stopped, as the chart's caption says it.
+fn stop_sentence(stop: Option<&Stop>) -> String {
+    match stop {
+        Some(s) => format!(
+            " The red line marks where the run stopped ({} rule) at {} s.",
+            s.rule,
+            tick(&s.t_s)
+        ),
+        None => " The run was not stopped.".into(),
     }
 }
 
@@ -165,13 +196,12 @@ impl Panel<'_> {
             upper(max).max(max + 2.0),
         );
         let mut chart = ChartBuilder::on(area)
-            .caption(title, ("sans-serif", 16))
+            .caption(title, ("sans-serif", HEADING))
             .margin(10)
-            .x_label_area_size(36)
-            .y_label_area_size(56)
+            .x_label_area_size(48)
+            .y_label_area_size(72)
             .build_cartesian_2d(0.0..upper(self.end), low..high)?;
-        chart
-            .configure_mesh()
+        axes(&mut chart)
             .x_label_formatter(&tick)
             .y_label_formatter(&tick)
             .x_desc("seconds since the attempt started")
@@ -214,8 +244,8 @@ fn stop_line(
         STOP.stroke_width(2),
     )))?;
     let label = format!("guard stop: {} rule, {} s", stop.rule, tick(&stop.t_s));
-    let style = TextStyle::from(("sans-serif", 13).into_font()).color(&STOP);
-    let width = 7 * crate::num::pixels(label.chars().count());
+    let style = text(&STOP);
+    let width = text_width(&label);
     chart.draw_series(std::iter::once(
         EmptyElement::at((stop.t_s, high)) + Text::new(label, (-width - 6, 4), style),
     ))?;
@@ -243,7 +273,7 @@ mod tests {
             None,
             "the fixture was not stopped"
         );
-        let figure = telemetry(&report);
+        let figure = telemetry(&report).expect("readings");
         let svg = figure.svg.expect("drawn");
         assert!(
             svg.contains("guard stop: temperature rule, 1.5 s"),
@@ -252,7 +282,7 @@ mod tests {
         assert!(svg.contains("GPU 0") && svg.contains("GPU 1"));
         assert!(svg.contains("stop threshold 90 °C"));
         assert!(
-            figure.caption.contains("14 readings of 2 GPU(s)"),
+            figure.caption.contains("14 readings of 2 GPUs"),
             "{}",
             figure.caption
         );
@@ -264,11 +294,23 @@ mod tests {
     }
 
     #[test]
-    fn no_readings_give_an_empty_chart_that_says_so() {
-        let figure = telemetry(&fixture::report());
-        let svg = figure.svg.expect("drawn");
-        assert!(svg.contains("no GPU readings"));
-        assert!(figure.caption.starts_with("No GPU readings"));
+    fn no_readings_give_one_line_that_says_why_instead_of_a_chart() {
+        let mut report = fixture::report();
+        assert!(telemetry(&report).is_none());
+        report.summary.telemetry = Some(crate::telemetry::TelemetrySummary {
+            source: "none available".into(),
+            ..Default::default()
+        });
+        assert_eq!(
+            absent(&report).as_deref(),
+            Some(
+                "No GPU telemetry: no GPU source answered (neither NVML nor nvidia-smi was \
+                 available)."
+            )
+        );
+        report.summary.telemetry = None;
+        assert_eq!(absent(&report).as_deref(), Some("No GPU telemetry."));
+        assert_eq!(absent(&fixture::sweep_report()), None, "it has readings");
     }
 
     #[test]

@@ -12,12 +12,15 @@ use super::text::{
     counting_lines, has_rounds, histogram_note, incomplete_line, outcome_counts, telemetry_line,
     unverified_note,
 };
-use super::{charts, energy, gpu, phases, results, saturation, sessions, shards, timeline};
+use super::{charts, energy, gpu, phases, saturation, sessions, shards, timeline};
 use super::{Report, FAILED_SHOWN};
 use crate::record::{ErrorKind, Status};
 use crate::summary::{CaseSummary, Summary};
+use charts::lengths::Lengths;
 use std::collections::BTreeSet;
 use std::fmt::Write;
+
+mod tables;
 
 pub use super::markup::escape;
 
@@ -28,15 +31,19 @@ h1{margin-bottom:.2em}h2{margin-top:1.6em;border-bottom:1px solid #ddd}\
 .banner{background:#fff3cd;border:2px solid #d39e00;padding:.8em 1em;font-weight:600;margin:1em 0}\
 .outcome{padding:.6em 1em;border-left:6px solid #888;background:#f6f6f6}\
 .outcome.completed{border-color:#2ca02c}.outcome.failed{border-color:#d62728}.outcome.stopped{border-color:#ff7f0e}\
-table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:.3em .6em;text-align:right}\
+table{border-collapse:collapse;margin:1em 0;font-size:.92em}th,td{border:1px solid #ccc;padding:.3em .5em;text-align:right}\
+.wide{overflow-x:auto}@media (max-width:1000px){table{font-size:.8em}th,td{padding:.25em .35em}}\
 th{background:#f0f0f0}td:first-child,th:first-child{text-align:left}\
-figure{margin:1.5em 0}figure svg{max-width:100%;height:auto;border:1px solid #eee}\
+figure{margin:1.5em 0}figure svg{max-width:100%;border:1px solid #eee}figure svg:not(.fluid){height:auto}\
+.legend{list-style:none;display:flex;flex-wrap:wrap;gap:.3em 1.2em;padding:0;margin:.4em 0;font-size:.92em}\
+.swatch{display:inline-block;width:.9em;height:.9em;margin-right:.35em;vertical-align:-.1em}\
 figcaption{color:#444;font-size:.92em;margin-top:.4em}\
 .note{color:#555;font-size:.92em}code{background:#f3f3f3;padding:0 .2em}";
 
 /// Renders the whole page.
 pub fn render(report: &Report) -> String {
     let summary = &report.summary;
+    let lengths = Lengths::of(report);
     let mut out = String::new();
     let title = format!("llmload report: {}", summary.attempt_id);
     let _ = write!(
@@ -48,7 +55,7 @@ pub fn render(report: &Report) -> String {
     );
     header(&mut out, report);
     outcome(&mut out, summary);
-    results(&mut out, report);
+    results(&mut out, report, &lengths);
     let counting = counting_lines(summary);
     if !counting.is_empty() {
         let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(counting.trim()));
@@ -67,13 +74,23 @@ pub fn render(report: &Report) -> String {
     sessions_section(&mut out, summary);
     out.push_str("<h2 id=\"charts\">Charts</h2>\n");
     for figure in [
-        charts::latency(summary),
-        charts::throughput(summary),
-        charts::latency_throughput(summary),
-        timeline::timeline(report),
-        gpu::telemetry(report),
+        charts::latency(summary, &lengths),
+        charts::throughput(summary, &lengths),
+        charts::latency_throughput(summary, &lengths),
+        timeline::timeline(report, &lengths),
     ] {
         push_figure(&mut out, &figure);
+    }
+    match gpu::telemetry(report) {
+        Some(figure) => push_figure(&mut out, &figure),
+        None => {
+            let _ = writeln!(
+                out,
+                "<h3>{}</h3>\n<p class=\"note\" id=\"no-telemetry\">{}</p>",
+                gpu::TITLE,
+                escape(&gpu::absent(report).unwrap_or_default())
+            );
+        }
     }
     let _ = write!(
         out,
@@ -131,16 +148,18 @@ fn outcome(out: &mut String, summary: &Summary) {
     }
 }
 
-fn results(out: &mut String, report: &Report) {
+fn results(out: &mut String, report: &Report, lengths: &Lengths) {
     out.push_str("<h2 id=\"results\">Results</h2>\n");
     if has_rounds(&report.summary) {
-        out.push_str(&results::reference(&report.summary).html());
+        push_table(out, &tables::reference(&report.summary, lengths));
         out.push_str(
             "<p class=\"note\">Complete cases only. TTFT: request sent → first event \
              carrying a generated token. Complete response: sent → final event. Both are medians \
              over the n responses. Throughput: mean over rounds of Σ output tokens ÷ (last \
-             completion − first send).</p>\n",
+             completion − first send). Input tokens: the lengths the requests sent, a mix by \
+             its lengths (64/128) or their range.</p>\n",
         );
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(tables::NOTE));
     }
     load_table(out, &report.summary);
     energy_table(out, &report.summary);
@@ -171,12 +190,16 @@ fn results(out: &mut String, report: &Report) {
 
 /// Continuous and open-loop cases: figures over the measurement window.
 fn load_table(out: &mut String, summary: &Summary) {
+    let window = tables::window(summary);
     table(
         out,
         "window",
         "Continuous and open-loop cases (figures over the measurement window)",
-        &results::window(summary),
+        &window,
     );
+    if !window.is_empty() {
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(tables::NOTE));
+    }
 }
 
 /// The energy of each case's measurement window, where there were power readings.
@@ -196,7 +219,7 @@ fn table(out: &mut String, id: &str, title: &str, table: &Table) {
         return;
     }
     let _ = writeln!(out, "<h3 id=\"{id}\">{}</h3>", escape(title));
-    out.push_str(&table.html());
+    push_table(out, table);
 }
 
 /// A sweep's curve and its findings, each with how it was found.
@@ -206,7 +229,7 @@ fn sweep(out: &mut String, summary: &Summary) {
     };
     let a = &sweep.analysis;
     out.push_str("<h2 id=\"sweep\">Sweep: saturation analysis</h2>\n");
-    out.push_str(&saturation::page_curve(a, sweep.axis).html());
+    push_table(out, &saturation::page_curve(a, sweep.axis));
     out.push_str("<ul>\n");
     for (name, f) in saturation::findings(a) {
         let value = f.value.map_or("none".to_owned(), |v| v.to_string());
@@ -224,6 +247,11 @@ fn sweep(out: &mut String, summary: &Summary) {
             escape(why)
         );
     }
+}
+
+/// A table in a box of the column's width that scrolls across, should the table be wider.
+fn push_table(out: &mut String, table: &Table) {
+    let _ = writeln!(out, "<div class=\"wide\">\n{}</div>", table.html());
 }
 
 /// The distinct errors of a case's first failed requests (up to `FAILED_SHOWN`), at most five.
@@ -258,7 +286,7 @@ fn shards_section(out: &mut String, summary: &Summary) {
         return;
     };
     out.push_str("<h2 id=\"shards\">Shards</h2>\n");
-    out.push_str(&shards::table(section).html());
+    push_table(out, &shards::table(section));
     for line in shards::sentences(section) {
         let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(&line));
     }
@@ -271,14 +299,15 @@ fn phases_section(out: &mut String, summary: &Summary) {
     };
     let _ = write!(
         out,
-        "<h2 id=\"phases\">Where the time goes</h2>\n<figure id=\"phases-bars\">\n{svg}\n\
+        "<h2 id=\"phases\">Where the time goes</h2>\n<figure id=\"phases-bars\">\n{}\n{svg}\n\
          <figcaption>Per case, the medians of the ok responses: left of the line, a new \
          connection's setup (connect, then the TLS handshake; medians over the new connections), \
          done before the request is sent and never part of TTFT; right of it, from the send: \
          the response head, the first event, the first token (TTFT) and the last token. \
          Hover over a segment for its length; <code>report.md</code> and \
          <code>summary.json</code> give the figures with their sample sizes.</figcaption>\n\
-         </figure>\n"
+         </figure>\n",
+        phases::legend()
     );
 }
 
@@ -352,10 +381,11 @@ mod tests {
     #[test]
     fn the_page_is_self_contained_with_one_svg_per_chart() {
         let html = render(&fixture::report());
-        // The five charts, and the bars of where the time goes.
-        assert_eq!(html.matches("<svg").count(), 6);
+        // Four charts, the bars of where the time goes, and no GPU chart without readings.
+        assert_eq!(html.matches("<svg").count(), 5);
         assert_eq!(html.matches("<g class=\"phase-bar\">").count(), 4);
-        assert_eq!(html.matches("<figure>").count(), 5);
+        assert_eq!(html.matches("<figure>").count(), 4);
+        assert!(html.contains("<h3>GPU telemetry over time</h3>\n<p class=\"note\" id=\"no-telemetry\">No GPU telemetry"));
         assert!(!html.contains("<script"));
         assert!(!html.contains("<link"));
         assert!(!html.contains("src="));

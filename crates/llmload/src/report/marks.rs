@@ -2,7 +2,7 @@
 //! recommended cap, as dashed vertical lines with a label, and a sentence for the caption that
 //! says what was marked (or why nothing was).
 
-use crate::report::plot::{tick, ChartError};
+use crate::report::plot::{text, text_width, tick, ChartError};
 use crate::summary::Summary;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
@@ -91,11 +91,11 @@ where
     let x_range = chart.x_range();
     let near_right = x > x_range.start + 0.75 * (x_range.end - x_range.start);
     let dx = if near_right {
-        -(7 * crate::num::pixels(label.chars().count())) - 6
+        -text_width(label) - 6
     } else {
         5
     };
-    let style = TextStyle::from(("sans-serif", 13).into_font()).color(&color);
+    let style = text(&color);
     chart.draw_series(std::iter::once(
         EmptyElement::at((x, top)) + Text::new(label.to_owned(), (dx, 4), style),
     ))?;

@@ -111,14 +111,24 @@ impl Bar<'_> {
     }
 }
 
-/// Geometry of the page's bar chart, px.
-const WIDTH: f64 = 900.0;
-const LABEL: f64 = 180.0;
-const ROW: f64 = 30.0;
-const TOP: f64 = 50.0;
+/// Geometry of the page's bar chart. Across, in percent of its width, so that the bars fill the
+/// column at any window width while the text keeps its size; down, in px.
+const LEFT: f64 = 1.0;
+const SPAN: f64 = 98.0;
+/// Text size, px, at every window width (the chart is never scaled).
+const FONT: f64 = 14.0;
+/// A line of a case id, px.
+const LINE: f64 = 17.0;
+const TOP: f64 = 24.0;
+const BAR: f64 = 18.0;
+/// Below a bar, before the next case's id, px.
+const GAP: f64 = 10.0;
+/// At [`FONT`], this many characters fit a line of the chart in an 800 px window: longer case
+/// ids take more lines.
+const ID_CHARS: usize = 72;
 
-/// The chart of `report.html` as an `<svg>` element: a stacked bar per case, the send at a
-/// common line; none when no case's records carry phases.
+/// The chart of `report.html` as an `<svg>` element: a stacked bar per case under its id, the
+/// send at a common line; none when no case's records carry phases. Its legend is [`legend`].
 pub fn bars(summary: &Summary) -> Option<String> {
     let bars: Vec<Bar> = cases(summary).map(|(c, p)| Bar::of(c, p)).collect();
     if bars.is_empty() {
@@ -129,79 +139,132 @@ pub fn bars(summary: &Summary) -> Option<String> {
         .map(|b| b.setup[0] + b.setup[1])
         .fold(0.0, f64::max);
     let after = bars.iter().map(|b| b.marks[3]).fold(0.0, f64::max);
-    let scale = (WIDTH - LABEL - 20.0) / (before + after).max(1e-9);
-    let sent_x = LABEL + before * scale;
-    let height = TOP + ROW * bars.len() as f64 + 30.0;
+    let scale = Scale {
+        per_ms: SPAN / (before + after).max(1e-9),
+        sent_x: LEFT + before * SPAN / (before + after).max(1e-9),
+    };
+    let mut rows = String::new();
+    let mut bottom = TOP;
+    for bar in &bars {
+        bottom = row(&mut rows, bar, bottom, scale);
+    }
+    let below = bottom + 8.0;
     let mut svg = format!(
-        "<svg viewBox=\"0 0 {WIDTH} {height}\" \
-         width=\"{WIDTH}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"12\">\n"
+        "<svg class=\"fluid\" width=\"100%\" height=\"{:.0}\" font-family=\"sans-serif\" \
+         font-size=\"{FONT}\">\n\
+         <text class=\"sent\" x=\"{:.2}%\" dx=\"4\" y=\"{:.1}\">sent</text>\n{rows}",
+        below + 10.0,
+        scale.sent_x,
+        TOP - 8.0
     );
-    legend(&mut svg);
-    for (row, bar) in bars.iter().enumerate() {
-        let y = TOP + ROW * row as f64;
+    // The scale's ends, one at each side, so that they never meet: the longest setup before
+    // the send, the longest last token after it.
+    if before > 0.0 {
         let _ = write!(
             svg,
-            "<g class=\"phase-bar\"><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-            LABEL - 8.0,
-            y + 14.0,
-            escape(bar.id)
+            "<text class=\"scale\" x=\"{LEFT}%\" y=\"{below:.1}\">setup: up to {} before the \
+             send</text>",
+            ms(Some(before)),
         );
-        // The setup ends at the send; the marks start there.
-        let setup_start = sent_x - (bar.setup[0] + bar.setup[1]) * scale;
-        let mut spans = vec![
-            (0, setup_start, bar.setup[0]),
-            (1, setup_start + bar.setup[0] * scale, bar.setup[1]),
-        ];
-        let mut from = 0.0;
-        for (k, mark) in bar.marks.iter().enumerate() {
-            spans.push((k + 2, sent_x + from * scale, mark - from));
-            from = *mark;
-        }
-        for (k, x, length) in spans {
-            let (class, name, colour) = SEGMENTS[k];
-            let _ = write!(
-                svg,
-                "<rect class=\"{class}\" x=\"{x:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"18\" \
-                 fill=\"{colour}\"><title>{} {name}: {}</title></rect>",
-                length * scale,
-                escape(bar.id),
-                ms(Some(length))
-            );
-        }
-        svg.push_str("</g>\n");
     }
-    let bottom = TOP + ROW * bars.len() as f64;
     let _ = write!(
         svg,
-        "<line x1=\"{sent_x:.1}\" y1=\"{:.1}\" x2=\"{sent_x:.1}\" y2=\"{bottom:.1}\" \
-         stroke=\"#222\" stroke-dasharray=\"4 3\"/>\
-         <text x=\"{sent_x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">sent</text>\
-         <text x=\"{LABEL}\" y=\"{:.1}\">−{}</text>\
-         <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>\n</svg>",
-        TOP - 6.0,
-        bottom + 16.0,
-        bottom + 16.0,
-        ms(Some(before)),
-        WIDTH - 20.0,
-        bottom + 16.0,
+        "<text class=\"scale\" x=\"{:.0}%\" y=\"{below:.1}\" text-anchor=\"end\">{} after the \
+         send</text>\n</svg>",
+        LEFT + SPAN,
         ms(Some(after)),
     );
     Some(svg)
 }
 
-fn legend(svg: &mut String) {
-    let mut x = 10.0;
-    for (class, name, colour) in SEGMENTS {
+/// Across the chart: percent of its width per ms, and where the send is, percent.
+#[derive(Clone, Copy)]
+struct Scale {
+    per_ms: f64,
+    sent_x: f64,
+}
+
+/// Writes `bar`'s row from `y` down: its case id, whole, in as many lines as it needs, then its
+/// segments and the send across them. Returns where the next row starts.
+fn row(svg: &mut String, bar: &Bar, y: f64, scale: Scale) -> f64 {
+    let lines = id_lines(bar.id);
+    let _ = write!(
+        svg,
+        "<g class=\"phase-bar\"><text class=\"case-id\" y=\"{y:.1}\">"
+    );
+    for line in &lines {
         let _ = write!(
             svg,
-            "<rect class=\"legend-{class}\" x=\"{x:.1}\" y=\"8\" width=\"12\" height=\"12\" \
-             fill=\"{colour}\"/><text x=\"{:.1}\" y=\"18\">{}</text>",
-            x + 16.0,
+            "<tspan x=\"{LEFT}%\" dy=\"{LINE}\">{}</tspan>",
+            escape(line)
+        );
+    }
+    svg.push_str("</text>");
+    let top = y + LINE * lines.len() as f64 + 6.0;
+    // The setup ends at the send; the marks start there.
+    let setup_start = scale.sent_x - (bar.setup[0] + bar.setup[1]) * scale.per_ms;
+    let mut spans = vec![
+        (0, setup_start, bar.setup[0]),
+        (1, setup_start + bar.setup[0] * scale.per_ms, bar.setup[1]),
+    ];
+    let mut from = 0.0;
+    for (k, mark) in bar.marks.iter().enumerate() {
+        spans.push((k + 2, scale.sent_x + from * scale.per_ms, mark - from));
+        from = *mark;
+    }
+    for (k, x, length) in spans {
+        let (class, name, colour) = SEGMENTS[k];
+        let _ = write!(
+            svg,
+            "<rect class=\"{class}\" x=\"{x:.2}%\" y=\"{top:.1}\" width=\"{:.2}%\" \
+             height=\"{BAR}\" fill=\"{colour}\"><title>{} {name}: {}</title></rect>",
+            length * scale.per_ms,
+            escape(bar.id),
+            ms(Some(length))
+        );
+    }
+    // The send, across the bar only, so that it crosses no case id.
+    let _ = writeln!(
+        svg,
+        "<line x1=\"{x:.2}%\" y1=\"{:.1}\" x2=\"{x:.2}%\" y2=\"{:.1}\" stroke=\"#222\" \
+         stroke-dasharray=\"4 3\"/></g>",
+        top - 3.0,
+        top + BAR + 3.0,
+        x = scale.sent_x,
+    );
+    top + BAR + GAP
+}
+
+/// `id` in lines of at most [`ID_CHARS`] characters, each broken after a `-`, `/` or `,` where
+/// one is near the end of the line; every character kept, in order.
+fn id_lines(id: &str) -> Vec<String> {
+    let mut rest: Vec<char> = id.chars().collect();
+    let mut lines = Vec::new();
+    while rest.len() > ID_CHARS {
+        let at = rest[ID_CHARS / 2..ID_CHARS]
+            .iter()
+            .rposition(|c| matches!(c, '-' | '/' | ','))
+            .map_or(ID_CHARS, |i| ID_CHARS / 2 + i + 1);
+        lines.push(rest.drain(..at).collect());
+    }
+    lines.push(rest.into_iter().collect());
+    lines
+}
+
+/// The chart's legend, an HTML list that wraps into rows: an entry per segment, in the order
+/// of the bar.
+pub fn legend() -> String {
+    let mut out = String::from("<ul class=\"legend\">");
+    for (class, name, colour) in SEGMENTS {
+        let _ = write!(
+            out,
+            "<li class=\"legend-{class}\"><span class=\"swatch\" style=\"background:{colour}\">\
+             </span>{}</li>",
             escape(name)
         );
-        x += 22.0 + 6.5 * name.chars().count() as f64;
     }
-    svg.push('\n');
+    out.push_str("</ul>");
+    out
 }
 
 #[cfg(test)]
@@ -230,7 +293,7 @@ mod tests {
                 .skip(1)
                 .map(|r| {
                     let start = r.find("x=\"").expect("x") + 3;
-                    r[start..start + r[start..].find('"').expect("end")]
+                    r[start..start + r[start..].find('%').expect("end")]
                         .parse()
                         .expect("a number")
                 })
@@ -239,6 +302,42 @@ mod tests {
             assert!(xs.windows(2).all(|w| w[0] <= w[1]), "{xs:?}");
         }
         assert!(page.contains(">sent</text>"));
+        let legend = legend();
+        for (class, name, _) in SEGMENTS {
+            assert!(
+                legend.contains(&format!("<li class=\"legend-{class}\">")),
+                "{class}"
+            );
+            assert!(legend.contains(&escape(name)), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_long_case_id_is_written_whole_in_lines_that_fit() {
+        assert_eq!(id_lines("in64-c2-out4"), ["in64-c2-out4"]);
+        let id = format!("in{}-c4-out16", "choice:32@0.25/".repeat(8));
+        let lines = id_lines(&id);
+        assert!(lines.len() > 1, "{lines:?}");
+        assert!(
+            lines.iter().all(|l| l.chars().count() <= ID_CHARS),
+            "{lines:?}"
+        );
+        assert_eq!(lines.concat(), id, "every character, in order");
+        assert!(
+            lines[0].ends_with('/'),
+            "broken after a separator: {lines:?}"
+        );
+        let unbroken = "x".repeat(2 * ID_CHARS + 1);
+        assert_eq!(id_lines(&unbroken).concat(), unbroken);
+        let mut summary = fixture::report().summary;
+        summary.cases[0].id.clone_from(&id);
+        let page = bars(&summary).unwrap_or_default();
+        for line in &lines {
+            assert!(
+                page.contains(&format!(">{}</tspan>", escape(line))),
+                "{line}"
+            );
+        }
     }
 
     #[test]

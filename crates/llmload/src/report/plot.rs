@@ -2,6 +2,7 @@
 //! can end in, the palette, axis labels and legends. plotters does the drawing; nothing here
 //! assembles SVG by hand.
 
+use plotters::chart::MeshStyle;
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -30,6 +31,51 @@ pub struct Figure {
     pub svg: Result<String, ChartError>,
     /// What was plotted and the sample sizes, plain text.
     pub caption: String,
+}
+
+/// Every chart's canvas is this wide, px: the page's column in a wide window. In an 800 px
+/// window the column is about 750 px, and the chart is drawn at about 0.78 of its size.
+pub const WIDTH: u32 = 960;
+
+/// Chart text, as plotters sizes it: its SVG backend writes a font-size of the size ÷ 1.24, so
+/// 20 is 16.1 px of the canvas, about 12.6 px as rendered in an 800 px window and never less
+/// than 12 px at any window at least that wide.
+pub const TEXT: u32 = 20;
+
+/// Chart and panel titles, as plotters sizes them (19.4 px of the canvas).
+pub const TITLE: u32 = 24;
+
+/// The widest a character of chart text ([`TEXT`], sans-serif) is drawn, px of the canvas, to
+/// keep a label clear of what is beside it.
+pub const CHAR: i32 = 11;
+
+/// Chart text in `color`.
+pub fn text(color: &RGBColor) -> TextStyle<'_> {
+    TextStyle::from(("sans-serif", TEXT).into_font()).color(color)
+}
+
+/// The width of `label` as chart text, at most, px.
+pub fn text_width(label: &str) -> i32 {
+    CHAR.saturating_mul(i32::try_from(label.chars().count()).unwrap_or(i32::MAX))
+}
+
+/// The mesh of `chart` with its labels and axis names at [`TEXT`] px; the caller adds what
+/// they say and draws it.
+pub fn axes<'a, 'b, DB: DrawingBackend>(
+    chart: &'b mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+) -> MeshStyle<'a, 'b, RangedCoordf64, RangedCoordf64, DB> {
+    let mut mesh = chart.configure_mesh();
+    mesh.label_style(("sans-serif", TEXT))
+        .axis_desc_style(("sans-serif", TEXT));
+    mesh
+}
+
+/// A noun of a caption in its singular and its plural.
+pub type Noun = (&'static str, &'static str);
+
+/// `k` and the noun in its number: "1 case", "3 cases".
+pub fn count(k: usize, noun: Noun) -> String {
+    format!("{k} {}", if k == 1 { noun.0 } else { noun.1 })
 }
 
 /// Line colours (Tableau 10), one per input length.
@@ -63,8 +109,8 @@ pub fn svg(
 /// Writes `message` in the middle of an empty chart.
 pub fn empty(area: &Area, message: &str) -> Result<(), ChartError> {
     let (w, h) = area.dim_in_pixel();
-    let style =
-        TextStyle::from(("sans-serif", 16).into_font()).pos(Pos::new(HPos::Center, VPos::Center));
+    let style = TextStyle::from(("sans-serif", TITLE).into_font())
+        .pos(Pos::new(HPos::Center, VPos::Center));
     let half = |n: u32| i32::try_from(n / 2).unwrap_or(i32::MAX);
     area.draw_text(message, &style, (half(w), half(h)))?;
     Ok(())
@@ -131,6 +177,7 @@ where
     chart
         .configure_series_labels()
         .position(position)
+        .label_font(("sans-serif", TEXT))
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.4))
         .draw()?;
@@ -148,5 +195,12 @@ mod tests {
         assert_eq!(tick(&0.0), "0");
         assert_eq!(whole(&4.0), "4");
         assert_eq!(whole(&2.5), "");
+    }
+
+    #[test]
+    fn a_count_names_its_noun_in_its_number() {
+        assert_eq!(count(1, ("round", "rounds")), "1 round");
+        assert_eq!(count(0, ("case", "cases")), "0 cases");
+        assert_eq!(count(2, ("case", "cases")), "2 cases");
     }
 }

@@ -3,7 +3,9 @@
 //! serve and the share of the prompt it served) for `report.md`; TTFT and the cache's share by
 //! turn as a chart for `report.html`.
 
-use super::plot::{legend, svg, tick, upper, whole, Area, ChartError, Figure, TimeAxis, COLORS};
+use super::plot::{
+    axes, legend, svg, tick, upper, whole, Area, ChartError, Figure, TimeAxis, COLORS, TITLE,
+};
 use super::table::{Cell, Table};
 use crate::fmt::{seconds, thousands};
 use crate::stats::Distribution;
@@ -156,13 +158,12 @@ fn turn_chart<'a, 'b>(
 ) -> Result<TurnChart<'a, 'b>, ChartError> {
     let turns = cases.iter().map(|(_, s)| s.turns).max().unwrap_or(1);
     let mut chart = ChartBuilder::on(area)
-        .caption(title, ("sans-serif", 18))
+        .caption(title, ("sans-serif", TITLE))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(56)
         .build_cartesian_2d(0.5..f64::from(turns) + 0.5, 0.0..y_max)?;
-    chart
-        .configure_mesh()
+    axes(&mut chart)
         .x_label_formatter(&whole)
         .y_label_formatter(&tick)
         .x_desc("turn")

@@ -5,7 +5,10 @@
 
 use crate::fmt::thousands;
 use crate::record::{Record, Status};
-use crate::report::plot::{empty, svg, tick, Area, ChartError, Figure, COLORS};
+use crate::report::charts::lengths::Lengths;
+use crate::report::plot::{
+    axes, count, empty, svg, text, text_width, tick, Area, ChartError, Figure, COLORS, WIDTH,
+};
 use crate::report::{Report, TIMELINE_MAX};
 use crate::summary::CaseSummary;
 use plotters::prelude::*;
@@ -59,7 +62,7 @@ impl Bar {
 }
 
 /// The timeline of [`pick_case`].
-pub fn timeline(report: &Report) -> Figure {
+pub fn timeline(report: &Report, lengths: &Lengths) -> Figure {
     let case = pick_case(report);
     let mut bars: Vec<Bar> = case
         .map(|c| {
@@ -73,8 +76,9 @@ pub fn timeline(report: &Report) -> Figure {
             .then(a.first_token_or_end().total_cmp(&b.first_token_or_end()))
             .then(a.index.cmp(&b.index))
     });
-    let height = (150 + 16 * crate::num::count(bars.len()).min(100)).clamp(290, 930);
-    let svg = svg((960, height), |root| {
+    let height =
+        legend_height() + (150 + 16 * crate::num::count(bars.len()).min(100)).clamp(260, 900);
+    let svg = svg((WIDTH, height), |root| {
         if bars.is_empty() {
             return empty(root, "no measured request to show");
         }
@@ -87,22 +91,22 @@ pub fn timeline(report: &Report) -> Figure {
                 (String::new(), "first token")
             } else {
                 (
-                    format!(" in {} rounds", c.rounds.len()),
+                    format!(" in {}", count(c.rounds.len(), ("round", "rounds"))),
                     "round and first token",
                 )
             };
             format!(
                 "Case {} ({} input tokens, {}, {} output tokens{}): one bar per measured \
-                 request, n = {} requests{}{rounds}, ordered by {order}. Orange: sent → first \
+                 request, n = {}{}{rounds}, ordered by {order}. Orange: sent → first \
                  token (waiting and prefill); blue: first token → final event (decode); red: a \
                  request that did not end ok, up to its last event. Times in seconds since the \
                  attempt started.",
                 c.id,
-                thousands(c.input_tokens),
+                lengths.input(&[c]),
                 load(c),
-                thousands(c.output_tokens),
+                lengths.output(&[c]),
                 if c.complete { "" } else { "; incomplete" },
-                bars.len(),
+                count(bars.len(), ("request", "requests")),
                 shown_of(c, bars.len()),
             )
         }
@@ -145,20 +149,47 @@ const LEGEND: [(&str, RGBColor); 3] = [
     ("did not end ok", FAILED),
 ];
 
+/// Where each legend entry goes in the strip above the chart, `(x, y, label, colour)`: in a
+/// row while they fit the canvas, then in the next row.
+fn legend_places() -> Vec<(i32, i32, &'static str, RGBColor)> {
+    let right = i32::try_from(WIDTH).unwrap_or(i32::MAX) - 10;
+    let (mut x, mut y) = (LEGEND_LEFT, 8);
+    let mut places = Vec::new();
+    for (label, color) in LEGEND {
+        let width = 22 + text_width(label);
+        if x > LEGEND_LEFT && x + width > right {
+            (x, y) = (LEGEND_LEFT, y + LEGEND_ROW);
+        }
+        places.push((x, y, label, color));
+        x += width + 24;
+    }
+    places
+}
+
+const LEGEND_LEFT: i32 = 90;
+const LEGEND_ROW: i32 = 26;
+
+/// The height of the strip that holds the legend, px.
+fn legend_height() -> u32 {
+    let rows = legend_places().iter().map(|p| p.1).max().unwrap_or(8) + LEGEND_ROW;
+    u32::try_from(rows).unwrap_or(0)
+}
+
 /// The legend in a strip above the chart, where it can hide no bar.
 fn legend(strip: &Area) -> Result<(), ChartError> {
-    let style = TextStyle::from(("sans-serif", 13).into_font()).color(&BLACK);
-    let mut x = 90;
-    for (label, color) in LEGEND {
-        strip.draw(&Rectangle::new([(x, 10), (x + 16, 22)], color.filled()))?;
-        strip.draw(&Text::new(label, (x + 22, 9), style.clone()))?;
-        x += 40 + 7 * crate::num::pixels(label.chars().count());
+    let style = text(&BLACK);
+    for (x, y, label, color) in legend_places() {
+        strip.draw(&Rectangle::new(
+            [(x, y + 2), (x + 16, y + 16)],
+            color.filled(),
+        ))?;
+        strip.draw(&Text::new(label, (x + 22, y), style.clone()))?;
     }
     Ok(())
 }
 
 fn draw(root: &Area, bars: &[Bar]) -> Result<(), ChartError> {
-    let (strip, root) = root.split_vertically(30);
+    let (strip, root) = root.split_vertically(legend_height());
     legend(&strip)?;
     let start = bars.iter().map(|b| b.sent).fold(f64::INFINITY, f64::min);
     let end = bars.iter().map(|b| b.end).fold(f64::NEG_INFINITY, f64::max);
@@ -168,11 +199,10 @@ fn draw(root: &Area, bars: &[Bar]) -> Result<(), ChartError> {
     let y = |i: usize| (n - 1 - i) as f64;
     let mut chart = ChartBuilder::on(&root)
         .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(72)
+        .x_label_area_size(52)
+        .y_label_area_size(96)
         .build_cartesian_2d((start - pad)..(end + pad), -0.6..(n as f64 - 0.4))?;
-    chart
-        .configure_mesh()
+    axes(&mut chart)
         .disable_y_mesh()
         .y_labels(n.min(24))
         .y_label_formatter(&|v: &f64| {
@@ -218,7 +248,7 @@ mod tests {
             pick_case(&report).map(|c| c.id.as_str()),
             Some("in64-c2-out4")
         );
-        let figure = timeline(&report);
+        let figure = timeline(&report, &Lengths::of(&report));
         let svg = figure.svg.expect("drawn");
         // One prefill and one decode bar per request, plus a legend swatch of each colour.
         assert_eq!(svg.matches(r##"fill="#FF7F0E""##).count(), 4 + 1, "{svg}");
@@ -232,20 +262,27 @@ mod tests {
         let mut report = fixture::report();
         let case = &mut report.summary.cases[1];
         case.rounds.clear();
-        case.load = Some(
-            serde_json::from_value(serde_json::json!({
-                "shape": "poisson", "nominal_rate_rps": 20.0, "window_s": [0.0, 1.0],
-                "requests_launched": 4, "completed_rps": 4.0, "throughput_tps": 16.0,
-                "achieved_concurrency_mean": 1.0, "achieved_concurrency_peak": 2
-            }))
-            .expect("a load summary"),
-        );
-        let caption = timeline(&report).caption;
+        case.load = Some(fixture::open_loop(4));
+        let caption = timeline(&report, &Lengths::of(&report)).caption;
         assert!(
             caption.contains("64 input tokens, 20 requests/s, 4 output tokens"),
             "{caption}"
         );
         assert!(caption.contains("ordered by first token") && !caption.contains("rounds"));
+    }
+
+    #[test]
+    fn the_legend_wraps_into_rows_inside_the_canvas_and_no_entry_overlaps_another() {
+        let places = legend_places();
+        assert_eq!(places.len(), LEGEND.len());
+        let right = |p: &(i32, i32, &str, RGBColor)| p.0 + 22 + text_width(p.2);
+        let canvas = i32::try_from(WIDTH).expect("small");
+        assert!(places.iter().all(|p| right(p) <= canvas), "{places:?}");
+        for pair in places.windows(2) {
+            let (a, b) = (&pair[0], &pair[1]);
+            assert!(b.1 > a.1 || b.0 >= right(a), "{places:?}");
+        }
+        assert!(places.iter().any(|p| p.1 > 8), "the entries take two rows");
     }
 
     #[test]

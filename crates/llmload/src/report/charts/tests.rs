@@ -6,7 +6,7 @@ use crate::fixture;
 #[test]
 fn only_complete_cases_are_plotted_per_input_length() {
     let summary = fixture::report().summary;
-    let lines = series(&summary);
+    let lines = series(&summary, &Lengths::default());
     assert_eq!(lines.len(), 2);
     assert_eq!(lines[0].label, "64 input tokens");
     assert_eq!(lines[0].cases.len(), 2);
@@ -17,9 +17,9 @@ fn only_complete_cases_are_plotted_per_input_length() {
 fn every_chart_is_one_svg_and_names_its_samples() {
     let summary = fixture::report().summary;
     for figure in [
-        latency(&summary),
-        throughput(&summary),
-        latency_throughput(&summary),
+        latency(&summary, &Lengths::default()),
+        throughput(&summary, &Lengths::default()),
+        latency_throughput(&summary, &Lengths::default()),
     ] {
         let svg = figure.svg.expect("drawn");
         assert!(svg.starts_with("<svg"), "{}", &svg[..40]);
@@ -33,7 +33,7 @@ fn every_chart_is_one_svg_and_names_its_samples() {
 #[test]
 fn a_sweep_marks_c_sat_and_the_cap_where_it_measured_them() {
     let summary = fixture::sweep_report().summary;
-    let figure = throughput(&summary);
+    let figure = throughput(&summary, &Lengths::default());
     let svg = figure.svg.expect("drawn");
     assert!(
         svg.contains("C_sat = 4") && svg.contains("cap = 3"),
@@ -41,7 +41,7 @@ fn a_sweep_marks_c_sat_and_the_cap_where_it_measured_them() {
     );
     assert!(figure.caption.contains("C_sat = 4"), "{}", figure.caption);
     // The cap (3) was not a measured load: the curve has a C_sat line only, and says why.
-    let figure = latency_throughput(&summary);
+    let figure = latency_throughput(&summary, &Lengths::default());
     let svg = figure.svg.expect("drawn");
     assert!(svg.contains("C_sat = 4"));
     assert!(!svg.contains("cap = 3"));
@@ -50,13 +50,8 @@ fn a_sweep_marks_c_sat_and_the_cap_where_it_measured_them() {
         "{}",
         figure.caption
     );
-    let plain = throughput(&fixture::report().summary).svg.expect("drawn");
+    let plain = throughput(&fixture::report().summary, &Lengths::default())
+        .svg
+        .expect("drawn");
     assert!(!plain.contains("C_sat"), "no sweep, no marks");
-}
-
-#[test]
-fn sample_sizes_read_as_a_range() {
-    assert_eq!(sizes([3, 3].into_iter()), "n = 3");
-    assert_eq!(sizes([2, 8, 4].into_iter()), "n = 2–8");
-    assert_eq!(sizes(std::iter::empty()), "no samples");
 }
