@@ -90,8 +90,12 @@ fn p50_p99(d: &Distribution) -> String {
     }
 }
 
-/// Why a case has no inter-token latency, where its summary says.
-fn itl_absent(case: &CaseSummary) -> Option<&'static str> {
+/// Why a case has no inter-token latency: its summary's reason (tokens per event unknown), else
+/// what its counts say.
+fn itl_absent(case: &CaseSummary) -> Option<&str> {
+    if let Some(why) = &case.itl_unknown {
+        return Some(why);
+    }
     match (case.counts.ok, case.output_tokens) {
         (0, _) => Some("no ok response"),
         (_, 0 | 1) => Some("one output token: no gap between tokens"),
