@@ -294,7 +294,7 @@ pub(crate) fn command(
         " --input-tokens {prompt_tokens} --output-tokens {}",
         question.output_tokens
     );
-    let list: Vec<String> = loads.iter().map(crate::report::plot::tick).collect();
+    let list: Vec<String> = loads.iter().map(|&l| crate::fmt::number(l)).collect();
     match kind {
         curve::Kind::Rounds => {
             let _ = write!(text, " --concurrency {}", list.join(","));
@@ -321,7 +321,7 @@ pub(crate) fn duration(ms: f64) -> String {
     if ms >= 1000.0 && (ms / 1000.0).fract() == 0.0 {
         format!("{}s", ms / 1000.0)
     } else {
-        format!("{}ms", crate::report::plot::tick(&ms))
+        format!("{}ms", crate::fmt::number(ms))
     }
 }
 

@@ -7,6 +7,7 @@
 //! The line: the case and its round, requests done of the total, the running median TTFT and
 //! the output tokens/s of the case so far, and the guard's last GPU reading.
 
+use crate::fmt::number;
 use crate::guard::Guard;
 use crate::record::{Record, Status};
 use crate::summary::window::LoadSummary;
@@ -330,8 +331,8 @@ async fn draw(shared: Arc<Shared>, mut rx: watch::Receiver<Snapshot>, guard: Arc
 
 fn nominal(load: &LoadSummary) -> String {
     match (load.nominal_rate_rps, load.nominal_concurrency) {
-        (Some(rate), Some(cap)) => format!("{rate} requests/s, at most {cap} in flight"),
-        (Some(rate), None) => format!("{rate} requests/s, uncapped"),
+        (Some(rate), Some(cap)) => format!("{} requests/s, at most {cap} in flight", number(rate)),
+        (Some(rate), None) => format!("{} requests/s, uncapped", number(rate)),
         (None, Some(c)) => format!("{c} in flight"),
         (None, None) => "none".into(),
     }

@@ -5,6 +5,7 @@
 
 use crate::fmt::thousands;
 use crate::summary::{CaseSummary, Summary};
+use std::fmt::Write as _;
 
 /// Which distributions had more samples than are kept exactly, so that their percentiles come
 /// from a histogram; empty when none had.
@@ -51,6 +52,63 @@ pub(crate) fn histogram_note(summary: &Summary) -> String {
         thousands(crate::num::count(crate::stats::EXACT_LIMIT)),
         error * 100.0,
         parts.join("; ")
+    )
+}
+
+/// What a p99 marked "descriptive" is, under the tables that mark one.
+pub const DESCRIPTIVE_NOTE: &str = "A p99 marked descriptive has fewer than 5 samples beyond it \
+     (n below 500): it describes this sample and promises nothing of the next.";
+
+/// The sentences under the results tables on ITL and TPOT: what they are, what a descriptive
+/// p99 is (when a cell is marked so), and which complete cases have no ITL and why.
+pub(crate) fn per_token_note(summary: &Summary) -> String {
+    let complete: Vec<&CaseSummary> = summary.cases.iter().filter(|c| c.complete).collect();
+    let mut out = String::from(
+        "ITL: the gaps between a response's tokens, p50 / p99 over every gap. TPOT: (complete \
+         response − TTFT) ÷ (output tokens − 1), p50 / p99 over the responses.",
+    );
+    let thin = |d: Option<&crate::stats::Distribution>| {
+        d.is_some_and(|d| crate::stats::is_descriptive(d.n, 0.99))
+    };
+    if complete
+        .iter()
+        .any(|c| thin(c.itl_ms.as_ref()) || thin(c.tpot_ms.as_ref()))
+    {
+        out.push(' ');
+        out.push_str(DESCRIPTIVE_NOTE);
+    }
+    let without: Vec<&str> = complete
+        .iter()
+        .filter(|c| c.itl_ms.is_none() && c.counts.ok > 0)
+        .map(|c| c.id.as_str())
+        .collect();
+    if !without.is_empty() {
+        let _ = write!(
+            out,
+            " No ITL (–) for {}: their records hold no per-token gaps; TPOT is the per-token \
+             figure.",
+            without.join(", ")
+        );
+    }
+    out.push('\n');
+    out
+}
+
+/// The line that stands for the results tables when no case completed: how many were planned,
+/// where the failures are (`listed`: where the incomplete cases are listed) and the first one.
+pub(crate) fn no_complete_case(summary: &Summary, listed: &str) -> String {
+    let first = summary
+        .cases
+        .iter()
+        .find_map(|c| c.first_error.as_deref())
+        .map_or_else(String::new, |e| format!("; first failure: {e}"));
+    format!(
+        "No case completed (0 of {}): each case and its failures are {listed}, every request in \
+         requests.jsonl{first}\n",
+        summary
+            .outcome
+            .cases_total
+            .max(crate::num::count(summary.cases.len()))
     )
 }
 
@@ -210,10 +268,10 @@ pub(super) fn load_words(case: &CaseSummary) -> String {
     match (&case.sessions, load) {
         (Some(s), _) => s.rate_rps.map_or_else(
             || format!("{} sessions in parallel", case.concurrency),
-            |r| format!("{r} sessions/s"),
+            |r| format!("{} sessions/s", crate::fmt::number(r)),
         ),
         (None, Some((LoadShape::Trace, _))) => "a trace's arrivals".into(),
-        (None, Some((_, Some(r)))) => format!("{r} requests/s"),
+        (None, Some((_, Some(r)))) => format!("{} requests/s", crate::fmt::number(r)),
         _ => format!("{} concurrent", case.concurrency),
     }
 }
