@@ -317,8 +317,17 @@ fn json_prints_the_summary_and_quiet_prints_only_the_table() {
             .map(Vec::len),
         Some(2)
     );
+}
 
-    // Without --json: the SIMULATED line, the curve aligned with its n and the small-sample mark.
+/// `llmload sweep` without --json: the SIMULATED line, the curve aligned with its n and the
+/// small-sample mark.
+#[test]
+fn the_sweep_prints_its_curve_aligned_with_n_under_the_simulated_line() {
+    let _serial = common::SERIAL
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    let sim = common::Simulator::start(&["--profile", "cpu-tiny"]);
+    let out = tempfile::tempdir().expect("temp dir");
     let sweep_text = out.path().join("sweep-text");
     let args = [
         "sweep",
@@ -349,7 +358,10 @@ fn json_prints_the_summary_and_quiet_prints_only_the_table() {
         .lines()
         .find(|l| l.starts_with("│ 2 "))
         .unwrap_or_default();
-    assert!(two.contains("(descriptive)") && two.contains("┆ 2 "), "{text}");
+    assert!(
+        two.contains("(descriptive)") && two.contains("┆ 2 "),
+        "{text}"
+    );
 }
 
 /// Runs `command` under `script`, so that llmload's stderr is a terminal; returns what the
