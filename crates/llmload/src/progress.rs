@@ -350,8 +350,11 @@ pub fn case_line(done: usize, total: usize, case: &CaseSummary) -> String {
 /// The counts and headline figures of [`case_line`].
 fn case_figures(done: usize, total: usize, case: &CaseSummary) -> String {
     if let Some(load) = &case.load {
+        let stage = load.stage.as_ref().map_or_else(String::new, |_| {
+            format!(" [{}]", crate::report::text::window_load(load))
+        });
         return format!(
-            "case {done}/{total} {}: {} ok, {} failed; {:.2} tokens/s over the window; in flight \
+            "case {done}/{total} {}{stage}: {} ok, {} failed; {:.2} tokens/s over the window; in flight \
              {:.2} on average, {} at peak (nominal: {}); send lag p99 {}",
             case.id,
             case.counts.ok,

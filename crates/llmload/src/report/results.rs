@@ -4,7 +4,7 @@
 //! throughput at a fixed concurrency) cannot hold.
 
 use super::table::{Cell, Mark, Table};
-use crate::fmt::{number, seconds, thousands};
+use crate::fmt::{seconds, thousands};
 use crate::stats::Distribution;
 use crate::summary::{CaseSummary, Summary};
 
@@ -70,13 +70,8 @@ pub fn window(summary: &Summary) -> Table {
         let Some(load) = case.load.as_ref() else {
             continue;
         };
-        let nominal = match (load.nominal_rate_rps, load.nominal_concurrency) {
-            (Some(rate), _) => format!("{} at {} req/s", load.shape, number(rate)),
-            (None, Some(c)) => format!("{} × {c}", load.shape),
-            (None, None) => load.shape.to_string(),
-        };
         table.push([
-            Cell::new(nominal),
+            Cell::new(super::text::window_load(load)),
             Cell::new(thousands(case.input_tokens)),
             Cell::new(case.output_tokens.to_string()),
             Cell::new(format!(

@@ -260,11 +260,43 @@ pub(crate) fn completion(case: &CaseSummary) -> String {
     }
 }
 
+/// A window case's load in a few words: its shape and nominal level ("poisson at 2 req/s",
+/// "closed-continuous × 4"), and for a stage of a staged load which stage and its levels
+/// ("stage 2/3: poisson, 2 → 8 req/s (ramp)", "stage 1/2: closed-continuous, c=4").
+pub fn window_load(load: &crate::summary::window::LoadSummary) -> String {
+    use crate::fmt::number;
+    use crate::workload::stages::LevelKind;
+    if let Some(stage) = &load.stage {
+        let levels = if stage.ramp {
+            format!("{} → {}", number(stage.from), number(stage.to))
+        } else {
+            number(stage.to)
+        };
+        let level = match stage.kind {
+            LevelKind::Rate => format!("{levels} req/s"),
+            LevelKind::Concurrency => format!("c={levels}"),
+        };
+        let ramp = if stage.ramp { " (ramp)" } else { "" };
+        return format!(
+            "stage {}/{}: {}, {level}{ramp}",
+            stage.number, stage.of, load.shape
+        );
+    }
+    match (load.nominal_rate_rps, load.nominal_concurrency) {
+        (Some(rate), _) => format!("{} at {} req/s", load.shape, number(rate)),
+        (None, Some(c)) => format!("{} × {c}", load.shape),
+        (None, None) => load.shape.to_string(),
+    }
+}
+
 /// A case's load in a few words: the arrival rate of an open loop (sessions or requests per
 /// second), else the requests (or sessions) in parallel.
 pub(super) fn load_words(case: &CaseSummary) -> String {
     use crate::summary::window::LoadShape;
     let load = case.load.as_ref().map(|l| (l.shape, l.nominal_rate_rps));
+    if let Some(l) = case.load.as_ref().filter(|l| l.stage.is_some()) {
+        return window_load(l);
+    }
     match (&case.sessions, load) {
         (Some(s), _) => s.rate_rps.map_or_else(
             || format!("{} sessions in parallel", case.concurrency),
@@ -279,6 +311,46 @@ pub(super) fn load_words(case: &CaseSummary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stage_row_names_its_stage_and_levels() {
+        use crate::summary::window::{window_figures, LoadShape};
+        use crate::workload::stages::{LevelKind, StageLabel};
+        let mut load = window_figures(&[], (0.0, 1.0), &crate::workload::shape::Slo::default());
+        load.shape = LoadShape::Poisson;
+        load.nominal_rate_rps = Some(5.0);
+        assert_eq!(window_load(&load), "poisson at 5 req/s");
+        let label = StageLabel {
+            number: 2,
+            of: 3,
+            kind: LevelKind::Rate,
+            ramp: true,
+            from: 2.0,
+            to: 8.0,
+            start_s: 10.0,
+            duration_s: 30.0,
+        };
+        load.stage = Some(label.clone());
+        assert_eq!(window_load(&load), "stage 2/3: poisson, 2 → 8 req/s (ramp)");
+        load.shape = LoadShape::ClosedContinuous;
+        load.stage = Some(StageLabel {
+            number: 1,
+            kind: LevelKind::Concurrency,
+            ramp: false,
+            from: 4.0,
+            to: 4.0,
+            ..label
+        });
+        assert_eq!(window_load(&load), "stage 1/3: closed-continuous, c=4");
+        let mut case = crate::fixture::report().summary.cases[0].clone();
+        case.complete = false;
+        case.load = Some(load);
+        assert!(
+            incomplete_line(&case).contains(" × stage 1/3: closed-continuous, c=4 × "),
+            "{}",
+            incomplete_line(&case)
+        );
+    }
 
     #[test]
     fn an_incomplete_case_names_its_load_as_it_was_asked() {
