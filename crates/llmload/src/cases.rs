@@ -3,6 +3,7 @@
 //! filling in between) and stops on its stop conditions.
 
 use crate::config::{Config, ConfigError};
+use crate::fmt::number;
 use crate::summary::saturation::{self, Point};
 use crate::summary::sweep::{Axis, StopRules, SweepSection};
 use crate::summary::{CaseSummary, Summary};
@@ -178,8 +179,9 @@ impl Sweep {
         if let (Some(limit), Some(p99)) = (self.rules.ttft_p99_ms, last.ttft_p99_ms) {
             if p99 > limit {
                 return Some(format!(
-                    "p99 TTFT {p99:.1} ms at load {} is above the limit of {limit} ms",
-                    last.load
+                    "p99 TTFT {p99:.1} ms at load {} is above the limit of {} ms",
+                    number(last.load),
+                    number(limit)
                 ));
             }
         }
@@ -188,7 +190,7 @@ impl Sweep {
                 return Some(format!(
                     "{:.1}% of responses failed at load {} (limit {:.1}%)",
                     last.error_share * 100.0,
-                    last.load,
+                    number(last.load),
                     limit * 100.0
                 ));
             }

@@ -14,7 +14,7 @@ use crate::console;
 use crate::error::{Error, Result};
 use crate::guard::StopSignal;
 use crate::plan::Question;
-use crate::report::{compare, markdown, saturation};
+use crate::report::{compare, markdown};
 use crate::summary::{gate, Outcome, OutcomeStatus, Summary};
 
 /// `compare`'s exit code when a rule of the gate broke.
@@ -37,14 +37,14 @@ pub async fn execute(command: Command) -> Result<u8> {
             let config = Config::resolve(args.run.settings()?)?;
             crate::secrets::install(config.scrubber());
             warn_at_start(&config);
-            let (result, section) = crate::sweep(&config, options, interrupts()).await?;
+            let (result, _) = crate::sweep(&config, options, interrupts()).await?;
             if args.run.json {
                 out(&json(&result.summary))?;
             } else {
-                out(&saturation::render(&section.analysis, section.axis))?;
-                if let Some(why) = &section.stopped_because {
-                    out(&format!("The sweep stopped adding load: {why}.\n"))?;
-                }
+                out(&crate::report::terminal::sweep(
+                    &result.summary,
+                    crate::report::terminal::width(),
+                ))?;
             }
             records_line(&result.dir, config.quiet);
             Ok(exit_code(&result.summary.outcome))

@@ -88,6 +88,31 @@ pub struct Measured {
     pub dir: PathBuf,
     /// Its summary.
     pub summary: Summary,
+    /// The `--url` it measured, credentials removed; `None` for the built-in simulator (which
+    /// a command without `--url` starts again).
+    pub url: Option<String>,
+}
+
+impl Measured {
+    /// The attempt in `dir`: its summary recomputed from its records, and the URL it measured.
+    fn read(dir: &Path) -> crate::error::Result<Measured> {
+        let summary = load::read(dir)?.summary;
+        let given = crate::attempt::campaign::read_campaign(dir)?
+            .config
+            .other
+            .get("url")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned);
+        // An attempt whose campaign does not say names its target, unless it was simulated.
+        let url = given
+            .or_else(|| (!summary.simulated).then(|| summary.target_url.clone()))
+            .map(|u| crate::secrets::redact_url(&u));
+        Ok(Measured {
+            dir: dir.to_path_buf(),
+            summary,
+            url,
+        })
+    }
 }
 
 /// The answers for one prompt length.
@@ -125,14 +150,7 @@ pub struct Plan {
 pub fn plan(dirs: &[PathBuf], question: &Question) -> crate::error::Result<Plan> {
     let measured = dirs
         .iter()
-        .map(|dir| {
-            load::read(dir)
-                .map(|r| Measured {
-                    dir: dir.clone(),
-                    summary: r.summary,
-                })
-                .with_context(|| format!("attempt {}", dir.display()))
-        })
+        .map(|dir| Measured::read(dir).with_context(|| format!("attempt {}", dir.display())))
         .collect::<crate::error::Result<Vec<Measured>>>()?;
     Ok(answer(question, &measured))
 }
@@ -271,7 +289,8 @@ fn cap_for_longest(lengths: &[LengthAnswer]) -> Option<f64> {
 }
 
 /// The `llmload sweep` command that measures `loads` of `prompt_tokens` against the attempts'
-/// target (named when they all measured the same real server).
+/// target: `--url` when they all measured the same one (credentials removed), a `--url URL` to
+/// fill in when they measured different ones, none for the built-in simulator.
 pub(crate) fn command(
     measured: &[Measured],
     question: &Question,
@@ -283,8 +302,12 @@ pub(crate) fn command(
     let first = measured.first().map(|m| &m.summary);
     let same =
         |f: fn(&Summary) -> &str| first.filter(|s| measured.iter().all(|m| f(&m.summary) == f(s)));
-    if let Some(s) = same(|s| s.target_url.as_str()).filter(|s| !s.simulated) {
-        let _ = write!(text, " --url {}", s.target_url);
+    let mut urls = measured.iter().map(|m| m.url.as_deref());
+    let first_url = urls.next().flatten();
+    if urls.any(|u| u != first_url) {
+        text.push_str(" --url URL");
+    } else if let Some(url) = first_url {
+        let _ = write!(text, " --url {url}");
     }
     if let Some(s) = same(|s| s.api.as_str()).filter(|s| s.api != "llamacpp") {
         let _ = write!(text, " --api {}", s.api);
@@ -294,7 +317,7 @@ pub(crate) fn command(
         " --input-tokens {prompt_tokens} --output-tokens {}",
         question.output_tokens
     );
-    let list: Vec<String> = loads.iter().map(crate::report::plot::tick).collect();
+    let list: Vec<String> = loads.iter().map(|&l| crate::fmt::number(l)).collect();
     match kind {
         curve::Kind::Rounds => {
             let _ = write!(text, " --concurrency {}", list.join(","));
@@ -321,7 +344,7 @@ pub(crate) fn duration(ms: f64) -> String {
     if ms >= 1000.0 && (ms / 1000.0).fract() == 0.0 {
         format!("{}s", ms / 1000.0)
     } else {
-        format!("{}ms", crate::report::plot::tick(&ms))
+        format!("{}ms", crate::fmt::number(ms))
     }
 }
 

@@ -4,13 +4,13 @@
 //! never know whether a terminal is listening. Colour only on a terminal, and never with
 //! `NO_COLOR` set.
 //!
-//! The line: the case and its round, requests done of the total, the running median TTFT and
-//! the output tokens/s of the case so far, and the guard's last GPU reading.
+//! The line: the case and its round, requests done of the total, the time since the case (or
+//! staged load) started and an ETA where one can be known (a known count of requests, or a
+//! known duration), the running median TTFT and the output tokens/s of the case so far, and the
+//! guard's last GPU reading.
 
 use crate::guard::Guard;
 use crate::record::{Record, Status};
-use crate::summary::window::LoadSummary;
-use crate::summary::CaseSummary;
 use crate::telemetry::Reading;
 use crate::workload::schedule::Bound;
 use crate::workload::shape::{CasePlan, Shape};
@@ -21,6 +21,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+
+mod case_line;
+pub use case_line::case_line;
 
 /// The running median is over this many most recent TTFTs of the case.
 pub const TTFT_WINDOW: usize = 1000;
@@ -50,6 +53,10 @@ pub struct Snapshot {
     /// First send and last completion of the case's measured requests, seconds since the
     /// attempt started.
     pub span_s: Option<(f64, f64)>,
+    /// When the case (or staged load) started, on tokio's clock (paused in tests).
+    pub started: Option<tokio::time::Instant>,
+    /// How long the load lasts, when a duration bounds it.
+    pub duration: Option<Duration>,
 }
 
 impl Snapshot {
@@ -63,6 +70,20 @@ impl Snapshot {
     pub fn tokens_per_s(&self) -> Option<f64> {
         let (first, last) = self.span_s?;
         (last > first).then(|| self.tokens as f64 / (last - first))
+    }
+
+    /// The time left, `elapsed` into the case: what a duration bound leaves, else the requests
+    /// left at the pace of those done so far; `None` when neither is known.
+    pub fn eta(&self, elapsed: Duration) -> Option<Duration> {
+        if let Some(duration) = self.duration {
+            return Some(duration.saturating_sub(elapsed));
+        }
+        let total = self.total?;
+        if self.done == 0 {
+            return None;
+        }
+        let left = total.saturating_sub(self.done);
+        Some(elapsed.mul_f64(left as f64 / self.done as f64))
     }
 
     fn record(&mut self, r: &Record) {
@@ -93,6 +114,8 @@ pub struct Planned {
     pub rounds: Option<u32>,
     /// Measured requests planned (unknown for a duration, or with a warmup time).
     pub requests: Option<u64>,
+    /// How long the load lasts, when a duration bounds it.
+    pub duration: Option<Duration>,
 }
 
 impl Planned {
@@ -102,23 +125,42 @@ impl Planned {
             Bound::Requests(n) if plan.warmup_time.is_zero() => Some(*n),
             _ => None,
         };
+        let by_time = |bound: &Bound| match bound {
+            Bound::Duration(d) => Some(*d),
+            Bound::Requests(_) => None,
+        };
         match &plan.shape {
             Shape::Rounds { rounds } => Planned {
                 rounds: Some(*rounds),
                 requests: Some(u64::from(*rounds) * u64::from(plan.case.concurrency)),
+                duration: None,
             },
             Shape::ClosedContinuous { bound } | Shape::Open { bound, .. } => Planned {
                 rounds: None,
                 requests: by_count(bound),
+                duration: by_time(bound),
             },
             Shape::Sessions { bound, spec, .. } => Planned {
                 rounds: None,
                 requests: by_count(bound).map(|n| n.saturating_mul(u64::from(spec.turns))),
+                duration: by_time(bound),
             },
             Shape::Replay { arrivals, .. } => Planned {
                 rounds: None,
                 requests: plan.warmup_time.is_zero().then_some(*arrivals as u64),
+                duration: None,
             },
+        }
+    }
+
+    /// What a load of `plans` plans (a staged load: every stage together): the first one's
+    /// rounds, the sum of the requests and of the durations where every plan knows its own.
+    pub fn of_load(plans: &[CasePlan]) -> Planned {
+        let each: Vec<Planned> = plans.iter().map(Planned::of).collect();
+        Planned {
+            rounds: each.first().and_then(|p| p.rounds),
+            requests: each.iter().map(|p| p.requests).sum(),
+            duration: each.iter().map(|p| p.duration).sum(),
         }
     }
 }
@@ -128,9 +170,15 @@ pub fn use_color(terminal: bool, no_color: Option<&str>) -> bool {
     terminal && no_color.is_none_or(str::is_empty)
 }
 
-/// The progress line of `s` with the guard's `reading`, at most `width` characters of text
-/// (parts are dropped from the end to fit), in colour when `color`.
-pub fn line(s: &Snapshot, reading: Option<&Reading>, width: usize, color: bool) -> String {
+/// The progress line of `s`, `elapsed` into the case, with the guard's `reading`, at most
+/// `width` characters of text (parts are dropped from the end to fit), in colour when `color`.
+pub fn line(
+    s: &Snapshot,
+    reading: Option<&Reading>,
+    elapsed: Duration,
+    width: usize,
+    color: bool,
+) -> String {
     let mut parts: Vec<(String, &str)> =
         vec![(format!("case {}/{} {}", s.case.0, s.case.1, s.case_id), "1")];
     match s.round {
@@ -145,6 +193,12 @@ pub fn line(s: &Snapshot, reading: Option<&Reading>, width: usize, color: bool) 
         String::new()
     };
     parts.push((format!("{}{total} requests{failed}", s.done), ""));
+    let whole = |d: Duration| crate::fmt::span(d.as_secs() as f64);
+    let eta = s.eta(elapsed).map_or_else(
+        || "ETA unknown".to_owned(),
+        |left| format!("ETA {}", whole(left)),
+    );
+    parts.push((format!("elapsed {} · {eta}", whole(elapsed)), ""));
     let median = s.ttft_median_ms();
     parts.push((format!("TTFT p50 {}", crate::fmt::seconds(median)), ""));
     let tps = s.tokens_per_s().map_or("–".into(), |t| format!("{t:.1}"));
@@ -225,15 +279,21 @@ impl Progress {
         )
     }
 
-    /// A case starts: number `index` (1-based) of `total`, with its measured requests planned.
-    pub fn case(&self, index: usize, total: usize, plan: &CasePlan) {
-        let planned = Planned::of(plan);
+    /// A load starts (a case, or a staged load of `plans`): number `index` (1-based) of
+    /// `total`, with its measured requests and its duration where they are planned.
+    pub fn case(&self, index: usize, total: usize, plans: &[CasePlan]) {
+        let Some(first) = plans.first() else {
+            return;
+        };
+        let planned = Planned::of_load(plans);
         self.update(|s| {
             *s = Snapshot {
                 case: (index, total),
-                case_id: plan.case.id.clone(),
+                case_id: first.case.id.clone(),
                 round: planned.rounds.map(|r| (0, r)),
                 total: planned.requests,
+                started: Some(tokio::time::Instant::now()),
+                duration: planned.duration,
                 ..Snapshot::default()
             }
         });
@@ -324,7 +384,14 @@ async fn draw(shared: Arc<Shared>, mut rx: watch::Receiver<Snapshot>, guard: Arc
         let _ = tokio::time::timeout(Duration::from_secs(1), rx.changed()).await;
         let snapshot = rx.borrow_and_update().clone();
         if !snapshot.case_id.is_empty() {
-            let text = line(&snapshot, guard.latest().as_ref(), width, shared.color);
+            let elapsed = snapshot.started.map_or(Duration::ZERO, |t| t.elapsed());
+            let text = line(
+                &snapshot,
+                guard.latest().as_ref(),
+                elapsed,
+                width,
+                shared.color,
+            );
             let mut drawn = shared
                 .drawn
                 .lock()
@@ -335,74 +402,6 @@ async fn draw(shared: Arc<Shared>, mut rx: watch::Receiver<Snapshot>, guard: Arc
         }
         tokio::time::sleep(REDRAW).await;
     }
-}
-
-fn nominal(load: &LoadSummary) -> String {
-    match (load.nominal_rate_rps, load.nominal_concurrency) {
-        (Some(rate), Some(cap)) => format!("{rate} requests/s, at most {cap} in flight"),
-        (Some(rate), None) => format!("{rate} requests/s, uncapped"),
-        (None, Some(c)) => format!("{c} in flight"),
-        (None, None) => "none".into(),
-    }
-}
-
-/// The line printed when a case ends: its counts and headline figures.
-pub fn case_line(done: usize, total: usize, case: &CaseSummary) -> String {
-    let first = case
-        .first_error
-        .as_ref()
-        .map_or_else(String::new, |e| format!("; first failure: {e}"));
-    case_figures(done, total, case) + &first
-}
-
-/// The counts and headline figures of [`case_line`].
-fn case_figures(done: usize, total: usize, case: &CaseSummary) -> String {
-    if let Some(load) = &case.load {
-        return format!(
-            "case {done}/{total} {}: {} ok, {} failed; {:.2} tokens/s over the window; in flight \
-             {:.2} on average, {} at peak (nominal: {}); send lag p99 {}",
-            case.id,
-            case.counts.ok,
-            case.counts.error + case.counts.cancelled + case.counts.invalid,
-            load.throughput_tps,
-            load.achieved_concurrency_mean,
-            load.achieved_concurrency_peak,
-            nominal(load),
-            load.send_lag_ms
-                .as_ref()
-                .map_or_else(|| "–".to_owned(), |d| format!("{:.3} ms", d.p99)),
-        );
-    }
-    let ttft = case
-        .ttft_ms
-        .as_ref()
-        .map_or("–".into(), |d| format!("{:.1} ms", d.median));
-    if let Some(s) = &case.sessions {
-        return format!(
-            "case {done}/{total} {}: {} of {} sessions complete ({} turns each), {} ok, {} \
-             invalid, {} failed; median TTFT {ttft}",
-            case.id,
-            s.completed,
-            s.started,
-            s.turns,
-            case.counts.ok,
-            case.counts.invalid,
-            case.counts.error + case.counts.cancelled,
-        );
-    }
-    let tps = case
-        .throughput_tps
-        .as_ref()
-        .map_or("–".into(), |t| format!("{:.2}", t.mean));
-    format!(
-        "case {done}/{total} {}: {}/{} rounds complete, {} ok, {} invalid, {} failed; median TTFT {ttft}, {tps} tokens/s",
-        case.id,
-        case.rounds.iter().filter(|r| r.complete).count(),
-        case.rounds_planned,
-        case.counts.ok,
-        case.counts.invalid,
-        case.counts.error + case.counts.cancelled,
-    )
 }
 
 #[cfg(test)]
@@ -435,14 +434,16 @@ mod tests {
             power_w: Some(281.0),
             ..fixture::reading()
         };
-        let text = line(&snapshot(), Some(&reading), 200, false);
+        let elapsed = Duration::from_secs(90);
+        let text = line(&snapshot(), Some(&reading), elapsed, 200, false);
+        // 4 of 12 requests in 90 s: the 8 left take 180 s at that pace.
         assert_eq!(
             text,
-            "case 2/6 in2048-c4-out256 · round 2/3 · 4/12 requests · TTFT p50 35.0 ms · \
-             340.0 tokens/s · GPU 0 73 °C 281 W"
+            "case 2/6 in2048-c4-out256 · round 2/3 · 4/12 requests · elapsed 1m 30s · ETA 3m · \
+             TTFT p50 35.0 ms · 340.0 tokens/s · GPU 0 73 °C 281 W"
         );
         assert!(!text.contains('\x1b'));
-        let colored = line(&snapshot(), Some(&reading), 200, true);
+        let colored = line(&snapshot(), Some(&reading), elapsed, 200, true);
         assert!(colored.contains("\x1b[1mcase 2/6"), "{colored:?}");
         assert!(colored.contains("\x1b[33mGPU 0"), "{colored:?}");
     }
@@ -453,13 +454,70 @@ mod tests {
         let mut failed = fixture::sweep_report().records[1].clone();
         failed.status = Status::Error;
         s.record(&failed);
-        let text = line(&s, None, 50, false);
+        let text = line(&s, None, Duration::ZERO, 50, false);
         assert!(text.chars().count() <= 50, "{text}");
         assert!(text.starts_with("case 2/6"), "{text}");
         assert!(!text.contains("tokens/s"), "{text}");
-        let wide = line(&s, None, 200, false);
+        let wide = line(&s, None, Duration::ZERO, 200, false);
         assert!(wide.contains("5/12 requests (1 failed)"), "{wide}");
         assert!(!wide.contains("GPU"), "no reading, no GPU part");
+    }
+
+    #[test]
+    fn the_eta_comes_from_a_duration_or_the_requests_left_and_is_unknown_otherwise() {
+        let mut s = snapshot();
+        s.total = None;
+        let at = Duration::from_secs(20);
+        assert_eq!(s.eta(at), None);
+        assert!(line(&s, None, at, 200, false).contains("elapsed 20s · ETA unknown"));
+        // An open loop of 2 minutes, 20 s in.
+        s.duration = Some(Duration::from_secs(120));
+        assert_eq!(s.eta(at), Some(Duration::from_secs(100)));
+        assert!(line(&s, None, at, 200, false).contains("elapsed 20s · ETA 1m 40s"));
+        // Past its end (the drain), nothing is left to wait for but the requests in flight.
+        assert_eq!(s.eta(Duration::from_secs(130)), Some(Duration::ZERO));
+        // A known count before any request ended has no pace yet.
+        let none_done = Snapshot {
+            total: Some(12),
+            ..Snapshot::default()
+        };
+        assert_eq!(none_done.eta(at), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn elapsed_is_counted_from_the_start_of_the_case_on_tokios_clock() {
+        let mut s = snapshot();
+        s.started = Some(tokio::time::Instant::now());
+        tokio::time::advance(Duration::from_secs(45)).await;
+        let elapsed = s.started.map(|t| t.elapsed()).unwrap_or_default();
+        assert_eq!(elapsed.as_secs(), 45);
+        let text = line(&s, None, elapsed, 200, false);
+        assert!(text.contains("elapsed 45s · ETA 1m 30s"), "{text}");
+    }
+
+    #[test]
+    fn a_staged_load_plans_the_sum_of_its_stages() {
+        use crate::workload::length::Length;
+        use crate::workload::shape::Case;
+        let open = |seconds: u64| CasePlan {
+            case: Case {
+                id: "stage".into(),
+                input_tokens: 8,
+                concurrency: 2,
+                output_tokens: 4,
+            },
+            input: Length::Fixed(8),
+            output: Length::Fixed(4),
+            shape: Shape::ClosedContinuous {
+                bound: Bound::Duration(Duration::from_secs(seconds)),
+            },
+            warmup_time: Duration::ZERO,
+            stage: None,
+        };
+        let planned = Planned::of_load(&[open(10), open(30)]);
+        assert_eq!(planned.duration, Some(Duration::from_secs(40)));
+        assert_eq!(planned.requests, None);
+        assert_eq!(planned.rounds, None);
     }
 
     #[test]

@@ -82,9 +82,15 @@ impl Distribution {
 fn descriptive(n: usize) -> Vec<String> {
     [("p90", 0.90), ("p95", 0.95), ("p99", 0.99)]
         .into_iter()
-        .filter(|&(_, q)| (n as f64) * (1.0 - q) < MIN_TAIL_SAMPLES)
+        .filter(|&(_, q)| is_descriptive(n, q))
         .map(|(name, _)| name.to_owned())
         .collect()
+}
+
+/// Whether the `q` quantile (0–1) of `n` samples has fewer than [`MIN_TAIL_SAMPLES`] beyond it,
+/// so that it only describes the sample.
+pub fn is_descriptive(n: usize, q: f64) -> bool {
+    (n as f64) * (1.0 - q) < MIN_TAIL_SAMPLES
 }
 
 /// The `q` quantile (0–1) of sorted, non-empty `sorted`, interpolated linearly.

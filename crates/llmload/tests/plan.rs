@@ -159,10 +159,22 @@ fn plan_answers_from_a_simulator_sweep_and_says_what_is_missing() {
     let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     let sim = Simulator::start(&["--profile", "cpu-tiny"]);
     let out = tempfile::tempdir().expect("temp dir");
-    let dir = sweep(&sim.url, out.path(), "sim");
+    // Credentials in the URL are sent, and never printed.
+    let with_credentials = sim.url.replacen("://", "://user:hunter2@", 1);
+    let dir = sweep(&with_credentials, out.path(), "sim");
     answers_from(&dir);
     let text = plan(&[&dir], &["--ttft", "600s"]).2;
     assert!(text.contains("SIMULATED target"), "{text}");
+    // What it suggests measures the same target: pasted, it runs.
+    let (_, _, text) = plan(&[&dir], &["--ttft", "600s", "--max-prompt-tokens", "512"]);
+    assert!(
+        text.contains(&format!(
+            "llmload sweep --url {} --input-tokens 512",
+            sim.url
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("hunter2"), "{text}");
 }
 
 #[test]

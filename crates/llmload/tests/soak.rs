@@ -209,12 +209,19 @@ fn fewer_than_two_full_windows_say_there_is_not_enough_to_state_drift() {
 }
 
 #[test]
-fn without_a_duration_or_a_window_there_is_no_series_and_rounds_refuse_one() {
+fn without_a_series_window_there_is_no_series_and_rounds_refuse_one() {
     let sim = Simulator::start(&["--profile", "cpu-tiny"]);
     let out = tempfile::tempdir().expect("temp dir");
     let (_, dir) = soak(out.path(), &sim.url, "off", &["--requests", "6"]);
     let case = &json(&dir.join("summary.json"))["cases"][0];
     assert!(case.get("series").is_none(), "{case}");
+    // A timed loop nobody asked to soak: no series, and no soak table printed.
+    let timed = out.path().join("timed");
+    let (run, dir) = soak(&timed, &sim.url, "off", &["--duration", "2s"]);
+    let case = &json(&dir.join("summary.json"))["cases"][0];
+    assert!(case.get("series").is_none(), "{case}");
+    assert!(case["load"].is_object(), "a window case: {case}");
+    assert!(!run.stdout.contains("Soak series"), "{}", run.stdout);
 
     let run = llmload(&[
         "run",

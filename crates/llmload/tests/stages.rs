@@ -156,6 +156,15 @@ fn open_stages_hold_ramp_and_hold_as_three_cases() {
     assert_eq!(ramp["stage"]["to"], 15.0);
     assert_eq!(ramp["nominal_rate_rps"], 10.0, "a ramp's mean rate");
     assert_eq!(summary["cases"][0]["load"]["stage"]["ramp"], false);
+    // Each stage's row says which stage it is and its levels.
+    let report = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
+    for row in [
+        "| stage 1/3: constant, 5 req/s |",
+        "| stage 2/3: constant, 5 → 15 req/s (ramp) |",
+        "| stage 3/3: constant, 15 req/s |",
+    ] {
+        assert!(report.contains(row), "{row}: {report}");
+    }
     let campaign = json(&dir.join("campaign.json"));
     assert_eq!(campaign["cases"][1]["stage"]["ramp"], true);
     // Rebuilt from the records, every stage's case is the run's: its id, counts, window and

@@ -46,13 +46,6 @@ fn bad<T>(message: impl Into<String>) -> Result<T, ConfigError> {
     Err(ConfigError(message.into()))
 }
 
-/// Soak runs: the default series window is this share of the measurement window…
-const DEFAULT_WINDOWS: u32 = 20;
-/// …in whole seconds, at least this…
-const MIN_WINDOW: Duration = Duration::from_secs(1);
-/// …and at most this.
-const MAX_WINDOW: Duration = Duration::from_secs(300);
-
 /// The most tokens a request may send or ask for.
 pub const MAX_TOKENS: u32 = 10_000_000;
 
@@ -158,7 +151,7 @@ pub struct Config {
     pub telemetry_interval: Duration,
     /// The guard's stop rules.
     pub limits: Limits,
-    /// Soak runs: the window length given (else derived from the duration, see
+    /// Soak runs: the window length given; without it there is no series (see
     /// [`Config::series_window_length`]).
     #[serde(rename = "series_window_s", serialize_with = "as_optional_seconds")]
     pub series_window: Option<Duration>,
@@ -515,19 +508,13 @@ impl Config {
         Ok(())
     }
 
-    /// The window length: `--series-window` when given, else one twentieth of the measurement window
-    /// (`--duration` − `--warmup-time`) in whole seconds, between 1 s and 5 min; `None` (no series)
-    /// without either, or for closed rounds.
+    /// The soak series' window length: `--series-window`, which is what asks for a soak; `None`
+    /// (no series, no soak table) without it, whatever the duration, and for closed rounds.
     pub fn series_window_length(&self) -> Option<Duration> {
         if self.load.arrival == crate::workload::shape::Arrival::Rounds {
             return None;
         }
-        if let Some(explicit) = self.series_window {
-            return Some(explicit);
-        }
-        let measured = self.load.duration?.saturating_sub(self.load.warmup_time);
-        let seconds = (measured / DEFAULT_WINDOWS).as_secs();
-        Some(Duration::from_secs(seconds).clamp(MIN_WINDOW, MAX_WINDOW))
+        self.series_window
     }
 
     /// The `Authorization` value: the API key as a bearer token, else the URL's credentials.

@@ -340,11 +340,11 @@ options! {
         /// Campaign name [default: campaign]
         #[arg(long)]
         pub name: Option<String>,
-        /// Soak runs: cut the measurement window into windows this long [default: 1/20 of it]
+        /// Soak runs: cut the measurement window into windows this long
         ///
         /// Each window has its throughput, TTFT, errors and GPU readings, and the drift from the
-        /// first to the last is stated. The default, with --duration, is a twentieth of
-        /// (duration − warmup time) in whole seconds, 1s to 5m.
+        /// first to the last is stated. Asks for the soak series and its table: without it, a
+        /// load of any --duration has none.
         #[arg(long, value_name = "DURATION")]
         pub series_window: Option<String>,
         /// Print only the results tables, aligned to the terminal's width

@@ -95,7 +95,7 @@ fn unknown_file_keys_are_rejected() {
 }
 
 #[test]
-fn the_default_window_is_a_twentieth_of_the_measurement_window_within_bounds() {
+fn only_a_series_window_asks_for_a_soak_series() {
     let length = |duration: &str, warmup: Option<&str>, explicit: Option<&str>| {
         let mut args = Settings::default();
         args.load.arrival = Some(crate::workload::shape::Arrival::ClosedContinuous);
@@ -107,11 +107,14 @@ fn the_default_window_is_a_twentieth_of_the_measurement_window_within_bounds() {
             .series_window_length()
             .map(|d| d.as_secs())
     };
-    assert_eq!(length("4h", None, None), Some(300));
-    assert_eq!(length("60s", None, None), Some(3));
-    assert_eq!(length("70s", Some("10s"), None), Some(3));
-    assert_eq!(length("6s", None, None), Some(1));
+    assert_eq!(length("15s", None, None), None, "a 15 s loop is no soak");
+    assert_eq!(
+        length("4h", Some("10s"), None),
+        None,
+        "nor is a long one not asked"
+    );
     assert_eq!(length("4h", None, Some("1m")), Some(60));
+    assert_eq!(length("15s", None, Some("3s")), Some(3));
     let rounds = Config::resolve(Settings::default()).expect("valid");
     assert_eq!(
         rounds.series_window_length(),

@@ -35,7 +35,7 @@ impl Kind {
     }
 
     fn load(self, value: f64) -> String {
-        let number = crate::report::plot::tick(&value);
+        let number = crate::fmt::number(value);
         match self {
             Kind::Open => format!("{number} requests/s"),
             _ => format!("concurrency {number}"),

@@ -3,8 +3,8 @@
 
 use super::curve::{CurveAnswer, Support};
 use super::{LengthAnswer, Plan, Question};
+use crate::fmt::number;
 use crate::fmt::{seconds, thousands};
-use crate::report::plot::tick;
 use std::fmt::Write;
 
 /// Renders `plan` as text.
@@ -19,7 +19,7 @@ pub fn render(plan: &Plan) -> String {
             out,
             "\nA cap that keeps the budget even when every request carries the longest prompt: {}. \
              For a mix of lengths, measure the mix itself (--input-tokens choice:{}@SHARE,{}@SHARE).",
-            tick(&cap),
+            number(cap),
             plan.question.prompt_tokens,
             plan.question.max_prompt_tokens.unwrap_or(plan.question.prompt_tokens)
         );
@@ -82,14 +82,14 @@ fn length(out: &mut String, l: &LengthAnswer, q: &Question) {
 /// "concurrency 4" or "2 requests/s".
 fn load(curve: &CurveAnswer, value: f64) -> String {
     if curve.shape == "open loop" {
-        format!("{} requests/s", tick(&value))
+        format!("{} requests/s", number(value))
     } else {
-        format!("concurrency {}", tick(&value))
+        format!("concurrency {}", number(value))
     }
 }
 
 fn curve(out: &mut String, c: &CurveAnswer, q: &Question) {
-    let loads: Vec<String> = c.loads.iter().map(tick).collect();
+    let loads: Vec<String> = c.loads.iter().map(|&l| number(l)).collect();
     let _ = writeln!(
         out,
         "  Attempt {} ({}{}): {}, loads {} measured.",
@@ -148,7 +148,7 @@ fn curve(out: &mut String, c: &CurveAnswer, q: &Question) {
         let _ = writeln!(
             out,
             "    The sweep's recommended cap (0.8 × C_sat) is {}{}.",
-            tick(&cap),
+            number(cap),
             if lower {
                 ", lower than the budget allows: run at the cap"
             } else {

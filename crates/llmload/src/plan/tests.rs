@@ -9,6 +9,7 @@ fn sweep() -> Measured {
     Measured {
         dir: PathBuf::from("results/sweep/A"),
         summary: fixture::sweep_report().summary,
+        url: None,
     }
 }
 
@@ -109,6 +110,31 @@ fn an_unmeasured_prompt_length_says_what_to_run() {
 }
 
 #[test]
+fn the_command_names_the_url_measured_and_asks_for_one_where_they_differ() {
+    let q = question(60.0);
+    let run = |urls: &[Option<&str>]| {
+        let measured: Vec<Measured> = urls
+            .iter()
+            .map(|u| Measured {
+                url: u.map(str::to_owned),
+                ..sweep()
+            })
+            .collect();
+        command(&measured, &q, 64, curve::Kind::Rounds, &[1.0, 2.0])
+    };
+    assert_eq!(
+        run(&[Some("http://gpu-box:8080")]),
+        "llmload sweep --url http://gpu-box:8080 --input-tokens 64 --output-tokens 8 \
+         --concurrency 1,2 --stop-ttft-p99 60ms"
+    );
+    assert!(run(&[Some("http://a:1"), Some("http://a:1")]).contains(" --url http://a:1 "));
+    assert!(run(&[Some("http://a:1"), Some("http://b:1")]).contains(" --url URL "));
+    assert!(run(&[Some("http://a:1"), None]).contains(" --url URL "));
+    // The built-in simulator: the command without --url starts it again.
+    assert!(!run(&[None]).contains("--url"));
+}
+
+#[test]
 fn a_wanted_load_is_measured_interpolated_unknown_or_beyond() {
     let verdict = |ttft: f64, c: u32| {
         let mut q = question(ttft);
@@ -150,6 +176,7 @@ fn attempts_are_answered_apart_and_a_failed_case_misses() {
     let report = Measured {
         dir: PathBuf::from("results/run/B"),
         summary: fixture::report().summary,
+        url: None,
     };
     let q = Question {
         prompt_tokens: 64,

@@ -5,11 +5,11 @@
 //! sentences shared with the other formats from [`super::text`]; this file only writes them.
 
 use super::text::{
-    counting_lines, has_rounds, histogram_note, incomplete_line, outcome_counts, telemetry_line,
-    unverified_note,
+    counting_lines, histogram_note, incomplete_line, no_complete_case, outcome_counts,
+    per_token_note, telemetry_line, unverified_note,
 };
 use super::{energy, phases, results, saturation, sessions, shards};
-use crate::fmt::{seconds, span};
+use crate::fmt::{number, seconds, span};
 use crate::summary::{CaseSummary, Summary};
 use std::fmt::Write;
 
@@ -29,12 +29,19 @@ pub fn render(summary: &Summary) -> String {
     let _ = writeln!(out, "Attempt: {}", summary.attempt_id);
     out.push_str(&counting_lines(summary));
     out.push('\n');
-    if has_rounds(summary) {
-        out.push_str(&results::reference(summary).markdown());
+    let reference = results::reference(summary);
+    if reference.is_empty() && results::window(summary).is_empty() {
+        out.push_str(&no_complete_case(
+            summary,
+            "listed under \"Incomplete cases\" below",
+        ));
+    } else if !reference.is_empty() {
+        out.push_str(&reference.markdown());
         out.push_str(
             "\nTTFT: request sent → first event carrying a generated token. Complete response: sent → final event. \
              Both are medians over the n responses. Throughput: mean over rounds of Σ output tokens ÷ (last completion − first send).\n",
         );
+        out.push_str(&per_token_note(summary));
     }
     out.push_str(&load_table(summary));
     out.push_str(&sweep_section(summary));
@@ -73,15 +80,13 @@ pub fn render(summary: &Summary) -> String {
             let peaks: Vec<String> = m
                 .peak
                 .iter()
-                .map(|(k, v)| {
-                    if v.fract() == 0.0 {
-                        format!("{k} {v}")
-                    } else {
-                        format!("{k} {v:.3}")
-                    }
-                })
+                .map(|(k, v)| format!("{k} {}", number(*v)))
                 .collect();
-            let grown: Vec<String> = m.delta.iter().map(|(k, v)| format!("{k} +{v}")).collect();
+            let grown: Vec<String> = m
+                .delta
+                .iter()
+                .map(|(k, v)| format!("{k} +{}", number(*v)))
+                .collect();
             let _ = writeln!(
                 out,
                 "Server /metrics: {} scrapes; peaks: {}; counters grew during the run: {}.",
@@ -105,8 +110,9 @@ fn load_table(summary: &Summary) -> String {
         return String::new();
     }
     let mut out = format!(
-        "\nContinuous and open-loop cases (figures over the measurement window):\n\n{}",
-        table.markdown()
+        "\nContinuous and open-loop cases (figures over the measurement window):\n\n{}\n{}",
+        table.markdown(),
+        per_token_note(summary)
     );
     let mut priorities: Vec<&str> = summary
         .cases
@@ -358,6 +364,60 @@ mod tests {
         assert!(text.contains("duration p50 3.50 s"), "{text}");
         assert!(
             text.contains("| 2 | 2 | 40.0 ms | 40.0 ms | 200 | 150 | 60.0% | 2 |"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn no_complete_case_is_one_line_that_says_where_the_failures_are() {
+        let mut summary = crate::fixture::report().summary;
+        for case in &mut summary.cases {
+            case.complete = false;
+        }
+        summary.cases[1].first_error = Some("http 500: boom".into());
+        let text = render(&summary);
+        assert!(!text.contains("| Input tokens per request"), "{text}");
+        assert!(!text.contains("|---|".repeat(3).as_str()), "{text}");
+        assert!(
+            text.contains(
+                "No case completed (0 of 4): each case and its failures are listed under \
+                 \"Incomplete cases\" below, every request in requests.jsonl; first failure: \
+                 http 500: boom\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("\nIncomplete cases (not in the table above):\n"));
+        let quiet = crate::report::terminal::results(&summary, 100);
+        assert!(
+            quiet.contains("No case completed (0 of 4)")
+                && quiet.contains("in report.md")
+                && quiet.lines().count() == 2,
+            "{quiet}"
+        );
+    }
+
+    #[test]
+    fn the_results_note_names_itl_and_tpot_and_the_cases_without_itl() {
+        let mut summary = crate::fixture::report().summary;
+        let text = render(&summary);
+        assert!(
+            text.contains("| ITL p50 / p99 | TPOT p50 / p99 |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("ITL: the gaps between a response's tokens"),
+            "{text}"
+        );
+        assert!(text.contains("(descriptive)"), "{text}");
+        assert!(!text.contains("No ITL"), "{text}");
+        summary.cases[0].itl_ms = None;
+        let id = summary.cases[0].id.clone();
+        let text = render(&summary);
+        assert!(
+            text.contains(&format!(
+                "No ITL (–) for {id}: their records hold no per-token gaps; TPOT is the per-token \
+                 figure."
+            )),
             "{text}"
         );
     }

@@ -9,24 +9,28 @@ use crate::stats::Distribution;
 use crate::summary::{CaseSummary, Summary};
 
 /// Column names of the reference table.
-pub const REFERENCE_COLUMNS: [&str; 7] = [
+pub const REFERENCE_COLUMNS: [&str; 9] = [
     "Input tokens per request",
     "Concurrent requests",
     "Median TTFT",
     "Median complete response",
+    "ITL p50 / p99",
+    "TPOT p50 / p99",
     "Aggregate output throughput",
     "Responses (n)",
     "Rounds",
 ];
 
 /// Column names of the table of continuous and open-loop cases.
-pub const WINDOW_COLUMNS: [&str; 10] = [
+pub const WINDOW_COLUMNS: [&str; 12] = [
     "Load",
     "Input tokens (mean)",
     "Output tokens (mean)",
     "Achieved concurrency (mean / peak)",
     "Median TTFT",
     "p99 TTFT from scheduled",
+    "ITL p50 / p99",
+    "TPOT p50 / p99",
     "Send lag p99",
     "Throughput",
     "Goodput",
@@ -34,7 +38,8 @@ pub const WINDOW_COLUMNS: [&str; 10] = [
 ];
 
 /// The reference table, one row per complete closed-round case: input tokens, concurrency,
-/// median TTFT, median complete response, throughput, responses, rounds. Window cases
+/// median TTFT, median complete response, ITL and TPOT (p50 / p99), throughput, responses,
+/// rounds. Window cases
 /// (continuous, open loop) have their own table ([`window`]).
 pub fn reference(summary: &Summary) -> Table {
     let mut table = Table::new(REFERENCE_COLUMNS);
@@ -45,6 +50,8 @@ pub fn reference(summary: &Summary) -> Table {
             Cell::new(case.concurrency.to_string()),
             statistic(case.ttft_ms.as_ref(), |d| d.median),
             statistic(case.e2e_ms.as_ref(), |d| d.median),
+            p50_p99(case.itl_ms.as_ref()),
+            p50_p99(case.tpot_ms.as_ref()),
             Cell::figure(
                 throughput.map_or("–".into(), |t| format!("{:.2} tokens/s", t.mean)),
                 throughput.map(|t| t.n),
@@ -63,13 +70,8 @@ pub fn window(summary: &Summary) -> Table {
         let Some(load) = case.load.as_ref() else {
             continue;
         };
-        let nominal = match (load.nominal_rate_rps, load.nominal_concurrency) {
-            (Some(rate), _) => format!("{} at {rate} req/s", load.shape),
-            (None, Some(c)) => format!("{} × {c}", load.shape),
-            (None, None) => load.shape.to_string(),
-        };
         table.push([
-            Cell::new(nominal),
+            Cell::new(super::text::window_load(load)),
             Cell::new(thousands(case.input_tokens)),
             Cell::new(case.output_tokens.to_string()),
             Cell::new(format!(
@@ -78,6 +80,8 @@ pub fn window(summary: &Summary) -> Table {
             )),
             statistic(case.ttft_ms.as_ref(), |d| d.median),
             statistic(load.ttft_from_scheduled_ms.as_ref(), |d| d.p99),
+            p50_p99(case.itl_ms.as_ref()),
+            p50_p99(case.tpot_ms.as_ref()),
             statistic(load.send_lag_ms.as_ref(), |d| d.p99),
             Cell::new(format!("{:.2} tokens/s", load.throughput_tps)),
             Cell::new(
@@ -93,6 +97,29 @@ pub fn window(summary: &Summary) -> Table {
 /// A statistic of a distribution of milliseconds, as a time, over the distribution's n.
 fn statistic(d: Option<&Distribution>, of: fn(&Distribution) -> f64) -> Cell {
     Cell::figure(seconds(d.map(of)), d.map(|d| d.n))
+}
+
+/// The median and p99 of a distribution of milliseconds in one cell ("5.0 / 9.8 ms"), over the
+/// distribution's n, marked when the p99 has too few samples beyond it; "–" without one.
+pub fn p50_p99(d: Option<&Distribution>) -> Cell {
+    let Some(d) = d else {
+        return Cell::new("–");
+    };
+    let (p50, p99) = (seconds(Some(d.median)), seconds(Some(d.p99)));
+    // One unit for both where they share it.
+    let text = match (p50.strip_suffix(" ms"), p99.strip_suffix(" ms")) {
+        (Some(a), Some(b)) => format!("{a} / {b} ms"),
+        _ => match (p50.strip_suffix(" s"), p99.strip_suffix(" s")) {
+            (Some(a), Some(b)) => format!("{a} / {b} s"),
+            _ => format!("{p50} / {p99}"),
+        },
+    };
+    let cell = Cell::figure(text, Some(d.n));
+    if crate::stats::is_descriptive(d.n, 0.99) {
+        cell.marked(Mark::Descriptive)
+    } else {
+        cell
+    }
 }
 
 /// The responses a row rests on: the `ok` ones, marked with how many of those are unverified.
@@ -124,8 +151,64 @@ mod tests {
             let ttft = case.ttft_ms.as_ref().expect("a complete case has TTFT");
             assert_eq!(row.cells[2].text, seconds(Some(ttft.median)));
             assert_eq!(row.cells[2].n, Some(ttft.n as u64));
-            assert_eq!(row.cells[5].n, Some(u64::from(case.counts.ok)));
+            assert_eq!(row.cells[7].n, Some(u64::from(case.counts.ok)));
         }
+    }
+
+    #[test]
+    fn itl_and_tpot_are_p50_and_p99_in_one_cell_or_a_dash_without_them() {
+        let summary = fixture::report().summary;
+        let case = &summary.cases[0];
+        let itl = case.itl_ms.as_ref().expect("the fixture has ITL");
+        let row = &reference(&summary).rows[0];
+        let cell = &row.cells[4];
+        assert_eq!(
+            cell.text,
+            format!("{:.1} / {:.1} ms", itl.median, itl.p99),
+            "{cell}"
+        );
+        assert_eq!(cell.n, Some(itl.n as u64));
+        assert_eq!(cell.marks, vec![Mark::Descriptive], "n = {}", itl.n);
+        let tpot = case.tpot_ms.as_ref().expect("the fixture has TPOT");
+        assert!(row.cells[5]
+            .text
+            .starts_with(&format!("{:.1} / ", tpot.median)));
+
+        let mut many = itl.clone();
+        many.n = 500;
+        assert!(
+            p50_p99(Some(&many)).marks.is_empty(),
+            "5 samples beyond p99"
+        );
+        many.median = 150.0;
+        many.p99 = 2500.0;
+        assert_eq!(p50_p99(Some(&many)).text, "0.15 / 2.50 s");
+        many.median = 50.0;
+        assert_eq!(p50_p99(Some(&many)).text, "50.0 ms / 2.50 s");
+
+        let mut without = summary.clone();
+        without.cases[0].itl_ms = None;
+        without.cases[0].tpot_ms = None;
+        let row = &reference(&without).rows[0];
+        assert_eq!(row.cells[4].to_string(), "–");
+        assert_eq!(row.cells[5].to_string(), "–");
+        assert_eq!(row.cells[4].n, None);
+    }
+
+    #[test]
+    fn a_rate_is_written_rounded_not_as_a_raw_float() {
+        use crate::summary::window::{window_figures, LoadShape};
+        let mut summary = fixture::report().summary;
+        let mut load = window_figures(&[], (0.0, 1.0), &crate::workload::shape::Slo::default());
+        load.shape = LoadShape::Trace;
+        load.nominal_rate_rps = Some(5.993_690_851_735_016);
+        summary.cases[0].load = Some(load.clone());
+        load.shape = LoadShape::Poisson;
+        load.nominal_rate_rps = Some(0.15 * 3.0);
+        summary.cases[1].load = Some(load);
+        let table = window(&summary);
+        assert_eq!(table.rows[0].cells[0].text, "trace at 5.994 req/s");
+        assert_eq!(table.rows[1].cells[0].text, "poisson at 0.45 req/s");
     }
 
     #[test]

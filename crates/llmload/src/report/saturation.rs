@@ -1,7 +1,8 @@
 //! A sweep's curve and findings: the tables of each load, the findings with how each was found,
 //! and the whole as Markdown, as the terminal and `report.md` write it.
 
-use super::table::{Cell, Table};
+use super::table::{Cell, Mark, Table};
+use crate::fmt::number;
 use crate::summary::saturation::{Analysis, Finding, Point};
 use crate::summary::sweep::Axis;
 use std::fmt::Write as _;
@@ -10,8 +11,24 @@ use std::fmt::Write as _;
 pub fn render(analysis: &Analysis, axis: Axis) -> String {
     let mut out = curve(analysis, axis).markdown();
     out.push('\n');
+    out.push_str(&findings_text(analysis));
+    out
+}
+
+/// Below the curve: what the marks of its p99 cells mean (when any has one), then each finding
+/// with its method.
+pub fn findings_text(analysis: &Analysis) -> String {
+    let mut out = String::new();
+    if analysis
+        .points
+        .iter()
+        .any(|p| thin(p.ttft_n) || thin(p.tpot_n))
+    {
+        out.push_str(super::text::DESCRIPTIVE_NOTE);
+        out.push('\n');
+    }
     for (name, f) in findings(analysis) {
-        let value = f.value.map_or_else(|| "none".to_owned(), |v| v.to_string());
+        let value = f.value.map_or_else(|| "none".to_owned(), number);
         let _ = writeln!(out, "{name}: {value} ({})", f.method);
     }
     out
@@ -27,8 +44,27 @@ pub fn findings(analysis: &Analysis) -> [(&'static str, &Finding); 4] {
     ]
 }
 
-/// The curve, one row per load: throughput, TTFT p50 and p99, TPOT p99 (ms), the requests in
-/// flight, the share of errors.
+/// Whether a p99 over `n` samples is only descriptive.
+fn thin(n: Option<usize>) -> bool {
+    n.is_some_and(|n| crate::stats::is_descriptive(n, 0.99))
+}
+
+/// A p99 in milliseconds over `n` samples, marked when it is only descriptive.
+fn p99_ms(v: Option<f64>, n: Option<usize>) -> Cell {
+    let cell = Cell::figure(
+        v.map_or_else(|| "–".to_owned(), |v| format!("{v:.1} ms")),
+        n,
+    );
+    if v.is_some() && thin(n) {
+        cell.marked(Mark::Descriptive)
+    } else {
+        cell
+    }
+}
+
+/// The curve, one row per load: throughput, TTFT p50 and p99, TPOT p99 (ms), the responses they
+/// rest on (n), the requests in flight, the share of errors; a p99 over too few samples is
+/// marked.
 pub fn curve(analysis: &Analysis, axis: Axis) -> Table {
     let ms = |v: Option<f64>| v.map_or_else(|| "–".to_owned(), |v| format!("{v:.1} ms"));
     let mut table = Table::new([
@@ -37,6 +73,7 @@ pub fn curve(analysis: &Analysis, axis: Axis) -> Table {
         "TTFT p50",
         "TTFT p99",
         "TPOT p99",
+        "n",
         "in flight (mean / peak)",
         "errors",
     ]);
@@ -46,11 +83,15 @@ pub fn curve(analysis: &Analysis, axis: Axis) -> Table {
             _ => "–".to_owned(),
         };
         table.push([
-            Cell::new(p.load.to_string()),
+            Cell::new(number(p.load)),
             throughput(p),
-            Cell::new(ms(p.ttft_p50_ms)),
-            Cell::new(ms(p.ttft_p99_ms)),
-            Cell::new(ms(p.tpot_p99_ms)),
+            Cell::figure(ms(p.ttft_p50_ms), p.ttft_n),
+            p99_ms(p.ttft_p99_ms, p.ttft_n),
+            p99_ms(p.tpot_p99_ms, p.tpot_n),
+            p.ttft_n.map_or_else(
+                || Cell::new("–"),
+                |n| Cell::count(n.to_string(), crate::num::count(n)),
+            ),
             Cell::new(in_flight),
             errors(p),
         ]);
@@ -77,7 +118,7 @@ pub fn page_curve(analysis: &Analysis, axis: Axis) -> Table {
     ]);
     for p in &analysis.points {
         table.push([
-            Cell::new(p.load.to_string()),
+            Cell::new(number(p.load)),
             throughput(p),
             time(p.ttft_p50_ms),
             time(p.ttft_p99_ms),

@@ -44,6 +44,9 @@ pub enum Mark {
     Unverified(u32),
     /// The figure covers less time than its neighbours (the last window of a soak series).
     Short,
+    /// A percentile with fewer than five samples beyond it: it describes the sample and
+    /// promises nothing of the next ones.
+    Descriptive,
 }
 
 impl fmt::Display for Mark {
@@ -51,6 +54,7 @@ impl fmt::Display for Mark {
         match self {
             Mark::Unverified(n) => write!(f, "{n} unverified"),
             Mark::Short => f.write_str("short"),
+            Mark::Descriptive => f.write_str("descriptive"),
         }
     }
 }

@@ -3,8 +3,8 @@
 //! terminal's width (`comfy-table`) with its prose wrapped to it. Markdown stays in `report.md`
 //! (and on a standard output that is not a terminal).
 
-use super::results;
 use super::table::Table;
+use super::{results, saturation, text};
 use crate::summary::Summary;
 use std::fmt::Write as _;
 
@@ -54,18 +54,39 @@ fn grid(columns: &[String], rows: &[Vec<String>], width: u16) -> String {
     for row in rows {
         out.add_row(row);
     }
-    // A figure wraps last: the headers give way first, up to a figure's width of 16.
-    for (i, column) in out.column_iter_mut().enumerate() {
-        let widest = rows
-            .iter()
-            .filter_map(|r| r.get(i))
-            .map(|c| c.chars().count())
-            .max()
-            .unwrap_or(0);
-        // The width counts the padding on both sides.
-        let floor = u16::try_from(widest.min(16) + 2).unwrap_or(18);
+    // A figure wraps last: the headers give way first, up to a figure's width of 16; where the
+    // figures whole do not fit, they wrap between words ("139.23 / tokens/s"); where even their
+    // words do not, anywhere, so that the table keeps within the width.
+    let widest = |word: bool| -> Vec<usize> {
+        (0..columns.len())
+            .map(|i| {
+                let cells = rows.iter().filter_map(|r| r.get(i));
+                let widths = cells.map(|c| {
+                    let text = c.as_str();
+                    if word {
+                        text.split_whitespace()
+                            .map(|w| w.chars().count())
+                            .max()
+                            .unwrap_or(0)
+                    } else {
+                        text.chars().count()
+                    }
+                });
+                // The width counts the padding on both sides.
+                widths.max().unwrap_or(0).min(16) + 2
+            })
+            .collect()
+    };
+    // A border before each column and one after the last.
+    let fits =
+        |floors: &Vec<usize>| floors.iter().sum::<usize>() + floors.len() < usize::from(width);
+    let floors = [widest(false), widest(true)]
+        .into_iter()
+        .find(fits)
+        .unwrap_or_default();
+    for (column, floor) in out.column_iter_mut().zip(floors) {
         column.set_constraint(comfy_table::ColumnConstraint::LowerBoundary(
-            comfy_table::Width::Fixed(floor),
+            comfy_table::Width::Fixed(u16::try_from(floor).unwrap_or(18)),
         ));
     }
     format!("{out}\n")
@@ -78,13 +99,12 @@ pub fn results(summary: &Summary, width: u16) -> String {
         .into_iter()
         .filter(|t| !t.rows.is_empty())
         .collect();
-    let mut out = String::new();
-    if summary.simulated {
-        out.push_str("SIMULATED target (built-in engine simulator)\n");
-    }
+    let mut out = simulated_line(summary).to_owned();
     if tables.is_empty() {
-        let total = summary.cases.len();
-        let _ = writeln!(out, "No complete case (0 of {total}): see report.md");
+        out.push_str(&text::no_complete_case(
+            summary,
+            "under \"Incomplete cases\" in report.md",
+        ));
         return out;
     }
     let rendered: Vec<String> = tables.iter().map(|t| table(t, width)).collect();
@@ -116,6 +136,25 @@ pub fn page(markdown: &str, width: u16) -> String {
             };
             wrap(text, usize::from(width), &mut out);
         }
+    }
+    out
+}
+
+/// What `llmload sweep` prints: the SIMULATED line where the target was one, the curve aligned,
+/// what its marks mean, the findings, and why the sweep stopped adding load; empty for a summary
+/// without a sweep.
+pub fn sweep(summary: &Summary, width: u16) -> String {
+    let Some(sweep) = &summary.sweep else {
+        return String::new();
+    };
+    let mut out = simulated_line(summary).to_owned();
+    out.push_str(&table(
+        &saturation::curve(&sweep.analysis, sweep.axis),
+        width,
+    ));
+    out.push_str(&saturation::findings_text(&sweep.analysis));
+    if let Some(why) = &sweep.stopped_because {
+        let _ = writeln!(out, "The sweep stopped adding load: {why}.");
     }
     out
 }
@@ -166,6 +205,15 @@ fn markdown_table(block: &[&str], width: u16) -> String {
     aligned(&cells(head), &rows, width)
 }
 
+/// The line above the tables of a simulated target; empty for a real one.
+fn simulated_line(summary: &Summary) -> &'static str {
+    if summary.simulated {
+        "SIMULATED target (built-in engine simulator)\n"
+    } else {
+        ""
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,7 +223,7 @@ mod tests {
     fn the_results_are_aligned_within_the_width_and_hold_the_markdown_cells() {
         let summary = fixture::report().summary;
         let markdown = results::reference(&summary);
-        for width in [60, 100, 160] {
+        for width in [60, 100, 200] {
             let text = results(&summary, width);
             assert!(!text.contains("|---"), "no Markdown: {text}");
             for line in text.lines() {
@@ -185,7 +233,7 @@ mod tests {
                 );
             }
             // Every row of report.md's table is there, each cell's text whole at a wide width.
-            if width == 160 {
+            if width == 200 {
                 for row in &markdown.rows {
                     for cell in &row.cells {
                         assert!(text.contains(&cell.to_string()), "{cell} missing: {text}");
@@ -243,5 +291,27 @@ mod tests {
             out, "warning:\n  a b\n",
             "a line's continuation is indented"
         );
+    }
+
+    #[test]
+    fn the_sweep_says_simulated_and_shows_n_and_the_small_sample_mark() {
+        let mut summary = fixture::sweep_report().summary;
+        let text = sweep(&summary, 200);
+        assert!(text.starts_with("SIMULATED target"), "{text}");
+        assert!(!text.contains("|---"), "aligned, not Markdown: {text}");
+        let header = text.lines().nth(2).unwrap_or_default();
+        assert!(header.contains(" n "), "{text}");
+        // The fixture's loads have 1 to 8 responses: every p99 is descriptive, and says so.
+        let row_of_8 = text
+            .lines()
+            .find(|l| l.starts_with("│ 8 "))
+            .unwrap_or_default();
+        assert!(row_of_8.contains("(descriptive)"), "{text}");
+        assert!(row_of_8.contains("│ 8 "), "{text}");
+        assert!(text.contains(super::text::DESCRIPTIVE_NOTE), "{text}");
+        summary.simulated = false;
+        assert!(!sweep(&summary, 120).contains("SIMULATED"));
+        summary.sweep = None;
+        assert_eq!(sweep(&summary, 120), "");
     }
 }

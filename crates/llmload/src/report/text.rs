@@ -5,6 +5,7 @@
 
 use crate::fmt::thousands;
 use crate::summary::{CaseSummary, Summary};
+use std::fmt::Write as _;
 
 /// Which distributions had more samples than are kept exactly, so that their percentiles come
 /// from a histogram; empty when none had.
@@ -51,6 +52,69 @@ pub(crate) fn histogram_note(summary: &Summary) -> String {
         thousands(crate::num::count(crate::stats::EXACT_LIMIT)),
         error * 100.0,
         parts.join("; ")
+    )
+}
+
+/// What a p99 marked "descriptive" is, under the tables that mark one.
+pub const DESCRIPTIVE_NOTE: &str = "A p99 marked descriptive has fewer than 5 samples beyond it \
+     (n below 500): it describes this sample and promises nothing of the next.";
+
+/// The sentences under the results tables on ITL and TPOT: what they are, what a descriptive
+/// p99 is (when a cell is marked so), and which complete cases have no ITL and why.
+pub(crate) fn per_token_note(summary: &Summary) -> String {
+    let complete: Vec<&CaseSummary> = summary.cases.iter().filter(|c| c.complete).collect();
+    let mut out = String::from(
+        "ITL: the gaps between a response's tokens, p50 / p99 over every gap. TPOT: (complete \
+         response − TTFT) ÷ (output tokens − 1), p50 / p99 over the responses.",
+    );
+    let thin = |d: Option<&crate::stats::Distribution>| {
+        d.is_some_and(|d| crate::stats::is_descriptive(d.n, 0.99))
+    };
+    if complete
+        .iter()
+        .any(|c| thin(c.itl_ms.as_ref()) || thin(c.tpot_ms.as_ref()))
+    {
+        out.push(' ');
+        out.push_str(DESCRIPTIVE_NOTE);
+    }
+    // Where the summary says why responses were left out of ITL, it is said for each case.
+    for case in &complete {
+        if let Some(why) = &case.itl_unknown {
+            let _ = write!(out, " {}: {why}.", case.id);
+        }
+    }
+    let without: Vec<&str> = complete
+        .iter()
+        .filter(|c| c.itl_ms.is_none() && c.counts.ok > 0 && c.itl_unknown.is_none())
+        .map(|c| c.id.as_str())
+        .collect();
+    if !without.is_empty() {
+        let _ = write!(
+            out,
+            " No ITL (–) for {}: their records hold no per-token gaps; TPOT is the per-token \
+             figure.",
+            without.join(", ")
+        );
+    }
+    out.push('\n');
+    out
+}
+
+/// The line that stands for the results tables when no case completed: how many were planned,
+/// where the failures are (`listed`: where the incomplete cases are listed) and the first one.
+pub(crate) fn no_complete_case(summary: &Summary, listed: &str) -> String {
+    let first = summary
+        .cases
+        .iter()
+        .find_map(|c| c.first_error.as_deref())
+        .map_or_else(String::new, |e| format!("; first failure: {e}"));
+    format!(
+        "No case completed (0 of {}): each case and its failures are {listed}, every request in \
+         requests.jsonl{first}\n",
+        summary
+            .outcome
+            .cases_total
+            .max(crate::num::count(summary.cases.len()))
     )
 }
 
@@ -202,18 +266,50 @@ pub(crate) fn completion(case: &CaseSummary) -> String {
     }
 }
 
+/// A window case's load in a few words: its shape and nominal level ("poisson at 2 req/s",
+/// "closed-continuous × 4"), and for a stage of a staged load which stage and its levels
+/// ("stage 2/3: poisson, 2 → 8 req/s (ramp)", "stage 1/2: closed-continuous, c=4").
+pub fn window_load(load: &crate::summary::window::LoadSummary) -> String {
+    use crate::fmt::number;
+    use crate::workload::stages::LevelKind;
+    if let Some(stage) = &load.stage {
+        let levels = if stage.ramp {
+            format!("{} → {}", number(stage.from), number(stage.to))
+        } else {
+            number(stage.to)
+        };
+        let level = match stage.kind {
+            LevelKind::Rate => format!("{levels} req/s"),
+            LevelKind::Concurrency => format!("c={levels}"),
+        };
+        let ramp = if stage.ramp { " (ramp)" } else { "" };
+        return format!(
+            "stage {}/{}: {}, {level}{ramp}",
+            stage.number, stage.of, load.shape
+        );
+    }
+    match (load.nominal_rate_rps, load.nominal_concurrency) {
+        (Some(rate), _) => format!("{} at {} req/s", load.shape, number(rate)),
+        (None, Some(c)) => format!("{} × {c}", load.shape),
+        (None, None) => load.shape.to_string(),
+    }
+}
+
 /// A case's load in a few words: the arrival rate of an open loop (sessions or requests per
 /// second), else the requests (or sessions) in parallel.
 pub(super) fn load_words(case: &CaseSummary) -> String {
     use crate::summary::window::LoadShape;
     let load = case.load.as_ref().map(|l| (l.shape, l.nominal_rate_rps));
+    if let Some(l) = case.load.as_ref().filter(|l| l.stage.is_some()) {
+        return window_load(l);
+    }
     match (&case.sessions, load) {
         (Some(s), _) => s.rate_rps.map_or_else(
             || format!("{} sessions in parallel", case.concurrency),
-            |r| format!("{r} sessions/s"),
+            |r| format!("{} sessions/s", crate::fmt::number(r)),
         ),
         (None, Some((LoadShape::Trace, _))) => "a trace's arrivals".into(),
-        (None, Some((_, Some(r)))) => format!("{r} requests/s"),
+        (None, Some((_, Some(r)))) => format!("{} requests/s", crate::fmt::number(r)),
         _ => format!("{} concurrent", case.concurrency),
     }
 }
@@ -221,6 +317,46 @@ pub(super) fn load_words(case: &CaseSummary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stage_row_names_its_stage_and_levels() {
+        use crate::summary::window::{window_figures, LoadShape};
+        use crate::workload::stages::{LevelKind, StageLabel};
+        let mut load = window_figures(&[], (0.0, 1.0), &crate::workload::shape::Slo::default());
+        load.shape = LoadShape::Poisson;
+        load.nominal_rate_rps = Some(5.0);
+        assert_eq!(window_load(&load), "poisson at 5 req/s");
+        let label = StageLabel {
+            number: 2,
+            of: 3,
+            kind: LevelKind::Rate,
+            ramp: true,
+            from: 2.0,
+            to: 8.0,
+            start_s: 10.0,
+            duration_s: 30.0,
+        };
+        load.stage = Some(label.clone());
+        assert_eq!(window_load(&load), "stage 2/3: poisson, 2 → 8 req/s (ramp)");
+        load.shape = LoadShape::ClosedContinuous;
+        load.stage = Some(StageLabel {
+            number: 1,
+            kind: LevelKind::Concurrency,
+            ramp: false,
+            from: 4.0,
+            to: 4.0,
+            ..label
+        });
+        assert_eq!(window_load(&load), "stage 1/3: closed-continuous, c=4");
+        let mut case = crate::fixture::report().summary.cases[0].clone();
+        case.complete = false;
+        case.load = Some(load);
+        assert!(
+            incomplete_line(&case).contains(" × stage 1/3: closed-continuous, c=4 × "),
+            "{}",
+            incomplete_line(&case)
+        );
+    }
 
     #[test]
     fn an_incomplete_case_names_its_load_as_it_was_asked() {

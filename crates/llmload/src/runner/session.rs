@@ -156,7 +156,7 @@ impl<'a> Session<'a> {
             self.runner.progress.println(&note);
         }
         let number = self.summary.cases.len() + 1;
-        self.runner.progress.case(number, planned, first);
+        self.runner.progress.case(number, planned, plans);
         // On the heap: a load's future is large, and the whole run's would hold it.
         let load = self.runner.run_load(plans, stages, self.config.warmup);
         match Box::pin(load).await {

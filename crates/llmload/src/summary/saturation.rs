@@ -3,6 +3,7 @@
 //! SLO. Each answer says how it was computed; when the data cannot support one, it says that
 //! instead of guessing.
 
+use crate::fmt::number;
 use crate::summary::CaseSummary;
 use crate::workload::shape::Slo;
 use serde::{Deserialize, Serialize};
@@ -25,6 +26,12 @@ pub struct Point {
     pub ttft_p99_ms: Option<f64>,
     /// p99 time per output token, ms.
     pub tpot_p99_ms: Option<f64>,
+    /// Samples behind the TTFT percentiles (the `ok` responses with a first token).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_n: Option<usize>,
+    /// Samples behind TPOT p99 (the `ok` responses of more than one token).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpot_n: Option<usize>,
     /// p99 complete-response time, ms (from scheduled in an open loop).
     pub e2e_p99_ms: Option<f64>,
     /// Share of responses that failed or were invalid (requests cancelled by a stop left out).
@@ -73,6 +80,8 @@ impl Point {
             ttft_p50_ms: ttft.map(|d| d.median),
             ttft_p99_ms: ttft.map(|d| d.p99),
             tpot_p99_ms: case.tpot_ms.as_ref().map(|d| d.p99),
+            ttft_n: ttft.map(|d| d.n),
+            tpot_n: case.tpot_ms.as_ref().map(|d| d.n),
             e2e_p99_ms: e2e.map(|d| d.p99),
             achieved_concurrency_mean: case.load.as_ref().map(|l| l.achieved_concurrency_mean),
             achieved_concurrency_peak: case.load.as_ref().map(|l| l.achieved_concurrency_peak),
@@ -124,7 +133,7 @@ pub fn peak(points: &[Point]) -> Option<usize> {
 pub fn analyse(points: &[Point], slo: &Slo, integer_loads: bool) -> Analysis {
     let mut points = points.to_vec();
     points.sort_by(|a, b| a.load.total_cmp(&b.load));
-    let saturation = saturation(&points);
+    let saturation = saturation(&points, integer_loads);
     let recommended_cap = match saturation.value {
         Some(c) => {
             let cap = if integer_loads {
@@ -135,7 +144,8 @@ pub fn analyse(points: &[Point], slo: &Slo, integer_loads: bool) -> Analysis {
             Finding {
                 value: Some(cap),
                 method: format!(
-                    "{CAP_SHARE} × C_sat ({c}){}",
+                    "{CAP_SHARE} × C_sat ({}){}",
+                    number(c),
                     if integer_loads { ", rounded down" } else { "" }
                 ),
             }
@@ -156,8 +166,9 @@ pub fn analyse(points: &[Point], slo: &Slo, integer_loads: bool) -> Analysis {
 }
 
 /// `C_sat`: the smallest load reaching 90% of the peak throughput, provided the curve flattened
-/// (some load beyond it gained less than 10% more).
-fn saturation(points: &[Point]) -> Finding {
+/// (some load beyond it gained less than 10% more). With `integer_loads` (concurrencies) no load
+/// is below 1.
+fn saturation(points: &[Point], integer_loads: bool) -> Finding {
     if points.len() < 3 {
         return Finding {
             value: None,
@@ -189,7 +200,7 @@ fn saturation(points: &[Point]) -> Finding {
             method: format!(
                 "throughput was still rising at the largest load ({}): no saturation reached, \
                  C_sat is above it",
-                last.load
+                number(last.load)
             ),
         };
     }
@@ -198,14 +209,24 @@ fn saturation(points: &[Point]) -> Finding {
         .find(|p| p.throughput_tps >= SATURATION_SHARE * peak_tps)
         .map(|p| p.load);
     if at == Some(points[0].load) {
+        let share = SATURATION_SHARE * 100.0;
+        let method = if integer_loads && points[0].load <= 1.0 {
+            // No concurrency is lower than one request at a time.
+            format!(
+                "one request at a time already reached {share:.0}% of the peak throughput: more \
+                 concurrency adds little here (a server that runs one request at a time, or a \
+                 curve too flat to place C_sat); there is no lower concurrency to sweep"
+            )
+        } else {
+            format!(
+                "the smallest load ({}) already reached {share:.0}% of the peak throughput: C_sat \
+                 is at or below it; sweep lower loads",
+                number(points[0].load)
+            )
+        };
         return Finding {
             value: None,
-            method: format!(
-                "the smallest load ({}) already reached {:.0}% of the peak throughput: C_sat is at \
-                 or below it; sweep lower loads",
-                points[0].load,
-                SATURATION_SHARE * 100.0
-            ),
+            method,
         };
     }
     Finding {
@@ -300,6 +321,8 @@ mod tests {
                 ttft_p50_ms: Some(50.0 * (c / slots).max(1.0) + c),
                 ttft_p99_ms: Some(80.0 * (c / slots).max(1.0) + c),
                 tpot_p99_ms: Some(20.0),
+                ttft_n: Some(10),
+                tpot_n: Some(10),
                 e2e_p99_ms: None,
                 error_share: 0.0,
                 achieved_concurrency_mean: None,
@@ -359,6 +382,26 @@ mod tests {
         assert_eq!(a.saturation.value, None);
         assert!(
             a.saturation.method.contains("at or below"),
+            "{}",
+            a.saturation.method
+        );
+    }
+
+    #[test]
+    fn a_flat_curve_from_one_request_suggests_no_lower_concurrency() {
+        let points = curve(&[1.0, 2.0, 4.0], 1.0);
+        let a = analyse(&points, &Slo::default(), true);
+        assert_eq!(a.saturation.value, None);
+        let method = &a.saturation.method;
+        assert!(method.contains("no lower concurrency"), "{method}");
+        assert!(!method.contains("sweep lower loads"), "{method}");
+        // Rates below 1 request/s exist: there the advice stands.
+        let a = analyse(&points, &Slo::default(), false);
+        assert!(
+            a.saturation
+                .method
+                .contains("the smallest load (1) already reached 90%")
+                && a.saturation.method.contains("sweep lower loads"),
             "{}",
             a.saturation.method
         );

@@ -320,6 +320,51 @@ fn json_prints_the_summary_and_quiet_prints_only_the_table() {
     );
 }
 
+/// `llmload sweep` without --json: the SIMULATED line, the curve aligned with its n and the
+/// small-sample mark.
+#[test]
+fn the_sweep_prints_its_curve_aligned_with_n_under_the_simulated_line() {
+    let _serial = common::SERIAL
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    let sim = common::Simulator::start(&["--profile", "cpu-tiny"]);
+    let out = tempfile::tempdir().expect("temp dir");
+    let sweep_text = out.path().join("sweep-text");
+    let args = [
+        "sweep",
+        "--url",
+        &sim.url,
+        "--input-tokens",
+        "64",
+        "--output-tokens",
+        "16",
+        "--concurrency",
+        "1,2",
+        "--rounds",
+        "1",
+        "--telemetry",
+        "off",
+        "--out",
+        sweep_text.to_str().expect("UTF-8 path"),
+        "-q",
+    ];
+    let sweep = common::llmload_with_env(&args, &[("COLUMNS", "200")]);
+    assert_eq!(sweep.code, 0, "{}", sweep.stderr);
+    let text = &sweep.stdout;
+    assert!(text.starts_with("SIMULATED target"), "{text}");
+    assert!(!text.contains("|---"), "{text}");
+    assert!(text.lines().any(|l| l.contains("┆ n ┆")), "{text}");
+    // One round of 2: n = 2, far too few for a p99 that promises anything.
+    let two = text
+        .lines()
+        .find(|l| l.starts_with("│ 2 "))
+        .unwrap_or_default();
+    assert!(
+        two.contains("(descriptive)") && two.contains("┆ 2 "),
+        "{text}"
+    );
+}
+
 /// Runs `command` under `script`, so that llmload's stderr is a terminal; returns what the
 /// terminal received.
 fn on_a_terminal(command: &str, no_color: bool) -> String {

@@ -121,4 +121,15 @@ fn chunk_gaps_are_never_called_itl_when_tokens_per_event_are_unknown() {
         "the gaps kept as what they are: {case}"
     );
     assert_eq!(case["tpot_ms"]["n"], 1, "TPOT still per token: {case}");
+    // The reason is in the reports, beside the dash.
+    let report = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
+    assert!(
+        report.contains("per-token ITL unknown for 1 of 1 responses"),
+        "{report}"
+    );
+    let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
+    assert!(
+        html.contains("per-token ITL unknown for 1 of 1 responses"),
+        "{html}"
+    );
 }

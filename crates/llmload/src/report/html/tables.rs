@@ -53,15 +53,33 @@ fn name_lengths(table: &mut Table, cases: &[&CaseSummary], lengths: &Lengths) {
     }
 }
 
-/// `table` with the per-token columns, its rows being `cases` in order.
+/// `table` with the per-token columns written as the page shows them (with their n, or why
+/// there is none), in place of the shared table's where it has them, its rows being `cases` in
+/// order.
 fn per_token(mut table: Table, cases: &[&CaseSummary]) -> Table {
     debug_assert_eq!(table.rows.len(), cases.len(), "a row per case");
-    table.columns.extend(COLUMNS.map(String::from));
+    let at: Vec<usize> = COLUMNS
+        .iter()
+        .map(|name| match table.columns.iter().position(|c| c == name) {
+            Some(i) => i,
+            None => {
+                table.columns.push((*name).to_owned());
+                table.columns.len() - 1
+            }
+        })
+        .collect();
     for (row, case) in table.rows.iter_mut().zip(cases) {
-        row.cells
-            .push(figure(case.itl_ms.as_ref(), itl_absent(case)));
-        row.cells
-            .push(figure(case.tpot_ms.as_ref(), tpot_absent(case)));
+        let cells = [
+            figure(case.itl_ms.as_ref(), itl_absent(case)),
+            figure(case.tpot_ms.as_ref(), tpot_absent(case)),
+        ];
+        for (&i, cell) in at.iter().zip(cells) {
+            if i < row.cells.len() {
+                row.cells[i] = cell;
+            } else {
+                row.cells.push(cell);
+            }
+        }
     }
     table
 }
@@ -123,8 +141,21 @@ mod tests {
         summary.cases[1].itl_ms = None;
         summary.cases[1].output_tokens = 1;
         let table = reference(&summary, &Lengths::default());
-        let itl = table.columns.len() - 2;
-        assert_eq!(table.columns[itl], COLUMNS[0]);
+        // In the shared table's own place, once.
+        let itl = table
+            .columns
+            .iter()
+            .position(|c| c == COLUMNS[0])
+            .expect("the ITL column");
+        assert_eq!(table.columns[itl + 1], COLUMNS[1]);
+        assert_eq!(
+            table
+                .columns
+                .iter()
+                .filter(|c| COLUMNS.contains(&c.as_str()))
+                .count(),
+            2
+        );
         let d = summary.cases[0].tpot_ms.as_ref().expect("TPOT");
         assert_eq!(
             table.rows[0].cells[itl + 1].text,
