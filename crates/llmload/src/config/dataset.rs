@@ -57,6 +57,35 @@ impl DatasetConfig {
     }
 }
 
+/// A dataset's entries sent as they are, or its answers' lengths asked for, set those lengths:
+/// the matrix has one of each, written as 0 (a case named `indataset`, `outdataset`), and the
+/// flag that would set them is refused.
+pub(super) fn dataset_lengths(
+    settings: &Settings,
+    dataset: Option<&DatasetConfig>,
+) -> Result<(bool, bool), ConfigError> {
+    let Some(dataset) = dataset else {
+        return Ok((false, false));
+    };
+    let w = &settings.workload;
+    if dataset.lengths == Lengths::AsIs && w.input_tokens.is_some() {
+        return bad(
+            "--input-tokens does not apply with --dataset-lengths as-is: each entry goes as it \
+             is, and its length is what the server counts",
+        );
+    }
+    if dataset.output == Output::FromDataset && w.output_tokens.is_some() {
+        return bad(
+            "--output-tokens does not apply with --dataset-output from-dataset: each entry's \
+             answer sets its output length",
+        );
+    }
+    Ok((
+        dataset.lengths == Lengths::AsIs,
+        dataset.output == Output::FromDataset,
+    ))
+}
+
 /// Combinations that cannot run: a trace's `hash_ids` build their own prompts, from token IDs.
 pub(super) fn check_prompts(
     dataset: Option<&DatasetConfig>,

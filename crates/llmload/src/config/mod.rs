@@ -176,36 +176,6 @@ fn matrix(s: &mut Settings) -> Result<Matrix, ConfigError> {
     Ok((input, concurrency, output))
 }
 
-/// A dataset's entries sent as they are, or its answers' lengths asked for, set those lengths:
-/// the matrix has one of each, written as 0 (a case named `indataset`, `outdataset`), and the
-/// flag that would set them is refused.
-fn dataset_lengths(
-    settings: &Settings,
-    dataset: Option<&DatasetConfig>,
-) -> Result<(bool, bool), ConfigError> {
-    use crate::workload::dataset::{Lengths, Output};
-    let Some(dataset) = dataset else {
-        return Ok((false, false));
-    };
-    let w = &settings.workload;
-    if dataset.lengths == Lengths::AsIs && w.input_tokens.is_some() {
-        return bad(
-            "--input-tokens does not apply with --dataset-lengths as-is: each entry goes as it \
-             is, and its length is what the server counts",
-        );
-    }
-    if dataset.output == Output::FromDataset && w.output_tokens.is_some() {
-        return bad(
-            "--output-tokens does not apply with --dataset-output from-dataset: each entry's \
-             answer sets its output length",
-        );
-    }
-    Ok((
-        dataset.lengths == Lengths::AsIs,
-        dataset.output == Output::FromDataset,
-    ))
-}
-
 /// The load, the dataset and the case matrix, checked against each other.
 fn shape(
     settings: &mut Settings,
@@ -215,7 +185,7 @@ fn shape(
     if load.stages.is_some() && settings.load.concurrency.is_some() {
         return bad("--stages sets the load: leave out --concurrency");
     }
-    let (input_as_is, output_from_dataset) = dataset_lengths(settings, dataset.as_ref())?;
+    let (input_as_is, output_from_dataset) = dataset::dataset_lengths(settings, dataset.as_ref())?;
     if load.stages.is_some() && settings.workload.input_tokens.is_none() {
         // One case per stage: the reference matrix's first prompt length.
         settings.workload.input_tokens = Some(vec![LengthItem::Tokens(2048)]);

@@ -60,12 +60,15 @@ fn per_token(mut table: Table, cases: &[&CaseSummary]) -> Table {
     debug_assert_eq!(table.rows.len(), cases.len(), "a row per case");
     let at: Vec<usize> = COLUMNS
         .iter()
-        .map(|name| match table.columns.iter().position(|c| c == name) {
-            Some(i) => i,
-            None => {
-                table.columns.push((*name).to_owned());
-                table.columns.len() - 1
-            }
+        .map(|name| {
+            table
+                .columns
+                .iter()
+                .position(|c| c == name)
+                .unwrap_or_else(|| {
+                    table.columns.push((*name).to_owned());
+                    table.columns.len() - 1
+                })
         })
         .collect();
     for (row, case) in table.rows.iter_mut().zip(cases) {
