@@ -290,10 +290,28 @@ fn json_prints_the_summary_and_quiet_prints_only_the_table() {
         run.stderr
     );
 
-    let sweep = llmload(&[
+    let sweep_dir = out.path().join("sweep");
+    let mut args = small_sweep(&sim.url, &sweep_dir);
+    args.push("--json");
+    let sweep = llmload(&args);
+    assert_eq!(sweep.code, 0, "{}", sweep.stderr);
+    let printed: serde_json::Value = serde_json::from_str(&sweep.stdout).expect("JSON");
+    assert_eq!(printed["sweep"]["axis"], "concurrency");
+    assert_eq!(
+        printed["sweep"]["analysis"]["points"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
+}
+
+/// The flags of a quiet sweep of concurrencies 1 and 2 (one round, 64 tokens in, 16 out) against
+/// `url`, writing to `out`.
+fn small_sweep<'a>(url: &'a str, out: &'a std::path::Path) -> Vec<&'a str> {
+    vec![
         "sweep",
         "--url",
-        &sim.url,
+        url,
         "--input-tokens",
         "64",
         "--output-tokens",
@@ -305,19 +323,9 @@ fn json_prints_the_summary_and_quiet_prints_only_the_table() {
         "--telemetry",
         "off",
         "--out",
-        out.path().join("sweep").to_str().expect("UTF-8 path"),
-        "--json",
+        out.to_str().expect("UTF-8 path"),
         "-q",
-    ]);
-    assert_eq!(sweep.code, 0, "{}", sweep.stderr);
-    let printed: serde_json::Value = serde_json::from_str(&sweep.stdout).expect("JSON");
-    assert_eq!(printed["sweep"]["axis"], "concurrency");
-    assert_eq!(
-        printed["sweep"]["analysis"]["points"]
-            .as_array()
-            .map(Vec::len),
-        Some(2)
-    );
+    ]
 }
 
 /// `llmload sweep` without --json: the SIMULATED line, the curve aligned with its n and the
@@ -330,24 +338,7 @@ fn the_sweep_prints_its_curve_aligned_with_n_under_the_simulated_line() {
     let sim = common::Simulator::start(&["--profile", "cpu-tiny"]);
     let out = tempfile::tempdir().expect("temp dir");
     let sweep_text = out.path().join("sweep-text");
-    let args = [
-        "sweep",
-        "--url",
-        &sim.url,
-        "--input-tokens",
-        "64",
-        "--output-tokens",
-        "16",
-        "--concurrency",
-        "1,2",
-        "--rounds",
-        "1",
-        "--telemetry",
-        "off",
-        "--out",
-        sweep_text.to_str().expect("UTF-8 path"),
-        "-q",
-    ];
+    let args = small_sweep(&sim.url, &sweep_text);
     let sweep = common::llmload_with_env(&args, &[("COLUMNS", "200")]);
     assert_eq!(sweep.code, 0, "{}", sweep.stderr);
     let text = &sweep.stdout;
