@@ -175,6 +175,10 @@ fn json(value: &impl serde::Serialize) -> String {
 /// runners send) or SIGHUP stops the run as the guard does (requests in flight cancelled and
 /// recorded, the summary and views written); a second one exits at once. Every record is
 /// flushed as it is written, so what was measured is on disk either way.
+///
+/// One stop often arrives twice: GNU `timeout` sends its signal to its child and then to the
+/// whole process group, and a shell or a supervisor may do the same. A signal within
+/// [`SAME_STOP`] of the first is taken as that stop delivered again, not as a second stop.
 pub fn interrupts() -> StopSignal {
     use tokio::signal::unix::{signal, SignalKind};
     let stop = StopSignal::new();
@@ -193,13 +197,27 @@ pub fn interrupts() -> StopSignal {
     }
     tokio::spawn(async move {
         raise.raise(next_signal(&mut streams).await);
-        next_signal(&mut streams).await;
+        let first = std::time::Instant::now();
+        loop {
+            next_signal(&mut streams).await;
+            if is_second_stop(first.elapsed()) {
+                break;
+            }
+        }
         console::note(
             "llmload: a second stop signal: exiting at once (the records written are complete)",
         );
         std::process::exit(130);
     });
     stop
+}
+
+/// How soon after the first stop signal another one is the same stop delivered again.
+const SAME_STOP: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Whether a stop signal `since_first` after the first one is a second stop.
+fn is_second_stop(since_first: std::time::Duration) -> bool {
+    since_first >= SAME_STOP
 }
 
 /// The name of the next signal among `streams` (never, when there are none).
@@ -215,4 +233,18 @@ async fn next_signal(streams: &mut [(tokio::signal::unix::Signal, &'static str)]
         })
     });
     futures_util::future::select_all(waits).await.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_signal_within_a_second_of_the_first_is_the_same_stop() {
+        assert!(!is_second_stop(Duration::ZERO));
+        assert!(!is_second_stop(Duration::from_millis(999)));
+        assert!(is_second_stop(Duration::from_secs(1)));
+        assert!(is_second_stop(Duration::from_secs(30)));
+    }
 }

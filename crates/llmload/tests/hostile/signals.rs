@@ -99,6 +99,32 @@ fn sigterm_mid_run_stops_it_with_every_view_and_every_record_counted() {
     assert_eq!(counted, measured as u64, "{summary}");
 }
 
+#[test]
+fn one_stop_delivered_twice_at_once_still_stops_with_every_view() {
+    // GNU `timeout` and process-group kills deliver one stop to a process twice, milliseconds
+    // apart: that is one stop (exit 4, summary written), not the second that exits at once.
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let sim = Simulator::start(&["--profile", "cpu-tiny"]);
+    let running = long_campaign(&sim.url, tmp.path());
+    let dir = wait_for_records(tmp.path(), 4);
+    running.signal("TERM");
+    running.signal("TERM");
+    let run = running.wait(Duration::from_secs(25));
+    assert_eq!(run.code, Some(4), "{}", shown(&run));
+    assert!(
+        !run.stderr.contains("second stop signal"),
+        "{}",
+        shown(&run)
+    );
+    let summary = json(&dir.join("summary.json"));
+    assert_eq!(
+        summary["outcome"]["status"], "stopped",
+        "{}",
+        summary["outcome"]
+    );
+    assert!(dir.join("report.html").is_file());
+}
+
 /// A [`long_campaign`] against a fast simulator, killed with SIGKILL once 4 requests are
 /// recorded; its attempt folder (in `out`).
 fn killed_campaign(out: &Path) -> PathBuf {
