@@ -13,6 +13,7 @@
 use super::prompt::{offset, splitmix64, token_prompt, TokenCount, Words};
 
 mod fitted;
+mod opening;
 mod turns;
 use crate::api::{Api, Prompt};
 use crate::error::{Context, Error};
@@ -32,6 +33,8 @@ pub struct PromptSource {
     distinct: std::sync::OnceLock<Vec<u32>>,
     /// Text prompts: words of distinct initials, for the word after the shared part.
     distinct_words: std::sync::OnceLock<Vec<String>>,
+    /// Text prompts: the words to follow the shared text, of distinct first tokens after it.
+    openings: tokio::sync::OnceCell<Vec<String>>,
     /// `--dataset`: prompts from its entries.
     dataset: Option<DatasetPrompts>,
     /// Tokens per block of a trace's `hash_ids`.
@@ -134,6 +137,7 @@ impl PromptSource {
             shared_text: tokio::sync::OnceCell::new(),
             distinct: std::sync::OnceLock::new(),
             distinct_words: std::sync::OnceLock::new(),
+            openings: tokio::sync::OnceCell::new(),
             dataset: None,
             block_tokens: super::trace::DEFAULT_BLOCK_TOKENS,
         })
@@ -149,6 +153,7 @@ impl PromptSource {
             shared_text: tokio::sync::OnceCell::new(),
             distinct: std::sync::OnceLock::new(),
             distinct_words: std::sync::OnceLock::new(),
+            openings: tokio::sync::OnceCell::new(),
             dataset: None,
             block_tokens: super::trace::DEFAULT_BLOCK_TOKENS,
         }
@@ -210,21 +215,33 @@ impl PromptSource {
                 Ok(Prompt::Tokens(tokens))
             }
             Vocabulary::Text { words, counter } => {
+                let junctions = self.distinct_words.get_or_init(|| words.junctions());
+                let in_context =
+                    opening::InContext::new(target, target.endpoint.api, *counter, junctions);
                 let shared = self
                     .shared_text
                     .get_or_try_init(|| async {
                         // Word boundaries may step over S: try a few places in the corpus.
                         let counting = ServerCount::new(target, *counter);
-                        // A chat prompt's count includes the template's tokens after the user
-                        // text, which no two prompts share: the shared text is sized so that
-                        // the template's head and the text are S.
-                        let tail = template_tail(target).await?;
+                        // Where the server's tokens can be seen, the text is counted at the
+                        // opening of prompts that go on ([`opening`]). Else a chat prompt's
+                        // count includes the template's tokens after the user text, which no two
+                        // prompts share: the text is sized so that the template's head and the
+                        // text are S.
+                        let tail = match in_context {
+                            Some(_) => 0,
+                            None => template_tail(target).await?,
+                        };
                         let mut last_error = None;
                         for attempt in 0..8 {
                             let start =
                                 offset(attempt, splitmix64(seed ^ SHARED_SALT), words.len());
                             let whole = self.shared.saturating_add(tail);
-                            match words.exact_text(whole, start, &counting).await {
+                            let found = match &in_context {
+                                Some(c) => words.exact_text(whole, start, c).await,
+                                None => words.exact_text(whole, start, &counting).await,
+                            };
+                            match found {
                                 Ok(text) => return Ok(text),
                                 Err(e) => last_error = Some(e),
                             }
@@ -235,7 +252,15 @@ impl PromptSource {
                         )))
                     })
                     .await?;
-                let words = self.distinct_words.get_or_init(|| words.junctions());
+                let words = self
+                    .openings
+                    .get_or_try_init(|| async {
+                        match &in_context {
+                            Some(c) => c.openings(shared, self.shared, junctions).await,
+                            None => Ok(junctions.clone()),
+                        }
+                    })
+                    .await?;
                 let before = format!("{shared} {}", words[junction(serial, seed, words.len())]);
                 self.vocabulary
                     .prompt(target, n, serial, seed, &before)
