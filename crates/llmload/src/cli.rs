@@ -14,6 +14,12 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+    /// Confidence level of every interval, e.g. 95% or 0.9 [default: 95%]
+    ///
+    /// From 50 % to 99.9 %. The intervals of summary.json, the reports, compare and its gate
+    /// are at this level; `report` and `compare` recompute at the level they are given.
+    #[arg(long, global = true, value_name = "LEVEL", value_parser = crate::stats::interval::parse_level)]
+    pub confidence: Option<f64>,
 }
 
 /// Subcommands.

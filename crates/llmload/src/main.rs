@@ -8,6 +8,9 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(level) = cli.confidence {
+        llmload::stats::interval::set_level(level);
+    }
     // Tasks woken from outside the runtime (the open-loop pacer's launches) wait in its global
     // queue; workers look there every 4 polls instead of tokio's default 61, which halves the
     // open loop's p99 send lag on a busy 2-core machine (`scripts/bench-pacer.sh`).

@@ -10,7 +10,11 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod by_unit;
+pub mod interval;
 mod samples;
+pub use by_unit::Label;
+pub use interval::{Interval, Intervals};
 pub use samples::{Samples, EXACT_LIMIT};
 
 /// A percentile needs this many samples beyond it to be more than a description of the sample.
@@ -45,6 +49,10 @@ pub struct Distribution {
     /// sd, min and max stay exact.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relative_error: Option<f64>,
+    /// Confidence intervals of the figures, where the samples' units are known
+    /// ([`interval`]); absent in summaries written before they were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci: Option<Intervals>,
 }
 
 impl Distribution {
@@ -74,6 +82,7 @@ impl Distribution {
             sd,
             descriptive: descriptive(n),
             relative_error: None,
+            ci: None,
         })
     }
 }
@@ -114,6 +123,10 @@ pub struct Spread {
     pub max: f64,
     /// Sample standard deviation (n − 1); 0 for one value.
     pub sd: f64,
+    /// The interval of the mean, where the values are independent units (closed rounds) or the
+    /// value has one of its own (a loop's window, over its blocks of time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci: Option<interval::Ci>,
 }
 
 impl Spread {
@@ -127,7 +140,22 @@ impl Spread {
             min: d.min,
             max: d.max,
             sd: d.sd,
+            ci: None,
         })
+    }
+
+    /// [`Spread::of`] independent `values`, one per `unit`, with Student's t interval of their
+    /// mean (none under two).
+    pub fn over(values: &[f64], unit: interval::Unit) -> Option<Spread> {
+        Spread::of(values).map(|s| Spread {
+            ci: Some(interval::Ci::t_over(values, unit, 2)),
+            ..s
+        })
+    }
+
+    /// One value with the interval found for it.
+    pub fn with(value: f64, ci: Option<interval::Ci>) -> Option<Spread> {
+        Spread::of(&[value]).map(|s| Spread { ci, ..s })
     }
 }
 

@@ -17,7 +17,8 @@ pub mod sweep;
 pub mod window;
 
 use crate::record::{ErrorKind, Record, Status};
-use crate::stats::{Distribution, Samples, Spread};
+use crate::stats::interval::Unit;
+use crate::stats::{Distribution, Label, Samples, Spread};
 use crate::workload::shape::Case;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -266,9 +267,14 @@ impl CaseFigures {
         if !ok {
             return;
         }
-        r.ttft_ms.into_iter().for_each(|v| self.ttft.push(v));
-        r.e2e_ms.into_iter().for_each(|v| self.e2e.push(v));
-        self.itl.add(r);
+        let label = label(r, self.counts.ok);
+        r.ttft_ms
+            .into_iter()
+            .for_each(|v| self.ttft.push_in(v, label));
+        r.e2e_ms
+            .into_iter()
+            .for_each(|v| self.e2e.push_in(v, label));
+        self.itl.add(r, label);
         self.lengths.add(r);
         r.chunk_gaps_ms().for_each(|v| self.chunk_gap.push(v));
         if r.reasoning_tokens > 0 {
@@ -278,9 +284,9 @@ impl CaseFigures {
                 .for_each(|v| self.time_to_answer.push(v));
         }
         if let Some(t) = r.tpot_ms() {
-            self.tpot.push(t);
+            self.tpot.push_in(t, label);
             if t > 0.0 {
-                self.decode_rate.push(1e3 / t);
+                self.decode_rate.push_in(1e3 / t, label);
             }
         }
         self.prefix.add(r);
@@ -368,7 +374,7 @@ impl CaseFigures {
             chunk_gap_ms: self.chunk_gap.distribution(),
             tpot_ms: self.tpot.distribution(),
             decode_rate_tps: self.decode_rate.distribution(),
-            throughput_tps: Spread::of(&complete_rounds),
+            throughput_tps: Spread::over(&complete_rounds, Unit::Round),
             counts: self.counts,
             rounds,
             load: None,
@@ -401,6 +407,25 @@ impl CaseSummary {
             figures.add(r);
         }
         figures.finish(case, rounds_planned)
+    }
+}
+
+/// What a measured response's samples belong to, for the intervals: its session, else its
+/// round, else the second of the attempt it was scheduled (or sent) in; `response` numbers it
+/// within the case.
+pub fn label(r: &Record, response: u32) -> Label {
+    let (unit, outer) = match (r.session, r.round) {
+        (Some(session), _) => (Unit::Session, u32::try_from(session).unwrap_or(u32::MAX)),
+        (None, Some(round)) => (Unit::Round, round),
+        (None, None) => (
+            Unit::Block,
+            crate::num::to_u32(r.scheduled_s.unwrap_or(r.sent_s).floor()),
+        ),
+    };
+    Label {
+        unit,
+        outer,
+        response,
     }
 }
 

@@ -278,7 +278,7 @@ impl<'a> Rebuilt<'a> {
             ..figures
         };
         summary.complete = finished && all_ok;
-        summary.throughput_tps = Spread::of(&[load.throughput_tps]);
+        summary.throughput_tps = Spread::with(load.throughput_tps, load.throughput_ci.clone());
         summary.load = Some(load);
         summary
     }

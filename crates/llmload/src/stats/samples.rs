@@ -6,6 +6,8 @@
 //! the run's length and merges by addition. The count, mean, standard deviation, minimum and
 //! maximum stay exact either way (Welford's running moments).
 
+use super::by_unit::{self, Label};
+use super::interval::{self, Unit};
 use super::{descriptive, Distribution};
 use hdrhistogram::Histogram;
 
@@ -19,10 +21,22 @@ const DIGITS: u8 = 3;
 const SCALE: f64 = 1e6;
 
 /// Samples of one metric, in the metric's unit.
+///
+/// Samples pushed with a [`Label`] (the unit and response each came from) get confidence
+/// intervals in their distribution; past [`EXACT_LIMIT`] the intervals come from a uniform
+/// reservoir of [`EXACT_LIMIT`] labelled samples, put around the whole sample's figures.
 #[derive(Clone, Debug, Default)]
 pub struct Samples {
     exact: Vec<f64>,
     binned: Option<Binned>,
+    /// The kind of the labels, once one was given.
+    unit: Option<Unit>,
+    /// Labelled, exact form: each sample's (unit, response), in the order of `exact`.
+    labels: Vec<(u32, u32)>,
+    /// Labelled, binned form: a uniform sample of every labelled sample so far.
+    reservoir: Vec<(f64, u32, u32)>,
+    /// Labelled samples seen, for the reservoir's draws.
+    seen: u64,
 }
 
 /// The histogram form, with the exact moments and extremes.
@@ -105,6 +119,7 @@ impl Binned {
             },
             descriptive: descriptive(self.n),
             relative_error: Some(10f64.powi(-i32::from(DIGITS))),
+            ci: None,
         })
     }
 }
@@ -130,6 +145,36 @@ impl Samples {
         }
     }
 
+    /// Adds one value with what it belongs to; every value of a distribution with intervals
+    /// comes this way (a value pushed without a label leaves it without intervals).
+    pub fn push_in(&mut self, x: f64, label: Label) {
+        if !x.is_finite() {
+            return;
+        }
+        self.unit.get_or_insert(label.unit);
+        if self.binned.is_some() {
+            self.draw((x, label.outer, label.response));
+        } else {
+            self.labels.push((label.outer, label.response));
+        }
+        self.push(x);
+    }
+
+    /// Algorithm R: the `seen`-th labelled sample replaces a random one of the reservoir's with
+    /// probability `EXACT_LIMIT / seen` (a fixed sequence of draws: the same data, the same
+    /// reservoir).
+    fn draw(&mut self, sample: (f64, u32, u32)) {
+        self.seen += 1;
+        if self.reservoir.len() < EXACT_LIMIT {
+            self.reservoir.push(sample);
+            return;
+        }
+        let r = crate::workload::prompt::splitmix64(self.seen ^ 0x5EED_5A3D) % self.seen;
+        if let Some(slot) = self.reservoir.get_mut(crate::num::index(r)) {
+            *slot = sample;
+        }
+    }
+
     /// Samples so far.
     pub fn len(&self) -> usize {
         self.binned.as_ref().map_or(self.exact.len(), |b| b.n)
@@ -145,8 +190,37 @@ impl Samples {
         self.binned.is_some()
     }
 
-    /// Adds every sample of `other` (after this one's, for the exact form's order).
+    /// Adds every sample of `other` (after this one's, for the exact form's order). Labels
+    /// are kept where both are labelled alike.
     pub fn merge(&mut self, other: Samples) {
+        if self.is_empty() && self.unit.is_none() {
+            self.unit = other.unit;
+        }
+        if self.unit.is_some() && self.unit == other.unit {
+            let theirs: Vec<(f64, u32, u32)> = if other.binned.is_some() {
+                other.reservoir.clone()
+            } else {
+                other
+                    .exact
+                    .iter()
+                    .zip(&other.labels)
+                    .map(|(&x, &(o, r))| (x, o, r))
+                    .collect()
+            };
+            if self.binned.is_none()
+                && other.binned.is_none()
+                && self.exact.len() + other.exact.len() <= EXACT_LIMIT
+            {
+                self.labels.extend(theirs.iter().map(|&(_, o, r)| (o, r)));
+            } else {
+                self.bin();
+                for sample in theirs {
+                    self.draw(sample);
+                }
+            }
+        } else {
+            self.unit = None;
+        }
         if self.binned.is_none()
             && other.binned.is_none()
             && self.exact.len() + other.exact.len() <= EXACT_LIMIT
@@ -162,15 +236,43 @@ impl Samples {
         }
     }
 
-    /// The distribution of the samples; `None` when there are none.
+    /// The distribution of the samples; `None` when there are none. Labelled samples get
+    /// their confidence intervals at [`interval::level`].
     pub fn distribution(mut self) -> Option<Distribution> {
-        match &self.binned {
+        let labelled = self
+            .unit
+            .filter(|_| self.binned.is_some() || self.labels.len() == self.exact.len());
+        let pairs: Vec<(f64, u32, u32)> = match (labelled, &self.binned) {
+            (None, _) => Vec::new(),
+            (Some(_), Some(_)) => std::mem::take(&mut self.reservoir),
+            (Some(_), None) => self
+                .exact
+                .iter()
+                .zip(&self.labels)
+                .map(|(&x, &(o, r))| (x, o, r))
+                .collect(),
+        };
+        let mut d = match &self.binned {
             Some(b) => b.distribution(),
             None => Distribution::from_samples(&mut self.exact),
+        }?;
+        if let Some(unit) = labelled {
+            d.ci = by_unit::intervals(&pairs, unit, interval::level()).map(|mut ci| {
+                if self.binned.is_some() {
+                    let mut values: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+                    if let Some(around) = Distribution::from_samples(&mut values) {
+                        by_unit::centre(&mut ci, &around, &d);
+                    }
+                } else {
+                    by_unit::hold(&mut ci, &d);
+                }
+                ci
+            });
         }
+        Some(d)
     }
 
-    /// Moves the exact values into the histogram form.
+    /// Moves the exact values into the histogram form (labelled ones into the reservoir too).
     fn bin(&mut self) {
         if self.binned.is_some() {
             return;
@@ -179,7 +281,15 @@ impl Samples {
         for &x in &self.exact {
             binned.push(x);
         }
+        if self.unit.is_some() && self.labels.len() == self.exact.len() {
+            let exact = std::mem::take(&mut self.exact);
+            let labels = std::mem::take(&mut self.labels);
+            for (x, (o, r)) in exact.into_iter().zip(labels) {
+                self.draw((x, o, r));
+            }
+        }
         self.exact = Vec::new();
+        self.labels = Vec::new();
         self.binned = Some(binned);
     }
 }

@@ -6,7 +6,7 @@
 //! says why its ITL is missing; TPOT stays the per-token figure.
 
 use crate::record::Record;
-use crate::stats::{Distribution, Samples};
+use crate::stats::{Distribution, Label, Samples};
 
 /// A case's per-token gaps, and the responses whose tokens per event are unknown.
 #[derive(Debug, Default)]
@@ -22,14 +22,14 @@ pub struct ItlFigures {
 }
 
 impl ItlFigures {
-    /// Adds an `ok` response.
-    pub fn add(&mut self, r: &Record) {
+    /// Adds an `ok` response, its gaps labelled with `label`.
+    pub fn add(&mut self, r: &Record, label: Label) {
         if r.event_ms.len() < 2 {
             return;
         }
         if r.tokens_per_event_known() {
             self.known += 1;
-            r.itl_ms().for_each(|v| self.gaps.push(v));
+            r.itl_ms().for_each(|v| self.gaps.push_in(v, label));
             return;
         }
         self.unknown += 1;

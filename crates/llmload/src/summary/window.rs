@@ -3,6 +3,7 @@
 //! send lag, and latencies from `scheduled` as well as from `sent` (coordinated omission).
 
 use crate::record::{Phase, Record, Seconds, Status};
+use crate::stats::interval::Ci;
 use crate::stats::{Distribution, Samples, Spread};
 use crate::summary::soak::SeriesBins;
 use crate::summary::CaseFigures;
@@ -57,6 +58,15 @@ pub struct LoadSummary {
     /// `nominal_concurrency` its higher level.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stage: Option<StageLabel>,
+    /// The interval of `throughput_tps`, over blocks of the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throughput_ci: Option<Ci>,
+    /// The interval of `completed_rps`, over blocks of the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_ci: Option<Ci>,
+    /// The interval of `goodput_rps`, over blocks of the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput_ci: Option<Ci>,
 }
 
 /// What the runner did for one case. Records are written as requests end and folded into the
@@ -174,7 +184,7 @@ pub fn summarise(plan: &CasePlan, run: CaseRun, readings: &[Reading]) -> CaseSum
         ..load
     };
     summary.complete = !run.stopped && all_ok;
-    summary.throughput_tps = Spread::of(&[load.throughput_tps]);
+    summary.throughput_tps = Spread::with(load.throughput_tps, load.throughput_ci.clone());
     summary.load = Some(load);
     summary.series = series.map(|(bins, span)| bins.finish(span, readings));
     summary
@@ -224,6 +234,7 @@ pub struct WindowFigures {
     ttft_from_scheduled: Samples,
     e2e_from_scheduled: Samples,
     series: Option<SeriesBins>,
+    blocks: blocks::Blocks,
 }
 
 /// A soak series' bins and the span they cover.
@@ -298,6 +309,7 @@ impl WindowFigures {
             ttft_from_scheduled: Samples::new(),
             e2e_from_scheduled: Samples::new(),
             series: series_s.map(|s| SeriesBins::new(w0, s)),
+            blocks: blocks::Blocks::default(),
         }
     }
 
@@ -345,11 +357,12 @@ impl WindowFigures {
             return;
         }
         if let (true, Some(s)) = (measured, r.scheduled_s) {
+            let label = crate::summary::label(r, self.launched);
             if let Some(t) = r.first_token_s {
-                self.ttft_from_scheduled.push((t - s) * 1e3);
+                self.ttft_from_scheduled.push_in((t - s) * 1e3, label);
             }
             if let Some(t) = r.done_s {
-                self.e2e_from_scheduled.push((t - s) * 1e3);
+                self.e2e_from_scheduled.push_in((t - s) * 1e3, label);
             }
         }
         let mut tail = Tail {
@@ -444,6 +457,7 @@ impl WindowFigures {
     fn fold_tokens(&mut self, t: Seconds, n: u32) {
         if t >= self.w0 {
             self.tokens += f64::from(n);
+            self.blocks.tokens(t, n);
             if let Some(series) = &mut self.series {
                 series.add_tokens(t, n);
             }
@@ -454,6 +468,7 @@ impl WindowFigures {
         if d >= self.w0 {
             self.completed += 1;
             self.met += u32::from(meets);
+            self.blocks.done(d, meets);
         }
     }
 
@@ -474,6 +489,7 @@ impl WindowFigures {
         let (w0, slo) = (self.w0, self.slo);
         let length_s = (w1 - w0).max(1e-9);
         let (mean, peak) = self.sweep.finish(w1);
+        let rates = self.blocks.intervals(w0, w1);
         let load = LoadSummary {
             shape: LoadShape::default(),
             nominal_concurrency: None,
@@ -492,6 +508,9 @@ impl WindowFigures {
             ttft_from_scheduled_ms: self.ttft_from_scheduled.distribution(),
             e2e_from_scheduled_ms: self.e2e_from_scheduled.distribution(),
             stage: None,
+            throughput_ci: Some(rates.throughput),
+            completed_ci: Some(rates.completed),
+            goodput_ci: slo.is_set().then_some(rates.goodput),
         };
         (load, self.series.map(|bins| (bins, (w0, w1))))
     }
@@ -577,6 +596,8 @@ impl Sweep {
         )
     }
 }
+
+mod blocks;
 
 #[cfg(test)]
 mod tests;
