@@ -91,6 +91,22 @@ pub struct CompareArgs {
     /// A TOML file of rules: `fail_if = ["ttft_p50 > +10%", …]`, added to --fail-if.
     #[arg(long, value_name = "FILE")]
     pub thresholds: Option<PathBuf>,
+    /// Which verdicts fail the gate (exit 5) [default: regressed]
+    ///
+    /// `regressed`: only a change beyond a rule's bound with the stated confidence.
+    /// `inconclusive`: also a change whose interval straddles the bound, or a figure too thin
+    /// for an interval.
+    #[arg(long = "fail-on", value_enum, value_name = "VERDICT")]
+    pub fail_on: Option<FailOn>,
+}
+
+/// The verdicts that fail `compare`'s gate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailOn {
+    /// Regressed rules only.
+    Regressed,
+    /// Regressed and inconclusive rules.
+    Inconclusive,
 }
 
 /// `llmload plan`: capacity answers from measured attempts.

@@ -65,16 +65,17 @@ pub async fn execute(command: Command) -> Result<u8> {
             let rules = args.rules()?;
             let attempts = keys::keyed(&args.dirs)?;
             let checks = gate::evaluate(&rules, &attempts);
-            let gated = (!rules.is_empty()).then_some(checks.as_slice());
+            let strict = args.fail_on == Some(crate::cli::FailOn::Inconclusive);
+            let gated = (!rules.is_empty()).then_some((checks.as_slice(), strict));
             if args.json {
                 out(&json(&compare::to_json(&args.dirs, &attempts, gated)))?;
             } else {
                 out(&compare::render(&attempts))?;
                 if gated.is_some() {
-                    out(&compare::render_gate(&rules, &checks))?;
+                    out(&compare::render_gate(&rules, &checks, strict))?;
                 }
             }
-            let failed = checks.iter().any(|c| c.verdict.fails());
+            let failed = checks.iter().any(|c| c.verdict.fails(strict));
             Ok(if failed { GATE_FAILED } else { 0 })
         }
         Command::Plan(args) => {

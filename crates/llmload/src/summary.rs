@@ -290,7 +290,7 @@ impl CaseFigures {
             }
         }
         self.prefix.add(r);
-        self.phases.add(r);
+        self.phases.add(r, label);
     }
 
     fn count(&mut self, r: &Record) {

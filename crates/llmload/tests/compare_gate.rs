@@ -15,7 +15,8 @@ use std::sync::PoisonError;
 /// The gate's exit code.
 const GATE_FAILED: i32 = 5;
 
-/// Two closed-rounds cases: 1 and 2 concurrent, 2 rounds each.
+/// Two closed-rounds cases: 2 and 4 concurrent, 4 rounds each (8 and 16 responses: enough for
+/// the medians' intervals).
 fn campaign(out: &Path, name: &str, url: &str) -> PathBuf {
     let (run, dir) = run_against(
         out,
@@ -25,11 +26,11 @@ fn campaign(out: &Path, name: &str, url: &str) -> PathBuf {
             "--input-tokens",
             "64",
             "--concurrency",
-            "1,2",
+            "2,4",
             "--output-tokens",
             "8",
             "--rounds",
-            "2",
+            "4",
             "-q",
         ],
     );
@@ -61,8 +62,10 @@ fn the_gate_passes_an_identical_run_and_fails_one_made_slower_on_purpose() {
 
     let same = compare(&[&a, &b], &rule);
     assert_eq!(same.code, 0, "{}\n{}", same.stdout, same.stderr);
+    assert!(same.stdout.contains("Gate passed."), "{}", same.stdout);
     assert!(
-        same.stdout.contains("Gate passed: 2 of 2 checks held"),
+        same.stdout
+            .contains("0 regressed, 0 inconclusive, 2 no change"),
         "{}",
         same.stdout
     );
@@ -74,15 +77,12 @@ fn the_gate_passes_an_identical_run_and_fails_one_made_slower_on_purpose() {
         slower.stdout, slower.stderr
     );
     let text = &slower.stdout;
-    assert!(
-        text.contains("Gate FAILED: 2 of 2 checks broke their rule"),
-        "{text}"
-    );
+    assert!(text.contains("Gate FAILED: 2 of 2 checks"), "{text}");
     let failures: Vec<&str> = text.lines().filter(|l| l.starts_with("- ")).collect();
     assert_eq!(failures.len(), 2, "{text}");
     for (line, (id, n)) in failures
         .iter()
-        .zip([("in64-c1-out8", 2), ("in64-c2-out8", 4)])
+        .zip([("in64-c2-out8", 8), ("in64-c4-out8", 16)])
     {
         assert!(line.starts_with(&format!("- {id} (")), "{line}");
         assert!(line.contains("ttft_p50 A "), "{line}");
@@ -92,7 +92,7 @@ fn the_gate_passes_an_identical_run_and_fails_one_made_slower_on_purpose() {
             2,
             "both figures with their n: {line}"
         );
-        assert!(line.ends_with("breaks `ttft_p50 > +100%`"), "{line}");
+        assert!(line.ends_with("**REGRESSED** `ttft_p50 > +100%`"), "{line}");
     }
 
     // The same rule from a thresholds file, and the JSON verdict.
@@ -110,6 +110,14 @@ fn the_gate_passes_an_identical_run_and_fails_one_made_slower_on_purpose() {
     assert_eq!(gate["passed"], false);
     assert_eq!(gate["checks_total"], 4);
     assert_eq!(gate["checks_failed"], 2);
+    assert_eq!(gate["checks_regressed"], 2);
+    assert_eq!(gate["checks"][0]["verdict"], "regressed");
+    assert!(
+        gate["checks"][0]["interval"][0]
+            .as_f64()
+            .expect("a lower bound")
+            > 100.0
+    );
     assert_eq!(
         gate["checks_not_compared"], 2,
         "closed rounds have no goodput"

@@ -120,6 +120,8 @@ pub enum Method {
     StudentT,
     /// Percentile bootstrap, resampling whole units.
     Bootstrap,
+    /// Wilson's score interval of a share.
+    Wilson,
 }
 
 impl Method {
@@ -129,6 +131,7 @@ impl Method {
             Method::OrderStatistic => "order statistics",
             Method::StudentT => "Student's t",
             Method::Bootstrap => "bootstrap",
+            Method::Wilson => "Wilson score",
         }
     }
 }

@@ -4,6 +4,8 @@
 //! anything. docs/usage.md states the grammar.
 
 use crate::error::ConfigError;
+use crate::stats::interval::{Basis, Ci, Method, Unit};
+use crate::stats::{Interval, Intervals};
 use crate::summary::identity::{matched, CaseKey, KeyedAttempt};
 use crate::summary::CaseSummary;
 use serde::Serialize;
@@ -114,40 +116,57 @@ impl Metric {
                     Latency::Head => phases.and_then(|p| p.head_ms.as_ref()),
                     Latency::FirstEvent => phases.and_then(|p| p.first_event_ms.as_ref()),
                 }?;
-                let value = match p {
-                    Percentile::P50 => d.median,
-                    Percentile::P90 => d.p90,
-                    Percentile::P95 => d.p95,
-                    Percentile::P99 => d.p99,
+                let (value, name) = match p {
+                    Percentile::P50 => (d.median, "median"),
+                    Percentile::P90 => (d.p90, "p90"),
+                    Percentile::P95 => (d.p95, "p95"),
+                    Percentile::P99 => (d.p99, "p99"),
                 };
                 let of = match latency {
                     Latency::Itl => "token gaps",
                     Latency::Connect => "new connections",
                     _ => "responses",
                 };
-                Some(Figure::new(value, d.n, of))
+                Some(Figure::new(value, d.n, of).with(d.ci.as_ref(), name))
             }
             Metric::Throughput => {
                 let t = case.throughput_tps.as_ref()?;
-                Some(match case.load {
-                    Some(_) => Figure::new(t.mean, case.counts.ok as usize, "responses"),
-                    None => Figure::new(t.mean, t.n, "rounds"),
-                })
+                Some(
+                    match case.load {
+                        Some(_) => Figure::new(t.mean, case.counts.ok as usize, "responses"),
+                        None => Figure::new(t.mean, t.n, "rounds"),
+                    }
+                    .with_ci(t.ci.as_ref()),
+                )
             }
             Metric::Goodput => {
-                let goodput = case.load.as_ref()?.goodput_rps?;
-                Some(Figure::new(goodput, case.counts.ok as usize, "responses"))
+                let load = case.load.as_ref()?;
+                let goodput = load.goodput_rps?;
+                Some(
+                    Figure::new(goodput, case.counts.ok as usize, "responses")
+                        .with_ci(load.goodput_ci.as_ref()),
+                )
             }
             Metric::ErrorRate => {
                 let c = &case.counts;
                 let failed = c.invalid.saturating_add(c.error);
                 let ended = c.ok.saturating_add(failed);
                 (ended > 0).then(|| {
-                    Figure::new(
-                        f64::from(failed) / f64::from(ended),
-                        ended as usize,
-                        "requests",
-                    )
+                    let level = crate::stats::interval::level();
+                    Figure {
+                        interval: Some(wilson(failed, ended, level)),
+                        basis: Some(Basis {
+                            level,
+                            method: Method::Wilson,
+                            unit: Unit::Response,
+                            units: ended as usize,
+                        }),
+                        ..Figure::new(
+                            f64::from(failed) / f64::from(ended),
+                            ended as usize,
+                            "requests",
+                        )
+                    }
                 })
             }
         }
@@ -192,8 +211,8 @@ impl FromStr for Metric {
     }
 }
 
-/// A figure and the samples behind it.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+/// A figure, the samples behind it and its interval.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Figure {
     /// The value, in the metric's unit (ms, tokens/s, requests/s, or a share 0–1).
     pub value: f64,
@@ -201,12 +220,88 @@ pub struct Figure {
     pub n: usize,
     /// What `n` counts: responses, token gaps, rounds or requests.
     pub of: &'static str,
+    /// Its confidence interval, where it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval: Option<Interval>,
+    /// How the interval was computed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub basis: Option<Basis>,
+    /// Why it has no interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_interval: Option<String>,
 }
 
 impl Figure {
     fn new(value: f64, n: usize, of: &'static str) -> Figure {
-        Figure { value, n, of }
+        Figure {
+            value,
+            n,
+            of,
+            interval: None,
+            basis: None,
+            no_interval: None,
+        }
     }
+
+    /// The figure with the interval `ci` found for it (its figure named `name`), or why none.
+    fn with(self, ci: Option<&Intervals>, name: &str) -> Figure {
+        let Some(ci) = ci else {
+            return Figure {
+                no_interval: Some("its summary holds no intervals".into()),
+                ..self
+            };
+        };
+        let interval = ci.of(name);
+        let no_interval = interval.is_none().then(|| {
+            let label = if name == "median" { "p50" } else { name };
+            format!(
+                "its {label} rests on {} {}: too few for a {} % interval",
+                self.n,
+                self.of,
+                crate::fmt::number(ci.basis.level * 100.0)
+            )
+        });
+        Figure {
+            interval,
+            basis: Some(ci.basis),
+            no_interval,
+            ..self
+        }
+    }
+
+    /// The figure with the interval of one figure `ci`, or why none.
+    fn with_ci(self, ci: Option<&Ci>) -> Figure {
+        let Some(ci) = ci else {
+            return Figure {
+                no_interval: Some("its summary holds no interval for it".into()),
+                ..self
+            };
+        };
+        Figure {
+            interval: ci.interval,
+            basis: Some(ci.basis),
+            no_interval: ci
+                .interval
+                .is_none()
+                .then(|| ci.note.clone().unwrap_or_else(|| "no interval".into())),
+            ..self
+        }
+    }
+}
+
+/// Wilson's score interval of a share `k` of `n` at `level`.
+fn wilson(k: u32, n: u32, level: f64) -> Interval {
+    let z = change::z(level);
+    let (k, n) = (f64::from(k), f64::from(n));
+    let p = k / n;
+    let z2 = z * z;
+    let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
+    let half = z / (1.0 + z2 / n) * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    Interval {
+        low: (centre - half).max(0.0),
+        high: (centre + half).min(1.0),
+    }
+    .holding(p)
 }
 
 /// Which way a change breaks a rule.
@@ -347,7 +442,7 @@ pub fn rules(flags: &[String], file: Option<(&str, &str)>) -> Result<Vec<Rule>, 
     Ok(out)
 }
 
-/// Both figures, the change in the rule's unit and whether it breaks the rule.
+/// Both figures, the change in the rule's unit, its interval and what it would take to decide.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Comparison {
     /// BASE's figure.
@@ -357,16 +452,40 @@ pub struct Comparison {
     /// The change in the unit of the rule's bound: percent of BASE (±infinity, written as
     /// `null`, from a BASE of 0), or NEW − BASE in the metric's unit.
     pub change: f64,
+    /// The change's confidence interval, in the same unit; absent where a side has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval: Option<Interval>,
+    /// The confidence level.
+    pub level: f64,
+    /// How the interval was found.
+    pub test: String,
+    /// Why there is no interval (a figure too thin to test).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The smallest change the base's own noise lets the gate tell from none, in the rule's
+    /// unit (the half-width between two copies of BASE).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub noise_floor: Option<f64>,
+    /// Whether the rule's bound is inside the noise floor: it can then never pass as no change.
+    pub below_noise: bool,
+    /// Inconclusive: how many times the samples on both sides would likely decide.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub samples_to_decide: Option<f64>,
 }
 
 /// How one rule came out on one case.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "verdict", rename_all = "kebab-case")]
 pub enum Verdict {
-    /// The change is within the rule.
-    Passed(Comparison),
-    /// The change breaks the rule.
-    Failed(Comparison),
+    /// The change is beyond the rule's bound with the stated confidence: the gate fails.
+    Regressed(Comparison),
+    /// The change is beyond the bound the other way with the stated confidence.
+    Improved(Comparison),
+    /// The change's interval lies on the good side of the bound.
+    NoChange(Comparison),
+    /// The interval straddles the bound, or a figure is too thin for one: more samples would
+    /// tell. Fails the gate only with `--fail-on inconclusive`.
+    Inconclusive(Comparison),
     /// Not compared, and why (a figure absent on one side, a case incomplete in BASE).
     NotCompared {
         /// Why, in words.
@@ -381,9 +500,36 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    /// Whether this verdict fails the gate.
-    pub fn fails(&self) -> bool {
-        matches!(self, Verdict::Failed(_) | Verdict::Unfinished { .. })
+    /// Whether this verdict fails the gate (`strict`: inconclusive ones too).
+    pub fn fails(&self, strict: bool) -> bool {
+        match self {
+            Verdict::Regressed(_) | Verdict::Unfinished { .. } => true,
+            Verdict::Inconclusive(_) => strict,
+            _ => false,
+        }
+    }
+
+    /// The comparison behind a verdict that compared.
+    pub fn comparison(&self) -> Option<&Comparison> {
+        match self {
+            Verdict::Regressed(c)
+            | Verdict::Improved(c)
+            | Verdict::NoChange(c)
+            | Verdict::Inconclusive(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The verdict's name, as `--json` writes it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Verdict::Regressed(_) => "regressed",
+            Verdict::Improved(_) => "improved",
+            Verdict::NoChange(_) => "no-change",
+            Verdict::Inconclusive(_) => "inconclusive",
+            Verdict::NotCompared { .. } => "not-compared",
+            Verdict::Unfinished { .. } => "unfinished",
+        }
     }
 }
 
@@ -417,6 +563,11 @@ pub fn check(rule: &Rule, base: &CaseSummary, new: &CaseSummary) -> Verdict {
             return Verdict::NotCompared { reason };
         }
     };
+    judge(rule, b, n)
+}
+
+/// The verdict of `rule` on the figures `b` (BASE) and `n` (NEW).
+pub fn judge(rule: &Rule, b: Figure, n: Figure) -> Verdict {
     let change = match rule.bound {
         Change::Percent(_) if b.value == 0.0 => match n.value {
             0.0 => 0.0,
@@ -426,22 +577,48 @@ pub fn check(rule: &Rule, base: &CaseSummary, new: &CaseSummary) -> Verdict {
         Change::Percent(_) => (n.value - b.value) / b.value.abs() * 100.0,
         Change::Absolute(_) => n.value - b.value,
     };
-    let bound = match rule.bound {
-        Change::Percent(v) | Change::Absolute(v) => v,
+    let level = crate::stats::interval::level();
+    let interval = change::interval(rule.bound, &b, &n, level).map(|i| i.holding(change));
+    let noise_floor = change::noise_floor(rule.bound, &b, level);
+    let side = |f: &Figure| {
+        f.basis
+            .map_or_else(|| "no interval".to_owned(), |basis| basis.described())
     };
-    let breaks = match rule.op {
-        Op::Above => change > bound,
-        Op::Below => change < bound,
+    let test = format!(
+        "the two sides' intervals combined as independent (BASE: {}; NEW: {})",
+        side(&b),
+        side(&n)
+    );
+    let reason = match (&b.no_interval, &n.no_interval) {
+        (Some(why), _) if interval.is_none() => Some(format!("BASE: {why}")),
+        (_, Some(why)) if interval.is_none() => Some(format!("NEW: {why}")),
+        _ if interval.is_none() => Some("no interval for the change".into()),
+        _ => None,
+    };
+    let call = interval.map_or(change::Call::Inconclusive, |i| {
+        change::call(rule.op, rule.bound, i)
+    });
+    let samples_to_decide = match (call, interval) {
+        (change::Call::Inconclusive, Some(i)) => change::samples_to_decide(change, rule.bound, i),
+        _ => None,
     };
     let comparison = Comparison {
         base: b,
         new: n,
         change,
+        interval,
+        level,
+        test,
+        reason,
+        below_noise: noise_floor.is_some_and(|f| change::bound_value(rule.bound).abs() < f),
+        noise_floor,
+        samples_to_decide,
     };
-    if breaks {
-        Verdict::Failed(comparison)
-    } else {
-        Verdict::Passed(comparison)
+    match call {
+        change::Call::Regressed => Verdict::Regressed(comparison),
+        change::Call::Improved => Verdict::Improved(comparison),
+        change::Call::NoChange => Verdict::NoChange(comparison),
+        change::Call::Inconclusive => Verdict::Inconclusive(comparison),
     }
 }
 
@@ -484,6 +661,8 @@ pub fn evaluate(rules: &[Rule], attempts: &[KeyedAttempt]) -> Vec<Check> {
     }
     checks
 }
+
+pub mod change;
 
 #[cfg(test)]
 mod tests;

@@ -3,7 +3,7 @@
 //! or a kept-alive one. TTFT keeps its own definition (sent → first token) beside these.
 
 use crate::record::{Record, Status};
-use crate::stats::{Distribution, Samples};
+use crate::stats::{Distribution, Label, Samples};
 use serde::{Deserialize, Serialize};
 
 /// The phases of a case's `ok` responses that carry them.
@@ -57,8 +57,9 @@ pub struct PhaseFigures {
 }
 
 impl PhaseFigures {
-    /// Adds one measured record: only an `ok` one that carries its phases counts.
-    pub fn add(&mut self, r: &Record) {
+    /// Adds one measured record: only an `ok` one that carries its phases counts; `label`:
+    /// what its samples belong to, for the intervals.
+    pub fn add(&mut self, r: &Record, label: Label) {
         let Some(p) = r.phases.filter(|_| r.status == Status::Ok) else {
             return;
         };
@@ -77,7 +78,7 @@ impl PhaseFigures {
             (&mut self.last_token, r.event_ms.last().copied()),
         ] {
             if let Some(v) = value {
-                samples.push(v);
+                samples.push_in(v, label);
             }
         }
     }
@@ -104,6 +105,12 @@ mod tests {
     use super::*;
     use crate::record::{ok_record, Phases};
 
+    const LABEL: Label = Label {
+        unit: crate::stats::interval::Unit::Round,
+        outer: 1,
+        response: 0,
+    };
+
     fn with_phases(reused: bool, tls: bool) -> Record {
         let mut r = ok_record(0.0, None, vec![10.0, 12.0, 14.0]);
         r.phases = Some(Phases {
@@ -120,10 +127,10 @@ mod tests {
     #[test]
     fn connections_are_counted_new_or_reused_and_setup_only_from_new_ones() {
         let mut figures = PhaseFigures::default();
-        figures.add(&with_phases(false, true));
-        figures.add(&with_phases(false, false));
+        figures.add(&with_phases(false, true), LABEL);
+        figures.add(&with_phases(false, false), LABEL);
         for _ in 0..3 {
-            figures.add(&with_phases(true, false));
+            figures.add(&with_phases(true, false), LABEL);
         }
         let s = figures.finish().expect("phases");
         assert_eq!(
@@ -140,10 +147,10 @@ mod tests {
     #[test]
     fn only_ok_records_with_phases_count() {
         let mut figures = PhaseFigures::default();
-        figures.add(&ok_record(0.0, None, vec![10.0]));
+        figures.add(&ok_record(0.0, None, vec![10.0]), LABEL);
         let mut failed = with_phases(false, false);
         failed.status = Status::Error;
-        figures.add(&failed);
+        figures.add(&failed, LABEL);
         assert_eq!(figures.finish(), None);
     }
 }

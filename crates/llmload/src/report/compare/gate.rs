@@ -8,14 +8,23 @@ use crate::fmt::seconds;
 use crate::summary::gate::{Change, Check, Comparison, Figure, Kind, Rule, Verdict};
 use std::fmt::Write;
 
-/// The gate's section: the rules, every check, the verdict.
-pub fn render(rules: &[Rule], checks: &[Check]) -> String {
+/// The gate's section: the rules, every check, the verdict (`strict`: inconclusive checks
+/// fail it too).
+pub fn render(rules: &[Rule], checks: &[Check], strict: bool) -> String {
     let mut out = String::new();
     let quoted: Vec<String> = rules.iter().map(|r| format!("`{}`", r.text)).collect();
+    let level = checks
+        .iter()
+        .find_map(|c| c.verdict.comparison().map(|x| x.level))
+        .unwrap_or_else(crate::stats::interval::level);
+    let level = crate::fmt::number(level * 100.0);
     let _ = writeln!(
         out,
         "\n## Gate\n\nRules: {}. Each later attempt (NEW) is checked against A (BASE), on every \
-         case both ran; cases of one attempt only are listed above and not checked.\n",
+         case both ran; cases of one attempt only are listed above and not checked. Each figure \
+         and each change has its {level} % confidence interval in brackets; a rule is \
+         *regressed* only when the whole interval of the change is beyond its bound, *no \
+         change* when it lies on the good side, *inconclusive* when it straddles the bound.\n",
         quoted.join(", ")
     );
     out.push_str(
@@ -25,27 +34,22 @@ pub fn render(rules: &[Rule], checks: &[Check]) -> String {
     for c in checks {
         let kind = c.rule.metric.kind();
         let (base, new, change, verdict) = match &c.verdict {
-            Verdict::Passed(x) => (
-                figure(kind, &x.base),
-                figure(kind, &x.new),
-                change(kind, &c.rule, x),
-                "passed",
-            ),
-            Verdict::Failed(x) => (
-                figure(kind, &x.base),
-                figure(kind, &x.new),
-                change(kind, &c.rule, x),
-                "**FAILED**",
-            ),
-            Verdict::NotCompared { reason } => {
-                ("–".into(), "–".into(), "–".into(), reason.as_str())
-            }
+            Verdict::NotCompared { reason } => ("–".into(), "–".into(), "–".into(), reason.clone()),
             Verdict::Unfinished { .. } => (
                 "–".into(),
                 "–".into(),
                 "–".into(),
-                "**FAILED** (complete in BASE, incomplete in NEW)",
+                "**REGRESSED** (complete in BASE, incomplete in NEW)".into(),
             ),
+            v => {
+                let Some(x) = v.comparison() else { continue };
+                (
+                    figure(kind, &x.base),
+                    figure(kind, &x.new),
+                    change(kind, &c.rule, x),
+                    verdict_text(v, x),
+                )
+            }
         };
         let _ = writeln!(
             out,
@@ -55,23 +59,49 @@ pub fn render(rules: &[Rule], checks: &[Check]) -> String {
             c.rule.text,
         );
     }
-    let failed: Vec<&Check> = checks.iter().filter(|c| c.verdict.fails()).collect();
-    let unchecked = checks
+    let count = |name: &str| checks.iter().filter(|c| c.verdict.name() == name).count();
+    let failed: Vec<&Check> = checks.iter().filter(|c| c.verdict.fails(strict)).collect();
+    let _ = writeln!(
+        out,
+        "\n{} regressed, {} inconclusive, {} no change, {} improved, {} not compared{}.",
+        count("regressed") + count("unfinished"),
+        count("inconclusive"),
+        count("no-change"),
+        count("improved"),
+        count("not-compared"),
+        if strict {
+            " (inconclusive checks fail the gate: --fail-on inconclusive)"
+        } else {
+            ""
+        }
+    );
+    let noisy: Vec<String> = checks
         .iter()
-        .filter(|c| matches!(c.verdict, Verdict::NotCompared { .. }))
-        .count();
-    if failed.is_empty() {
+        .filter_map(|c| {
+            let x = c.verdict.comparison().filter(|x| x.below_noise)?;
+            Some(format!(
+                "`{}` on {}: BASE's own noise floor is ±{}",
+                c.rule.text,
+                c.case,
+                amount(c.rule.metric.kind(), &c.rule, x.noise_floor?)
+            ))
+        })
+        .collect();
+    if !noisy.is_empty() {
         let _ = writeln!(
             out,
-            "\nGate passed: {} of {} checks held, {unchecked} not compared.",
-            checks.len() - unchecked,
-            checks.len()
+            "\nBounds inside the noise floor (such a rule can never pass as no change; measure \
+             more rounds, a longer window, or --repeat): {}.",
+            noisy.join("; ")
         );
+    }
+    if failed.is_empty() {
+        let _ = writeln!(out, "\nGate passed.");
         return out;
     }
     let _ = writeln!(
         out,
-        "\nGate FAILED: {} of {} checks broke their rule ({unchecked} not compared):\n",
+        "\nGate FAILED: {} of {} checks:\n",
         failed.len(),
         checks.len()
     );
@@ -81,11 +111,28 @@ pub fn render(rules: &[Rule], checks: &[Check]) -> String {
     out
 }
 
+/// A compared verdict in words, with how many more samples would likely decide an
+/// inconclusive one, or why it cannot be tested.
+fn verdict_text(v: &Verdict, x: &Comparison) -> String {
+    match v {
+        Verdict::Regressed(_) => "**REGRESSED**".into(),
+        Verdict::Improved(_) => "improved".into(),
+        Verdict::NoChange(_) => "no change".into(),
+        _ => match (&x.reason, x.samples_to_decide) {
+            (Some(why), _) => format!("inconclusive: {why}"),
+            (None, Some(k)) => format!(
+                "inconclusive (about {}× the samples on both sides would likely decide)",
+                crate::fmt::number(k)
+            ),
+            (None, None) => "inconclusive (the change sits on the bound)".into(),
+        },
+    }
+}
+
 /// One failing check in words: case, metric, BASE figure (n), NEW figure (n), change, rule.
 pub fn failure_line(c: &Check) -> String {
     let kind = c.rule.metric.kind();
     let x = match &c.verdict {
-        Verdict::Failed(x) => x,
         Verdict::Unfinished { reason } => {
             return format!(
                 "{} ({}): {} not compared against {}: {reason}, breaks `{}`",
@@ -96,10 +143,13 @@ pub fn failure_line(c: &Check) -> String {
                 c.rule.text
             )
         }
-        _ => return String::new(),
+        v => match v.comparison() {
+            Some(x) => x,
+            None => return String::new(),
+        },
     };
     format!(
-        "{} ({}): {} A {} → {} {}, {}, breaks `{}`",
+        "{} ({}): {} A {} → {} {}, {}: {} `{}`",
         c.case,
         c.key.describe(),
         c.rule.metric,
@@ -107,47 +157,82 @@ pub fn failure_line(c: &Check) -> String {
         letter(c.new),
         figure(kind, &x.new),
         change(kind, &c.rule, x),
+        verdict_text(&c.verdict, x),
         c.rule.text
     )
 }
 
-/// A figure with its n ("20.1 ms (n = 6 responses)").
-fn figure(kind: Kind, f: &Figure) -> String {
-    let value = match kind {
-        Kind::Time => seconds(Some(f.value)),
-        Kind::Throughput => format!("{:.2} tokens/s", f.value),
-        Kind::Goodput => format!("{:.3} requests/s", f.value),
-        Kind::Share => format!("{:.2} %", f.value * 100.0),
-    };
-    format!("{value} (n = {} {})", f.n, f.of)
+/// A value of a metric of `kind`, in its unit.
+fn value(kind: Kind, v: f64) -> String {
+    match kind {
+        Kind::Time => seconds(Some(v)),
+        Kind::Throughput => format!("{v:.2} tokens/s"),
+        Kind::Goodput => format!("{v:.3} requests/s"),
+        Kind::Share => format!("{:.2} %", v * 100.0),
+    }
 }
 
-/// The change in the unit of the rule's bound: percent, or the metric's unit.
-fn change(kind: Kind, rule: &Rule, x: &Comparison) -> String {
+/// A figure with its interval and n ("20.1 ms [18.0 ms, 22.3 ms] (n = 24 responses)").
+fn figure(kind: Kind, f: &Figure) -> String {
+    let interval = f.interval.map_or_else(String::new, |i| {
+        format!(" [{}, {}]", value(kind, i.low), value(kind, i.high))
+    });
+    format!("{}{interval} (n = {} {})", value(kind, f.value), f.n, f.of)
+}
+
+/// An amount of change in the unit of the rule's bound (no sign).
+fn amount(kind: Kind, rule: &Rule, v: f64) -> String {
     if matches!(rule.bound, Change::Percent(_)) {
-        return if x.change.is_infinite() {
-            "from 0".into()
-        } else {
-            format!("{:+.1} %", x.change)
-        };
+        return format!("{v:.1} %");
     }
     match kind {
-        Kind::Time => format!("{:+.1} ms", x.change),
-        Kind::Throughput => format!("{:+.2} tokens/s", x.change),
-        Kind::Goodput => format!("{:+.3} requests/s", x.change),
-        Kind::Share => format!("{:+.2} pp", x.change * 100.0),
+        Kind::Time => format!("{v:.1} ms"),
+        Kind::Throughput => format!("{v:.2} tokens/s"),
+        Kind::Goodput => format!("{v:.3} requests/s"),
+        Kind::Share => format!("{:.2} pp", v * 100.0),
     }
 }
 
-/// The gate as JSON: whether it passed, counts, and every check with its figures.
-pub fn to_json(checks: &[Check]) -> serde_json::Value {
-    let count = |f: fn(&Verdict) -> bool| checks.iter().filter(|c| f(&c.verdict)).count();
-    let failed = count(Verdict::fails);
+/// The change in the unit of the rule's bound, with its interval: percent, or the metric's
+/// unit.
+fn change(kind: Kind, rule: &Rule, x: &Comparison) -> String {
+    let one = |v: f64| {
+        if matches!(rule.bound, Change::Percent(_)) {
+            return if v.is_infinite() {
+                "from 0".into()
+            } else {
+                format!("{v:+.1} %")
+            };
+        }
+        match kind {
+            Kind::Time => format!("{v:+.1} ms"),
+            Kind::Throughput => format!("{v:+.2} tokens/s"),
+            Kind::Goodput => format!("{v:+.3} requests/s"),
+            Kind::Share => format!("{:+.2} pp", v * 100.0),
+        }
+    };
+    match x.interval {
+        Some(i) if x.change.is_finite() => {
+            format!("{} [{}, {}]", one(x.change), one(i.low), one(i.high))
+        }
+        _ => one(x.change),
+    }
+}
+
+/// The gate as JSON: whether it passed, counts by verdict, and every check with its figures.
+pub fn to_json(checks: &[Check], strict: bool) -> serde_json::Value {
+    let count = |name: &str| checks.iter().filter(|c| c.verdict.name() == name).count();
+    let failed = checks.iter().filter(|c| c.verdict.fails(strict)).count();
     serde_json::json!({
         "passed": failed == 0,
+        "fail_on_inconclusive": strict,
         "checks_total": checks.len(),
         "checks_failed": failed,
-        "checks_not_compared": count(|v| matches!(v, Verdict::NotCompared { .. })),
+        "checks_regressed": count("regressed") + count("unfinished"),
+        "checks_inconclusive": count("inconclusive"),
+        "checks_no_change": count("no-change"),
+        "checks_improved": count("improved"),
+        "checks_not_compared": count("not-compared"),
         "checks": checks,
     })
 }

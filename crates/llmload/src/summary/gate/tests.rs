@@ -2,6 +2,8 @@
 
 use super::*;
 use crate::fixture;
+use crate::stats::interval::{Basis, Ci, Method, Unit};
+use crate::stats::{Interval, Intervals};
 use crate::summary::identity::{LengthKey, LoadKey};
 use std::collections::BTreeMap;
 
@@ -101,20 +103,26 @@ fn phase_metrics_parse_and_take_the_case_phases_with_their_n() {
         .expect("case");
     assert!(base.complete);
     let phases = base.phases.clone().expect("the fixture has phases");
-    let connect = rule("connect_p50 > +10%").metric.figure(&base);
+    let connect = rule("connect_p50 > +10%")
+        .metric
+        .figure(&base)
+        .expect("connect");
     let expected = phases.connect_ms.as_ref().expect("connect");
     assert_eq!(
-        connect,
-        Some(Figure::new(expected.median, expected.n, "new connections"))
+        (connect.value, connect.n, connect.of),
+        (expected.median, expected.n, "new connections")
     );
     let head = phases.head_ms.as_ref().expect("head");
     let mut slower = base.clone();
     let new_head = slower.phases.as_mut().and_then(|p| p.head_ms.as_mut());
     new_head.expect("head").median = head.median + 30.0;
     let verdict = check(&rule("head_p50 > +20ms"), &base, &slower);
-    assert!(matches!(verdict, Verdict::Failed(_)), "{verdict:?}");
     assert_eq!(comparison(&verdict).change, 30.0);
     assert_eq!(comparison(&verdict).base.n, head.n);
+    // The fixture's few responses give the median no interval: the change cannot be told.
+    assert!(matches!(verdict, Verdict::Inconclusive(_)), "{verdict:?}");
+    let why = comparison(&verdict).reason.clone().unwrap_or_default();
+    assert!(why.contains("too few for a 95 % interval"), "{why}");
     let mut without = base.clone();
     without.phases = None;
     let verdict = check(&rule("head_p50 > +20ms"), &without, &base);
@@ -126,60 +134,134 @@ fn phase_metrics_parse_and_take_the_case_phases_with_their_n() {
     );
 }
 
-/// The fixture's first case (complete), its median TTFT set to `ttft_ms`.
-fn case_with_ttft(ttft_ms: f64) -> CaseSummary {
-    let mut case = fixture::report().summary.cases[0].clone();
-    assert!(case.complete, "the fixture's first case is complete");
-    case.ttft_ms.as_mut().expect("a TTFT").median = ttft_ms;
-    case
-}
-
-fn comparison(v: &Verdict) -> &Comparison {
-    match v {
-        Verdict::Passed(c) | Verdict::Failed(c) => c,
-        Verdict::NotCompared { reason } | Verdict::Unfinished { reason } => {
-            panic!("not compared: {reason}")
-        }
+/// An interval basis for hand-built figures: order statistics over 100 responses.
+fn basis() -> Basis {
+    Basis {
+        level: 0.95,
+        method: Method::OrderStatistic,
+        unit: Unit::Response,
+        units: 100,
     }
 }
 
+/// The fixture's first case (complete), its median TTFT set to `ttft_ms` with an interval of
+/// ±`half` ms, and its throughput's interval ±5 %.
+fn case_with(ttft_ms: f64, half: f64) -> CaseSummary {
+    let mut case = fixture::report().summary.cases[0].clone();
+    assert!(case.complete, "the fixture's first case is complete");
+    let ttft = case.ttft_ms.as_mut().expect("a TTFT");
+    ttft.median = ttft_ms;
+    ttft.ci = Some(Intervals {
+        basis: basis(),
+        median: Some(Interval {
+            low: ttft_ms - half,
+            high: ttft_ms + half,
+        }),
+        p90: None,
+        p95: None,
+        p99: None,
+        mean: None,
+        too_few: vec!["p90".into(), "p95".into(), "p99".into()],
+        note: None,
+    });
+    let t = case.throughput_tps.as_mut().expect("throughput");
+    t.ci = Some(Ci {
+        basis: Basis {
+            method: Method::StudentT,
+            unit: Unit::Round,
+            units: 10,
+            ..basis()
+        },
+        interval: Some(Interval {
+            low: t.mean * 0.95,
+            high: t.mean * 1.05,
+        }),
+        note: None,
+    });
+    case
+}
+
+/// [`case_with`] a tight interval (±1 %).
+fn case_with_ttft(ttft_ms: f64) -> CaseSummary {
+    case_with(ttft_ms, ttft_ms * 0.01)
+}
+
+fn comparison(v: &Verdict) -> &Comparison {
+    v.comparison()
+        .unwrap_or_else(|| panic!("not compared: {v:?}"))
+}
+
 #[test]
-fn fifteen_percent_slower_fails_a_ten_percent_rule_and_five_percent_passes() {
+fn fifteen_percent_slower_regresses_a_ten_percent_rule_and_five_percent_is_no_change() {
     let limit = rule("ttft_p50 > +10%");
     let base = case_with_ttft(100.0);
     let slower = check(&limit, &base, &case_with_ttft(115.0));
-    assert!(matches!(slower, Verdict::Failed(_)), "{slower:?}");
+    assert!(matches!(slower, Verdict::Regressed(_)), "{slower:?}");
+    assert!(slower.fails(false));
     let c = comparison(&slower);
     assert!((c.change - 15.0).abs() < 1e-9);
+    let i = c.interval.expect("an interval of the change");
+    assert!(
+        i.low > 10.0 && i.low < 15.0 && i.high > 15.0 && i.high < 20.0,
+        "{i:?}"
+    );
     assert_eq!((c.base.value, c.new.value), (100.0, 115.0));
     assert_eq!(c.base.n, base.ttft_ms.as_ref().expect("TTFT").n);
     assert_eq!(c.base.of, "responses");
-    let within = check(&limit, &base, &case_with_ttft(105.0));
-    assert!(matches!(within, Verdict::Passed(_)), "{within:?}");
-    let faster = check(&limit, &base, &case_with_ttft(50.0));
     assert!(
-        matches!(faster, Verdict::Passed(_)),
-        "faster never fails a `>` rule"
+        c.test.contains("order statistics over 100 responses"),
+        "{}",
+        c.test
     );
+    let within = check(&limit, &base, &case_with_ttft(105.0));
+    assert!(matches!(within, Verdict::NoChange(_)), "{within:?}");
+    let faster = check(&limit, &base, &case_with_ttft(50.0));
+    assert!(matches!(faster, Verdict::Improved(_)), "{faster:?}");
+    assert!(!faster.fails(true));
     let absolute = check(&rule("ttft_p50 > +20ms"), &base, &case_with_ttft(115.0));
     assert!(
-        matches!(absolute, Verdict::Passed(_)),
-        "15 ms is within 20 ms"
+        matches!(absolute, Verdict::NoChange(_)),
+        "15 ms is within 20 ms: {absolute:?}"
     );
 }
 
 #[test]
-fn a_drop_in_throughput_fails_a_below_rule() {
+fn a_change_inside_the_noise_is_inconclusive_with_what_would_decide_it() {
+    let limit = rule("ttft_p50 > +10%");
+    // ±15 % on each side: a 12 % slowdown cannot be told from one of under 10 %.
+    let base = case_with(100.0, 15.0);
+    let verdict = check(&limit, &base, &case_with(112.0, 16.8));
+    assert!(matches!(verdict, Verdict::Inconclusive(_)), "{verdict:?}");
+    assert!(!verdict.fails(false) && verdict.fails(true));
+    let c = comparison(&verdict);
+    let k = c.samples_to_decide.expect("decidable with more samples");
+    assert!(k > 10.0, "{k}");
+    // Two copies of BASE differ by up to ~21 %: a 10 % bound is inside that noise.
+    let floor = c.noise_floor.expect("a noise floor");
+    assert!(floor > 15.0 && floor < 30.0, "{floor}");
+    assert!(c.below_noise);
+    // The same change on tight intervals regresses.
+    let tight = check(&limit, &case_with_ttft(100.0), &case_with_ttft(112.0));
+    assert!(matches!(tight, Verdict::Regressed(_)), "{tight:?}");
+    assert!(!comparison(&tight).below_noise);
+}
+
+#[test]
+fn a_drop_in_throughput_regresses_a_below_rule() {
     let base = case_with_ttft(100.0);
     let mut new = base.clone();
     let spread = new.throughput_tps.as_mut().expect("throughput");
-    spread.mean *= 0.9;
+    spread.mean *= 0.8;
+    if let Some(i) = spread.ci.as_mut().and_then(|c| c.interval.as_mut()) {
+        i.low *= 0.8;
+        i.high *= 0.8;
+    }
     let verdict = check(&rule("throughput < -5%"), &base, &new);
-    assert!(matches!(verdict, Verdict::Failed(_)), "{verdict:?}");
-    assert!((comparison(&verdict).change + 10.0).abs() < 1e-9);
+    assert!(matches!(verdict, Verdict::Regressed(_)), "{verdict:?}");
+    assert!((comparison(&verdict).change + 20.0).abs() < 1e-9);
     assert_eq!(comparison(&verdict).base.of, "rounds");
-    let verdict = check(&rule("throughput < -20%"), &base, &new);
-    assert!(matches!(verdict, Verdict::Passed(_)));
+    let verdict = check(&rule("throughput < -40%"), &base, &new);
+    assert!(matches!(verdict, Verdict::NoChange(_)), "{verdict:?}");
 }
 
 #[test]
@@ -207,7 +289,7 @@ fn absent_figures_are_not_compared_and_a_case_left_unfinished_fails() {
     // Complete in BASE, incomplete in NEW: the new attempt did not finish it, which fails.
     let verdict = check(&rule("ttft_p50 > +10%"), &base, &incomplete);
     assert!(matches!(verdict, Verdict::Unfinished { .. }), "{verdict:?}");
-    assert!(verdict.fails());
+    assert!(verdict.fails(false));
     // Incomplete in BASE: nothing to hold NEW to.
     let verdict = check(&rule("ttft_p50 > +10%"), &incomplete, &base);
     assert_eq!(
@@ -216,10 +298,15 @@ fn absent_figures_are_not_compared_and_a_case_left_unfinished_fails() {
             reason: "not compared (incomplete in BASE)".into()
         }
     );
-    assert!(!verdict.fails());
-    // The error rate is what an incomplete case has: it is compared, from a BASE of 0.
+    assert!(!verdict.fails(true));
+    // The error rate is what an incomplete case has: it is compared, from a BASE of 0, with
+    // Wilson's intervals of both shares.
     let verdict = check(&rule("error_rate > +1pp"), &base, &incomplete);
-    assert!(matches!(verdict, Verdict::Failed(_)), "{verdict:?}");
+    assert!(
+        matches!(verdict, Verdict::Regressed(_) | Verdict::Inconclusive(_)),
+        "{verdict:?}"
+    );
+    assert!(comparison(&verdict).base.interval.is_some());
     let c = comparison(&verdict);
     assert_eq!(c.base.value, 0.0);
     assert!(c.new.value > 0.01);
@@ -262,7 +349,7 @@ fn every_rule_is_checked_on_every_case_both_ran_and_one_sided_cases_are_no_check
     let checks = evaluate(&rules, &[base, slow]);
     let failed: Vec<(&str, &str)> = checks
         .iter()
-        .filter(|c| matches!(c.verdict, Verdict::Failed(_)))
+        .filter(|c| matches!(c.verdict, Verdict::Regressed(_)))
         .map(|c| (c.case.as_str(), c.rule.text.as_str()))
         .collect();
     assert_eq!(failed, [("one", "ttft_p50 > +10%")]);

@@ -1,0 +1,208 @@
+//! The change from BASE to NEW with its interval, and the call a rule makes on it.
+//!
+//! Each side's figure has its own interval at the level ([`crate::stats::interval`]); the two
+//! sides are independent, so the change's interval combines them: each half-width is taken as
+//! `z` standard errors (z the normal quantile of the level), and the change's half-widths are
+//! `z` times the root of the sum of the squared errors of the sides (the new side's upper error
+//! with the base's lower one for the upper bound, and the reverse). A relative change is worked
+//! on the logarithms (a ratio's interval is not symmetric), an absolute one as it is.
+
+use super::{Change, Figure, Op};
+use crate::stats::Interval;
+use serde::Serialize;
+use statrs::distribution::{ContinuousCDF, Normal};
+
+/// The normal quantile of a two-sided `level`.
+pub fn z(level: f64) -> f64 {
+    Normal::new(0.0, 1.0).map_or(1.96, |n| n.inverse_cdf(0.5 + level / 2.0))
+}
+
+/// A side's standard errors below and above its figure, on the scale of `log` (logarithms) or
+/// as they are; `None` where the side has no interval or its logarithm is undefined.
+fn errors(f: &Figure, z: f64, log: bool) -> Option<(f64, f64)> {
+    let i = f.interval?;
+    if log {
+        if f.value <= 0.0 || i.low <= 0.0 {
+            return None;
+        }
+        Some((
+            (f.value.ln() - i.low.ln()) / z,
+            (i.high.ln() - f.value.ln()) / z,
+        ))
+    } else {
+        Some(((f.value - i.low) / z, (i.high - f.value) / z))
+    }
+}
+
+/// The interval of the change from `base` to `new` in the unit of `bound` (percent of BASE, or
+/// the metric's unit), at `level`; `None` where a side has no interval.
+pub fn interval(bound: Change, base: &Figure, new: &Figure, level: f64) -> Option<Interval> {
+    let z = z(level);
+    let log = matches!(bound, Change::Percent(_));
+    let combine = |below: f64, above: f64| (below * below + above * above).sqrt();
+    if log {
+        if let (Some(b), Some(n)) = (errors(base, z, true), errors(new, z, true)) {
+            let change = new.value.ln() - base.value.ln();
+            let percent = |x: f64| (x.exp() - 1.0) * 100.0;
+            return Some(Interval {
+                low: percent(change - z * combine(n.0, b.1)),
+                high: percent(change + z * combine(n.1, b.0)),
+            });
+        }
+        // A side at or near 0 (an error rate, a mean held at 0): the difference relative to
+        // BASE's figure.
+        if base.value <= 0.0 {
+            return None;
+        }
+        let (b, n) = (errors(base, z, false)?, errors(new, z, false)?);
+        let change = new.value - base.value;
+        let scale = 100.0 / base.value;
+        return Some(Interval {
+            low: (change - z * combine(n.0, b.1)) * scale,
+            high: (change + z * combine(n.1, b.0)) * scale,
+        });
+    }
+    let (b, n) = (errors(base, z, false)?, errors(new, z, false)?);
+    let change = new.value - base.value;
+    Some(Interval {
+        low: change - z * combine(n.0, b.1),
+        high: change + z * combine(n.1, b.0),
+    })
+}
+
+/// What a rule says of a change's interval.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Call {
+    /// The whole interval is beyond the bound, the rule's way.
+    Regressed,
+    /// The whole interval is beyond the bound the other way (its mirror image).
+    Improved,
+    /// The whole interval is on the good side of the bound.
+    NoChange,
+    /// The interval straddles the bound: more samples would tell.
+    Inconclusive,
+}
+
+/// The bound a rule sets, as a number in its unit.
+pub fn bound_value(bound: Change) -> f64 {
+    match bound {
+        Change::Percent(v) | Change::Absolute(v) => v,
+    }
+}
+
+/// The call of a rule `op bound` on a change whose interval is `i`.
+pub fn call(op: Op, bound: Change, i: Interval) -> Call {
+    let t = bound_value(bound);
+    match op {
+        Op::Above if i.low > t => Call::Regressed,
+        Op::Above if i.high <= t && i.high < -t.abs() => Call::Improved,
+        Op::Above if i.high <= t => Call::NoChange,
+        Op::Below if i.high < t => Call::Regressed,
+        Op::Below if i.low >= t && i.low > t.abs() => Call::Improved,
+        Op::Below if i.low >= t => Call::NoChange,
+        _ => Call::Inconclusive,
+    }
+}
+
+/// For an inconclusive call: how many times the samples (on both sides) would likely narrow the
+/// interval enough to decide, the interval shrinking as one over the root of the samples; `None`
+/// where the change sits on the bound itself.
+pub fn samples_to_decide(change: f64, bound: Change, i: Interval) -> Option<f64> {
+    let t = bound_value(bound);
+    let distance = (change - t).abs();
+    // The half on the bound's side is the one that must shrink.
+    let half = if change > t {
+        change - i.low
+    } else {
+        i.high - change
+    };
+    (distance > half * 1e-3).then(|| (half / distance).powi(2).max(1.0))
+}
+
+/// The smallest change the two sides could tell from none, were NEW measured as BASE was: the
+/// half-width of the change's interval between two copies of BASE, in the rule's unit.
+pub fn noise_floor(bound: Change, base: &Figure, level: f64) -> Option<f64> {
+    let i = interval(bound, base, base, level)?;
+    Some((i.high - i.low) / 2.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figure(value: f64, low: f64, high: f64) -> Figure {
+        Figure {
+            value,
+            n: 100,
+            of: "responses",
+            interval: Some(Interval { low, high }),
+            basis: None,
+            no_interval: None,
+        }
+    }
+
+    #[test]
+    fn a_relative_change_combines_the_sides_on_their_logarithms() {
+        let (base, new) = (figure(100.0, 90.0, 110.0), figure(150.0, 135.0, 165.0));
+        let i = interval(Change::Percent(10.0), &base, &new, 0.95).expect("interval");
+        assert!(
+            i.low > 30.0 && i.low < 50.0 && i.high > 50.0 && i.high < 75.0,
+            "{i:?}"
+        );
+        assert_eq!(call(Op::Above, Change::Percent(10.0), i), Call::Regressed);
+        let same = interval(Change::Percent(10.0), &base, &base, 0.95).expect("interval");
+        assert!(same.low < 0.0 && same.high > 0.0);
+        assert_eq!(
+            call(Op::Above, Change::Percent(10.0), same),
+            Call::Inconclusive
+        );
+        assert_eq!(call(Op::Above, Change::Percent(20.0), same), Call::NoChange);
+    }
+
+    #[test]
+    fn calls_follow_the_interval_against_the_bound_either_way() {
+        let i = |low, high| Interval { low, high };
+        let up = Change::Percent(10.0);
+        assert_eq!(call(Op::Above, up, i(11.0, 30.0)), Call::Regressed);
+        assert_eq!(call(Op::Above, up, i(5.0, 30.0)), Call::Inconclusive);
+        assert_eq!(call(Op::Above, up, i(-5.0, 9.0)), Call::NoChange);
+        assert_eq!(call(Op::Above, up, i(-30.0, -11.0)), Call::Improved);
+        let down = Change::Percent(-5.0);
+        assert_eq!(call(Op::Below, down, i(-20.0, -6.0)), Call::Regressed);
+        assert_eq!(call(Op::Below, down, i(-6.0, 3.0)), Call::Inconclusive);
+        assert_eq!(call(Op::Below, down, i(-4.0, 3.0)), Call::NoChange);
+        assert_eq!(call(Op::Below, down, i(6.0, 9.0)), Call::Improved);
+    }
+
+    #[test]
+    fn more_samples_are_asked_for_in_proportion_to_the_square_of_the_excess_width() {
+        // Change 5 %, bound 10 %, upper half 10 points: the half must halve, 4× the samples.
+        let i = Interval {
+            low: -5.0,
+            high: 15.0,
+        };
+        let k = samples_to_decide(5.0, Change::Percent(10.0), i).expect("decidable");
+        assert!((k - 4.0).abs() < 1e-9, "{k}");
+        assert_eq!(samples_to_decide(10.0, Change::Percent(10.0), i), None);
+    }
+
+    #[test]
+    fn the_noise_floor_is_the_half_width_between_two_copies_of_base() {
+        let base = figure(100.0, 90.0, 110.0);
+        let floor = noise_floor(Change::Percent(10.0), &base, 0.95).expect("floor");
+        // √2 × ~10 %.
+        assert!(floor > 13.0 && floor < 16.0, "{floor}");
+        assert_eq!(
+            noise_floor(
+                Change::Percent(10.0),
+                &Figure {
+                    interval: None,
+                    ..base
+                },
+                0.95
+            ),
+            None
+        );
+    }
+}
