@@ -158,8 +158,10 @@ pub fn latency(summary: &Summary, lengths: &Lengths) -> Figure {
         caption: format!(
             "Median TTFT (left) and median complete-response time (right) of each complete case \
              against its load, one line per input length; the shaded band reaches \
-             up to the p95, marked ×. Per point: {}. The p95 is descriptive \
+             up to the p95, marked ×; a capped bar is the median's {} confidence interval, where \
+             it has one. Per point: {}. The p95 is descriptive \
              (fewer than 5 samples beyond it) at {descriptive} of {}.{}",
+            captions::level(),
             captions::responses(&cases),
             count(cases.len(), POINT),
             left_out(summary),
@@ -204,8 +206,38 @@ fn latency_panel(
             })
             .collect();
         median_and_band(&mut chart, &line.label, line.color, &points)?;
+        let bars: Vec<(f64, f64, f64)> = line
+            .cases
+            .iter()
+            .filter_map(|c| {
+                let i = metric(c)?.ci.as_ref()?.median?;
+                Some((load_of(c), i.low / axis.divisor, i.high / axis.divisor))
+            })
+            .collect();
+        error_bars(&mut chart, line.color, &bars)?;
     }
     legend(&mut chart, SeriesLabelPosition::UpperLeft)
+}
+
+/// Confidence intervals as vertical bars with end caps, at each (x, low, high).
+pub(crate) fn error_bars(
+    chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    color: RGBColor,
+    bars: &[(f64, f64, f64)],
+) -> Result<(), ChartError> {
+    let style = color.stroke_width(2);
+    chart.draw_series(
+        bars.iter()
+            .map(|&(x, lo, hi)| PathElement::new(vec![(x, lo), (x, hi)], style)),
+    )?;
+    for &(x, lo, hi) in bars {
+        for y in [lo, hi] {
+            chart.draw_series(std::iter::once(
+                EmptyElement::at((x, y)) + PathElement::new(vec![(-5, 0), (5, 0)], style),
+            ))?;
+        }
+    }
+    Ok(())
 }
 
 /// One line of a latency panel: at each (x, median, upper), the median, a band up to the upper
@@ -261,8 +293,10 @@ pub fn throughput(summary: &Summary, lengths: &Lengths) -> Figure {
         svg,
         caption: format!(
             "Aggregate output throughput of each complete case ({}) against its load, one line \
-             per input length. Per point: {}.{}{}",
+             per input length; a thin bar spans the rounds' range and a capped bar is the {} \
+             confidence interval of the mean, where there is one. Per point: {}.{}{}",
             captions::throughput_method(&cases),
+            captions::level(),
             captions::throughput_samples(&cases),
             marks.map_or(String::new(), |m| m.caption()),
             left_out(summary),
@@ -329,6 +363,15 @@ fn throughput_chart(
         chart.draw_series(points.iter().map(|&(x, _, lo, hi)| {
             PathElement::new(vec![(x, lo), (x, hi)], color.stroke_width(1))
         }))?;
+        let bars: Vec<(f64, f64, f64)> = line
+            .cases
+            .iter()
+            .filter_map(|c| {
+                let i = c.throughput_tps.as_ref()?.ci.as_ref()?.interval?;
+                Some((load_of(c), i.low, i.high))
+            })
+            .collect();
+        error_bars(&mut chart, color, &bars)?;
     }
     legend(&mut chart, SeriesLabelPosition::LowerRight)
 }

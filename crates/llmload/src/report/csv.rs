@@ -18,8 +18,9 @@ const DISTRIBUTIONS: [&str; 6] = [
     "decode_rate_tps",
 ];
 
-/// The statistics written for each distribution.
-const STATISTICS: [&str; 10] = [
+/// The statistics written for each distribution: its figures, then the bounds of the
+/// intervals of the median and p99 and how they were computed (empty where there is none).
+const STATISTICS: [&str; 15] = [
     "n",
     "median",
     "p90",
@@ -30,6 +31,11 @@ const STATISTICS: [&str; 10] = [
     "max",
     "sd",
     "descriptive",
+    "median_ci_low",
+    "median_ci_high",
+    "p99_ci_low",
+    "p99_ci_high",
+    "ci",
 ];
 
 /// The phases of a case (`summary::phases`), in column order, with their column prefixes.
@@ -85,7 +91,7 @@ fn header() -> Vec<String> {
         columns.extend(STATISTICS.iter().map(|s| format!("{name}_{s}")));
     }
     columns.extend(
-        ["n", "mean", "min", "max", "sd"]
+        ["n", "mean", "min", "max", "sd", "ci_low", "ci_high", "ci"]
             .iter()
             .map(|s| format!("throughput_tps_{s}")),
     );
@@ -263,6 +269,12 @@ fn distribution_cells(d: Option<&Distribution>) -> Vec<String> {
                     .map(f64::to_string),
             );
             cells.push(d.descriptive.join(" "));
+            let ci = d.ci.as_ref();
+            for i in [ci.and_then(|c| c.median), ci.and_then(|c| c.p99)] {
+                cells.push(i.map_or_else(String::new, |i| i.low.to_string()));
+                cells.push(i.map_or_else(String::new, |i| i.high.to_string()));
+            }
+            cells.push(ci.map_or_else(String::new, |c| c.basis.described()));
             cells
         }
     }
@@ -270,10 +282,18 @@ fn distribution_cells(d: Option<&Distribution>) -> Vec<String> {
 
 fn spread_cells(s: Option<&Spread>) -> Vec<String> {
     match s {
-        None => vec![String::new(); 5],
+        None => vec![String::new(); 8],
         Some(s) => {
             let mut cells = vec![s.n.to_string()];
             cells.extend([s.mean, s.min, s.max, s.sd].iter().map(f64::to_string));
+            let i = s.ci.as_ref().and_then(|c| c.interval);
+            cells.push(i.map_or_else(String::new, |i| i.low.to_string()));
+            cells.push(i.map_or_else(String::new, |i| i.high.to_string()));
+            cells.push(
+                s.ci.as_ref()
+                    .filter(|c| c.interval.is_some())
+                    .map_or_else(String::new, |c| c.basis.described()),
+            );
             cells
         }
     }

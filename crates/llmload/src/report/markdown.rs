@@ -5,8 +5,8 @@
 //! sentences shared with the other formats from [`super::text`]; this file only writes them.
 
 use super::text::{
-    counting_lines, histogram_note, incomplete_line, no_complete_case, outcome_counts,
-    per_token_note, telemetry_line, unverified_note,
+    counting_lines, histogram_note, incomplete_line, interval_note, no_complete_case,
+    outcome_counts, per_token_note, telemetry_line, unverified_note,
 };
 use super::{energy, phases, results, saturation, sessions, shards};
 use crate::fmt::{number, seconds, span};
@@ -42,6 +42,7 @@ pub fn render(summary: &Summary) -> String {
              Both are medians over the n responses. Throughput: mean over rounds of Σ output tokens ÷ (last completion − first send).\n",
         );
         out.push_str(&per_token_note(summary));
+        out.push_str(&interval_note(summary));
     }
     out.push_str(&load_table(summary));
     out.push_str(&sweep_section(summary));
@@ -112,7 +113,7 @@ fn load_table(summary: &Summary) -> String {
     let mut out = format!(
         "\nContinuous and open-loop cases (figures over the measurement window):\n\n{}\n{}",
         table.markdown(),
-        per_token_note(summary)
+        per_token_note(summary) + &interval_note(summary)
     );
     let mut priorities: Vec<&str> = summary
         .cases

@@ -48,12 +48,16 @@ pub fn reference(summary: &Summary) -> Table {
         table.push([
             Cell::new(thousands(case.input_tokens)),
             Cell::new(case.concurrency.to_string()),
-            statistic(case.ttft_ms.as_ref(), |d| d.median),
-            statistic(case.e2e_ms.as_ref(), |d| d.median),
+            statistic(case.ttft_ms.as_ref(), |d| d.median, "median"),
+            statistic(case.e2e_ms.as_ref(), |d| d.median, "median"),
             p50_p99(case.itl_ms.as_ref()),
             p50_p99(case.tpot_ms.as_ref()),
             Cell::figure(
-                throughput.map_or("–".into(), |t| format!("{:.2} tokens/s", t.mean)),
+                throughput.map_or("–".into(), |t| {
+                    let pm = plus_minus(t.mean, t.ci.as_ref().and_then(|c| c.interval));
+                    let pm = pm.map_or_else(String::new, |pm| format!(" {pm}"));
+                    format!("{:.2} tokens/s{pm}", t.mean)
+                }),
                 throughput.map(|t| t.n),
             ),
             responses(case),
@@ -78,12 +82,19 @@ pub fn window(summary: &Summary) -> Table {
                 "{:.2} / {}",
                 load.achieved_concurrency_mean, load.achieved_concurrency_peak
             )),
-            statistic(case.ttft_ms.as_ref(), |d| d.median),
-            statistic(load.ttft_from_scheduled_ms.as_ref(), |d| d.p99),
+            statistic(case.ttft_ms.as_ref(), |d| d.median, "median"),
+            statistic(load.ttft_from_scheduled_ms.as_ref(), |d| d.p99, "p99"),
             p50_p99(case.itl_ms.as_ref()),
             p50_p99(case.tpot_ms.as_ref()),
-            statistic(load.send_lag_ms.as_ref(), |d| d.p99),
-            Cell::new(format!("{:.2} tokens/s", load.throughput_tps)),
+            statistic(load.send_lag_ms.as_ref(), |d| d.p99, "p99"),
+            Cell::new({
+                let pm = plus_minus(
+                    load.throughput_tps,
+                    load.throughput_ci.as_ref().and_then(|c| c.interval),
+                );
+                let pm = pm.map_or_else(String::new, |pm| format!(" {pm}"));
+                format!("{:.2} tokens/s{pm}", load.throughput_tps)
+            }),
             Cell::new(
                 load.goodput_rps
                     .map_or("–".into(), |g| format!("{g:.2} req/s")),
@@ -94,9 +105,30 @@ pub fn window(summary: &Summary) -> Table {
     table
 }
 
-/// A statistic of a distribution of milliseconds, as a time, over the distribution's n.
-fn statistic(d: Option<&Distribution>, of: fn(&Distribution) -> f64) -> Cell {
-    Cell::figure(seconds(d.map(of)), d.map(|d| d.n))
+/// A statistic of a distribution of milliseconds, as a time, over the distribution's n, with
+/// its interval's relative half-width where it has one ("196 ms ±6%").
+fn statistic(d: Option<&Distribution>, of: fn(&Distribution) -> f64, name: &str) -> Cell {
+    let text = seconds(d.map(of));
+    let pm = d.and_then(|d| plus_minus(of(d), d.ci.as_ref()?.of(name)));
+    Cell::figure(
+        pm.map_or_else(|| text.clone(), |pm| format!("{text} {pm}")),
+        d.map(|d| d.n),
+    )
+}
+
+/// The larger side of `interval` around `point` as a share of it: "±6%", "±2.5%"; `None`
+/// without an interval (or a point of 0).
+pub fn plus_minus(point: f64, interval: Option<crate::stats::Interval>) -> Option<String> {
+    let i = interval?;
+    if point == 0.0 || !point.is_finite() {
+        return None;
+    }
+    let share = (point - i.low).max(i.high - point).max(0.0) / point.abs() * 100.0;
+    Some(if share >= 10.0 {
+        format!("±{share:.0}%")
+    } else {
+        format!("±{share:.1}%")
+    })
 }
 
 /// The median and p99 of a distribution of milliseconds in one cell ("5.0 / 9.8 ms"), over the
@@ -113,6 +145,16 @@ pub fn p50_p99(d: Option<&Distribution>) -> Cell {
             (Some(a), Some(b)) => format!("{a} / {b} s"),
             _ => format!("{p50} / {p99}"),
         },
+    };
+    let ci = d.ci.as_ref();
+    let text = match ci.and_then(|ci| plus_minus(d.median, ci.median)) {
+        Some(p50) => {
+            let p99 = ci
+                .and_then(|ci| plus_minus(d.p99, ci.p99))
+                .unwrap_or_else(|| "–".into());
+            format!("{text} ({p50} / {p99})")
+        }
+        None => text,
     };
     let cell = Cell::figure(text, Some(d.n));
     if crate::stats::is_descriptive(d.n, 0.99) {

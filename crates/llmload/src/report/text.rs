@@ -100,6 +100,51 @@ pub(crate) fn per_token_note(summary: &Summary) -> String {
     out
 }
 
+/// The sentence under the results tables on their ± figures: what they are, and how the
+/// intervals of the complete cases' TTFT were computed (each method and unit once, with the
+/// cases it served); empty when no figure has an interval.
+pub(crate) fn interval_note(summary: &Summary) -> String {
+    let mut methods: Vec<(String, Vec<&str>)> = Vec::new();
+    for case in summary.cases.iter().filter(|c| c.complete) {
+        let Some(ci) = case.ttft_ms.as_ref().and_then(|d| d.ci.as_ref()) else {
+            continue;
+        };
+        let how = format!(
+            "{} over {}{}",
+            ci.basis.method.words(),
+            ci.basis.unit.plural(),
+            ci.note
+                .as_deref()
+                .and_then(|n| n.split(':').next())
+                .map_or_else(String::new, |n| format!(" ({n})"))
+        );
+        match methods.iter_mut().find(|(m, _)| *m == how) {
+            Some((_, ids)) => ids.push(&case.id),
+            None => methods.push((how, vec![case.id.as_str()])),
+        }
+    }
+    if methods.is_empty() {
+        return String::new();
+    }
+    let level = crate::fmt::number(crate::stats::interval::level() * 100.0);
+    let how: Vec<String> = methods
+        .iter()
+        .map(|(m, ids)| {
+            if methods.len() == 1 {
+                m.clone()
+            } else {
+                format!("{m} for {}", ids.join(", "))
+            }
+        })
+        .collect();
+    format!(
+        "±: the larger side of the figure's {level} % confidence interval, as a share of it \
+         (none where the samples are too few for one); TTFT's from {}. Every interval, its method \
+         and its units are in summary.json (`ci`).\n",
+        how.join("; ")
+    )
+}
+
 /// The line that stands for the results tables when no case completed: how many were planned,
 /// where the failures are (`listed`: where the incomplete cases are listed) and the first one.
 pub(crate) fn no_complete_case(summary: &Summary, listed: &str) -> String {

@@ -107,6 +107,14 @@ pub(super) fn left_out(summary: &Summary) -> String {
     text
 }
 
+/// The confidence level of the intervals drawn, in words ("95 %").
+pub fn level() -> String {
+    format!(
+        "{} %",
+        crate::fmt::number(crate::stats::interval::level() * 100.0)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
