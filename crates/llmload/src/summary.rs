@@ -9,6 +9,7 @@ pub mod identity;
 pub mod itl;
 pub mod lengths;
 pub mod phases;
+pub mod repeats;
 pub mod saturation;
 pub mod sessions;
 pub mod shards;
@@ -25,7 +26,10 @@ use std::collections::BTreeMap;
 /// One measured round.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RoundSummary {
-    /// Round number (1-based).
+    /// `--repeat`: the repeat of the series the round belongs to (from 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u32>,
+    /// Round number (1-based; within its repeat).
     pub round: u32,
     /// Every request of the round ended `ok`.
     pub complete: bool,
@@ -231,7 +235,8 @@ pub struct CaseFigures {
     tpot: Samples,
     decode_rate: Samples,
     counts: Counts,
-    rounds: BTreeMap<u32, RoundAcc>,
+    /// By repeat (0 without one) and round: the rounds of a series' repeats stay apart.
+    rounds: BTreeMap<(u32, u32), RoundAcc>,
     prefix: PrefixAcc,
     reasoning_tokens: Samples,
     time_to_answer: Samples,
@@ -248,7 +253,8 @@ impl CaseFigures {
         self.sessions.add(r);
         let ok = r.status == Status::Ok;
         if let Some(round) = r.round {
-            let acc = self.rounds.entry(round).or_insert(RoundAcc {
+            let key = (r.repeat.unwrap_or(0), round);
+            let acc = self.rounds.entry(key).or_insert(RoundAcc {
                 requests: 0,
                 ok: 0,
                 first_send: f64::INFINITY,
@@ -340,7 +346,7 @@ impl CaseFigures {
         let rounds: Vec<RoundSummary> = self
             .rounds
             .into_iter()
-            .map(|(round, acc)| round_summary(case, round, &acc))
+            .map(|(key, acc)| round_summary(case, key, &acc))
             .collect();
         let complete_rounds: Vec<f64> = rounds
             .iter()
@@ -404,9 +410,10 @@ impl CaseSummary {
     }
 }
 
-fn round_summary(case: &Case, round: u32, acc: &RoundAcc) -> RoundSummary {
+fn round_summary(case: &Case, (repeat, round): (u32, u32), acc: &RoundAcc) -> RoundSummary {
     let duration_s = (acc.last_done - acc.first_send).max(0.0);
     RoundSummary {
+        repeat: (repeat > 0).then_some(repeat),
         round,
         complete: acc.ok == acc.requests && acc.requests == case.concurrency,
         responses_ok: acc.ok,
@@ -561,6 +568,10 @@ pub struct Summary {
     /// A merged attempt: its shards, their start lags and clock offsets, what is missing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shards: Option<shards::ShardsSection>,
+    /// `--repeat N`: the series, each repeat's own figures and the variation between them; the
+    /// cases above then combine the complete repeats alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<repeats::Series>,
 }
 
 /// How prompt and generated tokens were counted.
