@@ -208,7 +208,10 @@ pub async fn measure<S: CaseSource>(
                     break;
                 }
             }
-            if !session.end_repeat(plans.len())? {
+            let go_on = session.end_repeat(plans.len())?;
+            // Closed: a run killed in the next repeat is rebuilt with this one as it ended.
+            views::write(&attempt, &session.written())?;
+            if !go_on {
                 break;
             }
         }

@@ -102,7 +102,7 @@ fn unfinished(
     );
     let series = match (&summary.repeats, runs.and_then(|r| r.last())) {
         (Some(s), Some(run)) => format!(
-            "; {} of {} repeats complete, repeat {} ended in",
+            "; {} of {} repeats complete, the run ended in repeat {}",
             s.complete.len(),
             s.planned,
             run.repeat

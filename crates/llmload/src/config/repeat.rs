@@ -19,10 +19,14 @@ pub(super) fn check(config: &Config) -> Result<(), ConfigError> {
     if n > MAX_REPEATS {
         return bad(format!("--repeat is at most {MAX_REPEATS}"));
     }
+    if !config.sharding.shard.is_whole() {
+        return bad(
+            "--repeat does not go with --shard: every shard would run a series of its own, \
+             which no merge can line up",
+        );
+    }
     let load = &config.load;
-    let refused = if !config.sharding.shard.is_whole() {
-        Some("--shard: every shard would run its own series, which no merge can line up")
-    } else if load.stages.is_some() {
+    let shape = if load.stages.is_some() {
         Some("--stages")
     } else if load.session.is_some() {
         Some("--turns (sessions)")
@@ -31,7 +35,7 @@ pub(super) fn check(config: &Config) -> Result<(), ConfigError> {
     } else {
         None
     };
-    match refused {
+    match shape {
         Some(what) => bad(format!(
             "--repeat runs closed rounds only (each repeat's rounds are what the series \
              combines); it does not go with {what}"

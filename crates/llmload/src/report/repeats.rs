@@ -48,7 +48,7 @@ pub fn incomplete(series: &Series) -> Vec<String> {
         .iter()
         .map(|i| {
             format!(
-                "Repeat {} incomplete, not combined: {}.",
+                "Repeat {}, not combined: {}.",
                 i.repeat,
                 i.reason.trim_end_matches('.')
             )
@@ -167,7 +167,7 @@ mod tests {
         assert_eq!(
             incomplete(&s),
             vec![
-                "Repeat 3 incomplete, not combined: stopped by the interrupted rule at request: \
+                "Repeat 3, not combined: stopped by the interrupted rule at request: \
                  SIGTERM."
             ]
         );

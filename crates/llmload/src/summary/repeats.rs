@@ -184,8 +184,8 @@ impl Series {
     pub fn close_unrun(&mut self) {
         let last = self.runs.last().map(|r| r.repeat);
         let reason = last.map_or_else(
-            || "not run: the series ended before it".to_owned(),
-            |k| format!("not run: the series ended in repeat {k}"),
+            || "not run (the series ended before it)".to_owned(),
+            |k| format!("not run (the series ended in repeat {k})"),
         );
         for k in last.map_or(1, |k| k + 1)..=self.planned {
             self.incomplete.push(Incomplete {
