@@ -141,3 +141,72 @@ fn proven(cases: &[CaseSummary], campaign: &Campaign) -> Result<(), String> {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::attempt::load::from_records;
+    use crate::fixture;
+    use crate::record::Record;
+
+    /// The fixture's campaign as a series of two, its records sent once per repeat.
+    fn two_repeats() -> (crate::attempt::campaign::Campaign, Vec<Record>) {
+        let mut campaign = fixture::campaign();
+        campaign.config.repeat = Some(2);
+        let records = (1..=2)
+            .flat_map(|k| {
+                fixture::records().into_iter().map(move |mut r| {
+                    r.repeat = Some(k);
+                    r
+                })
+            })
+            .collect();
+        (campaign, records)
+    }
+
+    #[test]
+    fn without_the_runs_word_the_last_repeat_is_unproven_and_the_first_alone_combines() {
+        let (campaign, records) = two_repeats();
+        let summary = from_records(&campaign, records, None).summary;
+        let series = summary.repeats.expect("a series");
+        // Repeat 2's records prove repeat 1 whole; nothing proves the run closed repeat 2.
+        assert_eq!(series.complete, [1]);
+        assert_eq!(series.incomplete.len(), 1);
+        assert_eq!(series.incomplete[0].repeat, 2);
+        assert!(
+            series.incomplete[0].reason.contains("prove 3 of 4 cases"),
+            "{}",
+            series.incomplete[0].reason
+        );
+        let alone = from_records(&fixture::campaign(), fixture::records(), None).summary;
+        let counts = |cases: &[crate::summary::CaseSummary]| -> Vec<u32> {
+            cases.iter().map(|c| c.counts.ok).collect()
+        };
+        assert_eq!(counts(&summary.cases), counts(&alone.cases));
+        assert_eq!(counts(&series.runs[1].cases), counts(&alone.cases));
+    }
+
+    #[test]
+    fn the_runs_word_decides_and_both_repeats_combine() {
+        let (campaign, records) = two_repeats();
+        let first = from_records(&campaign, records.clone(), None).summary;
+        let mut said = first.repeats.clone().expect("a series");
+        said.complete = vec![1, 2];
+        said.incomplete.clear();
+        let previous = crate::summary::Summary {
+            repeats: Some(said),
+            ..first
+        };
+        let summary = from_records(&campaign, records, Some(&previous)).summary;
+        let series = summary.repeats.expect("a series");
+        assert_eq!(series.complete, [1, 2]);
+        let ok: Vec<u32> = summary.cases.iter().map(|c| c.counts.ok).collect();
+        assert_eq!(ok, [4, 8, 4, 6], "each case twice");
+        // The fixture's last case failed a response: incomplete in both, so in the series.
+        assert!(!summary.cases[3].complete);
+        assert!(summary.cases[..3].iter().all(|c| c.complete));
+        assert_eq!(summary.cases[0].rounds_planned, 4);
+        assert_eq!(series.between.len(), 4);
+        assert_eq!(series.between[0].figures["ttft_p50_ms"].n, 2);
+        assert!(series.between[3].figures.is_empty());
+    }
+}

@@ -6,6 +6,7 @@ use super::table::{Cell, Mark, Table};
 use crate::fmt::seconds;
 use crate::summary::repeats::{Series, Variation, FIGURES, HEADLINE};
 use crate::summary::Summary;
+use std::fmt::Write as _;
 
 /// The table's columns.
 pub const COLUMNS: [&str; 7] = ["Case", "Figure", "n", "Mean", "SD", "CV", "Range"];
@@ -35,7 +36,7 @@ pub fn headline(series: &Series) -> String {
         series.planned
     );
     if let Some(k) = series.running() {
-        line.push_str(&format!("; repeat {k} is running"));
+        let _ = write!(line, "; repeat {k} is running");
     }
     line.push('.');
     line
@@ -77,7 +78,7 @@ pub fn table(series: &Series) -> Table {
                 mean,
                 Cell::new(v.sd.map_or_else(|| "–".to_owned(), value)),
                 Cell::new(cv(v)),
-                Cell::new(range(value(v.min), value(v.max))),
+                Cell::new(range(&value(v.min), &value(v.max))),
             ]);
         }
     }
@@ -103,7 +104,7 @@ fn value(name: &str, x: f64) -> String {
 }
 
 /// "3.6–4.3 ms": the unit once where both ends have the same.
-fn range(min: String, max: String) -> String {
+fn range(min: &str, max: &str) -> String {
     match (min.split_once(' '), max.split_once(' ')) {
         (Some((low, unit)), Some((_, same))) if unit == same => format!("{low}–{max}"),
         _ => format!("{min} – {max}"),

@@ -243,7 +243,7 @@ impl<'a> Session<'a> {
             .max(
                 self.series
                     .as_ref()
-                    .map_or(f64::NEG_INFINITY, |s| s.last_end()),
+                    .map_or(f64::NEG_INFINITY, series::SeriesRun::last_end),
             );
         reading_after(&guard, end, self.config.telemetry_interval).await;
         self.note_shard();
@@ -267,7 +267,7 @@ impl<'a> Session<'a> {
             Some(series) => {
                 let interval_s = self.config.telemetry_interval.as_secs_f64();
                 series.finish(
-                    summary,
+                    &summary,
                     (&guard, self.failure),
                     (&self.dir, interval_s),
                     &readings,

@@ -165,18 +165,15 @@ impl Series {
 
     /// Closes repeat `k`, which ran as `cases`: complete, or not for `reason`.
     pub fn close(&mut self, k: u32, cases: Vec<CaseSummary>, reason: Option<String>) {
-        match &reason {
-            Some(reason) => self.incomplete.push(Incomplete {
-                repeat: k,
-                reason: reason.clone(),
-            }),
-            None => self.complete.push(k),
-        }
         self.runs.push(RepeatRun {
             repeat: k,
             complete: reason.is_none(),
             cases,
         });
+        match reason {
+            Some(reason) => self.incomplete.push(Incomplete { repeat: k, reason }),
+            None => self.complete.push(k),
+        }
     }
 
     /// Lists the planned repeats after the last that began as incomplete: the series ended

@@ -25,18 +25,6 @@ pub(super) struct SeriesRun {
     pooled: Vec<CaseSummary>,
 }
 
-impl SeriesRun {
-    /// The end of the last measured round of the closed repeats, seconds since the start.
-    pub(super) fn last_end(&self) -> f64 {
-        self.windows
-            .iter()
-            .flatten()
-            .filter_map(|w| w.spans.last())
-            .map(|s| s.1)
-            .fold(f64::NEG_INFINITY, f64::max)
-    }
-}
-
 impl Session<'_> {
     /// Begins repeat `k` of a series of `planned`: its records carry `k`, its cases are kept
     /// apart from the other repeats'.
@@ -56,7 +44,7 @@ impl Session<'_> {
     /// Closes the repeat running, of `cases` planned cases: complete when every case ran and
     /// neither a stop nor a failure came during it. Returns whether the series goes on.
     pub fn end_repeat(&mut self, cases: usize) -> crate::error::Result<bool> {
-        let Some(k) = self.series.as_mut().and_then(|s| s.current.take()) else {
+        let Some(k) = self.series.as_ref().and_then(|s| s.current) else {
             return Ok(false);
         };
         let reason = match (self.runner.guard.verdict(), &self.failure) {
@@ -71,7 +59,10 @@ impl Session<'_> {
         let run = std::mem::take(&mut self.summary.cases);
         let windows = std::mem::take(&mut self.windows);
         let readings = telemetry::written(&self.dir);
-        let series = self.series.as_mut().expect("a repeat was running");
+        let Some(series) = self.series.as_mut() else {
+            return Ok(false);
+        };
+        series.current = None;
         series.series.close(k, run, reason);
         series.windows.push(windows);
         if complete {
@@ -94,6 +85,16 @@ impl Session<'_> {
 }
 
 impl SeriesRun {
+    /// The end of the last measured round of the closed repeats, seconds since the start.
+    pub(super) fn last_end(&self) -> f64 {
+        self.windows
+            .iter()
+            .flatten()
+            .filter_map(|w| w.spans.last())
+            .map(|s| s.1)
+            .fold(f64::NEG_INFINITY, f64::max)
+    }
+
     /// Repeats declared.
     pub(super) fn planned(&self) -> u32 {
         self.series.planned
@@ -142,7 +143,7 @@ impl SeriesRun {
     /// combined once more with those readings (from the records in `dir`); the series' summary.
     pub(super) fn finish(
         mut self,
-        summary: Summary,
+        summary: &Summary,
         end: (&Guard, Option<String>),
         (dir, interval_s): (&std::path::Path, f64),
         readings: &[Reading],
@@ -154,7 +155,7 @@ impl SeriesRun {
         self.pooled = pooled(dir, &self.series, readings)?;
         self.series.compare_repeats();
         self.current = None;
-        Ok(self.summary(&summary, end))
+        Ok(self.summary(summary, end))
     }
 }
 
