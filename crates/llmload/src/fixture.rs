@@ -94,6 +94,7 @@ fn ok(
         answer_ms: None,
         phases: Some(phases(round, index, ttft_ms)),
         shard: None,
+        repeat: None,
         session: None,
         turn: None,
         turns: None,

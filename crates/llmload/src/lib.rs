@@ -85,6 +85,11 @@ pub const SWEEP_NOT_SHARDED: &str =
     "llmload sweep cannot be sharded: it chooses each load from the results of the one before, \
      which no shard sees whole; run one sharded `llmload run` per load";
 
+/// Why `llmload sweep` takes no `--repeat`.
+pub const SWEEP_NOT_REPEATED: &str =
+    "llmload sweep takes no --repeat: each repeat would choose its own loads, and a series \
+     combines the same cases only; run `llmload run --repeat N` over the sweep's loads";
+
 /// `llmload run`: every case of the matrix; `interrupted` stops the run cleanly.
 pub async fn run(config: &Config, interrupted: StopSignal) -> error::Result<RunResult> {
     execute(config, interrupted, &mut Matrix::new(config.plans())).await
@@ -98,6 +103,9 @@ pub async fn sweep(
 ) -> error::Result<(RunResult, SweepSection)> {
     if !config.sharding.shard.is_whole() {
         return Err(config::ConfigError(SWEEP_NOT_SHARDED.into()).into());
+    }
+    if config.repeat.is_some() {
+        return Err(config::ConfigError(SWEEP_NOT_REPEATED.into()).into());
     }
     let mut source = Sweep::new(config, options)?;
     let mut result = execute(config, interrupted, &mut source).await?;
@@ -188,6 +196,25 @@ pub async fn measure<S: CaseSource>(
         // A staged load is one load: every stage's case comes from the one run.
         session.run_stages(&source.plans(), stages).await;
         views::write(&attempt, &session.summary)?;
+    } else if let Some(repeats) = config.repeat {
+        // A series: the same cases, run again as each repeat ends complete.
+        let plans = source.plans();
+        for k in 1..=repeats {
+            session.begin_repeat(k, repeats);
+            for plan in &plans {
+                let go_on = session.run_case(plan, plans.len()).await;
+                views::write(&attempt, &session.written())?;
+                if !go_on {
+                    break;
+                }
+            }
+            let go_on = session.end_repeat(plans.len())?;
+            // Closed: a run killed in the next repeat is rebuilt with this one as it ended.
+            views::write(&attempt, &session.written())?;
+            if !go_on {
+                break;
+            }
+        }
     } else {
         let mut listed = source.plans().len();
         while let Some(plan) = source.next(&session.summary.cases) {
@@ -204,7 +231,7 @@ pub async fn measure<S: CaseSource>(
             }
         }
     }
-    let mut summary = session.finish(source.planned()).await;
+    let mut summary = session.finish(source.planned()).await?;
     if let Some(shard) = &mut summary.shard {
         // After the load, so that the estimate neither delays its start nor adds to it.
         shard.clock = clock::estimate(&target.endpoint).await;

@@ -34,6 +34,8 @@ pub const REDRAW: Duration = Duration::from_millis(250);
 /// What the line shows, as the runner reported it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Snapshot {
+    /// `--repeat`: the repeat running (1-based) and the repeats planned.
+    pub repeat: Option<(u32, u32)>,
     /// Case number (1-based) and cases planned.
     pub case: (usize, usize),
     /// Case id.
@@ -179,8 +181,12 @@ pub fn line(
     width: usize,
     color: bool,
 ) -> String {
-    let mut parts: Vec<(String, &str)> =
-        vec![(format!("case {}/{} {}", s.case.0, s.case.1, s.case_id), "1")];
+    let mut parts: Vec<(String, &str)> = s
+        .repeat
+        .map(|(k, n)| (format!("repeat {k}/{n}"), "1"))
+        .into_iter()
+        .collect();
+    parts.push((format!("case {}/{} {}", s.case.0, s.case.1, s.case_id), "1"));
     match s.round {
         Some((0, rounds)) => parts.push((format!("warmup, then {rounds} rounds"), "")),
         Some((round, rounds)) => parts.push((format!("round {round}/{rounds}"), "")),
@@ -288,6 +294,7 @@ impl Progress {
         let planned = Planned::of_load(plans);
         self.update(|s| {
             *s = Snapshot {
+                repeat: s.repeat,
                 case: (index, total),
                 case_id: first.case.id.clone(),
                 round: planned.rounds.map(|r| (0, r)),
@@ -297,6 +304,11 @@ impl Progress {
                 ..Snapshot::default()
             }
         });
+    }
+
+    /// A repeat of a series starts: its number (1-based) and the repeats planned.
+    pub fn repeat(&self, repeat: Option<(u32, u32)>) {
+        self.update(|s| s.repeat = repeat);
     }
 
     /// A round of closed rounds starts.
@@ -446,6 +458,19 @@ mod tests {
         let colored = line(&snapshot(), Some(&reading), elapsed, 200, true);
         assert!(colored.contains("\x1b[1mcase 2/6"), "{colored:?}");
         assert!(colored.contains("\x1b[33mGPU 0"), "{colored:?}");
+    }
+
+    #[test]
+    fn a_series_names_its_repeat_first() {
+        let s = Snapshot {
+            repeat: Some((2, 3)),
+            ..snapshot()
+        };
+        let text = line(&s, None, Duration::ZERO, 200, false);
+        assert!(
+            text.starts_with("repeat 2/3 · case 2/6 in2048-c4-out256 · round 2/3 · "),
+            "{text}"
+        );
     }
 
     #[test]

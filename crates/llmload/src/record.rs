@@ -117,6 +117,10 @@ pub struct Record {
     /// A merged attempt: the shard (from 0) that sent the request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<u32>,
+    /// `--repeat`: the repeat of the series the request belongs to (from 1); absent from a run
+    /// without `--repeat`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u32>,
     /// Multi-turn sessions: the session's id within the attempt (from 0); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<u64>,
@@ -341,6 +345,7 @@ pub(crate) fn ok_record(
         answer_ms: None,
         phases: None,
         shard: None,
+        repeat: None,
         session: None,
         turn: None,
         turns: None,

@@ -69,6 +69,8 @@ pub struct Runner<'a> {
     pub progress: crate::progress::Progress,
     /// The run's knobs.
     pub settings: RunSettings,
+    /// `--repeat`: the repeat of the series being run (from 1), written into every record.
+    pub repeat: Option<u32>,
     /// Where records go.
     sink: RecordSink,
     /// The attempt's time origin.
@@ -139,6 +141,7 @@ impl<'a> Runner<'a> {
             guard,
             progress,
             settings,
+            repeat: None,
             sink,
             origin,
             cancel,
@@ -402,7 +405,8 @@ impl Runner<'_> {
         run: &mut CaseRun,
     ) -> crate::error::Result<()> {
         let launched = meta.launched.map(|t| self.since(t));
-        let record = exchange::record(meta, exchange, self.origin, self.settings.best_effort);
+        let mut record = exchange::record(meta, exchange, self.origin, self.settings.best_effort);
+        record.repeat = self.repeat;
         self.sink
             .append(&record)
             .context("writing requests.jsonl")?;

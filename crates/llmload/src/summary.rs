@@ -9,6 +9,7 @@ pub mod identity;
 pub mod itl;
 pub mod lengths;
 pub mod phases;
+pub mod repeats;
 pub mod saturation;
 pub mod sessions;
 pub mod shards;
@@ -26,7 +27,10 @@ use std::collections::BTreeMap;
 /// One measured round.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RoundSummary {
-    /// Round number (1-based).
+    /// `--repeat`: the repeat of the series the round belongs to (from 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u32>,
+    /// Round number (1-based; within its repeat).
     pub round: u32,
     /// Every request of the round ended `ok`.
     pub complete: bool,
@@ -232,7 +236,8 @@ pub struct CaseFigures {
     tpot: Samples,
     decode_rate: Samples,
     counts: Counts,
-    rounds: BTreeMap<u32, RoundAcc>,
+    /// By repeat (0 without one) and round: the rounds of a series' repeats stay apart.
+    rounds: BTreeMap<(u32, u32), RoundAcc>,
     prefix: PrefixAcc,
     reasoning_tokens: Samples,
     time_to_answer: Samples,
@@ -249,7 +254,8 @@ impl CaseFigures {
         self.sessions.add(r);
         let ok = r.status == Status::Ok;
         if let Some(round) = r.round {
-            let acc = self.rounds.entry(round).or_insert(RoundAcc {
+            let key = (r.repeat.unwrap_or(0), round);
+            let acc = self.rounds.entry(key).or_insert(RoundAcc {
                 requests: 0,
                 ok: 0,
                 first_send: f64::INFINITY,
@@ -346,7 +352,7 @@ impl CaseFigures {
         let rounds: Vec<RoundSummary> = self
             .rounds
             .into_iter()
-            .map(|(round, acc)| round_summary(case, round, &acc))
+            .map(|(key, acc)| round_summary(case, key, &acc))
             .collect();
         let complete_rounds: Vec<f64> = rounds
             .iter()
@@ -416,7 +422,11 @@ impl CaseSummary {
 pub fn label(r: &Record, response: u32) -> Label {
     let (unit, outer) = match (r.session, r.round) {
         (Some(session), _) => (Unit::Session, u32::try_from(session).unwrap_or(u32::MAX)),
-        (None, Some(round)) => (Unit::Round, round),
+        // Rounds of different repeats of a series are different units.
+        (None, Some(round)) => (
+            Unit::Round,
+            (r.repeat.unwrap_or(0) << 16) | (round & 0xFFFF),
+        ),
         (None, None) => (
             Unit::Block,
             crate::num::to_u32(r.scheduled_s.unwrap_or(r.sent_s).floor()),
@@ -429,9 +439,10 @@ pub fn label(r: &Record, response: u32) -> Label {
     }
 }
 
-fn round_summary(case: &Case, round: u32, acc: &RoundAcc) -> RoundSummary {
+fn round_summary(case: &Case, (repeat, round): (u32, u32), acc: &RoundAcc) -> RoundSummary {
     let duration_s = (acc.last_done - acc.first_send).max(0.0);
     RoundSummary {
+        repeat: (repeat > 0).then_some(repeat),
         round,
         complete: acc.ok == acc.requests && acc.requests == case.concurrency,
         responses_ok: acc.ok,
@@ -586,6 +597,10 @@ pub struct Summary {
     /// A merged attempt: its shards, their start lags and clock offsets, what is missing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shards: Option<shards::ShardsSection>,
+    /// `--repeat N`: the series, each repeat's own figures and the variation between them; the
+    /// cases above then combine the complete repeats alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<repeats::Series>,
 }
 
 /// How prompt and generated tokens were counted.

@@ -131,6 +131,9 @@ pub struct CampaignConfig {
     /// Single warmup requests before each case's load.
     #[serde(default = "one")]
     pub warmup: u32,
+    /// `--repeat N`: the campaign ran N times as one series; absent for a single run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u32>,
     /// Seed for prompt offsets.
     #[serde(default)]
     pub seed: u64,

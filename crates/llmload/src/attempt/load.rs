@@ -8,6 +8,7 @@ use super::rebuild;
 use crate::error::Context;
 use crate::record::{Phase, Record};
 use crate::report::{Report, FAILED_SHOWN, TIMELINE_MAX};
+use crate::summary::repeats::Series;
 use crate::summary::{CaseSummary, Outcome, OutcomeStatus, RunState, Summary};
 use crate::telemetry::Reading;
 use std::collections::BTreeMap;
@@ -53,7 +54,7 @@ pub fn read(dir: &Path) -> crate::error::Result<Report> {
     } else {
         rebuild::End::Recorded
     };
-    let cases = rebuild::cases(&campaign, (previous.as_ref(), end), &telemetry, &mut replay)?;
+    let cases = rebuilt(&campaign, (previous.as_ref(), end), &telemetry, &mut replay)?;
     let (records, last_activity_s) = records_for_html(&path)?;
     let mut report = assemble(&campaign, cases, records, previous.as_ref());
     report.last_activity_s = last_activity_s;
@@ -63,23 +64,31 @@ pub fn read(dir: &Path) -> crate::error::Result<Report> {
     if let Some(why) =
         missing.or(still_running.then_some("its last summary.json says it was still running"))
     {
-        report.summary.outcome = unfinished(&report.summary.cases, &campaign, why, last_activity_s);
+        report.summary.outcome = unfinished(&report.summary, &campaign, why, last_activity_s);
     }
     report.telemetry = telemetry;
     Ok(report)
 }
 
 /// The outcome of a run that ended without writing its final summary (it was killed, or its
-/// machine stopped): how far its records go.
+/// machine stopped): how far its records go (in a series, those of every repeat).
 fn unfinished(
-    cases: &[CaseSummary],
+    summary: &Summary,
     campaign: &Campaign,
     why: &str,
     last_activity_s: Option<f64>,
 ) -> Outcome {
+    let cases = &summary.cases;
+    let runs = summary.repeats.as_ref().map(|s| &s.runs);
+    // In a series, the repeat it ended in is the one whose cases have records.
+    let ended_in = runs.and_then(|r| r.last()).map(|r| &r.cases);
     let total = crate::num::count(campaign.cases.len().max(cases.len()));
-    let recorded: u32 = cases
-        .iter()
+    let recorded: u32 = runs
+        .map_or_else(
+            || cases.iter().collect(),
+            |r| r.iter().flat_map(|r| &r.cases).collect::<Vec<_>>(),
+        )
+        .into_iter()
         .map(|c| {
             let n = &c.counts;
             n.ok.saturating_add(n.invalid)
@@ -91,10 +100,20 @@ fn unfinished(
         || "no request was recorded".to_owned(),
         |t| format!("the last request activity at {t:.1} s"),
     );
+    let series = match (&summary.repeats, runs.and_then(|r| r.last())) {
+        (Some(s), Some(run)) => format!(
+            "; {} of {} repeats complete, the run ended in repeat {}",
+            s.complete.len(),
+            s.planned,
+            run.repeat
+        ),
+        _ => String::new(),
+    };
     let reason = format!(
         "the run ended without its final summary ({why}; it was killed, or its machine \
-         stopped): {} of {total} cases have records, {recorded} measured requests recorded, {last}",
-        cases.len()
+         stopped): {} of {total} cases have records, {recorded} measured requests recorded, \
+         {last}{series}",
+        ended_in.unwrap_or(cases).len()
     );
     Outcome::new(
         cases,
@@ -121,14 +140,30 @@ pub fn from_records(
     };
     // Replaying from memory cannot fail.
     let end = rebuild::End::Recorded;
-    let cases = rebuild::cases(campaign, (previous, end), &[], &mut replay).unwrap_or_default();
+    let cases = rebuilt(campaign, (previous, end), &[], &mut replay).unwrap_or_default();
     assemble(campaign, cases, records, previous)
 }
 
-/// The report of `campaign` with its rebuilt `cases` and the `records` the views draw.
+/// The cases of `campaign` rebuilt from its records, and a series' repeats where it ran as one
+/// (`--repeat`): its cases are then the complete repeats combined.
+fn rebuilt(
+    campaign: &Campaign,
+    run: (Option<&Summary>, rebuild::End),
+    telemetry: &[Reading],
+    replay: &mut rebuild::Replay,
+) -> crate::error::Result<(Vec<CaseSummary>, Option<Series>)> {
+    if campaign.config.repeat.is_some() {
+        let (cases, series) = super::series::rebuild(campaign, run, telemetry, replay)?;
+        return Ok((cases, Some(series)));
+    }
+    Ok((rebuild::cases(campaign, run, telemetry, replay)?, None))
+}
+
+/// The report of `campaign` with its rebuilt cases (and series) and the `records` the views
+/// draw.
 fn assemble(
     campaign: &Campaign,
-    cases: Vec<CaseSummary>,
+    (cases, repeats): (Vec<CaseSummary>, Option<Series>),
     records: Vec<Record>,
     previous: Option<&Summary>,
 ) -> Report {
@@ -159,6 +194,7 @@ fn assemble(
             counting: previous.and_then(|p| p.counting.clone()),
             shard: previous.and_then(|p| p.shard.clone()),
             shards: previous.and_then(|p| p.shards.clone()),
+            repeats,
         },
         last_activity_s: last_activity(records.iter()),
         records,

@@ -7,6 +7,7 @@ pub mod keys;
 pub mod load;
 pub mod rebuild;
 pub mod records;
+pub mod series;
 
 use crate::error::{Context, Error};
 use serde::Serialize;

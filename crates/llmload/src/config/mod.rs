@@ -24,6 +24,7 @@ use parse::{
 mod combine;
 mod file;
 mod options;
+mod repeat;
 mod scrub;
 mod settings;
 mod sharding;
@@ -129,6 +130,9 @@ pub struct Config {
     pub rounds: u32,
     /// Warmup requests per case.
     pub warmup: u32,
+    /// `--repeat N`: the campaign run N times as one series; `None` for a single run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u32>,
     /// Seed for prompt offsets.
     pub seed: u64,
     /// Results folder.
@@ -249,7 +253,11 @@ impl Config {
             series_window,
             quiet,
         } = settings.outputs;
-        let RoundOptions { rounds, warmup } = settings.rounds;
+        let RoundOptions {
+            rounds,
+            warmup,
+            repeat,
+        } = settings.rounds;
         let duration = |flag: &str, given: Option<String>, default: &str| {
             parse_duration(flag, given.as_deref().unwrap_or(default))
         };
@@ -285,6 +293,7 @@ impl Config {
             output_tokens,
             rounds: rounds.unwrap_or(3),
             warmup: warmup.unwrap_or(1),
+            repeat,
             seed: (settings.workload.seed)
                 .or_else(|| sharding.derived_seed())
                 .unwrap_or_else(random_seed),
@@ -435,6 +444,7 @@ impl Config {
         self.load.validate()?;
         dataset::check_prompts(self.dataset.as_ref(), &self.load, self.api)?;
         self.check_shared_prefix()?;
+        repeat::check(self)?;
         self.check_sharding()?;
         if self.rounds == 0 {
             return bad("--rounds must be at least 1");

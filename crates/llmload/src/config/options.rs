@@ -214,9 +214,9 @@ options! {
 }
 
 options! {
-    /// Closed rounds and the warmup before each case.
+    /// Closed rounds, the warmup before each case, and repeats of the whole campaign.
     #[derive(Args, Clone, Debug, Default, Deserialize)]
-    #[command(next_help_heading = "Rounds")]
+    #[command(next_help_heading = "Rounds and repeats")]
     #[serde(default)]
     pub struct RoundOptions {
         /// Measured rounds per case [default: 3]
@@ -227,6 +227,13 @@ options! {
         /// On llama.cpp they run on slot 0.
         #[arg(long)]
         pub warmup: Option<u32>,
+        /// Run the whole campaign N times as one series in one attempt [default: once, no series]
+        ///
+        /// Each repeat runs every case (warmup, then its rounds) and is recorded apart; the
+        /// figures combine the complete repeats only and show the variation between them. A
+        /// repeat that is stopped or fails is listed, never combined. Closed rounds only.
+        #[arg(long, value_name = "N")]
+        pub repeat: Option<u32>,
     }
 }
 

@@ -12,7 +12,7 @@ use super::text::{
     counting_lines, has_rounds, histogram_note, incomplete_line, outcome_counts, telemetry_line,
     unverified_note,
 };
-use super::{charts, energy, gpu, phases, saturation, sessions, shards, timeline};
+use super::{charts, energy, gpu, phases, repeats, saturation, sessions, shards, timeline};
 use super::{Report, FAILED_SHOWN};
 use crate::record::{ErrorKind, Status};
 use crate::summary::{CaseSummary, Summary};
@@ -68,6 +68,7 @@ pub fn render(report: &Report) -> String {
     if !binned.is_empty() {
         let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(binned.trim()));
     }
+    repeats_section(&mut out, summary);
     sweep(&mut out, summary);
     shards_section(&mut out, summary);
     phases_section(&mut out, summary);
@@ -274,6 +275,22 @@ fn errors(report: &Report, id: &str) -> Vec<String> {
 
 /// The shard section: which part of which attempt a shard's own attempt is, or a merged
 /// attempt's shards; nothing for an attempt that is neither.
+/// A series of repeats: the counts, the incomplete repeats with why, the variation between the
+/// complete ones.
+fn repeats_section(out: &mut String, summary: &Summary) {
+    let Some((lines, table)) = repeats::section(summary) else {
+        return;
+    };
+    out.push_str("<h2 id=\"repeats\">Repeats</h2>\n");
+    for line in lines {
+        let _ = writeln!(out, "<p>{}</p>", escape(&line));
+    }
+    if !table.is_empty() {
+        push_table(out, &table);
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(repeats::NOTE));
+    }
+}
+
 fn shards_section(out: &mut String, summary: &Summary) {
     if let Some(run) = &summary.shard {
         let _ = writeln!(

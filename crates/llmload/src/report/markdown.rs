@@ -8,7 +8,7 @@ use super::text::{
     counting_lines, histogram_note, incomplete_line, interval_note, no_complete_case,
     outcome_counts, per_token_note, telemetry_line, unverified_note,
 };
-use super::{energy, phases, results, saturation, sessions, shards};
+use super::{energy, phases, repeats, results, saturation, sessions, shards};
 use crate::fmt::{number, seconds, span};
 use crate::summary::{CaseSummary, Summary};
 use std::fmt::Write;
@@ -45,6 +45,7 @@ pub fn render(summary: &Summary) -> String {
         out.push_str(&interval_note(summary));
     }
     out.push_str(&load_table(summary));
+    out.push_str(&repeats_section(summary));
     out.push_str(&sweep_section(summary));
     out.push_str(&soak_section(summary));
     out.push_str(&energy_section(summary));
@@ -128,6 +129,28 @@ fn load_table(summary: &Summary) -> String {
              (real-time and raised need privileges; at normal priority a busy machine may wake \
              it late, and that shows as send lag).",
             priorities.join(" / ")
+        );
+    }
+    out
+}
+
+/// A series of repeats: how many are complete, the incomplete ones with why, and the variation
+/// between the complete ones; empty without a series.
+fn repeats_section(summary: &Summary) -> String {
+    let Some((lines, table)) = repeats::section(summary) else {
+        return String::new();
+    };
+    let mut lines = lines.into_iter();
+    let mut out = format!("\n{}\n", lines.next().unwrap_or_default());
+    for line in lines {
+        let _ = writeln!(out, "- {line}");
+    }
+    if !table.is_empty() {
+        let _ = write!(
+            out,
+            "\nBetween the complete repeats:\n\n{}\n{}\n",
+            table.markdown(),
+            repeats::NOTE
         );
     }
     out

@@ -6,7 +6,7 @@
 //! - the formats: [`markdown`] (`report.md`, and what the terminal prints), [`html`]
 //!   (`report.html`), [`csv`] (`cases.csv`), [`compare`] (`llmload compare`);
 //! - what they show, format-neutral: the tables ([`results`], [`energy`], [`phases`],
-//!   [`sessions`], [`soak`], [`shards`], [`saturation`]), the sentences several formats write
+//!   [`sessions`], [`soak`], [`shards`], [`saturation`], [`repeats`]), the sentences several formats write
 //!   alike ([`text`]), and the charts ([`charts`], [`gpu`], [`timeline`], [`marks`]);
 //! - the model under them: [`table`] (a table's columns, rows and cells, and how each format
 //!   writes one), [`plot`] (a chart's canvas), [`markup`] (escaping).
@@ -22,6 +22,7 @@ pub mod marks;
 pub mod markup;
 pub mod phases;
 pub mod plot;
+pub mod repeats;
 pub mod results;
 pub mod saturation;
 pub mod sessions;

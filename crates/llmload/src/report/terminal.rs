@@ -109,6 +109,16 @@ pub fn results(summary: &Summary, width: u16) -> String {
     }
     let rendered: Vec<String> = tables.iter().map(|t| table(t, width)).collect();
     out.push_str(&rendered.join("\n"));
+    if let Some((lines, between)) = super::repeats::section(summary) {
+        for line in lines {
+            out.push('\n');
+            wrap(&line, usize::from(width), &mut out);
+        }
+        if !between.is_empty() {
+            out.push('\n');
+            out.push_str(&table(&between, width));
+        }
+    }
     out
 }
 

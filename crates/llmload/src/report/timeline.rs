@@ -35,6 +35,8 @@ pub fn pick_case(report: &Report) -> Option<&CaseSummary> {
 
 /// One bar of the chart, in seconds since the attempt started.
 struct Bar {
+    /// A series' repeat (0 without one): its rounds are apart from the other repeats'.
+    repeat: u32,
     round: u32,
     index: u32,
     sent: f64,
@@ -47,6 +49,7 @@ impl Bar {
     fn of(r: &Record) -> Bar {
         let last_event = r.event_ms.last().map(|ms| r.sent_s + ms / 1e3);
         Bar {
+            repeat: r.repeat.unwrap_or(0),
             round: r.round.unwrap_or(0),
             index: r.index,
             sent: r.sent_s,
@@ -72,7 +75,8 @@ pub fn timeline(report: &Report, lengths: &Lengths) -> Figure {
         .unwrap_or_default();
     // Within a round, the order of first tokens shows who waited behind whose prefill.
     bars.sort_by(|a, b| {
-        (a.round.cmp(&b.round))
+        (a.repeat, a.round)
+            .cmp(&(b.repeat, b.round))
             .then(a.first_token_or_end().total_cmp(&b.first_token_or_end()))
             .then(a.index.cmp(&b.index))
     });
@@ -209,7 +213,11 @@ fn draw(root: &Area, bars: &[Bar]) -> Result<(), ChartError> {
             let row = n as f64 - 1.0 - v.round();
             match bars.get(crate::num::to_usize(row)) {
                 Some(b) if (v - v.round()).abs() < 1e-9 && row >= 0.0 => {
-                    format!("r{} #{}", b.round, b.index)
+                    let repeat = match b.repeat {
+                        0 => String::new(),
+                        k => format!("repeat {k} "),
+                    };
+                    format!("{repeat}r{} #{}", b.round, b.index)
                 }
                 _ => String::new(),
             }

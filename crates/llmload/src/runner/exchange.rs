@@ -239,6 +239,7 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: 
             .map(|t| round3(ms_from_sent(t))),
         phases: exchange.timing.map(|timing| phases(&timing, exchange)),
         shard: None,
+        repeat: None,
         session: meta.turn.map(|t| t.session),
         turn: meta.turn.map(|t| t.turn),
         turns: meta.turn.map(|t| t.turns),

@@ -23,6 +23,8 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+mod series;
+
 /// A run in progress: its runner, its watchers, and the summary so far.
 pub struct Session<'a> {
     config: &'a Config,
@@ -35,6 +37,8 @@ pub struct Session<'a> {
     failure: Option<String>,
     /// What each case's energy is taken over, in the order of `summary.cases`.
     windows: Vec<Window>,
+    /// `--repeat`: the series, while one runs; `summary.cases` are then the running repeat's.
+    series: Option<series::SeriesRun>,
     /// The figures of the cases run so far, and the outcome as it stands.
     pub summary: Summary,
 }
@@ -105,6 +109,7 @@ impl<'a> Session<'a> {
             }),
             shard: None,
             shards: None,
+            repeats: None,
         };
         Ok(Session {
             config,
@@ -115,6 +120,7 @@ impl<'a> Session<'a> {
             dir: attempt.dir.clone(),
             failure: None,
             windows: Vec::new(),
+            series: None,
             summary,
         })
     }
@@ -165,6 +171,11 @@ impl<'a> Session<'a> {
                     self.add_case(plan, run);
                     if let (false, Some(done)) = (self.config.quiet, self.summary.cases.last()) {
                         let line = progress::case_line(self.summary.cases.len(), planned, done);
+                        let of = self.runner.repeat.zip(self.series.as_ref());
+                        let line = match of {
+                            Some((k, s)) => format!("repeat {k}/{}: {line}", s.planned()),
+                            None => line,
+                        };
                         self.runner.progress.println(&line);
                     }
                 }
@@ -217,8 +228,9 @@ impl<'a> Session<'a> {
         go_on
     }
 
-    /// Ends the run: the final process check, the watchers' summaries, the outcome.
-    pub async fn finish(mut self, planned: usize) -> Summary {
+    /// Ends the run: the final process check, the watchers' summaries, the outcome; a series'
+    /// summary is its own (see [`Session::written`]).
+    pub async fn finish(mut self, planned: usize) -> crate::error::Result<Summary> {
         self.runner.progress.finish(self.drawing.take());
         let guard = self.runner.guard.clone();
         guard.process_check("the final process check");
@@ -227,21 +239,42 @@ impl<'a> Session<'a> {
             .iter()
             .filter_map(|w| w.spans.last())
             .map(|s| s.1)
-            .fold(f64::NEG_INFINITY, f64::max);
+            .fold(f64::NEG_INFINITY, f64::max)
+            .max(
+                self.series
+                    .as_ref()
+                    .map_or(f64::NEG_INFINITY, series::SeriesRun::last_end),
+            );
         reading_after(&guard, end, self.config.telemetry_interval).await;
         self.note_shard();
         let telemetry = self.monitors.finish(&self.dir).await;
+        let readings = telemetry::written(&self.dir);
         let mut summary = self.summary;
         energy::attach(
             &mut summary.cases,
             &self.windows,
-            &telemetry::written(&self.dir),
+            &readings,
             self.config.telemetry_interval.as_secs_f64(),
         );
         summary.telemetry = telemetry;
-        summary.client_check = Some(self.self_check.finish(&summary.cases).await);
-        set_outcome(&mut summary, &guard, self.failure, planned, false);
-        summary
+        let checked = match &self.series {
+            Some(s) => s.all_cases(),
+            None => summary.cases.clone(),
+        };
+        summary.client_check = Some(self.self_check.finish(&checked).await);
+        set_outcome(&mut summary, &guard, self.failure.clone(), planned, false);
+        match self.series {
+            Some(series) => {
+                let interval_s = self.config.telemetry_interval.as_secs_f64();
+                series.finish(
+                    &summary,
+                    (&guard, self.failure),
+                    (&self.dir, interval_s),
+                    &readings,
+                )
+            }
+            None => Ok(summary),
+        }
     }
 }
 
@@ -327,21 +360,29 @@ fn set_outcome(
     total: usize,
     going: bool,
 ) {
-    let verdict = guard.verdict();
-    let state = if going {
+    let state = run_state(guard, failure, going);
+    summary.outcome = Outcome::new(&summary.cases, crate::num::count(total), state);
+    summary.outcome.stop_sample = guard
+        .verdict()
+        .and_then(|v| v.sample)
+        .and_then(|sample| serde_json::to_value(sample).ok());
+}
+
+/// Where the run is: going (more cases to run), or over as the guard and `failure` say.
+fn run_state(guard: &Guard, failure: Option<String>, going: bool) -> RunState {
+    if going {
         RunState::Going
     } else {
         RunState::Ended {
-            stop: verdict
-                .as_ref()
-                .map(|v| format!("stopped by the {} rule at {}: {}", v.rule, v.at, v.reason)),
+            stop: guard.verdict().as_ref().map(stop_text),
             failure,
         }
-    };
-    summary.outcome = Outcome::new(&summary.cases, crate::num::count(total), state);
-    summary.outcome.stop_sample = verdict
-        .and_then(|v| v.sample)
-        .and_then(|sample| serde_json::to_value(sample).ok());
+    }
+}
+
+/// What stopped the run, in words.
+fn stop_text(v: &crate::guard::Verdict) -> String {
+    format!("stopped by the {} rule at {}: {}", v.rule, v.at, v.reason)
 }
 
 /// How the tokens of each streamed chunk are counted against this target.

@@ -130,7 +130,7 @@ fn run_help_groups_its_flags_under_headings() {
         "Target and API:",
         "What to send:",
         "Load shape:",
-        "Rounds:",
+        "Rounds and repeats:",
         "Sessions:",
         "Guard and telemetry:",
         "Outputs:",
