@@ -134,3 +134,63 @@ fn the_gate_passes_an_identical_run_and_fails_one_made_slower_on_purpose() {
     );
     assert!(bad.stdout.is_empty(), "{}", bad.stdout);
 }
+
+/// One closed-rounds case, 2 concurrent, 2 rounds, as a series of 3 repeats.
+fn series(out: &Path, name: &str, url: &str) -> PathBuf {
+    let (run, dir) = run_against(
+        out,
+        name,
+        url,
+        &[
+            "--input-tokens",
+            "64",
+            "--concurrency",
+            "2",
+            "--output-tokens",
+            "8",
+            "--rounds",
+            "2",
+            "--repeat",
+            "3",
+            "-q",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    dir
+}
+
+#[test]
+fn series_of_repeats_are_gated_on_the_variation_between_their_repeats() {
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+    let out = tempfile::tempdir().expect("temp dir");
+    let (a, b) = {
+        let sim = Simulator::start(&["--schedule", "fixed:ttft_ms=20,itl_ms=2"]);
+        let a = series(out.path(), "a", &sim.url);
+        (a, series(out.path(), "b", &sim.url))
+    };
+    let slow = {
+        let sim = Simulator::start(&["--schedule", "fixed:ttft_ms=200,itl_ms=2"]);
+        series(out.path(), "slow", &sim.url)
+    };
+    let rules = ["--fail-if", "ttft_p50 > +100%", "--json"];
+    let gate = |dirs: &[&Path]| {
+        let run = compare(dirs, &rules);
+        let value: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+        (run.code, value["gate"]["checks"][0].clone())
+    };
+    let (code, same) = gate(&[&a, &b]);
+    assert_eq!(code, 0, "{same}");
+    assert_eq!(same["verdict"], "no-change", "{same}");
+    let test = same["test"].as_str().unwrap_or_default();
+    assert!(
+        test.contains("Welch's t over the repeats' figures (BASE: 3 repeats; NEW: 3 repeats)"),
+        "{test}"
+    );
+    let (code, slower) = gate(&[&a, &slow]);
+    assert_eq!(code, GATE_FAILED, "{slower}");
+    assert_eq!(slower["verdict"], "regressed", "{slower}");
+    assert!(
+        slower["interval"][0].as_f64().expect("a lower bound") > 100.0,
+        "{slower}"
+    );
+}

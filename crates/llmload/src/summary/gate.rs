@@ -7,6 +7,7 @@ use crate::error::ConfigError;
 use crate::stats::interval::{Basis, Ci, Method, Unit};
 use crate::stats::{Interval, Intervals};
 use crate::summary::identity::{matched, CaseKey, KeyedAttempt};
+use crate::summary::repeats::Series;
 use crate::summary::CaseSummary;
 use serde::Serialize;
 use std::fmt;
@@ -566,6 +567,76 @@ pub fn check(rule: &Rule, base: &CaseSummary, new: &CaseSummary) -> Verdict {
     judge(rule, b, n)
 }
 
+/// [`check`] where BASE and NEW may be series of repeats: where both have at least two
+/// complete repeats of the case, the change's interval comes from the variation between their
+/// repeats (Welch's t), which holds what changes from one run to the next; else from the
+/// figures' own intervals.
+pub fn check_series(
+    rule: &Rule,
+    (base, base_series): (&CaseSummary, Option<&Series>),
+    (new, new_series): (&CaseSummary, Option<&Series>),
+) -> Verdict {
+    let verdict = check(rule, base, new);
+    let Some(comparison) = verdict.comparison() else {
+        return verdict;
+    };
+    // A repeat's figure too thin to stand for its percentile (a p99 of 12 responses is their
+    // maximum) is no figure to test: the pooled figures' intervals say so instead.
+    // (The tails only, as a distribution's `descriptive` marks them: a median is never thin.)
+    let q = match rule.metric {
+        Metric::Latency(_, Percentile::P90) => Some(0.9),
+        Metric::Latency(_, Percentile::P95) => Some(0.95),
+        Metric::Latency(_, Percentile::P99) => Some(0.99),
+        _ => None,
+    };
+    let values = |series: Option<&Series>, id: &str| {
+        series.map_or_else(Vec::new, |s| {
+            s.values(id, |c| {
+                rule.metric
+                    .figure(c)
+                    .filter(|f| q.is_none_or(|q| !crate::stats::is_descriptive(f.n, q)))
+                    .map(|f| f.value)
+            })
+        })
+    };
+    let (vb, vn) = (values(base_series, &base.id), values(new_series, &new.id));
+    let level = crate::stats::interval::level();
+    let Some(interval) = change::between_repeats(rule.bound, &vb, &vn, level) else {
+        return verdict;
+    };
+    let point = comparison.change;
+    let interval = interval.holding(point);
+    let noise_floor =
+        change::between_repeats(rule.bound, &vb, &vb, level).map(|i| (i.high - i.low) / 2.0);
+    let call = change::call(rule.op, rule.bound, interval);
+    let comparison = Comparison {
+        interval: Some(interval),
+        test: format!(
+            "Welch's t over the repeats' figures (BASE: {} repeats; NEW: {} repeats)",
+            vb.len(),
+            vn.len()
+        ),
+        reason: None,
+        below_noise: noise_floor.is_some_and(|f| change::bound_value(rule.bound).abs() < f),
+        noise_floor,
+        samples_to_decide: (call == change::Call::Inconclusive)
+            .then(|| change::samples_to_decide(point, rule.bound, interval))
+            .flatten(),
+        ..comparison.clone()
+    };
+    verdict_of(call, comparison)
+}
+
+/// The verdict a call makes, holding `comparison`.
+fn verdict_of(call: change::Call, comparison: Comparison) -> Verdict {
+    match call {
+        change::Call::Regressed => Verdict::Regressed(comparison),
+        change::Call::Improved => Verdict::Improved(comparison),
+        change::Call::NoChange => Verdict::NoChange(comparison),
+        change::Call::Inconclusive => Verdict::Inconclusive(comparison),
+    }
+}
+
 /// The verdict of `rule` on the figures `b` (BASE) and `n` (NEW).
 pub fn judge(rule: &Rule, b: Figure, n: Figure) -> Verdict {
     let change = match rule.bound {
@@ -614,12 +685,7 @@ pub fn judge(rule: &Rule, b: Figure, n: Figure) -> Verdict {
         noise_floor,
         samples_to_decide,
     };
-    match call {
-        change::Call::Regressed => Verdict::Regressed(comparison),
-        change::Call::Improved => Verdict::Improved(comparison),
-        change::Call::NoChange => Verdict::NoChange(comparison),
-        change::Call::Inconclusive => Verdict::Inconclusive(comparison),
-    }
+    verdict_of(call, comparison)
 }
 
 /// One rule on one case of one NEW attempt.
@@ -654,7 +720,14 @@ pub fn evaluate(rules: &[Rule], attempts: &[KeyedAttempt]) -> Vec<Check> {
                     key: key.clone(),
                     new: i,
                     rule: rule.clone(),
-                    verdict: check(rule, base, new),
+                    verdict: check_series(
+                        rule,
+                        (base, attempts[0].summary.repeats.as_ref()),
+                        (
+                            new,
+                            attempts.get(i).and_then(|a| a.summary.repeats.as_ref()),
+                        ),
+                    ),
                 });
             }
         }

@@ -122,7 +122,11 @@ fn verdict_text(v: &Verdict, x: &Comparison) -> String {
             (Some(why), _) => format!("inconclusive: {why}"),
             (None, Some(k)) => format!(
                 "inconclusive (about {}× the samples on both sides would likely decide)",
-                crate::fmt::number(k)
+                if k >= 10.0 {
+                    format!("{k:.0}")
+                } else {
+                    format!("{k:.1}")
+                }
             ),
             (None, None) => "inconclusive (the change sits on the bound)".into(),
         },

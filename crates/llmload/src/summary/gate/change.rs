@@ -70,6 +70,55 @@ pub fn interval(bound: Change, base: &Figure, new: &Figure, level: f64) -> Optio
     })
 }
 
+/// The interval of the change between two series of repeats (one figure per complete repeat
+/// on each side), Welch's t on the figures (on their logarithms for a relative change), at
+/// `level`; `None` under two repeats a side, or with a figure at or below 0 for a relative one.
+pub fn between_repeats(bound: Change, base: &[f64], new: &[f64], level: f64) -> Option<Interval> {
+    if base.len() < 2 || new.len() < 2 {
+        return None;
+    }
+    let log = matches!(bound, Change::Percent(_));
+    if log && base.iter().chain(new).any(|&v| v <= 0.0) {
+        return None;
+    }
+    let scale = |v: &[f64]| -> Vec<f64> {
+        if log {
+            v.iter().map(|x| x.ln()).collect()
+        } else {
+            v.to_vec()
+        }
+    };
+    let (b, n) = (scale(base), scale(new));
+    let moments = |v: &[f64]| {
+        let k = v.len() as f64;
+        let mean = v.iter().sum::<f64>() / k;
+        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (k - 1.0);
+        (mean, var / k, k)
+    };
+    let ((mb, vb, kb), (mn, vn, kn)) = (moments(&b), moments(&n));
+    let se2 = vb + vn;
+    let diff = mn - mb;
+    let half = if se2 > 0.0 {
+        // Welch–Satterthwaite degrees of freedom.
+        let df = se2 * se2 / (vb * vb / (kb - 1.0) + vn * vn / (kn - 1.0));
+        crate::stats::interval::t_quantile(level, df)? * se2.sqrt()
+    } else {
+        0.0
+    };
+    Some(if log {
+        let percent = |x: f64| (x.exp() - 1.0) * 100.0;
+        Interval {
+            low: percent(diff - half),
+            high: percent(diff + half),
+        }
+    } else {
+        Interval {
+            low: diff - half,
+            high: diff + half,
+        }
+    })
+}
+
 /// What a rule says of a change's interval.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -185,6 +234,27 @@ mod tests {
         let k = samples_to_decide(5.0, Change::Percent(10.0), i).expect("decidable");
         assert!((k - 4.0).abs() < 1e-9, "{k}");
         assert_eq!(samples_to_decide(10.0, Change::Percent(10.0), i), None);
+    }
+
+    #[test]
+    fn repeats_give_welchs_interval_of_the_change() {
+        let base = [100.0, 110.0, 90.0, 105.0, 95.0];
+        let same = [98.0, 108.0, 93.0, 104.0, 97.0];
+        let i = between_repeats(Change::Percent(10.0), &base, &same, 0.95).expect("interval");
+        assert!(i.low < 0.0 && i.high > 0.0 && i.high < 15.0, "{i:?}");
+        let slow: Vec<f64> = base.iter().map(|v| v * 1.4).collect();
+        let i = between_repeats(Change::Percent(10.0), &base, &slow, 0.95).expect("interval");
+        assert_eq!(
+            call(Op::Above, Change::Percent(10.0), i),
+            Call::Regressed,
+            "{i:?}"
+        );
+        assert_eq!(
+            between_repeats(Change::Percent(10.0), &base[..1], &slow, 0.95),
+            None
+        );
+        let i = between_repeats(Change::Absolute(5.0), &base, &base, 0.95).expect("interval");
+        assert!(i.low < 0.0 && i.high > 0.0);
     }
 
     #[test]
