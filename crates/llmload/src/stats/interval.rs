@@ -8,8 +8,8 @@
 //! - **Student's t** for a mean of independent values (rounds' throughputs, repeats' figures).
 //! - **The bootstrap by unit** where samples are not independent: the units (rounds, time blocks,
 //!   sessions, responses for the gaps within them) are resampled with replacement, and the
-//!   interval is the middle `level` share of the resampled figures (the percentile method). It
-//!   needs [`MIN_UNITS`] units.
+//!   interval is read from the resampled figures at tails expanded for the number of units
+//!   (Hesterberg's expanded percentile interval). It needs [`MIN_UNITS`] units.
 
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{Binomial, ContinuousCDF, DiscreteCDF, StudentsT};
@@ -372,6 +372,22 @@ pub fn t_interval(values: &[f64], level: f64) -> Option<Interval> {
     })
 }
 
+/// The tail share a percentile bootstrap over `k` units reads its bounds at: Hesterberg's
+/// expanded percentile interval, whose tails are those of a normal at √(k/(k−1)) · t(k−1), the
+/// width Student's t would give a mean of `k` units. The plain percentile interval runs narrow
+/// with few units (10 rounds covered a simulator's true median 78 % of the time at 95 %).
+fn expanded_tail(level: f64, k: usize) -> f64 {
+    let plain = (1.0 - level) / 2.0;
+    let units = k as f64;
+    let Some(t) = t_quantile(level, units - 1.0) else {
+        return plain;
+    };
+    let z = (units / (units - 1.0)).sqrt() * t;
+    statrs::distribution::Normal::new(0.0, 1.0)
+        .map_or(plain, |n| n.cdf(-z))
+        .min(plain)
+}
+
 /// A figure a bootstrap recomputes on each resample.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Stat {
@@ -415,7 +431,7 @@ pub fn bootstrap(units: &[Vec<f64>], stats: &[Stat], level: f64) -> Vec<Option<I
             });
         }
     }
-    let tail = (1.0 - level) / 2.0;
+    let tail = expanded_tail(level, k);
     figures
         .into_iter()
         .map(|mut values| {

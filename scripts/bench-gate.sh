@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# The regression gate against noise: how often identical attempts pass `compare --fail-if`, and
+# whether a real slowdown is caught.
+#
+#   scripts/bench-gate.sh [sim|llama|all]     (default all)
+#
+# sim:   the built-in simulator's engine profile (its step jitter on), GATE_SIM_PAIRS (3) seeds:
+#        per seed, two identical attempts A and B against one simulator, and C against a
+#        simulator of the same seed run 1.4 times slower (--time-scale; TTFT 40 % longer).
+#        Gates A/B and A/C with `ttft_p50 > +10%` and `ttft_p99 > +10%`.
+# llama: a real llama-server (scripts/start-llama-server.sh, 2 slots), GATE_LLAMA_PAIRS (20) pairs
+#        of identical series (`run --repeat GATE_REPEATS`, default 3), then one series against the
+#        same server restarted with half its threads (--threads 1 against 2). Gates each pair with
+#        `ttft_p50 > +10%` and `throughput < -10%`.
+# Prints, per pair, each rule's verdict and compare's exit code, then the counts: pairs passed (no
+# rule regressed), verdicts by kind. Asserts nothing; exits non-zero only if a run fails.
+#
+# Environment (defaults): GATE_SIM_PAIRS (3), GATE_LLAMA_PAIRS (20), GATE_REPEATS (3),
+# GATE_KEEP (unset: the work folder is removed at exit).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+what="${1:-all}"
+sim_pairs="${GATE_SIM_PAIRS:-3}"
+llama_pairs="${GATE_LLAMA_PAIRS:-20}"
+repeats="${GATE_REPEATS:-3}"
+
+cargo build --release -q -p llmload
+bin="$PWD/target/release/llmload"
+work="$(mktemp -d)"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -- "-$p" 2>/dev/null || kill "$p" 2>/dev/null || true; done
+  if [ -n "${GATE_KEEP:-}" ]; then echo "work folder kept: $work"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+
+# start_sim NAME ARGS…: a simulator in the background; prints its URL.
+start_sim() {
+  local name="$1"
+  shift
+  setsid "$bin" sim --port 0 "$@" >"$work/$name.log" 2>&1 &
+  pids+=("$!")
+  for _ in $(seq 100); do
+    url="$(grep -o 'http://[0-9.:]*' "$work/$name.log" | head -1 || true)"
+    [ -n "$url" ] && { echo "$url"; return; }
+    sleep 0.1
+  done
+  echo "bench-gate: the simulator did not start" >&2
+  exit 1
+}
+
+# gate A B RULES…: compare's verdicts (one word per rule) and exit code, on one line.
+gate() {
+  local a="$1" b="$2"
+  shift 2
+  local code=0 json
+  json="$("$bin" compare "$a" "$b" "$@" --json)" || code=$?
+  python3 -c '
+import json, sys
+g = json.loads(sys.argv[1])["gate"]
+print(" ".join(c["rule"]["text"].split()[0] + "=" + c["verdict"] for c in g["checks"]), end="")
+' "$json"
+  echo " exit=$code"
+}
+
+# attempt NAME URL FLAGS…: one attempt; prints its folder.
+attempt() {
+  local name="$1" url="$2"
+  shift 2
+  "$bin" run --url "$url" --out "$work/out" --name "$name" --telemetry off -q "$@" >/dev/null
+  ls -d "$work/out/$name"/*/ | head -1
+}
+
+# summary LABEL FILE: counts of the pairs in FILE (lines of `gate`'s output).
+summary() {
+  local label="$1" file="$2"
+  local total passed
+  total="$(wc -l <"$file")"
+  passed="$(grep -c ' exit=0$' "$file" || true)"
+  echo "$label: $passed of $total pairs passed the gate (exit 0)"
+  tr ' ' '\n' <"$file" | grep '=' | grep -v '^exit=' | sed 's/.*=//' | sort | uniq -c |
+    awk '{printf "  %s %s\n", $1, $2}'
+}
+
+if [ "$what" = sim ] || [ "$what" = all ]; then
+  flags=(--input-tokens 256 --concurrency 4 --output-tokens 16 --rounds 8 --warmup 2)
+  rules=(--fail-if 'ttft_p50 > +10%' --fail-if 'ttft_p99 > +10%')
+  : >"$work/sim-same" && : >"$work/sim-slow"
+  for seed in $(seq "$sim_pairs"); do
+    url="$(start_sim "sim$seed" --seed "$seed")"
+    a="$(attempt "sim$seed-a" "$url" "${flags[@]}")"
+    b="$(attempt "sim$seed-b" "$url" "${flags[@]}")"
+    slow_url="$(start_sim "slow$seed" --seed "$seed" --time-scale 0.7142857)"
+    c="$(attempt "sim$seed-c" "$slow_url" "${flags[@]}")"
+    echo "simulator seed $seed, identical: $(gate "$a" "$b" "${rules[@]}" | tee -a "$work/sim-same")"
+    echo "simulator seed $seed, 40 % slower: $(gate "$a" "$c" "${rules[@]}" | tee -a "$work/sim-slow")"
+  done
+  summary "simulator, identical pairs" "$work/sim-same"
+  summary "simulator, TTFT 40 % slower" "$work/sim-slow"
+fi
+
+# start_llama THREADS: llama-server with 2 slots and THREADS threads; prints its URL.
+start_llama() {
+  setsid scripts/start-llama-server.sh --slots 2 --slot-context 2048 --threads "$1" \
+    >"$work/llama$1.log" 2>&1 &
+  pids+=("$!")
+  for _ in $(seq 600); do
+    url="$(grep -o 'http://127.0.0.1:[0-9]*' "$work/llama$1.log" | head -1 || true)"
+    if [ -n "$url" ] && curl -sf -o /dev/null "$url/health"; then
+      echo "$url"
+      return
+    fi
+    sleep 0.5
+  done
+  echo "bench-gate: llama-server did not start" >&2
+  exit 1
+}
+
+if [ "$what" = llama ] || [ "$what" = all ]; then
+  flags=(--input-tokens 64 --concurrency 2 --output-tokens 8 --rounds 2 --repeat "$repeats")
+  rules=(--fail-if 'ttft_p50 > +10%' --fail-if 'throughput < -10%')
+  : >"$work/llama-same" && : >"$work/llama-slow"
+  url="$(start_llama 2)"
+  base=""
+  for i in $(seq "$llama_pairs"); do
+    a="$(attempt "llama$i-a" "$url" "${flags[@]}")"
+    b="$(attempt "llama$i-b" "$url" "${flags[@]}")"
+    base="${base:-$a}"
+    echo "llama-server pair $i, identical: $(gate "$a" "$b" "${rules[@]}" | tee -a "$work/llama-same")"
+  done
+  kill -- "-${pids[-1]}" 2>/dev/null || true
+  sleep 1
+  url="$(start_llama 1)"
+  c="$(attempt "llama-slow" "$url" "${flags[@]}")"
+  echo "llama-server, threads halved: $(gate "$base" "$c" "${rules[@]}" | tee -a "$work/llama-slow")"
+  summary "llama-server, identical series (--repeat $repeats)" "$work/llama-same"
+  summary "llama-server, threads halved" "$work/llama-slow"
+fi
