@@ -136,7 +136,11 @@ impl Sweep {
             },
             stop_rules: self.rules.clone(),
             stopped_because: self.stop_reason.clone(),
-            analysis: saturation::analyse(&Sweep::points(summary), &config.load.slo, !self.open),
+            analysis: saturation::analyse(
+                &Sweep::points(summary),
+                &config.load.slo,
+                saturation::shape_of(&summary.cases, self.open),
+            ),
         }
     }
 

@@ -234,7 +234,7 @@ pub fn sweep_report() -> Report {
         analysis: crate::summary::saturation::analyse(
             &[],
             &crate::workload::shape::Slo::default(),
-            true,
+            crate::summary::saturation::Shape::Rounds,
         ),
     });
     let telemetry = readings();
