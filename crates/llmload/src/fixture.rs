@@ -231,6 +231,7 @@ pub fn sweep_report() -> Report {
             ..crate::summary::sweep::StopRules::default()
         },
         stopped_because: None,
+        refinement: None,
         analysis: crate::summary::saturation::analyse(
             &[],
             &crate::workload::shape::Slo::default(),

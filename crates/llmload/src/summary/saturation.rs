@@ -290,7 +290,7 @@ fn saturation(points: &[Point], fit: Option<&Fit>, shape: Shape) -> Finding {
     }
 }
 
-/// The knee: the smaller of the knees of TTFT p99 and p50 (see [`knee::hinge`]), with its
+/// The knee: TTFT p99's (see [`knee::hinge`]), or p50's where the tail shows none, with its
 /// range.
 fn knee(points: &[Point], integer_loads: bool) -> Finding {
     let series = |get: fn(&Point) -> Option<f64>| -> Vec<(f64, f64)> {
@@ -307,8 +307,9 @@ fn knee(points: &[Point], integer_loads: bool) -> Finding {
         points.len(),
         knee::MIN_EXCESS
     );
+    // The tail queues first (one request waiting for a slot shows in p99 before p50), and the
+    // median's knee is the fallback where the tail shows none.
     let chosen = match (&tail, &median) {
-        (Some(t), Some(m)) if m.at < t.at => Some(("p50", m, Some(("p99", t)))),
         (Some(t), m) => Some(("p99", t, m.as_ref().map(|m| ("p50", m)))),
         (None, Some(m)) => Some(("p50", m, None)),
         (None, None) => None,
