@@ -303,9 +303,10 @@ fn knee(points: &[Point], integer_loads: bool) -> Finding {
     let median = knee::hinge(&series(|p| p.ttft_p50_ms), integer_loads);
     let how = format!(
         "a jump-and-bend line fitted to log TTFT over log load at all {} loads, p99 and p50 \
-         apart: the last load before TTFT rises to at least {}× its earlier trend",
+         apart, needing at least {}× the earlier trend at the largest load and {} loads",
         points.len(),
-        knee::MIN_EXCESS
+        knee::MIN_EXCESS,
+        knee::MIN_LOADS
     );
     // The tail queues first (one request waiting for a slot shows in p99 before p50), and the
     // median's knee is the fallback where the tail shows none.
@@ -326,8 +327,8 @@ fn knee(points: &[Point], integer_loads: bool) -> Finding {
         low: Some(h.low),
         high: Some(h.high),
         method: format!(
-            "where TTFT {name} turns upward ({:.1}× its earlier trend at the largest load): \
-             {how}{other}",
+            "where TTFT {name} turns upward, {:.1}× its earlier trend at the largest load \
+             ({how}){other}",
             h.excess
         ),
     }

@@ -15,6 +15,9 @@ use super::model::CHI2_95;
 pub const LOG_NOISE: f64 = 0.05;
 /// A knee needs TTFT at the largest load to be at least this factor above the trend before it.
 pub const MIN_EXCESS: f64 = 1.5;
+/// A knee needs this many loads: one more than the line's four coefficients, so that a fit can
+/// be told from noise.
+pub const MIN_LOADS: usize = 5;
 
 /// A knee found on one TTFT series.
 #[derive(Clone, Debug, PartialEq)]
@@ -107,15 +110,16 @@ fn at_knee(logs: &[(f64, f64)], k: f64) -> Option<([f64; 4], f64)> {
     least_squares(&rows).map(|(p, sse)| ([p[0], p[1], p[2], 0.0], sse))
 }
 
-/// The knee of `series` (load, TTFT ms; in load order), or `None` when there are fewer than four
-/// loads with a TTFT, or no rise beyond noise of at least [`MIN_EXCESS`] over the trend.
+/// The knee of `series` (load, TTFT ms; in load order), or `None` when there are fewer than
+/// [`MIN_LOADS`] loads with a TTFT, or no rise beyond noise of at least [`MIN_EXCESS`] over the
+/// trend.
 pub fn hinge(series: &[(f64, f64)], integer: bool) -> Option<Hinge> {
     let logs: Vec<(f64, f64)> = series
         .iter()
         .filter(|(l, t)| *l > 0.0 && *t > 0.0)
         .map(|(l, t)| (l.ln(), t.ln()))
         .collect();
-    if logs.len() < 4 {
+    if logs.len() < MIN_LOADS {
         return None;
     }
     let (second, max) = (logs[1].0.exp(), logs[logs.len() - 1].0.exp());
