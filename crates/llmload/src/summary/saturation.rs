@@ -196,8 +196,10 @@ pub fn analyse(points: &[Point], slo: &Slo, shape: Shape) -> Analysis {
     }
 }
 
-/// [`CAP_SHARE`] × `C_sat`, and of each end of its range; rounded down (to 1 at least) for
-/// concurrencies.
+/// [`CAP_SHARE`] × the low end of `C_sat`'s range, rounded down (to 1 at least) for
+/// concurrencies: below saturation wherever in its range `C_sat` lies, so that loads added inside
+/// the range cannot raise it past the server's. Its range is [`CAP_SHARE`] × each end of
+/// `C_sat`'s.
 fn cap(saturation: &Finding, integer_loads: bool) -> Finding {
     let Some(c) = saturation.value else {
         return Finding::none("no C_sat, so no cap");
@@ -209,15 +211,28 @@ fn cap(saturation: &Finding, integer_loads: bool) -> Finding {
             CAP_SHARE * c
         }
     };
+    let Some(low) = saturation.low else {
+        return Finding::none(
+            "C_sat's range reaches below the smallest load measured, so no cap is safe; sweep \
+             lower loads",
+        );
+    };
+    let rounded = if integer_loads { ", rounded down" } else { "" };
+    let method = if crate::num::same_load(low, c) {
+        format!("{CAP_SHARE} × C_sat ({}){rounded}", number(c))
+    } else {
+        format!(
+            "{CAP_SHARE} × the low end of C_sat's range ({}){rounded}, below saturation wherever \
+             in its range C_sat lies ({CAP_SHARE} × C_sat itself is {})",
+            number(low),
+            number(share(c))
+        )
+    };
     Finding {
-        value: Some(share(c)),
-        low: saturation.low.map(share),
+        value: Some(share(low)),
+        low: Some(share(low)),
         high: saturation.high.map(share),
-        method: format!(
-            "{CAP_SHARE} × C_sat ({}){}; its range from C_sat's",
-            number(c),
-            if integer_loads { ", rounded down" } else { "" }
-        ),
+        method,
     }
 }
 
