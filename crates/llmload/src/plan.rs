@@ -15,8 +15,8 @@ use crate::fmt::thousands;
 use crate::stats::Distribution;
 use crate::summary::{CaseSummary, Summary};
 use serde::Serialize;
-use std::fmt::Write as _;
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 mod curve;
@@ -26,9 +26,9 @@ mod support;
 mod wanted;
 
 pub use curve::CurveAnswer;
+pub use render::render;
 pub use support::Support;
 pub use wanted::{Wanted, WantedAnswer};
-pub use render::render;
 
 /// The percentile at which the budgets must hold.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]

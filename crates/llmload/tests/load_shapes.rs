@@ -411,7 +411,7 @@ fn sweep(out: &Path, url: &str, extra: &[&str]) -> (Invocation, Value) {
 #[test]
 #[expect(
     clippy::float_cmp,
-    reason = "the recommended cap is a whole number, floored here as the sweep floors it"
+    reason = "C_sat and the recommended cap are whole numbers, floored here as the sweep floors it"
 )]
 fn sweep_finds_the_simulators_saturation_point() {
     let sim = Simulator::start(&["--profile", "cpu-tiny", "--slots", "8"]);
@@ -437,9 +437,12 @@ fn sweep_finds_the_simulators_saturation_point() {
     let analysis = &summary["sweep"]["analysis"];
     let c_sat = f(&analysis["saturation"]["value"]);
     assert!((6.0..=12.0).contains(&c_sat), "{analysis}");
+    // The cap stays below saturation wherever in its range C_sat lies.
+    let low = f(&analysis["saturation"]["low"]);
+    assert!(low <= c_sat, "{analysis}");
     assert_eq!(
         f(&analysis["recommended_cap"]["value"]),
-        (0.8 * c_sat).floor()
+        (0.8 * low).floor()
     );
     assert_eq!(analysis["points"].as_array().expect("points").len(), 6);
     let knee = f(&analysis["knee"]["value"]);

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{attempt_dir, json, llmload, Simulator};
+use common::{attempt_dir, json, llmload, sweep_against, Simulator};
 use serde_json::Value;
 use std::path::Path;
 
@@ -15,7 +15,10 @@ use std::path::Path;
 fn jittered_profile(dir: &Path) -> String {
     let text = include_str!("../../llmload-sim/profiles/cpu-tiny.toml")
         .replace("jitter = 0.0", "jitter = 0.02");
-    assert!(text.contains("jitter = 0.02"), "the profile sets its jitter");
+    assert!(
+        text.contains("jitter = 0.02"),
+        "the profile sets its jitter"
+    );
     let path = dir.join("tiny-jitter.toml");
     std::fs::write(&path, text).expect("write the profile");
     path.to_str().expect("UTF-8 path").to_owned()
@@ -24,28 +27,13 @@ fn jittered_profile(dir: &Path) -> String {
 /// A sweep of 256-token prompts, 16 output tokens, two rounds per load, against `url`, with the
 /// loads of `loads`; its `sweep` section.
 fn sweep(url: &str, out: &Path, name: &str, loads: &[&str]) -> Value {
-    let mut args = vec![
-        "sweep",
-        "--url",
-        url,
-        "--input-tokens",
-        "256",
-        "--output-tokens",
-        "16",
-        "--rounds",
-        "2",
-        "--telemetry",
-        "off",
-        "--out",
-        out.to_str().expect("UTF-8 path"),
-        "--name",
-        name,
-        "-q",
-    ];
+    let mut args: Vec<&str> = "--input-tokens 256 --output-tokens 16 --rounds 2 -q"
+        .split(' ')
+        .collect();
     args.extend_from_slice(loads);
-    let run = llmload(&args);
+    let (run, dir) = sweep_against(out, name, url, &args);
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
-    json(&attempt_dir(out, name).join("summary.json"))["sweep"].clone()
+    json(&dir.join("summary.json"))["sweep"].clone()
 }
 
 fn f(v: &Value) -> Option<f64> {
@@ -62,19 +50,33 @@ fn c_sat_ranges_hold_the_slots_and_the_cap_is_one_on_every_grid() {
         let sim = Simulator::start(&["--profile", &profile, "--slots", "8", "--seed", seed]);
         for (i, grid) in grids.iter().enumerate() {
             let name = format!("seed{seed}-grid{i}");
-            let section = sweep(&sim.url, dir.path(), &name, &["--concurrency", grid, "--min-gain", "0"]);
+            let section = sweep(
+                &sim.url,
+                dir.path(),
+                &name,
+                &["--concurrency", grid, "--min-gain", "0"],
+            );
             let s = &section["analysis"]["saturation"];
             let low = f(&s["low"]).expect("a lower end");
             let high = f(&s["high"]).unwrap_or(f64::INFINITY);
-            eprintln!("seed {seed}, grid {grid}: C_sat {} in {low}–{high}", s["value"]);
+            eprintln!(
+                "seed {seed}, grid {grid}: C_sat {} in {low}–{high}",
+                s["value"]
+            );
             assert!(f(&s["value"]).is_some(), "{name}: {s}");
             assert!(low <= 8.0 && 8.0 <= high, "{name}: {s}");
             let cap = &section["analysis"]["recommended_cap"];
             caps.push(f(&cap["value"]).expect("a cap"));
         }
     }
-    assert!(caps.windows(2).all(|w| (w[0] - w[1]).abs() < 1e-9), "{caps:?}");
-    assert!((caps[0] - 6.0).abs() < 1e-9, "0.8 × 8 slots, rounded down: {caps:?}");
+    assert!(
+        caps.windows(2).all(|w| (w[0] - w[1]).abs() < 1e-9),
+        "{caps:?}"
+    );
+    assert!(
+        (caps[0] - 6.0).abs() < 1e-9,
+        "0.8 × 8 slots, rounded down: {caps:?}"
+    );
 }
 
 #[test]
@@ -82,7 +84,12 @@ fn auto_sweep_refines_inside_the_range_and_says_why_it_stopped() {
     let dir = tempfile::tempdir().expect("temp dir");
     let profile = jittered_profile(dir.path());
     let sim = Simulator::start(&["--profile", &profile, "--slots", "8", "--seed", "3"]);
-    let section = sweep(&sim.url, dir.path(), "auto", &["--auto", "--max-loads", "9"]);
+    let section = sweep(
+        &sim.url,
+        dir.path(),
+        "auto",
+        &["--auto", "--max-loads", "9"],
+    );
     let loads: Vec<f64> = section["analysis"]["points"]
         .as_array()
         .expect("points")
@@ -92,7 +99,9 @@ fn auto_sweep_refines_inside_the_range_and_says_why_it_stopped() {
     assert!(loads.len() <= 9, "the budget holds: {loads:?}");
     // Doubling alone measures powers of two; the refinement adds a load between them.
     assert!(loads.iter().any(|l| l.log2().fract() != 0.0), "{loads:?}");
-    let why = section["refinement"].as_str().expect("why it stopped refining");
+    let why = section["refinement"]
+        .as_str()
+        .expect("why it stopped refining");
     assert!(
         ["narrow enough", "budget of 9 loads", "every load inside"]
             .iter()
@@ -100,7 +109,10 @@ fn auto_sweep_refines_inside_the_range_and_says_why_it_stopped() {
         "{why}"
     );
     let s = &section["analysis"]["saturation"];
-    let (low, high) = (f(&s["low"]).expect("low"), f(&s["high"]).unwrap_or(f64::INFINITY));
+    let (low, high) = (
+        f(&s["low"]).expect("low"),
+        f(&s["high"]).unwrap_or(f64::INFINITY),
+    );
     assert!(low <= 8.0 && 8.0 <= high, "{loads:?}: {s}");
 }
 
@@ -109,7 +121,12 @@ fn plan_bounds_an_unmeasured_load_by_the_servers_slots() {
     let dir = tempfile::tempdir().expect("temp dir");
     let profile = jittered_profile(dir.path());
     let sim = Simulator::start(&["--profile", &profile, "--slots", "8"]);
-    sweep(&sim.url, dir.path(), "grid", &["--concurrency", "1,2,4,8,16", "--min-gain", "0"]);
+    sweep(
+        &sim.url,
+        dir.path(),
+        "grid",
+        &["--concurrency", "1,2,4,8,16", "--min-gain", "0"],
+    );
     let attempt = attempt_dir(dir.path(), "grid");
     let attempt = attempt.to_str().expect("UTF-8 path");
     let plan = |percentile: &str| {
@@ -135,7 +152,11 @@ fn plan_bounds_an_unmeasured_load_by_the_servers_slots() {
     let median = plan("p50");
     assert_eq!(median["method"], "slot steps", "{median}");
     assert_eq!(median["verdict"], "meets", "{median}");
-    assert_eq!(median["cases"].as_array().map(Vec::len), Some(2), "{median}");
+    assert_eq!(
+        median["cases"].as_array().map(Vec::len),
+        Some(2),
+        "{median}"
+    );
     assert_eq!(median["n"], 48, "two rounds of 8 and of 16");
     let (low, high) = (f(&median["ttft_low_ms"]), f(&median["ttft_high_ms"]));
     assert!(low.zip(high).is_some_and(|(l, h)| l <= h), "{median}");
@@ -148,5 +169,8 @@ fn plan_bounds_an_unmeasured_load_by_the_servers_slots() {
             .is_some_and(|t| t.contains("a queueing step lies between")),
         "{tail}"
     );
-    assert!(tail["caveats"].as_array().is_some_and(|c| !c.is_empty()), "{tail}");
+    assert!(
+        tail["caveats"].as_array().is_some_and(|c| !c.is_empty()),
+        "{tail}"
+    );
 }

@@ -85,7 +85,11 @@ fn widest_gap(points: &[Point], low: f64, high: f64, integer: bool) -> Option<f6
     gaps.sort_by(|x, y| (y.1 / y.0).total_cmp(&(x.1 / x.0)));
     gaps.into_iter().find_map(|(a, b)| {
         let middle = (a * b).sqrt();
-        let load = if integer { middle.round().max(1.0) } else { middle };
+        let load = if integer {
+            middle.round().max(1.0)
+        } else {
+            middle
+        };
         // A gap between two measured loads needs a load strictly inside it.
         let inside = (load > a || !measured(a)) && (load < b || !measured(b));
         (inside && !measured(load)).then_some(load)
@@ -118,6 +122,14 @@ mod tests {
             .collect()
     }
 
+    /// Why the refinement of `points` stops, with `budget` loads and `max_load`.
+    fn done(points: &[Point], budget: usize, max_load: f64) -> String {
+        match next(points, Shape::Rounds, budget, max_load) {
+            Step::Done(why) => why,
+            Step::Measure(load) => panic!("{load} to measure"),
+        }
+    }
+
     #[test]
     fn a_wide_range_gets_a_load_inside_it_and_a_narrow_one_stops() {
         // 1, 2, 4, 8, 16 cannot tell 8 slots from 9 … 15: 16 runs in two waves on all of them.
@@ -128,27 +140,27 @@ mod tests {
         assert!(load > 8.0 && load < 16.0, "{load}");
         // With 11 measured, 9–10 remain (11 ran in two waves); then 9 leaves 8.
         let points = rounds(&[1.0, 2.0, 4.0, 8.0, 9.0, 11.0, 16.0], 8.0);
-        let Step::Done(why) = next(&points, Shape::Rounds, 12, 256.0) else {
-            panic!("narrow");
-        };
-        assert!(why.contains("narrow enough") && why.contains("after 7 loads"), "{why}");
+        let why = done(&points, 12, 256.0);
+        assert!(
+            why.contains("narrow enough") && why.contains("after 7 loads"),
+            "{why}"
+        );
     }
 
     #[test]
     fn the_budget_ends_the_refinement_and_says_so() {
         let points = rounds(&[1.0, 2.0, 4.0, 8.0, 16.0], 8.0);
-        let Step::Done(why) = next(&points, Shape::Rounds, 5, 256.0) else {
-            panic!("the budget is spent");
-        };
-        assert!(why.contains("budget of 5 loads") && why.contains("8–15"), "{why}");
+        let why = done(&points, 5, 256.0);
+        assert!(
+            why.contains("budget of 5 loads") && why.contains("8–15"),
+            "{why}"
+        );
     }
 
     #[test]
     fn a_curve_still_rising_stops_at_the_largest_load() {
         let points = rounds(&[1.0, 2.0, 4.0], 64.0);
-        let Step::Done(why) = next(&points, Shape::Rounds, 12, 4.0) else {
-            panic!("nothing to add");
-        };
+        let why = done(&points, 12, 4.0);
         assert!(why.contains("still rose"), "{why}");
     }
 }

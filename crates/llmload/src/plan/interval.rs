@@ -65,7 +65,10 @@ mod tests {
     fn the_ranks_cover_the_quantile_at_the_level() {
         for (n, q) in [(20, 0.5), (100, 0.9), (1000, 0.99), (50_000, 0.5)] {
             let (l, u) = ranks(n, q).expect("enough samples");
-            assert!(l as f64 <= q * n as f64 && q * n as f64 <= u as f64 + 1.0, "{n} {q}");
+            assert!(
+                l as f64 <= q * n as f64 && q * n as f64 <= u as f64 + 1.0,
+                "{n} {q}"
+            );
             // Coverage = P(l + 1 ≤ B ≤ u), by summing the binomial directly.
             let pmf = |k: usize| {
                 let ln = (1..=k)

@@ -193,7 +193,11 @@ fn curve(out: &mut String, c: &CurveAnswer, q: &Question) {
 fn expected(out: &mut String, s: &Support, q: &Question) {
     let p = q.percentile.name();
     let interval = match (s.ttft_low_ms, s.ttft_high_ms) {
-        (Some(l), Some(h)) => format!(" (95 % interval {}–{})", seconds(Some(l)), seconds(Some(h))),
+        (Some(low), Some(high)) => format!(
+            " (95 % interval {}–{})",
+            seconds(Some(low)),
+            seconds(Some(high))
+        ),
         _ => String::new(),
     };
     let _ = writeln!(

@@ -162,8 +162,14 @@ fn a_wanted_load_is_measured_bracketed_unknown_or_beyond() {
         between.text
     );
     // Between the measured p99s of 4 (49.7 ms) and 8 (134 ms), from both cases' 12 responses.
-    let (low, high) = (between.ttft_low_ms.expect("low"), between.ttft_high_ms.expect("high"));
-    assert!((low - 49.7).abs() < 0.1 && (high - 134.0).abs() < 1.0, "{low} {high}");
+    let (low, high) = (
+        between.ttft_low_ms.expect("low"),
+        between.ttft_high_ms.expect("high"),
+    );
+    assert!(
+        (low - 49.7).abs() < 0.1 && (high - 134.0).abs() < 1.0,
+        "{low} {high}"
+    );
     assert_eq!((between.cases.len(), between.n), (2, 12));
     assert_eq!(between.caveats.len(), 2, "4 and 8 samples hold no p99");
     let unknown = verdict(60.0, 6);
@@ -191,24 +197,47 @@ fn known_slots_bound_a_load_on_the_same_step_and_refuse_one_across_a_step() {
         let mut q = question(80.0);
         q.wanted = Some(Wanted::Concurrency(6));
         let m = Measured { slots, ..sweep() };
-        answer(&q, &[m]).lengths[0].curves[0].wanted.clone().expect("asked")
+        answer(&q, &[m]).lengths[0].curves[0]
+            .wanted
+            .clone()
+            .expect("asked")
     };
     // Unknown slots: 49.7 ms at 4 and 134 ms at 8 straddle the 80 ms budget.
     let bracket = on(None);
     assert_eq!((bracket.verdict, bracket.method), ("unknown", "bracketed"));
-    assert!(bracket.text.contains("measure concurrency 6 to decide"), "{}", bracket.text);
-    assert!(bracket.command.as_deref().is_some_and(|c| c.contains("--concurrency 4,6,8")));
+    assert!(
+        bracket.text.contains("measure concurrency 6 to decide"),
+        "{}",
+        bracket.text
+    );
+    assert!(bracket
+        .command
+        .as_deref()
+        .is_some_and(|c| c.contains("--concurrency 4,6,8")));
     // Eight slots: 4 and 6 run in one wave, so 6's p99 is at most 6/4 of 4's (74.6 ms).
     let step = on(Some(8));
-    assert_eq!((step.verdict, step.method), ("meets", "slot steps"), "{}", step.text);
+    assert_eq!(
+        (step.verdict, step.method),
+        ("meets", "slot steps"),
+        "{}",
+        step.text
+    );
     let high = step.ttft_high_ms.expect("bounded");
     assert!((high - 49.7 * 1.5).abs() < 0.2, "{high}");
-    assert!(step.text.contains("in wave 1 of the round"), "{}", step.text);
+    assert!(
+        step.text.contains("in wave 1 of the round"),
+        "{}",
+        step.text
+    );
     assert_eq!(step.command, None);
     // Four slots: 6's p99 waits a wave that 4's does not.
     let across = on(Some(4));
     assert_eq!((across.verdict, across.method), ("unknown", "bracketed"));
-    assert!(across.text.contains("a queueing step lies between"), "{}", across.text);
+    assert!(
+        across.text.contains("a queueing step lies between"),
+        "{}",
+        across.text
+    );
 }
 
 #[test]
@@ -216,9 +245,15 @@ fn a_median_of_few_samples_carries_its_caveat() {
     let mut q = question(1000.0);
     q.percentile = Percentile::P50;
     let plan = answer(&q, &[sweep()]);
-    let support = plan.lengths[0].curves[0].support.clone().expect("8 keeps it");
+    let support = plan.lengths[0].curves[0]
+        .support
+        .clone()
+        .expect("8 keeps it");
     let caveat = support.caveat.expect("8 samples are few for a median");
-    assert!(caveat.contains("n = 8 the p50 only describes the sample"), "{caveat}");
+    assert!(
+        caveat.contains("n = 8 the p50 only describes the sample"),
+        "{caveat}"
+    );
     assert!(support.descriptive);
     assert!(render(&plan).contains(&caveat));
 }

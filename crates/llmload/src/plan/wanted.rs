@@ -13,6 +13,7 @@ use super::support::{Kind, Support};
 use super::{command, Measured, Question};
 use crate::fmt::seconds;
 use serde::Serialize;
+use std::fmt::Write as _;
 
 /// A load the user wants to run at.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -70,25 +71,15 @@ fn wave_size(load: u32, slots: u32, k: u32) -> u32 {
     load.saturating_sub(k * slots).min(slots)
 }
 
-/// A wanted load against `points`; `None` when it is asked on another kind of load.
-pub fn answer(
-    question: &Question,
-    m: &Measured,
-    kind: Kind,
-    points: &[Support],
-    wanted: Wanted,
-) -> Option<WantedAnswer> {
-    let load = match (wanted, kind) {
-        (Wanted::Concurrency(c), Kind::Rounds | Kind::Continuous) => f64::from(c),
-        (Wanted::RateRps(r), Kind::Open) => r,
-        _ => return None,
-    };
-    let name = kind.load(load);
-    let run = |loads: Vec<f64>| {
-        let m = std::slice::from_ref(m);
-        Some(command(m, question, question.prompt_tokens, kind, &loads))
-    };
-    let base = |verdict, method, behind: &[&Support], text: String| WantedAnswer {
+/// An answer at `load` resting on the cases `behind`, without bounds or a command yet.
+fn resting_on(
+    load: f64,
+    verdict: &'static str,
+    method: &'static str,
+    behind: &[&Support],
+    text: String,
+) -> WantedAnswer {
+    WantedAnswer {
         load,
         verdict,
         method,
@@ -99,23 +90,49 @@ pub fn answer(
         caveats: behind.iter().filter_map(|s| s.caveat.clone()).collect(),
         text,
         command: None,
+    }
+}
+
+/// A wanted load against `points`; `None` when it is asked on another kind of load.
+pub fn answer(
+    question: &Question,
+    measured: &Measured,
+    kind: Kind,
+    points: &[Support],
+    wanted: Wanted,
+) -> Option<WantedAnswer> {
+    let load = match (wanted, kind) {
+        (Wanted::Concurrency(c), Kind::Rounds | Kind::Continuous) => f64::from(c),
+        (Wanted::RateRps(r), Kind::Open) => r,
+        _ => return None,
     };
-    if let Some(p) = points.iter().find(|p| crate::num::same_load(p.load, load)) {
-        let text = match &p.why_not {
-            None => format!("{name} was measured ({}) and keeps the budget", p.case_id),
-            Some(why) => format!("{name} was measured ({}) and misses it: {why}", p.case_id),
+    let name = kind.load(load);
+    let run = |loads: &[f64]| {
+        let measured = std::slice::from_ref(measured);
+        Some(command(
+            measured,
+            question,
+            question.prompt_tokens,
+            kind,
+            loads,
+        ))
+    };
+    if let Some(at) = points.iter().find(|p| crate::num::same_load(p.load, load)) {
+        let text = match &at.why_not {
+            None => format!("{name} was measured ({}) and keeps the budget", at.case_id),
+            Some(why) => format!("{name} was measured ({}) and misses it: {why}", at.case_id),
         };
-        let verdict = if p.meets { "meets" } else { "misses" };
+        let verdict = if at.meets { "meets" } else { "misses" };
         return Some(WantedAnswer {
-            ttft_low_ms: p.ttft_low_ms.or(p.ttft_ms),
-            ttft_high_ms: p.ttft_high_ms.or(p.ttft_ms),
-            ..base(verdict, "measured", &[p], text)
+            ttft_low_ms: at.ttft_low_ms.or(at.ttft_ms),
+            ttft_high_ms: at.ttft_high_ms.or(at.ttft_ms),
+            ..resting_on(load, verdict, "measured", &[at], text)
         });
     }
-    let below = points.iter().rev().find(|p| p.load < load);
-    let above = points.iter().find(|p| p.load > load);
-    let (Some(b), Some(a)) = (below, above) else {
-        let edge = if below.is_none() {
+    let lower = points.iter().rev().find(|p| p.load < load);
+    let upper = points.iter().find(|p| p.load > load);
+    let (Some(below), Some(above)) = (lower, upper) else {
+        let edge = if lower.is_none() {
             "below the smallest"
         } else {
             "beyond the largest"
@@ -125,33 +142,48 @@ pub fn answer(
         loads.sort_by(f64::total_cmp);
         let text = format!("{name} is {edge} load measured; it is not extrapolated");
         return Some(WantedAnswer {
-            command: run(loads),
-            ..base("not-measured", "none", &[], text)
+            command: run(&loads),
+            ..resting_on(load, "not-measured", "none", &[], text)
         });
     };
-    if !b.meets {
+    if !below.meets {
         let text = format!(
             "{name} was not measured, and the smaller {} already misses the budget ({})",
-            kind.load(b.load),
-            b.why_not.as_deref().unwrap_or("")
+            kind.load(below.load),
+            below.why_not.as_deref().unwrap_or("")
         );
         return Some(WantedAnswer {
-            ttft_low_ms: b.ttft_low_ms.or(b.ttft_ms),
-            ..base("misses", "bracketed", &[b], text)
+            ttft_low_ms: below.ttft_low_ms.or(below.ttft_ms),
+            ..resting_on(load, "misses", "bracketed", &[below], text)
         });
     }
-    let between = bracket(question, m, kind, load, b, a);
+    let between = bracket(question, measured, kind, load, below, above);
+    let mut answer = judged(question, &name, load, &between, above.others_hold);
+    if answer.verdict == "unknown" {
+        answer.command = run(&[below.load, load, above.load]);
+    }
+    Some(answer)
+}
+
+/// The verdict of the bounds `between` against the budget, in words: `unknown` where they
+/// straddle it or the larger load also missed on more than TTFT (`others_hold` false).
+fn judged(
+    question: &Question,
+    name: &str,
+    load: f64,
+    between: &Between<'_>,
+    others_hold: bool,
+) -> WantedAnswer {
     let budget = question.ttft_ms;
-    let others_hold = !a.failed && a.tpot_holds;
-    let (verdict, decide) = match (between.low, between.high) {
-        (Some(low), _) if low > budget => ("misses", None),
-        (_, Some(high)) if high <= budget && others_hold => ("meets", None),
-        _ => ("unknown", run(vec![b.load, load, a.load])),
+    let verdict = match (between.low, between.high) {
+        (Some(low), _) if low > budget => "misses",
+        (_, Some(high)) if high <= budget && others_hold => "meets",
+        _ => "unknown",
     };
-    let p = question.percentile.name();
     let mut text = format!(
-        "{name} was not measured; {}: {p} TTFT between {} and {}",
+        "{name} was not measured; {}: {} TTFT between {} and {}",
         between.how,
+        question.percentile.name(),
         seconds(between.low),
         seconds(between.high)
     );
@@ -164,15 +196,14 @@ pub fn answer(
         }
         _ => ", across the budget",
     });
-    if decide.is_some() {
-        text.push_str(&format!("; measure {name} to decide"));
+    if verdict == "unknown" {
+        let _ = write!(text, "; measure {name} to decide");
     }
-    Some(WantedAnswer {
+    WantedAnswer {
         ttft_low_ms: between.low,
         ttft_high_ms: between.high,
-        command: decide,
-        ..base(verdict, between.method, &between.behind, text)
-    })
+        ..resting_on(load, verdict, between.method, &between.behind, text)
+    }
 }
 
 /// An unmeasured load's TTFT bounds, how they were found, and the cases behind them.
@@ -184,72 +215,80 @@ struct Between<'a> {
     behind: Vec<&'a Support>,
 }
 
-/// The bounds of TTFT at `load` between the measured `b` below and `a` above it: their own
+/// The bounds of TTFT at `load` between the measured `below` and `above` it: their own
 /// intervals, tightened by the slot steps where the slots are known and the percentile's
-/// response is in the same wave as at `b`.
+/// response is in the same wave as at `below`.
 fn bracket<'a>(
     question: &Question,
-    m: &Measured,
+    measured: &Measured,
     kind: Kind,
     load: f64,
-    b: &'a Support,
-    a: &'a Support,
+    below: &'a Support,
+    above: &'a Support,
 ) -> Between<'a> {
-    let low = b.ttft_low_ms.or(b.ttft_ms);
-    let high = a.ttft_high_ms.or(a.ttft_ms);
-    let p = question.percentile.name();
+    let low = below.ttft_low_ms.or(below.ttft_ms);
+    let high = above.ttft_high_ms.or(above.ttft_ms);
+    let name = question.percentile.name();
     let sides = format!(
         "it lies between {} ({}) and {} ({})",
-        kind.load(b.load),
-        seconds(b.ttft_ms),
-        kind.load(a.load),
-        seconds(a.ttft_ms)
+        kind.load(below.load),
+        seconds(below.ttft_ms),
+        kind.load(above.load),
+        seconds(above.ttft_ms)
     );
     let plain = |why: String| Between {
         low,
         high,
         method: "bracketed",
         how: format!("{sides}, {why}; bracketed, not interpolated"),
-        behind: vec![b, a],
+        behind: vec![below, above],
     };
     if kind != Kind::Rounds {
-        return plain(format!("and {} TTFT need not be linear between", kind.name()));
+        return plain(format!(
+            "and {} TTFT need not be linear between",
+            kind.name()
+        ));
     }
-    let Some(slots) = m.slots else {
+    let Some(slots) = measured.slots else {
         return plain(
             "and the server's slots are unknown (no total_slots in /props), so a queueing step \
              may lie between them"
                 .into(),
         );
     };
-    let (c, at_b) = (crate::num::to_u32(load), crate::num::to_u32(b.load));
-    let q = question.percentile.q();
-    let same = wave_of_quantile(c, slots, b.rounds.max(1), q)
-        .filter(|&k| wave_of_quantile(at_b, slots, b.rounds.max(1), q) == Some(k));
-    let Some(k) = same else {
+    let (wanted, at_below) = (crate::num::to_u32(load), crate::num::to_u32(below.load));
+    let quantile = question.percentile.q();
+    let same = wave_of_quantile(wanted, slots, below.rounds.max(1), quantile).filter(|&wave| {
+        wave_of_quantile(at_below, slots, below.rounds.max(1), quantile) == Some(wave)
+    });
+    let Some(wave) = same else {
         return plain(format!(
-            "and on {slots} slots its {p} response waits in a later wave than at {}: a \
-             queueing step lies between",
-            kind.load(b.load)
+            "and on {slots} slots its {name} response is not in the same wave of the round as \
+             at {}: a queueing step lies between",
+            kind.load(below.load)
         ));
     };
-    let ratio = f64::from(wave_size(c, slots, k)) / f64::from(wave_size(at_b, slots, k).max(1));
-    let step_high = b.ttft_high_ms.or(b.ttft_ms).map(|t| t * ratio.max(1.0));
+    let ratio = f64::from(wave_size(wanted, slots, wave))
+        / f64::from(wave_size(at_below, slots, wave).max(1));
+    let step_high = below
+        .ttft_high_ms
+        .or(below.ttft_ms)
+        .map(|ttft| ttft * ratio.max(1.0));
     Between {
         low,
         high: match (high, step_high) {
-            (Some(x), Some(y)) => Some(x.min(y)),
-            (x, y) => x.or(y),
+            (Some(bracket), Some(step)) => Some(bracket.min(step)),
+            (bracket, step) => bracket.or(step),
         },
         method: "slot steps",
         how: format!(
-            "on the server's {slots} slots its {p} response is in wave {} of the round, as at {} \
+            "on the server's {slots} slots its {name} response is in wave {} of the round, as at {} \
              ({}); that wave's own prefill bounds the rest",
-            k + 1,
-            kind.load(b.load),
-            seconds(b.ttft_ms)
+            wave + 1,
+            kind.load(below.load),
+            seconds(below.ttft_ms)
         ),
-        behind: vec![b, a],
+        behind: vec![below, above],
     }
 }
 

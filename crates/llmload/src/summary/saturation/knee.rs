@@ -53,11 +53,12 @@ fn least_squares<const N: usize>(rows: &[([f64; N], f64)]) -> Option<([f64; N], 
             return None;
         }
         m.swap(col, pivot);
-        for row in 0..N {
-            if row != col {
-                let factor = m[row][col] / m[col][col];
-                for k in col..=N {
-                    m[row][k] -= factor * m[col][k];
+        let pivot_row = m[col].clone();
+        for (r, row) in m.iter_mut().enumerate() {
+            if r != col {
+                let factor = row[col] / pivot_row[col];
+                for (v, p) in row.iter_mut().zip(&pivot_row).skip(col) {
+                    *v -= factor * p;
                 }
             }
         }

@@ -124,9 +124,7 @@ fn unit(shape: Shape, load: f64, c: f64, k: f64) -> f64 {
 fn breakpoints(shape: Shape, loads: &[f64]) -> Vec<f64> {
     let (min, max) = (loads[0], loads[loads.len() - 1]);
     let mut out: Vec<f64> = if shape.integer() {
-        (1..crate::num::to_u32(max.ceil()))
-            .map(f64::from)
-            .collect()
+        (1..crate::num::to_u32(max.ceil())).map(f64::from).collect()
     } else {
         let (from, to) = ((min / 8.0).ln(), max.ln());
         (0..400)
@@ -194,10 +192,7 @@ pub fn fit(points: &[Point], shape: Shape) -> Option<Fit> {
     // The first (smallest) breakpoint of the least χ²: ties are breakpoints the data cannot
     // tell apart, and the smallest is the one the analysis must doubt.
     let min = profile.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
-    let &(best, chi2, a, k) = profile
-        .iter()
-        .find(|p| p.1 <= min * (1.0 + 1e-9) + 1e-12)
-        .expect("the profile holds at least the infinite breakpoint");
+    let &(best, chi2, a, k) = profile.iter().find(|p| p.1 <= min * (1.0 + 1e-9) + 1e-12)?;
     let parameters = if shape == Shape::Open { 2 } else { 3 };
     let dof = points.len().saturating_sub(parameters);
     let scale = if dof > 0 {

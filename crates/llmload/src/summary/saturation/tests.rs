@@ -63,12 +63,19 @@ fn analysis(points: &[Point], shape: Shape) -> Analysis {
     analyse(points, &Slo::default(), shape)
 }
 
+/// Asserts that `points` give no `C_sat`, for a reason that says `why`; the analysis.
+fn no_c_sat(points: &[Point], shape: Shape, why: &str) -> Analysis {
+    let a = analysis(points, shape);
+    assert_eq!(a.saturation.value, None);
+    assert!(a.saturation.method.contains(why), "{}", a.saturation.method);
+    a
+}
+
 fn range(f: &Finding) -> (Option<f64>, Option<f64>, Option<f64>) {
     (f.low, f.value, f.high)
 }
 
 #[test]
-#[expect(clippy::float_cmp, reason = "whole concurrencies")]
 fn a_slot_servers_staircase_gives_the_same_c_sat_and_cap_on_every_grid() {
     for grid in [
         &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0][..],
@@ -79,13 +86,18 @@ fn a_slot_servers_staircase_gives_the_same_c_sat_and_cap_on_every_grid() {
         let s = &a.saturation;
         assert_eq!(s.value, Some(8.0), "{grid:?}: {}", s.method);
         let (low, high) = (s.low.expect("low"), s.high.expect("high"));
-        assert!(low <= 8.0 && 8.0 <= high && high - low <= 2.0, "{grid:?}: {s:?}");
+        assert!(
+            low <= 8.0 && 8.0 <= high && high - low <= 2.0,
+            "{grid:?}: {s:?}"
+        );
         assert_eq!(a.recommended_cap.value, Some(6.0), "{grid:?}");
         // The tail queues as soon as one request waits for a slot.
         let knee = a.knee.value.expect("a knee");
         assert!(
             (a.knee.low.expect("low")..=a.knee.high.expect("high")).contains(&knee)
-                && (7.0..=8.0).contains(&knee) && a.knee.low.is_some_and(|l| l <= 8.0) && a.knee.high.is_some_and(|h| h >= 8.0),
+                && (7.0..=8.0).contains(&knee)
+                && a.knee.low.is_some_and(|l| l <= 8.0)
+                && a.knee.high.is_some_and(|h| h >= 8.0),
             "{grid:?}: {:?}",
             a.knee
         );
@@ -93,13 +105,19 @@ fn a_slot_servers_staircase_gives_the_same_c_sat_and_cap_on_every_grid() {
 }
 
 #[test]
-#[expect(clippy::float_cmp, reason = "whole concurrencies")]
 fn a_grid_that_cannot_tell_the_slots_apart_says_so_in_its_range() {
     // With 10, 14 and 20 measured, 7, 8 and 9 slots all run them in 2, 2 and 3 waves: the same
     // curve. The range holds all three; the value is the smallest, the one to doubt.
-    let a = analysis(&rounds(&[1.0, 3.0, 5.0, 7.0, 10.0, 14.0, 20.0], 8), Shape::Rounds);
+    let a = analysis(
+        &rounds(&[1.0, 3.0, 5.0, 7.0, 10.0, 14.0, 20.0], 8),
+        Shape::Rounds,
+    );
     let s = &a.saturation;
-    assert_eq!((s.low, s.value, s.high), (Some(7.0), Some(7.0), Some(9.0)), "{s:?}");
+    assert_eq!(
+        (s.low, s.value, s.high),
+        (Some(7.0), Some(7.0), Some(9.0)),
+        "{s:?}"
+    );
     assert_eq!(
         (a.recommended_cap.low, a.recommended_cap.high),
         (Some(5.0), Some(7.0))
@@ -167,10 +185,16 @@ fn with_noise_the_range_holds_the_slots_and_wider_noise_widens_it() {
         }
         let s = analysis(&points, Shape::Rounds).saturation;
         let (low, high) = (s.low.expect("low"), s.high.unwrap_or(f64::INFINITY));
-        assert!(low <= 8.0 && 8.0 <= high, "noise {share}, seed {seed}: {s:?}");
+        assert!(
+            low <= 8.0 && 8.0 <= high,
+            "noise {share}, seed {seed}: {s:?}"
+        );
         widths.push(high - low);
     }
-    assert!(widths[2] >= widths[0] && widths[3] >= widths[1], "{widths:?}");
+    assert!(
+        widths[2] >= widths[0] && widths[3] >= widths[1],
+        "{widths:?}"
+    );
 }
 
 #[test]
@@ -180,16 +204,19 @@ fn an_open_loop_saturates_at_its_capacity_with_a_fractional_cap() {
     let value = value.expect("C_sat");
     assert!((value - 3.0).abs() < 0.05, "{:?}", a.saturation);
     assert!(low.expect("low") <= 3.0 && high.expect("high") >= 3.0);
+    // The cap is below saturation wherever in its range C_sat lies.
     let cap = a.recommended_cap.value.expect("cap");
-    assert!((cap - CAP_SHARE * value).abs() < 1e-9, "{cap}");
-    assert!(a.knee.value.is_some_and(|k| (2.0..=5.0).contains(&k)), "{:?}", a.knee);
+    assert!((cap - CAP_SHARE * low.expect("low")).abs() < 1e-9, "{cap}");
+    assert!(
+        a.knee.value.is_some_and(|k| (2.0..=5.0).contains(&k)),
+        "{:?}",
+        a.knee
+    );
 }
 
 #[test]
 fn a_curve_still_rising_has_no_c_sat() {
-    let a = analysis(&rounds(&[1.0, 2.0, 4.0], 64), Shape::Rounds);
-    assert_eq!(a.saturation.value, None);
-    assert!(a.saturation.method.contains("still rising"), "{}", a.saturation.method);
+    let a = no_c_sat(&rounds(&[1.0, 2.0, 4.0], 64), Shape::Rounds, "still rising");
     assert_eq!(a.knee.value, None);
     assert!(a.knee.method.starts_with("no knee reached"));
     assert_eq!(a.recommended_cap.value, None);
@@ -223,11 +250,12 @@ fn the_slo_bounds_the_largest_load_by_its_p99() {
 
 #[test]
 fn a_curve_flat_from_its_first_load_has_no_c_sat() {
-    let a = analysis(&rounds(&[8.0, 16.0, 32.0], 4), Shape::Rounds);
-    assert_eq!(a.saturation.value, None);
-    assert!(a.saturation.method.contains("at or below"), "{}", a.saturation.method);
-    let a = analysis(&open(&[4.0, 8.0, 16.0], 2.0), Shape::Open);
-    assert!(a.saturation.method.contains("sweep lower loads"), "{}", a.saturation.method);
+    no_c_sat(&rounds(&[8.0, 16.0, 32.0], 4), Shape::Rounds, "at or below");
+    no_c_sat(
+        &open(&[4.0, 8.0, 16.0], 2.0),
+        Shape::Open,
+        "sweep lower loads",
+    );
 }
 
 #[test]
