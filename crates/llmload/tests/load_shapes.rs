@@ -363,6 +363,7 @@ fn load_flags_are_checked_and_a_campaign_file_may_set_them() {
             vec!["sweep", "--concurrency", "4", "--input-tokens", "64"],
             "two or more loads",
         ),
+        (vec!["sweep", "--auto", "--max-loads", "1"], "--max-loads"),
     ] {
         let result = llmload(&args);
         assert_eq!(result.code, 2, "{}", result.stderr);
