@@ -1,6 +1,7 @@
 //! Where an attempt's cases come from: the fixed matrix of `llmload run`, or `llmload sweep`,
 //! which steps the load (a list, or `--auto`: geometric until throughput stops rising, then
-//! filling in between) and stops on its stop conditions.
+//! loads inside `C_sat`'s range until it is narrow or the budget is spent) and stops on its stop
+//! conditions.
 
 use crate::config::{Config, ConfigError};
 use crate::fmt::number;
@@ -10,6 +11,8 @@ use crate::summary::{CaseSummary, Summary};
 use crate::workload::length::Length;
 use crate::workload::shape::{CasePlan, LoadPoint, ShapeTemplate};
 use std::collections::VecDeque;
+
+mod refine;
 
 /// Cases, decided one at a time from the results so far.
 pub trait CaseSource {
@@ -58,12 +61,15 @@ pub struct Sweep {
     auto: bool,
     open: bool,
     queue: VecDeque<LoadPoint>,
-    filled: bool,
+    doubling: bool,
     max_load: f64,
+    max_loads: usize,
     rules: StopRules,
     issued: Vec<CasePlan>,
     /// Why the sweep stopped adding load, when a stop condition did it.
     pub stop_reason: Option<String>,
+    /// `--auto`: why it stopped refining `C_sat`'s range.
+    pub refinement: Option<String>,
 }
 
 impl Sweep {
@@ -72,6 +78,7 @@ impl Sweep {
         let SweepOptions {
             auto,
             max_load,
+            max_loads,
             rules,
         } = options;
         let (input, output) = match (&config.input_tokens[..], &config.output_tokens[..]) {
@@ -117,11 +124,13 @@ impl Sweep {
             auto,
             open,
             queue,
-            filled: false,
+            doubling: true,
             max_load,
+            max_loads,
             rules,
             issued: Vec::new(),
             stop_reason: None,
+            refinement: None,
         })
     }
 
@@ -136,7 +145,12 @@ impl Sweep {
             },
             stop_rules: self.rules.clone(),
             stopped_because: self.stop_reason.clone(),
-            analysis: saturation::analyse(&Sweep::points(summary), &config.load.slo, !self.open),
+            refinement: self.refinement.clone(),
+            analysis: saturation::analyse(
+                &Sweep::points(summary),
+                &config.load.slo,
+                saturation::shape_of(&summary.cases, self.open),
+            ),
         }
     }
 
@@ -153,24 +167,16 @@ impl Sweep {
         }
     }
 
-    /// After the geometric phase: the midpoints on either side of the best point.
-    fn fill_in(&mut self, curve: &[Point]) {
-        self.filled = true;
-        let Some(best) = saturation::peak(curve) else {
+    /// After the doubling: the next load inside `C_sat`'s range, until the refinement is done.
+    fn refine(&mut self, done: &[CaseSummary]) {
+        if self.refinement.is_some() {
             return;
-        };
-        let loads: Vec<f64> = curve.iter().map(|p| p.load).collect();
-        for pair in loads.windows(2) {
-            if pair.contains(&curve[best].load) {
-                let mid = if self.open {
-                    f64::midpoint(pair[0], pair[1])
-                } else {
-                    f64::midpoint(pair[0], pair[1]).round()
-                };
-                if !loads.contains(&mid) && mid > pair[0] && mid < pair[1] {
-                    self.queue.push_back(self.point(mid));
-                }
-            }
+        }
+        let curve = saturation::curve(done);
+        let shape = saturation::shape_of(done, self.open);
+        match refine::next(&curve, shape, self.max_loads, self.max_load) {
+            refine::Step::Measure(load) => self.queue.push_back(self.point(load)),
+            refine::Step::Done(why) => self.refinement = Some(why),
         }
     }
 
@@ -228,19 +234,20 @@ impl CaseSource for Sweep {
                 self.queue.clear();
                 return None;
             }
-            if self.auto && !self.filled && self.queue.is_empty() {
+            if self.auto && self.doubling && self.queue.is_empty() {
                 let best_before = curve[..curve.len() - 1]
                     .iter()
                     .map(|p| p.throughput_tps)
                     .fold(0.0, f64::max);
                 let rising = last.throughput_tps >= best_before * (1.0 + self.rules.min_gain);
-                if rising && last.load * 2.0 <= self.max_load {
+                if rising && last.load * 2.0 <= self.max_load && curve.len() < self.max_loads {
                     self.queue.push_back(self.point(last.load * 2.0));
                 } else {
-                    let mut sorted = curve.clone();
-                    sorted.sort_by(|a, b| a.load.total_cmp(&b.load));
-                    self.fill_in(&sorted);
+                    self.doubling = false;
                 }
+            }
+            if self.auto && !self.doubling && self.queue.is_empty() {
+                self.refine(done);
             }
         }
         let point = self.queue.pop_front()?;
@@ -265,6 +272,8 @@ pub struct SweepOptions {
     pub auto: bool,
     /// The largest load `auto` may try.
     pub max_load: f64,
+    /// The most loads `auto` may measure, the doubling and the refinement together.
+    pub max_loads: usize,
     /// When to stop adding load.
     pub rules: StopRules,
 }

@@ -168,12 +168,16 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub run: RunArgs,
     /// Step the load geometrically (1, 2, 4, … or from the first --rate) until throughput stops
-    /// rising, then fill in around the best load.
+    /// rising, then add loads inside `C_sat`'s range until it is narrow or --max-loads is spent.
     #[arg(long)]
     pub auto: bool,
     /// The largest load --auto may try [default: 256].
     #[arg(long, value_name = "LOAD")]
     pub max_load: Option<f64>,
+    /// The most loads --auto may measure, doubling and refining `C_sat`'s range together
+    /// [default: 12].
+    #[arg(long, value_name = "N")]
+    pub max_loads: Option<usize>,
     /// Stop adding load once p99 TTFT is above this, e.g. 2s.
     #[arg(long, value_name = "DURATION")]
     pub stop_ttft_p99: Option<String>,

@@ -232,10 +232,11 @@ pub fn sweep_report() -> Report {
             ..crate::summary::sweep::StopRules::default()
         },
         stopped_because: None,
+        refinement: None,
         analysis: crate::summary::saturation::analyse(
             &[],
             &crate::workload::shape::Slo::default(),
-            true,
+            crate::summary::saturation::Shape::Rounds,
         ),
     });
     let telemetry = readings();

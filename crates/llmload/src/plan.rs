@@ -15,14 +15,19 @@ use crate::fmt::thousands;
 use crate::stats::Distribution;
 use crate::summary::{CaseSummary, Summary};
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 mod curve;
 mod render;
+mod support;
+mod wanted;
 
-pub use curve::{CurveAnswer, Support, Wanted, WantedAnswer};
+pub use curve::CurveAnswer;
 pub use render::render;
+pub use support::Support;
+pub use wanted::{Wanted, WantedAnswer};
 
 /// The percentile at which the budgets must hold.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -40,15 +45,26 @@ pub enum Percentile {
 }
 
 impl Percentile {
-    /// Its value in `d`, and whether it only describes the sample (too few samples beyond it).
+    /// Its value in `d`, and whether it only describes the sample (fewer than five samples
+    /// beyond it, on either side for the median).
     pub fn of(self, d: &Distribution) -> (f64, bool) {
-        let (value, name) = match self {
-            Percentile::P50 => (d.median, "p50"),
-            Percentile::P90 => (d.p90, "p90"),
-            Percentile::P95 => (d.p95, "p95"),
-            Percentile::P99 => (d.p99, "p99"),
+        let value = match self {
+            Percentile::P50 => d.median,
+            Percentile::P90 => d.p90,
+            Percentile::P95 => d.p95,
+            Percentile::P99 => d.p99,
         };
-        (value, d.descriptive.iter().any(|p| p == name))
+        (value, crate::stats::is_descriptive(d.n, self.q()))
+    }
+
+    /// Its quantile, 0–1.
+    pub fn q(self) -> f64 {
+        match self {
+            Percentile::P50 => 0.50,
+            Percentile::P90 => 0.90,
+            Percentile::P95 => 0.95,
+            Percentile::P99 => 0.99,
+        }
     }
 
     /// `p99`, `p50`, …
@@ -91,18 +107,29 @@ pub struct Measured {
     /// The `--url` it measured, credentials removed; `None` for the built-in simulator (which
     /// a command without `--url` starts again).
     pub url: Option<String>,
+    /// The server's slots, as its `/props` said at setup (`total_slots`), when it said.
+    pub slots: Option<u32>,
+    /// Per case id, the TTFTs of its measured `ok` responses: the samples of its percentiles.
+    pub ttft_samples: BTreeMap<String, TtftSamples>,
 }
 
 impl Measured {
     /// The attempt in `dir`: its summary recomputed from its records, and the URL it measured.
     fn read(dir: &Path) -> crate::error::Result<Measured> {
-        let summary = load::read(dir)?.summary;
-        let given = crate::attempt::campaign::read_campaign(dir)?
+        let report = load::read(dir)?;
+        let campaign = crate::attempt::campaign::read_campaign(dir)?;
+        let given = campaign
             .config
             .other
             .get("url")
             .and_then(serde_json::Value::as_str)
             .map(str::to_owned);
+        let slots = campaign.target.server["props"]["total_slots"]
+            .as_u64()
+            .and_then(|s| u32::try_from(s).ok())
+            .filter(|&s| s > 0);
+        let ttft_samples = ttft_samples(&report);
+        let summary = report.summary;
         // An attempt whose campaign does not say names its target, unless it was simulated.
         let url = given
             .or_else(|| (!summary.simulated).then(|| summary.target_url.clone()))
@@ -111,8 +138,39 @@ impl Measured {
             dir: dir.to_path_buf(),
             summary,
             url,
+            slots,
+            ttft_samples,
         })
     }
+}
+
+/// A case's TTFTs (ms), each sorted.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TtftSamples {
+    /// From the send.
+    pub sent: Vec<f64>,
+    /// From the scheduled time (open loops).
+    pub scheduled: Vec<f64>,
+}
+
+/// Per case, the TTFTs of its measured `ok` responses, as the summary's TTFT figures count them.
+pub(crate) fn ttft_samples(report: &crate::report::Report) -> BTreeMap<String, TtftSamples> {
+    let mut out: BTreeMap<String, TtftSamples> = BTreeMap::new();
+    for r in &report.records {
+        if r.phase != crate::record::Phase::Measured || r.status != crate::record::Status::Ok {
+            continue;
+        }
+        let case = out.entry(r.case.clone()).or_default();
+        case.sent.extend(r.ttft_ms);
+        if let (Some(s), Some(t)) = (r.scheduled_s, r.first_token_s) {
+            case.scheduled.push((t - s) * 1e3);
+        }
+    }
+    for case in out.values_mut() {
+        case.sent.sort_by(f64::total_cmp);
+        case.scheduled.sort_by(f64::total_cmp);
+    }
+    out
 }
 
 /// The answers for one prompt length.
@@ -202,9 +260,9 @@ fn length(
     let mut curves = Vec::new();
     for m in measured {
         for kind in [
-            curve::Kind::Rounds,
-            curve::Kind::Continuous,
-            curve::Kind::Open,
+            support::Kind::Rounds,
+            support::Kind::Continuous,
+            support::Kind::Open,
         ] {
             let cases: Vec<&CaseSummary> = m
                 .summary
@@ -213,7 +271,7 @@ fn length(
                 .filter(|c| {
                     c.input_tokens == prompt_tokens
                         && c.output_tokens == question.output_tokens
-                        && curve::Kind::of(c) == kind
+                        && support::Kind::of(c) == kind
                 })
                 .collect();
             if !cases.is_empty() {
@@ -233,7 +291,7 @@ fn length(
                 measured,
                 question,
                 prompt_tokens,
-                curve::Kind::Rounds,
+                support::Kind::Rounds,
                 &[1.0, 2.0, 4.0, 8.0, 16.0],
             )),
         )
@@ -295,7 +353,7 @@ pub(crate) fn command(
     measured: &[Measured],
     question: &Question,
     prompt_tokens: u32,
-    kind: curve::Kind,
+    kind: support::Kind,
     loads: &[f64],
 ) -> String {
     let mut text = String::from("llmload sweep");
@@ -319,17 +377,17 @@ pub(crate) fn command(
     );
     let list: Vec<String> = loads.iter().map(|&l| crate::fmt::number(l)).collect();
     match kind {
-        curve::Kind::Rounds => {
+        support::Kind::Rounds => {
             let _ = write!(text, " --concurrency {}", list.join(","));
         }
-        curve::Kind::Continuous => {
+        support::Kind::Continuous => {
             let _ = write!(
                 text,
                 " --arrival closed-continuous --concurrency {}",
                 list.join(",")
             );
         }
-        curve::Kind::Open => {
+        support::Kind::Open => {
             let _ = write!(text, " --arrival poisson --rate {}", list.join(","));
         }
     }

@@ -363,6 +363,7 @@ fn load_flags_are_checked_and_a_campaign_file_may_set_them() {
             vec!["sweep", "--concurrency", "4", "--input-tokens", "64"],
             "two or more loads",
         ),
+        (vec!["sweep", "--auto", "--max-loads", "1"], "--max-loads"),
     ] {
         let result = llmload(&args);
         assert_eq!(result.code, 2, "{}", result.stderr);
@@ -411,7 +412,7 @@ fn sweep(out: &Path, url: &str, extra: &[&str]) -> (Invocation, Value) {
 #[test]
 #[expect(
     clippy::float_cmp,
-    reason = "the recommended cap is a whole number, floored here as the sweep floors it"
+    reason = "C_sat and the recommended cap are whole numbers, floored here as the sweep floors it"
 )]
 fn sweep_finds_the_simulators_saturation_point() {
     let sim = Simulator::start(&["--profile", "cpu-tiny", "--slots", "8"]);
@@ -437,9 +438,12 @@ fn sweep_finds_the_simulators_saturation_point() {
     let analysis = &summary["sweep"]["analysis"];
     let c_sat = f(&analysis["saturation"]["value"]);
     assert!((6.0..=12.0).contains(&c_sat), "{analysis}");
+    // The cap stays below saturation wherever in its range C_sat lies.
+    let low = f(&analysis["saturation"]["low"]);
+    assert!(low <= c_sat, "{analysis}");
     assert_eq!(
         f(&analysis["recommended_cap"]["value"]),
-        (0.8 * c_sat).floor()
+        (0.8 * low).floor()
     );
     assert_eq!(analysis["points"].as_array().expect("points").len(), 6);
     let knee = f(&analysis["knee"]["value"]);

@@ -342,7 +342,11 @@ pub(crate) fn sweep(
     let before = before?;
     let points: Vec<Point> = saturation::curve(cases);
     Some(SweepSection {
-        analysis: saturation::analyse(&points, slo, before.axis == Axis::Concurrency),
+        analysis: saturation::analyse(
+            &points,
+            slo,
+            saturation::shape_of(cases, before.axis != Axis::Concurrency),
+        ),
         ..before.clone()
     })
 }

@@ -44,6 +44,15 @@ impl TryFrom<&SweepArgs> for SweepOptions {
         Ok(SweepOptions {
             auto: a.auto,
             max_load: a.max_load.unwrap_or(256.0),
+            max_loads: match a.max_loads {
+                Some(0 | 1) => {
+                    return Err(ConfigError(
+                        "--max-loads must be 2 or more (a sweep needs two loads)".into(),
+                    ))
+                }
+                Some(n) => n,
+                None => 12,
+            },
             rules: StopRules {
                 ttft_p99_ms,
                 error_share: a.stop_error_rate,

@@ -1,108 +1,11 @@
 //! One attempt's curve at one prompt length and load shape, against the budget: the largest
 //! load that keeps it, the measured case that supports that, and a wanted load's verdict.
 
+use super::support::{evaluate, Kind, Support};
+use super::wanted::{self, WantedAnswer};
 use super::{command, shown, Measured, Question};
 use crate::summary::CaseSummary;
 use serde::Serialize;
-
-/// The load shape of a case: what its load axis means.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// Closed rounds: C requests together.
-    Rounds,
-    /// Closed continuous: C kept in flight.
-    Continuous,
-    /// Open loop: arrivals per second.
-    Open,
-}
-
-impl Kind {
-    /// The kind of `case`.
-    pub fn of(case: &CaseSummary) -> Kind {
-        match &case.load {
-            None => Kind::Rounds,
-            Some(l) if l.nominal_rate_rps.is_some() => Kind::Open,
-            Some(_) => Kind::Continuous,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Kind::Rounds => "closed rounds",
-            Kind::Continuous => "closed continuous",
-            Kind::Open => "open loop",
-        }
-    }
-
-    fn load(self, value: f64) -> String {
-        let number = crate::fmt::number(value);
-        match self {
-            Kind::Open => format!("{number} requests/s"),
-            _ => format!("concurrency {number}"),
-        }
-    }
-
-    fn load_of(self, case: &CaseSummary) -> f64 {
-        match self {
-            Kind::Open => case
-                .load
-                .as_ref()
-                .and_then(|l| l.nominal_rate_rps)
-                .unwrap_or(0.0),
-            _ => f64::from(case.concurrency),
-        }
-    }
-}
-
-/// A load the user wants to run at.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Wanted {
-    /// Simultaneous generations.
-    Concurrency(u32),
-    /// Arrivals per second.
-    RateRps(f64),
-}
-
-/// A measured case against the budget.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Support {
-    /// The case id in the attempt's records.
-    pub case_id: String,
-    /// Its load (concurrency, or arrivals per second).
-    pub load: f64,
-    /// Responses its TTFT figures come from.
-    pub n: usize,
-    /// Measured rounds (closed rounds).
-    pub rounds: usize,
-    /// Median TTFT, ms (from scheduled in an open loop).
-    pub ttft_p50_ms: Option<f64>,
-    /// TTFT at the question's percentile, ms.
-    pub ttft_ms: Option<f64>,
-    /// TPOT at the question's percentile, ms.
-    pub tpot_ms: Option<f64>,
-    /// Aggregate output throughput, tokens/s.
-    pub throughput_tps: Option<f64>,
-    /// The percentile has fewer than five samples beyond it: it describes the sample only.
-    pub descriptive: bool,
-    /// Whether the case keeps every budget.
-    pub meets: bool,
-    /// Why not, when it does not.
-    pub why_not: Option<String>,
-}
-
-/// A wanted load against the curve.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct WantedAnswer {
-    /// The load.
-    pub load: f64,
-    /// `meets`, `misses`, `interpolated`, `unknown` or `not-measured`.
-    pub verdict: &'static str,
-    /// The answer in words.
-    pub text: String,
-    /// What to run when the curve does not answer.
-    pub command: Option<String>,
-}
 
 /// One attempt's answer for one prompt length and load shape.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -128,6 +31,12 @@ pub struct CurveAnswer {
     pub limit: &'static str,
     /// The sweep's recommended cap (0.8 × `C_sat`), when the attempt is a sweep that found one.
     pub sweep_cap: Option<f64>,
+    /// The low end of the cap's range (from `C_sat`'s), when the sweep gave one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep_cap_low: Option<f64>,
+    /// Its high end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep_cap_high: Option<f64>,
     /// The load to run at: the largest keeping the budget, or the sweep's cap when lower.
     pub recommended_load: Option<f64>,
     /// What else the reader must know, in words.
@@ -155,56 +64,6 @@ impl CurveAnswer {
     }
 }
 
-/// Evaluates `case` against the budgets; `None` when it was stopped before it could say.
-fn evaluate(question: &Question, kind: Kind, case: &CaseSummary) -> Option<Support> {
-    let c = &case.counts;
-    let failed = c.error + c.invalid;
-    if !case.complete && failed == 0 {
-        return None;
-    }
-    let scheduled = case
-        .load
-        .as_ref()
-        .and_then(|l| l.ttft_from_scheduled_ms.as_ref());
-    let ttft = scheduled.or(case.ttft_ms.as_ref());
-    let at = ttft.map(|d| question.percentile.of(d));
-    let tpot = case.tpot_ms.as_ref().map(|d| question.percentile.of(d).0);
-    let p = question.percentile.name();
-    let why_not = if failed > 0 {
-        Some(format!(
-            "{failed} of {} responses failed or were invalid",
-            failed + c.ok + c.cancelled
-        ))
-    } else {
-        match (at, tpot, question.tpot_ms) {
-            (None, _, _) => Some("no TTFT measured".into()),
-            (Some((t, _)), _, _) if t > question.ttft_ms => Some(format!(
-                "{p} TTFT {} is above {}",
-                crate::fmt::seconds(Some(t)),
-                crate::fmt::seconds(Some(question.ttft_ms))
-            )),
-            (_, Some(t), Some(limit)) if t > limit => {
-                Some(format!("{p} TPOT {t:.1} ms is above {limit:.1} ms"))
-            }
-            (_, None, Some(_)) => Some("no TPOT measured".into()),
-            _ => None,
-        }
-    };
-    Some(Support {
-        case_id: case.id.clone(),
-        load: kind.load_of(case),
-        n: ttft.map_or(0, |d| d.n),
-        rounds: case.rounds.len(),
-        ttft_p50_ms: ttft.map(|d| d.median),
-        ttft_ms: at.map(|a| a.0),
-        tpot_ms: tpot,
-        throughput_tps: case.throughput_tps.as_ref().map(|t| t.mean),
-        descriptive: at.is_some_and(|a| a.1),
-        meets: why_not.is_none(),
-        why_not,
-    })
-}
-
 /// The answer of attempt `m` for `cases` (one prompt length, one kind of load).
 pub fn answer(
     question: &Question,
@@ -215,7 +74,18 @@ pub fn answer(
     let mut points: Vec<Support> = Vec::new();
     let mut notes = Vec::new();
     for case in cases {
-        match evaluate(question, kind, case) {
+        let samples = m.ttft_samples.get(&case.id).map(|s| {
+            let scheduled = case
+                .load
+                .as_ref()
+                .is_some_and(|l| l.ttft_from_scheduled_ms.is_some());
+            if scheduled {
+                &s.scheduled[..]
+            } else {
+                &s.sent[..]
+            }
+        });
+        match evaluate(question, kind, case, samples) {
             Some(p) => points.push(p),
             None => notes.push(format!(
                 "{} ({}) was stopped before it completed; left out",
@@ -247,14 +117,15 @@ pub fn answer(
         m.summary.sweep.as_ref().filter(|s| {
             (s.axis == crate::summary::sweep::Axis::Concurrency) == (kind != Kind::Open)
         });
-    let sweep_cap = sweep.and_then(|s| s.analysis.recommended_cap.value);
+    let cap = sweep.map(|s| &s.analysis.recommended_cap);
+    let sweep_cap = cap.and_then(|c| c.value);
     let recommended_load = match (support.as_ref().map(|s| s.load), sweep_cap) {
         (Some(l), Some(cap)) => Some(l.min(cap)),
         (l, _) => l,
     };
     let wanted = question
         .wanted
-        .and_then(|w| wanted(question, m, kind, &points, w));
+        .and_then(|w| wanted::answer(question, m, kind, &points, w));
     CurveAnswer {
         attempt: shown(&m.dir),
         attempt_id: m.summary.attempt_id.clone(),
@@ -266,6 +137,8 @@ pub fn answer(
         first_miss,
         limit,
         sweep_cap,
+        sweep_cap_low: cap.and_then(|c| c.low),
+        sweep_cap_high: cap.and_then(|c| c.high),
         recommended_load,
         notes,
         wanted,
@@ -339,102 +212,4 @@ fn limit(
             }),
         ),
     }
-}
-
-/// A wanted load against `points`; `None` when it is asked on another kind of load.
-fn wanted(
-    question: &Question,
-    m: &Measured,
-    kind: Kind,
-    points: &[Support],
-    wanted: Wanted,
-) -> Option<WantedAnswer> {
-    let load = match (wanted, kind) {
-        (Wanted::Concurrency(c), Kind::Rounds | Kind::Continuous) => f64::from(c),
-        (Wanted::RateRps(r), Kind::Open) => r,
-        _ => return None,
-    };
-    let name = kind.load(load);
-    let prompt = question.prompt_tokens;
-    let run = |loads: Vec<f64>| {
-        Some(command(
-            std::slice::from_ref(m),
-            question,
-            prompt,
-            kind,
-            &loads,
-        ))
-    };
-    let answer = |verdict, text: String, command| WantedAnswer {
-        load,
-        verdict,
-        text,
-        command,
-    };
-    if let Some(p) = points.iter().find(|p| crate::num::same_load(p.load, load)) {
-        let text = match &p.why_not {
-            None => format!("{name} was measured ({}) and keeps the budget", p.case_id),
-            Some(why) => format!(
-                "{name} was measured ({}) and misses the budget: {why}",
-                p.case_id
-            ),
-        };
-        return Some(answer(if p.meets { "meets" } else { "misses" }, text, None));
-    }
-    let below = points.iter().rev().find(|p| p.load < load);
-    let above = points.iter().find(|p| p.load > load);
-    Some(match (below, above) {
-        (None, _) | (_, None) => {
-            let edge = if below.is_none() {
-                "below the smallest"
-            } else {
-                "beyond the largest"
-            };
-            let mut loads: Vec<f64> = points.iter().map(|p| p.load).collect();
-            loads.push(load);
-            loads.sort_by(f64::total_cmp);
-            answer(
-                "not-measured",
-                format!("{name} is {edge} load measured; it is not extrapolated"),
-                run(loads),
-            )
-        }
-        (Some(b), Some(_)) if !b.meets => answer(
-            "misses",
-            format!(
-                "{name} was not measured, and the smaller {} already misses the budget ({})",
-                kind.load(b.load),
-                b.why_not.as_deref().unwrap_or("")
-            ),
-            None,
-        ),
-        (Some(b), Some(a)) if a.meets => {
-            let share = (load - b.load) / (a.load - b.load);
-            let lerp = |x: Option<f64>, y: Option<f64>| Some(x? + (y? - x?) * share);
-            let ttft = lerp(b.ttft_ms, a.ttft_ms);
-            answer(
-                "interpolated",
-                format!(
-                    "{name} was not measured; it lies between {} and {}, which both keep the \
-                     budget. Interpolated linearly between them (an interpolation, not a \
-                     measurement): {} TTFT about {}",
-                    kind.load(b.load),
-                    kind.load(a.load),
-                    question.percentile.name(),
-                    crate::fmt::seconds(ttft)
-                ),
-                None,
-            )
-        }
-        (Some(b), Some(a)) => answer(
-            "unknown",
-            format!(
-                "{name} was not measured; it lies between {} (keeps the budget) and {} (misses \
-                 it), so the measurements cannot say",
-                kind.load(b.load),
-                kind.load(a.load)
-            ),
-            run(vec![b.load, load, a.load]),
-        ),
-    })
 }

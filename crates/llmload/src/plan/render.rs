@@ -1,7 +1,8 @@
 //! The plan in words, for the terminal: the question, then per prompt length each attempt's
 //! answer with the case that supports it, then what to run where the measurements fall short.
 
-use super::curve::{CurveAnswer, Support};
+use super::curve::CurveAnswer;
+use super::support::Support;
 use super::{LengthAnswer, Plan, Question};
 use crate::fmt::number;
 use crate::fmt::{seconds, thousands};
@@ -118,9 +119,12 @@ fn curve(out: &mut String, c: &CurveAnswer, q: &Question) {
                                      than measured"
                         .to_owned(),
                     (_, Some(m)) => format!(
-                        " ({} misses it: {})",
+                        " ({} misses it: {}{})",
                         load(c, m.load),
-                        m.why_not.as_deref().unwrap_or("")
+                        m.why_not.as_deref().unwrap_or(""),
+                        m.caveat
+                            .as_ref()
+                            .map_or(String::new(), |c| format!("; {c}"))
                     ),
                     _ => String::new(),
                 }
@@ -145,9 +149,14 @@ fn curve(out: &mut String, c: &CurveAnswer, q: &Question) {
     }
     if let Some(cap) = c.sweep_cap {
         let lower = c.largest_load.is_some_and(|l| cap < l);
+        let range = match (c.sweep_cap_low, c.sweep_cap_high) {
+            (Some(l), Some(h)) => format!(" (range {}–{})", number(l), number(h)),
+            (Some(l), None) => format!(" (range {} or more)", number(l)),
+            _ => String::new(),
+        };
         let _ = writeln!(
             out,
-            "    The sweep's recommended cap (0.8 × C_sat) is {}{}.",
+            "    The sweep's recommended cap (0.8 × C_sat) is {}{range}{}.",
             number(cap),
             if lower {
                 ", lower than the budget allows: run at the cap"
@@ -164,15 +173,42 @@ fn curve(out: &mut String, c: &CurveAnswer, q: &Question) {
     }
     if let Some(w) = &c.wanted {
         let _ = writeln!(out, "    Wanted load: {}.", w.text);
+        if !w.cases.is_empty() {
+            let _ = writeln!(
+                out,
+                "    It rests on case{} {}, n = {} responses{}.",
+                if w.cases.len() == 1 { "" } else { "s" },
+                w.cases.join(" and "),
+                w.n,
+                if w.caveats.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {}", w.caveats.join("; "))
+                }
+            );
+        }
     }
 }
 
 fn expected(out: &mut String, s: &Support, q: &Question) {
     let p = q.percentile.name();
+    let interval = match (s.ttft_low_ms, s.ttft_high_ms) {
+        (Some(low), Some(high)) => format!(
+            " (95 % interval {}–{})",
+            seconds(Some(low)),
+            seconds(Some(high))
+        ),
+        _ => String::new(),
+    };
+    // The median once, where it is the percentile asked.
+    let median = if q.percentile == super::Percentile::P50 {
+        String::new()
+    } else {
+        format!("p50 {}, ", seconds(s.ttft_p50_ms))
+    };
     let _ = writeln!(
         out,
-        "    Expected there: TTFT p50 {}, {p} {}{}; aggregate throughput {}.",
-        seconds(s.ttft_p50_ms),
+        "    Expected there: TTFT {median}{p} {}{interval}{}; aggregate throughput {}.",
         seconds(s.ttft_ms),
         s.tpot_ms
             .filter(|_| q.tpot_ms.is_some())
@@ -194,12 +230,8 @@ fn expected(out: &mut String, s: &Support, q: &Question) {
         } else {
             String::new()
         },
-        if s.descriptive {
-            format!(
-                "; with so few samples the {p} only describes the sample (fewer than 5 beyond it)"
-            )
-        } else {
-            String::new()
-        }
+        s.caveat
+            .as_ref()
+            .map_or(String::new(), |c| format!("; {c}"))
     );
 }

@@ -6,10 +6,16 @@ use super::*;
 use crate::fixture;
 
 fn sweep() -> Measured {
+    measured("results/sweep/A", &fixture::sweep_report())
+}
+
+fn measured(dir: &str, report: &crate::report::Report) -> Measured {
     Measured {
-        dir: PathBuf::from("results/sweep/A"),
-        summary: fixture::sweep_report().summary,
+        dir: PathBuf::from(dir),
+        summary: report.summary.clone(),
         url: None,
+        slots: None,
+        ttft_samples: ttft_samples(report),
     }
 }
 
@@ -120,7 +126,7 @@ fn the_command_names_the_url_measured_and_asks_for_one_where_they_differ() {
                 ..sweep()
             })
             .collect();
-        command(&measured, &q, 64, curve::Kind::Rounds, &[1.0, 2.0])
+        command(&measured, &q, 64, support::Kind::Rounds, &[1.0, 2.0])
     };
     assert_eq!(
         run(&[Some("http://gpu-box:8080")]),
@@ -135,7 +141,7 @@ fn the_command_names_the_url_measured_and_asks_for_one_where_they_differ() {
 }
 
 #[test]
-fn a_wanted_load_is_measured_interpolated_unknown_or_beyond() {
+fn a_wanted_load_is_measured_bracketed_unknown_or_beyond() {
     let verdict = |ttft: f64, c: u32| {
         let mut q = question(ttft);
         q.wanted = Some(Wanted::Concurrency(c));
@@ -145,13 +151,27 @@ fn a_wanted_load_is_measured_interpolated_unknown_or_beyond() {
     let measured = verdict(60.0, 8);
     assert_eq!(measured.verdict, "misses");
     assert!(measured.text.contains("in64-c8-out8"));
+    assert_eq!(measured.method, "measured");
+    assert_eq!((measured.cases.len(), measured.n), (1, 8));
     let between = verdict(500.0, 6);
-    assert_eq!(between.verdict, "interpolated");
+    assert_eq!((between.verdict, between.method), ("meets", "bracketed"));
     assert!(
-        between.text.contains("an interpolation, not a measurement"),
+        between.text.contains("bracketed, not interpolated")
+            && between.text.contains("slots are unknown"),
         "{}",
         between.text
     );
+    // Between the measured p99s of 4 (49.7 ms) and 8 (134 ms), from both cases' 12 responses.
+    let (low, high) = (
+        between.ttft_low_ms.expect("low"),
+        between.ttft_high_ms.expect("high"),
+    );
+    assert!(
+        (low - 49.7).abs() < 0.1 && (high - 134.0).abs() < 1.0,
+        "{low} {high}"
+    );
+    assert_eq!((between.cases.len(), between.n), (2, 12));
+    assert_eq!(between.caveats.len(), 2, "4 and 8 samples hold no p99");
     let unknown = verdict(60.0, 6);
     assert_eq!(unknown.verdict, "unknown");
     assert!(unknown
@@ -172,12 +192,75 @@ fn a_wanted_load_is_measured_interpolated_unknown_or_beyond() {
 }
 
 #[test]
-fn attempts_are_answered_apart_and_a_failed_case_misses() {
-    let report = Measured {
-        dir: PathBuf::from("results/run/B"),
-        summary: fixture::report().summary,
-        url: None,
+fn known_slots_bound_a_load_on_the_same_step_and_refuse_one_across_a_step() {
+    let on = |slots: Option<u32>| {
+        let mut q = question(80.0);
+        q.wanted = Some(Wanted::Concurrency(6));
+        let m = Measured { slots, ..sweep() };
+        answer(&q, &[m]).lengths[0].curves[0]
+            .wanted
+            .clone()
+            .expect("asked")
     };
+    // Unknown slots: 49.7 ms at 4 and 134 ms at 8 straddle the 80 ms budget.
+    let bracket = on(None);
+    assert_eq!((bracket.verdict, bracket.method), ("unknown", "bracketed"));
+    assert!(
+        bracket.text.contains("measure concurrency 6 to decide"),
+        "{}",
+        bracket.text
+    );
+    assert!(bracket
+        .command
+        .as_deref()
+        .is_some_and(|c| c.contains("--concurrency 4,6,8")));
+    // Eight slots: 4 and 6 run in one wave, so 6's p99 is at most 6/4 of 4's (74.6 ms).
+    let step = on(Some(8));
+    assert_eq!(
+        (step.verdict, step.method),
+        ("meets", "slot steps"),
+        "{}",
+        step.text
+    );
+    let high = step.ttft_high_ms.expect("bounded");
+    assert!((high - 49.7 * 1.5).abs() < 0.2, "{high}");
+    assert!(
+        step.text.contains("in wave 1 of the round"),
+        "{}",
+        step.text
+    );
+    assert_eq!(step.command, None);
+    // Four slots: 6's p99 waits a wave that 4's does not.
+    let across = on(Some(4));
+    assert_eq!((across.verdict, across.method), ("unknown", "bracketed"));
+    assert!(
+        across.text.contains("a queueing step lies between"),
+        "{}",
+        across.text
+    );
+}
+
+#[test]
+fn a_median_of_few_samples_carries_its_caveat() {
+    let mut q = question(1000.0);
+    q.percentile = Percentile::P50;
+    let plan = answer(&q, &[sweep()]);
+    let support = plan.lengths[0].curves[0]
+        .support
+        .clone()
+        .expect("8 keeps it");
+    let caveat = support.caveat.expect("8 samples are few for a median");
+    assert!(
+        caveat.contains("n = 8 the p50 only describes the sample"),
+        "{caveat}"
+    );
+    assert!(support.descriptive);
+    assert!(render(&plan).contains(&caveat));
+}
+
+#[test]
+fn attempts_are_answered_apart_and_a_failed_case_misses() {
+    let report = measured("results/run/B", &fixture::report());
     let q = Question {
         prompt_tokens: 64,
         max_prompt_tokens: Some(256),

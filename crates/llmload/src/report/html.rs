@@ -233,20 +233,19 @@ fn sweep(out: &mut String, summary: &Summary) {
     push_table(out, &saturation::page_curve(a, sweep.axis));
     out.push_str("<ul>\n");
     for (name, f) in saturation::findings(a) {
-        let value = f.value.map_or("none".to_owned(), |v| v.to_string());
         let _ = writeln!(
             out,
-            "<li><strong>{name}: {value}</strong> — {}</li>",
+            "<li><strong>{name}: {}</strong> — {}</li>",
+            escape(&saturation::value(f)),
             escape(&f.method)
         );
     }
     out.push_str("</ul>\n");
-    if let Some(why) = &sweep.stopped_because {
-        let _ = writeln!(
-            out,
-            "<p class=\"note\">The sweep stopped adding load: {}.</p>",
-            escape(why)
-        );
+    if let Some(dips) = saturation::dips(a) {
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(&dips));
+    }
+    for line in saturation::ending(sweep) {
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(&line));
     }
 }
 

@@ -167,8 +167,8 @@ fn sweep_section(summary: &Summary) -> String {
         sweep.axis.as_str().replace('_', " "),
         saturation::render(&sweep.analysis, sweep.axis)
     );
-    if let Some(why) = &sweep.stopped_because {
-        let _ = writeln!(out, "The sweep stopped adding load: {why}.");
+    for line in saturation::ending(sweep) {
+        let _ = writeln!(out, "{line}");
     }
     out
 }

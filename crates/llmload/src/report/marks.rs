@@ -19,6 +19,8 @@ pub struct Marks {
     pub saturation: Option<f64>,
     /// The recommended cap, when there is a `C_sat`.
     pub cap: Option<f64>,
+    /// The range of loads `C_sat` may be, in words (` (range 8–10)`), or empty.
+    pub saturation_range: String,
     /// What the sweep said about `C_sat` (its method, or why there is none).
     pub saturation_method: String,
     /// Whether the loads are rates (requests/s) rather than concurrencies.
@@ -33,6 +35,7 @@ impl Marks {
         Some(Marks {
             saturation: a.saturation.value,
             cap: a.recommended_cap.value,
+            saturation_range: super::saturation::range(&a.saturation),
             saturation_method: a.saturation.method.clone(),
             rate: sweep.axis != crate::summary::sweep::Axis::Concurrency,
         })
@@ -51,15 +54,17 @@ impl Marks {
     pub fn caption(&self) -> String {
         match (self.saturation, self.cap) {
             (Some(c), Some(cap)) => format!(
-                " Dashed lines: the sweep's saturation point C_sat = {} (black) and its \
+                " Dashed lines: the sweep's saturation point C_sat = {}{} (black) and its \
                  recommended cap = {} (green); C_sat is {}.",
                 self.load(c),
+                self.saturation_range,
                 self.load(cap),
                 self.saturation_method,
             ),
             (Some(c), None) => format!(
-                " Dashed line: the sweep's saturation point C_sat = {}; it is {}.",
+                " Dashed line: the sweep's saturation point C_sat = {}{}; it is {}.",
                 self.load(c),
+                self.saturation_range,
                 self.saturation_method
             ),
             _ => format!(

@@ -4,7 +4,7 @@
 use super::table::{Cell, Mark, Table};
 use crate::fmt::number;
 use crate::summary::saturation::{Analysis, Finding, Point};
-use crate::summary::sweep::Axis;
+use crate::summary::sweep::{Axis, SweepSection};
 use std::fmt::Write as _;
 
 /// The sweep as text: one row per load, then each finding with its method.
@@ -28,10 +28,72 @@ pub fn findings_text(analysis: &Analysis) -> String {
         out.push('\n');
     }
     for (name, f) in findings(analysis) {
-        let value = f.value.map_or_else(|| "none".to_owned(), number);
-        let _ = writeln!(out, "{name}: {value} ({})", f.method);
+        let _ = writeln!(out, "{name}: {} ({})", value(f), f.method);
+    }
+    if let Some(dips) = dips(analysis) {
+        let _ = writeln!(out, "{dips}");
     }
     out
+}
+
+/// A finding's value with its range: `8 (range 8–10)`, `8 (range 6 or more)`, or `none`.
+pub fn value(f: &Finding) -> String {
+    f.value
+        .map_or_else(|| "none".into(), |v| format!("{}{}", number(v), range(f)))
+}
+
+/// A finding's range as the value's suffix (` (range 8–10)`); empty when it has none.
+pub fn range(f: &Finding) -> String {
+    match (f.value, f.low, f.high) {
+        (None, _, _) | (_, None, None) => String::new(),
+        (_, Some(l), Some(h)) => format!(" (range {}–{})", number(l), number(h)),
+        (_, Some(l), None) => format!(" (range {} or more)", number(l)),
+        (_, None, Some(h)) => format!(" (range up to {})", number(h)),
+    }
+}
+
+/// The loads whose throughput fell below a smaller load's beyond noise, in one sentence; `None`
+/// when throughput never fell.
+pub fn dips(analysis: &Analysis) -> Option<String> {
+    if analysis.throughput_dips.is_empty() {
+        return None;
+    }
+    let each: Vec<String> = analysis
+        .throughput_dips
+        .iter()
+        .map(|d| {
+            format!(
+                "at {} ({:.1} tokens/s, below {:.1} at {}; {})",
+                number(d.load),
+                d.throughput_tps,
+                d.below_tps,
+                number(d.below_load),
+                if d.explained {
+                    "as the model predicts: the last wave of a round is part-full"
+                } else {
+                    "not what the model predicts: measure it again, or look at the server"
+                }
+            )
+        })
+        .collect();
+    Some(format!(
+        "Throughput falls, beyond the rounds' spread: {}.",
+        each.join("; ")
+    ))
+}
+
+/// How the sweep ended, as sentences: why it stopped adding load, and why `--auto` stopped
+/// refining `C_sat`'s range.
+pub fn ending(sweep: &SweepSection) -> Vec<String> {
+    let stopped = sweep
+        .stopped_because
+        .iter()
+        .map(|why| format!("The sweep stopped adding load: {why}."));
+    let refined = sweep
+        .refinement
+        .iter()
+        .map(|why| format!("--auto stopped refining: {why}."));
+    stopped.chain(refined).collect()
 }
 
 /// The findings, named, in the order the reports give them.

@@ -163,8 +163,8 @@ pub fn sweep(summary: &Summary, width: u16) -> String {
         width,
     ));
     out.push_str(&saturation::findings_text(&sweep.analysis));
-    if let Some(why) = &sweep.stopped_because {
-        let _ = writeln!(out, "The sweep stopped adding load: {why}.");
+    for line in saturation::ending(sweep) {
+        let _ = writeln!(out, "{line}");
     }
     out
 }

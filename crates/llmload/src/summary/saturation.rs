@@ -1,15 +1,20 @@
-//! Saturation analysis over a sweep's curve: the saturating load `C_sat` from the
-//! throughput curve, the latency knee, the recommended cap, and the largest load meeting the
-//! SLO. Each answer says how it was computed; when the data cannot support one, it says that
-//! instead of guessing.
+//! Saturation analysis over a sweep's curve: the saturating load `C_sat` from a throughput
+//! model fitted over every load ([`model`]), the latency knee from TTFT's tail and median
+//! ([`knee`]), the recommended cap, the largest load meeting the SLO, and the loads where
+//! throughput fell. `C_sat`, the knee and the cap carry the range of loads the data is consistent
+//! with, so that a finer grid narrows them rather than moves them. Each answer says how it was
+//! computed; when the data cannot support one, it says that instead of guessing.
 
 use crate::fmt::number;
 use crate::summary::CaseSummary;
 use crate::workload::shape::Slo;
 use serde::{Deserialize, Serialize};
 
-/// Share of the peak throughput that counts as saturated.
-pub const SATURATION_SHARE: f64 = 0.9;
+pub mod knee;
+pub mod model;
+
+pub use model::{Dip, Fit, Shape};
+
 /// The recommended cap, as a share of `C_sat`.
 pub const CAP_SHARE: f64 = 0.8;
 
@@ -20,6 +25,12 @@ pub struct Point {
     pub load: f64,
     /// Aggregate output tokens/s (per round mean, or over the window).
     pub throughput_tps: f64,
+    /// Standard deviation of the rounds' throughputs, tokens/s (absent in older summaries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throughput_sd_tps: Option<f64>,
+    /// Rounds behind `throughput_tps` (1 for a window).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throughput_rounds: Option<usize>,
     /// Median TTFT, ms (from scheduled in an open loop).
     pub ttft_p50_ms: Option<f64>,
     /// p99 TTFT, ms (from scheduled in an open loop).
@@ -77,6 +88,8 @@ impl Point {
                 .and_then(|l| l.nominal_rate_rps)
                 .unwrap_or(f64::from(case.concurrency)),
             throughput_tps: case.throughput_tps.as_ref().map_or(0.0, |t| t.mean),
+            throughput_sd_tps: case.throughput_tps.as_ref().map(|t| t.sd),
+            throughput_rounds: case.throughput_tps.as_ref().map(|t| t.n),
             ttft_p50_ms: ttft.map(|d| d.median),
             ttft_p99_ms: ttft.map(|d| d.p99),
             tpot_p99_ms: case.tpot_ms.as_ref().map(|d| d.p99),
@@ -94,13 +107,45 @@ impl Point {
     }
 }
 
-/// One answer of the analysis: a value and how it was found, or why there is none.
+/// The shape of a sweep of `cases`: open when its loads are rates, else closed rounds unless
+/// its cases kept their concurrency in flight (they carry window figures).
+pub fn shape_of(cases: &[CaseSummary], open: bool) -> Shape {
+    if open {
+        Shape::Open
+    } else if cases.iter().all(|c| c.load.is_none()) {
+        Shape::Rounds
+    } else {
+        Shape::Continuous
+    }
+}
+
+/// One answer of the analysis: a value, its range, and how it was found, or why there is none.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
     /// The load, when the data supports one.
     pub value: Option<f64>,
+    /// The smallest load the data is consistent with (absent: not bounded below, or a summary
+    /// written before ranges).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub low: Option<f64>,
+    /// The largest load the data is consistent with (absent: not bounded by the loads
+    /// measured, or a summary written before ranges).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high: Option<f64>,
     /// How it was computed, or why it could not be.
     pub method: String,
+}
+
+impl Finding {
+    /// No value, and why.
+    fn none(method: impl Into<String>) -> Finding {
+        Finding {
+            value: None,
+            low: None,
+            high: None,
+            method: method.into(),
+        }
+    }
 }
 
 /// What a sweep's curve supports.
@@ -110,14 +155,18 @@ pub struct Analysis {
     pub points: Vec<Point>,
     /// Highest throughput measured, tokens/s, and its load.
     pub peak_throughput_tps: Option<f64>,
-    /// The saturating load (`C_sat`).
+    /// The saturating load (`C_sat`): the breakpoint of the throughput model fitted to every
+    /// load, with the range of breakpoints that fit within noise.
     pub saturation: Finding,
-    /// Where TTFT p50 starts growing faster than throughput.
+    /// Where TTFT (its tail or its median) starts growing faster, fitted to every load.
     pub knee: Finding,
     /// The recommended cap.
     pub recommended_cap: Finding,
     /// The largest load meeting every p99 objective given.
     pub slo_max_load: Finding,
+    /// Loads whose throughput fell below a smaller load's by more than the noise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub throughput_dips: Vec<Dip>,
 }
 
 /// Index of the highest-throughput point.
@@ -129,159 +178,181 @@ pub fn peak(points: &[Point]) -> Option<usize> {
     })
 }
 
-/// Analyses `points` (any order); `integer_loads` rounds the cap down to a whole concurrency.
-pub fn analyse(points: &[Point], slo: &Slo, integer_loads: bool) -> Analysis {
+/// Analyses `points` (any order) of a sweep of `shape`; concurrencies round the cap down.
+pub fn analyse(points: &[Point], slo: &Slo, shape: Shape) -> Analysis {
     let mut points = points.to_vec();
     points.sort_by(|a, b| a.load.total_cmp(&b.load));
-    let saturation = saturation(&points, integer_loads);
-    let recommended_cap = match saturation.value {
-        Some(c) => {
-            let cap = if integer_loads {
-                (CAP_SHARE * c).floor().max(1.0)
-            } else {
-                CAP_SHARE * c
-            };
-            Finding {
-                value: Some(cap),
-                method: format!(
-                    "{CAP_SHARE} × C_sat ({}){}",
-                    number(c),
-                    if integer_loads { ", rounded down" } else { "" }
-                ),
-            }
-        }
-        None => Finding {
-            value: None,
-            method: "no C_sat, so no cap".into(),
-        },
-    };
+    let fit = model::fit(&points, shape);
+    let saturation = saturation(&points, fit.as_ref(), shape);
+    let recommended_cap = cap(&saturation, shape.integer());
     Analysis {
         peak_throughput_tps: peak(&points).map(|i| points[i].throughput_tps),
-        knee: knee(&points),
+        knee: knee(&points, shape.integer()),
         slo_max_load: slo_max_load(&points, slo),
+        throughput_dips: model::dips(&points, fit.as_ref()),
         saturation,
         recommended_cap,
         points,
     }
 }
 
-/// `C_sat`: the smallest load reaching 90% of the peak throughput, provided the curve flattened
-/// (some load beyond it gained less than 10% more). With `integer_loads` (concurrencies) no load
-/// is below 1.
-fn saturation(points: &[Point], integer_loads: bool) -> Finding {
-    if points.len() < 3 {
-        return Finding {
-            value: None,
-            method: format!("{} loads measured; at least 3 are needed", points.len()),
-        };
-    }
-    let Some(best) = peak(points) else {
-        return Finding {
-            value: None,
-            method: "no loads measured".into(),
-        };
+/// [`CAP_SHARE`] × the low end of `C_sat`'s range, rounded down (to 1 at least) for
+/// concurrencies: below saturation wherever in its range `C_sat` lies, so that loads added inside
+/// the range cannot raise it past the server's. Its range is [`CAP_SHARE`] × each end of
+/// `C_sat`'s.
+fn cap(saturation: &Finding, integer_loads: bool) -> Finding {
+    let Some(c) = saturation.value else {
+        return Finding::none("no C_sat, so no cap");
     };
-    let peak_tps = points[best].throughput_tps;
-    if peak_tps <= 0.0 {
-        return Finding {
-            value: None,
-            method: "no load completed any response".into(),
-        };
+    let share = |c: f64| {
+        if integer_loads {
+            (CAP_SHARE * c).floor().max(1.0)
+        } else {
+            CAP_SHARE * c
+        }
+    };
+    let Some(low) = saturation.low else {
+        return Finding::none(
+            "C_sat's range reaches below the smallest load measured, so no cap is safe; sweep \
+             lower loads",
+        );
+    };
+    let rounded = if integer_loads { ", rounded down" } else { "" };
+    let method = if crate::num::same_load(low, c) {
+        format!("{CAP_SHARE} × C_sat ({}){rounded}", number(c))
+    } else {
+        format!(
+            "{CAP_SHARE} × the low end of C_sat's range ({}){rounded}, below saturation wherever \
+             in its range C_sat lies ({CAP_SHARE} × C_sat itself is {})",
+            number(low),
+            number(share(c))
+        )
+    };
+    Finding {
+        value: Some(share(low)),
+        low: Some(share(low)),
+        high: saturation.high.map(share),
+        method,
     }
-    // Still rising: the largest load is the best by more than 10% over every smaller load.
-    let last = &points[points.len() - 1];
-    let best_before = points[..points.len() - 1]
-        .iter()
-        .map(|p| p.throughput_tps)
-        .fold(0.0, f64::max);
-    if best == points.len() - 1 && last.throughput_tps > best_before * (2.0 - SATURATION_SHARE) {
-        return Finding {
-            value: None,
-            method: format!(
-                "throughput was still rising at the largest load ({}): no saturation reached, \
-                 C_sat is above it",
-                number(last.load)
-            ),
-        };
+}
+
+/// `C_sat`: the breakpoint of the model of `shape` fitted to every point, with the range of
+/// breakpoints within noise; none when the curve still rises at its largest load, or had already
+/// flattened at its smallest.
+fn saturation(points: &[Point], fit: Option<&Fit>, shape: Shape) -> Finding {
+    if points.len() < 3 {
+        return Finding::none(format!(
+            "{} loads measured; at least 3 are needed",
+            points.len()
+        ));
     }
-    let at = points
-        .iter()
-        .find(|p| p.throughput_tps >= SATURATION_SHARE * peak_tps)
-        .map(|p| p.load);
-    if at == Some(points[0].load) {
-        let share = SATURATION_SHARE * 100.0;
-        let method = if integer_loads && points[0].load <= 1.0 {
+    let Some(fit) = fit else {
+        return Finding::none("no load completed any response");
+    };
+    let (first, last) = fit.span();
+    if fit.best.is_infinite() {
+        return Finding::none(format!(
+            "throughput was still rising at the largest load ({}): no saturation reached, \
+             C_sat is above it ({})",
+            number(last),
+            shape.model()
+        ));
+    }
+    if fit.best <= first * (1.0 + 1e-9) {
+        let method = if shape.integer() && first <= 1.0 {
             // No concurrency is lower than one request at a time.
-            format!(
-                "one request at a time already reached {share:.0}% of the peak throughput: more \
-                 concurrency adds little here (a server that runs one request at a time, or a \
-                 curve too flat to place C_sat); there is no lower concurrency to sweep"
-            )
+            "one request at a time already made the most throughput: more concurrency adds \
+             little here (a server that runs one request at a time, or a curve too flat to \
+             place C_sat); there is no lower concurrency to sweep"
+                .to_owned()
         } else {
             format!(
-                "the smallest load ({}) already reached {share:.0}% of the peak throughput: C_sat \
-                 is at or below it; sweep lower loads",
-                number(points[0].load)
+                "throughput had already flattened at the smallest load ({}): C_sat is at or \
+                 below it; sweep lower loads",
+                number(first)
             )
         };
-        return Finding {
-            value: None,
-            method,
-        };
+        return Finding::none(method);
     }
+    // Below the smallest load, only closed rounds' waves tell breakpoints apart.
+    let bounded_below = shape == Shape::Rounds || fit.low > first;
     Finding {
-        value: at,
+        value: Some(fit.best),
+        low: bounded_below.then_some(fit.low),
+        high: fit.high.is_finite().then_some(fit.high),
         method: format!(
-            "the smallest load reaching {:.0}% of the peak throughput ({peak_tps:.1} tokens/s)",
-            SATURATION_SHARE * 100.0
+            "the breakpoint of a {} fitted to all {} loads; the range holds every breakpoint \
+             whose fit is within noise of the best (95 %{}){}",
+            shape.model(),
+            points.len(),
+            if fit.scale > 1.0 {
+                format!(
+                    ", the threshold widened ×{:.1} for residuals beyond the rounds' spread",
+                    fit.scale
+                )
+            } else {
+                String::new()
+            },
+            if fit.high.is_finite() {
+                String::new()
+            } else {
+                format!(
+                    "; not bounded above by the loads measured (up to {})",
+                    number(last)
+                )
+            }
         ),
     }
 }
 
-/// TTFT p50 must grow by more than this factor over one step for a knee…
-pub const KNEE_TTFT_GROWTH: f64 = 1.5;
-/// …while throughput grows by less than this factor.
-pub const KNEE_THROUGHPUT_GROWTH: f64 = 1.1;
-
-/// The knee: the last load before a step where TTFT p50 grew by more than 50% while throughput
-/// grew by less than 10% — added requests queue instead of adding work. (Closed rounds raise TTFT
-/// early from simultaneous prefills while throughput still rises; that is not the knee.)
-fn knee(points: &[Point]) -> Finding {
-    let method = format!(
-        "the last load before a step where TTFT p50 grew by more than {:.0}% while throughput \
-         grew by less than {:.0}%",
-        (KNEE_TTFT_GROWTH - 1.0) * 100.0,
-        (KNEE_THROUGHPUT_GROWTH - 1.0) * 100.0
+/// The knee: TTFT p99's (see [`knee::hinge`]), or p50's where the tail shows none, with its
+/// range.
+fn knee(points: &[Point], integer_loads: bool) -> Finding {
+    let series = |get: fn(&Point) -> Option<f64>| -> Vec<(f64, f64)> {
+        points
+            .iter()
+            .filter_map(|p| Some((p.load, get(p)?)))
+            .collect()
+    };
+    let tail = knee::hinge(&series(|p| p.ttft_p99_ms), integer_loads);
+    let median = knee::hinge(&series(|p| p.ttft_p50_ms), integer_loads);
+    let how = format!(
+        "a jump-and-bend line fitted to log TTFT over log load at all {} loads, p99 and p50 \
+         apart, needing at least {}× the earlier trend at the largest load and {} loads",
+        points.len(),
+        knee::MIN_EXCESS,
+        knee::MIN_LOADS
     );
-    for pair in points.windows(2) {
-        let (a, b) = (&pair[0], &pair[1]);
-        let (Some(t0), Some(t1)) = (a.ttft_p50_ms, b.ttft_p50_ms) else {
-            continue;
-        };
-        if t0 <= 0.0 || a.throughput_tps <= 0.0 {
-            continue;
-        }
-        let queueing = t1 / t0 > KNEE_TTFT_GROWTH;
-        if queueing && b.throughput_tps / a.throughput_tps < KNEE_THROUGHPUT_GROWTH {
-            return Finding {
-                value: Some(a.load),
-                method,
-            };
-        }
-    }
+    // The tail queues first (one request waiting for a slot shows in p99 before p50), and the
+    // median's knee is the fallback where the tail shows none.
+    let chosen = match (&tail, &median) {
+        (Some(t), m) => Some(("p99", t, m.as_ref().map(|m| ("p50", m)))),
+        (None, Some(m)) => Some(("p50", m, None)),
+        (None, None) => None,
+    };
+    let Some((name, h, other)) = chosen else {
+        return Finding::none(format!("no knee reached ({how})"));
+    };
+    let other = other.map_or_else(
+        || "; the other percentile shows no knee".to_owned(),
+        |(n, o)| format!("; {n} turns at {}", number(o.at)),
+    );
     Finding {
-        value: None,
-        method: format!("no knee reached ({method})"),
+        value: Some(h.at),
+        low: Some(h.low),
+        high: Some(h.high),
+        method: format!(
+            "where TTFT {name} turns upward, {:.1}× its earlier trend at the largest load \
+             ({how}){other}",
+            h.excess
+        ),
     }
 }
 
 /// The largest load such that it and every smaller load meet every p99 objective given.
 fn slo_max_load(points: &[Point], slo: &Slo) -> Finding {
     if slo.ttft.is_none() && slo.tpot.is_none() && slo.e2e.is_none() {
-        return Finding {
-            value: None,
-            method: "no SLO given (--slo-ttft, --slo-tpot, --slo-e2e)".into(),
-        };
+        return Finding::none("no SLO given (--slo-ttft, --slo-tpot, --slo-e2e)");
     }
     let within = |v: Option<f64>, limit: Option<std::time::Duration>| {
         limit.is_none_or(|l| v.is_some_and(|v| v <= l.as_secs_f64() * 1e3))
@@ -302,116 +373,13 @@ fn slo_max_load(points: &[Point], slo: &Slo) -> Finding {
         Some(_) => "the largest load that, with every smaller one, meets every p99 objective without errors".into(),
         None => "no load measured meets the SLO (p99)".into(),
     };
-    Finding { value, method }
+    Finding {
+        value,
+        low: None,
+        high: None,
+        method,
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Duration;
-
-    /// A server with `slots` slots: throughput rises linearly, then flat; TTFT is flat, then
-    /// grows with the queue.
-    fn curve(loads: &[f64], slots: f64) -> Vec<Point> {
-        loads
-            .iter()
-            .map(|&c| Point {
-                load: c,
-                throughput_tps: 100.0 * c.min(slots) * (1.0 - 0.02 * c.min(slots)),
-                ttft_p50_ms: Some(50.0 * (c / slots).max(1.0) + c),
-                ttft_p99_ms: Some(80.0 * (c / slots).max(1.0) + c),
-                tpot_p99_ms: Some(20.0),
-                ttft_n: Some(10),
-                tpot_n: Some(10),
-                e2e_p99_ms: None,
-                error_share: 0.0,
-                achieved_concurrency_mean: None,
-                achieved_concurrency_peak: None,
-            })
-            .collect()
-    }
-
-    #[test]
-    fn saturating_curve_gives_c_sat_knee_and_cap() {
-        let points = curve(&[1.0, 2.0, 4.0, 8.0, 16.0, 32.0], 8.0);
-        let slo = Slo {
-            ttft: Some(Duration::from_millis(150)),
-            ..Slo::default()
-        };
-        let a = analyse(&points, &slo, true);
-        assert_eq!(a.saturation.value, Some(8.0), "{}", a.saturation.method);
-        assert_eq!(a.knee.value, Some(8.0), "{}", a.knee.method);
-        assert_eq!(a.recommended_cap.value, Some(6.0));
-        // p99 TTFT: 16 → 176 ms, above 150; 8 → 88 ms.
-        assert_eq!(a.slo_max_load.value, Some(8.0), "{}", a.slo_max_load.method);
-    }
-
-    #[test]
-    fn a_curve_still_rising_has_no_c_sat() {
-        let points = curve(&[1.0, 2.0, 4.0], 64.0);
-        let a = analyse(&points, &Slo::default(), true);
-        assert_eq!(a.saturation.value, None);
-        assert!(
-            a.saturation.method.contains("still rising"),
-            "{}",
-            a.saturation.method
-        );
-        assert_eq!(a.knee.value, None);
-        assert!(a.knee.method.starts_with("no knee reached"));
-        assert_eq!(a.recommended_cap.value, None);
-        assert!(a.slo_max_load.method.contains("no SLO"));
-    }
-
-    #[test]
-    fn too_few_points_say_so_and_unmet_slo_says_so() {
-        let points = curve(&[1.0, 2.0], 8.0);
-        let slo = Slo {
-            ttft: Some(Duration::from_millis(1)),
-            ..Slo::default()
-        };
-        let a = analyse(&points, &slo, false);
-        assert!(a.saturation.method.contains("at least 3"));
-        assert_eq!(a.slo_max_load.value, None);
-        assert!(a.slo_max_load.method.contains("no load"));
-    }
-
-    #[test]
-    fn a_curve_saturated_from_its_first_load_has_no_c_sat() {
-        let points = curve(&[8.0, 16.0, 32.0], 4.0);
-        let a = analyse(&points, &Slo::default(), true);
-        assert_eq!(a.saturation.value, None);
-        assert!(
-            a.saturation.method.contains("at or below"),
-            "{}",
-            a.saturation.method
-        );
-    }
-
-    #[test]
-    fn a_flat_curve_from_one_request_suggests_no_lower_concurrency() {
-        let points = curve(&[1.0, 2.0, 4.0], 1.0);
-        let a = analyse(&points, &Slo::default(), true);
-        assert_eq!(a.saturation.value, None);
-        let method = &a.saturation.method;
-        assert!(method.contains("no lower concurrency"), "{method}");
-        assert!(!method.contains("sweep lower loads"), "{method}");
-        // Rates below 1 request/s exist: there the advice stands.
-        let a = analyse(&points, &Slo::default(), false);
-        assert!(
-            a.saturation
-                .method
-                .contains("the smallest load (1) already reached 90%")
-                && a.saturation.method.contains("sweep lower loads"),
-            "{}",
-            a.saturation.method
-        );
-    }
-
-    #[test]
-    fn rates_keep_a_fractional_cap() {
-        let points = curve(&[1.0, 2.0, 3.0, 5.0, 7.0], 3.0);
-        let a = analyse(&points, &Slo::default(), false);
-        assert_eq!(a.saturation.value, Some(3.0));
-        assert!((a.recommended_cap.value.expect("cap") - 2.4).abs() < 1e-9);
-    }
-}
+mod tests;

@@ -27,6 +27,10 @@ pub struct SweepSection {
     pub stop_rules: StopRules,
     /// Why the sweep stopped adding load, if a stop condition did.
     pub stopped_because: Option<String>,
+    /// `sweep --auto`: why it stopped refining `C_sat`'s range (narrow enough, every load in it
+    /// measured, or its budget of loads spent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refinement: Option<String>,
     /// The curve and what it supports.
     pub analysis: Analysis,
 }

@@ -211,8 +211,24 @@ pub fn spawn_quiet<S: AsRef<OsStr>>(args: impl IntoIterator<Item = S>) -> Child 
 /// `llmload run --url URL --out OUT --name NAME --telemetry off EXTRA…`; returns the invocation
 /// and the attempt folder it made.
 pub fn run_against(out: &Path, name: &str, url: &str, extra: &[&str]) -> (Invocation, PathBuf) {
+    against("run", out, name, url, extra)
+}
+
+/// `llmload sweep --url URL --out OUT --name NAME --telemetry off EXTRA…`; returns the
+/// invocation and the attempt folder it made.
+pub fn sweep_against(out: &Path, name: &str, url: &str, extra: &[&str]) -> (Invocation, PathBuf) {
+    against("sweep", out, name, url, extra)
+}
+
+fn against(
+    command: &str,
+    out: &Path,
+    name: &str,
+    url: &str,
+    extra: &[&str],
+) -> (Invocation, PathBuf) {
     let mut args = vec![
-        "run",
+        command,
         "--url",
         url,
         "--out",
