@@ -63,8 +63,9 @@ pub fn render(attempts: &[KeyedAttempt]) -> String {
     }
     out.push_str(
         "\n× A: this attempt's figure divided by attempt A's, for cases complete in both (TTFT and \
-         complete response: below 1 is faster; throughput: above 1 is more). Figures are each \
-         attempt's own, never pooled. Cases match on everything that defines them: the API, the \
+         complete response: below 1 is faster; throughput: above 1 is more). ±: the larger side \
+         of the figure's confidence interval, as a share of it; whether a change is more than \
+         noise is the gate's to say (--fail-if). Figures are each attempt's own, never pooled. Cases match on everything that defines them: the API, the \
          load shape and its parameters, the length specs and the shared prompt tokens.\n",
     );
     for (present, keys) in one_sided(&rows, attempts.len()) {
@@ -175,13 +176,28 @@ fn cells(case: Option<&CaseSummary>, base: Option<&CaseSummary>) -> String {
         (Some(v), Some(b)) if b > 0.0 => format!("{:.2}", v / b),
         _ => "–".into(),
     };
+    // Each figure with its interval's larger side, as in the results tables.
+    let pm = |value: Option<f64>, interval: Option<crate::stats::Interval>| {
+        value
+            .and_then(|v| super::results::plus_minus(v, interval))
+            .map_or_else(String::new, |pm| format!(" {pm}"))
+    };
+    let median_ci = |d: Option<&crate::stats::Distribution>| d?.ci.as_ref()?.median;
     format!(
-        "{} | {} | {} | {} | {} | {} | {}",
+        "{}{} | {} | {}{} | {} | {}{} | {} | {}",
         seconds(ttft),
+        pm(ttft, median_ci(case.ttft_ms.as_ref())),
         ratio(ttft, |c| c.ttft_ms.as_ref().map(|d| d.median)),
         seconds(e2e),
+        pm(e2e, median_ci(case.e2e_ms.as_ref())),
         ratio(e2e, |c| c.e2e_ms.as_ref().map(|d| d.median)),
         tps.map_or("–".into(), |t| format!("{t:.2} tokens/s")),
+        pm(
+            tps,
+            case.throughput_tps
+                .as_ref()
+                .and_then(|t| t.ci.as_ref()?.interval)
+        ),
         ratio(tps, |c| c.throughput_tps.as_ref().map(|t| t.mean)),
         case.counts.ok,
     )
@@ -280,6 +296,9 @@ fn case_json(
             json!({
                 "label": label, "status": "complete", "case_id": c.id,
                 "ttft_median_ms": ttft, "e2e_median_ms": e2e, "throughput_tps": tps,
+                "ttft_median_ci": c.ttft_ms.as_ref().and_then(|d| d.ci.as_ref()?.median),
+                "e2e_median_ci": c.e2e_ms.as_ref().and_then(|d| d.ci.as_ref()?.median),
+                "throughput_ci": c.throughput_tps.as_ref().and_then(|t| t.ci.as_ref()?.interval),
                 "ttft_ratio": ratio(ttft, base.and_then(|b| b.0)),
                 "e2e_ratio": ratio(e2e, base.and_then(|b| b.1)),
                 "throughput_ratio": ratio(tps, base.and_then(|b| b.2)),
