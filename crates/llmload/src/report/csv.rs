@@ -274,10 +274,22 @@ fn distribution_cells(d: Option<&Distribution>) -> Vec<String> {
                 cells.push(i.map_or_else(String::new, |i| i.low.to_string()));
                 cells.push(i.map_or_else(String::new, |i| i.high.to_string()));
             }
-            cells.push(ci.map_or_else(String::new, |c| c.basis.described()));
+            cells.push(ci.map_or_else(String::new, |c| method(&c.basis)));
             cells
         }
     }
+}
+
+/// How an interval was computed, in a cell without commas: "order statistics over 24
+/// responses at 95 %".
+fn method(b: &crate::stats::interval::Basis) -> String {
+    format!(
+        "{} over {} {} at {} %",
+        b.method.words(),
+        b.units,
+        b.unit.plural(),
+        crate::fmt::number(b.level * 100.0)
+    )
 }
 
 fn spread_cells(s: Option<&Spread>) -> Vec<String> {
@@ -292,7 +304,7 @@ fn spread_cells(s: Option<&Spread>) -> Vec<String> {
             cells.push(
                 s.ci.as_ref()
                     .filter(|c| c.interval.is_some())
-                    .map_or_else(String::new, |c| c.basis.described()),
+                    .map_or_else(String::new, |c| method(&c.basis)),
             );
             cells
         }
