@@ -10,13 +10,15 @@
 #        Gates A/B and A/C with `ttft_p50 > +10%` and `ttft_p99 > +10%`.
 # llama: a real llama-server (scripts/start-llama-server.sh, 2 slots), GATE_LLAMA_PAIRS (20) pairs
 #        of identical series (`run --repeat GATE_REPEATS`, default 3), then one series against the
-#        same server restarted with half its threads (--threads 1 against 2). Gates each pair with
-#        `ttft_p50 > +10%` and `throughput < -10%`.
+#        same server restarted slower (GATE_SLOW_FLAGS, default `--ubatch-size 8 --batch-size 8`:
+#        a 64-token prompt takes 8 forward passes instead of one; `--threads 1` is the other
+#        classic, though on a busy 2-core machine one thread can be faster than two). Gates each
+#        pair with `ttft_p50 > +10%` and `throughput < -10%`.
 # Prints, per pair, each rule's verdict and compare's exit code, then the counts: pairs passed (no
 # rule regressed), verdicts by kind. Asserts nothing; exits non-zero only if a run fails.
 #
 # Environment (defaults): GATE_SIM_PAIRS (3), GATE_LLAMA_PAIRS (20), GATE_REPEATS (3),
-# GATE_KEEP (unset: the work folder is removed at exit).
+# GATE_SLOW_FLAGS (see above), GATE_KEEP (unset: the work folder is removed at exit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,9 +30,12 @@ repeats="${GATE_REPEATS:-3}"
 cargo build --release -q -p llmload
 bin="$PWD/target/release/llmload"
 work="$(mktemp -d)"
-pids=()
+# The servers started (each the leader of its own process group), one pid a line: they are
+# started inside $(…), whose variables the script never sees.
+: >"$work/pids"
+stop() { kill -- "-$1" 2>/dev/null || kill "$1" 2>/dev/null || true; }
 cleanup() {
-  for p in "${pids[@]}"; do kill -- "-$p" 2>/dev/null || kill "$p" 2>/dev/null || true; done
+  while read -r p; do stop "$p"; done <"$work/pids"
   if [ -n "${GATE_KEEP:-}" ]; then echo "work folder kept: $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
@@ -40,7 +45,7 @@ start_sim() {
   local name="$1"
   shift
   setsid "$bin" sim --port 0 "$@" >"$work/$name.log" 2>&1 &
-  pids+=("$!")
+  echo "$!" >>"$work/pids"
   for _ in $(seq 100); do
     url="$(grep -o 'http://[0-9.:]*' "$work/$name.log" | head -1 || true)"
     [ -n "$url" ] && { echo "$url"; return; }
@@ -93,6 +98,7 @@ if [ "$what" = sim ] || [ "$what" = all ]; then
     b="$(attempt "sim$seed-b" "$url" "${flags[@]}")"
     slow_url="$(start_sim "slow$seed" --seed "$seed" --time-scale 0.7142857)"
     c="$(attempt "sim$seed-c" "$slow_url" "${flags[@]}")"
+    tail -n 2 "$work/pids" | while read -r p; do stop "$p"; done
     echo "simulator seed $seed, identical: $(gate "$a" "$b" "${rules[@]}" | tee -a "$work/sim-same")"
     echo "simulator seed $seed, 40 % slower: $(gate "$a" "$c" "${rules[@]}" | tee -a "$work/sim-slow")"
   done
@@ -100,13 +106,16 @@ if [ "$what" = sim ] || [ "$what" = all ]; then
   summary "simulator, TTFT 40 % slower" "$work/sim-slow"
 fi
 
-# start_llama THREADS: llama-server with 2 slots and THREADS threads; prints its URL.
+# start_llama NAME FLAGS…: llama-server with 2 slots, 2 threads and FLAGS; prints its URL.
 start_llama() {
-  setsid scripts/start-llama-server.sh --slots 2 --slot-context 2048 --threads "$1" \
-    >"$work/llama$1.log" 2>&1 &
-  pids+=("$!")
+  local name="$1"
+  shift
+  setsid scripts/start-llama-server.sh --slots 2 --slot-context 2048 --threads 2 "$@" \
+    >"$work/$name.log" 2>&1 &
+  echo "$!" >"$work/llama.pid"
+  echo "$!" >>"$work/pids"
   for _ in $(seq 600); do
-    url="$(grep -o 'http://127.0.0.1:[0-9]*' "$work/llama$1.log" | head -1 || true)"
+    url="$(grep -o 'http://127.0.0.1:[0-9]*' "$work/$name.log" | head -1 || true)"
     if [ -n "$url" ] && curl -sf -o /dev/null "$url/health"; then
       echo "$url"
       return
@@ -121,7 +130,7 @@ if [ "$what" = llama ] || [ "$what" = all ]; then
   flags=(--input-tokens 64 --concurrency 2 --output-tokens 8 --rounds 2 --repeat "$repeats")
   rules=(--fail-if 'ttft_p50 > +10%' --fail-if 'throughput < -10%')
   : >"$work/llama-same" && : >"$work/llama-slow"
-  url="$(start_llama 2)"
+  url="$(start_llama llama)"
   base=""
   for i in $(seq "$llama_pairs"); do
     a="$(attempt "llama$i-a" "$url" "${flags[@]}")"
@@ -129,11 +138,12 @@ if [ "$what" = llama ] || [ "$what" = all ]; then
     base="${base:-$a}"
     echo "llama-server pair $i, identical: $(gate "$a" "$b" "${rules[@]}" | tee -a "$work/llama-same")"
   done
-  kill -- "-${pids[-1]}" 2>/dev/null || true
+  stop "$(cat "$work/llama.pid")"
   sleep 1
-  url="$(start_llama 1)"
+  read -r -a slow_flags <<<"${GATE_SLOW_FLAGS:---ubatch-size 8 --batch-size 8}"
+  url="$(start_llama llama-slow "${slow_flags[@]}")"
   c="$(attempt "llama-slow" "$url" "${flags[@]}")"
-  echo "llama-server, threads halved: $(gate "$base" "$c" "${rules[@]}" | tee -a "$work/llama-slow")"
+  echo "llama-server, slower (${slow_flags[*]}): $(gate "$base" "$c" "${rules[@]}" | tee -a "$work/llama-slow")"
   summary "llama-server, identical series (--repeat $repeats)" "$work/llama-same"
-  summary "llama-server, threads halved" "$work/llama-slow"
+  summary "llama-server, slower (${slow_flags[*]})" "$work/llama-slow"
 fi

@@ -293,10 +293,22 @@ pub fn throughput(summary: &Summary, lengths: &Lengths) -> Figure {
         svg,
         caption: format!(
             "Aggregate output throughput of each complete case ({}) against its load, one line \
-             per input length; a thin bar spans the rounds' range and a capped bar is the {} \
-             confidence interval of the mean, where there is one. Per point: {}.{}{}",
+             per input length; {}a capped bar is the {} confidence interval of the {}, where \
+             there is one. Per point: {}.{}{}",
             captions::throughput_method(&cases),
+            if cases.iter().any(|c| c.is_rounds()) {
+                "a thin bar spans the rounds' range and "
+            } else {
+                ""
+            },
             captions::level(),
+            if cases.iter().all(|c| c.is_rounds()) {
+                "mean over the rounds"
+            } else if cases.iter().any(|c| c.is_rounds()) {
+                "figure (over the rounds, or the window's blocks of time)"
+            } else {
+                "figure over the window's blocks of time"
+            },
             captions::throughput_samples(&cases),
             marks.map_or(String::new(), |m| m.caption()),
             left_out(summary),
