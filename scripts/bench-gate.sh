@@ -33,7 +33,15 @@ work="$(mktemp -d)"
 # The servers started (each the leader of its own process group), one pid a line: they are
 # started inside $(…), whose variables the script never sees.
 : >"$work/pids"
-stop() { kill -- "-$1" 2>/dev/null || kill "$1" 2>/dev/null || true; }
+# A server under timeout(1) is in a process group of its own (timeout makes one): its group is
+# stopped first, then the starter's.
+stop() {
+  local child
+  for child in $(pgrep -P "$1" 2>/dev/null); do
+    kill -- "-$child" 2>/dev/null || kill "$child" 2>/dev/null || true
+  done
+  kill -- "-$1" 2>/dev/null || kill "$1" 2>/dev/null || true
+}
 cleanup() {
   while read -r p; do stop "$p"; done <"$work/pids"
   if [ -n "${GATE_KEEP:-}" ]; then echo "work folder kept: $work"; else rm -rf "$work"; fi
