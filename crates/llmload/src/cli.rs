@@ -14,12 +14,32 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `--confidence`, for the commands whose figures carry intervals (not `sim`).
+#[derive(Clone, Copy, Debug, Default, Args)]
+pub struct Level {
     /// Confidence level of every interval, e.g. 95% or 0.9 [default: 95%]
     ///
     /// From 50 % to 99.9 %. The intervals of summary.json, the reports, compare and its gate
     /// are at this level; `report` and `compare` recompute at the level they are given.
-    #[arg(long, global = true, value_name = "LEVEL", value_parser = crate::stats::interval::parse_level)]
+    #[arg(long, value_name = "LEVEL", value_parser = crate::stats::interval::parse_level)]
     pub confidence: Option<f64>,
+}
+
+impl Command {
+    /// The `--confidence` given to the command, if it takes one.
+    pub fn confidence(&self) -> Option<f64> {
+        match self {
+            Command::Run(a) => a.level.confidence,
+            Command::Sweep(a) => a.run.level.confidence,
+            Command::Report(a) => a.level.confidence,
+            Command::Compare(a) => a.level.confidence,
+            Command::Merge(a) => a.level.confidence,
+            Command::Plan(a) => a.level.confidence,
+            Command::Sim(_) => None,
+        }
+    }
 }
 
 /// Subcommands.
@@ -54,6 +74,9 @@ pub struct ReportArgs {
     /// Print the rebuilt summary (summary.json's content) as JSON instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// The intervals' level.
+    #[command(flatten)]
+    pub level: Level,
 }
 
 /// `llmload merge`: the shards of one attempt joined.
@@ -72,6 +95,9 @@ pub struct MergeArgs {
     /// Print only the results table.
     #[arg(long, short)]
     pub quiet: bool,
+    /// The intervals' level.
+    #[command(flatten)]
+    pub level: Level,
 }
 
 /// `llmload compare`: attempts side by side.
@@ -98,6 +124,9 @@ pub struct CompareArgs {
     /// for an interval.
     #[arg(long = "fail-on", value_enum, value_name = "VERDICT")]
     pub fail_on: Option<FailOn>,
+    /// The intervals' level.
+    #[command(flatten)]
+    pub level: Level,
 }
 
 /// The verdicts that fail `compare`'s gate.
@@ -142,6 +171,9 @@ pub struct PlanArgs {
     /// Print the answer as JSON.
     #[arg(long)]
     pub json: bool,
+    /// The intervals' level.
+    #[command(flatten)]
+    pub level: Level,
 }
 
 /// `llmload run`: flags override the values of `--config`.
@@ -158,6 +190,9 @@ pub struct RunArgs {
     /// A sweep's includes its analysis.
     #[arg(long, help_heading = "Outputs")]
     pub json: bool,
+    /// The intervals' level.
+    #[command(flatten)]
+    pub level: Level,
 }
 
 /// `llmload sweep`: every flag of `run`, the loads being the sweep's steps.

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Some(level) = cli.confidence {
+    if let Some(level) = cli.command.confidence() {
         llmload::stats::interval::set_level(level);
     }
     // Tasks woken from outside the runtime (the open-loop pacer's launches) wait in its global

@@ -301,6 +301,125 @@ fn a_series_killed_in_its_second_repeat_is_rebuilt_with_the_first_alone() {
     assert!(reason.contains("1 of 3 repeats complete"), "{reason}");
 }
 
+/// A float in a JSON value.
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+#[test]
+fn an_open_loop_series_takes_its_rates_repeat_by_repeat_and_pools_its_latencies() {
+    let sim = Simulator::start(&["--profile", "cpu-tiny", "--slots", "8"]);
+    let out = tempfile::tempdir().expect("temp dir");
+    let (run, dir) = run_against(
+        out.path(),
+        "open",
+        &sim.url,
+        &[
+            "--arrival",
+            "poisson",
+            "--rate",
+            "20",
+            "--requests",
+            "30",
+            "--input-tokens",
+            "32",
+            "--output-tokens",
+            "8",
+            "--slo-ttft",
+            "5s",
+            "--seed",
+            "3",
+            "--repeat",
+            "3",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let summary = json(&dir.join("summary.json"));
+    let series = &summary["repeats"];
+    assert_eq!(numbers(&series["complete"]), [1, 2, 3]);
+    let records = json_lines(&dir.join("requests.jsonl"));
+    let runs = series["runs"].as_array().expect("runs");
+    let loads: Vec<&Value> = runs.iter().map(|r| &r["cases"][0]["load"]).collect();
+    for (k, load) in (1..).zip(&loads) {
+        assert_eq!(measured_of(&records, k).len(), 30, "repeat {k}");
+        assert_eq!(load["shape"], "poisson", "{load}");
+        assert_eq!(load["send_lag_ms"]["n"], 30, "{load}");
+    }
+    // Each repeat's window comes after the one before.
+    for pair in loads.windows(2) {
+        assert!(
+            f(&pair[0]["window_s"][1]) <= f(&pair[1]["window_s"][0]),
+            "{pair:?}"
+        );
+    }
+    let case = &summary["cases"][0];
+    assert_eq!(case["complete"], true, "{case}");
+    assert_eq!(case["counts"]["ok"], 90);
+    let load = &case["load"];
+    // The series' rates: the mean of the repeats' own, with an interval over the repeats.
+    for rate in ["throughput_tps", "completed_rps", "goodput_rps"] {
+        let each: Vec<f64> = loads.iter().map(|l| f(&l[rate])).collect();
+        let mean = each.iter().sum::<f64>() / 3.0;
+        assert!((f(&load[rate]) - mean).abs() < 1e-9, "{rate}: {load}");
+    }
+    for ci in ["throughput_ci", "completed_ci", "goodput_ci"] {
+        assert_eq!(load[ci]["unit"], "repeat", "{ci}: {load}");
+        assert_eq!(load[ci]["units"], 3, "{ci}: {load}");
+    }
+    let (lo, hi) = (
+        f(&load["throughput_ci"]["interval"][0]),
+        f(&load["throughput_ci"]["interval"][1]),
+    );
+    assert!(
+        lo <= f(&load["throughput_tps"]) && f(&load["throughput_tps"]) <= hi,
+        "{load}"
+    );
+    assert_eq!(case["throughput_tps"]["n"], 3, "{case}");
+    assert_eq!(load["requests_launched"], 90);
+    assert_eq!(load["window_s"][0], loads[0]["window_s"][0]);
+    assert_eq!(load["window_s"][1], loads[2]["window_s"][1]);
+    // The latencies pool every repeat's responses.
+    assert_eq!(load["send_lag_ms"]["n"], 90, "{load}");
+    assert_eq!(load["ttft_from_scheduled_ms"]["n"], 90, "{load}");
+    assert_eq!(case["ttft_ms"]["n"], 90, "{case}");
+    assert_eq!(series["between"][0]["figures"]["throughput_tps"]["n"], 3);
+    assert_rebuilt_alike(&dir, &summary);
+}
+
+#[test]
+fn a_continuous_series_is_complete_in_each_repeat() {
+    let sim = Simulator::start(&["--profile", "cpu-tiny"]);
+    let out = tempfile::tempdir().expect("temp dir");
+    let (run, dir) = run_against(
+        out.path(),
+        "continuous",
+        &sim.url,
+        &[
+            "--arrival",
+            "closed-continuous",
+            "--concurrency",
+            "2",
+            "--requests",
+            "8",
+            "--input-tokens",
+            "32",
+            "--output-tokens",
+            "8",
+            "--repeat",
+            "2",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let summary = json(&dir.join("summary.json"));
+    assert_eq!(numbers(&summary["repeats"]["complete"]), [1, 2]);
+    let case = &summary["cases"][0];
+    assert_eq!(case["complete"], true, "{case}");
+    assert_eq!(case["load"]["shape"], "closed-continuous");
+    assert_eq!(case["load"]["throughput_ci"]["units"], 2);
+    assert_eq!(case["counts"]["ok"], 16);
+    assert_rebuilt_alike(&dir, &summary);
+}
+
 /// A usage error: exit code 2 and one line on stderr naming `--repeat`.
 fn assert_refused(args: &[&str]) {
     let run = llmload(args);
@@ -319,15 +438,6 @@ fn what_a_series_cannot_be_is_refused_in_one_line() {
         args
     };
     assert_refused(&with(&["--repeat", "0"]));
-    assert_refused(&with(&["--repeat", "2", "--arrival", "closed-continuous"]));
-    assert_refused(&with(&[
-        "--repeat",
-        "2",
-        "--arrival",
-        "poisson",
-        "--rate",
-        "1",
-    ]));
     assert_refused(&with(&["--repeat", "2", "--stages", "2s:rate=1"]));
     assert_refused(&with(&["--repeat", "2", "--turns", "2"]));
     assert_refused(&with(&[

@@ -7,6 +7,7 @@
 use super::campaign::Campaign;
 use super::rebuild::{self, End, Replay};
 use crate::record::Record;
+use crate::summary::energy::{self, Window};
 use crate::summary::repeats::{self, Series};
 use crate::summary::{CaseSummary, Summary};
 use crate::telemetry::Reading;
@@ -88,7 +89,36 @@ pub(crate) fn pooled(
     // Every case of a complete repeat was closed by it, which its records prove: the run got
     // past it.
     let cases = rebuild::cases(campaign, (None, End::Unknown), telemetry, &mut only)?;
-    Ok(repeats::combine(cases, series))
+    let mut cases = repeats::combine(cases, series);
+    let interval_s = campaign.config.telemetry_interval_s;
+    for case in cases.iter_mut().filter(|c| c.load.is_some()) {
+        // A loop's energy is over its repeats' windows, not the time between them.
+        let window = windows_of(case, series);
+        energy::attach(std::slice::from_mut(case), &[window], telemetry, interval_s);
+    }
+    Ok(cases)
+}
+
+/// The measurement windows of the loop `case` in the complete repeats of `series`, with the
+/// output tokens behind their throughputs.
+fn windows_of(case: &CaseSummary, series: &Series) -> Window {
+    let loads = series
+        .complete_runs()
+        .filter_map(|r| r.cases.iter().find(|c| c.id == case.id))
+        .filter_map(|c| c.load.as_ref());
+    let mut spans = Vec::new();
+    let mut tokens = 0.0;
+    for load in loads {
+        let [a, b] = load.window_s;
+        spans.push((a, b));
+        tokens += (load.throughput_tps * (b - a).max(1e-9)).round();
+    }
+    spans.sort_by(|x, y| x.0.total_cmp(&y.0));
+    Window {
+        spans,
+        output_tokens: crate::num::to_u64(tokens),
+        tokens_verified: case.counts.unverified == 0,
+    }
 }
 
 /// `summary` with `cases` (none when `None`) and without its series: what the rebuild of one

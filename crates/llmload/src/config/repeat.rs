@@ -1,9 +1,9 @@
 //! `--repeat N`: what a series of repeats can be. Each repeat runs every case as a run without
-//! `--repeat` would, and the series combines the complete ones round by round, so a repeat must
-//! be a whole campaign of closed rounds run by this one process.
+//! `--repeat` would, and the series combines the complete ones (closed rounds round by round, a
+//! loop's windows repeat by repeat), so a repeat must be a whole campaign run by this one
+//! process, whose cases each stand alone.
 
 use super::{bad, Config, ConfigError};
-use crate::workload::shape::Arrival;
 
 /// The most repeats a series may declare.
 pub const MAX_REPEATS: u32 = 10_000;
@@ -27,18 +27,16 @@ pub(super) fn check(config: &Config) -> Result<(), ConfigError> {
     }
     let load = &config.load;
     let shape = if load.stages.is_some() {
-        Some("--stages")
+        Some("--stages (a staged load is one load whose stages follow each other)")
     } else if load.session.is_some() {
-        Some("--turns (sessions)")
-    } else if load.arrival != Arrival::Rounds {
-        Some("a continuous or open loop (--arrival other than rounds, --trace)")
+        Some("--turns (a series' sessions would be told apart by repeat, which they are not)")
     } else {
         None
     };
     match shape {
         Some(what) => bad(format!(
-            "--repeat runs closed rounds only (each repeat's rounds are what the series \
-             combines); it does not go with {what}"
+            "--repeat runs closed rounds, continuous and open loops and traces; it does not \
+             go with {what}"
         )),
         None => Ok(()),
     }

@@ -13,8 +13,8 @@ pub const COLUMNS: [&str; 7] = ["Case", "Figure", "n", "Mean", "SD", "CV", "Rang
 
 /// What the table's figures are, in one paragraph.
 pub const NOTE: &str = "Between repeats: over the n complete repeats, each repeat's own figure for the case (its \
-    median, p99 or mean round throughput, as a run of one repeat gives it), then the mean of \
-    those values, their sample standard deviation (n − 1), the coefficient of variation (SD ÷ \
+    median, p99, or throughput over its rounds or its window, as a run of one repeat gives it), \
+    then the mean of those values, their sample standard deviation (n − 1), the coefficient of variation (SD ÷ \
     mean) and their range (smallest–largest). A repeat in which the case is incomplete gives no value; with one \
     value there is no SD.";
 

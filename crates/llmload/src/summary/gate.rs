@@ -132,9 +132,15 @@ impl Metric {
             Metric::Throughput => {
                 let t = case.throughput_tps.as_ref()?;
                 Some(
-                    match case.load {
-                        Some(_) => Figure::new(t.mean, case.counts.ok as usize, "responses"),
-                        None => Figure::new(t.mean, t.n, "rounds"),
+                    // A loop's rate is over its window's blocks, or a series' repeats.
+                    match (&case.load, &t.ci) {
+                        (Some(_), Some(ci)) => {
+                            Figure::new(t.mean, ci.basis.units, ci.basis.unit.plural())
+                        }
+                        (Some(_), None) => {
+                            Figure::new(t.mean, case.counts.ok as usize, "responses")
+                        }
+                        (None, _) => Figure::new(t.mean, t.n, "rounds"),
                     }
                     .with_ci(t.ci.as_ref()),
                 )
@@ -142,10 +148,11 @@ impl Metric {
             Metric::Goodput => {
                 let load = case.load.as_ref()?;
                 let goodput = load.goodput_rps?;
-                Some(
-                    Figure::new(goodput, case.counts.ok as usize, "responses")
-                        .with_ci(load.goodput_ci.as_ref()),
-                )
+                let figure = match &load.goodput_ci {
+                    Some(ci) => Figure::new(goodput, ci.basis.units, ci.basis.unit.plural()),
+                    None => Figure::new(goodput, case.counts.ok as usize, "responses"),
+                };
+                Some(figure.with_ci(load.goodput_ci.as_ref()))
             }
             Metric::ErrorRate => {
                 let c = &case.counts;

@@ -3,7 +3,9 @@
 //! their records, and the variation between them is given per case for the headline figures.
 //! A repeat that was stopped or failed is listed with its reason and never pooled.
 
+use crate::stats::interval::Unit;
 use crate::stats::Spread;
+use crate::summary::window::{self, LoadSummary};
 use crate::summary::CaseSummary;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -204,7 +206,9 @@ impl Series {
 
 /// The series' figures of each case, from `pooled` (the records of the complete repeats,
 /// summarised together): a case is planned the rounds of every complete repeat, and complete
-/// only when it is complete in each of them.
+/// only when it is complete in each of them. A continuous or open loop's window figures are
+/// its repeats' own combined ([`window::repeats::combine`]): the pooled records have no one
+/// window.
 pub fn combine(pooled: Vec<CaseSummary>, series: &Series) -> Vec<CaseSummary> {
     let runs: Vec<&RepeatRun> = series.complete_runs().collect();
     pooled
@@ -225,6 +229,24 @@ pub fn combine(pooled: Vec<CaseSummary>, series: &Series) -> Vec<CaseSummary> {
                 .filter(|(_, c)| c.is_none_or(|c| !c.complete))
                 .map(|(r, _)| r.repeat.to_string())
                 .collect();
+            if let Some(pooled) = case.load.take() {
+                // A loop's rates are per repeat: each window apart, their mean over repeats.
+                let each: Vec<&LoadSummary> = of_each
+                    .iter()
+                    .flatten()
+                    .filter_map(|c| c.load.as_ref())
+                    .collect();
+                let load = window::repeats::combine(pooled, &each);
+                case.throughput_tps = if each.len() > 1 {
+                    let values: Vec<f64> = each.iter().map(|l| l.throughput_tps).collect();
+                    Spread::over(&values, Unit::Repeat)
+                } else {
+                    Spread::with(load.throughput_tps, load.throughput_ci.clone())
+                };
+                case.load = Some(load);
+                // A soak series is each repeat's own, in its run.
+                case.series = None;
+            }
             case.complete = short.is_empty() && !runs.is_empty();
             case.incomplete_reason = (!short.is_empty()).then(|| {
                 format!(

@@ -598,6 +598,7 @@ impl Sweep {
 }
 
 mod blocks;
+pub mod repeats;
 
 #[cfg(test)]
 mod tests;

@@ -158,6 +158,22 @@ fn run_help_groups_its_flags_under_headings() {
 }
 
 #[test]
+fn confidence_is_offered_where_figures_have_intervals_and_nowhere_else() {
+    for command in ["run", "sweep", "report", "compare", "merge", "plan"] {
+        let help = llmload(&[command, "--help"]);
+        assert_eq!(help.code, 0, "{command}: {}", help.stderr);
+        assert!(help.stdout.contains("--confidence <LEVEL>"), "{command}");
+    }
+    let sim = llmload(&["sim", "--help"]);
+    assert_eq!(sim.code, 0, "{}", sim.stderr);
+    assert!(!sim.stdout.contains("--confidence"), "{}", sim.stdout);
+    let refused = llmload(&["sim", "--confidence", "90%"]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    let bad = llmload(&["report", "x", "--confidence", "120%"]);
+    assert_one_line_error(&bad, 2, "--confidence");
+}
+
+#[test]
 fn an_unknown_campaign_key_names_its_line_and_the_nearest_key() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("campaign.toml");
