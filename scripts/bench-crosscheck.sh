@@ -13,7 +13,9 @@
 #       same input and output tokens, no warmups.
 # It scrapes /metrics before and after each client and prints one table: each client's figures
 # and the server's for the same requests (means from the histograms' _sum/_count deltas; its p50
-# and p99 only as the histogram bucket that holds them, lower–upper bound).
+# and p99 only as the histogram bucket that holds them, lower–upper bound). Then `llmload
+# reconcile` of the two runs: vLLM's figures, llmload's records under vLLM's definitions,
+# llmload's own, and the terms of each gap.
 # Prints figures; asserts nothing about them. Exits non-zero if a client fails.
 #
 # Environment (defaults): CROSSCHECK_INPUT (128) input tokens, CROSSCHECK_OUTPUT (32) output
@@ -293,3 +295,8 @@ print("|" + "---|" * len(head))
 for r in rows:
     print("| " + " | ".join(r) + " |")
 PY
+
+# The same two runs reconciled by llmload itself: vLLM's figures, llmload's records under vLLM's
+# definitions, llmload's own, and the terms between them.
+echo
+"$bin" reconcile "$(ls -d "$work/llmload/crosscheck"/*/ | head -1)" "$work/vllm-bench.json"

@@ -37,6 +37,7 @@ impl Command {
             Command::Compare(a) => a.level.confidence,
             Command::Merge(a) => a.level.confidence,
             Command::Plan(a) => a.level.confidence,
+            Command::Reconcile(a) => a.level.confidence,
             Command::Sim(_) => None,
         }
     }
@@ -63,6 +64,32 @@ pub enum Command {
     /// keeps a TTFT budget at the typical and maximum prompt length, the case that supports it,
     /// and what to run where the measurements fall short.
     Plan(PlanArgs),
+    /// Set another tool's saved result for the same server and workload (`vllm bench serve
+    /// --save-result --save-detailed`) beside an attempt's records: each figure as the other
+    /// tool gives it, llmload's records under its definition, llmload's own, and the gap
+    /// explained term by term.
+    Reconcile(ReconcileArgs),
+}
+
+/// `llmload reconcile`: another tool's figures explained from an attempt's records.
+#[derive(Debug, Args)]
+pub struct ReconcileArgs {
+    /// The attempt folder (OUT/NAME/ATTEMPT-ID).
+    #[arg(value_name = "ATTEMPT")]
+    pub dir: PathBuf,
+    /// The other tool's result file (`vllm bench serve --save-result`; `--save-detailed` for
+    /// the workload checks and the other side's intervals).
+    #[arg(value_name = "OTHER_RESULT")]
+    pub other: PathBuf,
+    /// The case of the attempt to set against it, where it has several that fit.
+    #[arg(long, value_name = "ID")]
+    pub case: Option<String>,
+    /// Print the reconciliation as JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// The intervals' level.
+    #[command(flatten)]
+    pub level: Level,
 }
 
 /// `llmload report`: regenerate an attempt's views.

@@ -88,6 +88,15 @@ pub async fn execute(command: Command) -> Result<u8> {
             }
             Ok(if plan.covered { 0 } else { 3 })
         }
+        Command::Reconcile(args) => {
+            let r = crate::reconcile::reconcile(&args.dir, &args.other, args.case.as_deref())?;
+            if args.json {
+                out(&json(&r))?;
+            } else {
+                out(&crate::reconcile::render::render(&r))?;
+            }
+            Ok(0)
+        }
     }
 }
 

@@ -40,6 +40,7 @@ pub mod merge;
 pub mod num;
 pub mod plan;
 pub mod progress;
+pub mod reconcile;
 pub mod record;
 pub mod report;
 pub mod runner;

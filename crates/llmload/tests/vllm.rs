@@ -188,6 +188,161 @@ fn vllm_campaigns_open_loop_and_checks_without_prefix_caching() {
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(run.stderr.contains("--api completions"), "{}", run.stderr);
     assert_client_tokenizer_agrees(&vllm, &written);
+    assert_reconciles_with_vllm_bench(&vllm, out.path());
+}
+
+/// `vllm bench serve` on `vllm`: 8 prompts of 32 tokens, 8 output tokens, 2 at a time, on the
+/// completions API; its detailed result file.
+fn vllm_bench(vllm: &Vllm, out: &Path) -> std::path::PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/setup-vllm.sh");
+    let paths = Command::new(script).output().expect("setup-vllm.sh");
+    let paths = String::from_utf8_lossy(&paths.stdout).into_owned();
+    let get = |key: &str| -> String {
+        paths
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}=")).map(str::to_owned))
+            .unwrap_or_else(|| panic!("setup-vllm.sh gave no {key}: {paths}"))
+    };
+    let models = Command::new("curl")
+        .args(["-sf", &format!("{}/v1/models", vllm.url)])
+        .output()
+        .expect("curl");
+    let models: Value = serde_json::from_slice(&models.stdout).expect("models JSON");
+    let served = models["data"][0]["id"].as_str().expect("a served model");
+    let tokenizer = vllm
+        .tokenizer
+        .as_deref()
+        .and_then(|t| Path::new(t).parent())
+        .map_or_else(|| get("VLLM_MODEL"), |p| p.display().to_string());
+    let result_dir = out.join("vllm-bench");
+    let bench = Command::new(get("VLLM_PYTHON"))
+        .arg(get("VLLM_LAUNCHER"))
+        .args([
+            "bench",
+            "serve",
+            "--backend",
+            "openai",
+            "--base-url",
+            &vllm.url,
+        ])
+        .args([
+            "--endpoint",
+            "/v1/completions",
+            "--model",
+            served,
+            "--tokenizer",
+            &tokenizer,
+        ])
+        .args(["--dataset-name", "random", "--random-input-len", "32"])
+        .args([
+            "--random-output-len",
+            "8",
+            "--random-range-ratio",
+            "0",
+            "--ignore-eos",
+        ])
+        .args([
+            "--max-concurrency",
+            "2",
+            "--num-prompts",
+            "8",
+            "--request-rate",
+            "inf",
+        ])
+        .args(["--num-warmups", "0", "--seed", "1", "--disable-tqdm"])
+        .args([
+            "--save-result",
+            "--save-detailed",
+            "--result-filename",
+            "r.json",
+        ])
+        .arg("--result-dir")
+        .arg(&result_dir)
+        .env("HF_HUB_OFFLINE", "1")
+        .env("TRANSFORMERS_OFFLINE", "1")
+        .env("VLLM_NO_USAGE_STATS", "1")
+        .output()
+        .expect("vllm bench serve");
+    assert!(
+        bench.status.success(),
+        "vllm bench serve: {}",
+        String::from_utf8_lossy(&bench.stderr)
+    );
+    result_dir.join("r.json")
+}
+
+/// `vllm bench serve` and llmload send the same workload to one server; `llmload reconcile`
+/// sets the two side by side: the same workload on both sides, every figure on each side, and
+/// its gap cut into a definition and a measurement term.
+fn assert_reconciles_with_vllm_bench(vllm: &Vllm, out: &Path) {
+    let other = vllm_bench(vllm, out);
+    let (run, dir) = run_against(
+        out,
+        "reconcile",
+        &vllm.url,
+        &[
+            "--api",
+            "completions",
+            "--input-tokens",
+            "32",
+            "--output-tokens",
+            "8",
+            "--arrival",
+            "closed-continuous",
+            "--concurrency",
+            "2",
+            "--requests",
+            "8",
+            "--warmup",
+            "0",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let args = [
+        "reconcile",
+        dir.to_str().expect("UTF-8"),
+        other.to_str().expect("UTF-8"),
+    ];
+    let reconciled = llmload(&[args[0], args[1], args[2], "--json"]);
+    assert_eq!(reconciled.code, 0, "{}", reconciled.stderr);
+    let r: Value = serde_json::from_str(&reconciled.stdout).expect("JSON");
+    assert_eq!(r["detailed"], true, "{r}");
+    for w in r["workload"].as_array().expect("workload") {
+        assert_eq!(w["same"], true, "the same workload on both sides: {w}");
+    }
+    let metrics = r["metrics"].as_array().expect("metrics");
+    assert_eq!(metrics.len(), 10, "{r}");
+    for m in metrics {
+        for side in ["other", "llmload_as_other", "llmload"] {
+            assert!(m[side].as_f64().is_some_and(|v| v > 0.0), "{side}: {m}");
+        }
+        let kinds: Vec<&str> = m["terms"]
+            .as_array()
+            .expect("terms")
+            .iter()
+            .filter_map(|t| t["kind"].as_str())
+            .collect();
+        assert_eq!(kinds, ["definition", "measurement"], "{m}");
+    }
+    // The completions API has no role chunk: vLLM's first chunk is llmload's first token.
+    let ttft = metrics
+        .iter()
+        .find(|m| m["name"] == "ttft_mean_ms")
+        .expect("TTFT");
+    assert!(f(&ttft["terms"][0]["amount"]).abs() < 1e-9, "{ttft}");
+    // ITL: one gap per chunk after the first, 7 for each of the 8 responses of 8 tokens.
+    let itl = metrics
+        .iter()
+        .find(|m| m["name"] == "itl_mean_ms")
+        .expect("ITL");
+    assert_eq!(itl["n"], 8 * 7, "{itl}");
+    let table = llmload(&args);
+    assert_eq!(table.code, 0, "{}", table.stderr);
+    assert!(
+        table.stdout.contains("| ttft_mean_ms |"),
+        "{}",
+        table.stdout
+    );
 }
 
 #[test]

@@ -158,6 +158,22 @@ fn run_help_groups_its_flags_under_headings() {
 }
 
 #[test]
+fn reconcile_refuses_what_is_not_another_tool_s_result_in_one_line() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let other = dir.path().join("other.json");
+    std::fs::write(&other, "<html>not a result</html>").expect("write");
+    let other_arg = other.to_str().expect("UTF-8");
+    let run = llmload(&["reconcile", "/nonexistent-attempt", other_arg]);
+    assert_one_line_error(&run, 2, "not a JSON result of `vllm bench serve`");
+    std::fs::write(&other, r#"{"results": []}"#).expect("write");
+    let run = llmload(&["reconcile", "/nonexistent-attempt", other_arg]);
+    assert_one_line_error(&run, 2, "holds no TTFT");
+    std::fs::write(&other, r#"{"mean_ttft_ms": 5.0}"#).expect("write");
+    let run = llmload(&["reconcile", "/nonexistent-attempt", other_arg]);
+    assert_one_line_error(&run, 1, "nonexistent-attempt");
+}
+
+#[test]
 fn confidence_is_offered_where_figures_have_intervals_and_nowhere_else() {
     for command in ["run", "sweep", "report", "compare", "merge", "plan"] {
         let help = llmload(&[command, "--help"]);
