@@ -101,6 +101,10 @@ pub struct ReportArgs {
     /// Print the rebuilt summary (summary.json's content) as JSON instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Show the figures as another tool defines them (vllm: `vllm bench serve`; aiperf:
+    /// `AIPerf`), from the same records, instead of rebuilding the views.
+    #[arg(long, value_name = "TOOL")]
+    pub dialect: Option<crate::reconcile::dialect::Dialect>,
     /// The intervals' level.
     #[command(flatten)]
     pub level: Level,

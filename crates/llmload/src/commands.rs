@@ -50,6 +50,18 @@ pub async fn execute(command: Command) -> Result<u8> {
             Ok(exit_code(&result.summary.outcome))
         }
         Command::Sim(args) => crate::sim::serve_until_stopped(&args).await.map(|()| 0),
+        Command::Report(args) if args.dialect.is_some() => {
+            let dialect = args
+                .dialect
+                .unwrap_or(crate::reconcile::dialect::Dialect::Vllm);
+            let cases = crate::reconcile::in_dialect(&args.dir, dialect)?;
+            if args.json {
+                out(&json(&cases))?;
+            } else {
+                out(&crate::reconcile::dialect::render(dialect, &cases))?;
+            }
+            Ok(0)
+        }
         Command::Report(args) => {
             let report = crate::views::regenerate(&args.dir)?;
             out(&summary_text(&report.summary, args.json))?;

@@ -7,6 +7,7 @@
 //! measured differently); and the **workload** checks say whether the two runs sent the same
 //! thing (requests, prompt and output lengths, concurrency).
 
+pub mod dialect;
 pub mod render;
 pub mod vllm;
 
@@ -115,6 +116,27 @@ pub fn reconcile(
         .into());
     }
     Ok(build(&result, chosen, &records))
+}
+
+/// The cases of the attempt `dir` in `dialect`: its measured ok responses (a series': those of
+/// its complete repeats), case by case.
+pub fn in_dialect(
+    dir: &Path,
+    dialect: dialect::Dialect,
+) -> crate::error::Result<Vec<dialect::DialectCase>> {
+    let report = crate::attempt::load::read(dir)?;
+    let ids: Vec<String> = report.summary.cases.iter().map(|c| c.id.clone()).collect();
+    let complete = report.summary.repeats.as_ref().map(|s| s.complete.clone());
+    let mut kept = Vec::new();
+    crate::attempt::records::for_each_record(&dir.join("requests.jsonl"), |r| {
+        let in_series = complete
+            .as_ref()
+            .is_none_or(|c| r.repeat.is_some_and(|k| c.contains(&k)));
+        if in_series && r.phase == Phase::Measured && r.status == Status::Ok {
+            kept.push(r);
+        }
+    })?;
+    Ok(dialect::cases(dialect, &ids, &kept))
 }
 
 /// The case of `cases` to set against `result`: `wanted`, the only one, or the only one of the

@@ -493,3 +493,67 @@ fn report_on_a_folder_that_is_no_attempt_fails_in_one_line() {
     assert!(report.stderr.contains("campaign.json"), "{}", report.stderr);
     assert_eq!(report.stderr.trim().lines().count(), 1, "{}", report.stderr);
 }
+
+#[test]
+fn report_shows_a_case_in_another_tool_s_definitions_from_the_same_records() {
+    let sim = Simulator::start(&["--profile", "cpu-tiny"]);
+    let out = tempfile::tempdir().expect("temp dir");
+    let dir = small_run(
+        &sim,
+        out.path(),
+        "dialect",
+        &[
+            "--api",
+            "chat",
+            "--input-tokens",
+            "32",
+            "--concurrency",
+            "2",
+        ],
+        0,
+    );
+    let dir_arg = dir.to_str().expect("UTF-8 path");
+    let records = common::json_lines(&dir.join("requests.jsonl"));
+    let measured: Vec<&serde_json::Value> = records
+        .iter()
+        .filter(|r| r["phase"] == "measured" && r["status"] == "ok")
+        .collect();
+    let events: usize = measured
+        .iter()
+        .map(|r| r["event_ms"].as_array().expect("events").len())
+        .sum();
+    let before = std::fs::read(dir.join("report.md")).expect("report.md");
+    for (dialect, gaps, first) in [
+        ("vllm", "itl", "ttft"),
+        ("aiperf", "inter_chunk_latency", "time_to_first_token"),
+    ] {
+        let shown = llmload(&["report", dir_arg, "--dialect", dialect, "--json"]);
+        assert_eq!(shown.code, 0, "{}", shown.stderr);
+        let cases: serde_json::Value = serde_json::from_str(&shown.stdout).expect("JSON");
+        let case = &cases[0];
+        assert_eq!(case["responses"], measured.len(), "{case}");
+        assert_eq!(case["figures"][first]["n"], measured.len(), "{case}");
+        // One gap per token event after the first; vLLM's also from a role-only chunk before
+        // the first token, where the stream sent one.
+        let n = usize::try_from(case["figures"][gaps]["n"].as_u64().expect("n")).expect("n");
+        let least = events - measured.len();
+        assert!(
+            n >= least && n <= events,
+            "{dialect}: {n} gaps of {events} events"
+        );
+        assert!(case["output_throughput_tps"]
+            .as_f64()
+            .is_some_and(|t| t > 0.0));
+        let table = llmload(&["report", dir_arg, "--dialect", dialect]);
+        assert!(
+            table.stdout.contains(&format!("| {first} (ms) |")),
+            "{}",
+            table.stdout
+        );
+    }
+    // Showing a dialect rewrites no view.
+    assert_eq!(
+        std::fs::read(dir.join("report.md")).expect("report.md"),
+        before
+    );
+}

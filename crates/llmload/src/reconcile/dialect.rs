@@ -1,0 +1,238 @@
+//! An attempt's figures as another tool defines them (`llmload report DIR --dialect NAME`): the
+//! same measured `ok` responses, each figure computed by that tool's definition (see *Other
+//! tools' definitions* in docs/measurement.md), per case.
+
+use super::vllm;
+use crate::record::{Phase, Record, Status};
+use crate::stats::Distribution;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// A tool whose definitions llmload can compute.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Dialect {
+    /// `vllm bench serve`.
+    Vllm,
+    /// NVIDIA's `AIPerf`.
+    Aiperf,
+}
+
+impl Dialect {
+    /// The tool's name.
+    pub fn tool(self) -> &'static str {
+        match self {
+            Dialect::Vllm => "vllm bench serve",
+            Dialect::Aiperf => "AIPerf",
+        }
+    }
+}
+
+/// One case's figures in a dialect.
+#[derive(Clone, Debug, Serialize)]
+pub struct DialectCase {
+    /// Case id.
+    pub id: String,
+    /// Measured `ok` responses.
+    pub responses: usize,
+    /// By the tool's name for it: the distribution of its values (ms).
+    pub figures: BTreeMap<String, Distribution>,
+    /// The tool's output throughput: output tokens ÷ (last token − first send), tokens/s.
+    pub output_throughput_tps: Option<f64>,
+}
+
+/// The values of each figure of `dialect` over the records `rs` (ms), by the tool's name.
+fn values(dialect: Dialect, rs: &[&Record]) -> Vec<(&'static str, Vec<f64>)> {
+    match dialect {
+        Dialect::Vllm => {
+            let v: Vec<vllm::AsVllm> = rs.iter().filter_map(|r| vllm::as_vllm(r)).collect();
+            vec![
+                ("ttft", v.iter().map(|x| x.ttft_ms).collect()),
+                ("tpot", v.iter().filter_map(|x| x.tpot_ms).collect()),
+                (
+                    "itl",
+                    v.iter().flat_map(|x| x.itls_ms.iter().copied()).collect(),
+                ),
+                ("e2el", v.iter().map(|x| x.latency_ms).collect()),
+            ]
+        }
+        Dialect::Aiperf => {
+            // AIPerf's responses are those with content: the token events.
+            let with_tokens = || rs.iter().filter(|r| !r.event_ms.is_empty());
+            let ttft = |r: &Record| r.ttft_ms.or(r.event_ms.first().copied());
+            let last = |r: &Record| r.event_ms.last().copied();
+            vec![
+                (
+                    "time_to_first_token",
+                    with_tokens().filter_map(|r| ttft(r)).collect(),
+                ),
+                (
+                    "time_to_second_token",
+                    with_tokens()
+                        .filter_map(|r| Some(r.event_ms.get(1)? - r.event_ms.first()?))
+                        .collect(),
+                ),
+                (
+                    "inter_token_latency",
+                    with_tokens()
+                        .filter_map(|r| {
+                            let n = r.generated_tokens();
+                            (n > 1 && r.event_ms.len() > 1)
+                                .then(|| Some((last(r)? - ttft(r)?) / f64::from(n - 1)))
+                                .flatten()
+                        })
+                        .collect(),
+                ),
+                (
+                    "inter_chunk_latency",
+                    with_tokens()
+                        .flat_map(|r| r.event_ms.windows(2).map(|w| w[1] - w[0]))
+                        .collect(),
+                ),
+                (
+                    "request_latency",
+                    with_tokens().filter_map(|r| last(r)).collect(),
+                ),
+            ]
+        }
+    }
+}
+
+/// The figures of every case of `records` (in the order `ids` gives) in `dialect`.
+pub fn cases(dialect: Dialect, ids: &[String], records: &[Record]) -> Vec<DialectCase> {
+    ids.iter()
+        .map(|id| {
+            let rs: Vec<&Record> = records
+                .iter()
+                .filter(|r| &r.case == id && r.phase == Phase::Measured && r.status == Status::Ok)
+                .collect();
+            let figures = values(dialect, &rs)
+                .into_iter()
+                .filter_map(|(name, mut v)| {
+                    Distribution::from_samples(&mut v).map(|d| (name.to_owned(), d))
+                })
+                .collect();
+            DialectCase {
+                id: id.clone(),
+                responses: rs.len(),
+                figures,
+                output_throughput_tps: span_throughput(&rs),
+            }
+        })
+        .collect()
+}
+
+/// Output tokens of `rs` ÷ (their last token − their first send), tokens/s.
+pub fn span_throughput(rs: &[&Record]) -> Option<f64> {
+    let start = rs.iter().map(|r| r.sent_s).fold(f64::INFINITY, f64::min);
+    let end = rs
+        .iter()
+        .filter_map(|r| Some(r.sent_s + r.event_ms.last()? / 1e3))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let tokens: f64 = rs.iter().map(|r| f64::from(r.generated_tokens())).sum();
+    (end > start).then(|| tokens / (end - start))
+}
+
+/// The cases' figures in `dialect` as Markdown.
+pub fn render(dialect: Dialect, cases: &[DialectCase]) -> String {
+    let mut out = format!(
+        "# Figures as {} defines them\n\nFrom the measured ok responses' records; each \
+         definition and where it comes from is in docs/measurement.md (*Other tools' \
+         definitions*). A p99 of fewer than 500 values is marked descriptive.\n\n",
+        dialect.tool()
+    );
+    let mut table =
+        crate::report::table::Table::new(["Case", "Figure", "n", "Mean", "Median", "p99"]);
+    for case in cases {
+        for (name, d) in &case.figures {
+            let p99 = if d.descriptive.iter().any(|p| p == "p99") {
+                format!("{:.3} (descriptive)", d.p99)
+            } else {
+                format!("{:.3}", d.p99)
+            };
+            table.push([
+                case.id.clone(),
+                format!("{name} (ms)"),
+                d.n.to_string(),
+                format!("{:.3}", d.mean),
+                format!("{:.3}", d.median),
+                p99,
+            ]);
+        }
+        if let Some(t) = case.output_throughput_tps {
+            table.push([
+                case.id.clone(),
+                "output throughput (tokens/s)".to_owned(),
+                case.responses.to_string(),
+                format!("{t:.2}"),
+                "–".to_owned(),
+                "–".to_owned(),
+            ]);
+        }
+    }
+    out.push_str(&table.markdown());
+    let _ = writeln!(
+        out,
+        "\nOutput throughput: the output tokens of the case's measured ok responses ÷ (their last \
+         token − their first send), as {} divides a whole benchmark's tokens by its duration.",
+        dialect.tool()
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{ok_record, Phases};
+
+    fn chat(sent: f64) -> Record {
+        let mut r = ok_record(sent, None, vec![10.0, 12.0, 20.0]);
+        r.event_tokens = vec![1, 1, 2];
+        r.output_tokens = Some(4);
+        r.phases = Some(Phases {
+            first_event_ms: Some(8.0),
+            ..Phases::default()
+        });
+        r
+    }
+
+    #[test]
+    fn each_dialect_computes_its_own_figures_from_the_same_records() {
+        let records: Vec<Record> = (0..4).map(|i| chat(f64::from(i))).collect();
+        let ids = vec!["c".to_owned()];
+        let v = &cases(Dialect::Vllm, &ids, &records)[0];
+        assert_eq!(v.responses, 4);
+        // The role chunk is vLLM's first token; one gap per chunk, the role chunk's included.
+        assert_eq!(v.figures["ttft"].median, 8.0);
+        assert_eq!(v.figures["itl"].n, 12);
+        assert_eq!(v.figures["tpot"].median, 4.0);
+        assert_eq!(v.figures["e2el"].median, 20.0);
+        let a = &cases(Dialect::Aiperf, &ids, &records)[0];
+        // AIPerf's responses have content: the first is the first token.
+        assert_eq!(a.figures["time_to_first_token"].median, 10.0);
+        assert_eq!(a.figures["time_to_second_token"].median, 2.0);
+        assert!((a.figures["inter_token_latency"].median - 10.0 / 3.0).abs() < 1e-12);
+        assert_eq!(a.figures["inter_chunk_latency"].n, 8);
+        assert_eq!(a.figures["request_latency"].median, 20.0);
+        // 16 tokens from the first send (0 s) to the last token (3.020 s).
+        let t = a.output_throughput_tps.expect("a span");
+        assert!((t - 16.0 / 3.020).abs() < 1e-9, "{t}");
+        let text = render(Dialect::Aiperf, &cases(Dialect::Aiperf, &ids, &records));
+        assert!(
+            text.contains("| c | time_to_second_token (ms) | 4 | 2.000 | 2.000 |"),
+            "{text}"
+        );
+        assert!(text.contains("(descriptive)"), "{text}");
+    }
+
+    #[test]
+    fn a_case_without_ok_responses_has_no_figures() {
+        let mut r = chat(0.0);
+        r.status = Status::Error;
+        let out = cases(Dialect::Vllm, &["c".to_owned()], &[r]);
+        assert_eq!(out[0].responses, 0);
+        assert!(out[0].figures.is_empty());
+        assert!(out[0].output_throughput_tps.is_none());
+    }
+}
