@@ -551,6 +551,15 @@ fn report_shows_a_case_in_another_tool_s_definitions_from_the_same_records() {
             table.stdout
         );
     }
+    // GuideLLM's per-token figures have one value per response with more than one token.
+    let shown = llmload(&["report", dir_arg, "--dialect", "guidellm", "--json"]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    let cases: serde_json::Value = serde_json::from_str(&shown.stdout).expect("JSON");
+    assert_eq!(
+        cases[0]["figures"]["inter_token_latency"]["n"],
+        measured.len(),
+        "{cases}"
+    );
     // Showing a dialect rewrites no view.
     assert_eq!(
         std::fs::read(dir.join("report.md")).expect("report.md"),

@@ -17,6 +17,8 @@ pub enum Dialect {
     Vllm,
     /// NVIDIA's `AIPerf`.
     Aiperf,
+    /// `GuideLLM`: its per-token figures weighted by tokens.
+    Guidellm,
 }
 
 impl Dialect {
@@ -25,6 +27,7 @@ impl Dialect {
         match self {
             Dialect::Vllm => "vllm bench serve",
             Dialect::Aiperf => "AIPerf",
+            Dialect::Guidellm => "GuideLLM",
         }
     }
 }
@@ -42,8 +45,109 @@ pub struct DialectCase {
     pub output_throughput_tps: Option<f64>,
 }
 
-/// The values of each figure of `dialect` over the records `rs` (ms), by the tool's name.
-fn values(dialect: Dialect, rs: &[&Record]) -> Vec<(&'static str, Vec<f64>)> {
+/// The values of each figure of `dialect` over the records `rs` (ms), by the tool's name, each
+/// with its weight (1 where the tool weights every request alike).
+fn values(dialect: Dialect, rs: &[&Record]) -> Vec<(&'static str, Vec<(f64, f64)>)> {
+    if dialect == Dialect::Guidellm {
+        return guidellm(rs);
+    }
+    unweighted(dialect, rs)
+        .into_iter()
+        .map(|(name, v)| (name, v.into_iter().map(|x| (x, 1.0)).collect()))
+        .collect()
+}
+
+/// `GuideLLM`'s figures: TTFT and request latency per request; ITL, (last token − first
+/// token) ÷ (tokens − 1), counted once per token after the first; TPOT, request latency ÷
+/// tokens, counted once per token.
+fn guidellm(rs: &[&Record]) -> Vec<(&'static str, Vec<(f64, f64)>)> {
+    let with_tokens = || rs.iter().filter(|r| !r.event_ms.is_empty());
+    let ttft = |r: &Record| r.ttft_ms.or(r.event_ms.first().copied());
+    vec![
+        (
+            "time_to_first_token",
+            with_tokens()
+                .filter_map(|r| Some((ttft(r)?, 1.0)))
+                .collect(),
+        ),
+        (
+            "inter_token_latency",
+            with_tokens()
+                .filter_map(|r| {
+                    let n = r.generated_tokens();
+                    let span = r.event_ms.last()? - ttft(r)?;
+                    (n > 1).then(|| (span / f64::from(n - 1), f64::from(n - 1)))
+                })
+                .collect(),
+        ),
+        (
+            "time_per_output_token",
+            with_tokens()
+                .filter_map(|r| {
+                    let n = r.generated_tokens();
+                    let e2e = r.e2e_ms?;
+                    (n > 0).then(|| (e2e / f64::from(n), f64::from(n)))
+                })
+                .collect(),
+        ),
+        (
+            "request_latency",
+            with_tokens()
+                .filter_map(|r| Some((r.e2e_ms?, 1.0)))
+                .collect(),
+        ),
+    ]
+}
+
+/// A distribution of `pairs` (value, weight): each value counts as `weight` samples of it;
+/// `n` is the number of values. `None` without any.
+fn weighted(pairs: &mut [(f64, f64)]) -> Option<Distribution> {
+    if pairs.iter().all(|p| (p.1 - 1.0).abs() < f64::EPSILON) {
+        let mut values: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+        return Distribution::from_samples(&mut values);
+    }
+    pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total: f64 = pairs.iter().map(|p| p.1).sum();
+    if pairs.is_empty() || total <= 0.0 {
+        return None;
+    }
+    let mean = pairs.iter().map(|p| p.0 * p.1).sum::<f64>() / total;
+    let var = pairs
+        .iter()
+        .map(|p| p.1 * (p.0 - mean).powi(2))
+        .sum::<f64>()
+        / total;
+    // The smallest value whose cumulative weight reaches the share q of the total.
+    let quantile = |q: f64| {
+        let mut seen = 0.0;
+        for p in pairs.iter() {
+            seen += p.1;
+            if seen >= q * total - 1e-9 {
+                return p.0;
+            }
+        }
+        pairs[pairs.len() - 1].0
+    };
+    let n = pairs.len();
+    let mut d = Distribution::from_samples(&mut [mean])?;
+    d.n = n;
+    d.sd = var.sqrt();
+    d.median = quantile(0.5);
+    d.p90 = quantile(0.9);
+    d.p95 = quantile(0.95);
+    d.p99 = quantile(0.99);
+    d.min = pairs[0].0;
+    d.max = pairs[n - 1].0;
+    d.descriptive = [("p90", 0.9), ("p95", 0.95), ("p99", 0.99)]
+        .into_iter()
+        .filter(|&(_, q)| crate::stats::is_descriptive(n, q))
+        .map(|(name, _)| name.to_owned())
+        .collect();
+    Some(d)
+}
+
+/// The values of each figure of a tool that weights every request alike.
+fn unweighted(dialect: Dialect, rs: &[&Record]) -> Vec<(&'static str, Vec<f64>)> {
     match dialect {
         Dialect::Vllm => {
             let v: Vec<vllm::AsVllm> = rs.iter().filter_map(|r| vllm::as_vllm(r)).collect();
@@ -96,6 +200,7 @@ fn values(dialect: Dialect, rs: &[&Record]) -> Vec<(&'static str, Vec<f64>)> {
                 ),
             ]
         }
+        Dialect::Guidellm => Vec::new(),
     }
 }
 
@@ -109,9 +214,7 @@ pub fn cases(dialect: Dialect, ids: &[String], records: &[Record]) -> Vec<Dialec
                 .collect();
             let figures = values(dialect, &rs)
                 .into_iter()
-                .filter_map(|(name, mut v)| {
-                    Distribution::from_samples(&mut v).map(|d| (name.to_owned(), d))
-                })
+                .filter_map(|(name, mut v)| weighted(&mut v).map(|d| (name.to_owned(), d)))
                 .collect();
             DialectCase {
                 id: id.clone(),
@@ -224,6 +327,29 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("(descriptive)"), "{text}");
+    }
+
+    #[test]
+    fn guidellm_counts_a_response_s_per_token_figures_once_per_token() {
+        // A long response of 9 tokens 1 ms apart, a short one of 2 tokens 10 ms apart.
+        let mut long = ok_record(0.0, None, (0..9).map(|t| 10.0 + f64::from(t)).collect());
+        long.output_tokens = Some(9);
+        let mut short = ok_record(1.0, None, vec![10.0, 20.0]);
+        short.output_tokens = Some(2);
+        let records = [long, short];
+        let g = &cases(Dialect::Guidellm, &["c".to_owned()], &records)[0];
+        let itl = &g.figures["inter_token_latency"];
+        // 8 token gaps of 1 ms and one of 10 ms: weighted by tokens, the median is 1 ms and the
+        // mean (8 + 10) / 9, where vLLM's request-weighted TPOT gives (1 + 10) / 2.
+        assert_eq!(itl.n, 2);
+        assert_eq!(itl.median, 1.0);
+        assert!((itl.mean - 18.0 / 9.0).abs() < 1e-12, "{}", itl.mean);
+        let v = &cases(Dialect::Vllm, &["c".to_owned()], &records)[0];
+        assert!((v.figures["tpot"].mean - 5.5).abs() < 1e-12);
+        // TPOT, the first token included: 18 / 9 and 20 / 2 ms, weighted by 9 and 2 tokens.
+        let tpot = &g.figures["time_per_output_token"];
+        assert!((tpot.mean - (2.0 * 9.0 + 10.0 * 2.0) / 11.0).abs() < 1e-12);
+        assert_eq!(tpot.max, 10.0);
     }
 
     #[test]
