@@ -86,6 +86,7 @@ impl VllmResult {
         }
         let text =
             std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let text = without_python_floats(&text);
         let result: VllmResult = serde_json::from_slice(&text).map_err(|e| {
             format!(
                 "{} is not a JSON result of `vllm bench serve`: {e}",
@@ -131,6 +132,41 @@ impl VllmResult {
             .filter(|&i| self.errors.get(i).is_none_or(String::is_empty))
             .collect()
     }
+}
+
+/// `text` with Python's `NaN`, `Infinity` and `-Infinity` (which its `json` module writes for
+/// an empty run's statistics, and JSON does not allow) outside strings turned into `null`.
+fn without_python_floats(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    let mut i = 0;
+    while i < text.len() {
+        let c = text[i];
+        if in_string {
+            out.push(c);
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        let rest = &text[i..];
+        if let Some(word) = [&b"-Infinity"[..], b"Infinity", b"NaN"]
+            .into_iter()
+            .find(|w| rest.starts_with(w))
+        {
+            out.extend_from_slice(b"null");
+            i += word.len();
+            continue;
+        }
+        in_string = c == b'"';
+        out.push(c);
+        i += 1;
+    }
+    out
 }
 
 /// How far a record's token times may be from the instants they were stamped, ms (they are
@@ -248,7 +284,18 @@ mod tests {
         std::fs::write(&path, r#"{"rows":[]}"#).expect("write");
         let e = VllmResult::read(&path).expect_err("no TTFT");
         assert!(e.contains("not a `vllm bench serve"), "{e}");
+        // Python's json module writes NaN for an empty statistic; a string may hold the word.
+        std::fs::write(
+            &path,
+            r#"{"mean_ttft_ms":NaN,"median_ttft_ms":-Infinity,"ttfts":[0.1],"latencies":[0.2],
+               "backend":"NaN \"Infinity\""}"#,
+        )
+        .expect("write");
+        let r = VllmResult::read(&path).expect("NaN is no figure");
+        assert_eq!((r.mean_ttft_ms, r.median_ttft_ms), (None, None));
+        assert_eq!(r.backend.as_deref(), Some("NaN \"Infinity\""));
         std::fs::write(&path, "not json").expect("write");
+
         assert!(VllmResult::read(&path).is_err());
         assert!(VllmResult::read(&dir.path().join("none.json")).is_err());
     }
