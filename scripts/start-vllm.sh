@@ -12,7 +12,10 @@
 # Exits non-zero with the log's tail on stderr if the server dies or does not answer in time.
 #
 # Defaults: prefix caching off (--prefix-caching turns it on), context 2,048 tokens, bfloat16, eager
-# mode, prompt-token details (cached_tokens) in usage, 2 GiB of KV cache.
+# mode, prompt-token details (cached_tokens) in usage, 2 GiB of KV cache; and, where the installed
+# vLLM knows them, per-request timing metrics on the final usage chunk
+# (--enable-per-request-metrics) and each request's X-Request-Id said back in the response head
+# (--enable-request-id-headers).
 # Environment: LLMLOAD_VLLM_LIFETIME (seconds before the server is killed, default 3600),
 # LLMLOAD_VLLM_START_TIMEOUT (seconds to wait for it, default 300), LLMLOAD_VLLM_LOG (log file,
 # default a new file under ${TMPDIR:-/tmp}), VLLM_CPU_KVCACHE_SPACE (GiB, default 2).
@@ -34,6 +37,15 @@ lifetime="${LLMLOAD_VLLM_LIFETIME:-3600}"
 start_timeout="${LLMLOAD_VLLM_START_TIMEOUT:-300}"
 logfile="${LLMLOAD_VLLM_LOG:-$(mktemp "${TMPDIR:-/tmp}/llmload-vllm.XXXXXX.log")}"
 
+# The optional flags this vLLM accepts, read from its argument definitions without importing it.
+optional=()
+args_file="$("$py" -c 'import importlib.util, os; spec = importlib.util.find_spec("vllm"); print(os.path.join(spec.submodule_search_locations[0], "entrypoints", "launchers", "cli_args.py"))' 2>/dev/null || true)"
+for flag in per_request_metrics request_id_headers; do
+  if [ -f "$args_file" ] && grep -q "enable_${flag}: bool" "$args_file"; then
+    optional+=("--enable-${flag//_/-}")
+  fi
+done
+
 port="$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 url="http://127.0.0.1:$port"
 
@@ -43,7 +55,8 @@ VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-2}" HF_HUB_OFFLINE=1 TRANSFORM
   VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 \
   timeout --signal=KILL "$lifetime" "$py" "$launcher" serve "$model" \
   --host 127.0.0.1 --port "$port" --max-model-len 2048 --dtype bfloat16 --enforce-eager \
-  --enable-prompt-tokens-details "$prefix_caching" "$@" </dev/null >"$logfile" 2>&1 &
+  --enable-prompt-tokens-details "$prefix_caching" ${optional[@]+"${optional[@]}"} "$@" \
+  </dev/null >"$logfile" 2>&1 &
 pid=$!
 
 # shellcheck source=scripts/lib/await-server.sh

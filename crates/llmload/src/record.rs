@@ -8,6 +8,10 @@
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+mod server;
+
+pub use server::{ServerTimings, TimingSource};
+
 /// Seconds since the attempt started.
 pub type Seconds = f64;
 
@@ -114,6 +118,17 @@ pub struct Record {
     /// not connect), and in records written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phases: Option<Phases>,
+    /// The id llmload sent in the request's `X-Request-Id` header (unique within the attempt,
+    /// over its shards); absent from records written before ids were sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    /// The `X-Request-Id` the server sent back, where it sent one: printable ASCII (anything else
+    /// replaced by `?`), at most 128 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_request_id: Option<String>,
+    /// The server's own timings of the request, where it reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerTimings>,
     /// A merged attempt: the shard (from 0) that sent the request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<u32>,
@@ -250,6 +265,8 @@ pub struct RequestMeta {
     pub launched: Option<Instant>,
     /// Multi-turn sessions: the session and turn.
     pub turn: Option<TurnMeta>,
+    /// The id sent in the request's `X-Request-Id` header.
+    pub request_id: Option<String>,
 }
 
 impl Record {
@@ -303,6 +320,26 @@ impl Record {
     }
 }
 
+/// A measured request of round 1 for tests: one prompt token, one output token, no id.
+#[cfg(test)]
+pub(crate) fn test_meta() -> RequestMeta {
+    RequestMeta {
+        case: "c".into(),
+        phase: Phase::Measured,
+        round: Some(1),
+        index: 0,
+        input_tokens: 1,
+        output_tokens: 1,
+        shared_tokens: 0,
+        exact_input: true,
+        dataset_entry: None,
+        scheduled: None,
+        launched: None,
+        turn: None,
+        request_id: None,
+    }
+}
+
 /// A measured `ok` record for tests: sent at `sent_s`, one token per event at `event_ms` after
 /// the send (TTFT the first, complete response the last).
 #[cfg(test)]
@@ -344,6 +381,9 @@ pub(crate) fn ok_record(
         reasoning_tokens: 0,
         answer_ms: None,
         phases: None,
+        request_id: None,
+        server_request_id: None,
+        server: None,
         shard: None,
         repeat: None,
         session: None,

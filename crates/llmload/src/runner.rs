@@ -44,6 +44,7 @@ use tokio_util::sync::CancellationToken;
 
 mod closed;
 pub mod exchange;
+pub mod ids;
 pub mod monitors;
 mod open;
 pub mod pacer;
@@ -112,6 +113,8 @@ pub struct RunSettings {
     pub start_file: Option<PathBuf>,
     /// The clock open-loop launches keep.
     pub pacer: PacerClock,
+    /// Where each request's ids come from; `None` sends none.
+    pub ids: Option<Arc<ids::RequestIds>>,
 }
 
 /// A shard's part of a load.
@@ -446,6 +449,7 @@ impl Runner<'_> {
             scheduled,
             launched: None,
             turn: None,
+            request_id: None,
         }
     }
 
@@ -508,7 +512,10 @@ impl Runner<'_> {
             usage_per_chunk: self.target.reports_usage_per_chunk(),
             extra: self.settings.extra_body.as_ref(),
         };
-        Ok(Body::from_json(&self.target.endpoint.api.body(&request)))
+        let mut body = Body::from_json(&self.target.endpoint.api.body(&request));
+        body.id = self.settings.ids.as_ref().map(|ids| ids.next());
+        meta.request_id = body.id.as_ref().map(|id| id.id.clone());
+        Ok(body)
     }
 
     /// Builds every prompt, then sends all requests at once; their records are written and

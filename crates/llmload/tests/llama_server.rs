@@ -3,7 +3,9 @@
 
 mod common;
 
-use common::{attempt_dir, json, json_lines, llmload, LlamaServer, SERIAL};
+use common::{
+    assert_ids_and_server_timings, attempt_dir, json, json_lines, llmload, LlamaServer, SERIAL,
+};
 use serde_json::Value;
 use std::sync::PoisonError;
 
@@ -76,6 +78,10 @@ fn campaign(api: &str) {
             "{r}"
         );
     }
+    // Every response, warmups included, carries llama-server's own timings (on the final event
+    // of /completion, beside the final usage on /v1/completions), its TTFT within the client's.
+    let timed = assert_ids_and_server_timings(&records, "llama-server timings");
+    assert_eq!(timed, 34, "{api}");
 
     let summary = json(&dir.join("summary.json"));
     assert_eq!(summary["outcome"]["status"], "completed");
@@ -177,6 +183,12 @@ fn chat_api_campaign_is_verified_and_flags_every_miscount() {
     assert!(
         miscounted <= 3,
         "{miscounted} of 30 chat prompts miscounted"
+    );
+    // The chat stream's final usage chunk carries llama-server's timings too.
+    let all_ok = records.iter().filter(|r| r["status"] == "ok").count();
+    assert_eq!(
+        assert_ids_and_server_timings(&records, "llama-server timings"),
+        all_ok
     );
     let summary = json(&dir.join("summary.json"));
     let ok = measured.iter().filter(|r| r["status"] == "ok").count();

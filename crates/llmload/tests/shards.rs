@@ -294,8 +294,24 @@ fn closed_continuous_concurrency_is_split_between_the_shards() {
     assert_eq!(merged["cases"][0]["counts"]["ok"], 22, "{merged}");
     assert_eq!(merged["cases"][0]["load"]["nominal_concurrency"], 5);
     // No two shards sent the same prompt: none was served from the cache.
-    for r in json_lines(&out.path().join("merged/sharded/cc/requests.jsonl")) {
+    let records = json_lines(&out.path().join("merged/sharded/cc/requests.jsonl"));
+    for r in &records {
         assert_eq!(r["cached_tokens"].as_u64().unwrap_or(0), 0, "{r}");
+    }
+    // Nor the same request id: each shard's carry its index, and every record kept its own.
+    let ids: std::collections::HashSet<&str> = records
+        .iter()
+        .filter_map(|r| r["request_id"].as_str())
+        .collect();
+    assert_eq!(
+        (records.len(), ids.len()),
+        (26, 26),
+        "a warmup each, and the 22"
+    );
+    for r in &records {
+        let shard = r["shard"].as_u64().expect("a merged record's shard");
+        let id = r["request_id"].as_str().expect("an id");
+        assert!(id.starts_with(&format!("cc-s{shard}-")), "{r}");
     }
     // Concurrency 3 over 4 shards: shard 3 has no stream, says so, and has done its part.
     let mut idle = tiny(&["--arrival", "closed-continuous", "--concurrency", "3"]);

@@ -4,7 +4,10 @@
 
 mod common;
 
-use common::{assert_phases, attempt_dir, json, json_lines, llmload, Invocation, Simulator};
+use common::{
+    assert_ids_and_server_timings, assert_phases, attempt_dir, json, json_lines, llmload,
+    Invocation, Simulator,
+};
 use serde_json::Value;
 
 /// The seeds' table: (input, concurrency, median TTFT s, median complete s, throughput tok/s).
@@ -261,6 +264,11 @@ fn chat_and_completions_prompts_are_exact_on_the_simulator() {
             assert_eq!(r["prompt_tokens"], r["input_tokens"], "{r}");
             assert_eq!(r["verified"], true, "{r}");
         }
+        // Two warmups and 2 rounds of 3 at each length, each with llama-server's timings beside
+        // its final usage, as the simulator plays llama-server.
+        assert_eq!(records.len(), 14, "{api}");
+        let timed = assert_ids_and_server_timings(&records, "llama-server timings");
+        assert_eq!(timed, 14, "{api}");
     }
 }
 
@@ -292,6 +300,21 @@ fn each_request_says_where_its_time_went_and_connections_are_kept_alive() {
     let dir = attempt_dir(out.path(), "phases");
     let records = json_lines(&dir.join("requests.jsonl"));
     assert_eq!(records.len(), 6, "{records:?}");
+    // llama.cpp's native API: the final event's timings, and an id of the attempt on each.
+    assert_eq!(
+        assert_ids_and_server_timings(&records, "llama-server timings"),
+        6
+    );
+    let attempt = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .expect("attempt id");
+    assert!(
+        records.iter().all(|r| r["request_id"]
+            .as_str()
+            .is_some_and(|id| id.starts_with(attempt))),
+        "{records:?}"
+    );
     // Plain http: no TLS handshake anywhere.
     let reused = records.iter().filter(|r| assert_phases(r, false)).count();
     // The first round opens one connection per request in flight; the next rounds reuse them

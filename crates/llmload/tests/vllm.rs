@@ -1,8 +1,9 @@
 //! End to end against a real vLLM (the CPU build, a tiny random-weight Gemma 3 with the real
 //! Gemma 3 tokenizer), started by `scripts/start-vllm.sh`: closed campaigns on the completions
 //! and chat APIs, an open loop, the server's context checked before the run, the API picked from
-//! what the server is, a shared system prompt against vLLM's prefix cache, and multi-turn chat
-//! sessions whose history (and nothing more) that cache serves.
+//! what the server is, a shared system prompt against vLLM's prefix cache, multi-turn chat
+//! sessions whose history (and nothing more) that cache serves, and on every record the
+//! request's id said back and vLLM's own per-request timings.
 //!
 //! vLLM takes minutes to install and start, so these tests are their own group: `cargo test`
 //! lists them as ignored, and `scripts/test.sh` (which installs vLLM first) runs them with
@@ -13,7 +14,10 @@
 
 mod common;
 
-use common::{count as n, json, json_lines, llmload, measured, run_against, Started, SERIAL};
+use common::{
+    assert_ids_and_server_timings, count as n, json, json_lines, llmload, measured, run_against,
+    Started, SERIAL,
+};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -84,6 +88,30 @@ fn assert_exact_and_verified(dir: &Path, measured: usize) {
     }
     let summary = json(&dir.join("summary.json"));
     assert_eq!(summary["outcome"]["status"], "completed", "{summary}");
+    assert_server_timings(&records);
+}
+
+/// Checks that every record carries vLLM's per-request metrics (`scripts/start-vllm.sh` starts it
+/// with `--enable-per-request-metrics`), the server's TTFT within the client's on every one, and
+/// its own id said back (`--enable-request-id-headers`). A server given by `LLMLOAD_VLLM_URL` is
+/// checked only where it reports them.
+fn assert_server_timings(records: &[Value]) {
+    if std::env::var("LLMLOAD_VLLM_URL").is_ok() && records[0].get("server").is_none() {
+        return;
+    }
+    let timed = assert_ids_and_server_timings(records, "vllm per-request metrics");
+    assert_eq!(timed, records.len(), "every record has the server's TTFT");
+    for r in records {
+        assert_eq!(r["server_request_id"], r["request_id"], "{r}");
+        let raw = &r["server"]["raw"];
+        for field in [
+            "queue_time_ms",
+            "time_to_first_token_ms",
+            "generation_time_ms",
+        ] {
+            assert!(raw[field].as_f64().is_some(), "{field}: {r}");
+        }
+    }
 }
 
 #[test]
@@ -140,6 +168,7 @@ fn vllm_campaigns_open_loop_and_checks_without_prefix_caching() {
         "8",
         "--seed",
         "3",
+        "--traceparent",
     ];
     let (run, dir) = run_against(out.path(), "open", &vllm.url, &open);
     assert_eq!(run.code, 0, "{}", run.stderr);

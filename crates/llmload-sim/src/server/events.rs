@@ -198,7 +198,8 @@ impl EventContext {
     }
 
     /// Everything after the last token event: llama.cpp's final `stop: true` event, or the
-    /// `OpenAI` finish chunk (unless a token chunk carried it), usage chunk and `[DONE]`.
+    /// `OpenAI` finish chunk (unless a token chunk carried it), usage chunk (with the `timings`
+    /// llama-server puts there) and `[DONE]`.
     pub fn final_events(&self, out: &mut String, progress: &Progress, finish_sent: bool) {
         let stop = progress
             .finish
@@ -221,7 +222,9 @@ impl EventContext {
             put(out, format_args!("data: {chunk}\n\n"));
         }
         if self.include_usage {
-            let chunk = self.openai_object(true, &[], Some(self.usage(progress)));
+            // llama-server puts its `timings` beside the final usage.
+            let mut chunk = self.openai_object(true, &[], Some(self.usage(progress)));
+            chunk["timings"] = self.timings(progress);
             put(out, format_args!("data: {chunk}\n\n"));
         }
         out.push_str(DONE_EVENT);
@@ -420,9 +423,13 @@ mod tests {
                 .iter()
                 .map(|event| serde_json::from_str(event).expect("json"))
                 .collect();
-            let usage = &parsed.last().expect("usage chunk")["usage"];
+            let last = parsed.last().expect("usage chunk");
+            let usage = &last["usage"];
             assert_eq!(usage["total_tokens"], 11);
             assert_eq!(usage["prompt_tokens_details"]["cached_tokens"], 7);
+            // As llama-server: its timings beside the usage (modelled 50 ms at time scale 2).
+            assert_eq!(last["timings"]["predicted_ms"], 25.0, "{api:?}");
+            assert_eq!(last["timings"]["predicted_n"], 1, "{api:?}");
             let finishes = parsed
                 .iter()
                 .filter(|chunk| chunk["choices"][0]["finish_reason"] == "length")

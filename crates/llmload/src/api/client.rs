@@ -13,9 +13,10 @@ mod direct;
 
 pub use super::conn::Setup;
 use super::http1::{self, Origin};
+use super::server_timings::Reported;
 pub use super::tls::TlsOptions;
 pub use super::token_events::TokenEvents;
-use super::{tls, Api, Body, Counters, EventError};
+use super::{tls, Api, Body, Counters, EventError, RequestId};
 use crate::record::ErrorKind;
 use crate::tokenizer::Tokenizer;
 use std::sync::Arc;
@@ -106,6 +107,10 @@ pub struct Exchange {
     pub answer: Option<String>,
     /// Where the time went on the connection, once the request had one.
     pub timing: Option<Timing>,
+    /// The `X-Request-Id` the server sent back in the response head, made safe to keep.
+    pub server_request_id: Option<String>,
+    /// The server's own timings of the response, from the last event that carried them.
+    pub server: Option<Reported>,
 }
 
 /// Where one exchange's time went on its connection: the setup of a new connection (before
@@ -166,6 +171,8 @@ impl Exchange {
             counted_by_client: None,
             answer: None,
             timing: None,
+            server_request_id: None,
+            server: None,
         }
     }
 
@@ -232,6 +239,41 @@ pub struct Endpoint {
     /// The client's tokenizer (`--tokenizer`): streams are counted with it where the server does
     /// not say how many tokens each chunk carries.
     pub tokenizer: Option<Arc<Tokenizer>>,
+    /// Which of a request's ids go in its headers: those the user's `--header` does not set.
+    ids: IdHeaders,
+}
+
+/// Which of a request's ids llmload writes in its headers: a header the user gave
+/// (`--header X-Request-Id:…`, `--header traceparent:…`) goes on every request in their place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct IdHeaders {
+    /// `X-Request-Id`.
+    request_id: bool,
+    /// `traceparent`.
+    traceparent: bool,
+}
+
+impl IdHeaders {
+    /// The header lines of `id`, each ending in CRLF: those not given by the user, and only
+    /// values HTTP allows.
+    fn lines(self, id: &RequestId) -> String {
+        let mut lines = String::new();
+        let mut add = |name: &str, value: &str| {
+            if http1::is_field_value(value) {
+                lines.push_str(name);
+                lines.push_str(": ");
+                lines.push_str(value);
+                lines.push_str("\r\n");
+            }
+        };
+        if self.request_id {
+            add("X-Request-Id", &id.id);
+        }
+        if let Some(traceparent) = id.traceparent.as_deref().filter(|_| self.traceparent) {
+            add("traceparent", traceparent);
+        }
+        lines
+    }
 }
 
 /// Why an endpoint could not be set up.
@@ -284,6 +326,11 @@ impl Endpoint {
         for (name, value) in headers {
             set(name, value, format!("--header {name}"))?;
         }
+        let given = |name: &str| lines.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+        let ids = IdHeaders {
+            request_id: !given("X-Request-Id"),
+            traceparent: !given("traceparent"),
+        };
         let config = tls::client_config(tls_options, base_url.starts_with("https://"))?;
         let origin = Origin::parse(&base_url, &lines, Some(&config))
             .ok_or_else(|| BuildError::Url(crate::secrets::redact_url(&base_url)))?;
@@ -298,6 +345,7 @@ impl Endpoint {
             setup_timeout,
             origin: Arc::new(origin),
             tokenizer: None,
+            ids,
         })
     }
 
@@ -317,7 +365,13 @@ impl Endpoint {
             .token_events
             .reserve(body.output_tokens.min(1 << 16) as usize);
         let (sent, timeout) = (exchange.sent, self.timeout);
-        let read = direct::read_direct(&self.origin, self.api, &body.json, &mut exchange);
+        let lines = body
+            .id
+            .as_ref()
+            .map(|id| self.ids.lines(id))
+            .unwrap_or_default();
+        let request = self.origin.request(self.api.path(), &body.json, &lines);
+        let read = direct::read_direct(&self.origin, self.api, &request, &mut exchange);
         exchange.failure = bounded(read, cancel, sent, timeout).await.err();
         if let Some(tokenizer) = &self.tokenizer {
             exchange.count_with(tokenizer);
@@ -411,6 +465,9 @@ fn on_event(
                 }
             }
             exchange.counters.merge(event.counters);
+            if event.server.is_some() {
+                exchange.server = event.server;
+            }
             if event.done {
                 exchange.done = Some(now);
             }

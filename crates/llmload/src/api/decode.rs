@@ -28,6 +28,18 @@ impl<'de> Deserialize<'de> for NonEmpty {
     }
 }
 
+/// A field that is there (and not null), read without looking at its value: a number in it
+/// that no `f64` holds does not fail the event.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Present;
+
+impl<'de> Deserialize<'de> for Present {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        IgnoredAny::deserialize(deserializer)?;
+        Ok(Present)
+    }
+}
+
 /// The length of a JSON array.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Count(pub u32);
@@ -60,6 +72,22 @@ mod tests {
     struct Probe {
         text: Option<NonEmpty>,
         ids: Option<Count>,
+    }
+
+    #[derive(Deserialize)]
+    struct Carrier {
+        timings: Option<Present>,
+    }
+
+    #[test]
+    fn a_present_field_is_not_read() {
+        let read = |data: &str| serde_json::from_str::<Carrier>(data).map(|c| c.timings);
+        assert_eq!(
+            read(r#"{"timings":{"prompt_ms":1e400}}"#).ok(),
+            Some(Some(Present))
+        );
+        assert_eq!(read(r#"{"timings":null}"#).ok(), Some(None));
+        assert_eq!(read("{}").ok(), Some(None));
     }
 
     #[test]

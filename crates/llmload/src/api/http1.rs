@@ -136,9 +136,10 @@ impl Origin {
         }
     }
 
-    /// The bytes of a streamed generation: a `POST` of `body` (JSON) to `path`.
-    pub fn request(&self, path: &str, body: &[u8]) -> Vec<u8> {
-        self.request_for(Method::Post, path, "text/event-stream", Some(body))
+    /// The bytes of a streamed generation: a `POST` of `body` (JSON) to `path`, with `lines`
+    /// (header lines of this request alone, each ending in CRLF) after the origin's.
+    pub fn request(&self, path: &str, body: &[u8], lines: &str) -> Vec<u8> {
+        self.request_with(Method::Post, path, "text/event-stream", Some(body), lines)
     }
 
     /// The bytes of a request: `method` of `path` (under the base URL's path), with `body` as
@@ -150,14 +151,28 @@ impl Origin {
         accept: &str,
         body: Option<&[u8]>,
     ) -> Vec<u8> {
+        self.request_with(method, path, accept, body, "")
+    }
+
+    /// As [`Origin::request_for`], with `lines` (header lines, each ending in CRLF) after the
+    /// origin's.
+    fn request_with(
+        &self,
+        method: Method,
+        path: &str,
+        accept: &str,
+        body: Option<&[u8]>,
+        lines: &str,
+    ) -> Vec<u8> {
         let body_len = body.map_or(0, <[u8]>::len);
-        let mut request = Vec::with_capacity(body_len + 256);
+        let mut request = Vec::with_capacity(body_len + lines.len() + 256);
         request.extend_from_slice(method.name().as_bytes());
         request.push(b' ');
         request.extend_from_slice(self.prefix.as_bytes());
         request.extend_from_slice(path.as_bytes());
         request.extend_from_slice(b" HTTP/1.1\r\n");
         request.extend_from_slice(self.header_lines.as_bytes());
+        request.extend_from_slice(lines.as_bytes());
         let _ = write!(ByteWriter(&mut request), "Accept: {accept}\r\n");
         if let Some(body) = body {
             let _ = write!(
@@ -268,6 +283,30 @@ pub struct Head {
     pub location: Option<String>,
     /// The `Date` (at most 200 bytes of it).
     pub date: Option<String>,
+    /// The `X-Request-Id` the server sent back ([`echoed_id`]).
+    pub request_id: Option<String>,
+}
+
+/// The most characters of a server's `X-Request-Id` kept.
+pub const ECHOED_ID_LEN: usize = 128;
+
+/// A request id as a server sent it back, made safe to keep: printable ASCII alone (any other
+/// byte becomes `?`), at most [`ECHOED_ID_LEN`] characters, surrounding spaces trimmed; `None`
+/// when nothing is left. A server's text is never trusted.
+pub fn echoed_id(value: &[u8]) -> Option<String> {
+    let id: String = value
+        .trim_ascii()
+        .iter()
+        .take(ECHOED_ID_LEN)
+        .map(|&b| {
+            if (b' '..=b'~').contains(&b) {
+                b as char
+            } else {
+                '?'
+            }
+        })
+        .collect();
+    (!id.is_empty()).then_some(id)
 }
 
 /// Whether a head is an interim one (`100 Continue`, `103 Early Hints`): the response proper
@@ -291,7 +330,7 @@ pub fn parse_head(buffer: &[u8]) -> Result<Option<Head>, String> {
     let mut length_given: Option<&[u8]> = None;
     let mut keep_alive = response.version == Some(1);
     let mut content_type = None;
-    let (mut location, mut date) = (None, None);
+    let (mut location, mut date, mut request_id) = (None, None, None);
     for header in response.headers.iter() {
         let value = std::str::from_utf8(header.value).unwrap_or("").trim();
         if header.name.eq_ignore_ascii_case("transfer-encoding") {
@@ -321,6 +360,8 @@ pub fn parse_head(buffer: &[u8]) -> Result<Option<Head>, String> {
             location = Some(value.chars().take(200).collect());
         } else if header.name.eq_ignore_ascii_case("date") {
             date = Some(value.chars().take(200).collect());
+        } else if header.name.eq_ignore_ascii_case("x-request-id") {
+            request_id = echoed_id(header.value);
         } else if header.name.eq_ignore_ascii_case("connection") {
             let value = value.to_ascii_lowercase();
             keep_alive = value.contains("keep-alive") || (keep_alive && !value.contains("close"));
@@ -339,6 +380,7 @@ pub fn parse_head(buffer: &[u8]) -> Result<Option<Head>, String> {
         content_type,
         location,
         date,
+        request_id,
     }))
 }
 

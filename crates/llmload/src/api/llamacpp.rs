@@ -2,9 +2,11 @@
 //!
 //! Each streamed event carries one generated token (`content`, and its ID in `tokens` because we
 //! ask for `return_tokens`); the final event has `stop: true` and the `timings` counters that
-//! verify the prompt was processed in full (`prompt_n`) and not taken from the cache (`cache_n`).
+//! verify the prompt was processed in full (`prompt_n`) and not taken from the cache (`cache_n`),
+//! and the server's own timings of the response (`prompt_ms`, `predicted_ms`).
 
 use super::decode::{Count, NonEmpty};
+use super::server_timings;
 use super::{error_message, parse_json, Counters, Event, EventError, GenerationRequest, Prompt};
 use serde::Deserialize;
 use serde_json::json;
@@ -97,6 +99,7 @@ pub fn parse_event(data: &[u8]) -> Result<Event, EventError> {
         counters,
         so_far: None,
         reasoning: false,
+        server: (event.stop && event.timings.is_some()).then(|| server_timings::llama(data)),
     })
 }
 
@@ -128,6 +131,14 @@ mod tests {
             output_tokens: Some(32),
         };
         assert_eq!(event.counters, expected);
+        let timings = event
+            .server
+            .and_then(|s| s.timings)
+            .expect("server timings");
+        assert_eq!((timings.prefill_ms, timings.decode_ms), (Some(1.5), None));
+        // Token events carry no timings.
+        let token = parse_event(br#"{"content":" a","stop":false}"#).expect("valid");
+        assert_eq!(token.server, None);
     }
 
     #[test]

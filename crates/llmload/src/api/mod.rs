@@ -12,6 +12,7 @@ pub mod fetch;
 pub mod http1;
 pub mod llamacpp;
 pub mod openai;
+pub mod server_timings;
 pub mod sse;
 pub mod tls;
 pub mod token_events;
@@ -136,6 +137,18 @@ pub struct Body {
     pub usage_per_chunk: bool,
     /// Keep the answer's text (a session's turn whose history takes the answer as generated).
     pub keep_answer: bool,
+    /// The ids the request carries in its headers; `None` sends none.
+    pub id: Option<RequestId>,
+}
+
+/// The ids one generation request carries in its headers, so that it can be found in the
+/// server's logs and traces.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestId {
+    /// The `X-Request-Id` value, unique within the attempt.
+    pub id: String,
+    /// A W3C `traceparent` value (`--traceparent`).
+    pub traceparent: Option<String>,
 }
 
 impl Body {
@@ -153,6 +166,7 @@ impl Body {
             output_tokens,
             usage_per_chunk,
             keep_answer: false,
+            id: None,
         }
     }
 }
@@ -229,7 +243,7 @@ impl Counters {
 }
 
 /// The meaning of one SSE event.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Event {
     /// Generated tokens this event carries (0 for role-only chunks, usage chunks, keep-alives).
     pub tokens: u32,
@@ -243,6 +257,8 @@ pub struct Event {
     /// The event carries reasoning and no answer (`reasoning_content`, `reasoning`): a
     /// reasoning model thinking before it answers.
     pub reasoning: bool,
+    /// The server's own timings of the response, where the event carries them.
+    pub server: Option<server_timings::Reported>,
 }
 
 impl Event {

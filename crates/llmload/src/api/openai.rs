@@ -2,9 +2,13 @@
 //!
 //! A chunk carries a generated token when a choice has non-empty `text` (completions) or
 //! `delta.content` / `delta.reasoning_content` (chat); the first chat chunk is usually role-only
-//! and carries none. The usage chunk (`stream_options.include_usage`) comes before `[DONE]`.
+//! and carries none. The usage chunk (`stream_options.include_usage`) comes before `[DONE]`; it
+//! carries the server's own timings where the server reports them: vLLM's `metrics`
+//! (`--enable-per-request-metrics`), llama-server's `timings` (on the finish chunk of
+//! `/v1/completions`, which carries the usage there).
 
-use super::decode::NonEmpty;
+use super::decode::{NonEmpty, Present};
+use super::server_timings;
 use super::{
     error_message, parse_json, Api, Counters, Event, EventError, GenerationRequest, Prompt,
 };
@@ -53,6 +57,10 @@ struct Chunk {
     choices: ChoiceTokens,
     usage: Option<Usage>,
     error: Option<serde_json::Value>,
+    /// llama-server's `timings`, read apart ([`server_timings::llama`]).
+    timings: Option<Present>,
+    /// vLLM's per-request `metrics`, read apart ([`server_timings::vllm`]).
+    metrics: Option<Present>,
 }
 
 #[derive(Deserialize)]
@@ -143,12 +151,18 @@ pub fn parse_event(data: &[u8]) -> Result<Event, EventError> {
         cached_tokens: u.prompt_tokens_details.and_then(|d| d.cached_tokens),
         output_tokens: u.completion_tokens,
     });
+    let server = match (chunk.metrics, chunk.timings) {
+        (Some(Present), _) => Some(server_timings::vllm(data)),
+        (None, Some(Present)) => Some(server_timings::llama(data)),
+        (None, None) => None,
+    };
     Ok(Event {
         tokens: chunk.choices.0,
         done: false,
         counters,
         so_far,
         reasoning: chunk.choices.2 > 0 && chunk.choices.2 == chunk.choices.0,
+        server,
     })
 }
 
@@ -265,6 +279,40 @@ mod tests {
         };
         assert_eq!(event.counters, expected);
         assert!(parse_event(b"[DONE]").expect("valid").done);
+    }
+
+    #[test]
+    fn the_final_usage_chunk_carries_the_server_s_timings_apart_from_its_counters() {
+        // vLLM with --enable-per-request-metrics.
+        let vllm = br#"{"id":"cmpl-x","choices":[],"usage":{"prompt_tokens":8,
+            "completion_tokens":4,"prompt_tokens_details":{"cached_tokens":0}},
+            "metrics":{"time_to_first_token_ms":20.0,"generation_time_ms":30.0,
+            "queue_time_ms":1.0,"mean_itl_ms":10.0}}"#;
+        let event = parse_event(vllm).expect("valid");
+        assert_eq!(event.counters.output_tokens, Some(4));
+        let timings = event.server.and_then(|s| s.timings).expect("timings");
+        assert_eq!(timings.source, crate::record::TimingSource::Vllm);
+        assert_eq!(timings.ttft_ms, Some(21.0));
+        // llama-server on /v1/completions: usage and timings on the finish chunk.
+        let llama = br#"{"choices":[{"text":"","index":0,"finish_reason":"length"}],
+            "usage":{"completion_tokens":3,"prompt_tokens":4},
+            "timings":{"cache_n":0,"prompt_n":4,"prompt_ms":15.5,"predicted_n":3,
+            "predicted_ms":14.3}}"#;
+        let event = parse_event(llama).expect("valid");
+        let timings = event.server.and_then(|s| s.timings).expect("timings");
+        assert_eq!(timings.source, crate::record::TimingSource::LlamaServer);
+        assert_eq!(timings.decode_ms, Some(14.3));
+        // Token chunks carry none, and a number no f64 holds fails the timings, not the chunk.
+        assert_eq!(
+            parse_event(br#"{"choices":[{"text":" a"}]}"#).map(|e| e.server),
+            Ok(None)
+        );
+        let huge = br#"{"choices":[],"usage":{"completion_tokens":3},
+            "metrics":{"queue_time_ms":1e400}}"#;
+        let event = parse_event(huge).expect("the chunk still reads");
+        assert_eq!(event.counters.output_tokens, Some(3));
+        let server = event.server.expect("a report");
+        assert_eq!((server.timings, server.notes.len()), (None, 1));
     }
 
     #[test]

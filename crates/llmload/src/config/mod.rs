@@ -18,8 +18,8 @@ pub use dataset::DatasetConfig;
 pub(crate) use parse::optional_duration;
 pub use parse::parse_duration;
 use parse::{
-    as_optional_seconds, as_seconds, extra_body, parse_header, parse_source, redacted_json,
-    validate_url,
+    as_optional_seconds, as_seconds, extra_body, parse_headers, parse_source, redacted_json,
+    replaced_ids, validate_optional_url,
 };
 mod combine;
 mod file;
@@ -146,6 +146,8 @@ pub struct Config {
     /// Outputs as long as the server makes them, counts from the client where the server gives
     /// none: every such response unverified, with its reason.
     pub best_effort: bool,
+    /// `--traceparent`: a W3C `traceparent` header on every request, besides its `X-Request-Id`.
+    pub traceparent: bool,
     /// Only the table on stdout, nothing on stderr but errors.
     pub quiet: bool,
     /// Where GPU readings come from.
@@ -235,6 +237,7 @@ impl Config {
             extra_body: body,
             tokenizer,
             best_effort,
+            traceparent,
         } = settings.target;
         let GuardOptions {
             telemetry,
@@ -261,17 +264,10 @@ impl Config {
         let duration = |flag: &str, given: Option<String>, default: &str| {
             parse_duration(flag, given.as_deref().unwrap_or(default))
         };
-        let (url, url_credentials, url_note) = match url.as_deref().map(validate_url).transpose()? {
-            Some((url, credentials, note)) => (Some(url), credentials, note),
-            None => (None, None, None),
-        };
-        let config = Config {
+        let (url, url_credentials, url_note) = validate_optional_url(url.as_deref())?;
+        let mut config = Config {
             load,
-            headers: headers
-                .iter()
-                .enumerate()
-                .map(|(i, h)| parse_header(i, h, &show_headers))
-                .collect::<Result<_, _>>()?,
+            headers: parse_headers(&headers, &show_headers)?,
             timeout: duration("timeout", timeout, "10m")?,
             setup_timeout: duration("setup-timeout", setup_timeout, "30s")?,
             tls: TlsOptions {
@@ -302,6 +298,7 @@ impl Config {
             corpus: settings.workload.corpus,
             tokenizer,
             best_effort: best_effort.unwrap_or(false),
+            traceparent: traceparent.unwrap_or(false),
             quiet: quiet.unwrap_or(false),
             telemetry: parse_source(telemetry)?,
             telemetry_interval: duration("telemetry-interval", telemetry_interval, "1s")?,
@@ -317,6 +314,9 @@ impl Config {
             cool_down_timeout: duration("cool-down-timeout", cool_down_timeout, "10m")?,
             sharding,
         };
+        config
+            .notes
+            .extend(replaced_ids(&config.headers, config.traceparent));
         config.validate()?;
         Ok(config)
     }

@@ -89,6 +89,13 @@ options! {
         /// such response marked unverified with its reason, never invalid for its length alone.
         #[arg(long, num_args = 0, default_missing_value = "true")]
         pub best_effort: Option<bool>,
+        /// Send a W3C traceparent header with every request too
+        ///
+        /// Every request carries an X-Request-Id unique within the attempt; with this, also a
+        /// traceparent (version 00, one trace id per attempt, a span per request, sampled), so
+        /// that a server or gateway that traces requests records them under the attempt.
+        #[arg(long, num_args = 0, default_missing_value = "true")]
+        pub traceparent: Option<bool>,
     }
 }
 

@@ -21,6 +21,18 @@ pub(super) fn as_optional_seconds<S: serde::Serializer>(
     }
 }
 
+/// `--url` where one is given ([`validate_url`]): the URL, its credentials and the note, each
+/// `None` without one.
+pub(super) type CheckedUrl = (Option<String>, Option<String>, Option<String>);
+
+/// [`validate_url`] of `url` where there is one.
+pub(super) fn validate_optional_url(url: Option<&str>) -> Result<CheckedUrl, ConfigError> {
+    Ok(match url.map(validate_url).transpose()? {
+        Some((url, credentials, note)) => (Some(url), credentials, note),
+        None => (None, None, None),
+    })
+}
+
 /// `--url`: an `http` or `https` URL with a host, its scheme and host in lower case and its
 /// path percent-encoded (one form for every request), without credentials (returned apart),
 /// query or fragment (every path is appended to it), and without a trailing `/v1`, the API root
@@ -129,11 +141,7 @@ const FRAMING_HEADERS: [&str; 9] = [
 ];
 
 /// The `index`-th `--header`; no error shows its value.
-pub(super) fn parse_header(
-    index: usize,
-    header: &str,
-    show: &[String],
-) -> Result<Header, ConfigError> {
+fn parse_header(index: usize, header: &str, show: &[String]) -> Result<Header, ConfigError> {
     let n = index + 1;
     let Some((name, value)) = header.split_once(':') else {
         return bad(format!(
@@ -159,6 +167,37 @@ pub(super) fn parse_header(
         ));
     }
     Ok(Header::new(name, value, show))
+}
+
+/// Every `--header`, parsed (their values shown where `show` names them).
+pub(super) fn parse_headers(
+    headers: &[String],
+    show: &[String],
+) -> Result<Vec<Header>, ConfigError> {
+    headers
+        .iter()
+        .enumerate()
+        .map(|(i, h)| parse_header(i, h, show))
+        .collect()
+}
+
+/// What a `--header` that replaces llmload's own request ids means, one note each: the server
+/// sees the header's value on every request, and the records keep llmload's ids.
+pub(super) fn replaced_ids(headers: &[Header], traceparent: bool) -> Vec<String> {
+    let given = |name: &str| headers.iter().any(|h| h.name.eq_ignore_ascii_case(name));
+    let mut notes = Vec::new();
+    if given("x-request-id") {
+        notes.push(
+            "--header X-Request-Id goes on every request in place of llmload's own ids;              requests.jsonl still records llmload's id of each request (request_id)"
+                .to_owned(),
+        );
+    }
+    if traceparent && given("traceparent") {
+        notes.push(
+            "--header traceparent goes on every request in place of --traceparent's".to_owned(),
+        );
+    }
+    notes
 }
 
 pub(super) fn parse_source(text: Option<String>) -> Result<Source, ConfigError> {

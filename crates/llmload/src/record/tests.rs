@@ -3,27 +3,9 @@
 use super::*;
 use crate::api::client::Exchange;
 
-/// A measured request of one prompt token and one output token.
-fn meta() -> RequestMeta {
-    RequestMeta {
-        case: "c".into(),
-        phase: Phase::Measured,
-        round: Some(1),
-        index: 0,
-        input_tokens: 1,
-        output_tokens: 1,
-        shared_tokens: 0,
-        exact_input: true,
-        dataset_entry: None,
-        scheduled: None,
-        launched: None,
-        turn: None,
-    }
-}
-
 fn record(event_ms: Vec<f64>, event_tokens: Vec<u32>) -> Record {
     let sink = Exchange::new();
-    let meta = meta();
+    let meta = crate::record::test_meta();
     let mut r = crate::runner::exchange::record(meta, &sink, sink.sent, false);
     r.event_ms = event_ms;
     r.event_tokens = event_tokens;
@@ -81,7 +63,7 @@ fn phases_are_written_compactly_and_a_record_without_them_still_reads_back() {
 fn an_exchange_without_a_connection_has_no_phases_and_a_new_one_its_setup_apart() {
     use crate::api::client::{Setup, Timing};
     use std::time::Duration;
-    let meta = meta();
+    let meta = crate::record::test_meta();
     let mut exchange = Exchange::new();
     let r = crate::runner::exchange::record(meta.clone(), &exchange, exchange.sent, false);
     assert_eq!(r.phases, None);

@@ -3,7 +3,7 @@
 
 use crate::api::client::{Exchange, Failure, Timing};
 use crate::api::Counters;
-use crate::record::{ErrorKind, Phases, Record, RequestMeta, Status};
+use crate::record::{ErrorKind, Phases, Record, RequestMeta, ServerTimings, Status};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -143,12 +143,13 @@ pub fn verify(counters: &Counters, streamed: u32, asked: Asked) -> Verdict {
     v
 }
 
-/// Builds the record of an exchange; `origin` is the attempt's start.
-pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: bool) -> Record {
-    let since = |t: Instant| t.saturating_duration_since(origin).as_secs_f64();
-    let ms_from_sent = |t: Instant| t.saturating_duration_since(exchange.sent).as_secs_f64() * 1e3;
-    let streamed = exchange.streamed_tokens();
-    let (status, error_kind, error, verdict) = if let Some(f) = &exchange.failure {
+/// How an exchange ended, as its record says it: the status, the kind and words of what went
+/// wrong, and the verdict on its counters (a complete response only).
+type Judged = (Status, Option<ErrorKind>, Option<String>, Option<Verdict>);
+
+/// Judges an exchange of `streamed` tokens: its failure, else the verdict on its counters.
+fn judge(meta: &RequestMeta, exchange: &Exchange, streamed: u32, lenient: bool) -> Judged {
+    if let Some(f) = &exchange.failure {
         let status = match f {
             Failure::Cancelled => Status::Cancelled,
             Failure::Overrun(_) => Status::Invalid,
@@ -182,8 +183,18 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: 
                 Some(v),
             )
         }
-    };
+    }
+}
+
+/// Builds the record of an exchange; `origin` is the attempt's start.
+pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: bool) -> Record {
+    let since = |t: Instant| t.saturating_duration_since(origin).as_secs_f64();
+    let ms_from_sent = |t: Instant| t.saturating_duration_since(exchange.sent).as_secs_f64() * 1e3;
+    let streamed = exchange.streamed_tokens();
+    let (status, error_kind, error, verdict) = judge(&meta, exchange, streamed, lenient);
     let multi = exchange.token_events.iter().any(|(_, k)| k != 1);
+    let ttft_ms = exchange.first_token().map(ms_from_sent);
+    let (server, server_notes) = server_side(exchange, ttft_ms);
     Record {
         case: meta.case,
         phase: meta.phase,
@@ -193,7 +204,7 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: 
         sent_s: since(exchange.sent),
         first_token_s: exchange.first_token().map(since),
         done_s: exchange.done.map(since),
-        ttft_ms: exchange.first_token().map(ms_from_sent),
+        ttft_ms,
         e2e_ms: exchange
             .done
             .filter(|_| exchange.failure.is_none())
@@ -220,6 +231,7 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: 
             if exchange.retried {
                 notes.push("sent twice: the server had closed the kept-alive connection".into());
             }
+            notes.extend(server_notes);
             notes
         },
         event_ms: exchange
@@ -238,6 +250,9 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: 
             .filter(|_| exchange.reasoning_tokens > 0)
             .map(|t| round3(ms_from_sent(t))),
         phases: exchange.timing.map(|timing| phases(&timing, exchange)),
+        request_id: meta.request_id,
+        server_request_id: exchange.server_request_id.clone(),
+        server,
         shard: None,
         repeat: None,
         session: meta.turn.map(|t| t.session),
@@ -245,6 +260,20 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: 
         turns: meta.turn.map(|t| t.turns),
         history_tokens: meta.turn.and_then(|t| t.history_tokens),
     }
+}
+
+/// The server's own timings of an exchange, checked against the client's TTFT (`ttft_ms`),
+/// and the notes they call for: values left out, a server TTFT past the client's.
+fn server_side(exchange: &Exchange, ttft_ms: Option<f64>) -> (Option<ServerTimings>, Vec<String>) {
+    let Some(reported) = &exchange.server else {
+        return (None, Vec::new());
+    };
+    let mut notes = reported.notes.clone();
+    let mut timings = reported.timings.clone();
+    if let Some(note) = timings.as_mut().and_then(|t| t.check_against(ttft_ms)) {
+        notes.push(note);
+    }
+    (timings, notes)
 }
 
 /// The record's phases of an exchange's timing: setup durations, then ms from `sent`. The marks

@@ -7,6 +7,7 @@ use crate::config::Config;
 use crate::error::Context;
 use crate::guard::{Guard, StopSignal};
 use crate::progress::{self, Progress};
+use crate::runner::ids::RequestIds;
 use crate::runner::monitors::Monitors;
 use crate::runner::pacer::PacerClock;
 use crate::runner::{RunSettings, Runner, Share};
@@ -81,6 +82,11 @@ impl<'a> Session<'a> {
             start_file: (!config.sharding.shard.is_whole())
                 .then(|| attempt.dir.join(crate::attempt::START_FILE)),
             pacer: PacerClock::Thread,
+            ids: Some(Arc::new(RequestIds::new(
+                config.sharding.attempt_id.as_deref().unwrap_or(&attempt.id),
+                (!config.sharding.shard.is_whole()).then_some(config.sharding.shard.index),
+                config.traceparent,
+            ))),
         };
         let runner = Runner::new(
             (target, prompts),

@@ -47,6 +47,8 @@ struct Sessions<'a> {
     first_id: u64,
     cancel: CancellationToken,
     extra_body: Option<serde_json::Value>,
+    /// Where each turn's request ids come from.
+    ids: Option<Arc<super::ids::RequestIds>>,
     ended: mpsc::UnboundedSender<(RequestMeta, Exchange)>,
 }
 
@@ -78,6 +80,7 @@ impl super::Runner<'_> {
             first_id: self.sessions,
             cancel: self.cancel.clone(),
             extra_body: self.settings.extra_body.clone(),
+            ids: self.settings.ids.clone(),
             ended,
         };
         let arrivals = match (process, rate_rps) {
@@ -207,6 +210,7 @@ impl Sessions<'_> {
                 .turn(self.target, &mut conversation, input, serial, self.seed)
                 .await
                 .with_context(|| format!("turn {turn} of session {id}"))?;
+            let request_id = self.ids.as_ref().map(|ids| ids.next());
             let meta = RequestMeta {
                 case: plan.case.id.clone(),
                 phase: Phase::Measured,
@@ -225,9 +229,11 @@ impl Sessions<'_> {
                     turns: self.spec.turns,
                     history_tokens: built.history_tokens,
                 }),
+                request_id: request_id.as_ref().map(|r| r.id.clone()),
             };
             let keep = self.spec.history == History::AsGenerated && turn < self.spec.turns;
-            let body = self.body(&built.prompt, output, keep);
+            let mut body = self.body(&built.prompt, output, keep);
+            body.id = request_id;
             if let Some(at) = due {
                 tokio::select! {
                     () = tokio::time::sleep_until(at) => {}

@@ -66,6 +66,10 @@ pub enum Mode {
     /// Answers setup; a generation streams its tokens four to an event, as text without a token
     /// list (nothing says how many each carried), and a final event that counts them all.
     Clumped,
+    /// Answers setup; a generation's head says back a request id of 300 characters and bytes
+    /// outside ASCII, and its final event's timings hold a `prompt_ms` no request can have
+    /// (its `predicted_ms` holds).
+    AbsurdTimings,
 }
 
 /// A path prefix the server answers under as well as at its root: a base URL's path with a
@@ -390,7 +394,8 @@ async fn generate(stream: &mut TcpStream, mode: &Mode, body: &[u8]) -> std::io::
         | Mode::Gzip
         | Mode::NoContent
         | Mode::ErrorEvent
-        | Mode::Clumped => misframed(stream, mode, asked, prompt).await,
+        | Mode::Clumped
+        | Mode::AbsurdTimings => misframed(stream, mode, asked, prompt).await,
         Mode::Overcount => {
             stream.write_all(STREAM_HEAD).await?;
             stream_tokens(stream, asked + 5, prompt, asked).await?;

@@ -334,6 +334,42 @@ impl Drop for Simulator {
     }
 }
 
+/// Checks an attempt's `records` for their ids and the server's timings: every record has a
+/// `request_id`, no two the same; every `ok` one has a `server` object from `source` whose TTFT
+/// (where given) is no longer than the client's and not flagged, with its prefill and decode.
+/// Returns how many `ok` records carry the server's TTFT.
+pub fn assert_ids_and_server_timings(records: &[Value], source: &str) -> usize {
+    let ids: std::collections::HashSet<&str> = records
+        .iter()
+        .map(|r| {
+            r["request_id"]
+                .as_str()
+                .unwrap_or_else(|| panic!("a request id: {r}"))
+        })
+        .collect();
+    assert_eq!(ids.len(), records.len(), "request ids are unique");
+    let mut with_ttft = 0;
+    for r in records.iter().filter(|r| r["status"] == "ok") {
+        let server = &r["server"];
+        assert_eq!(server["source"], source, "{r}");
+        assert!(server.get("ttft_exceeds_client").is_none(), "{r}");
+        for figure in ["prefill_ms", "decode_ms"] {
+            let ms = server[figure]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{figure}: {r}"));
+            assert!(ms >= 0.0, "{r}");
+        }
+        if let Some(server_ttft) = server["ttft_ms"].as_f64() {
+            let client = r["ttft_ms"]
+                .as_f64()
+                .unwrap_or_else(|| panic!("a TTFT: {r}"));
+            assert!(server_ttft <= client, "server TTFT past the client's: {r}");
+            with_ttft += 1;
+        }
+    }
+    with_ttft
+}
+
 /// Checks a completed record's phases and returns whether it went on a kept-alive connection:
 /// the marks in the order every response passes them (0 ≤ head ≤ first event ≤ first token ≤
 /// final event, all from `sent`; the last token no later than the final event, to the

@@ -312,7 +312,7 @@ proptest! {
         let [evaluated, predicted, prompt_n, cache_n, predicted_n] =
             counters.map(Result::unwrap_or_default);
         let event = parsed.expect("a well-shaped event");
-        check_event(Api::Llamacpp, &value, &Ok(event))?;
+        check_event(Api::Llamacpp, &value, &Ok(event.clone()))?;
         if event.done {
             let sum = prompt_n.map(|p| u64::from(p) + u64::from(cache_n.unwrap_or(0)));
             let expected = Counters {

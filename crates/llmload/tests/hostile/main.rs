@@ -10,6 +10,7 @@ mod common;
 mod hostile;
 
 mod counters;
+mod ids;
 mod secrets;
 mod signals;
 mod stack;
@@ -40,8 +41,14 @@ fn shown(run: &Finished) -> String {
 }
 
 /// `llmload run` of one small case (16 prompt tokens, 8 output, one request, no warmup)
-/// against `url`, writing to `out/NAME`, with `extra` flags.
+/// against `url`, writing to `out/hostile`, with `extra` flags.
 fn small_run(url: &str, out: &Path, extra: &[&str]) -> Finished {
+    run_of(url, out, ("1", "0"), extra)
+}
+
+/// `llmload run` of one round of a small case (16 prompt tokens, 8 output) at `concurrency`,
+/// after `warmup` requests, against `url`, writing to `out/hostile`, with `extra` flags.
+fn run_of(url: &str, out: &Path, (concurrency, warmup): (&str, &str), extra: &[&str]) -> Finished {
     let mut args = vec![
         "run",
         "--url",
@@ -63,11 +70,11 @@ fn small_run(url: &str, out: &Path, extra: &[&str]) -> Finished {
         "--output-tokens",
         "8",
         "--concurrency",
-        "1",
+        concurrency,
         "--rounds",
         "1",
         "--warmup",
-        "0",
+        warmup,
     ];
     args.extend_from_slice(extra);
     llmload_within(&args, LIMIT)

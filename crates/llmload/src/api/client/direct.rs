@@ -25,21 +25,20 @@ impl From<Failure> for Broken {
     }
 }
 
-/// The exchange: on a kept-alive connection if there is one, sent once more on a new connection
-/// if the server had closed it unseen.
+/// The exchange of `request` (its bytes, from [`Origin::request`]): on a kept-alive connection
+/// if there is one, sent once more on a new connection if the server had closed it unseen.
 pub(super) async fn read_direct(
     origin: &Origin,
     api: Api,
-    body: &[u8],
+    request: &[u8],
     exchange: &mut Exchange,
 ) -> Result<(), Failure> {
-    let request = origin.request(api.path(), body);
     let (conn, reused) = origin
         .connection()
         .await
         .map_err(|e| cannot_connect(origin, &e))?;
     let responses = conn.responses();
-    let kept = match converse(conn, reused, api, &request, exchange).await {
+    let kept = match converse(conn, reused, api, request, exchange).await {
         Err(Broken::Stale) => {
             // The server closed it after the check found it open (the rare race).
             origin.closed_after(responses);
@@ -57,7 +56,7 @@ pub(super) async fn read_direct(
                 .fresh_connection()
                 .await
                 .map_err(|e| cannot_connect(origin, &e))?;
-            match converse(conn, false, api, &request, exchange).await {
+            match converse(conn, false, api, request, exchange).await {
                 Err(Broken::Stale) => Err(Failure::Disconnected(
                     "the server closed the connection before answering".into(),
                 )),
@@ -110,6 +109,7 @@ async fn converse(
     let mut buffer = vec![0u8; http1::READ_BUFFER];
     let (head, filled, arrived) = read_head(&mut conn, &mut buffer, reused).await?;
     timing.head = Some(arrived);
+    exchange.server_request_id.clone_from(&head.request_id);
     exchange.timing = Some(timing);
     let mut reader = BodyReader {
         decoder: BodyDecoder::new(head.framing),

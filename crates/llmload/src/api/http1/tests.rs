@@ -114,9 +114,10 @@ fn origins_of_plain_http_urls_only() {
     let origin = Origin::parse("http://127.0.0.1:8080/api", &headers, None).expect("http");
     assert_eq!(origin.address, "127.0.0.1:8080");
     assert_eq!(origin.prefix, "/api");
-    let request = String::from_utf8(origin.request("/v1/completions", b"{}")).expect("text");
+    let lines = "X-Request-Id: a-1\r\n";
+    let request = String::from_utf8(origin.request("/v1/completions", b"{}", lines)).expect("text");
     assert!(request.starts_with("POST /api/v1/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"));
-    assert!(request.contains("Authorization: Bearer k\r\n"));
+    assert!(request.contains("Authorization: Bearer k\r\nX-Request-Id: a-1\r\n"));
     assert!(request.ends_with("Content-Length: 2\r\n\r\n{}"));
     assert_eq!(
         Origin::parse("http://example.com", &[], None).map(|o| o.address),
@@ -160,4 +161,18 @@ proptest! {
         prop_assert_eq!(out, chunks.concat());
         prop_assert!(done);
     }
+}
+
+#[test]
+fn an_echoed_request_id_is_kept_printable_and_bounded() {
+    let head = b"HTTP/1.1 200 OK\r\nX-Request-Id:  cmpl-7 \r\nContent-Length: 0\r\n\r\n";
+    let head = parse_head(head).expect("valid").expect("complete");
+    assert_eq!(head.request_id.as_deref(), Some("cmpl-7"));
+    assert_eq!(echoed_id(b"a\xffb\x1bc").as_deref(), Some("a?b?c"));
+    assert_eq!(echoed_id(b"   "), None);
+    let long = vec![b'x'; 10_000];
+    assert_eq!(echoed_id(&long).map(|id| id.len()), Some(ECHOED_ID_LEN));
+    let none = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+    let head = parse_head(none).expect("valid").expect("complete");
+    assert_eq!(head.request_id, None);
 }

@@ -169,3 +169,58 @@ fn an_as_is_prompt_is_not_checked_for_length_but_its_cache_is() {
     let cached = verify(&counters(77, 16, 32), 32, as_is);
     assert_eq!(cached.problems.len(), 1, "{cached:?}");
 }
+
+/// The record of a complete exchange of 2 tokens, its first 10 ms after the send, with what the
+/// server `reported` of its own timings.
+fn with_server(reported: Option<crate::api::server_timings::Reported>) -> Record {
+    let mut exchange = Exchange::new();
+    let sent = exchange.sent;
+    exchange
+        .token_events
+        .push(sent + Duration::from_millis(10), 1);
+    exchange
+        .token_events
+        .push(sent + Duration::from_millis(20), 1);
+    exchange.done = Some(sent + Duration::from_millis(21));
+    exchange.counters = counters(4, 0, 2);
+    exchange.server = reported;
+    exchange.server_request_id = Some("cmpl-a-1".into());
+    let meta = RequestMeta {
+        input_tokens: 4,
+        output_tokens: 2,
+        request_id: Some("a-1".into()),
+        ..crate::record::test_meta()
+    };
+    record(meta, &exchange, sent, false)
+}
+
+#[test]
+fn a_record_carries_its_ids_and_the_server_s_timings_checked_against_its_ttft() {
+    use crate::api::server_timings::Reported;
+    use crate::record::{ServerTimings, TimingSource};
+    let timings = |ttft_ms: f64| {
+        let mut t = ServerTimings::new(TimingSource::LlamaServer);
+        (t.ttft_ms, t.prefill_ms) = (Some(ttft_ms), Some(ttft_ms));
+        Reported {
+            timings: Some(t),
+            notes: vec!["the server's timings: cache_n is -1, not a count of tokens".into()],
+        }
+    };
+    let r = with_server(Some(timings(4.0)));
+    assert_eq!(r.status, Status::Ok);
+    assert_eq!(r.request_id.as_deref(), Some("a-1"));
+    assert_eq!(r.server_request_id.as_deref(), Some("cmpl-a-1"));
+    let server = r.server.expect("server timings");
+    assert!(!server.ttft_exceeds_client);
+    assert!(server.ttft_ms <= r.ttft_ms);
+    assert_eq!(r.notes.len(), 1, "the value left out: {:?}", r.notes);
+    // A server TTFT past the client's: flagged, with a note, and the status unchanged.
+    let r = with_server(Some(timings(25.0)));
+    assert_eq!(r.status, Status::Ok);
+    assert!(r.server.expect("server timings").ttft_exceeds_client);
+    assert_eq!(r.notes.len(), 2, "{:?}", r.notes);
+    assert!(r.notes[1].contains("exceeds the client's"), "{:?}", r.notes);
+    // No timings reported: no server object, no note.
+    let r = with_server(None);
+    assert!(r.server.is_none() && r.notes.is_empty(), "{r:?}");
+}

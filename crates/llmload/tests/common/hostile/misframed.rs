@@ -1,5 +1,5 @@
 //! The hostile modes whose generations frame their response wrongly, end it with an error event,
-//! or echo the request they got.
+//! echo the request they got, or say what no request can have.
 
 use super::{chunk, generate, stream_tokens, whole, Mode, Request, STREAM_HEAD, TOKEN_EVENT};
 use serde_json::{json, Value};
@@ -93,6 +93,22 @@ pub(super) async fn misframed(
         }
         Mode::NoContent => {
             stream.write_all(b"HTTP/1.1 204 No Content\r\n\r\n").await?;
+            Ok(true)
+        }
+        Mode::AbsurdTimings => {
+            let mut out = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n".to_vec();
+            out.extend_from_slice(b"X-Request-Id: \xe2\x80\xae\xffid-");
+            out.extend_from_slice(&[b'a'; 300]);
+            out.extend_from_slice(b"\r\nTransfer-Encoding: chunked\r\n\r\n");
+            for _ in 0..asked {
+                out.extend_from_slice(&chunk(TOKEN_EVENT));
+            }
+            let last = json!({"content": "", "stop": true, "tokens_evaluated": prompt,
+                "timings": {"prompt_n": prompt, "cache_n": 0, "predicted_n": asked,
+                    "prompt_ms": -1e300, "predicted_ms": 2.5}});
+            out.extend_from_slice(&chunk(format!("data: {last}\n\n").as_bytes()));
+            out.extend_from_slice(b"0\r\n\r\n");
+            stream.write_all(&out).await?;
             Ok(true)
         }
         _ => unreachable!("not a misframing mode"),

@@ -121,7 +121,8 @@ fn serve(
 /// twice.
 async fn request(origin: &Origin) -> (bool, bool) {
     let mut exchange = Exchange::new();
-    read_direct(origin, Api::Llamacpp, b"{}", &mut exchange)
+    let bytes = origin.request(Api::Llamacpp.path(), b"{}", "");
+    read_direct(origin, Api::Llamacpp, &bytes, &mut exchange)
         .await
         .expect("a whole stream");
     assert!(exchange.done.is_some());
