@@ -11,6 +11,7 @@ pub mod lengths;
 pub mod phases;
 pub mod repeats;
 pub mod saturation;
+pub mod server_side;
 pub mod sessions;
 pub mod shards;
 pub mod soak;
@@ -135,6 +136,9 @@ pub struct CaseSummary {
     /// when the records do not carry it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phases: Option<phases::PhaseSummary>,
+    /// The server's own timings of the `ok` responses, where it reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<server_side::ServerSideSummary>,
     /// Multi-turn sessions: the figures of each turn index and of whole sessions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<sessions::SessionSummary>,
@@ -244,6 +248,7 @@ pub struct CaseFigures {
     first_error: Option<String>,
     first_unverified: Option<String>,
     phases: phases::PhaseFigures,
+    server: server_side::ServerSideFigures,
     sessions: sessions::SessionFigures,
 }
 
@@ -297,6 +302,7 @@ impl CaseFigures {
         }
         self.prefix.add(r);
         self.phases.add(r, label);
+        self.server.add(r, label);
     }
 
     fn count(&mut self, r: &Record) {
@@ -390,6 +396,7 @@ impl CaseFigures {
             first_unverified: self.first_unverified,
             energy: None,
             phases: self.phases.finish(),
+            server: self.server.finish(),
             sessions: self.sessions.finish(),
             reasoning: (!self.reasoning_tokens.is_empty()).then(|| Reasoning {
                 responses: crate::num::count(self.reasoning_tokens.len()),

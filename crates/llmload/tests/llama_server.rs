@@ -101,6 +101,9 @@ fn campaign(api: &str) {
         }
         assert_eq!(case["itl_ms"]["n"], n * (OUTPUT - 1), "{case}");
         assert_eq!(case["throughput_tps"]["n"], ROUNDS, "{case}");
+        // llama-server's own account of every response, and the delivery between the two.
+        assert_eq!(case["server"]["responses"], n, "{case}");
+        assert_eq!(case["server"]["delivery_ms"]["n"], n, "{case}");
         assert!(case["throughput_tps"]["mean"].as_f64().expect("throughput") > 0.0);
         // Order statistics, not timings: no case is compared with another (a timing comparison
         // belongs in a benchmark, not in a test that shares two cores with other work).

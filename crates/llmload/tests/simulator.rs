@@ -335,8 +335,18 @@ fn each_request_says_where_its_time_went_and_connections_are_kept_alive() {
     for mark in ["write_ms", "head_ms", "first_event_ms", "last_token_ms"] {
         assert_eq!(phases[mark]["n"], 6, "{mark}: {phases}");
     }
+    // The server's side of the 6: its prefill and TTFT (llama-server reports no queue), and the
+    // delivery of each, the client's TTFT less the server's.
+    let server = &case["server"];
+    assert_eq!(server["responses"], 6, "{server}");
+    assert_eq!(server["ttft_exceeds_client"], 0, "{server}");
+    for part in ["prefill_ms", "ttft_ms", "decode_ms", "delivery_ms"] {
+        assert_eq!(server[part]["n"], 6, "{part}: {server}");
+    }
+    assert!(server.get("queue_ms").is_none(), "{server}");
     let markdown = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
     assert!(markdown.contains("Where the time goes"), "{markdown}");
+    assert!(markdown.contains("The server's own account"), "{markdown}");
     let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
     assert_eq!(html.matches("<g class=\"phase-bar\">").count(), 1);
 }

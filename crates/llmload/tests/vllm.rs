@@ -89,6 +89,18 @@ fn assert_exact_and_verified(dir: &Path, measured: usize) {
     let summary = json(&dir.join("summary.json"));
     assert_eq!(summary["outcome"]["status"], "completed", "{summary}");
     assert_server_timings(&records);
+    // Each case's server side: vLLM's queue, prefill and TTFT, and the delivery, over every
+    // measured response.
+    for case in summary["cases"].as_array().expect("cases") {
+        let server = &case["server"];
+        if server.is_null() && std::env::var("LLMLOAD_VLLM_URL").is_ok() {
+            continue;
+        }
+        assert_eq!(server["responses"], case["counts"]["ok"], "{case}");
+        for part in ["queue_ms", "prefill_ms", "ttft_ms", "delivery_ms"] {
+            assert_eq!(server[part]["n"], case["counts"]["ok"], "{part}: {case}");
+        }
+    }
 }
 
 /// Checks that every record carries vLLM's per-request metrics (`scripts/start-vllm.sh` starts it

@@ -20,6 +20,16 @@ pub enum TimingSource {
     Vllm,
 }
 
+impl TimingSource {
+    /// The source as records and reports name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            TimingSource::LlamaServer => "llama-server timings",
+            TimingSource::Vllm => "vllm per-request metrics",
+        }
+    }
+}
+
 /// The server's side of one request (`server` in `requests.jsonl`): present only when the
 /// server reported timings. Durations are ms, as the server counted them on its own clock.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -113,6 +123,7 @@ mod tests {
         t.prefill_ms = Some(5.5);
         t.raw.insert("prompt_ms".into(), 5.5);
         let text = serde_json::to_string(&t).expect("json");
+        assert!(text.contains(t.source.name()), "{text}");
         assert_eq!(
             text,
             r#"{"source":"llama-server timings","prefill_ms":5.5,"raw":{"prompt_ms":5.5}}"#

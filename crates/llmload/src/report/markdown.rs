@@ -8,7 +8,7 @@ use super::text::{
     counting_lines, histogram_note, incomplete_line, interval_note, no_complete_case,
     outcome_counts, per_token_note, telemetry_line, unverified_note,
 };
-use super::{energy, phases, repeats, results, saturation, sessions, shards};
+use super::{energy, phases, repeats, results, saturation, server_side, sessions, shards};
 use crate::fmt::{number, seconds, span};
 use crate::summary::{CaseSummary, Summary};
 use std::fmt::Write;
@@ -53,6 +53,7 @@ pub fn render(summary: &Summary) -> String {
     out.push_str(&sessions_section(summary));
     out.push_str(&reasoning_section(summary));
     out.push_str(&phases_section(summary));
+    out.push_str(&server_section(summary));
     out.push_str(&unverified_note(summary));
     out.push_str(&histogram_note(summary));
     out.push_str(&shards_section(summary));
@@ -235,6 +236,20 @@ fn phases_section(summary: &Summary) -> String {
     format!(
         "\nWhere the time goes (medians over the ok responses; connect and TLS over the new \
          connections, before the send and not part of TTFT; the rest from sent):\n\n{}",
+        table.markdown()
+    )
+}
+
+/// The table of the server's side; empty when no case's server reported its timings.
+fn server_section(summary: &Summary) -> String {
+    let table = server_side::table(summary);
+    if table.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\nThe server's own account (medians over the ok responses whose server reported its \
+         timings, on the server's clock; delivery is the client's TTFT less the server's, over \
+         the responses whose server TTFT is within it):\n\n{}",
         table.markdown()
     )
 }
@@ -451,6 +466,36 @@ mod tests {
         let summary = crate::fixture::report().summary;
         assert!(summary.cases.iter().all(|c| c.energy.is_none()));
         assert_eq!(energy_section(&summary), "");
+    }
+
+    #[test]
+    fn the_server_s_own_account_is_a_row_per_case_whose_server_gave_one() {
+        use crate::record::TimingSource;
+        use crate::summary::server_side::ServerSideSummary;
+        let mut summary = crate::fixture::report().summary;
+        assert_eq!(
+            server_section(&summary),
+            "",
+            "no server timings, no section"
+        );
+        let one = |v: f64| crate::stats::Distribution::from_samples(&mut [v]);
+        summary.cases[0].server = Some(ServerSideSummary {
+            responses: 3,
+            sources: vec![TimingSource::Vllm],
+            ttft_exceeds_client: 1,
+            queue_ms: one(0.5),
+            prefill_ms: one(20.0),
+            ttft_ms: one(20.5),
+            decode_ms: one(100.0),
+            delivery_ms: one(4.0),
+        });
+        let text = server_section(&summary);
+        let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("| ")).collect();
+        assert_eq!(rows.len(), 2, "the header and one case: {text}");
+        let cells: Vec<&str> = rows[1].split(" | ").collect();
+        assert_eq!(cells.len(), 9, "{text}");
+        assert_eq!(cells[2], "vllm per-request metrics", "{text}");
+        assert!(cells[8].starts_with('1'), "the flagged response: {text}");
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub mod plot;
 pub mod repeats;
 pub mod results;
 pub mod saturation;
+pub mod server_side;
 pub mod sessions;
 pub mod shards;
 pub mod soak;

@@ -27,6 +27,16 @@ pub struct Label {
     pub response: u32,
 }
 
+impl Label {
+    /// The first response of round 1, for tests.
+    #[cfg(test)]
+    pub(crate) const ROUND_ONE: Label = Label {
+        unit: Unit::Round,
+        outer: 1,
+        response: 0,
+    };
+}
+
 /// The intervals of the samples `pairs` (value, unit, response), `unit` their units' kind.
 /// `None` without samples.
 pub fn intervals(pairs: &[(f64, u32, u32)], unit: Unit, level: f64) -> Option<Intervals> {

@@ -160,6 +160,16 @@ impl Samples {
         self.push(x);
     }
 
+    /// Adds each value that is there to its samples, all with `label` (one response's figures,
+    /// each to the distribution it belongs to).
+    pub fn push_each<const N: usize>(pairs: [(&mut Samples, Option<f64>); N], label: Label) {
+        for (samples, value) in pairs {
+            if let Some(v) = value {
+                samples.push_in(v, label);
+            }
+        }
+    }
+
     /// Algorithm R: the `seen`-th labelled sample replaces a random one of the reservoir's with
     /// probability `EXACT_LIMIT / seen` (a fixed sequence of draws: the same data, the same
     /// reservoir).

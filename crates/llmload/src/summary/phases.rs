@@ -69,18 +69,17 @@ impl PhaseFigures {
         } else {
             self.new += 1;
         }
-        for (samples, value) in [
-            (&mut self.connect, p.connect_ms),
-            (&mut self.tls, p.tls_ms),
-            (&mut self.write, p.write_ms),
-            (&mut self.head, p.head_ms),
-            (&mut self.first_event, p.first_event_ms),
-            (&mut self.last_token, r.event_ms.last().copied()),
-        ] {
-            if let Some(v) = value {
-                samples.push_in(v, label);
-            }
-        }
+        Samples::push_each(
+            [
+                (&mut self.connect, p.connect_ms),
+                (&mut self.tls, p.tls_ms),
+                (&mut self.write, p.write_ms),
+                (&mut self.head, p.head_ms),
+                (&mut self.first_event, p.first_event_ms),
+                (&mut self.last_token, r.event_ms.last().copied()),
+            ],
+            label,
+        );
     }
 
     /// The case's phases; `None` when no `ok` response carried any (records written before
@@ -105,11 +104,7 @@ mod tests {
     use super::*;
     use crate::record::{ok_record, Phases};
 
-    const LABEL: Label = Label {
-        unit: crate::stats::interval::Unit::Round,
-        outer: 1,
-        response: 0,
-    };
+    const LABEL: Label = Label::ROUND_ONE;
 
     fn with_phases(reused: bool, tls: bool) -> Record {
         let mut r = ok_record(0.0, None, vec![10.0, 12.0, 14.0]);
