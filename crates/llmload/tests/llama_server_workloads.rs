@@ -136,11 +136,10 @@ fn the_gate_passes_an_attempt_against_itself_and_fails_one_whose_server_refuses_
     // Two or four responses a case: no interval can tell a change from none, and nothing is
     // called a regression.
     assert!(same.stdout.contains("Gate passed."), "{}", same.stdout);
-    assert!(
-        same.stdout.contains("0 regressed, 6 inconclusive"),
-        "{}",
-        same.stdout
-    );
+    // Two rounds of one throughput can be close enough for "no change"; nothing regresses or
+    // improves.
+    assert!(same.stdout.contains("0 regressed, "), "{}", same.stdout);
+    assert!(same.stdout.contains(", 0 improved"), "{}", same.stdout);
     for (id, responses) in [("in32-c1-out4", 2), ("in32-c2-out4", 4)] {
         let row = |rule: &str| {
             same.stdout
