@@ -93,19 +93,9 @@ pub fn reconcile(
     let report = crate::attempt::load::read(dir)?;
     let summary = &report.summary;
     let chosen = choose_case(&summary.cases, &result, case)?;
-    let complete_repeats = summary.repeats.as_ref().map(|s| s.complete.clone());
-    // The records whole (the report keeps only what its page draws of each), of the case's
-    // measured ok responses alone: one case's are far fewer than the file's.
-    let mut kept: Vec<Record> = Vec::new();
-    crate::attempt::records::for_each_record(&dir.join("requests.jsonl"), |r| {
-        let in_series = complete_repeats
-            .as_ref()
-            .is_none_or(|c| r.repeat.is_some_and(|k| c.contains(&k)));
-        if r.case == chosen.id && r.phase == Phase::Measured && r.status == Status::Ok && in_series
-        {
-            kept.push(r);
-        }
-    })?;
+    // The records whole (the report keeps only what its page draws of each), of the case alone:
+    // one case's are far fewer than the file's.
+    let kept = measured_ok(dir, summary, Some(&chosen.id))?;
     let records: Vec<&Record> = kept.iter().collect();
     if records.is_empty() {
         return Err(crate::config::ConfigError(format!(
@@ -126,17 +116,29 @@ pub fn in_dialect(
 ) -> crate::error::Result<Vec<dialect::DialectCase>> {
     let report = crate::attempt::load::read(dir)?;
     let ids: Vec<String> = report.summary.cases.iter().map(|c| c.id.clone()).collect();
-    let complete = report.summary.repeats.as_ref().map(|s| s.complete.clone());
+    let kept = measured_ok(dir, &report.summary, None)?;
+    Ok(dialect::cases(dialect, &ids, &kept))
+}
+
+/// The measured `ok` records of the attempt `dir` whose `summary` is given (a series': those of
+/// its complete repeats), of case `only` where one is named.
+fn measured_ok(
+    dir: &Path,
+    summary: &crate::summary::Summary,
+    only: Option<&str>,
+) -> crate::error::Result<Vec<Record>> {
+    let complete = summary.repeats.as_ref().map(|s| s.complete.clone());
     let mut kept = Vec::new();
     crate::attempt::records::for_each_record(&dir.join("requests.jsonl"), |r| {
         let in_series = complete
             .as_ref()
             .is_none_or(|c| r.repeat.is_some_and(|k| c.contains(&k)));
-        if in_series && r.phase == Phase::Measured && r.status == Status::Ok {
+        let in_case = only.is_none_or(|id| r.case == id);
+        if in_series && in_case && r.phase == Phase::Measured && r.status == Status::Ok {
             kept.push(r);
         }
     })?;
-    Ok(dialect::cases(dialect, &ids, &kept))
+    Ok(kept)
 }
 
 /// The case of `cases` to set against `result`: `wanted`, the only one, or the only one of the

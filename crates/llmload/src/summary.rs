@@ -9,6 +9,7 @@ pub mod identity;
 pub mod itl;
 pub mod lengths;
 pub mod phases;
+mod prefix_cache;
 pub mod repeats;
 pub mod saturation;
 pub mod server_side;
@@ -17,6 +18,9 @@ pub mod shards;
 pub mod soak;
 pub mod sweep;
 pub mod window;
+
+use prefix_cache::PrefixAcc;
+pub use prefix_cache::PrefixCache;
 
 use crate::record::{ErrorKind, Record, Status};
 use crate::stats::interval::Unit;
@@ -153,68 +157,6 @@ pub struct Reasoning {
     pub tokens: Option<Distribution>,
     /// Time to the first answer token, from `sent`, ms (TTFT is to the first token of either).
     pub time_to_answer_ms: Option<Distribution>,
-}
-
-/// The prefix-cache hit rate of a shared system prompt, from the servers' own counters
-/// (`cache_n`, `cached_tokens`) on the `ok` responses that reported them.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PrefixCache {
-    /// Tokens of the shared system prompt.
-    pub shared_tokens: u32,
-    /// Responses whose server reported its cached tokens.
-    pub n: u32,
-    /// Σ cached prompt tokens over those responses.
-    pub cached_tokens: u64,
-    /// `cached_tokens / (n × shared_tokens)`: the share of shared tokens served from the cache.
-    pub hit_rate: f64,
-    /// Responses that took at least one token from the cache.
-    pub responses_hit: u32,
-}
-
-impl PrefixCache {
-    /// Over the `ok` responses among `records` that opened with a shared system prompt; `None`
-    /// without one, or when no server reported its cached tokens.
-    pub fn of(records: &[&Record]) -> Option<PrefixCache> {
-        let mut acc = PrefixAcc::default();
-        for r in records {
-            acc.add(r);
-        }
-        acc.finish()
-    }
-}
-
-/// Σ of the prefix-cache counters, one `ok` record at a time.
-#[derive(Debug, Default)]
-struct PrefixAcc {
-    shared: u32,
-    n: u32,
-    cached_tokens: u64,
-    hit: u32,
-}
-
-impl PrefixAcc {
-    fn add(&mut self, r: &Record) {
-        // A session's turn may take its whole history from the cache: its hits are by turn.
-        if r.session.is_some() {
-            return;
-        }
-        self.shared = self.shared.max(r.shared_tokens);
-        if let (true, Some(c)) = (r.shared_tokens > 0, r.cached_tokens) {
-            self.n += 1;
-            self.cached_tokens += u64::from(c);
-            self.hit += u32::from(c > 0);
-        }
-    }
-
-    fn finish(self) -> Option<PrefixCache> {
-        (self.shared > 0 && self.n > 0).then(|| PrefixCache {
-            shared_tokens: self.shared,
-            n: self.n,
-            cached_tokens: self.cached_tokens,
-            hit_rate: self.cached_tokens as f64 / (f64::from(self.n) * f64::from(self.shared)),
-            responses_hit: self.hit,
-        })
-    }
 }
 
 /// A round's figures so far.
