@@ -65,9 +65,9 @@ pub enum Command {
     /// and what to run where the measurements fall short.
     Plan(PlanArgs),
     /// Set another tool's saved result for the same server and workload (`vllm bench serve
-    /// --save-result --save-detailed`) beside an attempt's records: each figure as the other
-    /// tool gives it, llmload's records under its definition, llmload's own, and the gap
-    /// explained term by term.
+    /// --save-result --save-detailed`, AIPerf's or GuideLLM's exports) beside an attempt's
+    /// records: each figure as the other tool gives it, llmload's records under its definition,
+    /// llmload's own, and the gap explained term by term.
     Reconcile(ReconcileArgs),
 }
 
@@ -77,13 +77,19 @@ pub struct ReconcileArgs {
     /// The attempt folder (OUT/NAME/ATTEMPT-ID).
     #[arg(value_name = "ATTEMPT")]
     pub dir: PathBuf,
-    /// The other tool's result file (`vllm bench serve --save-result`; `--save-detailed` for
-    /// the workload checks and the other side's intervals).
+    /// The other tool's result: `vllm bench serve --save-result` JSON (`--save-detailed` for
+    /// the workload checks and the other side's intervals), AIPerf's
+    /// `profile_export_aiperf.json` or `profile_export.jsonl` (or the folder holding them),
+    /// GuideLLM's `benchmarks.json`.
     #[arg(value_name = "OTHER_RESULT")]
     pub other: PathBuf,
     /// The case of the attempt to set against it, where it has several that fit.
     #[arg(long, value_name = "ID")]
     pub case: Option<String>,
+    /// The run of the other file to set against it (from 1), where it holds several (a
+    /// GuideLLM sweep's benchmarks).
+    #[arg(long, value_name = "N")]
+    pub benchmark: Option<usize>,
     /// Print the reconciliation as JSON instead of tables.
     #[arg(long)]
     pub json: bool,

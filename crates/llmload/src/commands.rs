@@ -101,7 +101,12 @@ pub async fn execute(command: Command) -> Result<u8> {
             Ok(if plan.covered { 0 } else { 3 })
         }
         Command::Reconcile(args) => {
-            let r = crate::reconcile::reconcile(&args.dir, &args.other, args.case.as_deref())?;
+            let r = crate::reconcile::reconcile(
+                &args.dir,
+                &args.other,
+                args.case.as_deref(),
+                args.benchmark,
+            )?;
             if args.json {
                 out(&json(&r))?;
             } else {

@@ -7,28 +7,38 @@
 //! measured differently); and the **workload** checks say whether the two runs sent the same
 //! thing (requests, prompt and output lengths, concurrency).
 
+pub mod aiperf;
 pub mod dialect;
+pub mod guidellm;
+pub mod other;
 pub mod render;
+pub mod shape;
+mod terms;
 pub mod vllm;
 
 use crate::record::{Phase, Record, Status};
 use crate::stats::interval::{self, Interval};
 use crate::stats::{percentile, Spread};
 use crate::summary::CaseSummary;
+use dialect::Dialect;
 use serde::Serialize;
+use shape::OtherRun;
 use std::path::Path;
-use vllm::{AsVllm, VllmResult};
 
 /// The whole reconciliation of one case.
 #[derive(Clone, Debug, Serialize)]
 pub struct Reconciliation {
     /// The other tool, as its file says.
     pub other_tool: String,
+    /// Whose definitions the other figures follow.
+    pub dialect: Dialect,
     /// The case of the attempt set against it.
     pub case: String,
-    /// Whether the other file holds its per-request lists (`--save-detailed`): without them
-    /// the workload cannot be checked and the other figures have no interval.
+    /// Whether the other file holds per-request values: without them the workload cannot be
+    /// checked and the other figures have no interval.
     pub detailed: bool,
+    /// What reading the other file noticed that bears on the comparison.
+    pub notes: Vec<String>,
     /// Did the two runs send the same thing?
     pub workload: Vec<WorkloadCheck>,
     /// Figure by figure.
@@ -82,17 +92,18 @@ pub struct Term {
     pub text: String,
 }
 
-/// Reconciles the attempt `dir` with the other tool's `other` file; `case` picks the case where
-/// the attempt has several.
+/// Reconciles the attempt `dir` with the other tool's `other` result; `case` picks the case
+/// where the attempt has several, `benchmark` (from 1) the run where the other file has several.
 pub fn reconcile(
     dir: &Path,
     other: &Path,
     case: Option<&str>,
+    benchmark: Option<usize>,
 ) -> crate::error::Result<Reconciliation> {
-    let result = VllmResult::read(other).map_err(crate::config::ConfigError)?;
+    let runs = other::read(other).map_err(crate::config::ConfigError)?;
     let report = crate::attempt::load::read(dir)?;
     let summary = &report.summary;
-    let chosen = choose_case(&summary.cases, &result, case)?;
+    let (chosen, run) = choose(&summary.cases, &runs, case, benchmark)?;
     // The records whole (the report keeps only what its page draws of each), of the case alone:
     // one case's are far fewer than the file's.
     let kept = measured_ok(dir, summary, Some(&chosen.id))?;
@@ -105,7 +116,7 @@ pub fn reconcile(
         ))
         .into());
     }
-    Ok(build(&result, chosen, &records))
+    Ok(build(run, chosen, &records))
 }
 
 /// The cases of the attempt `dir` in `dialect`: its measured ok responses (a series': those of
@@ -141,13 +152,25 @@ fn measured_ok(
     Ok(kept)
 }
 
-/// The case of `cases` to set against `result`: `wanted`, the only one, or the only one of the
-/// other run's concurrency and lengths.
-fn choose_case<'a>(
+/// Whether `case` is the workload `run` ran: its concurrency and its median lengths, where the
+/// run gives them.
+fn fits(case: &CaseSummary, run: &OtherRun) -> bool {
+    let (prompts, outputs) = run.lengths();
+    run.concurrency
+        .is_none_or(|m| u64::from(case.concurrency) == m)
+        && median(&prompts).is_none_or(|i| close(f64::from(case.input_tokens), i))
+        && median(&outputs).is_none_or(|o| close(f64::from(case.output_tokens), o))
+}
+
+/// The case of `cases` and the run of `runs` to set against each other: those named (`wanted`,
+/// `benchmark` from 1), else the only ones, else the only pair that fits.
+fn choose<'a, 'b>(
     cases: &'a [CaseSummary],
-    result: &VllmResult,
+    runs: &'b [OtherRun],
     wanted: Option<&str>,
-) -> crate::error::Result<&'a CaseSummary> {
+    benchmark: Option<usize>,
+) -> crate::error::Result<(&'a CaseSummary, &'b OtherRun)> {
+    let usage = |text: String| crate::error::Error::from(crate::config::ConfigError(text));
     let ids = || {
         cases
             .iter()
@@ -155,36 +178,49 @@ fn choose_case<'a>(
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let usage = |text: String| crate::error::Error::from(crate::config::ConfigError(text));
-    if let Some(id) = wanted {
-        return cases.iter().find(|c| c.id == id).ok_or_else(|| {
+    let runs: Vec<&OtherRun> = match benchmark {
+        Some(b) => vec![runs.get(b.wrapping_sub(1)).ok_or_else(|| {
+            usage(format!(
+                "--benchmark {b}: the other file holds {} (counted from 1)",
+                runs.len()
+            ))
+        })?],
+        None => runs.iter().collect(),
+    };
+    let named: Vec<&CaseSummary> = match wanted {
+        Some(id) => vec![cases.iter().find(|c| c.id == id).ok_or_else(|| {
             usage(format!(
                 "--case {id}: no such case (the attempt has {})",
                 ids()
             ))
-        });
+        })?],
+        None => cases.iter().collect(),
+    };
+    if let ([case], [run]) = (named.as_slice(), runs.as_slice()) {
+        return Ok((case, run));
     }
-    if let [only] = cases {
-        return Ok(only);
-    }
-    let input = median(&result.input_lens);
-    let output = median(&result.output_lens);
-    let fits: Vec<&CaseSummary> = cases
+    let pairs: Vec<(&CaseSummary, &OtherRun)> = named
         .iter()
-        .filter(|c| {
-            result
-                .max_concurrency
-                .is_none_or(|m| u64::from(c.concurrency) == m)
-        })
-        .filter(|c| input.is_none_or(|i| close(f64::from(c.input_tokens), i)))
-        .filter(|c| output.is_none_or(|o| close(f64::from(c.output_tokens), o)))
+        .flat_map(|&c| runs.iter().map(move |&r| (c, r)))
+        .filter(|(c, r)| fits(c, r))
         .collect();
-    match fits.as_slice() {
-        [one] => Ok(one),
+    match pairs.as_slice() {
+        [one] => Ok(*one),
+        _ if runs.len() > 1 && named.len() == 1 => Err(usage(format!(
+            "the other file holds {} runs and {} fit case {}: name one with --benchmark N \
+             (from 1: {})",
+            runs.len(),
+            pairs.len(),
+            named[0].id,
+            runs.iter()
+                .map(|r| r.tool.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        ))),
         _ => Err(usage(format!(
             "the attempt has several cases and {} fit the other run's concurrency and lengths: \
              name one with --case ({})",
-            fits.len(),
+            pairs.len(),
             ids()
         ))),
     }
@@ -202,192 +238,206 @@ fn median(values: &[f64]) -> Option<f64> {
     (!sorted.is_empty()).then(|| percentile(&sorted, 0.5))
 }
 
-/// A statistic of a list of values and its interval.
-#[derive(Clone, Copy)]
+/// A statistic of a figure's values.
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Stat {
     Mean,
     Quantile(f64),
 }
 
+/// One response's values of a figure and the weight of each (1, or its tokens for a figure its
+/// tool counts once per token).
+type Group = (Vec<f64>, f64);
+
 impl Stat {
-    fn of(self, values: &[f64]) -> Option<(f64, Option<Interval>)> {
-        if values.is_empty() {
+    /// The statistic of the values of `groups` (one per response) and its interval: exact for
+    /// one value a response weighted alike, else by resampling whole responses.
+    fn of(self, groups: &[Group]) -> Option<(f64, Option<Interval>)> {
+        let level = interval::level();
+        let boot = match self {
+            Stat::Mean => interval::Stat::Mean,
+            Stat::Quantile(q) => interval::Stat::Quantile(q),
+        };
+        if groups.iter().all(|g| (g.1 - 1.0).abs() < f64::EPSILON) {
+            let mut sorted: Vec<f64> = groups.iter().flat_map(|g| g.0.iter().copied()).collect();
+            if sorted.is_empty() {
+                return None;
+            }
+            sorted.sort_by(f64::total_cmp);
+            let point = match self {
+                Stat::Mean => Spread::of(&sorted).map_or(0.0, |s| s.mean),
+                Stat::Quantile(q) => percentile(&sorted, q),
+            };
+            let independent = groups.iter().all(|g| g.0.len() == 1);
+            let ci = match (self, independent) {
+                (Stat::Mean, true) => interval::t_interval(&sorted, level),
+                (Stat::Quantile(q), true) => interval::order_statistic(&sorted, q, level),
+                _ => {
+                    let units: Vec<Vec<f64>> = groups.iter().map(|g| g.0.clone()).collect();
+                    interval::bootstrap(&units, &[boot], level)[0]
+                }
+            };
+            return Some((point, ci));
+        }
+        let mut pairs: Vec<(f64, f64)> = groups
+            .iter()
+            .flat_map(|g| g.0.iter().map(move |&v| (v, g.1)))
+            .collect();
+        pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let total: f64 = pairs.iter().map(|p| p.1).sum();
+        if pairs.is_empty() || total <= 0.0 {
             return None;
         }
-        let level = interval::level();
-        let mut sorted = values.to_vec();
-        sorted.sort_by(f64::total_cmp);
-        Some(match self {
-            Stat::Mean => (
-                Spread::of(values).map_or(0.0, |s| s.mean),
-                interval::t_interval(values, level),
-            ),
-            Stat::Quantile(q) => (
-                percentile(&sorted, q),
-                interval::order_statistic(&sorted, q, level),
-            ),
-        })
+        let point = match self {
+            Stat::Mean => pairs.iter().map(|p| p.0 * p.1).sum::<f64>() / total,
+            Stat::Quantile(q) => crate::stats::weighted_quantile(&pairs, total, q),
+        };
+        Some((
+            point,
+            interval::bootstrap_weighted(&pairs, &[boot], level)[0],
+        ))
     }
 }
 
-/// The values behind each figure on the three sides: the other tool's (ms, from its lists),
-/// llmload's records under its definition, llmload's own.
-struct Values {
-    ttft: [Vec<f64>; 3],
-    tpot: [Vec<f64>; 3],
-    itl: [Vec<f64>; 3],
-    latency: [Vec<f64>; 3],
+/// llmload's own figure a row sets beside the other tool's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Own {
+    Ttft,
+    Tpot,
+    Itl,
+    E2e,
+    /// llmload has no figure of that definition.
+    Nothing,
 }
 
-impl Values {
-    fn of(result: &VllmResult, records: &[&Record], as_vllm: &[AsVllm]) -> Values {
-        let ok = result.succeeded();
-        let other_ms = |list: &[f64]| -> Vec<f64> {
-            ok.iter()
-                .filter_map(|&i| list.get(i))
-                .map(|s| s * 1e3)
-                .collect()
-        };
-        let other_tpot: Vec<f64> = ok
-            .iter()
-            .filter_map(|&i| {
-                let n = *result.output_lens.get(i)?;
-                let (t, l) = (*result.ttfts.get(i)?, *result.latencies.get(i)?);
-                (n > 1.0).then(|| (l - t) * 1e3 / (n - 1.0))
-            })
-            .collect();
-        let other_itl: Vec<f64> = ok
-            .iter()
-            .filter_map(|&i| result.itls.get(i))
-            .flatten()
-            .map(|s| s * 1e3)
-            .collect();
-        Values {
-            ttft: [
-                other_ms(&result.ttfts),
-                as_vllm.iter().map(|v| v.ttft_ms).collect(),
-                records.iter().filter_map(|r| r.ttft_ms).collect(),
-            ],
-            tpot: [
-                other_tpot,
-                as_vllm.iter().filter_map(|v| v.tpot_ms).collect(),
-                records.iter().filter_map(|r| r.tpot_ms()).collect(),
-            ],
-            itl: [
-                other_itl,
-                as_vllm
-                    .iter()
-                    .flat_map(|v| v.itls_ms.iter().copied())
-                    .collect(),
-                records.iter().flat_map(|r| r.itl_ms()).collect(),
-            ],
-            latency: [
-                other_ms(&result.latencies),
-                as_vllm.iter().map(|v| v.latency_ms).collect(),
-                records.iter().filter_map(|r| r.e2e_ms).collect(),
-            ],
+impl Own {
+    /// `r`'s values of the figure (ms).
+    fn of(self, r: &Record) -> Vec<f64> {
+        match self {
+            Own::Ttft => r.ttft_ms.into_iter().collect(),
+            Own::Tpot => r.tpot_ms().into_iter().collect(),
+            Own::Itl => r.itl_ms().collect(),
+            Own::E2e => r.e2e_ms.into_iter().collect(),
+            Own::Nothing => Vec::new(),
         }
     }
 }
 
-/// One figure to reconcile: its name, the statistic, the other file's own figure, and the
-/// values on the three sides.
-type Spec<'a> = (&'static str, Stat, Option<f64>, &'a [Vec<f64>; 3]);
+/// The rows of `dialect`: the row's name, the tool's figure, the statistic, llmload's own.
+fn rows(dialect: Dialect) -> Vec<(String, &'static str, Stat, Own)> {
+    let (mean, median, p99) = match dialect {
+        Dialect::Aiperf => ("avg", "p50", "p99"),
+        _ => ("mean", "median", "p99"),
+    };
+    let figures: &[(&'static str, Own, bool)] = match dialect {
+        Dialect::Vllm => &[
+            ("ttft", Own::Ttft, true),
+            ("tpot", Own::Tpot, false),
+            ("itl", Own::Itl, false),
+            ("e2el", Own::E2e, false),
+        ],
+        Dialect::Aiperf => &[
+            ("time_to_first_token", Own::Ttft, true),
+            ("time_to_second_token", Own::Nothing, false),
+            ("inter_token_latency", Own::Tpot, false),
+            ("inter_chunk_latency", Own::Itl, false),
+            ("request_latency", Own::E2e, false),
+        ],
+        Dialect::Guidellm => &[
+            ("time_to_first_token", Own::Ttft, true),
+            ("inter_token_latency", Own::Tpot, false),
+            ("time_per_output_token", Own::Nothing, false),
+            ("request_latency", Own::E2e, false),
+        ],
+    };
+    let mut out = Vec::new();
+    for &(figure, own, tail) in figures {
+        out.push((format!("{figure}_{mean}_ms"), figure, Stat::Mean, own));
+        out.push((
+            format!("{figure}_{median}_ms"),
+            figure,
+            Stat::Quantile(0.5),
+            own,
+        ));
+        if tail {
+            out.push((
+                format!("{figure}_{p99}_ms"),
+                figure,
+                Stat::Quantile(0.99),
+                own,
+            ));
+        }
+    }
+    out
+}
 
-/// The reconciliation of `result` with `case`'s measured ok `records`.
-fn build(result: &VllmResult, case: &CaseSummary, records: &[&Record]) -> Reconciliation {
-    let as_vllm: Vec<AsVllm> = records.iter().filter_map(|r| vllm::as_vllm(r)).collect();
-    let v = Values::of(result, records, &as_vllm);
-    let role_chunks = records
+/// The reconciliation of `run` with `case`'s measured ok `records`.
+fn build(run: &OtherRun, case: &CaseSummary, records: &[&Record]) -> Reconciliation {
+    let dialect = run.dialect();
+    let as_other: Vec<Vec<shape::Values>> = records
         .iter()
-        .zip(&as_vllm)
-        .filter(|(r, v)| {
-            r.event_ms
-                .first()
-                .is_some_and(|&t| v.ttft_ms < t - vllm::ROUNDING_MS)
-        })
-        .count();
-    let workload = workload(result, case, records);
+        .map(|r| dialect::of_response(dialect, r))
+        .collect();
+    let groups_of = |per: &mut dyn Iterator<Item = &Vec<shape::Values>>, figure: &str| {
+        per.flatten()
+            .filter(|v| v.figure == figure)
+            .map(|v| (v.values.clone(), v.weight))
+            .collect::<Vec<Group>>()
+    };
+    let workload = workload(run, case, records);
     let differs: Vec<String> = workload
         .iter()
         .filter(|w| !w.same)
         .map(|w| w.what.clone())
         .collect();
-    let definition = Definitions {
-        role_chunks,
-        responses: records.len(),
-        multi_token_events: records
-            .iter()
-            .filter(|r| !r.event_tokens.is_empty())
-            .count(),
-    };
-    let (median, p99) = (Stat::Quantile(0.5), Stat::Quantile(0.99));
-    let specs: [Spec; 9] = [
-        ("ttft_mean_ms", Stat::Mean, result.mean_ttft_ms, &v.ttft),
-        ("ttft_median_ms", median, result.median_ttft_ms, &v.ttft),
-        ("ttft_p99_ms", p99, result.p99_ttft_ms, &v.ttft),
-        ("tpot_mean_ms", Stat::Mean, result.mean_tpot_ms, &v.tpot),
-        ("tpot_median_ms", median, result.median_tpot_ms, &v.tpot),
-        ("itl_mean_ms", Stat::Mean, result.mean_itl_ms, &v.itl),
-        ("itl_median_ms", median, result.median_itl_ms, &v.itl),
-        ("e2el_mean_ms", Stat::Mean, result.mean_e2el_ms, &v.latency),
-        ("e2el_median_ms", median, result.median_e2el_ms, &v.latency),
-    ];
-    let mut metrics: Vec<MetricRow> = specs
-        .iter()
-        .map(|spec| metric(spec, &definition, &differs))
+    let definition = terms::Definitions::of(records);
+    let mut metrics: Vec<MetricRow> = rows(dialect)
+        .into_iter()
+        .map(|(name, figure, stat, own)| {
+            let other = groups_of(&mut run.responses.iter().map(|r| &r.values), figure);
+            let mine = groups_of(&mut as_other.iter(), figure);
+            let ours: Vec<Group> = records.iter().map(|r| (own.of(r), 1.0)).collect();
+            let (other_stat, as_stat) = (stat.of(&other), stat.of(&mine));
+            let mut row = MetricRow {
+                other: run.figures.get(&name).copied().or(other_stat.map(|s| s.0)),
+                other_interval: other_stat.and_then(|s| s.1),
+                llmload_as_other: as_stat.map(|s| s.0),
+                llmload_as_other_interval: as_stat.and_then(|s| s.1),
+                llmload: stat.of(&ours).map(|s| s.0),
+                n: mine.iter().map(|g| g.0.len()).sum(),
+                name,
+                terms: Vec::new(),
+            };
+            row.terms = terms::terms(&row, dialect, figure, &definition, &differs);
+            row
+        })
         .collect();
-    metrics.push(throughput(result, case, records, &definition, &differs));
+    let mut row = MetricRow {
+        name: "output_throughput_tps".into(),
+        other: run.output_throughput,
+        other_interval: None,
+        llmload_as_other: dialect::span_throughput(records),
+        llmload_as_other_interval: None,
+        llmload: case.throughput_tps.as_ref().map(|s| s.mean),
+        n: records.len(),
+        terms: Vec::new(),
+    };
+    row.terms = terms::terms(&row, dialect, "throughput", &definition, &differs);
+    metrics.push(row);
     Reconciliation {
-        other_tool: format!(
-            "vllm bench serve ({})",
-            result.backend.as_deref().unwrap_or("backend not given")
-        ),
+        other_tool: run.tool.clone(),
+        dialect,
         case: case.id.clone(),
-        detailed: result.is_detailed(),
+        detailed: run.is_detailed(),
+        notes: run.notes.clone(),
         workload,
         metrics,
         level: interval::level(),
     }
 }
 
-/// One figure on the three sides, with its terms.
-fn metric(
-    &(name, stat, said, [other, as_other, ours]): &Spec,
-    definition: &Definitions,
-    differs: &[String],
-) -> MetricRow {
-    let other_stat = stat.of(other);
-    let as_stat = stat.of(as_other);
-    let mut row = MetricRow {
-        name: name.to_owned(),
-        other: said.or(other_stat.map(|s| s.0)),
-        other_interval: other_stat.and_then(|s| s.1),
-        llmload_as_other: as_stat.map(|s| s.0),
-        llmload_as_other_interval: as_stat.and_then(|s| s.1),
-        llmload: stat.of(ours).map(|s| s.0),
-        n: as_other.len(),
-        terms: Vec::new(),
-    };
-    row.terms = terms(&row, definition, differs);
-    row
-}
-
-/// What the records say of how the two definitions differ on them.
-struct Definitions {
-    /// Responses whose first event came before their first token (a chat stream's role chunk).
-    role_chunks: usize,
-    /// Responses.
-    responses: usize,
-    /// Responses with an event of several tokens.
-    multi_token_events: usize,
-}
-
 /// The workload on each side: what was sent and how much of it succeeded.
-fn workload(result: &VllmResult, case: &CaseSummary, records: &[&Record]) -> Vec<WorkloadCheck> {
-    let ok = result.succeeded();
-    let pick =
-        |list: &[f64]| -> Vec<f64> { ok.iter().filter_map(|&i| list.get(i)).copied().collect() };
+fn workload(run: &OtherRun, case: &CaseSummary, records: &[&Record]) -> Vec<WorkloadCheck> {
     let ours_prompt: Vec<f64> = records
         .iter()
         .map(|r| f64::from(r.prompt_tokens.unwrap_or(r.input_tokens)))
@@ -400,30 +450,28 @@ fn workload(result: &VllmResult, case: &CaseSummary, records: &[&Record]) -> Vec
     let mut checks = vec![
         WorkloadCheck {
             what: "requests succeeded".into(),
-            other: result
-                .completed
-                .map(|c| c as f64)
-                .or((!ok.is_empty()).then(|| count(ok.len()))),
+            other: run.completed.map(|c| c as f64),
             llmload: Some(count(records.len())),
             same: false,
         },
         WorkloadCheck {
             what: "concurrency".into(),
-            other: result.max_concurrency.map(|c| c as f64),
+            other: run.concurrency.map(|c| c as f64),
             llmload: Some(f64::from(case.concurrency)),
             same: false,
         },
     ];
-    if result.is_detailed() {
+    let (prompts, outputs) = run.lengths();
+    if run.is_detailed() {
         checks.push(WorkloadCheck {
             what: "prompt tokens (median)".into(),
-            other: median(&pick(&result.input_lens)),
+            other: median(&prompts),
             llmload: median(&ours_prompt),
             same: false,
         });
         checks.push(WorkloadCheck {
             what: "output tokens (median)".into(),
-            other: median(&pick(&result.output_lens)),
+            other: median(&outputs),
             llmload: median(&ours_output),
             same: false,
         });
@@ -436,150 +484,6 @@ fn workload(result: &VllmResult, case: &CaseSummary, records: &[&Record]) -> Vec
         };
     }
     checks
-}
-
-/// Output throughput: vLLM's over its whole benchmark; llmload's records over the same span
-/// (first send to last token); llmload's own over its rounds or window.
-fn throughput(
-    result: &VllmResult,
-    case: &CaseSummary,
-    records: &[&Record],
-    definition: &Definitions,
-    differs: &[String],
-) -> MetricRow {
-    let start = records
-        .iter()
-        .map(|r| r.sent_s)
-        .fold(f64::INFINITY, f64::min);
-    let end = records
-        .iter()
-        .map(|r| r.sent_s + r.event_ms.last().copied().unwrap_or(0.0) / 1e3)
-        .fold(f64::NEG_INFINITY, f64::max);
-    let tokens: f64 = records
-        .iter()
-        .map(|r| f64::from(r.generated_tokens()))
-        .sum();
-    let as_other = (end > start).then(|| tokens / (end - start));
-    let mut row = MetricRow {
-        name: "output_throughput_tps".into(),
-        other: result.output_throughput,
-        other_interval: None,
-        llmload_as_other: as_other,
-        llmload_as_other_interval: None,
-        llmload: case.throughput_tps.as_ref().map(|s| s.mean),
-        n: records.len(),
-        terms: Vec::new(),
-    };
-    row.terms = terms(&row, definition, differs);
-    row
-}
-
-/// The terms of `row`'s gap.
-fn terms(row: &MetricRow, d: &Definitions, differs: &[String]) -> Vec<Term> {
-    let mut out = Vec::new();
-    if let (Some(as_other), Some(ours)) = (row.llmload_as_other, row.llmload) {
-        out.push(Term {
-            kind: "definition",
-            amount: Some(as_other - ours),
-            text: definition_text(&row.name, d),
-        });
-    }
-    if !differs.is_empty() {
-        out.push(Term {
-            kind: "workload",
-            amount: None,
-            text: format!(
-                "the two runs did not send the same workload ({} differ): the figures are of \
-                 different loads",
-                differs.join(", ")
-            ),
-        });
-    }
-    if let (Some(other), Some(as_other)) = (row.other, row.llmload_as_other) {
-        out.push(Term {
-            kind: "measurement",
-            amount: Some(other - as_other),
-            text: measurement_text(row),
-        });
-    }
-    out
-}
-
-/// Why llmload's own definition gives another figure than the other tool's on the same records.
-fn definition_text(name: &str, d: &Definitions) -> String {
-    let role = if d.role_chunks > 0 {
-        format!(
-            "vLLM's first token is the first chunk with choices, which in {} of {} responses \
-             was the role-only chunk before any token; llmload's is the first chunk carrying a \
-             token",
-            d.role_chunks, d.responses
-        )
-    } else {
-        "both take the first chunk, which carried a token in every response".to_owned()
-    };
-    let chunks = if d.multi_token_events > 0 {
-        format!(
-            "vLLM takes one gap per chunk, llmload splits a chunk of k tokens into k gaps (in {} \
-             of {} responses a chunk carried several)",
-            d.multi_token_events, d.responses
-        )
-    } else {
-        "every chunk carried one token, so one gap per chunk is one per token".to_owned()
-    };
-    let base = name.trim_end_matches("_ms");
-    match base.split('_').next().unwrap_or("") {
-        "ttft" => role,
-        "tpot" => format!(
-            "vLLM's TPOT runs from its first token to the last token chunk, llmload's from its \
-             first token to the final event (the usage chunk or the stream's end); {role}"
-        ),
-        "itl" => format!(
-            "{chunks}; vLLM also counts the gap from a role-only chunk to the first token. \
-             llmload's ITL is over every token gap of the responses whose tokens per event are \
-             known"
-        ),
-        "e2el" => "vLLM's latency ends at the last token chunk, llmload's complete time at the \
-                   final event (the usage chunk or the stream's end)"
-            .to_owned(),
-        _ => "vLLM divides every output token by the benchmark's whole span (first send to \
-              last token: the ramp-up and the tail of one request alone included); llmload's \
-              own throughput is over its rounds, or its window without warmup and drain"
-            .to_owned(),
-    }
-}
-
-/// What the gap between the other tool's figure and llmload's under its definition is.
-fn measurement_text(row: &MetricRow) -> String {
-    let level = interval::level() * 100.0;
-    match (row.other_interval, row.llmload_as_other_interval) {
-        (Some(a), Some(b)) if a.low <= b.high && b.low <= a.high => format!(
-            "the two figures' {level:.0} % intervals overlap ([{:.3}, {:.3}] and [{:.3}, {:.3}]): \
-             the rest is the variation between two runs, not a difference of measurement",
-            a.low, a.high, b.low, b.high
-        ),
-        (Some(a), Some(b)) => format!(
-            "beyond the variation between runs (the {level:.0} % intervals [{:.3}, {:.3}] and \
-             [{:.3}, {:.3}] do not overlap): the clients stamp different moments (vLLM's when its \
-             Python loop has parsed an event, llmload's when the kernel received it, so the \
-             other client's own delay is in its figure), or the server was in another state \
-             during the other run",
-            a.low, a.high, b.low, b.high
-        ),
-        (None, Some(b)) if row.other.is_some_and(|o| b.low <= o && o <= b.high) => format!(
-            "the other figure lies inside llmload's {level:.0} % interval [{:.3}, {:.3}]: \
-             within the variation between runs",
-            b.low, b.high
-        ),
-        (None, Some(b)) => format!(
-            "the other figure lies outside llmload's {level:.0} % interval [{:.3}, {:.3}] (the \
-             other file gives no per-request values for an interval of its own): client \
-             overhead or a different server state",
-            b.low, b.high
-        ),
-        _ => {
-            "not tested: too few values for an interval, or none given by the other file".to_owned()
-        }
-    }
 }
 
 #[cfg(test)]

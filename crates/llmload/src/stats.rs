@@ -110,6 +110,20 @@ pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     sorted[below] + (sorted[above] - sorted[below]) * (rank - below as f64)
 }
 
+/// The `q` quantile (0–1) of `sorted` (value, weight) pairs whose weights add up to `total`:
+/// the smallest value whose cumulative weight reaches the share `q` of the total, as GuideLLM
+/// takes it.
+pub fn weighted_quantile(sorted: &[(f64, f64)], total: f64, q: f64) -> f64 {
+    let mut seen = 0.0;
+    for p in sorted {
+        seen += p.1;
+        if seen >= q * total - 1e-9 {
+            return p.0;
+        }
+    }
+    sorted.last().map_or(0.0, |p| p.0)
+}
+
 /// Mean, spread and count of a small set of values (round throughputs).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Spread {

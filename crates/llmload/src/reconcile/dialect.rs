@@ -2,35 +2,13 @@
 //! same measured `ok` responses, each figure computed by that tool's definition (see *Other
 //! tools' definitions* in docs/measurement.md), per case.
 
+pub use super::shape::{Dialect, Values};
 use super::vllm;
 use crate::record::{Phase, Record, Status};
 use crate::stats::Distribution;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-
-/// A tool whose definitions llmload can compute.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Dialect {
-    /// `vllm bench serve`.
-    Vllm,
-    /// NVIDIA's `AIPerf`.
-    Aiperf,
-    /// `GuideLLM`: its per-token figures weighted by tokens.
-    Guidellm,
-}
-
-impl Dialect {
-    /// The tool's name.
-    pub fn tool(self) -> &'static str {
-        match self {
-            Dialect::Vllm => "vllm bench serve",
-            Dialect::Aiperf => "AIPerf",
-            Dialect::Guidellm => "GuideLLM",
-        }
-    }
-}
 
 /// One case's figures in a dialect.
 #[derive(Clone, Debug, Serialize)]
@@ -45,58 +23,119 @@ pub struct DialectCase {
     pub output_throughput_tps: Option<f64>,
 }
 
-/// The values of each figure of `dialect` over the records `rs` (ms), by the tool's name, each
-/// with its weight (1 where the tool weights every request alike).
-fn values(dialect: Dialect, rs: &[&Record]) -> Vec<(&'static str, Vec<(f64, f64)>)> {
-    if dialect == Dialect::Guidellm {
-        return guidellm(rs);
+/// The figures of `dialect`, by the tool's names, in the order its tables give them.
+pub fn figures(dialect: Dialect) -> &'static [&'static str] {
+    match dialect {
+        Dialect::Vllm => &["ttft", "tpot", "itl", "e2el"],
+        Dialect::Aiperf => &[
+            "time_to_first_token",
+            "time_to_second_token",
+            "inter_token_latency",
+            "inter_chunk_latency",
+            "request_latency",
+        ],
+        Dialect::Guidellm => &[
+            "time_to_first_token",
+            "inter_token_latency",
+            "time_per_output_token",
+            "request_latency",
+        ],
     }
-    unweighted(dialect, rs)
-        .into_iter()
-        .map(|(name, v)| (name, v.into_iter().map(|x| (x, 1.0)).collect()))
-        .collect()
 }
 
-/// `GuideLLM`'s figures: TTFT and request latency per request; ITL, (last token − first
-/// token) ÷ (tokens − 1), counted once per token after the first; TPOT, request latency ÷
-/// tokens, counted once per token.
-fn guidellm(rs: &[&Record]) -> Vec<(&'static str, Vec<(f64, f64)>)> {
-    let with_tokens = || rs.iter().filter(|r| !r.event_ms.is_empty());
-    let ttft = |r: &Record| r.ttft_ms.or(r.event_ms.first().copied());
-    vec![
-        (
-            "time_to_first_token",
-            with_tokens()
-                .filter_map(|r| Some((ttft(r)?, 1.0)))
-                .collect(),
-        ),
-        (
-            "inter_token_latency",
-            with_tokens()
-                .filter_map(|r| {
-                    let n = r.generated_tokens();
-                    let span = r.event_ms.last()? - ttft(r)?;
-                    (n > 1).then(|| (span / f64::from(n - 1), f64::from(n - 1)))
-                })
-                .collect(),
-        ),
-        (
-            "time_per_output_token",
-            with_tokens()
-                .filter_map(|r| {
-                    let n = r.generated_tokens();
-                    let e2e = r.e2e_ms?;
-                    (n > 0).then(|| (e2e / f64::from(n), f64::from(n)))
-                })
-                .collect(),
-        ),
-        (
-            "request_latency",
-            with_tokens()
-                .filter_map(|r| Some((r.e2e_ms?, 1.0)))
-                .collect(),
-        ),
-    ]
+/// The values of `r`, a measured ok response, under `dialect`'s definitions (ms from its send);
+/// none where it carried no token.
+pub fn of_response(dialect: Dialect, r: &Record) -> Vec<Values> {
+    let one = |figure, value: Option<f64>, weight: f64| {
+        value.map(|v| Values {
+            figure,
+            values: vec![v],
+            weight,
+        })
+    };
+    if dialect == Dialect::Vllm {
+        let Some(v) = vllm::as_vllm(r) else {
+            return Vec::new();
+        };
+        return [
+            one("ttft", Some(v.ttft_ms), 1.0),
+            one("tpot", v.tpot_ms, 1.0),
+            Some(Values {
+                figure: "itl",
+                values: v.itls_ms,
+                weight: 1.0,
+            }),
+            one("e2el", Some(v.latency_ms), 1.0),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+    }
+    // AIPerf's and GuideLLM's responses are those with content: the token events.
+    let (Some(&first), Some(&last)) = (r.event_ms.first(), r.event_ms.last()) else {
+        return Vec::new();
+    };
+    let ttft = r.ttft_ms.unwrap_or(first);
+    let n = r.generated_tokens();
+    // (last token − first token) ÷ (tokens − 1): AIPerf's ITL, GuideLLM's ITL.
+    let per_gap = (n > 1 && r.event_ms.len() > 1).then(|| (last - ttft) / f64::from(n - 1));
+    match dialect {
+        Dialect::Aiperf => [
+            one("time_to_first_token", Some(ttft), 1.0),
+            one(
+                "time_to_second_token",
+                r.event_ms.get(1).map(|s| s - first),
+                1.0,
+            ),
+            one("inter_token_latency", per_gap, 1.0),
+            Some(Values {
+                figure: "inter_chunk_latency",
+                values: r.event_ms.windows(2).map(|w| w[1] - w[0]).collect(),
+                weight: 1.0,
+            }),
+            one("request_latency", Some(last), 1.0),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+        // GuideLLM counts its per-token figures once per token: ITL once per token after the
+        // first, TPOT ((last token − send) ÷ tokens) once per token.
+        _ => [
+            one("time_to_first_token", Some(ttft), 1.0),
+            one(
+                "inter_token_latency",
+                per_gap,
+                f64::from(n.saturating_sub(1)),
+            ),
+            one(
+                "time_per_output_token",
+                (n > 0).then(|| last / f64::from(n)),
+                f64::from(n),
+            ),
+            one("request_latency", r.e2e_ms, 1.0),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+    }
+}
+
+/// The values of each figure of `dialect` over the records `rs` (ms), by the tool's name, each
+/// with its weight.
+fn values(dialect: Dialect, rs: &[&Record]) -> Vec<(&'static str, Vec<(f64, f64)>)> {
+    let per_response: Vec<Vec<Values>> = rs.iter().map(|r| of_response(dialect, r)).collect();
+    figures(dialect)
+        .iter()
+        .map(|&name| {
+            let pairs = per_response
+                .iter()
+                .flatten()
+                .filter(|v| v.figure == name)
+                .flat_map(|v| v.values.iter().map(|&x| (x, v.weight)))
+                .collect();
+            (name, pairs)
+        })
+        .collect()
 }
 
 /// A distribution of `pairs` (value, weight): each value counts as `weight` samples of it;
@@ -117,17 +156,7 @@ fn weighted(pairs: &mut [(f64, f64)]) -> Option<Distribution> {
         .map(|p| p.1 * (p.0 - mean).powi(2))
         .sum::<f64>()
         / total;
-    // The smallest value whose cumulative weight reaches the share q of the total.
-    let quantile = |q: f64| {
-        let mut seen = 0.0;
-        for p in pairs.iter() {
-            seen += p.1;
-            if seen >= q * total - 1e-9 {
-                return p.0;
-            }
-        }
-        pairs[pairs.len() - 1].0
-    };
+    let quantile = |q: f64| crate::stats::weighted_quantile(pairs, total, q);
     let n = pairs.len();
     let mut d = Distribution::from_samples(&mut [mean])?;
     d.n = n;
@@ -144,64 +173,6 @@ fn weighted(pairs: &mut [(f64, f64)]) -> Option<Distribution> {
         .map(|(name, _)| name.to_owned())
         .collect();
     Some(d)
-}
-
-/// The values of each figure of a tool that weights every request alike.
-fn unweighted(dialect: Dialect, rs: &[&Record]) -> Vec<(&'static str, Vec<f64>)> {
-    match dialect {
-        Dialect::Vllm => {
-            let v: Vec<vllm::AsVllm> = rs.iter().filter_map(|r| vllm::as_vllm(r)).collect();
-            vec![
-                ("ttft", v.iter().map(|x| x.ttft_ms).collect()),
-                ("tpot", v.iter().filter_map(|x| x.tpot_ms).collect()),
-                (
-                    "itl",
-                    v.iter().flat_map(|x| x.itls_ms.iter().copied()).collect(),
-                ),
-                ("e2el", v.iter().map(|x| x.latency_ms).collect()),
-            ]
-        }
-        Dialect::Aiperf => {
-            // AIPerf's responses are those with content: the token events.
-            let with_tokens = || rs.iter().filter(|r| !r.event_ms.is_empty());
-            let ttft = |r: &Record| r.ttft_ms.or(r.event_ms.first().copied());
-            let last = |r: &Record| r.event_ms.last().copied();
-            vec![
-                (
-                    "time_to_first_token",
-                    with_tokens().filter_map(|r| ttft(r)).collect(),
-                ),
-                (
-                    "time_to_second_token",
-                    with_tokens()
-                        .filter_map(|r| Some(r.event_ms.get(1)? - r.event_ms.first()?))
-                        .collect(),
-                ),
-                (
-                    "inter_token_latency",
-                    with_tokens()
-                        .filter_map(|r| {
-                            let n = r.generated_tokens();
-                            (n > 1 && r.event_ms.len() > 1)
-                                .then(|| Some((last(r)? - ttft(r)?) / f64::from(n - 1)))
-                                .flatten()
-                        })
-                        .collect(),
-                ),
-                (
-                    "inter_chunk_latency",
-                    with_tokens()
-                        .flat_map(|r| r.event_ms.windows(2).map(|w| w[1] - w[0]))
-                        .collect(),
-                ),
-                (
-                    "request_latency",
-                    with_tokens().filter_map(|r| last(r)).collect(),
-                ),
-            ]
-        }
-        Dialect::Guidellm => Vec::new(),
-    }
 }
 
 /// The figures of every case of `records` (in the order `ids` gives) in `dialect`.

@@ -11,11 +11,8 @@ pub fn render(r: &Reconciliation) -> String {
         "# Reconciliation of case {} with {}\n\n",
         r.case, r.other_tool
     );
-    if !r.detailed {
-        out.push_str(
-            "The other file holds no per-request lists (`--save-detailed`): its lengths cannot \
-             be checked against what llmload sent, and its figures have no interval.\n\n",
-        );
+    for note in &r.notes {
+        let _ = writeln!(out, "Note: {note}.\n");
     }
     out.push_str("## Workload\n\n");
     let mut table = Table::new(["What", "Other", "llmload", "Same"]);

@@ -1,3 +1,4 @@
+use super::vllm::VllmResult;
 use super::*;
 use crate::record::{ok_record, Phases};
 
@@ -72,7 +73,7 @@ fn term<'a>(m: &'a MetricRow, kind: &str) -> &'a Term {
 fn the_same_responses_under_vllm_s_definitions_give_vllm_s_figures() {
     let owned = records(24, 0.0);
     let refs: Vec<&Record> = owned.iter().collect();
-    let r = build(&vllm_result(24, 0.0, 2), &case(), &refs);
+    let r = build(&vllm_result(24, 0.0, 2).into_other(), &case(), &refs);
     assert!(r.detailed);
     assert!(r.workload.iter().all(|w| w.same), "{:?}", r.workload);
     // TTFT: vLLM's first chunk is the role chunk at 8 ms; llmload's first token at 10 ms.
@@ -116,7 +117,7 @@ fn a_gap_beyond_both_intervals_is_called_a_measurement_difference() {
     for (i, t) in other.ttfts.iter_mut().enumerate() {
         *t += f64::from(crate::num::count(i % 3)) * 1e-4;
     }
-    let r = build(&other, &case(), &refs);
+    let r = build(&other.into_other(), &case(), &refs);
     let ttft = row(&r, "ttft_median_ms");
     let gap = term(ttft, "measurement");
     assert!(gap.amount.expect("an amount") > 2.9, "{gap:?}");
@@ -129,7 +130,7 @@ fn a_different_workload_is_named_in_every_figure() {
     let refs: Vec<&Record> = owned.iter().collect();
     let mut other = vllm_result(24, 0.0, 4);
     other.output_lens = vec![6.0; 24];
-    let r = build(&other, &case(), &refs);
+    let r = build(&other.into_other(), &case(), &refs);
     let differs: Vec<&str> = r
         .workload
         .iter()
@@ -156,7 +157,7 @@ fn a_summary_file_without_lists_is_reconciled_on_its_figures_alone() {
         completed: Some(24),
         ..VllmResult::default()
     };
-    let r = build(&other, &case(), &refs);
+    let r = build(&other.into_other(), &case(), &refs);
     assert!(!r.detailed);
     let ttft = row(&r, "ttft_mean_ms");
     near(ttft.other, 8.5);
@@ -174,19 +175,141 @@ fn the_case_is_the_one_that_fits_or_the_one_named() {
     b.concurrency = 4;
     a.id = "in32-c2-out5".into();
     let cases = vec![a, b];
-    let other = vllm_result(4, 0.0, 4);
+    let other = [vllm_result(4, 0.0, 4).into_other()];
     assert_eq!(
-        choose_case(&cases, &other, None).expect("one fits").id,
+        choose(&cases, &other, None, None).expect("one fits").0.id,
         "in32-c4-out5"
     );
     assert_eq!(
-        choose_case(&cases, &other, Some("in32-c2-out5"))
+        choose(&cases, &other, Some("in32-c2-out5"), None)
             .expect("named")
+            .0
             .id,
         "in32-c2-out5"
     );
-    assert!(choose_case(&cases, &other, Some("nope")).is_err());
-    let none = vllm_result(4, 0.0, 8);
-    let e = choose_case(&cases, &none, None).expect_err("none fits");
+    assert!(choose(&cases, &other, Some("nope"), None).is_err());
+    let none = [vllm_result(4, 0.0, 8).into_other()];
+    let e = choose(&cases, &none, None, None).expect_err("none fits");
     assert!(e.to_string().contains("--case"), "{e}");
+    // A sweep's runs: the one of the case's concurrency, or the one named.
+    let sweep = [
+        vllm_result(4, 0.0, 2).into_other(),
+        vllm_result(4, 0.0, 4).into_other(),
+    ];
+    let (case, run) = choose(&cases, &sweep, Some("in32-c2-out5"), None).expect("one fits");
+    assert_eq!((case.concurrency, run.concurrency), (2, Some(2)));
+    let (_, run) = choose(&cases, &sweep, Some("in32-c2-out5"), Some(2)).expect("named");
+    assert_eq!(run.concurrency, Some(4));
+    assert!(choose(&cases, &sweep, None, Some(3))
+        .expect_err("no third")
+        .to_string()
+        .contains("holds 2"));
+    let same = [
+        vllm_result(4, 0.0, 2).into_other(),
+        vllm_result(4, 0.0, 2).into_other(),
+    ];
+    let e = choose(&cases, &same, Some("in32-c2-out5"), None).expect_err("two fit");
+    assert!(e.to_string().contains("--benchmark"), "{e}");
+}
+
+/// An AIPerf run of `n` requests measured as [`records`] are under AIPerf's definitions.
+fn aiperf_run(n: usize, concurrency: u64) -> OtherRun {
+    let response = shape::OtherResponse {
+        prompt_tokens: Some(32.0),
+        output_tokens: Some(5.0),
+        values: [
+            ("time_to_first_token", vec![10.0]),
+            ("time_to_second_token", vec![2.0]),
+            ("inter_token_latency", vec![2.0]),
+            ("inter_chunk_latency", vec![2.0; 4]),
+            ("request_latency", vec![18.0]),
+        ]
+        .into_iter()
+        .map(|(figure, values)| shape::Values {
+            figure,
+            values,
+            weight: 1.0,
+        })
+        .collect(),
+    };
+    OtherRun {
+        dialect: Some(Dialect::Aiperf),
+        tool: "AIPerf (profile_export.jsonl)".into(),
+        concurrency: Some(concurrency),
+        completed: Some(n as u64),
+        responses: vec![response; n],
+        ..OtherRun::default()
+    }
+}
+
+#[test]
+fn the_same_responses_under_aiperf_s_definitions_give_aiperf_s_figures() {
+    let owned = records(24, 0.0);
+    let refs: Vec<&Record> = owned.iter().collect();
+    let r = build(&aiperf_run(24, 2), &case(), &refs);
+    assert_eq!(r.dialect, Dialect::Aiperf);
+    assert!(r.workload.iter().all(|w| w.same), "{:?}", r.workload);
+    // AIPerf's TTFT skips the role chunk: the first token, as llmload's.
+    let ttft = row(&r, "time_to_first_token_avg_ms");
+    near(ttft.llmload_as_other, 10.0);
+    near(ttft.llmload, 10.0);
+    // Its ITL is (last token − TTFT) ÷ 4 = 2; llmload's TPOT runs to the final event: 2.25.
+    let itl = row(&r, "inter_token_latency_avg_ms");
+    near(itl.llmload_as_other, 2.0);
+    near(itl.llmload, 2.25);
+    assert!((term(itl, "definition").amount.expect("an amount") + 0.25).abs() < 1e-9);
+    // One gap per chunk, four a response; its interval resamples whole responses.
+    let chunks = row(&r, "inter_chunk_latency_p50_ms");
+    assert_eq!(chunks.n, 24 * 4);
+    assert!(chunks.llmload_as_other_interval.is_some());
+    assert!(term(chunks, "measurement").text.contains("overlap"));
+    // llmload has no time to second token of its own.
+    let second = row(&r, "time_to_second_token_avg_ms");
+    assert_eq!(second.llmload, None);
+    assert!(term(second, "definition").text.contains("no figure"));
+    near(row(&r, "request_latency_p50_ms").llmload_as_other, 18.0);
+}
+
+#[test]
+fn guidellm_s_token_weighted_figures_get_intervals_that_resample_responses() {
+    // Responses of 3 to 12 tokens 2 ms apart: GuideLLM's ITL is 2 ms for every one of them,
+    // its TPOT (last token − send) ÷ tokens shrinks with length, so weighting by tokens shows.
+    let owned: Vec<Record> = (0..30u32)
+        .map(|i| {
+            let n = 3 + i % 10;
+            let events: Vec<f64> = (0..n).map(|k| 10.0 + 2.0 * f64::from(k)).collect();
+            let mut r = ok_record(f64::from(i), None, events);
+            r.case = "in32-c2-out5".into();
+            r.output_tokens = Some(n);
+            r.prompt_tokens = Some(32);
+            r
+        })
+        .collect();
+    let refs: Vec<&Record> = owned.iter().collect();
+    let run = OtherRun {
+        dialect: Some(Dialect::Guidellm),
+        tool: "GuideLLM (concurrent, 2 streams)".into(),
+        concurrency: Some(2),
+        ..OtherRun::default()
+    };
+    let r = build(&run, &case(), &refs);
+    let itl = row(&r, "inter_token_latency_mean_ms");
+    near(itl.llmload_as_other, 2.0);
+    let tpot = row(&r, "time_per_output_token_mean_ms");
+    // Σ over responses of (last token ÷ n) × n ÷ Σ n = Σ last ÷ Σ n.
+    let last: f64 = owned.iter().map(|r| r.event_ms[r.event_ms.len() - 1]).sum();
+    let tokens: f64 = owned.iter().map(|r| f64::from(r.generated_tokens())).sum();
+    near(tpot.llmload_as_other, last / tokens);
+    let ci = tpot
+        .llmload_as_other_interval
+        .expect("30 responses resampled");
+    let point = tpot.llmload_as_other.expect("a figure");
+    assert!(
+        ci.low <= point && point <= ci.high && ci.low < ci.high,
+        "{ci:?}"
+    );
+    // Not in the file: the other side has no figure, so no measurement term.
+    assert_eq!(tpot.other, None);
+    assert!(tpot.terms.iter().all(|t| t.kind != "measurement"));
+    assert_eq!(tpot.llmload, None);
 }

@@ -16,12 +16,10 @@
 //! - output throughput: the output tokens of every successful request ÷ the benchmark's duration;
 //! - mean, median and percentiles by numpy (linear interpolation between order statistics).
 
+use super::shape::{single, Dialect, OtherResponse, OtherRun, Values};
 use crate::record::Record;
 use serde::Deserialize;
 use std::path::Path;
-
-/// The largest result file read (a detailed file of a long run holds every token gap).
-pub const MAX_FILE_BYTES: u64 = 512 << 20;
 
 /// What a `vllm bench serve --save-result` file holds that reconciling uses; the per-request
 /// lists only with `--save-detailed`.
@@ -73,21 +71,19 @@ pub struct VllmResult {
 }
 
 impl VllmResult {
-    /// Reads `path`, refusing a file too large or not a `vllm bench serve` result.
+    /// Reads `path` (tests; reconcile reads through [`super::other::read`]).
+    #[cfg(test)]
     pub fn read(path: &Path) -> Result<VllmResult, String> {
-        let size = std::fs::metadata(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?
-            .len();
-        if size > MAX_FILE_BYTES {
-            return Err(format!(
-                "{} is {size} bytes, more than the {MAX_FILE_BYTES} a result file may be",
-                path.display()
-            ));
-        }
-        let text =
-            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let text = without_python_floats(&text);
-        let result: VllmResult = serde_json::from_slice(&text).map_err(|e| {
+        let text = super::shape::without_python_floats(&super::shape::bytes(path)?);
+        let value = serde_json::from_slice(&text)
+            .map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+        VllmResult::from_value(path, value)
+    }
+
+    /// The result in `value`, read from `path`, refused when it is not a `vllm bench serve`
+    /// result or its lists disagree.
+    pub fn from_value(path: &Path, value: serde_json::Value) -> Result<VllmResult, String> {
+        let result: VllmResult = serde_json::from_value(value).map_err(|e| {
             format!(
                 "{} is not a JSON result of `vllm bench serve`: {e}",
                 path.display()
@@ -132,41 +128,89 @@ impl VllmResult {
             .filter(|&i| self.errors.get(i).is_none_or(String::is_empty))
             .collect()
     }
-}
 
-/// `text` with Python's `NaN`, `Infinity` and `-Infinity` (which its `json` module writes for
-/// an empty run's statistics, and JSON does not allow) outside strings turned into `null`.
-fn without_python_floats(text: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(text.len());
-    let (mut in_string, mut escaped) = (false, false);
-    let mut i = 0;
-    while i < text.len() {
-        let c = text[i];
-        if in_string {
-            out.push(c);
-            match (escaped, c) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
+    /// The result in reconciling's shape: its figures by row name, each successful request's
+    /// values under vLLM's definitions (ms).
+    pub fn into_other(self) -> OtherRun {
+        let mut figures = std::collections::BTreeMap::new();
+        for (name, value) in [
+            ("ttft_mean_ms", self.mean_ttft_ms),
+            ("ttft_median_ms", self.median_ttft_ms),
+            ("ttft_p99_ms", self.p99_ttft_ms),
+            ("tpot_mean_ms", self.mean_tpot_ms),
+            ("tpot_median_ms", self.median_tpot_ms),
+            ("itl_mean_ms", self.mean_itl_ms),
+            ("itl_median_ms", self.median_itl_ms),
+            ("e2el_mean_ms", self.mean_e2el_ms),
+            ("e2el_median_ms", self.median_e2el_ms),
+        ] {
+            if let Some(v) = value.filter(|v| v.is_finite()) {
+                figures.insert(name.to_owned(), v);
             }
-            i += 1;
-            continue;
         }
-        let rest = &text[i..];
-        if let Some(word) = [&b"-Infinity"[..], b"Infinity", b"NaN"]
-            .into_iter()
-            .find(|w| rest.starts_with(w))
-        {
-            out.extend_from_slice(b"null");
-            i += word.len();
-            continue;
+        let responses = if self.is_detailed() {
+            self.succeeded()
+                .into_iter()
+                .map(|i| {
+                    let ms = |list: &[f64]| list.get(i).map(|s| s * 1e3);
+                    let (ttft, latency) = (ms(&self.ttfts), ms(&self.latencies));
+                    let n = self.output_lens.get(i).copied();
+                    let tpot = match (ttft, latency, n) {
+                        (Some(t), Some(l), Some(n)) if n > 1.0 => Some((l - t) / (n - 1.0)),
+                        _ => None,
+                    };
+                    let itls = self
+                        .itls
+                        .get(i)
+                        .map(|g| g.iter().map(|s| s * 1e3).collect())
+                        .unwrap_or_default();
+                    OtherResponse {
+                        prompt_tokens: self.input_lens.get(i).copied(),
+                        output_tokens: n,
+                        values: [
+                            single("ttft", ttft),
+                            single("tpot", tpot),
+                            Some(Values {
+                                figure: "itl",
+                                values: itls,
+                                weight: 1.0,
+                            }),
+                            single("e2el", latency),
+                        ]
+                        .into_iter()
+                        .flatten()
+                        .collect(),
+                    }
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let mut notes = Vec::new();
+        if !self.is_detailed() {
+            notes.push(
+                "the file holds no per-request lists (`vllm bench serve --save-detailed`): its \
+                 lengths cannot be checked against what llmload sent, and its figures have no \
+                 interval"
+                    .to_owned(),
+            );
         }
-        in_string = c == b'"';
-        out.push(c);
-        i += 1;
+        OtherRun {
+            dialect: Some(Dialect::Vllm),
+            tool: format!(
+                "vllm bench serve ({})",
+                self.backend.as_deref().unwrap_or("backend not given")
+            ),
+            concurrency: self.max_concurrency,
+            completed: self
+                .completed
+                .or_else(|| self.is_detailed().then(|| self.succeeded().len() as u64)),
+            responses,
+            figures,
+            output_throughput: self.output_throughput,
+            notes,
+        }
     }
-    out
 }
 
 /// How far a record's token times may be from the instants they were stamped, ms (they are
@@ -281,7 +325,7 @@ mod tests {
         std::fs::write(&path, r#"{"ttfts":[0.1,0.2],"latencies":[0.3]}"#).expect("write");
         let e = VllmResult::read(&path).expect_err("lists differ");
         assert!(e.contains("differ in length"), "{e}");
-        std::fs::write(&path, r#"{"rows":[]}"#).expect("write");
+        std::fs::write(&path, r#"{"latencies":[0.2]}"#).expect("write");
         let e = VllmResult::read(&path).expect_err("no TTFT");
         assert!(e.contains("not a `vllm bench serve"), "{e}");
         // Python's json module writes NaN for an empty statistic; a string may hold the word.

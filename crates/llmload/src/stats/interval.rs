@@ -431,7 +431,12 @@ pub fn bootstrap(units: &[Vec<f64>], stats: &[Stat], level: f64) -> Vec<Option<I
             });
         }
     }
-    let tail = expanded_tail(level, k);
+    percentile_intervals(figures, expanded_tail(level, k))
+}
+
+/// The interval of each statistic's resampled `figures`: their `tail` and `1 − tail`
+/// percentiles.
+fn percentile_intervals(figures: Vec<Vec<f64>>, tail: f64) -> Vec<Option<Interval>> {
     figures
         .into_iter()
         .map(|mut values| {
@@ -445,6 +450,47 @@ pub fn bootstrap(units: &[Vec<f64>], stats: &[Stat], level: f64) -> Vec<Option<I
             })
         })
         .collect()
+}
+
+/// Percentile-bootstrap intervals of `stats` over `units`, each one value and its weight (a
+/// response's figure counted once per token), resampling whole units with replacement: the
+/// weighted mean, and the weighted quantile as [`super::weighted_quantile`] takes it.
+/// Deterministic for the same data; `None` for every stat under [`MIN_UNITS`] units.
+pub fn bootstrap_weighted(
+    units: &[(f64, f64)],
+    stats: &[Stat],
+    level: f64,
+) -> Vec<Option<Interval>> {
+    let k = units.len();
+    if k < MIN_UNITS {
+        return vec![None; stats.len()];
+    }
+    let resamples = (WORK / k).clamp(MIN_RESAMPLES, RESAMPLES);
+    let mut counter = 0x9E37_79B9_7F4A_7C15_u64 ^ (k as u64).rotate_left(17);
+    let mut next = || {
+        counter = counter.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        crate::workload::prompt::splitmix64(counter)
+    };
+    let mut figures: Vec<Vec<f64>> = vec![Vec::with_capacity(resamples); stats.len()];
+    let mut pool: Vec<(f64, f64)> = Vec::with_capacity(k);
+    for _ in 0..resamples {
+        pool.clear();
+        for _ in 0..k {
+            pool.push(units[crate::num::index(next() % k as u64)]);
+        }
+        let total: f64 = pool.iter().map(|p| p.1).sum();
+        if total <= 0.0 {
+            continue;
+        }
+        pool.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+        for (stat, out) in stats.iter().zip(&mut figures) {
+            out.push(match *stat {
+                Stat::Quantile(q) => super::weighted_quantile(&pool, total, q),
+                Stat::Mean => pool.iter().map(|p| p.0 * p.1).sum::<f64>() / total,
+            });
+        }
+    }
+    percentile_intervals(figures, expanded_tail(level, k))
 }
 
 #[cfg(test)]
