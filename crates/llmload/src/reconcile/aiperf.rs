@@ -63,7 +63,19 @@ pub fn from_aggregate(
     }
     run.output_throughput = number(value, "/output_token_throughput/avg");
     run.completed = number(value, "/request_count/avg").map(crate::num::to_u64);
-    run.concurrency = number(value, "/input_config/loadgen/concurrency").map(crate::num::to_u64);
+    // AIPerf 0.13 names its phases, the profiling one with its concurrency; earlier versions
+    // had one `loadgen`.
+    let profiling = value
+        .pointer("/input_config/phases")
+        .and_then(Value::as_array)
+        .and_then(|p| {
+            p.iter()
+                .find(|p| p.get("kind").and_then(Value::as_str) == Some("profiling"))
+        });
+    run.concurrency = profiling
+        .and_then(|p| number(p, "/concurrency"))
+        .or_else(|| number(value, "/input_config/loadgen/concurrency"))
+        .map(crate::num::to_u64);
     if value.get("was_cancelled").and_then(Value::as_bool) == Some(true) {
         run.notes.push(
             "AIPerf says its benchmark was stopped before it completed (`was_cancelled`)".into(),
@@ -194,8 +206,11 @@ fn response(metrics: &Value) -> OtherResponse {
         });
     }
     OtherResponse {
-        prompt_tokens: count("input_sequence_length"),
-        output_tokens: count("output_sequence_length").or_else(|| count("output_token_count")),
+        // The server's counts where AIPerf kept them (its usage), else its tokenizer's.
+        prompt_tokens: count("usage_prompt_tokens").or_else(|| count("input_sequence_length")),
+        output_tokens: count("usage_completion_tokens")
+            .or_else(|| count("output_sequence_length"))
+            .or_else(|| count("output_token_count")),
         values,
     }
 }
@@ -223,7 +238,8 @@ mod tests {
                "request_latency":{"unit":"ms","avg":18.0,"p50":18.0},
                "output_token_throughput":{"unit":"tokens/sec","avg":220.5},
                "request_count":{"unit":"requests","avg":3.0},
-               "input_config":{"loadgen":{"concurrency":2}}}"#,
+               "input_config":{"phases":[{"kind":"warmup","concurrency":1},
+                                         {"kind":"profiling","concurrency":2}]}}"#,
         )
         .expect("write");
         let records = dir.path().join("profile_export.jsonl");
@@ -269,5 +285,46 @@ mod tests {
         std::fs::write(&records, "{\"metadata\":{}}\n{}\n").expect("write");
         let e = read(None, Some(&records)).expect_err("no metrics");
         assert!(e.contains("no `metrics`"), "{e}");
+    }
+
+    #[test]
+    fn a_real_aiperf_export_is_read_as_aiperf_wrote_it() {
+        // AIPerf 0.13.0 against llama-server: 12 requests of 64 prompt and 16 output tokens at
+        // concurrency 2, after one warmup request.
+        let dir = tempfile::tempdir().expect("temp dir");
+        let aggregate_text = include_str!("fixtures/aiperf-profile_export_aiperf.json");
+        let aggregate = dir.path().join("profile_export_aiperf.json");
+        let records = dir.path().join("profile_export.jsonl");
+        std::fs::write(&aggregate, aggregate_text).expect("write");
+        std::fs::write(
+            &records,
+            include_str!("fixtures/aiperf-profile_export.jsonl"),
+        )
+        .expect("write");
+        let run = read(Some(&aggregate), Some(&records)).expect("AIPerf's files");
+        let file: Value = serde_json::from_str(aggregate_text).expect("JSON");
+        assert_eq!((run.concurrency, run.completed), (Some(2), Some(12)));
+        for (metric, stat) in [
+            ("time_to_first_token", "p99"),
+            ("inter_chunk_latency", "avg"),
+        ] {
+            assert_eq!(
+                run.figures[&format!("{metric}_{stat}_ms")],
+                file[metric][stat].as_f64().expect("a figure")
+            );
+        }
+        assert_eq!(
+            run.output_throughput,
+            file["output_token_throughput"]["avg"].as_f64()
+        );
+        // Thirteen records: the warmup one left out.
+        assert_eq!(run.responses.len(), 12);
+        for r in &run.responses {
+            // The server's counts (AIPerf's tokenizer counted 63 prompt tokens).
+            assert_eq!((r.prompt_tokens, r.output_tokens), (Some(64.0), Some(16.0)));
+            let chunks = r.values.iter().find(|v| v.figure == "inter_chunk_latency");
+            assert_eq!(chunks.expect("gaps").values.len(), 15);
+        }
+        assert!(run.notes.is_empty(), "{:?}", run.notes);
     }
 }

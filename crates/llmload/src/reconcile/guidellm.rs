@@ -199,4 +199,36 @@ mod tests {
         let e = read(Path::new("b.json"), &empty).expect_err("no metrics");
         assert!(e.contains("no `metrics`"), "{e}");
     }
+
+    #[test]
+    fn a_real_guidellm_report_is_read_as_guidellm_wrote_it() {
+        // GuideLLM 0.8.1 against llama-server: 12 requests of 64 prompt and 16 output tokens
+        // asked for, 2 concurrent streams.
+        let text = include_str!("fixtures/guidellm-benchmarks.json");
+        let value: Value = serde_json::from_str(text).expect("JSON");
+        let runs = read(Path::new("benchmarks.json"), &value).expect("a report");
+        assert_eq!(runs.len(), 1);
+        let run = &runs[0];
+        assert_eq!((run.concurrency, run.completed), (Some(2), Some(12)));
+        assert_eq!(run.tool, "GuideLLM (concurrent, 2 streams)");
+        let metrics = &value["benchmarks"][0]["metrics"];
+        assert_eq!(
+            run.figures["time_to_first_token_median_ms"],
+            metrics["time_to_first_token_ms"]["successful"]["median"]
+                .as_f64()
+                .expect("a median")
+        );
+        let latency = metrics["request_latency"]["successful"]["mean"]
+            .as_f64()
+            .expect("a mean");
+        assert!((run.figures["request_latency_mean_ms"] - latency * 1e3).abs() < 1e-9);
+        assert_eq!(run.responses.len(), 12);
+        for r in &run.responses {
+            assert_eq!(r.output_tokens, Some(16.0));
+            let itl = r.values.iter().find(|v| v.figure == "inter_token_latency");
+            assert_eq!(itl.expect("an ITL").weight, 15.0);
+        }
+        // Every request kept: no sample to warn of.
+        assert!(run.notes.is_empty(), "{:?}", run.notes);
+    }
 }

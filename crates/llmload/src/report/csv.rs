@@ -117,7 +117,82 @@ fn header() -> Vec<String> {
         columns.extend(PHASE_STATISTICS.iter().map(|s| format!("{name}_{s}")));
     }
     columns.extend(SESSION_COLUMNS.map(String::from));
+    columns.extend(SERVER_COLUMNS.map(String::from));
+    for name in SERVER_DISTRIBUTIONS {
+        columns.extend(PHASE_STATISTICS.iter().map(|s| format!("{name}_{s}")));
+    }
+    columns.extend(TTFT_PART_COLUMNS.map(String::from));
     columns
+}
+
+/// The server's own account: its responses, sources, and how many had a TTFT past the client's.
+const SERVER_COLUMNS: [&str; 3] = [
+    "server_responses",
+    "server_sources",
+    "server_ttft_exceeds_client",
+];
+
+/// The distributions of the server's own account, with their column prefixes.
+const SERVER_DISTRIBUTIONS: [&str; 5] = [
+    "server_queue_ms",
+    "server_prefill_ms",
+    "server_ttft_ms",
+    "server_decode_ms",
+    "server_delivery_ms",
+];
+
+/// The client's TTFT part by part: means over the same responses (empty where a part is
+/// unavailable, the reasons joined by `;`).
+const TTFT_PART_COLUMNS: [&str; 7] = [
+    "ttft_parts_responses",
+    "ttft_parts_client_ms",
+    "ttft_parts_write_ms",
+    "ttft_parts_queue_ms",
+    "ttft_parts_prefill_ms",
+    "ttft_parts_residual_ms",
+    "ttft_parts_unavailable",
+];
+
+/// The server's own account of a case and its TTFT's parts; empty where the server reported no
+/// timings.
+fn server_cells(s: Option<&crate::summary::server_side::ServerSideSummary>) -> Vec<String> {
+    let width = SERVER_COLUMNS.len()
+        + SERVER_DISTRIBUTIONS.len() * PHASE_STATISTICS.len()
+        + TTFT_PART_COLUMNS.len();
+    let Some(s) = s else {
+        return vec![String::new(); width];
+    };
+    let figure = |v: Option<f64>| v.map_or_else(String::new, |v| v.to_string());
+    let sources: Vec<&str> = s.sources.iter().map(|source| source.name()).collect();
+    let mut cells = vec![
+        s.responses.to_string(),
+        sources.join(";"),
+        s.ttft_exceeds_client.to_string(),
+    ];
+    for d in [
+        &s.queue_ms,
+        &s.prefill_ms,
+        &s.ttft_ms,
+        &s.decode_ms,
+        &s.delivery_ms,
+    ] {
+        cells.extend(quantile_cells(d.as_ref()));
+    }
+    match &s.ttft_parts {
+        None => cells.extend(vec![String::new(); TTFT_PART_COLUMNS.len()]),
+        Some(p) => {
+            cells.extend([
+                p.responses.to_string(),
+                p.client_ttft_ms.to_string(),
+                figure(p.write_ms),
+                figure(p.queue_ms),
+                figure(p.prefill_ms),
+                p.residual_ms.to_string(),
+                p.unavailable.join(";"),
+            ]);
+        }
+    }
+    cells
 }
 
 /// The columns of a case of sessions; the by-turn ones list `turn=value` pairs joined by `;`.
@@ -201,6 +276,7 @@ fn row(summary: &Summary, case: &CaseSummary) -> Vec<String> {
     cells.extend(energy_cells(case.energy.as_ref()));
     cells.extend(phase_cells(case.phases.as_ref()));
     cells.extend(session_cells(case.sessions.as_ref()));
+    cells.extend(server_cells(case.server.as_ref()));
     cells
 }
 
@@ -225,17 +301,22 @@ fn phase_cells(p: Option<&PhaseSummary>) -> Vec<String> {
         &p.first_event_ms,
         &p.last_token_ms,
     ] {
-        cells.extend(match d {
-            None => vec![String::new(); PHASE_STATISTICS.len()],
-            Some(d) => vec![
-                d.n.to_string(),
-                d.median.to_string(),
-                d.p90.to_string(),
-                d.p99.to_string(),
-            ],
-        });
+        cells.extend(quantile_cells(d.as_ref()));
     }
     cells
+}
+
+/// n, median, p90 and p99 of `d` ([`PHASE_STATISTICS`]); empty cells without one.
+fn quantile_cells(d: Option<&Distribution>) -> Vec<String> {
+    match d {
+        None => vec![String::new(); PHASE_STATISTICS.len()],
+        Some(d) => vec![
+            d.n.to_string(),
+            d.median.to_string(),
+            d.p90.to_string(),
+            d.p99.to_string(),
+        ],
+    }
 }
 
 /// The window, the total energy, the readings it rests on and the output tokens per joule;
@@ -342,6 +423,36 @@ mod tests {
         without.cases[0].phases = None;
         let empty = row(&without, &without.cases[0]);
         assert!(empty[empty.len() - 28..].iter().all(String::is_empty));
+    }
+
+    #[test]
+    fn server_columns_hold_its_account_and_the_ttft_s_parts() {
+        use crate::summary::server_side::{ServerSideSummary, TtftParts};
+        let mut summary = fixture::report().summary;
+        let one = |v: f64| crate::stats::Distribution::from_samples(&mut [v]);
+        summary.cases[0].server = Some(ServerSideSummary {
+            responses: 2,
+            sources: vec![crate::record::TimingSource::LlamaServer],
+            ttft_exceeds_client: 0,
+            queue_ms: None,
+            prefill_ms: one(20.0),
+            ttft_ms: one(20.0),
+            decode_ms: one(90.0),
+            delivery_ms: one(5.0),
+            ttft_parts: Some(TtftParts::example()),
+        });
+        let case = &summary.cases[0];
+        let cells: std::collections::HashMap<String, String> =
+            header().into_iter().zip(row(&summary, case)).collect();
+        assert_eq!(cells["server_sources"], "llama-server timings");
+        assert_eq!(cells["server_queue_ms_n"], "");
+        assert_eq!(cells["server_prefill_ms_median"], "20");
+        assert_eq!(cells["ttft_parts_queue_ms"], "");
+        assert_eq!(cells["ttft_parts_residual_ms"], "4.5");
+        assert_eq!(
+            cells["ttft_parts_unavailable"],
+            "server queue: the server did not report it"
+        );
     }
 
     #[test]

@@ -12,7 +12,9 @@ use super::text::{
     counting_lines, has_rounds, histogram_note, incomplete_line, outcome_counts, telemetry_line,
     unverified_note,
 };
-use super::{charts, energy, gpu, phases, repeats, saturation, sessions, shards, timeline};
+use super::{
+    charts, energy, gpu, phases, repeats, saturation, server_side, sessions, shards, timeline,
+};
 use super::{Report, FAILED_SHOWN};
 use crate::record::{ErrorKind, Status};
 use crate::summary::{CaseSummary, Summary};
@@ -72,6 +74,7 @@ pub fn render(report: &Report) -> String {
     sweep(&mut out, summary);
     shards_section(&mut out, summary);
     phases_section(&mut out, summary);
+    ttft_parts_section(&mut out, summary);
     sessions_section(&mut out, summary);
     out.push_str("<h2 id=\"charts\">Charts</h2>\n");
     for figure in [
@@ -325,6 +328,28 @@ fn phases_section(out: &mut String, summary: &Summary) {
          </figure>\n",
         phases::legend()
     );
+}
+
+/// The TTFT part by part: a stacked bar per case whose server reported its timings; nothing
+/// when none did.
+fn ttft_parts_section(out: &mut String, summary: &Summary) {
+    let Some(svg) = server_side::parts_bars(summary) else {
+        return;
+    };
+    let _ = write!(
+        out,
+        "<h2 id=\"ttft-parts\">The TTFT part by part</h2>\n<figure id=\"ttft-parts-bars\">\n\
+         {svg}\n<figcaption>Per case, the means over the ok responses whose server reported its \
+         timings, end to end: the connection and the request's write (the client's stamps), the \
+         server's queue and prefill (the server's clock), and the residual, the client's TTFT \
+         less those (the server's time before it counts, and the first token's way back). \
+         Together they make the client's mean TTFT. A part the server does not report is \
+         absent and its time is in the residual; <code>report.md</code> says which.\
+         </figcaption>\n</figure>\n"
+    );
+    for note in server_side::parts_notes(summary) {
+        let _ = writeln!(out, "<p class=\"note\">Unavailable: {}</p>", escape(&note));
+    }
 }
 
 /// Multi-turn sessions: the chart by turn; nothing when no case ran any.

@@ -246,12 +246,27 @@ fn server_section(summary: &Summary) -> String {
     if table.is_empty() {
         return String::new();
     }
-    format!(
+    let mut out = format!(
         "\nThe server's own account (medians over the ok responses whose server reported its \
          timings, on the server's clock; delivery is the client's TTFT less the server's, over \
          the responses whose server TTFT is within it):\n\n{}",
         table.markdown()
-    )
+    );
+    let parts = server_side::parts_table(summary);
+    if !parts.is_empty() {
+        let _ = write!(
+            out,
+            "\nThe TTFT part by part (means over the same responses, so that they add up to the \
+             client's mean TTFT: connection and write from the client's stamps, queue and \
+             prefill from the server's, and the residual, the client's TTFT less those: the \
+             server's time before it counts and the first token's way back):\n\n{}",
+            parts.markdown()
+        );
+        for note in server_side::parts_notes(summary) {
+            let _ = writeln!(out, "\n- Unavailable: {note}");
+        }
+    }
+    out
 }
 
 /// The shard section: which part of which attempt a shard's own attempt is, or a merged
@@ -488,10 +503,15 @@ mod tests {
             ttft_ms: one(20.5),
             decode_ms: one(100.0),
             delivery_ms: one(4.0),
+            ttft_parts: Some(crate::summary::server_side::TtftParts::example()),
         });
         let text = server_section(&summary);
         let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("| ")).collect();
-        assert_eq!(rows.len(), 2, "the header and one case: {text}");
+        assert_eq!(rows.len(), 4, "two tables of a header and one case: {text}");
+        let parts: Vec<&str> = rows[3].split(" | ").collect();
+        assert_eq!(parts.len(), 7, "{text}");
+        assert_eq!((parts[3], parts[5]), ("–", "4.5 ms"), "{text}");
+        assert!(text.contains("Unavailable: "), "{text}");
         let cells: Vec<&str> = rows[1].split(" | ").collect();
         assert_eq!(cells.len(), 9, "{text}");
         assert_eq!(cells[2], "vllm per-request metrics", "{text}");

@@ -187,20 +187,7 @@ struct Scale {
 /// Writes `bar`'s row from `y` down: its case id, whole, in as many lines as it needs, then its
 /// segments and the send across them. Returns where the next row starts.
 fn row(svg: &mut String, bar: &Bar, y: f64, scale: Scale) -> f64 {
-    let lines = id_lines(bar.id);
-    let _ = write!(
-        svg,
-        "<g class=\"phase-bar\"><text class=\"case-id\" y=\"{y:.1}\">"
-    );
-    for line in &lines {
-        let _ = write!(
-            svg,
-            "<tspan x=\"{LEFT}%\" dy=\"{LINE}\">{}</tspan>",
-            escape(line)
-        );
-    }
-    svg.push_str("</text>");
-    let top = y + LINE * lines.len() as f64 + 6.0;
+    let top = open_row(svg, "phase-bar", bar.id, y);
     // The setup ends at the send; the marks start there.
     let setup_start = scale.sent_x - (bar.setup[0] + bar.setup[1]) * scale.per_ms;
     let mut spans = vec![
@@ -233,6 +220,25 @@ fn row(svg: &mut String, bar: &Bar, y: f64, scale: Scale) -> f64 {
         x = scale.sent_x,
     );
     top + BAR + GAP
+}
+
+/// Opens a bar's group of `class` at `y` with its case `id` above it, whole, in as many lines as
+/// it needs; returns where the bar's top is.
+pub(super) fn open_row(svg: &mut String, class: &str, id: &str, y: f64) -> f64 {
+    let lines = id_lines(id);
+    let _ = write!(
+        svg,
+        "<g class=\"{class}\"><text class=\"case-id\" y=\"{y:.1}\">"
+    );
+    for line in &lines {
+        let _ = write!(
+            svg,
+            "<tspan x=\"{LEFT}%\" dy=\"{LINE}\">{}</tspan>",
+            escape(line)
+        );
+    }
+    svg.push_str("</text>");
+    y + LINE * lines.len() as f64 + 6.0
 }
 
 /// `id` in lines of at most [`ID_CHARS`] characters, each broken after a `-`, `/` or `,` where

@@ -1,12 +1,16 @@
 //! The server's side, per case: the table of `report.md` that puts the medians of what the
 //! server said of its own responses (queue, prefill, its TTFT) beside the client's TTFT, and the
-//! delivery between them.
+//! delivery between them; and the client's TTFT cut into its parts (connection and write,
+//! queue, prefill, residual), as a table and as the stacked bars of `report.html`.
 
+use super::markup::escape;
 use super::phases::ms;
 use super::table::{Cell, Table};
 use crate::fmt::thousands;
 use crate::stats::Distribution;
+use crate::summary::server_side::TtftParts;
 use crate::summary::Summary;
+use std::fmt::Write as _;
 
 /// The table of the server's side, a row per case whose server reported its timings; no row
 /// when none did.
@@ -41,4 +45,115 @@ pub fn table(summary: &Summary) -> Table {
         ]);
     }
     table
+}
+
+/// The parts of the TTFT, in the order a request passes them: name, colour, the part's mean.
+fn parts(p: &TtftParts) -> [(&'static str, &'static str, Option<f64>); 4] {
+    [
+        ("Connection and write", "#8da0cb", p.write_ms),
+        ("Server queue", "#e78ac3", p.queue_ms),
+        ("Prefill", "#66c2a5", p.prefill_ms),
+        ("Residual", "#bbbbbb", Some(p.residual_ms)),
+    ]
+}
+
+/// The cases whose parts of the TTFT are known, with them.
+fn with_parts(summary: &Summary) -> impl Iterator<Item = (&str, &TtftParts)> {
+    summary.cases.iter().filter_map(|c| {
+        c.server
+            .as_ref()
+            .and_then(|s| s.ttft_parts.as_ref())
+            .map(|p| (c.id.as_str(), p))
+    })
+}
+
+/// The table of the TTFT's parts, a row per case whose server reported its timings: the means
+/// of each part over the same responses, which add up to the client's mean TTFT.
+pub fn parts_table(summary: &Summary) -> Table {
+    let mut table = Table::new([
+        "Case",
+        "Responses (n)",
+        "Connection and write",
+        "Server queue",
+        "Prefill",
+        "Residual",
+        "Client TTFT (mean)",
+    ]);
+    for (id, p) in with_parts(summary) {
+        let n = Some(crate::num::index(u64::from(p.responses)));
+        let mut row = vec![
+            Cell::new(id.to_owned()),
+            Cell::count(thousands(p.responses), p.responses),
+        ];
+        row.extend(parts(p).iter().map(|&(_, _, v)| Cell::figure(ms(v), n)));
+        row.push(Cell::figure(ms(Some(p.client_ttft_ms)), n));
+        table.push(row);
+    }
+    table
+}
+
+/// Why a part is missing, a line per case and part.
+pub fn parts_notes(summary: &Summary) -> Vec<String> {
+    with_parts(summary)
+        .flat_map(|(id, p)| p.unavailable.iter().map(move |u| format!("{id}: {u}.")))
+        .collect()
+}
+
+/// The chart of the TTFT's parts: a stacked bar per case, its parts' means end to end, the
+/// residual last; `None` when no case's server reported its timings.
+pub fn parts_bars(summary: &Summary) -> Option<String> {
+    let rows: Vec<(&str, &TtftParts)> = with_parts(summary).collect();
+    let widest = rows
+        .iter()
+        .map(|(_, p)| {
+            parts(p)
+                .iter()
+                .filter_map(|s| s.2)
+                .map(|v| v.max(0.0))
+                .sum::<f64>()
+        })
+        .fold(0.0, f64::max);
+    if rows.is_empty() || widest <= 0.0 {
+        return None;
+    }
+    let (left, span, bar) = (1.0, 98.0, 18.0);
+    let mut body = String::new();
+    let mut y = 6.0;
+    for (id, p) in &rows {
+        let top = super::phases::open_row(&mut body, "ttft-bar", id, y);
+        let mut x = left;
+        for (name, colour, value) in parts(p) {
+            let Some(v) = value.filter(|v| *v > 0.0) else {
+                continue;
+            };
+            let width = v / widest * span;
+            let _ = write!(
+                body,
+                "<rect class=\"ttft-part\" x=\"{x:.2}%\" y=\"{top:.1}\" width=\"{width:.2}%\" \
+                 height=\"{bar}\" fill=\"{colour}\"><title>{} {name}: {}</title></rect>",
+                escape(id),
+                ms(Some(v))
+            );
+            x += width;
+        }
+        body.push_str("</g>\n");
+        y = top + bar + 10.0;
+    }
+    let mut legend = String::from("<ul class=\"legend\">");
+    for (name, colour, _) in parts(rows[0].1) {
+        let _ = write!(
+            legend,
+            "<li><span class=\"swatch\" style=\"background:{colour}\"></span>{name}</li>"
+        );
+    }
+    legend.push_str("</ul>");
+    Some(format!(
+        "{legend}\n<svg class=\"fluid\" width=\"100%\" height=\"{:.0}\" font-family=\"sans-serif\" \
+         font-size=\"14\">\n{body}<text class=\"scale\" x=\"{:.0}%\" y=\"{:.1}\" \
+         text-anchor=\"end\">{} at full width</text>\n</svg>",
+        y + 14.0,
+        left + span,
+        y + 4.0,
+        ms(Some(widest))
+    ))
 }
