@@ -390,7 +390,8 @@ fn build(run: &OtherRun, case: &CaseSummary, records: &[&Record]) -> Reconciliat
         .filter(|w| !w.same)
         .map(|w| w.what.clone())
         .collect();
-    let definition = terms::Definitions::of(records);
+    let mut definition = terms::Definitions::of(records);
+    definition.pace = run.output_throughput.zip(dialect::span_throughput(records));
     let mut metrics: Vec<MetricRow> = rows(dialect)
         .into_iter()
         .map(|(name, figure, stat, own)| {

@@ -104,6 +104,20 @@ fn campaign(api: &str) {
         // llama-server's own account of every response, and the delivery between the two.
         assert_eq!(case["server"]["responses"], n, "{case}");
         assert_eq!(case["server"]["delivery_ms"]["n"], n, "{case}");
+        // The TTFT part by part: write and prefill measured, no queue from llama-server, and
+        // the parts with the residual adding up to the client's mean TTFT.
+        let parts = &case["server"]["ttft_parts"];
+        assert_eq!(parts["responses"], n, "{case}");
+        assert!(parts["queue_ms"].is_null(), "{parts}");
+        assert!(
+            parts["unavailable"][0]
+                .as_str()
+                .is_some_and(|u| u.contains("no queue time")),
+            "{parts}"
+        );
+        let part = |k: &str| parts[k].as_f64().unwrap_or_else(|| panic!("{k}: {parts}"));
+        let sum = part("write_ms") + part("prefill_ms") + part("residual_ms");
+        assert!((sum - part("client_ttft_ms")).abs() < 1e-6, "{parts}");
         assert!(case["throughput_tps"]["mean"].as_f64().expect("throughput") > 0.0);
         // Order statistics, not timings: no case is compared with another (a timing comparison
         // belongs in a benchmark, not in a test that shares two cores with other work).

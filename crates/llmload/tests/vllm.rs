@@ -100,6 +100,12 @@ fn assert_exact_and_verified(dir: &Path, measured: usize) {
         for part in ["queue_ms", "prefill_ms", "ttft_ms", "delivery_ms"] {
             assert_eq!(server[part]["n"], case["counts"]["ok"], "{part}: {case}");
         }
+        // vLLM reports its queue: every part present, none unavailable.
+        let parts = &server["ttft_parts"];
+        for part in ["write_ms", "queue_ms", "prefill_ms", "residual_ms"] {
+            assert!(parts[part].is_number(), "{part}: {parts}");
+        }
+        assert!(parts["unavailable"].is_null(), "{parts}");
     }
 }
 

@@ -15,6 +15,9 @@ pub struct Definitions {
     responses: usize,
     /// Responses with an event of several tokens.
     multi_token_events: usize,
+    /// The output throughput of the other run and of llmload's records over the same kind of
+    /// span, tokens/s: the pace the server kept during each run.
+    pub pace: Option<(f64, f64)>,
 }
 
 impl Definitions {
@@ -35,6 +38,7 @@ impl Definitions {
                 .iter()
                 .filter(|r| !r.event_tokens.is_empty())
                 .count(),
+            pace: None,
         }
     }
 }
@@ -80,7 +84,20 @@ pub fn terms(
         out.push(Term {
             kind: "measurement",
             amount: Some(other - as_other),
-            text: measurement_text(row),
+            text: match (figure, d.pace) {
+                ("throughput", _) | (_, None) => measurement_text(row),
+                (_, Some((other, ours))) if (other - ours).abs() > 0.1 * other.max(ours) => {
+                    format!(
+                        "{}; and the server itself kept another pace during the other run ({other:.2} \
+                         against {ours:.2} output tokens/s over each run's span), which no \
+                         difference of stamping makes: another load on the machine (the other \
+                         client's own processes on the server's cores among them) or another \
+                         server state",
+                        measurement_text(row)
+                    )
+                }
+                _ => measurement_text(row),
+            },
         });
     }
     out

@@ -313,3 +313,22 @@ fn guidellm_s_token_weighted_figures_get_intervals_that_resample_responses() {
     assert!(tpot.terms.iter().all(|t| t.kind != "measurement"));
     assert_eq!(tpot.llmload, None);
 }
+
+#[test]
+fn a_server_that_kept_another_pace_during_the_other_run_is_said_so() {
+    let owned = records(24, 0.0);
+    let refs: Vec<&Record> = owned.iter().collect();
+    let span = dialect::span_throughput(&refs).expect("a span");
+    let mut run = aiperf_run(24, 2);
+    run.output_throughput = Some(span);
+    let same = build(&run, &case(), &refs);
+    let text = &term(row(&same, "time_to_first_token_avg_ms"), "measurement").text;
+    assert!(!text.contains("another pace"), "{text}");
+    run.output_throughput = Some(span / 5.0);
+    let slower = build(&run, &case(), &refs);
+    let text = &term(row(&slower, "time_to_first_token_avg_ms"), "measurement").text;
+    assert!(text.contains("another pace"), "{text}");
+    // The throughput row itself is the evidence, not explained by itself.
+    let text = &term(row(&slower, "output_throughput_tps"), "measurement").text;
+    assert!(!text.contains("another pace"), "{text}");
+}
