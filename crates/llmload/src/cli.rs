@@ -108,8 +108,8 @@ pub struct ReportArgs {
     #[arg(long)]
     pub json: bool,
     /// Show the figures as another tool defines them (vllm: `vllm bench serve`; aiperf:
-    /// `AIPerf`; guidellm: `GuideLLM`, token-weighted), from the same records, instead of
-    /// rebuilding the views.
+    /// `AIPerf`; guidellm: `GuideLLM`, token-weighted; genai-bench), from the same records,
+    /// instead of rebuilding the views.
     #[arg(long, value_name = "TOOL")]
     pub dialect: Option<crate::reconcile::dialect::Dialect>,
     /// The intervals' level.

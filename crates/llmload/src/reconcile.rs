@@ -343,6 +343,11 @@ fn rows(dialect: Dialect) -> Vec<(String, &'static str, Stat, Own)> {
             ("inter_chunk_latency", Own::Itl, false),
             ("request_latency", Own::E2e, false),
         ],
+        Dialect::GenaiBench => &[
+            ("ttft", Own::Ttft, true),
+            ("tpot", Own::Tpot, false),
+            ("e2e_latency", Own::E2e, false),
+        ],
         Dialect::Guidellm => &[
             ("time_to_first_token", Own::Ttft, true),
             ("inter_token_latency", Own::Tpot, false),

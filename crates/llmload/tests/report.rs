@@ -51,8 +51,9 @@ const CHARTS: [&str; 5] = [
     "GPU telemetry over time",
 ];
 
-/// The page's figures: the charts, and the bars of where the time goes.
-const FIGURES: usize = CHARTS.len() + 1;
+/// The page's figures: the charts, the bars of where the time goes, and the bars of the TTFT's
+/// parts (the simulator reports its timings as llama-server does).
+const FIGURES: usize = CHARTS.len() + 2;
 
 /// The page names no address but the target's, loads nothing, and holds one SVG per chart; an
 /// attempt without GPU readings has one line in place of the telemetry chart.
@@ -219,6 +220,14 @@ fn the_page_loads_offline_in_headless_chromium() {
         "every figure is in the DOM"
     );
     assert_eq!(dom.matches("<figcaption>").count(), FIGURES);
+    assert!(
+        dom.contains("id=\"ttft-parts-bars\""),
+        "the TTFT's parts are drawn"
+    );
+    assert!(
+        dom.contains("Unavailable: ") && dom.contains("no queue time"),
+        "the part the server does not report is named"
+    );
     for title in CHARTS {
         assert!(
             dom.contains(&format!("<h3>{title}</h3>")),

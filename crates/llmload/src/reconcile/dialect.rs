@@ -40,6 +40,13 @@ pub fn figures(dialect: Dialect) -> &'static [&'static str] {
             "time_per_output_token",
             "request_latency",
         ],
+        Dialect::GenaiBench => &[
+            "ttft",
+            "tpot",
+            "e2e_latency",
+            "output_inference_speed",
+            "input_throughput",
+        ],
     }
 }
 
@@ -71,7 +78,7 @@ pub fn of_response(dialect: Dialect, r: &Record) -> Vec<Values> {
         .flatten()
         .collect();
     }
-    // AIPerf's and GuideLLM's responses are those with content: the token events.
+    // AIPerf's, GuideLLM's and genai-bench's responses are those with content: the token events.
     let (Some(&first), Some(&last)) = (r.event_ms.first(), r.event_ms.last()) else {
         return Vec::new();
     };
@@ -98,6 +105,32 @@ pub fn of_response(dialect: Dialect, r: &Record) -> Vec<Values> {
         .into_iter()
         .flatten()
         .collect(),
+        // genai-bench: its first token is the first chunk with content, its end the usage
+        // chunk or the stream's end, as llmload's; TPOT (e2e − TTFT) ÷ (tokens − 1); the speed
+        // 1 ÷ TPOT and the input throughput prompt tokens ÷ TTFT, tokens/s, per request.
+        Dialect::GenaiBench => {
+            let e2e = r.e2e_ms.unwrap_or(last);
+            let tpot = (n > 1).then(|| (e2e - ttft) / f64::from(n - 1));
+            let prompt = f64::from(r.prompt_tokens.unwrap_or(r.input_tokens));
+            [
+                one("ttft", Some(ttft), 1.0),
+                one("tpot", tpot, 1.0),
+                one("e2e_latency", Some(e2e), 1.0),
+                one(
+                    "output_inference_speed",
+                    tpot.filter(|t| *t > 0.0).map(|t| 1e3 / t),
+                    1.0,
+                ),
+                one(
+                    "input_throughput",
+                    (ttft > 0.0).then(|| prompt * 1e3 / ttft),
+                    1.0,
+                ),
+            ]
+            .into_iter()
+            .flatten()
+            .collect()
+        }
         // GuideLLM counts its per-token figures once per token: ITL once per token after the
         // first, TPOT ((last token − send) ÷ tokens) once per token.
         _ => [
@@ -208,6 +241,15 @@ pub fn span_throughput(rs: &[&Record]) -> Option<f64> {
     (end > start).then(|| tokens / (end - start))
 }
 
+/// The unit of a dialect's figure: a rate is tokens/s, the rest ms.
+pub fn unit(figure: &str) -> &'static str {
+    if figure.ends_with("_speed") || figure.ends_with("_throughput") {
+        "tokens/s"
+    } else {
+        "ms"
+    }
+}
+
 /// The cases' figures in `dialect` as Markdown.
 pub fn render(dialect: Dialect, cases: &[DialectCase]) -> String {
     let mut out = format!(
@@ -227,7 +269,7 @@ pub fn render(dialect: Dialect, cases: &[DialectCase]) -> String {
             };
             table.push([
                 case.id.clone(),
-                format!("{name} (ms)"),
+                format!("{name} ({})", unit(name)),
                 d.n.to_string(),
                 format!("{:.3}", d.mean),
                 format!("{:.3}", d.median),
@@ -321,6 +363,22 @@ mod tests {
         let tpot = &g.figures["time_per_output_token"];
         assert!((tpot.mean - (2.0 * 9.0 + 10.0 * 2.0) / 11.0).abs() < 1e-12);
         assert_eq!(tpot.max, 10.0);
+    }
+
+    #[test]
+    fn genai_bench_s_figures_are_per_request_and_its_rates_tokens_per_second() {
+        let records: Vec<Record> = (0..3).map(|i| chat(f64::from(i))).collect();
+        let g = &cases(Dialect::GenaiBench, &["c".to_owned()], &records)[0];
+        // The first token at 10 ms (the role chunk skipped), the end at the final event.
+        assert_eq!(g.figures["ttft"].median, 10.0);
+        let e2e = records[0].e2e_ms.expect("an end");
+        assert_eq!(g.figures["e2e_latency"].median, e2e);
+        let tpot = (e2e - 10.0) / 3.0;
+        assert!((g.figures["tpot"].median - tpot).abs() < 1e-12);
+        assert!((g.figures["output_inference_speed"].median - 1e3 / tpot).abs() < 1e-9);
+        let text = render(Dialect::GenaiBench, std::slice::from_ref(g));
+        assert!(text.contains("output_inference_speed (tokens/s)"), "{text}");
+        assert!(text.contains("| ttft (ms) |"), "{text}");
     }
 
     #[test]

@@ -17,6 +17,8 @@ pub enum Dialect {
     Aiperf,
     /// `GuideLLM`: its per-token figures weighted by tokens.
     Guidellm,
+    /// `genai-bench` (the `SGLang` project's): its figures per request, weighted alike.
+    GenaiBench,
 }
 
 impl Dialect {
@@ -26,6 +28,7 @@ impl Dialect {
             Dialect::Vllm => "vllm bench serve",
             Dialect::Aiperf => "AIPerf",
             Dialect::Guidellm => "GuideLLM",
+            Dialect::GenaiBench => "genai-bench",
         }
     }
 }

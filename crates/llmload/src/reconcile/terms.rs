@@ -142,6 +142,19 @@ fn definition_text(dialect: Dialect, figure: &str, d: &Definitions) -> String {
                   rounds, or its window without warmup and drain"
                 .to_owned(),
         },
+        Dialect::GenaiBench => match figure {
+            "ttft" => "genai-bench's TTFT, like llmload's, is the first chunk with content".into(),
+            "tpot" => "genai-bench's TPOT is llmload's: (e2e − TTFT) ÷ (output tokens − 1), its \
+                       end the final usage chunk or the stream's end"
+                .into(),
+            "e2e_latency" => "genai-bench's request ends, like llmload's complete time, at the \
+                              final usage chunk or the stream's end"
+                .into(),
+            _ => "genai-bench divides the output tokens of every request by the run's duration; \
+                  llmload's own throughput is over its rounds, or its window without warmup and \
+                  drain"
+                .into(),
+        },
         Dialect::Guidellm => match figure {
             "time_to_first_token" => "GuideLLM's TTFT, like llmload's, is the first iteration \
                                       that carried a token"

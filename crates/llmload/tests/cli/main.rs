@@ -164,10 +164,13 @@ fn reconcile_refuses_what_is_not_another_tool_s_result_in_one_line() {
     std::fs::write(&other, "<html>not a result</html>").expect("write");
     let other_arg = other.to_str().expect("UTF-8");
     let run = llmload(&["reconcile", "/nonexistent-attempt", other_arg]);
-    assert_one_line_error(&run, 2, "not a JSON result of `vllm bench serve`");
+    assert_one_line_error(&run, 2, "is not JSON (nor JSON Lines)");
     std::fs::write(&other, r#"{"results": []}"#).expect("write");
     let run = llmload(&["reconcile", "/nonexistent-attempt", other_arg]);
-    assert_one_line_error(&run, 2, "holds no TTFT");
+    assert_one_line_error(&run, 2, "not a result reconcile can read");
+    std::fs::write(&other, r#"{"benchmarks": []}"#).expect("write");
+    let run = llmload(&["reconcile", "/nonexistent-attempt", other_arg]);
+    assert_one_line_error(&run, 2, "holds no benchmark");
     std::fs::write(&other, r#"{"mean_ttft_ms": 5.0}"#).expect("write");
     let run = llmload(&["reconcile", "/nonexistent-attempt", other_arg]);
     assert_one_line_error(&run, 1, "nonexistent-attempt");
