@@ -17,7 +17,7 @@ mod terms;
 pub mod vllm;
 
 use crate::record::{Phase, Record, Status};
-use crate::stats::interval::{self, Interval};
+use crate::stats::interval::{self, Interval, Stat};
 use crate::stats::{percentile, Spread};
 use crate::summary::CaseSummary;
 use dialect::Dialect;
@@ -238,65 +238,52 @@ fn median(values: &[f64]) -> Option<f64> {
     (!sorted.is_empty()).then(|| percentile(&sorted, 0.5))
 }
 
-/// A statistic of a figure's values.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Stat {
-    Mean,
-    Quantile(f64),
-}
-
 /// One response's values of a figure and the weight of each (1, or its tokens for a figure its
 /// tool counts once per token).
 type Group = (Vec<f64>, f64);
 
-impl Stat {
-    /// The statistic of the values of `groups` (one per response) and its interval: exact for
-    /// one value a response weighted alike, else by resampling whole responses.
-    fn of(self, groups: &[Group]) -> Option<(f64, Option<Interval>)> {
-        let level = interval::level();
-        let boot = match self {
-            Stat::Mean => interval::Stat::Mean,
-            Stat::Quantile(q) => interval::Stat::Quantile(q),
-        };
-        if groups.iter().all(|g| (g.1 - 1.0).abs() < f64::EPSILON) {
-            let mut sorted: Vec<f64> = groups.iter().flat_map(|g| g.0.iter().copied()).collect();
-            if sorted.is_empty() {
-                return None;
-            }
-            sorted.sort_by(f64::total_cmp);
-            let point = match self {
-                Stat::Mean => Spread::of(&sorted).map_or(0.0, |s| s.mean),
-                Stat::Quantile(q) => percentile(&sorted, q),
-            };
-            let independent = groups.iter().all(|g| g.0.len() == 1);
-            let ci = match (self, independent) {
-                (Stat::Mean, true) => interval::t_interval(&sorted, level),
-                (Stat::Quantile(q), true) => interval::order_statistic(&sorted, q, level),
-                _ => {
-                    let units: Vec<Vec<f64>> = groups.iter().map(|g| g.0.clone()).collect();
-                    interval::bootstrap(&units, &[boot], level)[0]
-                }
-            };
-            return Some((point, ci));
-        }
-        let mut pairs: Vec<(f64, f64)> = groups
-            .iter()
-            .flat_map(|g| g.0.iter().map(move |&v| (v, g.1)))
-            .collect();
-        pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let total: f64 = pairs.iter().map(|p| p.1).sum();
-        if pairs.is_empty() || total <= 0.0 {
+/// The statistic `stat` of the values of `groups` (one per response) and its interval: exact
+/// for one value a response weighted alike, else by resampling whole responses.
+fn statistic(stat: Stat, groups: &[Group]) -> Option<(f64, Option<Interval>)> {
+    let level = interval::level();
+    if groups.iter().all(|g| (g.1 - 1.0).abs() < f64::EPSILON) {
+        let mut sorted: Vec<f64> = groups.iter().flat_map(|g| g.0.iter().copied()).collect();
+        if sorted.is_empty() {
             return None;
         }
-        let point = match self {
-            Stat::Mean => pairs.iter().map(|p| p.0 * p.1).sum::<f64>() / total,
-            Stat::Quantile(q) => crate::stats::weighted_quantile(&pairs, total, q),
+        sorted.sort_by(f64::total_cmp);
+        let point = match stat {
+            Stat::Mean => Spread::of(&sorted).map_or(0.0, |s| s.mean),
+            Stat::Quantile(q) => percentile(&sorted, q),
         };
-        Some((
-            point,
-            interval::bootstrap_weighted(&pairs, &[boot], level)[0],
-        ))
+        let independent = groups.iter().all(|g| g.0.len() == 1);
+        let ci = match (stat, independent) {
+            (Stat::Mean, true) => interval::t_interval(&sorted, level),
+            (Stat::Quantile(q), true) => interval::order_statistic(&sorted, q, level),
+            _ => {
+                let units: Vec<Vec<f64>> = groups.iter().map(|g| g.0.clone()).collect();
+                interval::bootstrap(&units, &[stat], level)[0]
+            }
+        };
+        return Some((point, ci));
     }
+    let mut pairs: Vec<(f64, f64)> = groups
+        .iter()
+        .flat_map(|g| g.0.iter().map(move |&v| (v, g.1)))
+        .collect();
+    pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total: f64 = pairs.iter().map(|p| p.1).sum();
+    if pairs.is_empty() || total <= 0.0 {
+        return None;
+    }
+    let point = match stat {
+        Stat::Mean => pairs.iter().map(|p| p.0 * p.1).sum::<f64>() / total,
+        Stat::Quantile(q) => crate::stats::weighted_quantile(&pairs, total, q),
+    };
+    Some((
+        point,
+        interval::bootstrap_weighted(&pairs, &[stat], level)[0],
+    ))
 }
 
 /// llmload's own figure a row sets beside the other tool's.
@@ -378,7 +365,7 @@ fn rows(dialect: Dialect) -> Vec<(String, &'static str, Stat, Own)> {
 
 /// The reconciliation of `run` with `case`'s measured ok `records`.
 fn build(run: &OtherRun, case: &CaseSummary, records: &[&Record]) -> Reconciliation {
-    let dialect = run.dialect();
+    let dialect = run.dialect;
     let as_other: Vec<Vec<shape::Values>> = records
         .iter()
         .map(|r| dialect::of_response(dialect, r))
@@ -403,13 +390,13 @@ fn build(run: &OtherRun, case: &CaseSummary, records: &[&Record]) -> Reconciliat
             let other = groups_of(&mut run.responses.iter().map(|r| &r.values), figure);
             let mine = groups_of(&mut as_other.iter(), figure);
             let ours: Vec<Group> = records.iter().map(|r| (own.of(r), 1.0)).collect();
-            let (other_stat, as_stat) = (stat.of(&other), stat.of(&mine));
+            let (other_stat, as_stat) = (statistic(stat, &other), statistic(stat, &mine));
             let mut row = MetricRow {
                 other: run.figures.get(&name).copied().or(other_stat.map(|s| s.0)),
                 other_interval: other_stat.and_then(|s| s.1),
                 llmload_as_other: as_stat.map(|s| s.0),
                 llmload_as_other_interval: as_stat.and_then(|s| s.1),
-                llmload: stat.of(&ours).map(|s| s.0),
+                llmload: statistic(stat, &ours).map(|s| s.0),
                 n: mine.iter().map(|g| g.0.len()).sum(),
                 name,
                 terms: Vec::new(),

@@ -102,7 +102,7 @@ pub fn from_aggregate(
 /// An AIPerf run with nothing read yet.
 fn base(tool: &str) -> OtherRun {
     OtherRun {
-        dialect: Some(Dialect::Aiperf),
+        dialect: Dialect::Aiperf,
         tool: tool.to_owned(),
         figures: BTreeMap::new(),
         ..OtherRun::default()
@@ -249,7 +249,7 @@ mod tests {
         let lines = [RECORD, RECORD, failed, &warmup].map(|l| l.replace('\n', " "));
         std::fs::write(&records, lines.join("\n")).expect("write");
         let run = &read(Some(&aggregate), Some(&records)).expect("both files");
-        assert_eq!(run.dialect(), Dialect::Aiperf);
+        assert_eq!(run.dialect, Dialect::Aiperf);
         assert_eq!(
             (run.concurrency, run.completed, run.output_throughput),
             (Some(2), Some(3), Some(220.5))

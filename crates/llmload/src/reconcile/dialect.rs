@@ -53,13 +53,7 @@ pub fn figures(dialect: Dialect) -> &'static [&'static str] {
 /// The values of `r`, a measured ok response, under `dialect`'s definitions (ms from its send);
 /// none where it carried no token.
 pub fn of_response(dialect: Dialect, r: &Record) -> Vec<Values> {
-    let one = |figure, value: Option<f64>, weight: f64| {
-        value.map(|v| Values {
-            figure,
-            values: vec![v],
-            weight,
-        })
-    };
+    let one = super::shape::weighted;
     if dialect == Dialect::Vllm {
         let Some(v) = vllm::as_vllm(r) else {
             return Vec::new();

@@ -5,7 +5,7 @@
 //! `inter_token_latency_ms`, `time_per_output_token_ms`, `request_latency` in seconds,
 //! `prompt_tokens`, `output_tokens`), which GuideLLM may have sampled.
 
-use super::shape::{number, single, Dialect, OtherResponse, OtherRun, Values};
+use super::shape::{number, single, weighted, Dialect, OtherResponse, OtherRun};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -100,7 +100,7 @@ fn benchmark(path: &Path, b: &Value, i: usize, total: usize) -> Result<OtherRun,
         (_, None) => format!("GuideLLM (benchmark {} of {total}: {kind})", i + 1),
     };
     Ok(OtherRun {
-        dialect: Some(Dialect::Guidellm),
+        dialect: Dialect::Guidellm,
         tool,
         concurrency: streams.filter(|_| kind == "concurrent" || kind == "synchronous"),
         completed,
@@ -116,14 +116,6 @@ fn benchmark(path: &Path, b: &Value, i: usize, total: usize) -> Result<OtherRun,
 fn response(r: &Value) -> OtherResponse {
     let n = number(r, "/output_tokens");
     let value = |key: &str| number(r, &format!("/{key}"));
-    let weighted = |figure, v: Option<f64>, weight: Option<f64>| {
-        let weight = weight.filter(|w| *w > 0.0)?;
-        v.map(|v| Values {
-            figure,
-            values: vec![v],
-            weight,
-        })
-    };
     OtherResponse {
         prompt_tokens: number(r, "/prompt_tokens"),
         output_tokens: n,
@@ -132,12 +124,12 @@ fn response(r: &Value) -> OtherResponse {
             weighted(
                 "inter_token_latency",
                 value("inter_token_latency_ms"),
-                n.map(|n| n - 1.0),
+                n.map_or(0.0, |n| n - 1.0),
             ),
             weighted(
                 "time_per_output_token",
                 value("time_per_output_token_ms"),
-                n,
+                n.unwrap_or(0.0),
             ),
             single("request_latency", value("request_latency").map(|s| s * 1e3)),
         ]

@@ -27,9 +27,8 @@ pub fn read(path: &Path) -> Result<Vec<OtherRun>, String> {
     }
     let text = bytes(path)?;
     let text = without_python_floats(&text);
-    let first = text.iter().position(|c| !c.is_ascii_whitespace());
     // JSON Lines: AIPerf's per-request records.
-    if first.is_some() && looks_like_json_lines(&text) {
+    if looks_like_json_lines(&text) {
         let aggregate = sibling(path, ".jsonl", "_aiperf.json");
         return super::aiperf::read(aggregate.as_deref(), Some(path)).map(|r| vec![r]);
     }
@@ -105,13 +104,13 @@ mod tests {
             p
         };
         let vllm = write("v.json", r#"{"backend":"openai","mean_ttft_ms":5.0}"#);
-        assert_eq!(read(&vllm).expect("vllm")[0].dialect(), Dialect::Vllm);
+        assert_eq!(read(&vllm).expect("vllm")[0].dialect, Dialect::Vllm);
         let aiperf = write(
             "a_aiperf.json",
             r#"{"time_to_first_token":{"unit":"ms","avg":4.0}}"#,
         );
         let run = &read(&aiperf).expect("aiperf")[0];
-        assert_eq!(run.dialect(), Dialect::Aiperf);
+        assert_eq!(run.dialect, Dialect::Aiperf);
         assert_eq!(run.figures["time_to_first_token_avg_ms"], 4.0);
         let guidellm = write("g.json", r#"{"benchmarks":[]}"#);
         let e = read(&guidellm).expect_err("no benchmark");

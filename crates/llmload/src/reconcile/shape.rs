@@ -8,10 +8,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// A tool whose definitions llmload can compute.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Dialect {
     /// `vllm bench serve`.
+    #[default]
     Vllm,
     /// NVIDIA's `AIPerf`.
     Aiperf,
@@ -52,7 +53,7 @@ pub const MAX_FILE_BYTES: u64 = 512 << 20;
 #[derive(Clone, Debug, Default)]
 pub struct OtherRun {
     /// Whose definitions its figures follow.
-    pub dialect: Option<Dialect>,
+    pub dialect: Dialect,
     /// The tool and what of its output was read, e.g. `AIPerf (profile_export_aiperf.json and
     /// profile_export.jsonl)`.
     pub tool: String,
@@ -82,11 +83,6 @@ pub struct OtherResponse {
 }
 
 impl OtherRun {
-    /// The run's dialect (every reader sets one).
-    pub fn dialect(&self) -> Dialect {
-        self.dialect.unwrap_or(Dialect::Vllm)
-    }
-
     /// Whether the file held per-request values.
     pub fn is_detailed(&self) -> bool {
         !self.responses.is_empty()
@@ -177,10 +173,15 @@ pub fn to_ms(value: f64, unit: Option<&str>) -> Option<f64> {
 
 /// One value of one figure, weighted alike with every other request's.
 pub fn single(figure: &'static str, value: Option<f64>) -> Option<Values> {
-    value.map(|v| Values {
+    weighted(figure, value, 1.0)
+}
+
+/// One value of one figure that counts as `weight` samples; none without a value or a weight.
+pub fn weighted(figure: &'static str, value: Option<f64>, weight: f64) -> Option<Values> {
+    value.filter(|_| weight > 0.0).map(|v| Values {
         figure,
         values: vec![v],
-        weight: 1.0,
+        weight,
     })
 }
 

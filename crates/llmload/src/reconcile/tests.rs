@@ -233,7 +233,7 @@ fn aiperf_run(n: usize, concurrency: u64) -> OtherRun {
         .collect(),
     };
     OtherRun {
-        dialect: Some(Dialect::Aiperf),
+        dialect: Dialect::Aiperf,
         tool: "AIPerf (profile_export.jsonl)".into(),
         concurrency: Some(concurrency),
         completed: Some(n as u64),
@@ -287,7 +287,7 @@ fn guidellm_s_token_weighted_figures_get_intervals_that_resample_responses() {
         .collect();
     let refs: Vec<&Record> = owned.iter().collect();
     let run = OtherRun {
-        dialect: Some(Dialect::Guidellm),
+        dialect: Dialect::Guidellm,
         tool: "GuideLLM (concurrent, 2 streams)".into(),
         concurrency: Some(2),
         ..OtherRun::default()

@@ -196,7 +196,7 @@ impl VllmResult {
             );
         }
         OtherRun {
-            dialect: Some(Dialect::Vllm),
+            dialect: Dialect::Vllm,
             tool: format!(
                 "vllm bench serve ({})",
                 self.backend.as_deref().unwrap_or("backend not given")
