@@ -60,7 +60,10 @@ config = {
             "api_key": "none",
         },
         # LiteLLM's GET /health asks every model for a completion: one token, not a whole context.
-        "model_info": {"health_check_max_tokens": 1},
+        # /v1/messages goes upstream as it came (llama-server and vLLM serve it), not translated
+        # to the Responses API, which would drop llmload's engine fields and ask for at least 16
+        # tokens.
+        "model_info": {"health_check_max_tokens": 1, "supported_endpoints": ["/v1/messages"]},
     }],
     "litellm_settings": {"drop_params": False, "telemetry": False},
     "general_settings": {"master_key": "os.environ/LITELLM_MASTER_KEY"},

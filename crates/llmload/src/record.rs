@@ -254,6 +254,9 @@ pub struct RequestMeta {
     /// Tokens of the shared system prompt that opens the prompt (0: none); the server may serve
     /// these, and only these, from its cache.
     pub shared_tokens: u32,
+    /// Tokens the chat template puts before the user's text, the same in every prompt (0 for
+    /// token prompts): a server that reuses its cache though asked not to may serve these.
+    pub template_head: u32,
     /// Whether the prompt was built to exactly `input_tokens`; false for a dataset's text sent as
     /// it is, whose length the server's count tells.
     pub exact_input: bool,
@@ -331,6 +334,7 @@ pub(crate) fn test_meta() -> RequestMeta {
         input_tokens: 1,
         output_tokens: 1,
         shared_tokens: 0,
+        template_head: 0,
         exact_input: true,
         dataset_entry: None,
         scheduled: None,

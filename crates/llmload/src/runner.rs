@@ -444,6 +444,7 @@ impl Runner<'_> {
             input_tokens: plan.input.sample(&mut rng),
             output_tokens: plan.output.sample(&mut rng),
             shared_tokens: self.prompts.shared_tokens(),
+            template_head: self.prompts.template_head(),
             exact_input: true,
             dataset_entry: None,
             scheduled,

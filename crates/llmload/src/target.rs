@@ -37,7 +37,7 @@ impl Target {
     /// servers are not asked (a strict gateway rejects unknown fields); their chunks are counted
     /// one token each unless they say otherwise.
     pub fn reports_usage_per_chunk(&self) -> bool {
-        self.endpoint.api != Api::Llamacpp
+        matches!(self.endpoint.api, Api::Completions | Api::Chat)
             && matches!(
                 self.server["models"]["data"][0]["owned_by"].as_str(),
                 Some("vllm" | "llmload-sim")
@@ -207,6 +207,33 @@ impl Target {
 
     /// As [`Target::probe_prompt_tokens`], `None` when the server reports no prompt count.
     pub async fn probe_count(&self, prompt: Prompt) -> crate::error::Result<Option<u32>> {
+        Ok(self.probe(prompt).await?.prompt_tokens)
+    }
+
+    /// The prompt tokens Anthropic's `POST /v1/messages/count_tokens` counts for one user
+    /// message of `text` (exact, and nothing generated or cached), or `None` where the server
+    /// has no such endpoint or the API is not Messages.
+    pub async fn count_tokens(&self, text: &str) -> crate::error::Result<Option<u32>> {
+        if self.endpoint.api != Api::Messages {
+            return Ok(None);
+        }
+        let mut body = json!({"messages": [user(text)]});
+        if let Some(model) = &self.model {
+            body["model"] = json!(model);
+        }
+        let path = "/v1/messages/count_tokens";
+        let (status, body) = setup_request(&self.endpoint, Method::Post, path, Some(&body)).await?;
+        if !status.is_success() {
+            return Ok(None);
+        }
+        Ok(serde_json::from_slice::<Value>(&body)
+            .ok()
+            .and_then(|b| b["input_tokens"].as_u64())
+            .and_then(|n| u32::try_from(n).ok()))
+    }
+
+    /// The counters of a one-token generation of `prompt`.
+    pub async fn probe(&self, prompt: Prompt) -> crate::error::Result<crate::api::Counters> {
         let request = GenerationRequest {
             prompt: &prompt,
             output_tokens: 1,
@@ -221,7 +248,7 @@ impl Target {
         if let Some(failure) = exchange.failure {
             return Err(Error::Target(format!("probe request failed: {failure}")));
         }
-        Ok(exchange.counters.prompt_tokens)
+        Ok(exchange.counters)
     }
 }
 

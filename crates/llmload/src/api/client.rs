@@ -323,6 +323,18 @@ impl Endpoint {
         if let Some(value) = authorization {
             set("Authorization", value, "--api-key".into())?;
         }
+        if api == Api::Messages {
+            // Anthropic's API takes its key in `x-api-key` (gateways take either) and wants the
+            // version it speaks named.
+            if let Some(key) = authorization.and_then(|a| a.strip_prefix("Bearer ")) {
+                set("x-api-key", key, "--api-key".into())?;
+            }
+            set(
+                "anthropic-version",
+                super::anthropic::VERSION,
+                "anthropic-version".into(),
+            )?;
+        }
         for (name, value) in headers {
             set(name, value, format!("--header {name}"))?;
         }

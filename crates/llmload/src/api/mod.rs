@@ -5,6 +5,7 @@
 //! each event's data means (how many generated tokens it carries, whether it ends the response,
 //! which counters the server reported).
 
+pub mod anthropic;
 pub mod client;
 pub mod conn;
 mod decode;
@@ -12,6 +13,7 @@ pub mod fetch;
 pub mod http1;
 pub mod llamacpp;
 pub mod openai;
+pub mod responses;
 pub mod server_timings;
 pub mod sse;
 pub mod tls;
@@ -29,6 +31,10 @@ pub enum Api {
     Completions,
     /// `OpenAI` `POST /v1/chat/completions`.
     Chat,
+    /// Anthropic's Messages API, `POST /v1/messages`.
+    Messages,
+    /// `OpenAI`'s Responses API, `POST /v1/responses`.
+    Responses,
 }
 
 impl Api {
@@ -38,12 +44,20 @@ impl Api {
             Api::Llamacpp => "/completion",
             Api::Completions => "/v1/completions",
             Api::Chat => "/v1/chat/completions",
+            Api::Messages => "/v1/messages",
+            Api::Responses => "/v1/responses",
         }
     }
 
     /// Whether prompts go out as token IDs (otherwise as text).
     pub fn takes_token_ids(self) -> bool {
-        !matches!(self, Api::Chat)
+        !self.takes_messages()
+    }
+
+    /// Whether the prompt goes out as chat messages, which the server wraps in its chat template
+    /// (chat completions, Messages, Responses).
+    pub fn takes_messages(self) -> bool {
+        matches!(self, Api::Chat | Api::Messages | Api::Responses)
     }
 
     /// The JSON body of a streaming generation request.
@@ -51,6 +65,8 @@ impl Api {
         let mut body = match self {
             Api::Llamacpp => llamacpp::body(request),
             Api::Completions | Api::Chat => openai::body(self, request),
+            Api::Messages => anthropic::body(request),
+            Api::Responses => responses::body(request),
         };
         if let Some(extra) = request.extra {
             merge(&mut body, extra);
@@ -63,14 +79,19 @@ impl Api {
         match self {
             Api::Llamacpp => llamacpp::parse_event(data),
             Api::Completions | Api::Chat => openai::parse_event(data),
+            Api::Messages => anthropic::parse_event(data),
+            Api::Responses => responses::parse_event(data),
         }
     }
 
     /// Appends the generated text an event carries to `out` (the `OpenAI` APIs; llama.cpp's
     /// native API names every token, so its text is never counted by the client).
     pub fn event_text(self, data: &[u8], out: &mut String) {
-        if self != Api::Llamacpp {
-            openai::text_of(data, out);
+        match self {
+            Api::Llamacpp => {}
+            Api::Completions | Api::Chat => openai::text_of(data, out),
+            Api::Messages => anthropic::text_of(data, out),
+            Api::Responses => responses::text_of(data, out),
         }
     }
 
@@ -80,6 +101,8 @@ impl Api {
         match self {
             Api::Llamacpp => llamacpp::answer_of(data, out),
             Api::Completions | Api::Chat => openai::answer_of(data, out),
+            Api::Messages => anthropic::answer_of(data, out),
+            Api::Responses => responses::answer_of(data, out),
         }
     }
 
@@ -89,6 +112,8 @@ impl Api {
             Api::Llamacpp => "llamacpp",
             Api::Completions => "completions",
             Api::Chat => "chat",
+            Api::Messages => "messages",
+            Api::Responses => "responses",
         }
     }
 }
@@ -154,7 +179,7 @@ pub struct RequestId {
 impl Body {
     /// Serialises `value`, a body made by [`Api::body`].
     pub fn from_json(value: &serde_json::Value) -> Body {
-        let output_tokens = ["max_tokens", "n_predict"]
+        let output_tokens = ["max_tokens", "max_output_tokens", "n_predict"]
             .iter()
             .find_map(|key| value.get(*key)?.as_u64())
             .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX));
@@ -193,11 +218,27 @@ pub struct GenerationRequest<'a> {
     pub extra: Option<&'a serde_json::Value>,
 }
 
+/// A request for tests: `prompt`, 8 output tokens, model `m`, nothing else asked.
+#[cfg(test)]
+pub(crate) fn test_request(prompt: &Prompt) -> GenerationRequest<'_> {
+    GenerationRequest {
+        prompt,
+        output_tokens: 8,
+        slot: None,
+        model: Some("m"),
+        cache_prompt: false,
+        usage_per_chunk: false,
+        extra: None,
+    }
+}
+
 /// Fields of a generation body that `--extra-body` may not set: llmload sets them to keep the
 /// prompt and the output length what the run asks for.
-pub const RESERVED_FIELDS: [&str; 7] = [
+pub const RESERVED_FIELDS: [&str; 9] = [
     "prompt",
     "messages",
+    "input",
+    "max_output_tokens",
     "stream",
     "max_tokens",
     "max_completion_tokens",

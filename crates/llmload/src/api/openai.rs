@@ -324,15 +324,7 @@ mod tests {
     #[test]
     fn chat_body_wraps_the_prompt_in_a_user_message() {
         let prompt = Prompt::Text("hello".into());
-        let request = GenerationRequest {
-            prompt: &prompt,
-            output_tokens: 8,
-            slot: None,
-            model: Some("m"),
-            cache_prompt: false,
-            usage_per_chunk: false,
-            extra: None,
-        };
+        let request = crate::api::test_request(&prompt);
         let b = body(Api::Chat, &request);
         assert_eq!(b["messages"][0]["content"], "hello");
         assert_eq!(b["max_tokens"], 8);

@@ -101,7 +101,7 @@ pub(super) fn check_prompts(
     if dataset.is_some() {
         return bad("a trace's hash_ids build its prompts: --dataset does not apply");
     }
-    if api == Some(Api::Chat) {
+    if api.is_some_and(Api::takes_messages) {
         return bad(
             "a trace's hash_ids become token-ID prompts: use --api llamacpp or completions",
         );

@@ -28,6 +28,9 @@ pub struct Asked {
     pub output: u32,
     /// Tokens of the shared system prompt (the only ones the cache may serve).
     pub shared: u32,
+    /// Tokens the chat template puts before the user's text in every prompt: a server that
+    /// reuses its cache though asked not to (llama-server's Messages API) may serve these.
+    pub head: u32,
     /// A session's turn: the prompt tokens before its new user message, which the cache may
     /// serve instead of `shared`; `Some(None)` when they could not be told (the cache is then
     /// not checked and the response is unverified).
@@ -59,6 +62,7 @@ pub fn verify(counters: &Counters, streamed: u32, asked: Asked) -> Verdict {
         input,
         output,
         shared,
+        head,
         history,
         lenient,
         client_counted,
@@ -97,12 +101,20 @@ pub fn verify(counters: &Counters, streamed: u32, asked: Asked) -> Verdict {
             "{c} prompt tokens came from the server's cache, more than the {allowed} of the \
              session's history before the turn's new message"
         )),
-        (Some(c), None) if c > shared => v.problems.push(match shared {
-            0 => format!("{c} prompt tokens came from the server's cache"),
-            s => {
+        (Some(c), None) if c > shared.max(head) => v.problems.push(match (shared, head) {
+            (0, 0) => format!("{c} prompt tokens came from the server's cache"),
+            (0, h) => format!(
+                "{c} prompt tokens came from the server's cache, more than the {h} of the chat \
+                 template's opening"
+            ),
+            (s, _) => {
                 format!("{c} prompt tokens came from the server's cache, more than the {s} shared")
             }
         }),
+        (Some(c), None) if c > shared => v.notes.push(format!(
+            "{c} prompt tokens came from the server's cache: the chat template's opening, the \
+             same in every prompt (the server reuses its cache though asked not to)"
+        )),
         (Some(_), _) => {}
         (None, _) => missing.push("cached tokens"),
     }
@@ -164,6 +176,7 @@ fn judge(meta: &RequestMeta, exchange: &Exchange, streamed: u32, lenient: bool) 
                 input: meta.exact_input.then_some(meta.input_tokens),
                 output: meta.output_tokens,
                 shared: meta.shared_tokens,
+                head: meta.template_head,
                 history: meta.turn.map(|t| t.history_tokens),
                 lenient,
                 client_counted: exchange.counted_by_client.is_some(),

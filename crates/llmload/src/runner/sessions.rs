@@ -219,6 +219,7 @@ impl Sessions<'_> {
                 input_tokens: built.input_tokens.unwrap_or(0),
                 output_tokens: output,
                 shared_tokens: self.prompts.shared_tokens(),
+                template_head: self.prompts.template_head(),
                 exact_input: built.input_tokens.is_some(),
                 dataset_entry: None,
                 scheduled: due,

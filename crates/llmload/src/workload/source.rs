@@ -39,6 +39,9 @@ pub struct PromptSource {
     dataset: Option<DatasetPrompts>,
     /// Tokens per block of a trace's `hash_ids`.
     block_tokens: u32,
+    /// Chat prompts: the tokens the template puts before the user's text, the same in every
+    /// prompt (0 where the server cannot show them).
+    template_head: u32,
 }
 
 /// The distinct items of a corpus, sorted.
@@ -82,6 +85,8 @@ pub enum Counter {
     Template,
     /// A one-token generation request per count.
     Probe,
+    /// Anthropic's `/v1/messages/count_tokens`: exact, with no generation.
+    CountTokens,
     /// The client's own tokenizer (`--tokenizer`) plus a fixed overhead: for a server with no
     /// `/tokenize`.
     Local {
@@ -110,6 +115,7 @@ impl Counter {
                 if overhead == 0 { UNCOUNTED } else { "" }
             ),
             Counter::Probe => "one-token probe requests, the server counting".into(),
+            Counter::CountTokens => "exact: the server's /v1/messages/count_tokens".into(),
             Counter::Local { overhead } => format!(
                 "the client's tokenizer ({}) plus {overhead} tokens around the text{}",
                 client(),
@@ -131,8 +137,17 @@ impl PromptSource {
         shared: u32,
         lenient: bool,
     ) -> crate::error::Result<PromptSource> {
+        let vocabulary = Vocabulary::prepare(target, corpus, lenient).await?;
+        let template_head = match vocabulary {
+            Vocabulary::Text { .. } => match template_ends(target).await?.0 {
+                0 => reused_opening(target).await?,
+                head => head,
+            },
+            Vocabulary::Tokens(_) => 0,
+        };
         Ok(PromptSource {
-            vocabulary: Vocabulary::prepare(target, corpus, lenient).await?,
+            vocabulary,
+            template_head,
             shared,
             shared_text: tokio::sync::OnceCell::new(),
             distinct: std::sync::OnceLock::new(),
@@ -149,6 +164,7 @@ impl PromptSource {
     pub(crate) fn of_tokens(corpus: Vec<u32>) -> PromptSource {
         PromptSource {
             vocabulary: Vocabulary::Tokens(corpus),
+            template_head: 0,
             shared: 0,
             shared_text: tokio::sync::OnceCell::new(),
             distinct: std::sync::OnceLock::new(),
@@ -162,6 +178,13 @@ impl PromptSource {
     /// Tokens of the shared system prompt that opens every prompt (0: none).
     pub fn shared_tokens(&self) -> u32 {
         self.shared
+    }
+
+    /// Tokens the chat template puts before the user's text in every prompt (0 for token
+    /// prompts, and where the server cannot show them): a server that reuses cached prefixes
+    /// whatever the request asks may serve these, and only these, from its cache.
+    pub fn template_head(&self) -> u32 {
+        self.template_head
     }
 
     /// How prompt lengths are counted, in words, for the attempt's files.
@@ -230,7 +253,7 @@ impl PromptSource {
                         // text are S.
                         let tail = match in_context {
                             Some(_) => 0,
-                            None => template_tail(target).await?,
+                            None => template_ends(target).await?.1,
                         };
                         let mut last_error = None;
                         for attempt in 0..8 {
@@ -312,7 +335,9 @@ impl Vocabulary {
             });
         };
         let local = target.endpoint.tokenizer.as_ref();
-        let counter = if api == Api::Chat
+        let counter = if target.count_tokens(SAMPLE).await? == Some(probed) {
+            Counter::CountTokens
+        } else if api.takes_messages()
             && ServerCount::new(target, Counter::Template)
                 .count(SAMPLE)
                 .await
@@ -376,26 +401,53 @@ impl Vocabulary {
     }
 }
 
-/// Tokens the chat template puts after the user's text (Gemma's `<end_of_turn>`, the model
-/// turn's opening): the common tail of two chat prompts whose texts end differently. 0 for the
-/// other APIs, and for a server that cannot show its chat prompt's tokens.
-async fn template_tail(target: &Target) -> crate::error::Result<u32> {
-    if target.endpoint.api != Api::Chat {
-        return Ok(0);
+/// Tokens the chat template puts before the user's text (Gemma's `<bos><start_of_turn>user`)
+/// and after it (`<end_of_turn>`, the model turn's opening): the common head and tail of two
+/// chat prompts whose texts differ at both ends. (0, 0) for the other APIs, and for a server
+/// that cannot show its chat prompt's tokens.
+async fn template_ends(target: &Target) -> crate::error::Result<(u32, u32)> {
+    if !target.endpoint.api.takes_messages() {
+        return Ok((0, 0));
     }
     let (Some(a), Some(b)) = (
-        target.chat_tokens("The last word is cat").await?,
-        target.chat_tokens("The last word is dog").await?,
+        target.chat_tokens("Cats: the last word is cat").await?,
+        target.chat_tokens("Dogs: the last word is dog").await?,
     ) else {
-        return Ok(0);
+        return Ok((0, 0));
     };
-    let common = a
-        .iter()
-        .rev()
-        .zip(b.iter().rev())
-        .take_while(|(x, y)| x == y)
-        .count();
-    Ok(crate::num::count(common))
+    let common = |x: &mut dyn Iterator<Item = (&u32, &u32)>| {
+        crate::num::count(x.take_while(|(x, y)| x == y).count())
+    };
+    let head = common(&mut a.iter().zip(b.iter()));
+    let tail = common(&mut a.iter().rev().zip(b.iter().rev()));
+    Ok((head, tail))
+}
+
+/// On the Messages API, whose servers may reuse their prompt cache whatever the request asks
+/// (llama-server's does) and which shows no chat prompt's tokens through a gateway: how many
+/// prompt tokens the server serves from its cache for prompts that differ from their first
+/// word on, the most of three one-token probes after a first. These can only be the template's
+/// opening, the same in every prompt. 0 on the other APIs.
+async fn reused_opening(target: &Target) -> crate::error::Result<u32> {
+    if target.endpoint.api != Api::Messages {
+        return Ok(0);
+    }
+    let mut most = 0;
+    for (i, text) in [
+        "Cats: the first word differs",
+        "Dogs: the first word differs",
+        "Owls: the first word differs",
+        "Bees: the first word differs",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let counters = target.probe(Prompt::Text(text.into())).await?;
+        if i > 0 {
+            most = most.max(counters.cached_tokens.unwrap_or(0));
+        }
+    }
+    Ok(most)
 }
 
 /// How texts are counted on a server that reports no prompt count: its `/tokenize`, else the
@@ -477,6 +529,11 @@ impl TokenCount for ServerCount<'_> {
                     .probe_prompt_tokens(Prompt::Text(text.to_owned()))
                     .await
             }
+            Counter::CountTokens => self
+                .target
+                .count_tokens(text)
+                .await?
+                .context("the server's /v1/messages/count_tokens went away"),
             Counter::Local { overhead } => {
                 let tokenizer = self
                     .target

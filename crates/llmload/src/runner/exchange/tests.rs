@@ -15,6 +15,7 @@ fn strict(input: u32, output: u32, shared: u32) -> Asked {
         input: Some(input),
         output,
         shared,
+        head: 0,
         history: None,
         lenient: false,
         client_counted: false,
@@ -223,4 +224,32 @@ fn a_record_carries_its_ids_and_the_server_s_timings_checked_against_its_ttft() 
     // No timings reported: no server object, no note.
     let r = with_server(None);
     assert!(r.server.is_none() && r.notes.is_empty(), "{r:?}");
+}
+
+#[test]
+fn the_chat_template_s_opening_may_come_from_the_cache_and_nothing_more() {
+    // A server that reuses its cache though asked not to (llama-server's Messages API): the
+    // template's opening, 4 tokens the same in every prompt, may be served; the user's text not.
+    let asked = Asked {
+        head: 4,
+        ..strict(64, 8, 0)
+    };
+    for cached in [0, 1, 4] {
+        let v = verify(&counters(64, cached, 8), 8, asked);
+        assert!(v.verified && v.problems.is_empty(), "{cached}: {v:?}");
+        assert_eq!(v.notes.len(), usize::from(cached > 0), "{cached}: {v:?}");
+    }
+    let v = verify(&counters(64, 5, 8), 8, asked);
+    assert_eq!(v.problems.len(), 1, "{v:?}");
+    assert!(
+        v.problems[0].contains("more than the 4 of the chat template"),
+        "{v:?}"
+    );
+    // A shared system prompt (which holds the opening on the chat APIs) sets the bound alone.
+    let shared = Asked {
+        head: 4,
+        ..strict(64, 8, 16)
+    };
+    assert!(verify(&counters(64, 16, 8), 8, shared).notes.is_empty());
+    assert_eq!(verify(&counters(64, 17, 8), 8, shared).problems.len(), 1);
 }

@@ -35,7 +35,7 @@ impl<'a> InContext<'a> {
     ) -> Option<InContext<'a>> {
         let (chat, overhead) = match counter {
             Counter::Template => (true, 0),
-            Counter::Tokenize { overhead } if api != Api::Chat => (false, overhead),
+            Counter::Tokenize { overhead } if !api.takes_messages() => (false, overhead),
             _ => return None,
         };
         let [a, b, c, ..] = words else {

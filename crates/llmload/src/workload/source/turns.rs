@@ -52,10 +52,12 @@ pub enum Answer {
 impl PromptSource {
     /// An empty conversation, in the form the API takes.
     pub fn conversation(&self, target: &Target) -> Conversation {
-        match (&self.vocabulary, target.endpoint.api) {
-            (Vocabulary::Tokens(_), _) => Conversation::Tokens(TokenHistory::default()),
-            (Vocabulary::Text { .. }, crate::api::Api::Chat) => Conversation::Messages(Vec::new()),
-            (Vocabulary::Text { .. }, _) => Conversation::Text(String::new()),
+        match &self.vocabulary {
+            Vocabulary::Tokens(_) => Conversation::Tokens(TokenHistory::default()),
+            Vocabulary::Text { .. } if target.endpoint.api.takes_messages() => {
+                Conversation::Messages(Vec::new())
+            }
+            Vocabulary::Text { .. } => Conversation::Text(String::new()),
         }
     }
 
