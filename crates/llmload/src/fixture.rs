@@ -102,6 +102,7 @@ fn ok(
         turn: None,
         turns: None,
         history_tokens: None,
+        cancel_after: None,
     }
 }
 

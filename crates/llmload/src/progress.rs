@@ -46,8 +46,10 @@ pub struct Snapshot {
     pub done: u64,
     /// Measured requests planned in this case, when known.
     pub total: Option<u64>,
-    /// Of those ended, how many did not end `ok`.
+    /// Of those ended, how many did not end `ok` (abandoned ones aside).
     pub failed: u64,
+    /// Of those ended, how many the client abandoned as planned (`--cancel-after`).
+    pub abandoned: u64,
     /// TTFTs of the case's last `ok` responses, ms.
     pub ttft_ms: VecDeque<f64>,
     /// Output tokens of the case's `ok` responses.
@@ -90,6 +92,10 @@ impl Snapshot {
 
     fn record(&mut self, r: &Record) {
         self.done += 1;
+        if r.status == Status::Abandoned {
+            self.abandoned += 1;
+            return;
+        }
         if r.status != Status::Ok {
             self.failed += 1;
             return;
@@ -193,10 +199,11 @@ pub fn line(
         None => {}
     }
     let total = s.total.map_or(String::new(), |t| format!("/{t}"));
-    let failed = if s.failed > 0 {
-        format!(" ({} failed)", s.failed)
-    } else {
-        String::new()
+    let failed = match (s.failed, s.abandoned) {
+        (0, 0) => String::new(),
+        (f, 0) => format!(" ({f} failed)"),
+        (0, a) => format!(" ({a} abandoned)"),
+        (f, a) => format!(" ({f} failed, {a} abandoned)"),
     };
     parts.push((format!("{}{total} requests{failed}", s.done), ""));
     let whole = |d: Duration| crate::fmt::span(d.as_secs() as f64);

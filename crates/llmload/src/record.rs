@@ -45,6 +45,30 @@ pub enum Status {
     Error,
     /// Stopped in flight by a stop of the run.
     Cancelled,
+    /// Abandoned by the client on purpose (`--cancel-after`), as a user closes a stream: the
+    /// connection closed at the planned point. Neither an error nor a response; counted apart.
+    Abandoned,
+}
+
+/// `--cancel-after`: where the client abandons a stream it was told to (its connection closed,
+/// as a user's client would).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CancelAfter {
+    /// Once this many generated tokens have arrived.
+    Tokens(u32),
+    /// This many ms after the request was sent.
+    Ms(u64),
+}
+
+impl std::fmt::Display for CancelAfter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CancelAfter::Tokens(1) => f.write_str("1 token"),
+            CancelAfter::Tokens(n) => write!(f, "{n} tokens"),
+            CancelAfter::Ms(ms) => write!(f, "{ms} ms"),
+        }
+    }
 }
 
 /// One request, as written to `requests.jsonl`.
@@ -150,6 +174,11 @@ pub struct Record {
     /// server could not show them (the response is then unverified).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history_tokens: Option<u32>,
+    /// `--cancel-after`: the point at which the client was to abandon this request's stream
+    /// (`abandoned` when it got there, `ok` when the response ended first); absent for the
+    /// requests it was to read to the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel_after: Option<CancelAfter>,
 }
 
 /// Where a request stands in a multi-turn session.
@@ -270,6 +299,8 @@ pub struct RequestMeta {
     pub turn: Option<TurnMeta>,
     /// The id sent in the request's `X-Request-Id` header.
     pub request_id: Option<String>,
+    /// `--cancel-after`: where the client abandons this request's stream.
+    pub cancel_after: Option<CancelAfter>,
 }
 
 impl Record {
@@ -341,6 +372,7 @@ pub(crate) fn test_meta() -> RequestMeta {
         launched: None,
         turn: None,
         request_id: None,
+        cancel_after: None,
     }
 }
 
@@ -394,6 +426,7 @@ pub(crate) fn ok_record(
         turn: None,
         turns: None,
         history_tokens: None,
+        cancel_after: None,
     }
 }
 

@@ -115,6 +115,8 @@ pub struct RunSettings {
     pub pacer: PacerClock,
     /// Where each request's ids come from; `None` sends none.
     pub ids: Option<Arc<ids::RequestIds>>,
+    /// `--cancel-after`: the measured streams the client abandons, and where.
+    pub cancel: Option<crate::workload::shape::Cancel>,
 }
 
 /// A shard's part of a load.
@@ -451,6 +453,7 @@ impl Runner<'_> {
             launched: None,
             turn: None,
             request_id: None,
+            cancel_after: None,
         }
     }
 
@@ -516,6 +519,12 @@ impl Runner<'_> {
         let mut body = Body::from_json(&self.target.endpoint.api.body(&request));
         body.id = self.settings.ids.as_ref().map(|ids| ids.next());
         meta.request_id = body.id.as_ref().map(|id| id.id.clone());
+        if let Some(cancel) = self.settings.cancel {
+            if meta.phase == Phase::Measured && cancel.picks(self.settings.seed, serial) {
+                meta.cancel_after = Some(cancel.after);
+                body.cancel_after = Some(cancel.after);
+            }
+        }
         Ok(body)
     }
 

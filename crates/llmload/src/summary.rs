@@ -2,6 +2,7 @@
 //! defines them. Only `ok` responses enter distributions; a case is complete only when every
 //! planned round completed with every response `ok`.
 
+pub mod abandoned;
 pub mod client_check;
 pub mod energy;
 pub mod gate;
@@ -37,7 +38,7 @@ pub struct RoundSummary {
     pub repeat: Option<u32>,
     /// Round number (1-based; within its repeat).
     pub round: u32,
-    /// Every request of the round ended `ok`.
+    /// Every request of the round ended `ok`, or abandoned as planned (`--cancel-after`).
     pub complete: bool,
     /// Requests that ended `ok`.
     pub responses_ok: u32,
@@ -47,6 +48,14 @@ pub struct RoundSummary {
     pub duration_s: f64,
     /// `output_tokens / duration_s`.
     pub throughput_tps: f64,
+}
+
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if hands the field by reference"
+)]
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Counts of request outcomes.
@@ -60,11 +69,21 @@ pub struct Counts {
     pub error: u32,
     /// Stopped in flight.
     pub cancelled: u32,
+    /// Abandoned by the client as planned (`--cancel-after`): neither responses nor failures.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub abandoned: u32,
     /// `ok` responses whose server did not report every counter.
     pub unverified: u32,
     /// Failures and invalid responses by kind.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub by_kind: BTreeMap<ErrorKind, u32>,
+}
+
+impl Counts {
+    /// Measured requests, however they ended.
+    pub fn measured(&self) -> u32 {
+        self.ok + self.invalid + self.error + self.cancelled + self.abandoned
+    }
 }
 
 /// Figures of one case.
@@ -146,6 +165,10 @@ pub struct CaseSummary {
     /// Multi-turn sessions: the figures of each turn index and of whole sessions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<sessions::SessionSummary>,
+    /// `--cancel-after`: the streams the client abandoned, and the others' figures with an
+    /// abandonment during them and without.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abandoned: Option<abandoned::Abandonment>,
 }
 
 /// Reasoning and answer told apart, over the `ok` responses that carried reasoning.
@@ -164,6 +187,7 @@ pub struct Reasoning {
 struct RoundAcc {
     requests: u32,
     ok: u32,
+    abandoned: u32,
     first_send: f64,
     last_done: f64,
     output_tokens: u64,
@@ -192,6 +216,7 @@ pub struct CaseFigures {
     phases: phases::PhaseFigures,
     server: server_side::ServerSideFigures,
     sessions: sessions::SessionFigures,
+    abandoned: abandoned::AbandonFigures,
 }
 
 impl CaseFigures {
@@ -199,18 +224,21 @@ impl CaseFigures {
     pub fn add(&mut self, r: &Record) {
         self.count(r);
         self.sessions.add(r);
+        self.abandoned.add(r);
         let ok = r.status == Status::Ok;
         if let Some(round) = r.round {
             let key = (r.repeat.unwrap_or(0), round);
             let acc = self.rounds.entry(key).or_insert(RoundAcc {
                 requests: 0,
                 ok: 0,
+                abandoned: 0,
                 first_send: f64::INFINITY,
                 last_done: f64::NEG_INFINITY,
                 output_tokens: 0,
             });
             acc.requests += 1;
             acc.first_send = acc.first_send.min(r.sent_s);
+            acc.abandoned += u32::from(r.status == Status::Abandoned);
             if ok {
                 acc.ok += 1;
                 acc.last_done = r.done_s.map_or(acc.last_done, |d| acc.last_done.max(d));
@@ -261,6 +289,7 @@ impl CaseFigures {
             Status::Invalid => c.invalid += 1,
             Status::Error => c.error += 1,
             Status::Cancelled => c.cancelled += 1,
+            Status::Abandoned => c.abandoned += 1,
         }
         if let Some(kind) = &r.error_kind {
             *c.by_kind.entry(*kind).or_default() += 1;
@@ -284,12 +313,13 @@ impl CaseFigures {
     /// Measured records added so far.
     pub fn requests(&self) -> u32 {
         let c = &self.counts;
-        c.ok + c.invalid + c.error + c.cancelled
+        c.ok + c.invalid + c.error + c.cancelled + c.abandoned
     }
 
-    /// Whether there was at least one measured record and every one ended `ok`.
+    /// Whether there was at least one `ok` response and every measured record ended `ok` (or
+    /// was abandoned as planned).
     pub fn all_ok(&self) -> bool {
-        self.requests() > 0 && self.counts.ok == self.requests()
+        self.counts.ok > 0 && self.counts.ok + self.counts.abandoned == self.requests()
     }
 
     /// The case's summary, `rounds_planned` deciding whether it is complete.
@@ -304,7 +334,8 @@ impl CaseFigures {
             .collect();
         let complete_rounds: Vec<f64> = rounds
             .iter()
-            .filter(|r| r.complete)
+            // A round whose every stream was abandoned as planned has no throughput.
+            .filter(|r| r.complete && r.responses_ok > 0)
             .map(|r| r.throughput_tps)
             .collect();
         let complete = crate::num::count(rounds.len()) == rounds_planned
@@ -340,6 +371,7 @@ impl CaseFigures {
             phases: self.phases.finish(),
             server: self.server.finish(),
             sessions: self.sessions.finish(),
+            abandoned: self.abandoned.finish(),
             reasoning: (!self.reasoning_tokens.is_empty()).then(|| Reasoning {
                 responses: crate::num::count(self.reasoning_tokens.len()),
                 tokens: self.reasoning_tokens.distribution(),
@@ -393,7 +425,7 @@ fn round_summary(case: &Case, (repeat, round): (u32, u32), acc: &RoundAcc) -> Ro
     RoundSummary {
         repeat: (repeat > 0).then_some(repeat),
         round,
-        complete: acc.ok == acc.requests && acc.requests == case.concurrency,
+        complete: acc.ok + acc.abandoned == acc.requests && acc.requests == case.concurrency,
         responses_ok: acc.ok,
         output_tokens: acc.output_tokens,
         duration_s,

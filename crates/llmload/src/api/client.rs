@@ -17,7 +17,7 @@ use super::server_timings::Reported;
 pub use super::tls::TlsOptions;
 pub use super::token_events::TokenEvents;
 use super::{tls, Api, Body, Counters, EventError, RequestId};
-use crate::record::ErrorKind;
+use crate::record::{CancelAfter, ErrorKind};
 use crate::tokenizer::Tokenizer;
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,6 +56,9 @@ pub enum Failure {
     /// The run was stopped while the exchange was in flight.
     #[error("cancelled by a stop of the run")]
     Cancelled,
+    /// The client abandoned the stream where it was told to (`--cancel-after`).
+    #[error("abandoned by the client after {0} (--cancel-after): its connection closed")]
+    Abandoned(CancelAfter),
 }
 
 impl Failure {
@@ -69,7 +72,7 @@ impl Failure {
             Failure::Malformed(_) => ErrorKind::Malformed,
             Failure::Server(_) => ErrorKind::ServerError,
             Failure::Overrun(_) => ErrorKind::Invalid,
-            Failure::Cancelled => ErrorKind::Cancelled,
+            Failure::Cancelled | Failure::Abandoned(_) => ErrorKind::Cancelled,
         }
     }
 }
@@ -91,6 +94,12 @@ pub struct Exchange {
     pub retried: bool,
     /// The most tokens read before the stream is cut off as an overrun.
     pub token_cap: u32,
+    /// `--cancel-after N` tokens: the stream is abandoned once this many have arrived.
+    pub abandon_at: u32,
+    /// `--cancel-after DURATION`: the stream is abandoned this many ms after its send.
+    pub abandon_in: Option<u64>,
+    /// When the client abandoned the stream (`--cancel-after`), if it did.
+    pub abandoned: Option<Instant>,
     /// Tokens streamed so far.
     streamed: u32,
     /// Usage on every chunk was asked for: a chunk's usage counts the tokens so far.
@@ -163,6 +172,9 @@ impl Exchange {
             failure: None,
             retried: false,
             token_cap: u32::MAX,
+            abandon_at: u32::MAX,
+            abandon_in: None,
+            abandoned: None,
             streamed: 0,
             usage_per_chunk: false,
             reasoning_tokens: 0,
@@ -365,6 +377,11 @@ impl Endpoint {
     pub async fn stream(&self, body: &Body, cancel: &CancellationToken) -> Exchange {
         let mut exchange = Exchange::new();
         exchange.token_cap = token_cap(body.output_tokens);
+        match body.cancel_after {
+            Some(CancelAfter::Tokens(n)) => exchange.abandon_at = n,
+            Some(CancelAfter::Ms(ms)) => exchange.abandon_in = Some(ms),
+            None => {}
+        }
         if self.tokenizer.is_some() && self.api != Api::Llamacpp {
             exchange.text = Some(StreamText::default());
         }
@@ -385,6 +402,9 @@ impl Endpoint {
         let request = self.origin.request(self.api.path(), &body.json, &lines);
         let read = direct::read_direct(&self.origin, self.api, &request, &mut exchange);
         exchange.failure = bounded(read, cancel, sent, timeout).await.err();
+        if matches!(exchange.failure, Some(Failure::Abandoned(_))) {
+            exchange.abandoned.get_or_insert_with(Instant::now);
+        }
         if let Some(tokenizer) = &self.tokenizer {
             exchange.count_with(tokenizer);
         }
@@ -461,6 +481,11 @@ fn on_event(
                 }
                 exchange.streamed = streamed;
                 exchange.token_events.push(now, tokens);
+                if streamed >= exchange.abandon_at && !event.done {
+                    // Read no further: the connection is dropped, and closed, with the read.
+                    exchange.abandoned = Some(now);
+                    *error = Some(Failure::Abandoned(CancelAfter::Tokens(exchange.abandon_at)));
+                }
                 if let Some(text) = &mut exchange.text {
                     let counted = exchange.usage_per_chunk && event.so_far.is_some();
                     keep_text(text, api, data, counted, exchange.token_cap);

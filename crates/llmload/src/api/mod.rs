@@ -164,6 +164,8 @@ pub struct Body {
     pub keep_answer: bool,
     /// The ids the request carries in its headers; `None` sends none.
     pub id: Option<RequestId>,
+    /// `--cancel-after`: where the client abandons the stream; `None` reads it to its end.
+    pub cancel_after: Option<crate::record::CancelAfter>,
 }
 
 /// The ids one generation request carries in its headers, so that it can be found in the
@@ -192,6 +194,7 @@ impl Body {
             usage_per_chunk,
             keep_answer: false,
             id: None,
+            cancel_after: None,
         }
     }
 }

@@ -218,7 +218,10 @@ pub fn records_for_html(path: &Path) -> crate::error::Result<(Vec<Record>, Optio
             return;
         }
         let (measured, failed) = seen.entry(r.case.clone()).or_default();
-        let is_failed = r.status != crate::record::Status::Ok;
+        let is_failed = !matches!(
+            r.status,
+            crate::record::Status::Ok | crate::record::Status::Abandoned
+        );
         let keep = *measured < TIMELINE_MAX || (is_failed && *failed < FAILED_SHOWN);
         *measured += 1;
         *failed += usize::from(is_failed);

@@ -7,6 +7,7 @@ use super::{
 };
 use crate::workload::schedule::Bound;
 use crate::workload::session::{SessionSpec, Think};
+pub use crate::workload::shape::Cancel;
 use crate::workload::shape::{Arrival, LoadPoint, ShapeTemplate, Slo};
 use crate::workload::stages::{self, LevelKind, Stage};
 use crate::workload::trace::{self, TraceEntry};
@@ -52,6 +53,9 @@ pub struct LoadConfig {
     pub session: Option<SessionSpec>,
     /// Multi-turn sessions: how many per case.
     pub sessions: Option<u64>,
+    /// `--cancel-after`, `--cancel-share`: the streams the client abandons.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cancel: Option<Cancel>,
 }
 
 #[expect(
@@ -138,6 +142,8 @@ impl LoadConfig {
             requests,
             max_in_flight,
             warmup_time,
+            cancel_after,
+            cancel_share,
         } = s.load.clone();
         let ObjectiveOptions {
             slo_ttft,
@@ -145,6 +151,7 @@ impl LoadConfig {
             slo_e2e,
         } = s.objectives.clone();
         Ok(LoadConfig {
+            cancel: super::cancel::resolve(cancel_after.as_deref(), cancel_share)?,
             session: session_spec(s.sessions.clone())?,
             sessions: s.sessions.sessions,
             stages,

@@ -11,6 +11,7 @@ use crate::workload::shape::{CasePlan, LoadPoint, ShapeTemplate};
 use crate::workload::trace::TraceEntry;
 pub use load::LoadConfig;
 
+mod cancel;
 mod dataset;
 mod load;
 mod parse;
@@ -445,6 +446,7 @@ impl Config {
         dataset::check_prompts(self.dataset.as_ref(), &self.load, self.api)?;
         self.check_shared_prefix()?;
         repeat::check(self)?;
+        cancel::check(self)?;
         self.check_sharding()?;
         if self.rounds == 0 {
             return bad("--rounds must be at least 1");

@@ -217,6 +217,18 @@ options! {
         /// They are outside the measurement window.
         #[arg(long, value_name = "DURATION")]
         pub warmup_time: Option<String>,
+        /// Abandon streams as users do: after N tokens, or a time such as 800ms
+        ///
+        /// A number is generated tokens received; a duration counts from the send. The client
+        /// closes the stream's connection there, and the record is `abandoned` (neither ok nor
+        /// an error), counted apart and kept out of the figures. Measured requests only, a
+        /// share of them (--cancel-share).
+        #[arg(long, value_name = "N|DURATION")]
+        pub cancel_after: Option<String>,
+        /// The share of measured requests --cancel-after abandons, drawn per request from the
+        /// seed [default: 1]
+        #[arg(long, value_name = "SHARE")]
+        pub cancel_share: Option<f64>,
     }
 }
 
@@ -551,6 +563,7 @@ mod tests {
                     "1".into(),
                 ],
                 "warmup-time" => vec!["--arrival".into(), "closed-continuous".into()],
+                "cancel-share" => vec!["--cancel-after".into(), "4".into()],
                 _ => vec![],
             }
         };

@@ -122,6 +122,8 @@ fn header() -> Vec<String> {
         columns.extend(PHASE_STATISTICS.iter().map(|s| format!("{name}_{s}")));
     }
     columns.extend(TTFT_PART_COLUMNS.map(String::from));
+    // Last, so that the columns before keep their places.
+    columns.push("abandoned".into());
     columns
 }
 
@@ -277,6 +279,7 @@ fn row(summary: &Summary, case: &CaseSummary) -> Vec<String> {
     cells.extend(phase_cells(case.phases.as_ref()));
     cells.extend(session_cells(case.sessions.as_ref()));
     cells.extend(server_cells(case.server.as_ref()));
+    cells.push(c.abandoned.to_string());
     cells
 }
 
@@ -422,7 +425,15 @@ mod tests {
         let mut without = summary.clone();
         without.cases[0].phases = None;
         let empty = row(&without, &without.cases[0]);
-        assert!(empty[empty.len() - 28..].iter().all(String::is_empty));
+        // The phases' columns come before the server's and the abandoned count.
+        let width = 4 + PHASES.len() * PHASE_STATISTICS.len();
+        let phases_at = header()
+            .iter()
+            .position(|c| c == "phase_responses")
+            .expect("phase columns");
+        assert!(empty[phases_at..phases_at + width]
+            .iter()
+            .all(String::is_empty));
     }
 
     #[test]

@@ -262,7 +262,7 @@ fn errors(report: &Report, id: &str) -> Vec<String> {
     let distinct: BTreeSet<String> = report
         .measured(id)
         .into_iter()
-        .filter(|r| r.status != Status::Ok)
+        .filter(|r| !matches!(r.status, Status::Ok | Status::Abandoned))
         .take(FAILED_SHOWN)
         .map(|r| {
             format!(

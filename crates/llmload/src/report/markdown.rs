@@ -52,6 +52,7 @@ pub fn render(summary: &Summary) -> String {
     out.push_str(&prefix_cache_section(summary));
     out.push_str(&sessions_section(summary));
     out.push_str(&reasoning_section(summary));
+    out.push_str(&super::abandoned::section(summary));
     out.push_str(&phases_section(summary));
     out.push_str(&server_section(summary));
     out.push_str(&unverified_note(summary));

@@ -11,6 +11,7 @@
 //! - the model under them: [`table`] (a table's columns, rows and cells, and how each format
 //!   writes one), [`plot`] (a chart's canvas), [`markup`] (escaping).
 
+pub mod abandoned;
 pub mod charts;
 pub mod compare;
 pub mod csv;

@@ -109,6 +109,13 @@ pub fn results(summary: &Summary, width: u16) -> String {
     }
     let rendered: Vec<String> = tables.iter().map(|t| table(t, width)).collect();
     out.push_str(&rendered.join("\n"));
+    for line in super::abandoned::section(summary)
+        .lines()
+        .filter(|l| !l.is_empty())
+    {
+        out.push('\n');
+        wrap(line, usize::from(width), &mut out);
+    }
     if let Some((lines, between)) = super::repeats::section(summary) {
         for line in lines {
             out.push('\n');

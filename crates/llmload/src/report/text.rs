@@ -275,7 +275,7 @@ pub(crate) fn incomplete_line(case: &CaseSummary) -> String {
     let kinds: Vec<String> = c.by_kind.iter().map(|(k, n)| format!("{n} {k}")).collect();
     let done = completion(case);
     format!(
-        "{} input tokens × {} × {} output: {done}, {} responses ok, {} invalid, {} failed, {} cancelled{}",
+        "{} input tokens × {} × {} output: {done}, {} responses ok, {} invalid, {} failed, {} cancelled{}{}",
         thousands(case.input_tokens),
         load_words(case),
         case.output_tokens,
@@ -283,6 +283,7 @@ pub(crate) fn incomplete_line(case: &CaseSummary) -> String {
         c.invalid,
         c.error,
         c.cancelled,
+        if c.abandoned > 0 { format!(", {} abandoned as planned", c.abandoned) } else { String::new() },
         if kinds.is_empty() { String::new() } else { format!(" ({})", kinds.join(", ")) },
     ) + &case
         .first_error

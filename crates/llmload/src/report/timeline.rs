@@ -25,12 +25,7 @@ pub fn pick_case(report: &Report) -> Option<&CaseSummary> {
         .iter()
         .filter(|c| c.complete)
         .max_by_key(|c| (c.concurrency, c.input_tokens))
-        .or_else(|| {
-            cases.iter().max_by_key(|c| {
-                let n = &c.counts;
-                n.ok + n.invalid + n.error + n.cancelled
-            })
-        })
+        .or_else(|| cases.iter().max_by_key(|c| c.counts.measured()))
 }
 
 /// One bar of the chart, in seconds since the attempt started.
@@ -134,8 +129,7 @@ fn load(c: &CaseSummary) -> String {
 
 /// " (the first n of N)" when the case had more measured requests than the timeline shows.
 fn shown_of(c: &CaseSummary, shown: usize) -> String {
-    let n = &c.counts;
-    let total = (n.ok + n.invalid + n.error + n.cancelled) as usize;
+    let total = c.counts.measured() as usize;
     if total > shown && shown == TIMELINE_MAX {
         format!(
             " (the first {} of {})",

@@ -161,6 +161,11 @@ type Judged = (Status, Option<ErrorKind>, Option<String>, Option<Verdict>);
 
 /// Judges an exchange of `streamed` tokens: its failure, else the verdict on its counters.
 fn judge(meta: &RequestMeta, exchange: &Exchange, streamed: u32, lenient: bool) -> Judged {
+    if let Some(Failure::Abandoned(_)) = &exchange.failure {
+        // Planned, not a failure: no error kind, and no verdict (the stream was not read to
+        // its end, so its counters are not the response's).
+        return (Status::Abandoned, None, None, None);
+    }
     if let Some(f) = &exchange.failure {
         let status = match f {
             Failure::Cancelled => Status::Cancelled,
@@ -216,7 +221,7 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: 
         scheduled_s: meta.scheduled.map(since),
         sent_s: since(exchange.sent),
         first_token_s: exchange.first_token().map(since),
-        done_s: exchange.done.map(since),
+        done_s: exchange.done.or(exchange.abandoned).map(since),
         ttft_ms,
         e2e_ms: exchange
             .done
@@ -245,6 +250,7 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: 
                 notes.push("sent twice: the server had closed the kept-alive connection".into());
             }
             notes.extend(server_notes);
+            notes.extend(abandoned_note(exchange));
             notes
         },
         event_ms: exchange
@@ -272,7 +278,24 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: 
         turn: meta.turn.map(|t| t.turn),
         turns: meta.turn.map(|t| t.turns),
         history_tokens: meta.turn.and_then(|t| t.history_tokens),
+        cancel_after: meta.cancel_after,
     }
+}
+
+/// The note on a stream the client abandoned (`--cancel-after`): where, and when.
+fn abandoned_note(exchange: &Exchange) -> Option<String> {
+    let failure @ Failure::Abandoned(_) = exchange.failure.as_ref()? else {
+        return None;
+    };
+    let at = exchange
+        .abandoned?
+        .saturating_duration_since(exchange.sent)
+        .as_secs_f64()
+        * 1e3;
+    Some(format!(
+        "{failure} at {at:.1} ms, with {} tokens received",
+        exchange.streamed_tokens()
+    ))
 }
 
 /// The server's own timings of an exchange, checked against the client's TTFT (`ttft_ms`),

@@ -87,6 +87,7 @@ impl<'a> Session<'a> {
                 (!config.sharding.shard.is_whole()).then_some(config.sharding.shard.index),
                 config.traceparent,
             ))),
+            cancel: config.load.cancel,
         };
         let runner = Runner::new(
             (target, prompts),

@@ -231,6 +231,7 @@ impl Sessions<'_> {
                     history_tokens: built.history_tokens,
                 }),
                 request_id: request_id.as_ref().map(|r| r.id.clone()),
+                cancel_after: None,
             };
             let keep = self.spec.history == History::AsGenerated && turn < self.spec.turns;
             let mut body = self.body(&built.prompt, output, keep);

@@ -240,6 +240,8 @@ impl SeriesBins {
             }
             Status::Error | Status::Invalid => bin.errors += 1,
             Status::Cancelled => bin.cancelled += 1,
+            // Planned: neither ok nor an error; counted among the window's requests.
+            Status::Abandoned => {}
         }
     }
 

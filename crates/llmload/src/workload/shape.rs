@@ -141,6 +141,33 @@ fn serialize_bound<S: Serializer>(b: &Bound, s: S) -> Result<S::Ok, S::Error> {
     map.end()
 }
 
+/// `--cancel-after` and `--cancel-share`: the measured requests whose streams the client
+/// abandons, as users do, and where.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Cancel {
+    /// Where a stream is abandoned.
+    pub after: crate::record::CancelAfter,
+    /// The share of measured requests abandoned, in (0, 1].
+    pub share: f64,
+}
+
+impl Cancel {
+    /// Whether the request of `serial` (its number in the attempt) is one to abandon: a draw
+    /// from the seed and the serial alone, so the same seed abandons the same requests.
+    pub fn picks(&self, seed: u64, serial: u64) -> bool {
+        if self.share >= 1.0 {
+            return true;
+        }
+        let draw = crate::workload::prompt::splitmix64(
+            seed ^ crate::workload::prompt::splitmix64(serial ^ 0xcafe_f00d),
+        );
+        // The top 53 bits as a uniform number in [0, 1).
+        #[expect(clippy::cast_precision_loss, reason = "53 bits fit an f64 exactly")]
+        let u = (draw >> 11) as f64 / (1u64 << 53) as f64;
+        u < self.share
+    }
+}
+
 /// Service-level objectives for goodput: a request counts when it meets every one given.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct Slo {

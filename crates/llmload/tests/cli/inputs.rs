@@ -113,6 +113,29 @@ fn absurd_values_are_one_line_usage_errors_never_a_panic_or_a_hang() {
             "--warmup-time",
         ),
         (vec!["--slo-ttft", huge], "--slo-ttft"),
+        (vec!["--cancel-after", huge], "--cancel-after"),
+        (vec!["--cancel-after", "0"], "--cancel-after 0"),
+        (vec!["--cancel-after", "0ms"], "at least 1ms"),
+        (
+            vec!["--cancel-after", "soon"],
+            "neither a token count nor a time",
+        ),
+        (
+            vec!["--cancel-share", "0.2"],
+            "--cancel-share needs --cancel-after",
+        ),
+        (
+            vec!["--cancel-after", "4", "--cancel-share", "1.5"],
+            "--cancel-share 1.5",
+        ),
+        (
+            vec!["--cancel-after", "256", "--output-tokens", "64,256"],
+            "no request asks for more than 256",
+        ),
+        (
+            vec!["--cancel-after", "4", "--turns", "2"],
+            "--cancel-after does not go with --turns",
+        ),
         (
             vec!["--turns", "2", "--think-time", "exp:500000000000y"],
             "--think-time",

@@ -8,6 +8,7 @@ use crate::api::conn::Conn;
 use crate::api::http1::{self, BodyDecoder, Origin};
 use crate::api::sse::{Event, SseDecoder};
 use crate::api::{tls, Api};
+use crate::record::CancelAfter;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -46,6 +47,8 @@ pub(super) async fn read_direct(
             *exchange = Exchange {
                 retried: true,
                 token_cap: exchange.token_cap,
+                abandon_at: exchange.abandon_at,
+                abandon_in: exchange.abandon_in,
                 usage_per_chunk: exchange.usage_per_chunk,
                 text: exchange.text.take().map(|_| StreamText::default()),
                 answer: exchange.answer.take().map(|_| String::new()),
@@ -93,13 +96,37 @@ async fn converse(
 ) -> Result<Option<Conn>, Broken> {
     // The connection is open (its handshake done, over TLS): its setup is reported apart, and
     // every latency counts from here.
-    let mut timing = Timing {
+    let timing = Timing {
         setup: conn.take_setup(),
         reused,
         ..Timing::default()
     };
     exchange.sent = Instant::now();
     exchange.timing = Some(timing);
+    let Some(ms) = exchange.abandon_in else {
+        return talk(conn, reused, api, request, exchange, timing).await;
+    };
+    // `--cancel-after DURATION`: from the send, the read is dropped there, and the connection
+    // with it (closed, as a user's client closes it).
+    let at = exchange.sent + Duration::from_millis(ms);
+    tokio::select! {
+        biased;
+        talked = talk(conn, reused, api, request, exchange, timing) => talked,
+        () = tokio::time::sleep_until(at) => {
+            Err(Broken::Failed(Failure::Abandoned(CancelAfter::Ms(ms))))
+        }
+    }
+}
+
+/// [`converse`] once the request's `sent` is taken: write it, read the answer.
+async fn talk(
+    mut conn: Conn,
+    reused: bool,
+    api: Api,
+    request: &[u8],
+    exchange: &mut Exchange,
+    mut timing: Timing,
+) -> Result<Option<Conn>, Broken> {
     if let Err(e) = conn.send(request).await {
         let failure = Failure::Disconnected(format!("request failed: {e}"));
         return Err(stale_or(reused, failure));

@@ -253,3 +253,39 @@ fn the_chat_template_s_opening_may_come_from_the_cache_and_nothing_more() {
     assert!(verify(&counters(64, 16, 8), 8, shared).notes.is_empty());
     assert_eq!(verify(&counters(64, 17, 8), 8, shared).problems.len(), 1);
 }
+
+#[test]
+fn an_abandoned_stream_is_its_own_status_with_its_close_and_no_error() {
+    let mut exchange = Exchange::new();
+    let sent = exchange.sent;
+    for ms in [10, 20, 30] {
+        exchange
+            .token_events
+            .push(sent + Duration::from_millis(ms), 1);
+    }
+    exchange.abandoned = Some(sent + Duration::from_millis(30));
+    exchange.failure = Some(Failure::Abandoned(crate::record::CancelAfter::Tokens(3)));
+    let meta = RequestMeta {
+        input_tokens: 4,
+        output_tokens: 24,
+        cancel_after: Some(crate::record::CancelAfter::Tokens(3)),
+        ..crate::record::test_meta()
+    };
+    let r = record(meta, &exchange, sent, false);
+    assert_eq!(r.status, Status::Abandoned);
+    assert_eq!((r.error_kind, r.error.as_deref()), (None, None));
+    assert!(!r.verified, "no counters of a whole response to check");
+    assert_eq!(r.e2e_ms, None);
+    assert_eq!(r.done_s, Some(0.03));
+    // Token events are kept to the microsecond from their own base.
+    assert!(r.ttft_ms.is_some_and(|t| (t - 10.0).abs() < 0.01), "{:?}", r.ttft_ms);
+    assert_eq!(r.streamed_tokens, 3);
+    assert_eq!(r.cancel_after, Some(crate::record::CancelAfter::Tokens(3)));
+    assert_eq!(
+        r.notes,
+        vec![
+            "abandoned by the client after 3 tokens (--cancel-after): its connection closed at \
+              30.0 ms, with 3 tokens received"
+        ]
+    );
+}
