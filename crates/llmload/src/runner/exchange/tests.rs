@@ -278,7 +278,11 @@ fn an_abandoned_stream_is_its_own_status_with_its_close_and_no_error() {
     assert_eq!(r.e2e_ms, None);
     assert_eq!(r.done_s, Some(0.03));
     // Token events are kept to the microsecond from their own base.
-    assert!(r.ttft_ms.is_some_and(|t| (t - 10.0).abs() < 0.01), "{:?}", r.ttft_ms);
+    assert!(
+        r.ttft_ms.is_some_and(|t| (t - 10.0).abs() < 0.01),
+        "{:?}",
+        r.ttft_ms
+    );
     assert_eq!(r.streamed_tokens, 3);
     assert_eq!(r.cancel_after, Some(crate::record::CancelAfter::Tokens(3)));
     assert_eq!(
