@@ -234,15 +234,13 @@ impl Runner<'_> {
         let Some(first) = plans.first() else {
             return Ok(Vec::new());
         };
-        if !self.warmups(first, warmup).await? {
-            let stopped = CaseRun {
-                stopped: true,
-                ..CaseRun::default()
-            };
-            return Ok(vec![stopped]);
-        }
         let cases = stages.map_or(1, |_| plans.len());
         let mut runs: Vec<CaseRun> = (0..cases).map(|_| CaseRun::default()).collect();
+        if !self.warmups(first, warmup, &mut runs[0]).await? {
+            runs.truncate(1);
+            runs[0].stopped = true;
+            return Ok(runs);
+        }
         let streamed = match stages {
             Some(stages) => Some(self.staged(plans, stages)),
             None => self.streamed(first),
@@ -263,16 +261,22 @@ impl Runner<'_> {
     }
 
     /// Sends `warmup` single requests, one at a time; false when the run stopped before one.
-    async fn warmups(&mut self, plan: &CasePlan, warmup: u32) -> crate::error::Result<bool> {
+    /// They are written and left out of every figure of `run`; only their generated tokens are
+    /// kept (as a server's counter holds them).
+    async fn warmups(
+        &mut self,
+        plan: &CasePlan,
+        warmup: u32,
+        run: &mut CaseRun,
+    ) -> crate::error::Result<bool> {
         for index in 0..warmup {
             let at = format!("before warmup {} of case {}", index + 1, plan.case.id);
             if self.guard.process_check(&at) {
                 return Ok(false);
             }
             let meta = self.meta(plan, Phase::Warmup, None, index, None);
-            // Single warmups are written, and left out of every figure.
-            self.launch(vec![(meta, Some(0))], &mut CaseRun::default())
-                .await?;
+            // `run` has no window yet: a single warmup's phase keeps it out of the figures.
+            self.launch(vec![(meta, Some(0))], run).await?;
         }
         Ok(true)
     }
@@ -419,6 +423,8 @@ impl Runner<'_> {
         if record.phase == Phase::Measured {
             self.guard.observe_record(&record);
             run.figures.add(&record);
+        } else {
+            run.figures.add_warmup(&record);
         }
         if let Some(load) = &mut run.load {
             load.add(&record, launched);

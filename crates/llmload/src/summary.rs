@@ -275,6 +275,12 @@ impl CaseFigures {
         self.server.add(r, label);
     }
 
+    /// Adds a warmup record, which no figure holds: only what a server's counters hold beside
+    /// the measured records (the generated tokens, for `--cancel-after`).
+    pub fn add_warmup(&mut self, r: &Record) {
+        self.abandoned.add_warmup(r);
+    }
+
     fn count(&mut self, r: &Record) {
         let c = &mut self.counts;
         match r.status {

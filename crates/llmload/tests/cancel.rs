@@ -183,6 +183,14 @@ fn llama_server_stops_the_streams_abandoned_after_their_tokens() {
     let complete = (1 + 6 - abandoned) as u64 * OUTPUT;
     let received = complete + 3 * abandoned as u64;
     let unread = (OUTPUT - 3) * abandoned as u64;
+    assert_eq!(
+        summary["cases"][0]["abandoned"]["others_generated_tokens"], complete,
+        "the warmup's and the ok responses' tokens"
+    );
+    assert!(
+        stdout.contains("The server's own count (`llamacpp:tokens_predicted_total`"),
+        "{stdout}"
+    );
     // (llama-server's counter takes an abandoned stream's tokens as its slot counted them when
     // released, which may be a token fewer or a few more than the client read.)
     assert!(

@@ -196,6 +196,8 @@ impl<'a> Rebuilt<'a> {
         self.warmups += usize::from(!measured);
         if measured {
             self.figures.add(r);
+        } else {
+            self.figures.add_warmup(r);
         }
         if let (true, Some(load)) = (measured || self.warmups > singles, &mut self.load) {
             load.add(r, None);

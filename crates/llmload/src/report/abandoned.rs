@@ -5,6 +5,7 @@
 use crate::fmt::seconds;
 use crate::summary::abandoned::{Abandonment, Others};
 use crate::summary::Summary;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// One line per case with abandoned streams, each starting with "- "; empty when no case had a
@@ -23,7 +24,58 @@ pub fn section(summary: &Summary) -> String {
         }
         let _ = writeln!(out, "- {}: {}", case.id, line(a));
     }
+    if !out.is_empty() {
+        if let Some(delta) = summary
+            .telemetry
+            .as_ref()
+            .and_then(|t| t.server_metrics.as_ref())
+            .map(|m| &m.delta)
+        {
+            out.push_str(&server_count(summary, delta));
+        }
+    }
     out
+}
+
+/// Counters of generated tokens, as servers name them.
+const GENERATED: [&str; 2] = [
+    "vllm:generation_tokens_total",
+    "llamacpp:tokens_predicted_total",
+];
+
+/// What the server's own generated-token counter says of the abandoned streams: its growth over
+/// the run less what the other requests received leaves what it generated for the abandoned
+/// ones, beside what they received and what they asked. Empty without such a counter.
+fn server_count(summary: &Summary, delta: &BTreeMap<String, f64>) -> String {
+    let Some((name, grown)) = GENERATED
+        .iter()
+        .find_map(|n| delta.get(*n).map(|v| (*n, *v)))
+    else {
+        return String::new();
+    };
+    let (mut others, mut received, mut asked, mut streams) = (0u64, 0u64, 0u64, 0u32);
+    for case in &summary.cases {
+        if let Some(a) = &case.abandoned {
+            others += a.others_generated_tokens;
+            received += a.tokens_received;
+            asked += u64::from(a.abandoned) * u64::from(case.output_tokens);
+            streams += a.abandoned;
+        }
+    }
+    let grown = crate::num::to_u64(grown.round());
+    let left = grown.saturating_sub(others);
+    let asked = if asked > 0 {
+        format!(", of {asked} they asked for")
+    } else {
+        String::new()
+    };
+    format!(
+        "- The server's own count (`{name}`, first to last scrape): {grown} tokens generated \
+         during the run, {others} of them received by the other requests here (warmups \
+         included), which leaves {left} for the {streams} abandoned streams{asked}; they \
+         received {received} before their close (another client of the server during the run \
+         would add its tokens to the count).\n"
+    )
 }
 
 /// What one case's abandonment was, in words.

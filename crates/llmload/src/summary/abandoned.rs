@@ -32,6 +32,10 @@ pub struct Abandonment {
     /// When the split covers only the first responses (more than it keeps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partial: Option<String>,
+    /// Generated tokens of the case's other requests (every one not abandoned, its warmups
+    /// included): what a server's generated-token counter holds beside the abandoned streams'.
+    #[serde(default)]
+    pub others_generated_tokens: u64,
 }
 
 /// The figures of one group of the other responses.
@@ -68,6 +72,7 @@ pub(super) struct AbandonFigures {
     spans: Vec<Span>,
     /// Records past what is kept.
     dropped: u32,
+    others_generated: u64,
 }
 
 impl AbandonFigures {
@@ -87,6 +92,7 @@ impl AbandonFigures {
             }
             self.ended_first += 1;
         }
+        self.others_generated += u64::from(r.generated_tokens());
         if r.status != Status::Ok {
             return;
         }
@@ -102,6 +108,11 @@ impl AbandonFigures {
                 tpot: r.tpot_ms(),
             });
         }
+    }
+
+    /// Adds a warmup record: only its generated tokens count (as the server's counter does).
+    pub(super) fn add_warmup(&mut self, r: &Record) {
+        self.others_generated += u64::from(r.generated_tokens());
     }
 
     fn keep_close(&mut self, t: f64) {
@@ -133,6 +144,7 @@ impl AbandonFigures {
             closed_at_ms: Distribution::from_samples(&mut self.closed_at),
             during: others(&during),
             clear: others(&clear),
+            others_generated_tokens: self.others_generated,
             partial: (self.dropped > 0).then(|| {
                 format!(
                     "the split covers the first {KEPT} responses and abandonments; {} more were \
@@ -191,7 +203,10 @@ mod tests {
         let mut first = ok_record(2.0, None, vec![10.0, 40.0]);
         first.cancel_after = Some(CancelAfter::Tokens(3));
         f.add(&first);
+        // A warmup: in no figure, its tokens among the others'.
+        f.add_warmup(&ok_record(0.0, None, vec![1.0, 2.0, 3.0, 4.0]));
         let a = f.finish().expect("planned requests");
+        assert_eq!(a.others_generated_tokens, 6 + 3 + 2 + 2 + 4);
         assert_eq!((a.planned, a.abandoned, a.ended_first), (3, 2, 1));
         assert_eq!(a.tokens_received, 6);
         assert_eq!(
