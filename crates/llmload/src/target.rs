@@ -81,10 +81,18 @@ impl Target {
                 if let Ok(body) = serde_json::from_slice::<Value>(&body) {
                     server[key] = body;
                 }
+            } else if key == "models" && is_gateway_error(status.0, &body) {
+                return Err(Error::Target(format!(
+                    "the proxy at {base} answered {status} for {path} ({}): the server behind it \
+                     is not answering",
+                    said_by(&body)
+                )));
             } else if key == "models" && status.0 != 404 {
                 // Said when the API cannot be told: the server's own words on its model list.
-                let said: String = String::from_utf8_lossy(&body).chars().take(200).collect();
-                refused = Some(format!("; GET {path} answered {status}: {}", said.trim()));
+                refused = Some(format!(
+                    "; GET {path} answered {status}: {}",
+                    said_by(&body)
+                ));
             }
         }
         endpoint.api = match api {
@@ -357,6 +365,27 @@ fn keep_models(server: &mut Value) {
     if count > KEPT_MODELS {
         listed.truncate(KEPT_MODELS);
         server["models"]["listed"] = json!(count);
+    }
+}
+
+/// Whether an error answer is a proxy's or gateway's for a server behind it that does not
+/// answer: 502 and 504 are only ever a gateway's, and a 503 that is an HTML page is a proxy's
+/// (a server's own 503, llama-server's while it loads a model, is JSON).
+fn is_gateway_error(status: u16, body: &[u8]) -> bool {
+    match status {
+        502 | 504 => true,
+        503 => crate::api::error_body::is_html(String::from_utf8_lossy(body).trim()),
+        _ => false,
+    }
+}
+
+/// What an error body said, in one line ([`crate::api::error_body::reduce`]).
+fn said_by(body: &[u8]) -> String {
+    let said = crate::api::error_body::reduce(body);
+    if said.is_empty() {
+        "an empty body".into()
+    } else {
+        said
     }
 }
 

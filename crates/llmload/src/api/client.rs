@@ -28,11 +28,11 @@ use tokio_util::sync::CancellationToken;
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Failure {
     /// The server answered with a non-success status.
-    #[error("HTTP {status}: {body}")]
+    #[error("HTTP {}{}", super::fetch::Status(*status), said(body))]
     Http {
         /// The status code.
         status: u16,
-        /// The start of the response body.
+        /// What the response body said, reduced to one line ([`super::error_body::reduce`]).
         body: String,
     },
     /// No connection could be made.
@@ -59,6 +59,15 @@ pub enum Failure {
     /// The client abandoned the stream where it was told to (`--cancel-after`).
     #[error("abandoned by the client after {0} (--cancel-after): its connection closed")]
     Abandoned(CancelAfter),
+}
+
+/// An error body after the status: `: what it said`, or that it was empty.
+fn said(body: &str) -> String {
+    if body.is_empty() {
+        ", with an empty body".into()
+    } else {
+        format!(": {body}")
+    }
 }
 
 impl Failure {

@@ -9,6 +9,7 @@ pub mod anthropic;
 pub mod client;
 pub mod conn;
 mod decode;
+pub mod error_body;
 pub mod fetch;
 pub mod http1;
 pub mod llamacpp;

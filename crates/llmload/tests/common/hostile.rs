@@ -70,6 +70,13 @@ pub enum Mode {
     /// outside ASCII, and its final event's timings hold a `prompt_ms` no request can have
     /// (its `predicted_ms` holds).
     AbsurdTimings,
+    /// A proxy in front of a stopped server: every request answered 502 with nginx's page.
+    BadGateway,
+    /// A proxy whose server stops answering during the run: setup as `Normal`, every
+    /// generation answered 504 with the page `HAProxy` sends.
+    GatewayTimeout,
+    /// As `GatewayTimeout`, Caddy's way: 502 with an empty body.
+    EmptyBadGateway,
 }
 
 /// A path prefix the server answers under as well as at its root: a base URL's path with a
@@ -269,6 +276,13 @@ async fn respond(stream: &mut TcpStream, mode: &Mode, request: &Request) -> std:
     if *mode == Mode::Interim {
         stream.write_all(misframed::INTERIM).await?;
     }
+    if *mode == Mode::BadGateway {
+        let page = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n\
+            <center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx/1.22.1</center>\r\n\
+            </body>\r\n</html>\r\n";
+        whole(stream, "502 Bad Gateway", "text/html", page).await?;
+        return Ok(true);
+    }
     match (method.as_str(), path) {
         ("GET", "/health") => {
             if let Mode::Redirect(to) = mode {
@@ -364,6 +378,16 @@ async fn generate(stream: &mut TcpStream, mode: &Mode, body: &[u8]) -> std::io::
                 stream.write_all(&burst).await?;
             }
         }
+        Mode::GatewayTimeout => {
+            let page = "<html><body><h1>504 Gateway Time-out</h1>\nThe server didn't respond in \
+                time.\n</body></html>\n";
+            whole(stream, "504 Gateway Time-out", "text/html", page).await?;
+            Ok(true)
+        }
+        Mode::EmptyBadGateway => {
+            whole(stream, "502 Bad Gateway", "text/plain", "").await?;
+            Ok(true)
+        }
         Mode::Html => {
             let page = "<html><body><h1>Welcome to nginx!</h1></body></html>";
             whole(stream, "200 OK", "text/html", page).await?;
@@ -407,7 +431,9 @@ async fn generate(stream: &mut TcpStream, mode: &Mode, body: &[u8]) -> std::io::
             stream_tokens(stream, asked, prompt, asked).await?;
             Ok(true)
         }
-        Mode::Normal
+        // (answered before the path is looked at)
+        Mode::BadGateway
+        | Mode::Normal
         | Mode::TwoLengthsInSetup
         | Mode::Silent
         | Mode::Redirect(_)

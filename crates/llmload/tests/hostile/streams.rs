@@ -201,14 +201,18 @@ fn control_sequences_from_the_server_never_reach_the_terminal_raw() {
         run.stdout
     );
     assert!(
-        run.stdout.contains("HTTP 500: \\u{1b}]0;pwned"),
+        run.stdout
+            .contains("HTTP 500 Internal Server Error: \\u{1b}]0;pwned"),
         "{}",
         run.stdout
     );
     // report.md the same, for whoever reads it on a terminal.
     let report = std::fs::read_to_string(attempt_dir(tmp.path(), "hostile").join("report.md"))
         .expect("report.md");
-    assert!(report.contains("HTTP 500: \\u{1b}]0;pwned"), "{report}");
+    assert!(
+        report.contains("HTTP 500 Internal Server Error: \\u{1b}]0;pwned"),
+        "{report}"
+    );
     assert!(
         !report.chars().any(|c| c.is_control() && c != '\n'),
         "{report:?}"
@@ -255,4 +259,61 @@ fn an_error_event_in_the_stream_is_kept_as_the_error() {
         record["streamed_tokens"], 2,
         "the tokens before it are kept: {record}"
     );
+}
+
+/// A proxy in front of a stopped server: told in one line, whichever API was asked for (none,
+/// or one that needs the model list), with the page reduced to its title.
+#[test]
+fn a_proxy_whose_server_is_down_is_named_in_one_line() {
+    let server = Server::start(Mode::BadGateway);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    for api in [None, Some("completions"), Some("llamacpp")] {
+        let out = tmp.path().join(api.unwrap_or("auto"));
+        let mut args = vec!["run", "--url", &server.url, "--out", utf8(&out)];
+        args.extend(api.iter().flat_map(|a| ["--api", a]));
+        let run = llmload_within(&args, LIMIT);
+        assert_eq!(run.code, Some(1), "{}", shown(&run));
+        let lines = stderr_lines(&run);
+        assert_eq!(lines.len(), 1, "{}", shown(&run));
+        assert!(
+            lines[0].contains(&format!(
+                "the proxy at {} answered 502 Bad Gateway for /v1/models (an HTML page titled \
+                 \"502 Bad Gateway\"): the server behind it is not answering",
+                server.url
+            )),
+            "{}",
+            shown(&run)
+        );
+        assert!(!lines[0].contains('<'), "{}", shown(&run));
+        assert!(is_empty_or_absent(&out), "{:?}", files_under(&out));
+    }
+}
+
+/// A proxy's error page mid-run is its title in the record, on the terminal and in report.md
+/// (where raw HTML would render); an empty error body says so.
+#[test]
+fn a_proxy_error_page_mid_run_is_reduced_to_its_title() {
+    for (mode, error) in [
+        (
+            Mode::GatewayTimeout,
+            "HTTP 504 Gateway Timeout: an HTML page titled \"504 Gateway Time-out\"",
+        ),
+        (
+            Mode::EmptyBadGateway,
+            "HTTP 502 Bad Gateway, with an empty body",
+        ),
+    ] {
+        let server = Server::start(mode);
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let run = small_run(&server.url, tmp.path(), &[]);
+        let record = the_failed_record(&run, tmp.path());
+        assert_eq!(record["error_kind"], "http", "{record}");
+        assert_eq!(error_of(&record), error, "{record}");
+        let report = std::fs::read_to_string(attempt_dir(tmp.path(), "hostile").join("report.md"))
+            .expect("report.md");
+        for text in [&run.stdout, &run.stderr, &report] {
+            assert!(!text.contains("<h1") && !text.contains("<html"), "{text}");
+        }
+        assert!(run.stdout.contains(error), "{}", run.stdout);
+    }
 }

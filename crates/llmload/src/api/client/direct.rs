@@ -342,8 +342,7 @@ impl BodyReader {
                 _ => break,
             }
         }
-        let body: String = String::from_utf8_lossy(&text).chars().take(300).collect();
-        body.trim().to_owned()
+        super::super::error_body::reduce(&text)
     }
 }
 
