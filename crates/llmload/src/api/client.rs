@@ -125,6 +125,11 @@ pub struct Exchange {
     pub answer: Option<String>,
     /// Where the time went on the connection, once the request had one.
     pub timing: Option<Timing>,
+    /// When a chunk said its `finish_reason`, or the last event after it: a stream that ends
+    /// cleanly there without `[DONE]` is complete at this moment.
+    pub finished: Option<Instant>,
+    /// The stream ended after its `finish_reason` without `[DONE]`, and was taken as complete.
+    pub ended_without_done: bool,
     /// The `X-Request-Id` the server sent back in the response head, made safe to keep.
     pub server_request_id: Option<String>,
     /// The server's own timings of the response, from the last event that carried them.
@@ -194,6 +199,8 @@ impl Exchange {
             timing: None,
             server_request_id: None,
             server: None,
+            finished: None,
+            ended_without_done: false,
         }
     }
 
@@ -513,6 +520,9 @@ fn on_event(
             exchange.counters.merge(event.counters);
             if event.server.is_some() {
                 exchange.server = event.server;
+            }
+            if event.finished || exchange.finished.is_some() {
+                exchange.finished = Some(now);
             }
             if event.done {
                 exchange.done = Some(now);

@@ -100,6 +100,7 @@ pub fn parse_event(data: &[u8]) -> Result<Event, EventError> {
         so_far: None,
         reasoning: false,
         server: (event.stop && event.timings.is_some()).then(|| server_timings::llama(data)),
+        finished: false,
     })
 }
 

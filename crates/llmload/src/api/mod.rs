@@ -304,6 +304,9 @@ pub struct Event {
     pub reasoning: bool,
     /// The server's own timings of the response, where the event carries them.
     pub server: Option<server_timings::Reported>,
+    /// A choice says its `finish_reason` (the `OpenAI` APIs): the response's last token was
+    /// sent; the usage chunk and `[DONE]` may still follow.
+    pub finished: bool,
 }
 
 impl Event {

@@ -67,6 +67,7 @@ struct Chunk {
 struct Choice {
     text: Option<NonEmpty>,
     delta: Option<Delta>,
+    finish_reason: Option<NonEmpty>,
 }
 
 #[derive(Deserialize)]
@@ -88,10 +89,11 @@ struct PromptDetails {
     cached_tokens: Option<u32>,
 }
 
-/// Choices that carry generated text (`.0`), all choices (`.1`), and choices that carry
-/// reasoning but no answer (`.2`), counted without keeping them.
+/// Choices that carry generated text (`.0`), all choices (`.1`), choices that carry
+/// reasoning but no answer (`.2`), and choices that say their `finish_reason` (`.3`), counted
+/// without keeping them.
 #[derive(Default)]
-struct ChoiceTokens(u32, u32, u32);
+struct ChoiceTokens(u32, u32, u32, u32);
 
 impl<'de> Deserialize<'de> for ChoiceTokens {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -102,10 +104,11 @@ impl<'de> Deserialize<'de> for ChoiceTokens {
                 f.write_str("an array of choices")
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ChoiceTokens, A::Error> {
-                let (mut n, mut all, mut reasoning) = (0u32, 0u32, 0u32);
+                let (mut n, mut all, mut reasoning, mut finished) = (0u32, 0u32, 0u32, 0u32);
                 while let Some(choice) = seq.next_element::<Choice>()? {
                     all = all.saturating_add(1);
                     let nonempty = |t: Option<NonEmpty>| t.is_some_and(|t| t.0);
+                    finished = finished.saturating_add(u32::from(nonempty(choice.finish_reason)));
                     let (answer, thought) = match choice.delta {
                         Some(d) => (
                             nonempty(d.content),
@@ -117,10 +120,10 @@ impl<'de> Deserialize<'de> for ChoiceTokens {
                     n = n.saturating_add(u32::from(answer || thought));
                     reasoning = reasoning.saturating_add(u32::from(thought && !answer));
                 }
-                Ok(ChoiceTokens(n, all, reasoning))
+                Ok(ChoiceTokens(n, all, reasoning, finished))
             }
             fn visit_unit<E>(self) -> Result<ChoiceTokens, E> {
-                Ok(ChoiceTokens(0, 0, 0))
+                Ok(ChoiceTokens(0, 0, 0, 0))
             }
         }
         deserializer.deserialize_any(V)
@@ -163,6 +166,7 @@ pub fn parse_event(data: &[u8]) -> Result<Event, EventError> {
         so_far,
         reasoning: chunk.choices.2 > 0 && chunk.choices.2 == chunk.choices.0,
         server,
+        finished: chunk.choices.3 > 0,
     })
 }
 
@@ -299,9 +303,12 @@ mod tests {
             "timings":{"cache_n":0,"prompt_n":4,"prompt_ms":15.5,"predicted_n":3,
             "predicted_ms":14.3}}"#;
         let event = parse_event(llama).expect("valid");
+        assert!(event.finished, "its finish_reason said");
         let timings = event.server.and_then(|s| s.timings).expect("timings");
         assert_eq!(timings.source, crate::record::TimingSource::LlamaServer);
         assert_eq!(timings.decode_ms, Some(14.3));
+        let open = parse_event(br#"{"choices":[{"text":" a","finish_reason":null}]}"#);
+        assert_eq!(open.map(|e| e.finished), Ok(false));
         // Token chunks carry none, and a number no f64 holds fails the timings, not the chunk.
         assert_eq!(
             parse_event(br#"{"choices":[{"text":" a"}]}"#).map(|e| e.server),

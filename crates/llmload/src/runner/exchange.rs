@@ -190,6 +190,13 @@ fn judge(meta: &RequestMeta, exchange: &Exchange, streamed: u32, lenient: bool) 
         if let Some(how) = &exchange.counted_by_client {
             v.notes.push(how.clone());
         }
+        if exchange.ended_without_done {
+            v.notes.push(
+                "the stream ended without `data: [DONE]`, cleanly, after a chunk with its \
+                 finish_reason: complete there"
+                    .into(),
+            );
+        }
         if v.problems.is_empty() {
             (Status::Ok, None, None, Some(v))
         } else {

@@ -176,6 +176,14 @@ async fn talk(
     if reader.decoder.done() && exchange.done.is_none() {
         reader.finish(api, Instant::now(), exchange)?;
     }
+    if exchange.done.is_none() && exchange.abandoned.is_none() {
+        // A stream that ends cleanly after its `finish_reason` (and the usage chunk, where the
+        // server sent one) without `[DONE]` is complete there: some servers never send it.
+        if let Some(finished) = exchange.finished {
+            exchange.done = Some(finished);
+            exchange.ended_without_done = true;
+        }
+    }
     if exchange.done.is_none() {
         return Err(Failure::Disconnected("stream ended before its final event".into()).into());
     }

@@ -187,3 +187,72 @@ async fn a_connection_with_bytes_nobody_asked_for_is_dropped() {
     assert_eq!(request(&origin).await, (false, false));
     assert_eq!(server.accepted(), 2);
 }
+
+/// A server that answers one request with `events` as a chunked event stream, ended cleanly.
+fn answer_once(events: &'static str) -> Origin {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = listener.local_addr().expect("address").to_string();
+    std::thread::spawn(move || {
+        let Ok((mut stream, _)) = listener.accept() else {
+            return;
+        };
+        let mut request = Vec::new();
+        let mut buffer = [0u8; 4096];
+        while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+            match stream.read(&mut buffer) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => request.extend_from_slice(&buffer[..n]),
+            }
+        }
+        let response = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+             Transfer-Encoding: chunked\r\n\r\n{:x}\r\n{events}\r\n0\r\n\r\n",
+            events.len()
+        );
+        let _ = stream.write_all(response.as_bytes());
+        let _ = stream.flush();
+    });
+    Origin::parse(&format!("http://{address}"), &[], None).expect("origin")
+}
+
+/// One chat stream from `origin`.
+async fn chat(origin: &Origin) -> (Result<(), Failure>, Exchange) {
+    let mut exchange = Exchange::new();
+    let bytes = origin.request(Api::Chat.path(), b"{}", "");
+    let result = read_direct(origin, Api::Chat, &bytes, &mut exchange).await;
+    (result, exchange)
+}
+
+#[tokio::test]
+async fn a_stream_that_ends_after_its_finish_reason_without_done_is_complete() {
+    let events = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"},\"finish_reason\":null}]}\n\n\
+                  data: {\"choices\":[{\"delta\":{\"content\":\"b\"},\"finish_reason\":\"length\"}]}\n\n\
+                  data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":2}}\n\n";
+    let (result, exchange) = chat(&answer_once(events)).await;
+    assert!(result.is_ok(), "{result:?}");
+    assert!(exchange.ended_without_done);
+    assert_eq!(exchange.done, exchange.finished);
+    assert_eq!(exchange.token_events.len(), 2);
+    assert_eq!(exchange.counters.output_tokens, Some(2));
+}
+
+#[tokio::test]
+async fn a_stream_that_ends_before_any_finish_reason_is_cut_short() {
+    let events = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"},\"finish_reason\":null}]}\n\n";
+    let (result, exchange) = chat(&answer_once(events)).await;
+    assert!(
+        matches!(&result, Err(Failure::Disconnected(m)) if m.contains("before its final event")),
+        "{result:?}"
+    );
+    assert!(!exchange.ended_without_done && exchange.done.is_none());
+}
+
+#[tokio::test]
+async fn done_after_the_finish_reason_is_the_end_as_ever() {
+    let events =
+        "data: {\"choices\":[{\"delta\":{\"content\":\"a\"},\"finish_reason\":\"stop\"}]}\n\n\
+                  data: [DONE]\n\n";
+    let (result, exchange) = chat(&answer_once(events)).await;
+    assert!(result.is_ok(), "{result:?}");
+    assert!(!exchange.ended_without_done && exchange.done.is_some());
+}
