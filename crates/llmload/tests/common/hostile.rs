@@ -103,6 +103,8 @@ type Log = Arc<Mutex<Vec<Seen>>>;
 
 #[path = "hostile/misframed.rs"]
 mod misframed;
+#[path = "hostile/proxy.rs"]
+mod proxy;
 use misframed::{echo, misframed};
 
 /// A hostile server on a free loopback port; stopped when dropped.
@@ -277,11 +279,7 @@ async fn respond(stream: &mut TcpStream, mode: &Mode, request: &Request) -> std:
         stream.write_all(misframed::INTERIM).await?;
     }
     if *mode == Mode::BadGateway {
-        let page = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n\
-            <center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx/1.22.1</center>\r\n\
-            </body>\r\n</html>\r\n";
-        whole(stream, "502 Bad Gateway", "text/html", page).await?;
-        return Ok(true);
+        return proxy::page(stream, mode).await;
     }
     match (method.as_str(), path) {
         ("GET", "/health") => {
@@ -378,16 +376,7 @@ async fn generate(stream: &mut TcpStream, mode: &Mode, body: &[u8]) -> std::io::
                 stream.write_all(&burst).await?;
             }
         }
-        Mode::GatewayTimeout => {
-            let page = "<html><body><h1>504 Gateway Time-out</h1>\nThe server didn't respond in \
-                time.\n</body></html>\n";
-            whole(stream, "504 Gateway Time-out", "text/html", page).await?;
-            Ok(true)
-        }
-        Mode::EmptyBadGateway => {
-            whole(stream, "502 Bad Gateway", "text/plain", "").await?;
-            Ok(true)
-        }
+        Mode::GatewayTimeout | Mode::EmptyBadGateway => proxy::page(stream, mode).await,
         Mode::Html => {
             let page = "<html><body><h1>Welcome to nginx!</h1></body></html>";
             whole(stream, "200 OK", "text/html", page).await?;
