@@ -16,8 +16,8 @@
 //! For each breakpoint C, A has a closed form and K is profiled over a grid; the weighted sum of
 //! squares χ²(C) is then a profile over C. `C_sat` is the best C (the smallest of those that fit
 //! alike), and its range holds every C whose χ² is within the 95 % threshold of one parameter
-//! (3.84) of the best, the threshold scaled up by the best fit's reduced χ² where the residuals
-//! exceed the measured noise.
+//! (3.84) of the best, or, where the residuals exceed the measured noise, within F(1, dof) times
+//! the best fit's reduced χ² (the threshold of a variance estimated from the residuals).
 
 use super::Point;
 
@@ -71,7 +71,8 @@ pub struct Fit {
     pub chi2: f64,
     /// Degrees of freedom left (points less parameters).
     pub dof: usize,
-    /// How much the threshold was scaled up for residuals beyond the noise (≥ 1).
+    /// How much the threshold was scaled up from 3.84 for residuals beyond the noise (≥ 1): see
+    /// [`threshold`].
     pub scale: f64,
     /// The loads fitted, in order.
     loads: Vec<f64>,
@@ -163,6 +164,22 @@ fn scale_fit(f: &[f64], y: &[f64], w: &[f64]) -> (f64, f64) {
     (a, chi2)
 }
 
+/// How far above the least χ² (`chi2`, with `dof` degrees of freedom left) a breakpoint may fit
+/// and stay in the range: 3.84 while the residuals are within the measured noise; where they
+/// exceed it the noise is taken from the residuals themselves, and the threshold of an estimated
+/// variance is F(1, dof) at 95 % (Student's t squared) times the reduced χ², the larger of the
+/// two. With few loads left over the parameters that is far wider than 3.84 × the reduced χ²
+/// (F(1, 5) = 6.61): a machine that slowed one load's rounds alike shows in the residuals, not in
+/// the rounds' spread, and the range must not be sure of what it cannot tell.
+pub fn threshold(chi2: f64, dof: usize) -> f64 {
+    if dof == 0 {
+        return CHI2_95;
+    }
+    let reduced = chi2 / dof as f64;
+    let f = crate::stats::interval::t_quantile(0.95, dof as f64).map_or(CHI2_95, |t| t * t);
+    CHI2_95.max(f * reduced)
+}
+
 /// Fits the model of `shape` to `points` (in load order, three or more, some throughput above
 /// zero).
 pub fn fit(points: &[Point], shape: Shape) -> Option<Fit> {
@@ -195,11 +212,7 @@ pub fn fit(points: &[Point], shape: Shape) -> Option<Fit> {
     let &(best, chi2, a, k) = profile.iter().find(|p| p.1 <= min * (1.0 + 1e-9) + 1e-12)?;
     let parameters = if shape == Shape::Open { 2 } else { 3 };
     let dof = points.len().saturating_sub(parameters);
-    let scale = if dof > 0 {
-        (chi2 / dof as f64).max(1.0)
-    } else {
-        1.0
-    };
+    let scale = threshold(chi2, dof) / CHI2_95;
     let limit = chi2 + CHI2_95 * scale;
     let within = profile.iter().filter(|p| p.1 <= limit).map(|p| p.0);
     let low = within.clone().fold(f64::INFINITY, f64::min);
