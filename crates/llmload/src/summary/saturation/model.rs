@@ -168,7 +168,7 @@ fn scale_fit(f: &[f64], y: &[f64], w: &[f64]) -> (f64, f64) {
 /// and stay in the range: 3.84 while the residuals are within the measured noise; where they
 /// exceed it the noise is taken from the residuals themselves, and the threshold of an estimated
 /// variance is F(1, dof) at 95 % (Student's t squared) times the reduced χ², the larger of the
-/// two. With few loads left over the parameters that is far wider than 3.84 × the reduced χ²
+/// two, once [`MIN_RESIDUAL_DOF`] are left. With few loads left over the parameters that is far wider than 3.84 × the reduced χ²
 /// (F(1, 5) = 6.61): a machine that slowed one load's rounds alike shows in the residuals, not in
 /// the rounds' spread, and the range must not be sure of what it cannot tell.
 pub fn threshold(chi2: f64, dof: usize) -> f64 {
@@ -176,9 +176,17 @@ pub fn threshold(chi2: f64, dof: usize) -> f64 {
         return CHI2_95;
     }
     let reduced = chi2 / dof as f64;
+    if dof < MIN_RESIDUAL_DOF {
+        return CHI2_95 * reduced.max(1.0);
+    }
     let f = crate::stats::interval::t_quantile(0.95, dof as f64).map_or(CHI2_95, |t| t * t);
     CHI2_95.max(f * reduced)
 }
+
+/// The degrees of freedom the residuals need before the noise is estimated from them: below
+/// this (a sweep of five loads or fewer in closed rounds) the estimate is too loose to use
+/// (F(1, 1) is 161), and the threshold is 3.84 × the reduced χ² where it exceeds 1.
+pub const MIN_RESIDUAL_DOF: usize = 3;
 
 /// Fits the model of `shape` to `points` (in load order, three or more, some throughput above
 /// zero).

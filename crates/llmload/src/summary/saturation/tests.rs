@@ -291,3 +291,17 @@ fn a_summary_without_ranges_still_reads() {
     let text = serde_json::to_string(&f).expect("serialises");
     assert!(!text.contains("low") && !text.contains("high"), "{text}");
 }
+
+#[test]
+fn the_threshold_is_an_estimated_variance_s_once_the_residuals_can_estimate_one() {
+    use super::model::{threshold, CHI2_95};
+    // Residuals within the measured noise: the χ² threshold of one parameter.
+    assert!((threshold(2.0, 5) - CHI2_95).abs() < 1e-9);
+    // Beyond it, with 5 degrees of freedom left: F(1, 5) = t(0.975, 5)² = 6.608 × the reduced χ².
+    let t = threshold(10.0, 5);
+    assert!((t - 6.608 * 2.0).abs() < 0.01, "{t}");
+    assert!(t > CHI2_95 * 2.0, "wider than 3.84 × the reduced χ²: {t}");
+    // With 1 left the residuals estimate nothing: 3.84 × the reduced χ².
+    assert!((threshold(4.0, 1) - CHI2_95 * 4.0).abs() < 1e-9);
+    assert!((threshold(0.0, 0) - CHI2_95).abs() < 1e-9);
+}
