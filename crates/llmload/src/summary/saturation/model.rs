@@ -168,9 +168,10 @@ fn scale_fit(f: &[f64], y: &[f64], w: &[f64]) -> (f64, f64) {
 /// and stay in the range: 3.84 while the residuals are within the measured noise; where they
 /// exceed it the noise is taken from the residuals themselves, and the threshold of an estimated
 /// variance is F(1, dof) at 95 % (Student's t squared) times the reduced χ², the larger of the
-/// two, once [`MIN_RESIDUAL_DOF`] are left. With few loads left over the parameters that is far wider than 3.84 × the reduced χ²
-/// (F(1, 5) = 6.61): a machine that slowed one load's rounds alike shows in the residuals, not in
-/// the rounds' spread, and the range must not be sure of what it cannot tell.
+/// two, once [`MIN_RESIDUAL_DOF`] are left. With few loads left over the parameters that is far
+/// wider than 3.84 × the reduced χ² (F(1, 5) = 6.61): a machine that slowed one load's rounds
+/// alike shows in the residuals, not in the rounds' spread, and the range must not be sure of
+/// what it cannot tell.
 pub fn threshold(chi2: f64, dof: usize) -> f64 {
     if dof == 0 {
         return CHI2_95;
@@ -220,8 +221,9 @@ pub fn fit(points: &[Point], shape: Shape) -> Option<Fit> {
     let &(best, chi2, a, k) = profile.iter().find(|p| p.1 <= min * (1.0 + 1e-9) + 1e-12)?;
     let parameters = if shape == Shape::Open { 2 } else { 3 };
     let dof = points.len().saturating_sub(parameters);
-    let scale = threshold(chi2, dof) / CHI2_95;
-    let limit = chi2 + CHI2_95 * scale;
+    let margin = threshold(chi2, dof);
+    let limit = chi2 + margin;
+    let scale = margin / CHI2_95;
     let within = profile.iter().filter(|p| p.1 <= limit).map(|p| p.0);
     let low = within.clone().fold(f64::INFINITY, f64::min);
     let high = within.fold(f64::NEG_INFINITY, f64::max);
