@@ -1,6 +1,6 @@
 //! Saturation that belongs to the server, not the grid: sweeps of an 8-slot simulator (the fast
 //! `cpu-tiny` profile with 2 % jitter) over three grids and two seeds give `C_sat` ranges that
-//! hold 8 and one recommended cap; `sweep --auto` says why it stopped refining; `plan` bounds an
+//! hold 8 (placed, or bounded below where a bending curve fits as well) and one recommended cap; `sweep --auto` says why it stopped refining; `plan` bounds an
 //! unmeasured concurrency by the slots the server reported. Every assertion is on a range, a
 //! count or a classification, never on a duration.
 #![expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
@@ -57,13 +57,14 @@ fn c_sat_ranges_hold_the_slots_and_the_cap_is_one_on_every_grid() {
                 &["--concurrency", grid, "--min-gain", "0"],
             );
             let s = &section["analysis"]["saturation"];
+            eprintln!("seed {seed}, grid {grid}: {s}");
             let low = f(&s["low"]).expect("a lower end");
             let high = f(&s["high"]).unwrap_or(f64::INFINITY);
-            eprintln!(
-                "seed {seed}, grid {grid}: C_sat {} in {low}–{high}",
-                s["value"]
+            // Placed, or (where a curve still bending fits as well) bounded below only.
+            assert!(
+                f(&s["value"]).is_some() || high.is_infinite(),
+                "{name}: {s}"
             );
-            assert!(f(&s["value"]).is_some(), "{name}: {s}");
             assert!(low <= 8.0 && 8.0 <= high, "{name}: {s}");
             let cap = &section["analysis"]["recommended_cap"];
             caps.push(f(&cap["value"]).expect("a cap"));

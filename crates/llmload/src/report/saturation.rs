@@ -36,10 +36,14 @@ pub fn findings_text(analysis: &Analysis) -> String {
     out
 }
 
-/// A finding's value with its range: `8 (range 8–10)`, `8 (range 6 or more)`, or `none`.
+/// A finding's value with its range: `8 (range 8–10)`, `8 (range 6 or more)`, `not placed
+/// (6 or more)` where only its lower end is known, or `none`.
 pub fn value(f: &Finding) -> String {
-    f.value
-        .map_or_else(|| "none".into(), |v| format!("{}{}", number(v), range(f)))
+    match (f.value, f.low) {
+        (Some(v), _) => format!("{}{}", number(v), range(f)),
+        (None, Some(l)) => format!("not placed ({} or more)", number(l)),
+        (None, None) => "none".into(),
+    }
 }
 
 /// A finding's range as the value's suffix (` (range 8–10)`); empty when it has none.
@@ -197,4 +201,35 @@ fn throughput(p: &Point) -> Cell {
 
 fn errors(p: &Point) -> Cell {
     Cell::new(format!("{:.1}%", p.error_share * 100.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finding(value: Option<f64>, low: Option<f64>, high: Option<f64>) -> Finding {
+        Finding {
+            value,
+            low,
+            high,
+            method: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_finding_reads_as_its_value_range_or_bound() {
+        assert_eq!(
+            value(&finding(Some(8.0), Some(8.0), Some(10.0))),
+            "8 (range 8–10)"
+        );
+        assert_eq!(
+            value(&finding(Some(8.0), Some(6.0), None)),
+            "8 (range 6 or more)"
+        );
+        assert_eq!(
+            value(&finding(None, Some(16.0), None)),
+            "not placed (16 or more)"
+        );
+        assert_eq!(value(&finding(None, None, None)), "none");
+    }
 }

@@ -201,7 +201,7 @@ pub fn analyse(points: &[Point], slo: &Slo, shape: Shape) -> Analysis {
 /// the range cannot raise it past the server's. Its range is [`CAP_SHARE`] × each end of
 /// `C_sat`'s.
 fn cap(saturation: &Finding, integer_loads: bool) -> Finding {
-    let Some(c) = saturation.value else {
+    let Some(c) = saturation.value.or(saturation.low) else {
         return Finding::none("no C_sat, so no cap");
     };
     let share = |c: f64| {
@@ -218,7 +218,13 @@ fn cap(saturation: &Finding, integer_loads: bool) -> Finding {
         );
     };
     let rounded = if integer_loads { ", rounded down" } else { "" };
-    let method = if crate::num::same_load(low, c) {
+    let method = if saturation.value.is_none() {
+        format!(
+            "{CAP_SHARE} × the low end of C_sat's range ({}){rounded}; C_sat itself could not be \
+             placed, and this cap is below it wherever it lies",
+            number(low)
+        )
+    } else if crate::num::same_load(low, c) {
         format!("{CAP_SHARE} × C_sat ({}){rounded}", number(c))
     } else {
         format!(
@@ -250,6 +256,29 @@ fn saturation(points: &[Point], fit: Option<&Fit>, shape: Shape) -> Finding {
         return Finding::none("no load completed any response");
     };
     let (first, last) = fit.span();
+    // Below the smallest load, only closed rounds' waves tell breakpoints apart.
+    let bounded_below = shape == Shape::Rounds || fit.low > first;
+    if fit.best.is_infinite() && fit.low < last && bounded_below {
+        // A curve still bending at the largest load fits best, but so do breakpoints from
+        // `fit.low` up: C_sat is bounded below and cannot be placed.
+        return Finding {
+            value: None,
+            low: Some(fit.low),
+            high: None,
+            method: format!(
+                "no breakpoint fits better than a curve still bending at the largest load ({}), \
+                 but every breakpoint from {} up fits within noise of it (95 %; a {} fitted to \
+                 all {} loads): C_sat is {} or more and cannot be placed; sweep more loads \
+                 above {}",
+                number(last),
+                number(fit.low),
+                shape.model(),
+                points.len(),
+                number(fit.low),
+                number(fit.low)
+            ),
+        };
+    }
     if fit.best.is_infinite() {
         return Finding::none(format!(
             "throughput was still rising at the largest load ({}): no saturation reached, \
@@ -274,8 +303,6 @@ fn saturation(points: &[Point], fit: Option<&Fit>, shape: Shape) -> Finding {
         };
         return Finding::none(method);
     }
-    // Below the smallest load, only closed rounds' waves tell breakpoints apart.
-    let bounded_below = shape == Shape::Rounds || fit.low > first;
     Finding {
         value: Some(fit.best),
         low: bounded_below.then_some(fit.low),

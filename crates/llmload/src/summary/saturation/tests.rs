@@ -305,3 +305,34 @@ fn the_threshold_is_an_estimated_variance_s_once_the_residuals_can_estimate_one(
     assert!((threshold(4.0, 1) - CHI2_95 * 4.0).abs() < 1e-9);
     assert!((threshold(0.0, 0) - CHI2_95).abs() < 1e-9);
 }
+
+/// Noisy loads where a curve still bending at the largest load fits best, but breakpoints from
+/// 16 up fit within noise of it: `C_sat` is bounded below, not placed, and the cap comes from the
+/// bound.
+#[test]
+fn a_bending_curve_that_breakpoints_also_fit_bounds_c_sat_below_without_placing_it() {
+    let ttft = crate::stats::Distribution::from_samples(&mut [10.0]).expect("one");
+    let ys = [280.0, 570.0, 770.0, 840.0, 960.0, 1110.0, 1130.0];
+    let points: Vec<Point> = [1.0, 3.0, 5.0, 7.0, 9.0, 16.0, 24.0]
+        .iter()
+        .zip(ys)
+        .map(|(&l, y)| Point {
+            throughput_sd_tps: Some(0.005 * y),
+            throughput_rounds: Some(2),
+            ..point(l, y, &ttft)
+        })
+        .collect();
+    let a = analysis(&points, Shape::Rounds);
+    assert_eq!(range(&a.saturation), (Some(16.0), None, None));
+    assert!(
+        a.saturation.method.contains("cannot be placed"),
+        "{}",
+        a.saturation.method
+    );
+    assert_eq!(
+        a.recommended_cap.value,
+        Some(12.0),
+        "0.8 × 16, rounded down"
+    );
+    assert!(a.recommended_cap.method.contains("could not be placed"));
+}
