@@ -3,6 +3,7 @@
 //! planned round completed with every response `ok`.
 
 pub mod abandoned;
+pub mod bursts;
 pub mod client_check;
 pub mod energy;
 pub mod gate;
@@ -121,6 +122,10 @@ pub struct CaseSummary {
     /// Why responses are missing from `itl_ms` (their tokens per event are unknown).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub itl_unknown: Option<String>,
+    /// Responses whose tokens arrived in bursts ([`bursts`]): kept out of ITL, TPOT and the
+    /// decode rate (and of TTFT where their first burst held most of them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bursts: Option<bursts::Bursts>,
     /// Raw gaps between token-carrying events, ms.
     pub chunk_gap_ms: Option<Distribution>,
     /// Time per output token after the first, ms.
@@ -201,6 +206,7 @@ pub struct CaseFigures {
     ttft: Samples,
     e2e: Samples,
     itl: itl::ItlFigures,
+    bursts: bursts::BurstFigures,
     lengths: lengths::SentLengths,
     chunk_gap: Samples,
     tpot: Samples,
@@ -249,22 +255,28 @@ impl CaseFigures {
             return;
         }
         let label = label(r, self.counts.ok);
+        // A response delivered in bursts has no per-token timing, and a TTFT only while its
+        // first burst still bounds it.
+        let buffered = self.bursts.add(r);
         r.ttft_ms
+            .filter(|_| buffered.as_ref().is_none_or(bursts::Delivery::keeps_ttft))
             .into_iter()
             .for_each(|v| self.ttft.push_in(v, label));
         r.e2e_ms
             .into_iter()
             .for_each(|v| self.e2e.push_in(v, label));
-        self.itl.add(r, label);
         self.lengths.add(r);
-        r.chunk_gaps_ms().for_each(|v| self.chunk_gap.push(v));
+        if buffered.is_none() {
+            self.itl.add(r, label);
+            r.chunk_gaps_ms().for_each(|v| self.chunk_gap.push(v));
+        }
         if r.reasoning_tokens > 0 {
             self.reasoning_tokens.push(f64::from(r.reasoning_tokens));
             r.answer_ms
                 .into_iter()
                 .for_each(|v| self.time_to_answer.push(v));
         }
-        if let Some(t) = r.tpot_ms() {
+        if let Some(t) = r.tpot_ms().filter(|_| buffered.is_none()) {
             self.tpot.push_in(t, label);
             if t > 0.0 {
                 self.decode_rate.push_in(1e3 / t, label);
@@ -362,6 +374,7 @@ impl CaseFigures {
             e2e_ms: self.e2e.distribution(),
             itl_ms,
             itl_unknown,
+            bursts: self.bursts.finish(),
             chunk_gap_ms: self.chunk_gap.distribution(),
             tpot_ms: self.tpot.distribution(),
             decode_rate_tps: self.decode_rate.distribution(),

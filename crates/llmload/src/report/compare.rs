@@ -491,7 +491,10 @@ mod tests {
             out.contains("0 regressed, 2 inconclusive, 0 no change, 0 improved, 4 not compared."),
             "{out}"
         );
-        assert!(out.contains("Gate passed."), "{out}");
+        assert!(
+            out.contains("Gate passed (4 of 6 checks not compared)."),
+            "{out}"
+        );
         assert!(
             out.contains(
                 "inconclusive: BASE: its p50 rests on 4 responses: too few for a 95 % interval"

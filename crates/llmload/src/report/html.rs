@@ -9,8 +9,8 @@
 use super::plot::Figure;
 use super::table::Table;
 use super::text::{
-    counting_lines, has_rounds, histogram_note, incomplete_line, outcome_counts, telemetry_line,
-    unverified_note,
+    bursts_note, counting_lines, has_rounds, histogram_note, incomplete_line, outcome_counts,
+    telemetry_line, unverified_note,
 };
 use super::{
     charts, energy, gpu, phases, repeats, saturation, server_side, sessions, shards, timeline,
@@ -65,6 +65,9 @@ pub fn render(report: &Report) -> String {
     let unverified = unverified_note(summary);
     if !unverified.is_empty() {
         let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(unverified.trim()));
+    }
+    for line in bursts_note(summary).lines().filter(|l| !l.is_empty()) {
+        let _ = writeln!(out, "<p class=\"note bursts\">{}</p>", escape(line));
     }
     let binned = histogram_note(summary);
     if !binned.is_empty() {

@@ -109,6 +109,12 @@ pub fn results(summary: &Summary, width: u16) -> String {
     }
     let rendered: Vec<String> = tables.iter().map(|t| table(t, width)).collect();
     out.push_str(&rendered.join("\n"));
+    for case in &summary.cases {
+        if let Some(b) = &case.bursts {
+            out.push('\n');
+            wrap(&b.sentence(&case.id), usize::from(width), &mut out);
+        }
+    }
     for line in super::abandoned::section(summary)
         .lines()
         .filter(|l| !l.is_empty())

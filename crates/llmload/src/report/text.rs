@@ -85,7 +85,9 @@ pub(crate) fn per_token_note(summary: &Summary) -> String {
     }
     let without: Vec<&str> = complete
         .iter()
-        .filter(|c| c.itl_ms.is_none() && c.counts.ok > 0 && c.itl_unknown.is_none())
+        .filter(|c| {
+            c.itl_ms.is_none() && c.counts.ok > 0 && c.itl_unknown.is_none() && c.bursts.is_none()
+        })
         .map(|c| c.id.as_str())
         .collect();
     if !without.is_empty() {
@@ -98,6 +100,16 @@ pub(crate) fn per_token_note(summary: &Summary) -> String {
     }
     out.push('\n');
     out
+}
+
+/// For each case (complete or not) whose tokens arrived in bursts, the sentence that says so
+/// with the evidence, as a paragraph of its own; empty when none did.
+pub(crate) fn bursts_note(summary: &Summary) -> String {
+    summary
+        .cases
+        .iter()
+        .filter_map(|c| Some(format!("\n{}\n", c.bursts.as_ref()?.sentence(&c.id))))
+        .collect()
 }
 
 /// The sentence under the results tables on their ± figures: what they are, and how the

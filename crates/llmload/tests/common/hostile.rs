@@ -77,6 +77,17 @@ pub enum Mode {
     GatewayTimeout,
     /// As `GatewayTimeout`, Caddy's way: 502 with an empty body.
     EmptyBadGateway,
+    /// Answers setup; a generation streams one token event every `ms` milliseconds, each
+    /// written on its own, after a first token at `ms` (a server streaming token by token).
+    Paced(u64),
+    /// As `Paced(ms)`, behind a proxy that holds the stream and forwards what it holds every
+    /// `every` milliseconds in one write (`HAProxy`'s default in front of a stream).
+    Flushed {
+        /// Milliseconds between tokens at the server.
+        ms: u64,
+        /// Milliseconds between the proxy's flushes.
+        every: u64,
+    },
 }
 
 /// A path prefix the server answers under as well as at its root: a base URL's path with a
@@ -106,6 +117,7 @@ mod misframed;
 #[path = "hostile/proxy.rs"]
 mod proxy;
 use misframed::{echo, misframed};
+use proxy::final_event;
 
 /// A hostile server on a free loopback port; stopped when dropped.
 pub struct Server {
@@ -377,6 +389,8 @@ async fn generate(stream: &mut TcpStream, mode: &Mode, body: &[u8]) -> std::io::
             }
         }
         Mode::GatewayTimeout | Mode::EmptyBadGateway => proxy::page(stream, mode).await,
+        Mode::Paced(ms) => proxy::paced(stream, *ms, *ms, asked, prompt).await,
+        Mode::Flushed { ms, every } => proxy::paced(stream, *ms, *every, asked, prompt).await,
         Mode::Html => {
             let page = "<html><body><h1>Welcome to nginx!</h1></body></html>";
             whole(stream, "200 OK", "text/html", page).await?;
@@ -447,10 +461,7 @@ async fn stream_tokens(
     for _ in 0..tokens {
         out.extend_from_slice(&chunk(TOKEN_EVENT));
     }
-    let last = json!({"content": "", "stop": true, "tokens_evaluated": prompt_n,
-        "timings": {"prompt_n": prompt_n, "cache_n": 0, "predicted_n": predicted_n}});
-    out.extend_from_slice(&chunk(format!("data: {last}\n\n").as_bytes()));
-    out.extend_from_slice(b"0\r\n\r\n");
+    out.extend_from_slice(&final_event(prompt_n, predicted_n));
     stream.write_all(&out).await
 }
 

@@ -9,6 +9,7 @@ mod common;
 #[path = "../common/hostile.rs"]
 mod hostile;
 
+mod bursts;
 mod counters;
 mod ids;
 mod secrets;
@@ -48,7 +49,18 @@ fn small_run(url: &str, out: &Path, extra: &[&str]) -> Finished {
 
 /// `llmload run` of one round of a small case (16 prompt tokens, 8 output) at `concurrency`,
 /// after `warmup` requests, against `url`, writing to `out/hostile`, with `extra` flags.
-fn run_of(url: &str, out: &Path, (concurrency, warmup): (&str, &str), extra: &[&str]) -> Finished {
+fn run_of(url: &str, out: &Path, load: (&str, &str), extra: &[&str]) -> Finished {
+    run_named(url, out, ("hostile", "8"), load, extra)
+}
+
+/// As [`run_of`], writing to `out/NAME` with `output` tokens asked for.
+fn run_named(
+    url: &str,
+    out: &Path,
+    (name, output): (&str, &str),
+    (concurrency, warmup): (&str, &str),
+    extra: &[&str],
+) -> Finished {
     let mut args = vec![
         "run",
         "--url",
@@ -58,7 +70,7 @@ fn run_of(url: &str, out: &Path, (concurrency, warmup): (&str, &str), extra: &[&
         "--out",
         utf8(out),
         "--name",
-        "hostile",
+        name,
         "--telemetry",
         "off",
         "--setup-timeout",
@@ -68,7 +80,7 @@ fn run_of(url: &str, out: &Path, (concurrency, warmup): (&str, &str), extra: &[&
         "--input-tokens",
         "16",
         "--output-tokens",
-        "8",
+        output,
         "--concurrency",
         concurrency,
         "--rounds",

@@ -96,7 +96,7 @@ pub fn render(rules: &[Rule], checks: &[Check], strict: bool) -> String {
         );
     }
     if failed.is_empty() {
-        let _ = writeln!(out, "\nGate passed.");
+        out.push_str(&passed(count("not-compared"), checks.len()));
         return out;
     }
     let _ = writeln!(
@@ -109,6 +109,19 @@ pub fn render(rules: &[Rule], checks: &[Check], strict: bool) -> String {
         let _ = writeln!(out, "- {}", failure_line(c));
     }
     out
+}
+
+/// The gate's last line where nothing failed, `not_compared` of its `checks` not compared:
+/// it passed, or (where nothing could be compared) it cannot tell.
+fn passed(not_compared: usize, checks: usize) -> String {
+    match not_compared {
+        0 => "\nGate passed.\n".into(),
+        n if n == checks => format!(
+            "\nGate cannot tell: none of the {n} checks could be compared (each row says why); \
+             nothing failed.\n"
+        ),
+        n => format!("\nGate passed ({n} of {checks} checks not compared).\n"),
+    }
 }
 
 /// A compared verdict in words, with how many more samples would likely decide an

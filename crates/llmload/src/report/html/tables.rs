@@ -114,6 +114,9 @@ fn p50_p99(d: &Distribution) -> String {
 /// Why a case has no inter-token latency: its summary's reason (tokens per event unknown), else
 /// what its counts say.
 fn itl_absent(case: &CaseSummary) -> Option<&str> {
+    if let Some(why) = buffered(case) {
+        return Some(why);
+    }
     if let Some(why) = &case.itl_unknown {
         return Some(why);
     }
@@ -124,8 +127,19 @@ fn itl_absent(case: &CaseSummary) -> Option<&str> {
     }
 }
 
+/// Why a case whose every response arrived in bursts has no per-token figure.
+fn buffered(case: &CaseSummary) -> Option<&'static str> {
+    case.bursts
+        .as_ref()
+        .filter(|b| b.all())
+        .map(|_| "the tokens arrived in bursts: not measurable through this path")
+}
+
 /// Why a case has no time per output token, where its summary says.
 fn tpot_absent(case: &CaseSummary) -> Option<&'static str> {
+    if let Some(why) = buffered(case) {
+        return Some(why);
+    }
     match (case.counts.ok, case.output_tokens) {
         (0, _) => Some("no ok response"),
         (_, 0 | 1) => Some("one output token: none after the first"),

@@ -2,7 +2,7 @@
 //! intervals, or between two series of repeats), and the verdict it gives.
 
 use super::change;
-use super::{Change, Figure, Metric, Percentile, Rule};
+use super::{Change, Figure, Latency, Metric, Percentile, Rule};
 use crate::stats::Interval;
 use crate::summary::repeats::Series;
 use crate::summary::CaseSummary;
@@ -124,8 +124,23 @@ pub fn check(rule: &Rule, base: &CaseSummary, new: &CaseSummary) -> Verdict {
     let (b, n) = match (rule.metric.figure(base), rule.metric.figure(new)) {
         (Some(b), Some(n)) => (b, n),
         (b, _) => {
-            let side = if b.is_none() { "BASE" } else { "NEW" };
-            let reason = format!("not compared (absent in {side})");
+            let (side, case) = if b.is_none() {
+                ("BASE", base)
+            } else {
+                ("NEW", new)
+            };
+            let per_token = matches!(
+                rule.metric,
+                Metric::Latency(Latency::Itl | Latency::Tpot | Latency::Ttft, _)
+            );
+            let reason = if per_token && case.bursts.is_some() {
+                format!(
+                    "not compared (not measurable in {side}: its tokens arrived in bursts, \
+                     through a path that buffers the stream)"
+                )
+            } else {
+                format!("not compared (absent in {side})")
+            };
             return Verdict::NotCompared { reason };
         }
     };

@@ -1,0 +1,211 @@
+//! Tokens delivered in bursts. A proxy or gateway that buffers a stream (`HAProxy` in its default
+//! configuration, nginx with `proxy_buffering on`, a gateway that holds the whole body) lets a
+//! server's tokens through in clumps: many token events arrive within microseconds of each
+//! other, then nothing until the next flush. Every response is still ok and verified, but the
+//! gaps between its events are the proxy's, not the server's: ITL reads 0 ms, TPOT and the
+//! decode rate come out of the flush timing, and TTFT waits for the first flush.
+//!
+//! A response is *buffered* when it has at least [`MIN_EVENTS`] token events and at least
+//! [`MIN_JOINED_SHARE`] of the gaps between them are joins: no longer than the smaller of
+//! [`MAX_JOIN_MS`] and [`JOIN_SHARE_OF_TOKEN_TIME`] of the time per token the response implies
+//! (complete time ÷ tokens). A stream flowing token by token has no such gaps; one held back
+//! and flushed has nearly only those. The events joined make bursts; a response delivered all
+//! at once is one burst. A buffered response gives no ITL, TPOT or decode rate; its TTFT is kept
+//! as an upper bound only where its first burst held at most half its events (else the first
+//! token waited for most of the response, and TTFT is withheld).
+
+use crate::record::Record;
+use crate::stats::Samples;
+use serde::{Deserialize, Serialize};
+
+/// The longest gap between two events that still joins them into one burst, ms.
+pub const MAX_JOIN_MS: f64 = 1.0;
+/// A join is also at most this share of the time per token the response implies.
+pub const JOIN_SHARE_OF_TOKEN_TIME: f64 = 0.05;
+/// Fewer token events than this are not examined.
+pub const MIN_EVENTS: usize = 4;
+/// The share of a response's gaps that must be joins for it to count as buffered.
+pub const MIN_JOINED_SHARE: f64 = 0.6;
+
+/// How one buffered response's token events arrived.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Delivery {
+    /// Runs of joined events (a response delivered at once is one).
+    pub bursts: u32,
+    /// Events inside those runs.
+    pub events_in_bursts: u32,
+    /// Token events in all.
+    pub events: u32,
+    /// The share of the gaps that were joins.
+    pub joined_share: f64,
+    /// The share of the events that arrived with the first one.
+    pub first_share: f64,
+    /// The median gap between one burst (or lone event) and the next, ms; absent for a
+    /// response delivered at once.
+    pub interval_ms: Option<f64>,
+}
+
+impl Delivery {
+    /// Whether the first burst still bounds the response's TTFT: it held at most half of the
+    /// events.
+    pub fn keeps_ttft(&self) -> bool {
+        self.first_share <= 0.5
+    }
+}
+
+/// The delivery of `r`'s token events when they arrived in bursts; `None` for a response that
+/// streamed, or has too few events to tell.
+pub fn buffered(r: &Record) -> Option<Delivery> {
+    let events = &r.event_ms;
+    if events.len() < MIN_EVENTS {
+        return None;
+    }
+    let tokens = f64::from(r.generated_tokens().max(crate::num::count(events.len())));
+    let complete = r.e2e_ms.or_else(|| events.last().copied())?;
+    let join = MAX_JOIN_MS.min(JOIN_SHARE_OF_TOKEN_TIME * complete / tokens);
+    // Each segment: a burst of joined events, or a lone event.
+    let mut segments: Vec<u32> = vec![1];
+    let mut between: Vec<f64> = Vec::new();
+    let mut joined = 0u32;
+    for pair in events.windows(2) {
+        let gap = pair[1] - pair[0];
+        if gap <= join {
+            joined += 1;
+            if let Some(last) = segments.last_mut() {
+                *last += 1;
+            }
+        } else {
+            segments.push(1);
+            between.push(gap);
+        }
+    }
+    let gaps = crate::num::count(events.len() - 1);
+    let joined_share = f64::from(joined) / f64::from(gaps);
+    if joined_share < MIN_JOINED_SHARE {
+        return None;
+    }
+    let in_bursts: Vec<u32> = segments.iter().copied().filter(|&n| n > 1).collect();
+    let n = f64::from(crate::num::count(events.len()));
+    between.sort_by(f64::total_cmp);
+    Some(Delivery {
+        bursts: crate::num::count(in_bursts.len()),
+        events_in_bursts: in_bursts.iter().sum(),
+        events: crate::num::count(events.len()),
+        joined_share,
+        first_share: f64::from(segments[0]) / n,
+        interval_ms: (!between.is_empty()).then(|| between[between.len() / 2]),
+    })
+}
+
+/// A case's buffered responses, gathered one ok response at a time.
+#[derive(Debug, Default)]
+pub struct BurstFigures {
+    examined: u32,
+    buffered: u32,
+    bursts: Samples,
+    events_in_bursts: f64,
+    burst_count: f64,
+    intervals: Samples,
+    ttft_withheld: u32,
+}
+
+impl BurstFigures {
+    /// Examines an ok response; its delivery when it was buffered.
+    pub fn add(&mut self, r: &Record) -> Option<Delivery> {
+        if r.event_ms.len() < MIN_EVENTS {
+            return None;
+        }
+        self.examined += 1;
+        let d = buffered(r)?;
+        self.buffered += 1;
+        self.bursts.push(f64::from(d.bursts));
+        self.events_in_bursts += f64::from(d.events_in_bursts);
+        self.burst_count += f64::from(d.bursts);
+        if let Some(i) = d.interval_ms {
+            self.intervals.push(i);
+        }
+        self.ttft_withheld += u32::from(!d.keeps_ttft());
+        Some(d)
+    }
+
+    /// The case's figures; absent when no response was buffered.
+    pub fn finish(self) -> Option<Bursts> {
+        if self.buffered == 0 {
+            return None;
+        }
+        Some(Bursts {
+            examined: self.examined,
+            buffered: self.buffered,
+            bursts_median: self.bursts.distribution().map_or(0.0, |d| d.median),
+            events_per_burst: if self.burst_count > 0.0 {
+                self.events_in_bursts / self.burst_count
+            } else {
+                0.0
+            },
+            interval_ms: self.intervals.distribution().map(|d| d.median),
+            ttft_withheld: self.ttft_withheld,
+        })
+    }
+}
+
+/// A case's responses delivered in bursts: how many, and the evidence.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Bursts {
+    /// Ok responses with enough token events to tell ([`MIN_EVENTS`]).
+    pub examined: u32,
+    /// Of those, the ones delivered in bursts: kept out of ITL, TPOT and the decode rate.
+    pub buffered: u32,
+    /// The median number of bursts per buffered response.
+    pub bursts_median: f64,
+    /// The mean number of token events per burst.
+    pub events_per_burst: f64,
+    /// The median gap between bursts, ms (absent: every buffered response arrived at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_ms: Option<f64>,
+    /// Buffered responses whose first burst held most of their events: TTFT withheld.
+    pub ttft_withheld: u32,
+}
+
+impl Bursts {
+    /// One sentence for case `id`, with the evidence and what to look at.
+    pub fn sentence(&self, id: &str) -> String {
+        let how = if self.interval_ms.is_none() && self.bursts_median <= 1.0 {
+            "all at once".to_owned()
+        } else {
+            format!(
+                "in a median of {} bursts of ~{:.0} token events{}",
+                crate::fmt::number(self.bursts_median),
+                self.events_per_burst,
+                self.interval_ms
+                    .map_or_else(String::new, |i| format!(", ~{i:.0} ms apart"))
+            )
+        };
+        let ttft = match self.ttft_withheld {
+            0 => "their TTFT is an upper bound (the first token waited for the first burst)"
+                .to_owned(),
+            w if w == self.buffered => {
+                "their TTFT is withheld too (the first burst held most of each response)".to_owned()
+            }
+            w => format!(
+                "their TTFT is an upper bound, withheld for the {w} whose first burst held most \
+                 of the response"
+            ),
+        };
+        format!(
+            "{id}: {} of {} responses arrived {how}: something between llmload and the server \
+             buffers the stream (or the server sends its tokens in bursts), so ITL, TPOT and the \
+             decode rate cannot be measured through this path and leave those responses out; \
+             {ttft}. Check the buffering of the proxy or gateway in between (nginx: \
+             `proxy_buffering off`, or the `X-Accel-Buffering: no` response header).",
+            self.buffered, self.examined
+        )
+    }
+
+    /// Whether every examined response was buffered.
+    pub fn all(&self) -> bool {
+        self.buffered == self.examined
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,93 @@
+//! Unit tests of `bursts.rs`: streams token by token, flushed every 200 ms, all at once, and
+//! clumps of a server that sends a few tokens at a time.
+
+use super::*;
+use crate::record::ok_record;
+
+/// Events every `gap` ms from `ttft`, `n` in all.
+fn steady(ttft: f64, gap: f64, n: usize) -> Vec<f64> {
+    (0..n).map(|i| ttft + gap * i as f64).collect()
+}
+
+/// The events of `steady` held back and released at each multiple of `every` ms (and at the
+/// end), each release's events a microsecond apart.
+fn flushed(events: &[f64], every: f64) -> Vec<f64> {
+    let end = events.last().copied().unwrap_or(0.0);
+    let mut out = Vec::new();
+    let mut k = 0usize;
+    for &t in events {
+        let release = ((t / every).ceil() * every).min(end.max(every));
+        if out.last().is_some_and(|&l: &f64| (l - release).abs() < 0.5) {
+            k += 1;
+        } else {
+            k = 0;
+        }
+        out.push(release + 0.001 * k as f64);
+    }
+    out
+}
+
+#[test]
+fn a_stream_token_by_token_is_not_buffered() {
+    assert_eq!(
+        buffered(&ok_record(0.0, None, steady(260.0, 12.0, 64))),
+        None
+    );
+    // A busy client that read two events at once now and then still streams.
+    let mut events = steady(100.0, 2.0, 40);
+    for i in (1..40).step_by(5) {
+        events[i] = events[i - 1];
+    }
+    assert_eq!(buffered(&ok_record(0.0, None, events)), None);
+    // Three events are too few to tell.
+    assert_eq!(buffered(&ok_record(0.0, None, vec![5.0, 5.0, 5.0])), None);
+}
+
+#[test]
+fn a_stream_flushed_every_200_ms_is_buffered_in_bursts_and_keeps_ttft_as_a_bound() {
+    let sent = steady(262.0, 12.4, 100);
+    let d = buffered(&ok_record(0.0, None, flushed(&sent, 200.0))).expect("buffered");
+    // 262 + 12.4 × 99 = 1,489.6 ms: releases at 400, 600, …, 1,400 and the end.
+    assert_eq!(d.bursts, 7, "{d:?}");
+    assert_eq!(d.events, 100);
+    assert!(d.joined_share > 0.9, "{d:?}");
+    let interval = d.interval_ms.expect("bursts apart");
+    assert!((interval - 200.0).abs() < 1.0, "{interval}");
+    assert!(
+        d.keeps_ttft(),
+        "the first burst holds {} of 100",
+        d.first_share
+    );
+}
+
+#[test]
+fn a_body_delivered_at_once_is_one_burst_without_a_ttft() {
+    let events: Vec<f64> = (0..16).map(|i| 475.0 + 0.002 * f64::from(i)).collect();
+    let d = buffered(&ok_record(0.0, None, events)).expect("buffered");
+    assert_eq!((d.bursts, d.events_in_bursts, d.interval_ms), (1, 16, None));
+    assert!(!d.keeps_ttft());
+    // Exactly equal stamps (one read) are joined too.
+    let d = buffered(&ok_record(0.0, None, vec![80.0; 8])).expect("buffered");
+    assert_eq!(d.bursts, 1);
+}
+
+#[test]
+fn a_case_counts_its_buffered_responses_and_says_so_with_the_evidence() {
+    let mut figures = BurstFigures::default();
+    let sent = steady(262.0, 12.4, 100);
+    for _ in 0..3 {
+        assert!(figures
+            .add(&ok_record(0.0, None, flushed(&sent, 200.0)))
+            .is_some());
+    }
+    assert!(figures.add(&ok_record(0.0, None, sent.clone())).is_none());
+    let b = figures.finish().expect("buffered responses");
+    assert_eq!((b.examined, b.buffered, b.ttft_withheld), (4, 3, 0));
+    assert!((b.bursts_median - 7.0).abs() < 1e-9, "{b:?}");
+    assert!(!b.all());
+    let line = b.sentence("c1");
+    assert!(line.starts_with("c1: 3 of 4 responses arrived in a median of 7 bursts of ~14 token events, ~200 ms apart"), "{line}");
+    assert!(line.contains("`X-Accel-Buffering: no`"), "{line}");
+    assert!(line.contains("upper bound"), "{line}");
+    assert!(BurstFigures::default().finish().is_none());
+}
