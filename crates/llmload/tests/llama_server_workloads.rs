@@ -3,7 +3,8 @@
 //! times: the gate's verdicts come from an attempt set against itself and from a server that
 //! refuses every generation (a front on the loopback answers `503` in its place), the phases
 //! from the order every response passes its marks in and from the connections a front counted,
-//! the energy from arithmetic on a replayed power.
+//! the energy from arithmetic on a replayed power, and a stream held back by a buffering front
+//! from how its tokens arrived.
 
 #![expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 
@@ -460,5 +461,66 @@ fn a_llama_server_case_has_the_energy_of_its_rounds_or_says_why_not() {
         why.starts_with("GPU 0: a gap of 1.050 s between readings at ")
             || why.starts_with("GPU 0: no reading at or after the window's end"),
         "{why}"
+    );
+}
+
+/// Behind a front that holds llama-server's stream and flushes it every second (several tokens'
+/// time even on a busy machine), every response is still ok and verified, but its tokens arrive
+/// in bursts: the case says so, with no ITL, TPOT or decode rate; the same case straight to the
+/// server has none of it.
+#[test]
+fn a_stream_flushed_by_a_buffering_front_is_told_from_one_straight_from_the_server() {
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+    let server = LlamaServer::start();
+    let front = Front::start(&server.url, Mode::Buffer(std::time::Duration::from_secs(1)));
+    let out = tempfile::tempdir().expect("temp dir");
+    let case_of = |name: &str, url: &str| {
+        let run = llmload(&[
+            "run",
+            "--url",
+            url,
+            "--out",
+            utf8(out.path()),
+            "--name",
+            name,
+            "--telemetry",
+            "off",
+            "--input-tokens",
+            "16",
+            "--output-tokens",
+            "32",
+            "--concurrency",
+            "2",
+            "--rounds",
+            "1",
+            "--warmup",
+            "0",
+            "--timeout",
+            "2m",
+        ]);
+        assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+        let summary = json(&common::attempt_dir(out.path(), name).join("summary.json"));
+        (run, summary["cases"][0].clone())
+    };
+    let (_, straight) = case_of("straight", &server.url);
+    assert!(straight["bursts"].is_null(), "{straight}");
+    assert_eq!(straight["itl_ms"]["n"], 2 * 31, "{straight}");
+    let (run, held) = case_of("held", &front.url);
+    assert_eq!(held["counts"]["ok"], 2, "{held}");
+    assert_eq!(held["counts"]["unverified"], 0, "{held}");
+    assert_eq!(held["bursts"]["buffered"], 2, "{held}");
+    assert_eq!(held["bursts"]["examined"], 2, "{held}");
+    for figure in ["itl_ms", "tpot_ms", "decode_rate_tps"] {
+        assert!(held[figure].is_null(), "{figure}: {held}");
+    }
+    assert!(
+        held["bursts"]["interval_ms"].is_f64(),
+        "bursts apart, not at once: {held}"
+    );
+    assert!(
+        run.stdout
+            .contains("2 of 2 responses arrived in a median of"),
+        "{}",
+        run.stdout
     );
 }

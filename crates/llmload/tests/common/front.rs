@@ -1,6 +1,7 @@
 //! A TCP front on the loopback for tests against a real server: it passes every connection on
 //! byte for byte, counts the connections whose first request is a generation, and can refuse
-//! those with `503` in the server's place.
+//! those with `503` in the server's place, or hold what the server sends and pass it on at
+//! intervals, as a buffering proxy does.
 #![expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 
 use std::io::{Read, Write};
@@ -16,6 +17,9 @@ pub enum Mode {
     Pass,
     /// Answers `503 Service Unavailable` itself: the server refuses every generation.
     Refuse,
+    /// Passes everything on, but holds what the server sends and writes it to the client at
+    /// every interval of this long (`HAProxy`'s way with a stream in its default configuration).
+    Buffer(Duration),
 }
 
 /// A TCP front on a free loopback port in front of llama-server: every connection is passed on
@@ -78,6 +82,13 @@ fn serve(
         read.extend_from_slice(&buf[..n]);
     };
     let head = String::from_utf8_lossy(&read[..head_end]).to_ascii_lowercase();
+    if let Mode::Buffer(every) = mode {
+        generations.fetch_add(
+            usize::from(head.starts_with("post /completion ")),
+            Ordering::SeqCst,
+        );
+        return buffered(client, upstream, &read, every);
+    }
     if !head.starts_with("post /completion ") {
         return pass(client, upstream, &read);
     }
@@ -122,5 +133,55 @@ fn pass(mut client: TcpStream, upstream: &str, read: &[u8]) -> std::io::Result<(
     let _ = std::io::copy(&mut client, &mut server);
     let _ = server.shutdown(Shutdown::Write);
     let _ = back.join();
+    Ok(())
+}
+
+/// As [`pass`], the server's bytes held and written to the client once every `every` (what is
+/// held when the server closes, at once).
+fn buffered(
+    mut client: TcpStream,
+    upstream: &str,
+    read: &[u8],
+    every: Duration,
+) -> std::io::Result<()> {
+    let mut server = TcpStream::connect(upstream)?;
+    server.write_all(read)?;
+    let held = Arc::new(std::sync::Mutex::new((Vec::<u8>::new(), false)));
+    let (mut from_server, into) = (server.try_clone()?, Arc::clone(&held));
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        loop {
+            let n = from_server.read(&mut buf).unwrap_or(0);
+            let mut held = into
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if n == 0 {
+                held.1 = true;
+                return;
+            }
+            held.0.extend_from_slice(&buf[..n]);
+        }
+    });
+    let mut to_client = client.try_clone()?;
+    let flusher = std::thread::spawn(move || loop {
+        std::thread::sleep(every);
+        let (bytes, closed) = {
+            let mut held = held
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            (std::mem::take(&mut held.0), held.1)
+        };
+        if !bytes.is_empty() && to_client.write_all(&bytes).is_err() {
+            return;
+        }
+        if closed {
+            let _ = to_client.shutdown(Shutdown::Both);
+            return;
+        }
+    });
+    client.set_read_timeout(None)?;
+    let _ = std::io::copy(&mut client, &mut server);
+    let _ = server.shutdown(Shutdown::Write);
+    let _ = flusher.join();
     Ok(())
 }
