@@ -97,6 +97,11 @@ pub fn buffered(r: &Record) -> Option<Delivery> {
     })
 }
 
+/// Whether `r`'s TTFT is a figure: it streamed, or its first burst still bounds it.
+pub fn keeps_ttft(r: &Record) -> bool {
+    buffered(r).as_ref().is_none_or(Delivery::keeps_ttft)
+}
+
 /// A case's buffered responses, gathered one ok response at a time.
 #[derive(Debug, Default)]
 pub struct BurstFigures {

@@ -128,7 +128,11 @@ impl SessionFigures {
         s.prompt += u64::from(prompt);
         s.output += u64::from(r.generated_tokens());
         t.n += 1;
-        r.ttft_ms.into_iter().for_each(|v| t.ttft.push(v));
+        // A TTFT the first burst of a buffered stream no longer bounds is no figure.
+        r.ttft_ms
+            .filter(|_| super::bursts::keeps_ttft(r))
+            .into_iter()
+            .for_each(|v| t.ttft.push(v));
         if prompt > 0 {
             t.prompt.push(f64::from(prompt));
         }

@@ -230,7 +230,9 @@ impl SeriesBins {
         match r.status {
             Status::Ok => {
                 bin.ok += 1;
-                match (&mut bin.ttft, r.ttft_ms) {
+                // A TTFT the first burst of a buffered stream no longer bounds is no figure.
+                let ttft = r.ttft_ms.filter(|_| super::bursts::keeps_ttft(r));
+                match (&mut bin.ttft, ttft) {
                     (Ttft::Open(samples), Some(t)) => samples.push(t),
                     (Ttft::Closed(_), Some(_)) => {
                         debug_assert!(false, "a request sent in a closed window");

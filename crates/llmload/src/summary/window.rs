@@ -518,13 +518,25 @@ impl WindowFigures {
 
 /// Whether a response meets every objective; TTFT and E2E count from `scheduled` where there is
 /// one, so that waiting in the client counts against the server's budget as the user feels it.
+/// A response delivered in bursts ([`super::bursts`]) has no TPOT to meet an objective with,
+/// and no TTFT where its first burst held most of it: it is not shown to meet those.
 pub fn meets(r: &Record, slo: &Slo) -> bool {
     let start = r.scheduled_s.unwrap_or(r.sent_s);
     let within = |value_ms: Option<f64>, limit: Option<std::time::Duration>| {
         limit.is_none_or(|l| value_ms.is_some_and(|v| v <= l.as_secs_f64() * 1e3))
     };
-    within(r.first_token_s.map(|t| (t - start) * 1e3), slo.ttft)
-        && within(r.tpot_ms(), slo.tpot)
+    let buffered = (slo.ttft.is_some() || slo.tpot.is_some())
+        .then(|| super::bursts::buffered(r))
+        .flatten();
+    let ttft_kept = buffered
+        .as_ref()
+        .is_none_or(super::bursts::Delivery::keeps_ttft);
+    within(
+        r.first_token_s
+            .filter(|_| ttft_kept)
+            .map(|t| (t - start) * 1e3),
+        slo.ttft,
+    ) && within(r.tpot_ms().filter(|_| buffered.is_none()), slo.tpot)
         && within(r.done_s.map(|t| (t - start) * 1e3), slo.e2e)
 }
 

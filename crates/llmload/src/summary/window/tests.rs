@@ -144,3 +144,38 @@ fn a_known_end_bounds_the_figures_when_later_launches_settle_past_it() {
         load.throughput_tps
     );
 }
+
+#[test]
+fn a_response_delivered_at_once_is_not_shown_to_meet_a_tpot_or_ttft_objective() {
+    let ms = std::time::Duration::from_millis;
+    // 16 tokens 20 ms apart from 100 ms: streamed, TPOT 20 ms, TTFT 100 ms.
+    let streamed = crate::record::ok_record(
+        0.0,
+        None,
+        (0..16).map(|i| 100.0 + 20.0 * f64::from(i)).collect(),
+    );
+    // The same tokens held and delivered at 400 ms, a microsecond apart.
+    let held = crate::record::ok_record(
+        0.0,
+        None,
+        (0..16).map(|i| 400.0 + 0.001 * f64::from(i)).collect(),
+    );
+    let tpot = Slo {
+        tpot: Some(ms(50)),
+        ..Slo::default()
+    };
+    let ttft = Slo {
+        ttft: Some(ms(500)),
+        ..Slo::default()
+    };
+    let e2e = Slo {
+        e2e: Some(ms(500)),
+        ..Slo::default()
+    };
+    assert!(meets(&streamed, &tpot) && meets(&streamed, &ttft) && meets(&streamed, &e2e));
+    // Its TPOT reads 0 ms, its TTFT is its complete time: neither is a figure to judge by.
+    assert!(!meets(&held, &tpot));
+    assert!(!meets(&held, &ttft));
+    // Its complete time is its own.
+    assert!(meets(&held, &e2e));
+}
