@@ -6,7 +6,8 @@
 //! decode rate come out of the flush timing, and TTFT waits for the first flush.
 //!
 //! A response is *buffered* when it has at least [`MIN_EVENTS`] token events and at least
-//! [`MIN_JOINED_SHARE`] of the gaps between them are joins: no longer than the smaller of
+//! [`MIN_JOINED_SHARE`] of the gaps between them are joins (in bursts of [`MIN_EVENTS_PER_BURST`]
+//! events or more on average): no longer than the smaller of
 //! [`MAX_JOIN_MS`] and [`JOIN_SHARE_OF_TOKEN_TIME`] of the time per token the response implies
 //! (complete time ÷ tokens). A stream flowing token by token has no such gaps; one held back
 //! and flushed has nearly only those. The events joined make bursts; a response delivered all
@@ -26,6 +27,10 @@ pub const JOIN_SHARE_OF_TOKEN_TIME: f64 = 0.05;
 pub const MIN_EVENTS: usize = 4;
 /// The share of a response's gaps that must be joins for it to count as buffered.
 pub const MIN_JOINED_SHARE: f64 = 0.6;
+/// The events a buffered response's bursts must hold on average: a busy client that read a
+/// few events at once after a pause of some milliseconds makes small clumps, a proxy's flushes
+/// large ones.
+pub const MIN_EVENTS_PER_BURST: f64 = 6.0;
 
 /// How one buffered response's token events arrived.
 #[derive(Clone, Debug, PartialEq)]
@@ -85,11 +90,17 @@ pub fn buffered(r: &Record) -> Option<Delivery> {
         return None;
     }
     let in_bursts: Vec<u32> = segments.iter().copied().filter(|&n| n > 1).collect();
+    let events_in_bursts: u32 = in_bursts.iter().sum();
+    if f64::from(events_in_bursts)
+        < MIN_EVENTS_PER_BURST * f64::from(crate::num::count(in_bursts.len()))
+    {
+        return None;
+    }
     let n = f64::from(crate::num::count(events.len()));
     between.sort_by(f64::total_cmp);
     Some(Delivery {
         bursts: crate::num::count(in_bursts.len()),
-        events_in_bursts: in_bursts.iter().sum(),
+        events_in_bursts,
         events: crate::num::count(events.len()),
         joined_share,
         first_share: f64::from(segments[0]) / n,

@@ -39,6 +39,12 @@ fn a_stream_token_by_token_is_not_buffered() {
         events[i] = events[i - 1];
     }
     assert_eq!(buffered(&ok_record(0.0, None, events)), None);
+    // A busy client that paused now and then and read 4 events at once: small clumps.
+    let mut events = steady(100.0, 1.0, 12);
+    for i in [1, 2, 3, 5, 6, 7, 9, 10, 11] {
+        events[i] = events[i - 1];
+    }
+    assert_eq!(buffered(&ok_record(0.0, None, events)), None);
     // Three events are too few to tell.
     assert_eq!(buffered(&ok_record(0.0, None, vec![5.0, 5.0, 5.0])), None);
 }
