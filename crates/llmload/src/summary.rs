@@ -209,6 +209,7 @@ pub struct CaseFigures {
     e2e: Samples,
     itl: itl::ItlFigures,
     bursts: bursts::BurstFigures,
+    held: bursts::Held,
     lengths: lengths::SentLengths,
     chunk_gap: Samples,
     tpot: Samples,
@@ -257,32 +258,50 @@ impl CaseFigures {
             return;
         }
         let label = label(r, self.counts.ok);
-        // A response delivered in bursts has no per-token timing, and a TTFT only while its
-        // first burst still bounds it.
+        // A response delivered in bursts has no per-token timing where the case's path buffers,
+        // and a TTFT only while its first burst still bounds it: its figures wait apart until
+        // the case says whether its path buffers.
         let buffered = self.bursts.add(r);
-        r.ttft_ms
-            .filter(|_| buffered.as_ref().is_none_or(bursts::Delivery::keeps_ttft))
-            .into_iter()
-            .for_each(|v| self.ttft.push_in(v, label));
+        let keeps_ttft = buffered.as_ref().is_none_or(bursts::Delivery::keeps_ttft);
+        let held = &mut self.held;
+        let ttft = if keeps_ttft {
+            &mut self.ttft
+        } else {
+            &mut held.ttft
+        };
+        r.ttft_ms.into_iter().for_each(|v| ttft.push_in(v, label));
         r.e2e_ms
             .into_iter()
             .for_each(|v| self.e2e.push_in(v, label));
         self.lengths.add(r);
-        if buffered.is_none() {
-            self.itl.add(r, label);
-            r.chunk_gaps_ms().for_each(|v| self.chunk_gap.push(v));
+        let (itl, chunk_gap, tpot, decode_rate) = if buffered.is_some() {
+            (
+                &mut held.itl,
+                &mut held.chunk_gap,
+                &mut held.tpot,
+                &mut held.decode_rate,
+            )
+        } else {
+            (
+                &mut self.itl,
+                &mut self.chunk_gap,
+                &mut self.tpot,
+                &mut self.decode_rate,
+            )
+        };
+        itl.add(r, label);
+        r.chunk_gaps_ms().for_each(|v| chunk_gap.push(v));
+        if let Some(t) = r.tpot_ms() {
+            tpot.push_in(t, label);
+            if t > 0.0 {
+                decode_rate.push_in(1e3 / t, label);
+            }
         }
         if r.reasoning_tokens > 0 {
             self.reasoning_tokens.push(f64::from(r.reasoning_tokens));
             r.answer_ms
                 .into_iter()
                 .for_each(|v| self.time_to_answer.push(v));
-        }
-        if let Some(t) = r.tpot_ms().filter(|_| buffered.is_none()) {
-            self.tpot.push_in(t, label);
-            if t > 0.0 {
-                self.decode_rate.push_in(1e3 / t, label);
-            }
         }
         self.prefix.add(r);
         self.phases.add(r, label);
@@ -342,8 +361,23 @@ impl CaseFigures {
         self.counts.ok > 0 && self.counts.ok + self.counts.abandoned == self.requests()
     }
 
+    /// Whether the case's path streams (it does not buffer: [`bursts::MIN_PATH_SHARE`]).
+    pub fn streams(&self) -> bool {
+        self.bursts.streams()
+    }
+
     /// The case's summary, `rounds_planned` deciding whether it is complete.
-    pub fn finish(self, case: &Case, rounds_planned: u32) -> CaseSummary {
+    pub fn finish(mut self, case: &Case, rounds_planned: u32) -> CaseSummary {
+        let streams = self.bursts.streams();
+        let bursts = std::mem::take(&mut self.bursts).finish();
+        if streams {
+            let held = std::mem::take(&mut self.held);
+            self.ttft.merge(held.ttft);
+            self.itl.merge(held.itl);
+            self.chunk_gap.merge(held.chunk_gap);
+            self.tpot.merge(held.tpot);
+            self.decode_rate.merge(held.decode_rate);
+        }
         // A case of sessions is complete when every session and every response is.
         let sessions_done =
             self.sessions.is_empty() || (self.sessions.all_complete() && self.all_ok());
@@ -376,7 +410,7 @@ impl CaseFigures {
             e2e_ms: self.e2e.distribution(),
             itl_ms,
             itl_unknown,
-            bursts: self.bursts.finish(),
+            bursts,
             chunk_gap_ms: self.chunk_gap.distribution(),
             tpot_ms: self.tpot.distribution(),
             decode_rate_tps: self.decode_rate.distribution(),
@@ -391,7 +425,7 @@ impl CaseFigures {
             energy: None,
             phases: self.phases.finish(),
             server: self.server.finish(),
-            sessions: self.sessions.finish(),
+            sessions: self.sessions.finish(streams),
             abandoned: self.abandoned.finish(),
             reasoning: (!self.reasoning_tokens.is_empty()).then(|| Reasoning {
                 responses: crate::num::count(self.reasoning_tokens.len()),

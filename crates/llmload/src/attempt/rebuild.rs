@@ -231,7 +231,7 @@ impl<'a> Rebuilt<'a> {
         let c = self.c;
         let before_series = self.before.and_then(|b| b.series.clone());
         let series = match self.series {
-            Some((bins, span)) => Some(bins.finish(span, telemetry)),
+            Some((bins, span)) => Some(bins.finish(span, telemetry, self.figures.streams())),
             None => before_series,
         };
         if matches!(c.load, Some(CaseLoad::Sessions { .. })) {

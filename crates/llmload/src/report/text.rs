@@ -86,7 +86,13 @@ pub(crate) fn per_token_note(summary: &Summary) -> String {
     let without: Vec<&str> = complete
         .iter()
         .filter(|c| {
-            c.itl_ms.is_none() && c.counts.ok > 0 && c.itl_unknown.is_none() && c.bursts.is_none()
+            c.itl_ms.is_none()
+                && c.counts.ok > 0
+                && c.itl_unknown.is_none()
+                && !c
+                    .bursts
+                    .as_ref()
+                    .is_some_and(crate::summary::bursts::Bursts::held_out)
         })
         .map(|c| c.id.as_str())
         .collect();

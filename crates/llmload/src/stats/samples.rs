@@ -203,6 +203,10 @@ impl Samples {
     /// Adds every sample of `other` (after this one's, for the exact form's order). Labels
     /// are kept where both are labelled alike.
     pub fn merge(&mut self, other: Samples) {
+        // Nothing to add: the labels' kind stays this one's.
+        if other.is_empty() {
+            return;
+        }
         if self.is_empty() && self.unit.is_none() {
             self.unit = other.unit;
         }

@@ -14,6 +14,13 @@
 //! at once is one burst. A buffered response gives no ITL, TPOT or decode rate; its TTFT is kept
 //! as an upper bound only where its first burst held at most half its events (else the first
 //! token waited for most of the response, and TTFT is withheld).
+//!
+//! Buffering is a property of the path, so it is decided per case: a proxy that holds the
+//! stream back does so for nearly every response through it. Where fewer than
+//! [`MIN_PATH_SHARE`] of a case's examined responses arrived in bursts, the path streams and
+//! those few were clumped by a moment's delay (a busy client or server machine writes or reads
+//! several events at once now and then): they stay in every figure, and the case says how many
+//! there were.
 
 use crate::record::Record;
 use crate::stats::Samples;
@@ -31,6 +38,10 @@ pub const MIN_JOINED_SHARE: f64 = 0.6;
 /// few events at once after a pause of some milliseconds makes small clumps, a proxy's flushes
 /// large ones.
 pub const MIN_EVENTS_PER_BURST: f64 = 6.0;
+
+/// The share of a case's examined responses that must arrive in bursts for its path to count
+/// as buffering; below it, the responses that did are kept in the figures.
+pub const MIN_PATH_SHARE: f64 = 0.8;
 
 /// How one buffered response's token events arrived.
 #[derive(Clone, Debug, PartialEq)]
@@ -108,9 +119,34 @@ pub fn buffered(r: &Record) -> Option<Delivery> {
     })
 }
 
+/// Whether the path of a case whose ok responses are `records` streams ([`BurstFigures::streams`]).
+pub fn path_streams<'a>(records: impl IntoIterator<Item = &'a Record>) -> bool {
+    let mut figures = BurstFigures::default();
+    for r in records {
+        figures.add(r);
+    }
+    figures.streams()
+}
+
 /// Whether `r`'s TTFT is a figure: it streamed, or its first burst still bounds it.
 pub fn keeps_ttft(r: &Record) -> bool {
     buffered(r).as_ref().is_none_or(Delivery::keeps_ttft)
+}
+
+/// The figures of a case's buffered responses, held apart until the case ends: left out where
+/// its path buffers, merged back where it streams ([`MIN_PATH_SHARE`]).
+#[derive(Debug, Default)]
+pub struct Held {
+    /// TTFTs the first burst no longer bounds.
+    pub ttft: Samples,
+    /// Per-token gaps.
+    pub itl: super::itl::ItlFigures,
+    /// Gaps between events.
+    pub chunk_gap: Samples,
+    /// Time per output token.
+    pub tpot: Samples,
+    /// Decode rates.
+    pub decode_rate: Samples,
 }
 
 /// A case's buffered responses, gathered one ok response at a time.
@@ -144,11 +180,18 @@ impl BurstFigures {
         Some(d)
     }
 
+    /// Whether the case's path streams: fewer than [`MIN_PATH_SHARE`] of the responses examined
+    /// so far were buffered (or none was).
+    pub fn streams(&self) -> bool {
+        f64::from(self.buffered) < MIN_PATH_SHARE * f64::from(self.examined) || self.buffered == 0
+    }
+
     /// The case's figures; absent when no response was buffered.
     pub fn finish(self) -> Option<Bursts> {
         if self.buffered == 0 {
             return None;
         }
+        let kept = self.streams();
         Some(Bursts {
             examined: self.examined,
             buffered: self.buffered,
@@ -160,6 +203,7 @@ impl BurstFigures {
             },
             interval_ms: self.intervals.distribution().map(|d| d.median),
             ttft_withheld: self.ttft_withheld,
+            kept,
         })
     }
 }
@@ -178,11 +222,22 @@ pub struct Bursts {
     /// The median gap between bursts, ms (absent: every buffered response arrived at once).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval_ms: Option<f64>,
-    /// Buffered responses whose first burst held most of their events: TTFT withheld.
+    /// Buffered responses whose first burst held most of their events: TTFT withheld (where
+    /// the path buffers).
     pub ttft_withheld: u32,
+    /// Too few responses arrived in bursts for a path that buffers ([`MIN_PATH_SHARE`]): they
+    /// were clumped now and then, and are kept in every figure.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kept: bool,
 }
 
 impl Bursts {
+    /// Whether the case's path buffers: its buffered responses are left out of the per-token
+    /// figures.
+    pub fn held_out(&self) -> bool {
+        !self.kept
+    }
+
     /// One sentence for case `id`, with the evidence and what to look at.
     pub fn sentence(&self, id: &str) -> String {
         let how = if self.interval_ms.is_none() && self.bursts_median <= 1.0 {
@@ -196,6 +251,18 @@ impl Bursts {
                     .map_or_else(String::new, |i| format!(", ~{i:.0} ms apart"))
             )
         };
+        if self.kept {
+            return format!(
+                "{id}: {} of {} responses arrived {how}, too few for a path that buffers the \
+                 stream (one holds back nearly every response, {:.0} % or more): a moment's \
+                 delay on a busy client or server machine clumps a stream now and then, so they \
+                 are kept in every figure (client_check in summary.json says how busy the \
+                 client was).",
+                self.buffered,
+                self.examined,
+                MIN_PATH_SHARE * 100.0
+            );
+        }
         let ttft = match self.ttft_withheld {
             0 => "their TTFT is an upper bound (the first token waited for the first burst)"
                 .to_owned(),
@@ -217,9 +284,9 @@ impl Bursts {
         )
     }
 
-    /// Whether every examined response was buffered.
+    /// Whether the path buffers and every examined response was buffered.
     pub fn all(&self) -> bool {
-        self.buffered == self.examined
+        self.held_out() && self.buffered == self.examined
     }
 }
 

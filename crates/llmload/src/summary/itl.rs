@@ -42,6 +42,16 @@ impl ItlFigures {
         }
     }
 
+    /// Adds every response of `other`.
+    pub fn merge(&mut self, other: ItlFigures) {
+        self.gaps.merge(other.gaps);
+        self.known += other.known;
+        self.unknown += other.unknown;
+        self.unknown_tokens += other.unknown_tokens;
+        self.unknown_events += other.unknown_events;
+        self.uncounted += other.uncounted;
+    }
+
     /// The distribution of per-token gaps, and why responses are missing from it (absent when
     /// none is).
     pub fn finish(self) -> (Option<Distribution>, Option<String>) {

@@ -77,6 +77,9 @@ pub struct SessionFigures {
 struct TurnAcc {
     n: u32,
     ttft: Samples,
+    /// TTFTs of buffered responses whose first burst held most of them: merged back where the
+    /// case's path streams ([`super::bursts::MIN_PATH_SHARE`]).
+    held_ttft: Samples,
     prompt: Samples,
     history: Samples,
     cache_n: u32,
@@ -128,11 +131,13 @@ impl SessionFigures {
         s.prompt += u64::from(prompt);
         s.output += u64::from(r.generated_tokens());
         t.n += 1;
-        // A TTFT the first burst of a buffered stream no longer bounds is no figure.
-        r.ttft_ms
-            .filter(|_| super::bursts::keeps_ttft(r))
-            .into_iter()
-            .for_each(|v| t.ttft.push(v));
+        // A TTFT the first burst of a buffered stream no longer bounds waits apart.
+        let ttft = if super::bursts::keeps_ttft(r) {
+            &mut t.ttft
+        } else {
+            &mut t.held_ttft
+        };
+        r.ttft_ms.into_iter().for_each(|v| ttft.push(v));
         if prompt > 0 {
             t.prompt.push(f64::from(prompt));
         }
@@ -156,8 +161,9 @@ impl SessionFigures {
         self.sessions.values().all(SessionAcc::complete)
     }
 
-    /// The summary; `None` when no record belonged to a session.
-    pub fn finish(self) -> Option<SessionSummary> {
+    /// The summary, the held TTFTs merged back where `streams` (the case's path does not
+    /// buffer); `None` when no record belonged to a session.
+    pub fn finish(self, streams: bool) -> Option<SessionSummary> {
         if self.sessions.is_empty() {
             return None;
         }
@@ -193,10 +199,15 @@ impl SessionFigures {
             by_turn: self
                 .by_turn
                 .into_iter()
-                .map(|(turn, t)| TurnSummary {
+                .map(|(turn, mut t)| TurnSummary {
                     turn,
                     n: t.n,
-                    ttft_ms: t.ttft.distribution(),
+                    ttft_ms: {
+                        if streams {
+                            t.ttft.merge(std::mem::take(&mut t.held_ttft));
+                        }
+                        t.ttft.distribution()
+                    },
                     prompt_tokens: t.prompt.distribution(),
                     history_tokens: t.history.distribution(),
                     cache_n: t.cache_n,
@@ -251,7 +262,7 @@ mod tests {
         // A record of no session is left out.
         figures.add(&ok_record(0.0, None, vec![1.0]));
         assert!(!figures.all_complete());
-        let s = figures.finish().expect("sessions");
+        let s = figures.finish(true).expect("sessions");
         assert_eq!(
             (s.turns, s.started, s.completed, s.incomplete),
             (3, 3, 1, 2)
@@ -279,6 +290,6 @@ mod tests {
         let mut figures = SessionFigures::default();
         figures.add(&ok_record(0.0, None, vec![1.0]));
         assert!(figures.all_complete());
-        assert!(figures.finish().is_none());
+        assert!(figures.finish(true).is_none());
     }
 }

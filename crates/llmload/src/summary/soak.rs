@@ -135,7 +135,8 @@ pub fn series(
     {
         bins.add_tokens(t, n);
     }
-    bins.finish(span, readings)
+    let ok = measured.iter().filter(|r| r.status == Status::Ok);
+    bins.finish(span, readings, super::bursts::path_streams(ok))
 }
 
 /// A soak series gathered one record at a time: per window from the start of the measurement
@@ -164,30 +165,63 @@ struct Bin {
     tokens: f64,
 }
 
-/// A window's TTFT: samples while requests may still be added, then their distribution.
+/// A window's TTFT: samples while requests may still be added, then their distribution. The
+/// TTFTs of buffered responses whose first burst held most of them wait apart (`held`) until
+/// the case says whether its path buffers ([`super::bursts::MIN_PATH_SHARE`]); a closed window
+/// keeps its distribution both ways.
 #[derive(Debug)]
 enum Ttft {
-    Open(Samples),
-    Closed(Option<Distribution>),
+    Open {
+        kept: Samples,
+        held: Samples,
+    },
+    Closed {
+        streams: Option<Distribution>,
+        buffers: Option<Distribution>,
+    },
 }
 
 impl Default for Ttft {
     fn default() -> Ttft {
-        Ttft::Open(Samples::new())
+        Ttft::Open {
+            kept: Samples::new(),
+            held: Samples::new(),
+        }
     }
 }
 
 impl Ttft {
     fn close(&mut self) {
-        if let Ttft::Open(samples) = self {
-            *self = Ttft::Closed(std::mem::take(samples).distribution());
+        if let Ttft::Open { kept, held } = self {
+            let buffers = kept.clone().distribution();
+            let mut all = std::mem::take(kept);
+            all.merge(std::mem::take(held));
+            *self = Ttft::Closed {
+                streams: all.distribution(),
+                buffers,
+            };
         }
     }
 
-    fn distribution(self) -> Option<Distribution> {
+    /// The distribution, with the held TTFTs where the case's path `streams`.
+    fn distribution(self, streams: bool) -> Option<Distribution> {
         match self {
-            Ttft::Open(samples) => samples.distribution(),
-            Ttft::Closed(d) => d,
+            Ttft::Open { mut kept, held } => {
+                if streams {
+                    kept.merge(held);
+                }
+                kept.distribution()
+            }
+            Ttft::Closed {
+                streams: s,
+                buffers,
+            } => {
+                if streams {
+                    s
+                } else {
+                    buffers
+                }
+            }
         }
     }
 }
@@ -230,11 +264,13 @@ impl SeriesBins {
         match r.status {
             Status::Ok => {
                 bin.ok += 1;
-                // A TTFT the first burst of a buffered stream no longer bounds is no figure.
-                let ttft = r.ttft_ms.filter(|_| super::bursts::keeps_ttft(r));
-                match (&mut bin.ttft, ttft) {
-                    (Ttft::Open(samples), Some(t)) => samples.push(t),
-                    (Ttft::Closed(_), Some(_)) => {
+                // A TTFT the first burst of a buffered stream no longer bounds waits apart.
+                let kept = super::bursts::keeps_ttft(r);
+                match (&mut bin.ttft, r.ttft_ms) {
+                    (Ttft::Open { kept: k, held }, Some(t)) => {
+                        if kept { k } else { held }.push(t);
+                    }
+                    (Ttft::Closed { .. }, Some(_)) => {
                         debug_assert!(false, "a request sent in a closed window");
                     }
                     (_, None) => {}
@@ -252,12 +288,18 @@ impl SeriesBins {
         self.bin(t).tokens += f64::from(n);
     }
 
-    /// The series over `span`, with the GPU `readings` of each window.
+    /// The series over `span`, with the GPU `readings` of each window; the held TTFTs count
+    /// where the case's path `streams`.
     #[expect(
         clippy::similar_names,
         reason = "`window_s` is the windows' length, `windows` the windows"
     )]
-    pub fn finish(mut self, span: (Seconds, Seconds), readings: &[Reading]) -> Series {
+    pub fn finish(
+        mut self,
+        span: (Seconds, Seconds),
+        readings: &[Reading],
+        streams: bool,
+    ) -> Series {
         let window_s = self.window_s;
         let spans = cut(span, window_s);
         self.bins
@@ -277,7 +319,7 @@ impl SeriesBins {
                 let last = i + 1 == count;
                 let in_window = |t: Seconds| t >= a && (t < b || (last && t <= b));
                 let gpu = gpu_window(readings.iter().filter(|r| in_window(r.t_s)));
-                window_of(i, (a, b), b - a >= window_s - SLACK_S, bin, gpu)
+                window_of(i, (a, b), b - a >= window_s - SLACK_S, bin, gpu, streams)
             })
             .collect();
         let drift = drift(&windows);
@@ -298,7 +340,16 @@ impl Bin {
         self.errors += other.errors;
         self.cancelled += other.cancelled;
         match (&mut self.ttft, other.ttft) {
-            (Ttft::Open(samples), Ttft::Open(more)) => samples.merge(more),
+            (
+                Ttft::Open { kept, held },
+                Ttft::Open {
+                    kept: more,
+                    held: more_held,
+                },
+            ) => {
+                kept.merge(more);
+                held.merge(more_held);
+            }
             // Only open windows fold into the last (see `SeriesBins::close_before`).
             _ => debug_assert!(false, "a closed window folded"),
         }
@@ -332,6 +383,7 @@ fn window_of(
     full: bool,
     bin: Bin,
     gpu: Option<GpuWindow>,
+    streams: bool,
 ) -> SeriesWindow {
     SeriesWindow {
         index: crate::num::count(i).saturating_add(1),
@@ -342,7 +394,7 @@ fn window_of(
         errors: bin.errors,
         cancelled: bin.cancelled,
         throughput_tps: bin.tokens / (b - a).max(1e-9),
-        ttft_ms: bin.ttft.distribution(),
+        ttft_ms: bin.ttft.distribution(streams),
         gpu,
     }
 }

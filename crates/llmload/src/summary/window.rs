@@ -169,6 +169,7 @@ pub fn summarise(plan: &CasePlan, run: CaseRun, readings: &[Reading]) -> CaseSum
         }
     };
     let all_ok = run.figures.all_ok();
+    let streams = run.figures.streams();
     let mut summary = run.figures.finish(&plan.case, 0);
     let (Some(window), Some(figures)) = (run.window, run.load) else {
         summary.complete = false;
@@ -186,7 +187,7 @@ pub fn summarise(plan: &CasePlan, run: CaseRun, readings: &[Reading]) -> CaseSum
     summary.complete = !run.stopped && all_ok;
     summary.throughput_tps = Spread::with(load.throughput_tps, load.throughput_ci.clone());
     summary.load = Some(load);
-    summary.series = series.map(|(bins, span)| bins.finish(span, readings));
+    summary.series = series.map(|(bins, span)| bins.finish(span, readings, streams));
     summary
 }
 
@@ -219,7 +220,9 @@ pub struct WindowFigures {
     launched: u32,
     tokens: f64,
     completed: u32,
-    met: u32,
+    met: Meets<u32>,
+    /// Which of `met` counts: whether the path buffers is the case's to say.
+    bursts: super::bursts::BurstFigures,
     /// Launch instants of the requests in flight (a multiset, by `f64::to_bits`).
     in_flight: BTreeMap<u64, u32>,
     /// The latest launch told: later requests are sent after it. None told (replayed records,
@@ -247,7 +250,7 @@ struct Tail {
     /// The earliest unsettled instant (`f64::to_bits` of a non-negative time orders as the time).
     key: u64,
     events: Vec<(Seconds, u32)>,
-    done: Option<(Seconds, bool)>,
+    done: Option<(Seconds, Meets<bool>)>,
 }
 
 impl Tail {
@@ -298,7 +301,8 @@ impl WindowFigures {
             launched: 0,
             tokens: 0.0,
             completed: 0,
-            met: 0,
+            met: Meets::default(),
+            bursts: super::bursts::BurstFigures::default(),
             in_flight: BTreeMap::new(),
             latest_launch: f64::NEG_INFINITY,
             edges: BinaryHeap::new(),
@@ -376,6 +380,9 @@ impl WindowFigures {
             } else {
                 tail.events.push((t, n));
             }
+        }
+        if measured {
+            self.bursts.add(r);
         }
         if let (true, Some(d)) = (measured, r.done_s) {
             let meets = meets(r, &self.slo);
@@ -464,10 +471,11 @@ impl WindowFigures {
         }
     }
 
-    fn fold_done(&mut self, d: Seconds, meets: bool) {
+    fn fold_done(&mut self, d: Seconds, meets: Meets<bool>) {
         if d >= self.w0 {
             self.completed += 1;
-            self.met += u32::from(meets);
+            self.met.streams += u32::from(meets.streams);
+            self.met.buffers += u32::from(meets.buffers);
             self.blocks.done(d, meets);
         }
     }
@@ -489,7 +497,9 @@ impl WindowFigures {
         let (w0, slo) = (self.w0, self.slo);
         let length_s = (w1 - w0).max(1e-9);
         let (mean, peak) = self.sweep.finish(w1);
-        let rates = self.blocks.intervals(w0, w1);
+        let streams = self.bursts.streams();
+        let met = self.met.pick(streams);
+        let rates = self.blocks.intervals(w0, w1, streams);
         let load = LoadSummary {
             shape: LoadShape::default(),
             nominal_concurrency: None,
@@ -498,9 +508,9 @@ impl WindowFigures {
             requests_launched: self.launched,
             completed_rps: f64::from(self.completed) / length_s,
             throughput_tps: self.tokens / length_s,
-            goodput_rps: slo.is_set().then(|| f64::from(self.met) / length_s),
+            goodput_rps: slo.is_set().then(|| f64::from(met) / length_s),
             slo_met_share: (slo.is_set() && self.completed > 0)
-                .then(|| f64::from(self.met) / f64::from(self.completed)),
+                .then(|| f64::from(met) / f64::from(self.completed)),
             achieved_concurrency_mean: mean,
             achieved_concurrency_peak: peak,
             send_lag_ms: self.send_lag.distribution(),
@@ -516,11 +526,34 @@ impl WindowFigures {
     }
 }
 
+/// A figure two ways, until the case says whether its path buffers
+/// ([`super::bursts::MIN_PATH_SHARE`]): as it is where the path streams, and with the buffered
+/// responses' per-token figures left out where it buffers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Meets<T> {
+    /// Where the path streams.
+    pub streams: T,
+    /// Where it buffers.
+    pub buffers: T,
+}
+
+impl<T> Meets<T> {
+    /// The figure for a path that `streams` or not.
+    pub fn pick(self, streams: bool) -> T {
+        if streams {
+            self.streams
+        } else {
+            self.buffers
+        }
+    }
+}
+
 /// Whether a response meets every objective; TTFT and E2E count from `scheduled` where there is
 /// one, so that waiting in the client counts against the server's budget as the user feels it.
-/// A response delivered in bursts ([`super::bursts`]) has no TPOT to meet an objective with,
-/// and no TTFT where its first burst held most of it: it is not shown to meet those.
-pub fn meets(r: &Record, slo: &Slo) -> bool {
+/// A response delivered in bursts ([`super::bursts`]) through a path that buffers has no TPOT
+/// to meet an objective with, and no TTFT where its first burst held most of it: there it is
+/// not shown to meet those (`buffers`); where the path streams its figures are its own.
+pub fn meets(r: &Record, slo: &Slo) -> Meets<bool> {
     let start = r.scheduled_s.unwrap_or(r.sent_s);
     let within = |value_ms: Option<f64>, limit: Option<std::time::Duration>| {
         limit.is_none_or(|l| value_ms.is_some_and(|v| v <= l.as_secs_f64() * 1e3))
@@ -531,13 +564,13 @@ pub fn meets(r: &Record, slo: &Slo) -> bool {
     let ttft_kept = buffered
         .as_ref()
         .is_none_or(super::bursts::Delivery::keeps_ttft);
-    within(
-        r.first_token_s
-            .filter(|_| ttft_kept)
-            .map(|t| (t - start) * 1e3),
-        slo.ttft,
-    ) && within(r.tpot_ms().filter(|_| buffered.is_none()), slo.tpot)
-        && within(r.done_s.map(|t| (t - start) * 1e3), slo.e2e)
+    let ttft = r.first_token_s.map(|t| (t - start) * 1e3);
+    let e2e = within(r.done_s.map(|t| (t - start) * 1e3), slo.e2e);
+    let streams = within(ttft, slo.ttft) && within(r.tpot_ms(), slo.tpot) && e2e;
+    let buffers = within(ttft.filter(|_| ttft_kept), slo.ttft)
+        && within(r.tpot_ms().filter(|_| buffered.is_none()), slo.tpot)
+        && e2e;
+    Meets { streams, buffers }
 }
 
 mod blocks;

@@ -81,19 +81,65 @@ fn a_body_delivered_at_once_is_one_burst_without_a_ttft() {
 fn a_case_counts_its_buffered_responses_and_says_so_with_the_evidence() {
     let mut figures = BurstFigures::default();
     let sent = steady(262.0, 12.4, 100);
-    for _ in 0..3 {
+    for _ in 0..4 {
         assert!(figures
             .add(&ok_record(0.0, None, flushed(&sent, 200.0)))
             .is_some());
     }
     assert!(figures.add(&ok_record(0.0, None, sent.clone())).is_none());
+    assert!(!figures.streams(), "4 of 5: the path buffers");
     let b = figures.finish().expect("buffered responses");
-    assert_eq!((b.examined, b.buffered, b.ttft_withheld), (4, 3, 0));
+    assert_eq!((b.examined, b.buffered, b.ttft_withheld), (5, 4, 0));
+    assert!(b.held_out() && !b.kept);
     assert!((b.bursts_median - 7.0).abs() < 1e-9, "{b:?}");
     assert!(!b.all());
     let line = b.sentence("c1");
-    assert!(line.starts_with("c1: 3 of 4 responses arrived in a median of 7 bursts of ~14 token events, ~200 ms apart"), "{line}");
+    assert!(line.starts_with("c1: 4 of 5 responses arrived in a median of 7 bursts of ~14 token events, ~200 ms apart"), "{line}");
     assert!(line.contains("`X-Accel-Buffering: no`"), "{line}");
     assert!(line.contains("upper bound"), "{line}");
     assert!(BurstFigures::default().finish().is_none());
+}
+
+/// A case of `n` ok responses streamed 12.4 ms apart, the first `clumped` of them arrived at
+/// once (as a stalled machine would deliver them).
+fn case_of(n: usize, clumped: usize) -> crate::summary::CaseSummary {
+    let records: Vec<crate::record::Record> = (0..n)
+        .map(|i| {
+            let events = if i < clumped {
+                vec![400.0; 16]
+            } else {
+                steady(100.0, 12.4, 16)
+            };
+            ok_record(0.0, None, events)
+        })
+        .collect();
+    let case = crate::fixture::campaign().cases[0].case();
+    crate::summary::CaseSummary::new(&case, 0, &records)
+}
+
+#[test]
+fn a_few_responses_clumped_on_a_path_that_streams_stay_in_every_figure() {
+    // 2 of 10 arrived at once: too few for a path that buffers.
+    let s = case_of(10, 2);
+    let b = s.bursts.as_ref().expect("the clumps are told");
+    assert_eq!((b.examined, b.buffered), (10, 2));
+    assert!(b.kept && !b.held_out() && !b.all());
+    let n = |d: &Option<crate::stats::Distribution>| d.as_ref().map_or(0, |d| d.n);
+    assert_eq!(n(&s.ttft_ms), 10, "every TTFT, the clumped ones' too");
+    assert_eq!(n(&s.tpot_ms), 10);
+    assert_eq!(n(&s.itl_ms), 10 * 15, "every gap");
+    let line = b.sentence("c1");
+    assert!(
+        line.starts_with(
+            "c1: 2 of 10 responses arrived all at once, too few for a path that buffers"
+        ),
+        "{line}"
+    );
+    assert!(line.contains("kept in every figure"), "{line}");
+    // 8 of 10: the path buffers, and their per-token figures leave.
+    let s = case_of(10, 8);
+    let b = s.bursts.as_ref().expect("buffered");
+    assert!(b.held_out() && !b.kept);
+    assert_eq!((n(&s.ttft_ms), n(&s.tpot_ms), n(&s.itl_ms)), (2, 2, 2 * 15));
+    assert_eq!(b.ttft_withheld, 8);
 }

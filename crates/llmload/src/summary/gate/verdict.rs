@@ -133,7 +133,12 @@ pub fn check(rule: &Rule, base: &CaseSummary, new: &CaseSummary) -> Verdict {
                 rule.metric,
                 Metric::Latency(Latency::Itl | Latency::Tpot | Latency::Ttft, _)
             );
-            let reason = if per_token && case.bursts.is_some() {
+            let reason = if per_token
+                && case
+                    .bursts
+                    .as_ref()
+                    .is_some_and(super::super::bursts::Bursts::held_out)
+            {
                 format!(
                     "not compared (not measurable in {side}: its tokens arrived in bursts, \
                      through a path that buffers the stream)"

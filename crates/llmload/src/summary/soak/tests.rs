@@ -192,7 +192,7 @@ fn a_stopped_case_ends_its_series_where_activity_ended() {
         }
         let (_, bins) = figures.finish(10.0, stopped);
         let (bins, span) = bins.expect("a series");
-        bins.finish(span, &[])
+        bins.finish(span, &[], true)
     };
     assert_eq!(
         series_of(false).windows.len(),
@@ -223,7 +223,7 @@ fn the_runs_bins_equal_the_series_of_the_records() {
     let (_, bins) = figures.finish(5.5, false);
     let (bins, span) = bins.expect("a series");
     assert_eq!(span, (0.0, 5.5));
-    assert_eq!(bins.finish(span, &[]), whole);
+    assert_eq!(bins.finish(span, &[], true), whole);
 }
 
 #[test]
@@ -239,15 +239,23 @@ fn windows_nothing_can_reach_keep_only_their_distribution() {
     let mut closing = fill();
     closing.close_before(3.5);
     assert_eq!(closing.closed, 3, "windows ending at 1, 2 and 3 s");
-    assert!(closing.bins[..3]
-        .iter()
-        .all(|b| matches!(b.ttft, Ttft::Closed(Some(_)))));
-    assert!(matches!(closing.bins[3].ttft, Ttft::Open(_)));
-    assert_eq!(
-        closing.finish((0.0, 6.0), &[]),
-        fill().finish((0.0, 6.0), &[]),
-        "closing early changes no figure"
-    );
+    assert!(closing.bins[..3].iter().all(|b| matches!(
+        b.ttft,
+        Ttft::Closed {
+            streams: Some(_),
+            ..
+        }
+    )));
+    assert!(matches!(closing.bins[3].ttft, Ttft::Open { .. }));
+    for streams in [true, false] {
+        let mut closing = fill();
+        closing.close_before(3.5);
+        assert_eq!(
+            closing.finish((0.0, 6.0), &[], streams),
+            fill().finish((0.0, 6.0), &[], streams),
+            "closing early changes no figure"
+        );
+    }
 }
 
 #[test]
@@ -275,7 +283,7 @@ fn a_live_soak_closes_windows_as_it_goes_and_ends_with_the_same_series() {
     let (bins, at) = bins.expect("a series");
     assert_eq!(at, span);
     assert!(bins.closed >= 4, "closed as the run went: {}", bins.closed);
-    assert_eq!(bins.finish(span, &[]), whole);
+    assert_eq!(bins.finish(span, &[], true), whole);
 }
 
 #[test]

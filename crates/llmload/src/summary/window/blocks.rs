@@ -3,6 +3,7 @@
 //! into at most [`BLOCKS`] equal blocks whose rates are averaged (batch means, Student's t over
 //! the blocks). Memory: one bucket per second of the window.
 
+use super::Meets;
 use crate::record::Seconds;
 use crate::stats::by_unit::BLOCKS;
 use crate::stats::interval::{Ci, Unit, MIN_UNITS};
@@ -14,6 +15,8 @@ struct Bucket {
     tokens: f64,
     completed: u32,
     met: u32,
+    /// Of those, meeting them where the path buffers.
+    met_buffered: u32,
 }
 
 /// The window's seconds.
@@ -50,14 +53,16 @@ impl Blocks {
 
     /// A measured `ok` response completed at `d` (inside the window), meeting the objectives
     /// or not.
-    pub fn done(&mut self, d: Seconds, meets: bool) {
+    pub fn done(&mut self, d: Seconds, meets: Meets<bool>) {
         let b = self.seconds.entry(second(d)).or_default();
         b.completed += 1;
-        b.met += u32::from(meets);
+        b.met += u32::from(meets.streams);
+        b.met_buffered += u32::from(meets.buffers);
     }
 
-    /// The rates' intervals over the window `[w0, w1]`.
-    pub fn intervals(&self, w0: Seconds, w1: Seconds) -> RateIntervals {
+    /// The rates' intervals over the window `[w0, w1]`, goodput's as for a path that `streams`
+    /// or not.
+    pub fn intervals(&self, w0: Seconds, w1: Seconds, streams: bool) -> RateIntervals {
         let first = second(w0);
         let span = (second(w1.ceil()) - first).max(1);
         let blocks = i64::from(BLOCKS);
@@ -69,7 +74,7 @@ impl Blocks {
             if let Some(sum) = sums.get_mut(i) {
                 sum.tokens += b.tokens;
                 sum.completed += b.completed;
-                sum.met += b.met;
+                sum.met += if streams { b.met } else { b.met_buffered };
             }
         }
         // Each block's own length inside the window (the first and last may be cut by it).
@@ -110,7 +115,7 @@ mod tests {
             total += n;
             blocks.tokens(100.05 + f64::from(i) * 0.1, n);
         }
-        let r = blocks.intervals(100.0, 160.0);
+        let r = blocks.intervals(100.0, 160.0, true);
         assert_eq!(r.throughput.basis.units, 20);
         let i = r.throughput.interval.expect("an interval");
         let mean = f64::from(total) / 60.0;
@@ -125,7 +130,7 @@ mod tests {
     fn a_window_of_five_seconds_is_too_short_for_an_interval() {
         let mut blocks = Blocks::default();
         blocks.tokens(0.5, 10);
-        let r = blocks.intervals(0.0, 4.5);
+        let r = blocks.intervals(0.0, 4.5, true);
         assert_eq!(r.throughput.basis.units, 5);
         assert_eq!(r.throughput.interval, None);
         assert!(r
