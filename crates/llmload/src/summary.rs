@@ -12,9 +12,11 @@ pub mod itl;
 mod label;
 pub use label::label;
 pub mod lengths;
+pub mod per_token;
 pub mod phases;
 mod prefix_cache;
 pub mod repeats;
+mod rounds;
 pub mod saturation;
 pub mod server_side;
 pub mod sessions;
@@ -25,6 +27,8 @@ pub mod window;
 
 use prefix_cache::PrefixAcc;
 pub use prefix_cache::PrefixCache;
+use rounds::RoundAcc;
+pub use rounds::RoundSummary;
 
 use crate::record::{ErrorKind, Record, Status};
 use crate::stats::interval::Unit;
@@ -32,26 +36,6 @@ use crate::stats::{Distribution, Samples, Spread};
 use crate::workload::shape::Case;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-/// One measured round.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RoundSummary {
-    /// `--repeat`: the repeat of the series the round belongs to (from 1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub repeat: Option<u32>,
-    /// Round number (1-based; within its repeat).
-    pub round: u32,
-    /// Every request of the round ended `ok`, or abandoned as planned (`--cancel-after`).
-    pub complete: bool,
-    /// Requests that ended `ok`.
-    pub responses_ok: u32,
-    /// Σ output tokens of its `ok` responses.
-    pub output_tokens: u64,
-    /// Last completion − first send, in seconds.
-    pub duration_s: f64,
-    /// `output_tokens / duration_s`.
-    pub throughput_tps: f64,
-}
 
 #[expect(
     clippy::trivially_copy_pass_by_ref,
@@ -189,17 +173,6 @@ pub struct Reasoning {
     pub time_to_answer_ms: Option<Distribution>,
 }
 
-/// A round's figures so far.
-#[derive(Debug)]
-struct RoundAcc {
-    requests: u32,
-    ok: u32,
-    abandoned: u32,
-    first_send: f64,
-    last_done: f64,
-    output_tokens: u64,
-}
-
 /// A case's figures, gathered one measured record at a time as requests end, so that nothing
 /// per request outlives its record: the distributions are [`Samples`] (exact, then a histogram),
 /// the rest are counts and sums. [`CaseSummary::new`] is the same over a slice of records.
@@ -207,13 +180,11 @@ struct RoundAcc {
 pub struct CaseFigures {
     ttft: Samples,
     e2e: Samples,
-    itl: itl::ItlFigures,
+    /// The streamed responses' per-token figures.
+    per_token: per_token::PerToken,
     bursts: bursts::BurstFigures,
     held: bursts::Held,
     lengths: lengths::SentLengths,
-    chunk_gap: Samples,
-    tpot: Samples,
-    decode_rate: Samples,
     counts: Counts,
     /// By repeat (0 without one) and round: the rounds of a series' repeats stay apart.
     rounds: BTreeMap<(u32, u32), RoundAcc>,
@@ -236,23 +207,10 @@ impl CaseFigures {
         self.abandoned.add(r);
         let ok = r.status == Status::Ok;
         if let Some(round) = r.round {
-            let key = (r.repeat.unwrap_or(0), round);
-            let acc = self.rounds.entry(key).or_insert(RoundAcc {
-                requests: 0,
-                ok: 0,
-                abandoned: 0,
-                first_send: f64::INFINITY,
-                last_done: f64::NEG_INFINITY,
-                output_tokens: 0,
-            });
-            acc.requests += 1;
-            acc.first_send = acc.first_send.min(r.sent_s);
-            acc.abandoned += u32::from(r.status == Status::Abandoned);
-            if ok {
-                acc.ok += 1;
-                acc.last_done = r.done_s.map_or(acc.last_done, |d| acc.last_done.max(d));
-                acc.output_tokens += u64::from(r.generated_tokens());
-            }
+            self.rounds
+                .entry((r.repeat.unwrap_or(0), round))
+                .or_default()
+                .add(r);
         }
         if !ok {
             return;
@@ -274,28 +232,10 @@ impl CaseFigures {
             .into_iter()
             .for_each(|v| self.e2e.push_in(v, label));
         self.lengths.add(r);
-        let (itl, chunk_gap, tpot, decode_rate) = if buffered.is_some() {
-            (
-                &mut held.itl,
-                &mut held.chunk_gap,
-                &mut held.tpot,
-                &mut held.decode_rate,
-            )
+        if buffered.is_some() {
+            held.per_token.add(r, label);
         } else {
-            (
-                &mut self.itl,
-                &mut self.chunk_gap,
-                &mut self.tpot,
-                &mut self.decode_rate,
-            )
-        };
-        itl.add(r, label);
-        r.chunk_gaps_ms().for_each(|v| chunk_gap.push(v));
-        if let Some(t) = r.tpot_ms() {
-            tpot.push_in(t, label);
-            if t > 0.0 {
-                decode_rate.push_in(1e3 / t, label);
-            }
+            self.per_token.add(r, label);
         }
         if r.reasoning_tokens > 0 {
             self.reasoning_tokens.push(f64::from(r.reasoning_tokens));
@@ -342,11 +282,7 @@ impl CaseFigures {
     /// The spans of the rounds that had an `ok` response, first send to last `ok` completion
     /// (each round's `duration_s`), in round order.
     pub fn round_spans(&self) -> Vec<(f64, f64)> {
-        self.rounds
-            .values()
-            .filter(|r| r.last_done.is_finite())
-            .map(|r| (r.first_send, r.last_done.max(r.first_send)))
-            .collect()
+        self.rounds.values().filter_map(RoundAcc::span).collect()
     }
 
     /// Measured records added so far.
@@ -373,10 +309,7 @@ impl CaseFigures {
         if streams {
             let held = std::mem::take(&mut self.held);
             self.ttft.merge(held.ttft);
-            self.itl.merge(held.itl);
-            self.chunk_gap.merge(held.chunk_gap);
-            self.tpot.merge(held.tpot);
-            self.decode_rate.merge(held.decode_rate);
+            self.per_token.merge(held.per_token);
         }
         // A case of sessions is complete when every session and every response is.
         let sessions_done =
@@ -384,7 +317,7 @@ impl CaseFigures {
         let rounds: Vec<RoundSummary> = self
             .rounds
             .into_iter()
-            .map(|(key, acc)| round_summary(case, key, &acc))
+            .map(|(key, acc)| acc.summary(case, key))
             .collect();
         let complete_rounds: Vec<f64> = rounds
             .iter()
@@ -395,7 +328,8 @@ impl CaseFigures {
         let complete = crate::num::count(rounds.len()) == rounds_planned
             && rounds.iter().all(|r| r.complete)
             && sessions_done;
-        let (itl_ms, itl_unknown) = self.itl.finish();
+        let per_token = self.per_token;
+        let (itl_ms, itl_unknown) = per_token.itl.finish();
         let (input_tokens, output_tokens, sent) = self.lengths.finish(case);
         CaseSummary {
             id: case.id.clone(),
@@ -411,9 +345,9 @@ impl CaseFigures {
             itl_ms,
             itl_unknown,
             bursts,
-            chunk_gap_ms: self.chunk_gap.distribution(),
-            tpot_ms: self.tpot.distribution(),
-            decode_rate_tps: self.decode_rate.distribution(),
+            chunk_gap_ms: per_token.chunk_gap.distribution(),
+            tpot_ms: per_token.tpot.distribution(),
+            decode_rate_tps: per_token.decode_rate.distribution(),
             throughput_tps: Spread::over(&complete_rounds, Unit::Round),
             counts: self.counts,
             rounds,
@@ -449,23 +383,6 @@ impl CaseSummary {
             figures.add(r);
         }
         figures.finish(case, rounds_planned)
-    }
-}
-
-fn round_summary(case: &Case, (repeat, round): (u32, u32), acc: &RoundAcc) -> RoundSummary {
-    let duration_s = (acc.last_done - acc.first_send).max(0.0);
-    RoundSummary {
-        repeat: (repeat > 0).then_some(repeat),
-        round,
-        complete: acc.ok + acc.abandoned == acc.requests && acc.requests == case.concurrency,
-        responses_ok: acc.ok,
-        output_tokens: acc.output_tokens,
-        duration_s,
-        throughput_tps: if duration_s > 0.0 {
-            acc.output_tokens as f64 / duration_s
-        } else {
-            0.0
-        },
     }
 }
 

@@ -79,14 +79,24 @@ pub fn buffered(r: &Record) -> Option<Delivery> {
     let tokens = f64::from(r.generated_tokens().max(crate::num::count(events.len())));
     let complete = r.e2e_ms.or_else(|| events.last().copied())?;
     let join = MAX_JOIN_MS.min(JOIN_SHARE_OF_TOKEN_TIME * complete / tokens);
+    let gaps = crate::num::count(events.len() - 1);
+    // Most responses stream: tell them by a count before building any burst.
+    let joined = crate::num::count(
+        events
+            .windows(2)
+            .filter(|pair| pair[1] - pair[0] <= join)
+            .count(),
+    );
+    let joined_share = f64::from(joined) / f64::from(gaps);
+    if joined_share < MIN_JOINED_SHARE {
+        return None;
+    }
     // Each segment: a burst of joined events, or a lone event.
     let mut segments: Vec<u32> = vec![1];
     let mut between: Vec<f64> = Vec::new();
-    let mut joined = 0u32;
     for pair in events.windows(2) {
         let gap = pair[1] - pair[0];
         if gap <= join {
-            joined += 1;
             if let Some(last) = segments.last_mut() {
                 *last += 1;
             }
@@ -94,11 +104,6 @@ pub fn buffered(r: &Record) -> Option<Delivery> {
             segments.push(1);
             between.push(gap);
         }
-    }
-    let gaps = crate::num::count(events.len() - 1);
-    let joined_share = f64::from(joined) / f64::from(gaps);
-    if joined_share < MIN_JOINED_SHARE {
-        return None;
     }
     let in_bursts: Vec<u32> = segments.iter().copied().filter(|&n| n > 1).collect();
     let events_in_bursts: u32 = in_bursts.iter().sum();
@@ -139,14 +144,8 @@ pub fn keeps_ttft(r: &Record) -> bool {
 pub struct Held {
     /// TTFTs the first burst no longer bounds.
     pub ttft: Samples,
-    /// Per-token gaps.
-    pub itl: super::itl::ItlFigures,
-    /// Gaps between events.
-    pub chunk_gap: Samples,
-    /// Time per output token.
-    pub tpot: Samples,
-    /// Decode rates.
-    pub decode_rate: Samples,
+    /// Their per-token figures.
+    pub per_token: super::per_token::PerToken,
 }
 
 /// A case's buffered responses, gathered one ok response at a time.

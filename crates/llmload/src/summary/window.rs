@@ -381,11 +381,9 @@ impl WindowFigures {
                 tail.events.push((t, n));
             }
         }
-        if measured {
-            self.bursts.add(r);
-        }
+        let delivery = measured.then(|| self.bursts.add(r)).flatten();
         if let (true, Some(d)) = (measured, r.done_s) {
-            let meets = meets(r, &self.slo);
+            let meets = judged(r, &self.slo, delivery.as_ref());
             if d <= self.settled_to {
                 self.fold_done(d, meets);
             } else {
@@ -554,16 +552,19 @@ impl<T> Meets<T> {
 /// to meet an objective with, and no TTFT where its first burst held most of it: there it is
 /// not shown to meet those (`buffers`); where the path streams its figures are its own.
 pub fn meets(r: &Record, slo: &Slo) -> Meets<bool> {
+    let buffered = (slo.ttft.is_some() || slo.tpot.is_some())
+        .then(|| super::bursts::buffered(r))
+        .flatten();
+    judged(r, slo, buffered.as_ref())
+}
+
+/// [`meets`], for a response whose delivery in bursts (`buffered`) is known.
+fn judged(r: &Record, slo: &Slo, buffered: Option<&super::bursts::Delivery>) -> Meets<bool> {
     let start = r.scheduled_s.unwrap_or(r.sent_s);
     let within = |value_ms: Option<f64>, limit: Option<std::time::Duration>| {
         limit.is_none_or(|l| value_ms.is_some_and(|v| v <= l.as_secs_f64() * 1e3))
     };
-    let buffered = (slo.ttft.is_some() || slo.tpot.is_some())
-        .then(|| super::bursts::buffered(r))
-        .flatten();
-    let ttft_kept = buffered
-        .as_ref()
-        .is_none_or(super::bursts::Delivery::keeps_ttft);
+    let ttft_kept = buffered.is_none_or(super::bursts::Delivery::keeps_ttft);
     let ttft = r.first_token_s.map(|t| (t - start) * 1e3);
     let e2e = within(r.done_s.map(|t| (t - start) * 1e3), slo.e2e);
     let streams = within(ttft, slo.ttft) && within(r.tpot_ms(), slo.tpot) && e2e;
