@@ -112,6 +112,11 @@ impl Target {
         }
         let model = model.or_else(|| first_model(&server));
         keep_models(&mut server);
+        if is_llama_server(&server) && server["props"]["llmload_sim"].is_null() {
+            // llama-server closes a connection after each streamed response, its head saying
+            // Keep-Alive all the same: a kept one could be taken before its close arrives.
+            endpoint.keep_no_connection();
+        }
         if endpoint.api != Api::Llamacpp && model.is_none() {
             return Err(Error::Target(format!(
                 "the server lists no model at {base}/v1/models: pass --model"
