@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need (llama-server and its model, a CPU vLLM with a
-# tiny Gemma 3, LiteLLM's proxy, Chromium; cached after the first run), then runs every gate —
-# formatting, the module layers, lints, and all tests: unit, property, the simulator's, hostile
-# servers, and end to end against the simulator, a real llama-server, a real vLLM, and a real
-# gateway (LiteLLM) in front of llama-server.
+# tiny Gemma 3, LiteLLM's proxy, Chromium, nginx, HAProxy and Caddy; cached after the first
+# run), then runs every gate — formatting, the module layers, lints, and all tests: unit,
+# property, the simulator's, hostile servers, and end to end against the simulator, a real
+# llama-server, a real vLLM, a real gateway (LiteLLM) and real proxies (nginx, HAProxy, Caddy)
+# in front of llama-server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,6 +26,10 @@ if ! command -v tmux >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
   $sudo apt-get update -qq >&2 && $sudo apt-get install -y -qq tmux >&2
 fi
+
+# Debian's nginx, HAProxy and Caddy: the real proxies of tests/proxies.rs, started by the tests
+# themselves (scripts/start-proxy.sh), never as system services.
+scripts/setup-proxies.sh >/dev/null
 
 # A real vLLM (CPU build, tiny Gemma 3) for the vLLM test group, cached like llama-server.
 scripts/setup-vllm.sh >/dev/null

@@ -40,6 +40,7 @@ pub fn campaign() -> Campaign {
             model: Some("tiny & \"quoted\"".into()),
             simulated: true,
             server: serde_json::Value::Null,
+            dropped_fields: Vec::new(),
         },
     }
 }

@@ -291,13 +291,21 @@ async fn prepare(
     config: &Config,
     endpoint: Endpoint,
 ) -> error::Result<(Target, PromptSource, Sampler)> {
-    let target = Target::connect(
+    let mut target = Target::connect(
         endpoint,
         config.model.clone(),
         config.api,
         config.extra_body.clone(),
     )
     .await?;
+    target.drop_fields.clone_from(&config.drop_fields);
+    let dropped_before = target.drop_fields.len();
+    target.check_fields(config.best_effort).await?;
+    if target.drop_fields.len() > dropped_before && !config.quiet {
+        if let Some(note) = &target.dropped_note {
+            console::note(format_args!("note: {note}"));
+        }
+    }
     check_context(&target, &config.plans())?;
     let corpus = workload::read_corpus(config.corpus.as_deref())?;
     let prompts = PromptSource::prepare(

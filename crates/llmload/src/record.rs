@@ -48,6 +48,18 @@ pub enum Status {
     /// Abandoned by the client on purpose (`--cancel-after`), as a user closes a stream: the
     /// connection closed at the planned point. Neither an error nor a response; counted apart.
     Abandoned,
+    /// Complete in best-effort mode, but far short of the output asked for (a quarter of it or
+    /// less, [`FAR_SHORT`]): a stream the server cut, counted apart and in no figure.
+    Short,
+}
+
+/// A best-effort response is short when its output is at most 1/`FAR_SHORT` of the tokens
+/// asked for.
+pub const FAR_SHORT: u32 = 4;
+
+/// Whether `generated` tokens are far short of the `asked` ones ([`FAR_SHORT`]).
+pub fn far_short(generated: u32, asked: u32) -> bool {
+    generated < asked && u64::from(generated) * u64::from(FAR_SHORT) <= u64::from(asked)
 }
 
 /// `--cancel-after`: where the client abandons a stream it was told to (its connection closed,

@@ -416,6 +416,9 @@ impl Runner<'_> {
         let launched = meta.launched.map(|t| self.since(t));
         let mut record = exchange::record(meta, exchange, self.origin, self.settings.best_effort);
         record.repeat = self.repeat;
+        record
+            .notes
+            .extend(self.target.dropped_note.iter().cloned());
         self.sink
             .append(&record)
             .context("writing requests.jsonl")?;
@@ -522,7 +525,7 @@ impl Runner<'_> {
             usage_per_chunk: self.target.reports_usage_per_chunk(),
             extra: self.settings.extra_body.as_ref(),
         };
-        let mut body = Body::from_json(&self.target.endpoint.api.body(&request));
+        let mut body = Body::from_json(&self.target.body(&request));
         body.id = self.settings.ids.as_ref().map(|ids| ids.next());
         meta.request_id = body.id.as_ref().map(|id| id.id.clone());
         if let Some(cancel) = self.settings.cancel {

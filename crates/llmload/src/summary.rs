@@ -59,6 +59,10 @@ pub struct Counts {
     /// Abandoned by the client as planned (`--cancel-after`): neither responses nor failures.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub abandoned: u32,
+    /// Best-effort responses far short of the output asked for (a quarter of it or less): cut
+    /// streams, in no figure.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub short: u32,
     /// `ok` responses whose server did not report every counter.
     pub unverified: u32,
     /// Failures and invalid responses by kind.
@@ -69,7 +73,7 @@ pub struct Counts {
 impl Counts {
     /// Measured requests, however they ended.
     pub fn measured(&self) -> u32 {
-        self.ok + self.invalid + self.error + self.cancelled + self.abandoned
+        self.ok + self.invalid + self.error + self.cancelled + self.abandoned + self.short
     }
 }
 
@@ -269,6 +273,7 @@ impl CaseFigures {
             Status::Error => c.error += 1,
             Status::Cancelled => c.cancelled += 1,
             Status::Abandoned => c.abandoned += 1,
+            Status::Short => c.short += 1,
         }
         if let Some(kind) = &r.error_kind {
             *c.by_kind.entry(*kind).or_default() += 1;
@@ -287,8 +292,7 @@ impl CaseFigures {
 
     /// Measured records added so far.
     pub fn requests(&self) -> u32 {
-        let c = &self.counts;
-        c.ok + c.invalid + c.error + c.cancelled + c.abandoned
+        self.counts.measured()
     }
 
     /// Whether there was at least one `ok` response and every measured record ended `ok` (or
@@ -543,4 +547,8 @@ pub struct Counting {
     /// `--best-effort`: lengths that differ from the request make a response unverified, not
     /// invalid.
     pub best_effort: bool,
+    /// Engine fields left out of every request, and why (`--drop-field`, or refused by the
+    /// server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped: Option<String>,
 }

@@ -23,6 +23,11 @@ pub struct Target {
     pub server: Value,
     /// Fields merged into every generation body, the probe's included (`--extra-body`).
     pub extra_body: Option<Value>,
+    /// Engine fields left out of every generation body: `--drop-field`, and with
+    /// `--best-effort` those the server refused at setup ([`Target::check_fields`]).
+    pub drop_fields: Vec<String>,
+    /// What every record says of the fields left out, and why; `None` when none was.
+    pub dropped_note: Option<String>,
 }
 
 impl Target {
@@ -107,6 +112,11 @@ impl Target {
         }
         let model = model.or_else(|| first_model(&server));
         keep_models(&mut server);
+        if is_llama_server(&server) && server["props"]["llmload_sim"].is_null() {
+            // llama-server closes a connection after each streamed response, its head saying
+            // Keep-Alive all the same: a kept one could be taken before its close arrives.
+            endpoint.keep_no_connection();
+        }
         if endpoint.api != Api::Llamacpp && model.is_none() {
             return Err(Error::Target(format!(
                 "the server lists no model at {base}/v1/models: pass --model"
@@ -117,7 +127,17 @@ impl Target {
             model,
             server,
             extra_body,
+            drop_fields: Vec::new(),
+            dropped_note: None,
         })
+    }
+
+    /// The JSON body of a generation `request` to this server: the API's, `--extra-body` merged
+    /// in, the dropped fields left out.
+    pub fn body(&self, request: &GenerationRequest<'_>) -> Value {
+        let mut body = self.endpoint.api.body(request);
+        crate::api::drop_fields(&mut body, &self.drop_fields);
+        body
     }
 
     /// The chat prompt the server builds around one user message (llama-server's
@@ -240,18 +260,22 @@ impl Target {
             .and_then(|n| u32::try_from(n).ok()))
     }
 
-    /// The counters of a one-token generation of `prompt`.
-    pub async fn probe(&self, prompt: Prompt) -> crate::error::Result<crate::api::Counters> {
-        let request = GenerationRequest {
-            prompt: &prompt,
+    /// A one-token generation of `prompt`, the cache not asked for.
+    fn one_token<'a>(&'a self, prompt: &'a Prompt) -> GenerationRequest<'a> {
+        GenerationRequest {
+            prompt,
             output_tokens: 1,
             slot: None,
             model: self.model.as_deref(),
             cache_prompt: false,
             usage_per_chunk: self.reports_usage_per_chunk(),
             extra: self.extra_body.as_ref(),
-        };
-        let body = crate::api::Body::from_json(&self.endpoint.api.body(&request));
+        }
+    }
+
+    /// The counters of a one-token generation of `prompt`.
+    pub async fn probe(&self, prompt: Prompt) -> crate::error::Result<crate::api::Counters> {
+        let body = crate::api::Body::from_json(&self.body(&self.one_token(&prompt)));
         let exchange = self.endpoint.stream(&body, &CancellationToken::new()).await;
         if let Some(failure) = exchange.failure {
             return Err(Error::Target(format!("probe request failed: {failure}")));
@@ -259,6 +283,8 @@ impl Target {
         Ok(exchange.counters)
     }
 }
+
+mod fields;
 
 /// A user message of `text`.
 fn user(text: &str) -> Message {

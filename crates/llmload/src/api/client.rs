@@ -325,6 +325,12 @@ impl From<BuildError> for crate::error::Error {
 }
 
 impl Endpoint {
+    /// Keeps no connection for the streams: the server closes each after a streamed response
+    /// ([`Origin::keep_none`]).
+    pub fn keep_no_connection(&self) {
+        self.origin.keep_none();
+    }
+
     /// An endpoint at `base_url` with its own HTTP client: `authorization` and `headers`
     /// (name, value) on every request; the per-request and the setup timeout; how the server's
     /// certificate is checked (`https://`).

@@ -33,11 +33,39 @@ pub fn reduce(body: &[u8]) -> String {
         ]
         .into_iter()
         .find_map(|v| v.as_str().map(str::to_owned));
-        if let Some(message) = message {
+        if let Some(message) = message.or_else(|| validation_errors(&json["detail"])) {
             return cut(&one_line(&message));
         }
     }
     cut(&one_line(text))
+}
+
+/// A validation error's list of problems (`FastAPI`'s 422: `{"detail": [{"loc": ["body",
+/// "ignore_eos"], "msg": "Extra inputs are not permitted"}, …]}`), each as `body.ignore_eos:
+/// Extra inputs are not permitted`, joined by `; `.
+fn validation_errors(detail: &serde_json::Value) -> Option<String> {
+    let problems: Vec<String> = detail
+        .as_array()?
+        .iter()
+        .filter_map(|item| {
+            let msg = item["msg"].as_str()?;
+            let loc: Vec<String> = item["loc"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|part| {
+                    part.as_str()
+                        .map_or_else(|| part.to_string(), str::to_owned)
+                })
+                .collect();
+            Some(if loc.is_empty() {
+                msg.to_owned()
+            } else {
+                format!("{}: {msg}", loc.join("."))
+            })
+        })
+        .collect();
+    (!problems.is_empty()).then(|| problems.join("; "))
 }
 
 /// Whether `text` is an HTML page (or a fragment of one).
@@ -139,6 +167,14 @@ mod tests {
             "model not loaded"
         );
         assert_eq!(reduce(br#"{"detail":"Unprocessable"}"#), "Unprocessable");
+        let pydantic = br#"{"detail":[{"type":"extra_forbidden","loc":["body","ignore_eos"],
+            "msg":"Extra inputs are not permitted","input":true},{"type":"extra_forbidden",
+            "loc":["body","min_tokens"],"msg":"Extra inputs are not permitted","input":8}]}"#;
+        assert_eq!(
+            reduce(pydantic),
+            "body.ignore_eos: Extra inputs are not permitted; body.min_tokens: Extra inputs are \
+             not permitted"
+        );
         assert_eq!(
             reduce(br#"{"error":"bad <b>request</b>"}"#),
             "bad ‹b›request‹/b›"

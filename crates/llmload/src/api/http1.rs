@@ -105,6 +105,13 @@ impl Origin {
         Ok((self.fresh_connection().await?, false))
     }
 
+    /// Keeps no connection from now on: the server is known to close each one after a streamed
+    /// response (llama-server, told by its `/props` at setup), so that no request is ever
+    /// written on a connection whose close has not arrived yet.
+    pub fn keep_none(&self) {
+        self.closes_after_response.store(true, Ordering::Relaxed);
+    }
+
     /// Learns from a kept connection the server closed after `responses` responses: closed after
     /// its first, it says the server closes every connection after a response.
     pub fn closed_after(&self, responses: u32) {

@@ -250,6 +250,23 @@ pub const RESERVED_FIELDS: [&str; 9] = [
     "min_tokens",
 ];
 
+/// Fields llmload adds to a generation body beyond the API's own, to fix the output length and
+/// keep the cache out (and ask for usage): engines' extensions, which a strict server refuses
+/// (`--drop-field` leaves them out).
+pub const ENGINE_FIELDS: [&str; 4] = ["ignore_eos", "min_tokens", "cache_prompt", "stream_options"];
+
+/// Of [`ENGINE_FIELDS`], those without which the server may stop before the asked length.
+pub const LENGTH_FIELDS: [&str; 2] = ["ignore_eos", "min_tokens"];
+
+/// Removes the top-level fields `names` from `body`.
+pub fn drop_fields(body: &mut serde_json::Value, names: &[String]) {
+    if let Some(fields) = body.as_object_mut() {
+        for name in names {
+            fields.remove(name);
+        }
+    }
+}
+
 /// Merges `extra` into `base`: objects key by key, recursively; anything else replaces.
 pub fn merge(base: &mut serde_json::Value, extra: &serde_json::Value) {
     match (base, extra) {

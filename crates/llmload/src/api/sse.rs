@@ -42,7 +42,13 @@ pub struct SseDecoder {
     /// At the stream's start: how many bytes of a byte order mark have arrived (held back until
     /// the mark is whole or proves not to be one); `None` once past the start.
     bom: Option<usize>,
+    /// The last line that was no field of an event (plain text a server wrote into the stream,
+    /// such as why it stopped), its first [`STRAY_BYTES`] bytes.
+    stray: Vec<u8>,
 }
+
+/// The most bytes kept of a line that is no field.
+const STRAY_BYTES: usize = 512;
 
 /// The UTF-8 byte order mark, which may open an event stream and is no part of it.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -70,6 +76,7 @@ impl SseDecoder {
             limit,
             overflowed: false,
             bom: Some(0),
+            stray: Vec::new(),
         }
     }
 
@@ -199,16 +206,25 @@ impl SseDecoder {
             }
             None => (line, &b""[..]),
         };
-        if name == b"event" {
-            self.is_error = value == b"error";
-        }
         if name == b"data" {
             if self.has_data {
                 self.data.push(b'\n');
             }
             self.data.extend_from_slice(value);
             self.has_data = true;
+        } else if name == b"event" {
+            self.is_error = value == b"error";
+        } else if name != b"id" && name != b"retry" {
+            self.stray.clear();
+            self.stray
+                .extend_from_slice(&line[..line.len().min(STRAY_BYTES)]);
         }
+    }
+
+    /// The last line of the stream that was no field of an event (at most 512 bytes of it):
+    /// what a server wrote outside its events, such as why it stopped; empty when none.
+    pub fn stray(&self) -> &[u8] {
+        &self.stray
     }
 }
 

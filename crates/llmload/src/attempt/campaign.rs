@@ -287,6 +287,10 @@ pub struct CampaignTarget {
     /// What the server said of itself, as it said it.
     #[serde(default)]
     pub server: Value,
+    /// Engine fields left out of every generation body (`--drop-field`, or refused by the
+    /// server at setup under `--best-effort`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped_fields: Vec<String>,
 }
 
 impl CampaignTarget {
@@ -298,6 +302,7 @@ impl CampaignTarget {
             model: target.model.clone(),
             simulated,
             server: target.server.clone(),
+            dropped_fields: target.drop_fields.clone(),
         }
     }
 }

@@ -19,8 +19,8 @@ pub use dataset::DatasetConfig;
 pub(crate) use parse::optional_duration;
 pub use parse::parse_duration;
 use parse::{
-    as_optional_seconds, as_seconds, extra_body, parse_headers, parse_source, redacted_json,
-    replaced_ids, validate_optional_url,
+    as_optional_seconds, as_seconds, drop_fields, extra_body, parse_headers, parse_source,
+    redacted_json, replaced_ids, validate_optional_url,
 };
 mod combine;
 mod file;
@@ -118,6 +118,9 @@ pub struct Config {
     /// redacted.
     #[serde(serialize_with = "redacted_json")]
     pub extra_body: Option<serde_json::Value>,
+    /// Engine fields left out of every request body (`--drop-field`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub drop_fields: Vec<String>,
     /// Prompt lengths: one case each.
     pub input_tokens: Vec<Length>,
     /// Simultaneous requests per round, or kept in flight.
@@ -236,6 +239,7 @@ impl Config {
             ca_cert,
             insecure,
             extra_body: body,
+            drop_field,
             tokenizer,
             best_effort,
             traceparent,
@@ -276,6 +280,7 @@ impl Config {
                 insecure: insecure.unwrap_or(false),
             },
             extra_body: extra_body(body)?,
+            drop_fields: drop_fields(drop_field)?,
             name: name.unwrap_or_else(|| "campaign".into()),
             url,
             notes: url_note.into_iter().collect(),

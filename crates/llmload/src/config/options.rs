@@ -75,6 +75,13 @@ options! {
         /// streaming stay llmload's. In the campaign file, a table.
         #[arg(long, value_name = "JSON", value_parser = json_or_text)]
         pub extra_body: Option<serde_json::Value>,
+        /// Leave an engine field out of every request body; may be repeated
+        ///
+        /// One of `ignore_eos`, `min_tokens`, `cache_prompt`, `stream_options` (or several, comma
+        /// separated): fields llmload sends beyond the API's own, which a strict server refuses.
+        /// Without `ignore_eos` and `min_tokens` the output may stop early: add --best-effort.
+        #[arg(long = "drop-field", value_name = "NAME", value_delimiter = ',')]
+        pub drop_field: Vec<String>,
         /// The model's tokenizer.json, for counting on the client
         ///
         /// The client counts with it where the server does not: prompts on a server without

@@ -7,6 +7,24 @@ pub(super) fn as_seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::
     s.serialize_f64(d.as_secs_f64())
 }
 
+/// `--drop-field`: engine fields, each named once.
+pub(super) fn drop_fields(given: Vec<String>) -> Result<Vec<String>, ConfigError> {
+    let mut fields: Vec<String> = Vec::new();
+    for name in given {
+        let name = name.trim().to_owned();
+        if !crate::api::ENGINE_FIELDS.contains(&name.as_str()) {
+            return bad(format!(
+                "--drop-field takes {}, not {name:?}: the API's own fields are llmload's",
+                crate::api::ENGINE_FIELDS.join(", ")
+            ));
+        }
+        if !fields.contains(&name) {
+            fields.push(name);
+        }
+    }
+    Ok(fields)
+}
+
 #[expect(
     clippy::ref_option,
     reason = "serde's serialize_with hands the field by reference"

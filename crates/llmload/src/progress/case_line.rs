@@ -20,7 +20,7 @@ pub fn case_line(done: usize, total: usize, case: &CaseSummary) -> String {
         .first_error
         .as_ref()
         .map_or_else(String::new, |e| format!("; first failure: {e}"));
-    case_figures(done, total, case) + &first
+    case_figures(done, total, case) + &crate::report::text::short_words(&case.counts) + &first
 }
 
 /// The counts and headline figures of [`case_line`].

@@ -124,6 +124,7 @@ fn header() -> Vec<String> {
     columns.extend(TTFT_PART_COLUMNS.map(String::from));
     // Last, so that the columns before keep their places.
     columns.push("abandoned".into());
+    columns.push("short".into());
     columns
 }
 
@@ -280,6 +281,7 @@ fn row(summary: &Summary, case: &CaseSummary) -> Vec<String> {
     cells.extend(session_cells(case.sessions.as_ref()));
     cells.extend(server_cells(case.server.as_ref()));
     cells.push(c.abandoned.to_string());
+    cells.push(c.short.to_string());
     cells
 }
 

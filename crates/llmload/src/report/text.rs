@@ -262,6 +262,9 @@ pub(crate) fn counting_lines(summary: &Summary) -> String {
              confirm is unverified.\n",
         );
     }
+    if let Some(dropped) = &counting.dropped {
+        let _ = writeln!(out, "Requests {dropped}.");
+    }
     out
 }
 
@@ -287,13 +290,24 @@ pub(crate) fn telemetry_line(t: &crate::telemetry::TelemetrySummary) -> String {
     )
 }
 
+/// `, N short (far short of the output asked: cut streams, in no figure)`, or nothing.
+pub(crate) fn short_words(c: &crate::summary::Counts) -> String {
+    if c.short == 0 {
+        return String::new();
+    }
+    format!(
+        ", {} short (a quarter or less of the output asked: cut streams, in no figure)",
+        c.short
+    )
+}
+
 /// What an incomplete case did complete, in one line.
 pub(crate) fn incomplete_line(case: &CaseSummary) -> String {
     let c = &case.counts;
     let kinds: Vec<String> = c.by_kind.iter().map(|(k, n)| format!("{n} {k}")).collect();
     let done = completion(case);
     format!(
-        "{} input tokens × {} × {} output: {done}, {} responses ok, {} invalid, {} failed, {} cancelled{}{}",
+        "{} input tokens × {} × {} output: {done}, {} responses ok, {} invalid, {} failed, {} cancelled{}{}{}",
         thousands(case.input_tokens),
         load_words(case),
         case.output_tokens,
@@ -302,6 +316,7 @@ pub(crate) fn incomplete_line(case: &CaseSummary) -> String {
         c.error,
         c.cancelled,
         if c.abandoned > 0 { format!(", {} abandoned as planned", c.abandoned) } else { String::new() },
+        short_words(c),
         if kinds.is_empty() { String::new() } else { format!(" ({})", kinds.join(", ")) },
     ) + &case
         .first_error

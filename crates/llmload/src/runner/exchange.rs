@@ -197,7 +197,18 @@ fn judge(meta: &RequestMeta, exchange: &Exchange, streamed: u32, lenient: bool) 
                     .into(),
             );
         }
-        if v.problems.is_empty() {
+        let generated = exchange.counters.output_tokens.unwrap_or(streamed);
+        if v.problems.is_empty()
+            && lenient
+            && crate::record::far_short(generated, meta.output_tokens)
+        {
+            v.notes.push(format!(
+                "short: {generated} of the {} tokens asked for, a quarter or less (best effort: \
+                 counted apart, in no figure)",
+                meta.output_tokens
+            ));
+            (Status::Short, None, None, Some(v))
+        } else if v.problems.is_empty() {
             (Status::Ok, None, None, Some(v))
         } else {
             let why = v.problems.join("; ");

@@ -113,6 +113,7 @@ impl<'a> Session<'a> {
                 prompts: prompts.counting(target),
                 outputs: output_counting(target),
                 best_effort: config.best_effort,
+                dropped: target.dropped_note.clone(),
             }),
             shard: None,
             shards: None,

@@ -286,7 +286,7 @@ impl Sessions<'_> {
             usage_per_chunk: self.target.reports_usage_per_chunk(),
             extra: self.extra_body.as_ref(),
         };
-        let mut body = Body::from_json(&self.target.endpoint.api.body(&request));
+        let mut body = Body::from_json(&self.target.body(&request));
         body.keep_answer = keep_answer;
         body
     }

@@ -47,6 +47,8 @@ impl Rig {
                 model: None,
                 server: serde_json::json!({}),
                 extra_body: None,
+                drop_fields: Vec::new(),
+                dropped_note: None,
             },
             prompts: PromptSource::of_tokens((1..=256).collect()),
         }

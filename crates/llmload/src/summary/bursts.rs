@@ -278,7 +278,9 @@ impl Bursts {
              buffers the stream (or the server sends its tokens in bursts), so ITL, TPOT and the \
              decode rate cannot be measured through this path and leave those responses out; \
              {ttft}. Check the buffering of the proxy or gateway in between (nginx: \
-             `proxy_buffering off`, or the `X-Accel-Buffering: no` response header).",
+             `proxy_buffering off`, or the `X-Accel-Buffering: no` response header; HAProxy: \
+             `option http-no-delay`, and no `http-response wait-for-body`; Caddy: \
+             `flush_interval -1`).",
             self.buffered, self.examined
         )
     }

@@ -276,7 +276,7 @@ impl SeriesBins {
                     (_, None) => {}
                 }
             }
-            Status::Error | Status::Invalid => bin.errors += 1,
+            Status::Error | Status::Invalid | Status::Short => bin.errors += 1,
             Status::Cancelled => bin.cancelled += 1,
             // Planned: neither ok nor an error; counted among the window's requests.
             Status::Abandoned => {}

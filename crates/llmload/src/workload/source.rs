@@ -77,8 +77,9 @@ pub enum Vocabulary {
 pub enum Counter {
     /// `/tokenize` of the text plus a fixed template overhead.
     Tokenize {
-        /// Tokens the API adds around the text (chat template, BOS).
-        overhead: u32,
+        /// Tokens the API adds around the text (chat template, BOS), as a probe measured them;
+        /// `None` when the server reports no prompt count: then they are not counted.
+        overhead: Option<u32>,
     },
     /// The server's own chat template (`/apply-template`), then `/tokenize` with special tokens:
     /// exact, with no generation.
@@ -90,9 +91,9 @@ pub enum Counter {
     /// The client's own tokenizer (`--tokenizer`) plus a fixed overhead: for a server with no
     /// `/tokenize`.
     Local {
-        /// Tokens the API adds around the text, as a probe measured them (0 when the server
-        /// reports no prompt count: then they are not counted).
-        overhead: u32,
+        /// Tokens the API adds around the text, as a probe measured them; `None` when the
+        /// server reports no prompt count: then they are not counted.
+        overhead: Option<u32>,
     },
 }
 
@@ -110,24 +111,29 @@ impl Counter {
             Counter::Template => {
                 "exact: the server's chat template (/apply-template) and tokenizer".into()
             }
-            Counter::Tokenize { overhead } => format!(
-                "the server's /tokenize plus {overhead} tokens around the text{}",
-                if overhead == 0 { UNCOUNTED } else { "" }
-            ),
+            Counter::Tokenize { overhead } => format!("the server's /tokenize{}", around(overhead)),
             Counter::Probe => "one-token probe requests, the server counting".into(),
             Counter::CountTokens => "exact: the server's /v1/messages/count_tokens".into(),
-            Counter::Local { overhead } => format!(
-                "the client's tokenizer ({}) plus {overhead} tokens around the text{}",
-                client(),
-                if overhead == 0 { UNCOUNTED } else { "" }
-            ),
+            Counter::Local { overhead } => {
+                format!("the client's tokenizer ({}){}", client(), around(overhead))
+            }
         }
     }
 }
 
-/// Said of a count that cannot include the tokens a server adds around the text.
-const UNCOUNTED: &str =
-    " (the server reports no prompt count, so the tokens it adds around the text are not counted)";
+/// What a count adds for the tokens the server puts around the text: `plus N tokens around the
+/// text` as a probe measured them, or that they are not known (the server reports no prompt
+/// count), so that prompts are longer than asked by that many: never a count of 0 that reads as
+/// exact.
+fn around(overhead: Option<u32>) -> String {
+    match overhead {
+        Some(n) => format!(" plus {n} tokens around the text"),
+        None => " for the text alone: the server reports no prompt count, so the tokens it adds \
+                 around the text (a chat template, a BOS) are not known and not counted, and \
+                 each prompt is longer than asked by that many"
+            .into(),
+    }
+}
 
 impl PromptSource {
     /// Prepares prompts for `target` from `corpus`, each opening with the same `shared` tokens.
@@ -348,16 +354,16 @@ impl Vocabulary {
         } else {
             match target.tokenize(SAMPLE, false).await? {
                 Some(sample) => Counter::Tokenize {
-                    overhead: probed.checked_sub(crate::num::count(sample.len())).context(
+                    overhead: Some(probed.checked_sub(crate::num::count(sample.len())).context(
                         "the server counts fewer prompt tokens than its tokenizer gives for the text",
-                    )?,
+                    )?),
                 },
                 None => match local {
                     Some(local) => Counter::Local {
-                        overhead: probed.checked_sub(local.count(SAMPLE, false)).context(
+                        overhead: Some(probed.checked_sub(local.count(SAMPLE, false)).context(
                             "the server counts fewer prompt tokens than --tokenizer gives for the \
                              text: is it the server's model's tokenizer?",
-                        )?,
+                        )?),
                     },
                     None => Counter::Probe,
                 },
@@ -461,10 +467,10 @@ async fn uncounted(target: &Target, lenient: bool) -> crate::error::Result<Count
         ));
     }
     if target.tokenize("Hello there", false).await?.is_some() {
-        return Ok(Counter::Tokenize { overhead: 0 });
+        return Ok(Counter::Tokenize { overhead: None });
     }
     if target.endpoint.tokenizer.is_some() {
-        return Ok(Counter::Local { overhead: 0 });
+        return Ok(Counter::Local { overhead: None });
     }
     Err(Error::Target(
         "the server reports no prompt-token count and has no /tokenize: pass --tokenizer FILE \
@@ -509,7 +515,7 @@ impl TokenCount for ServerCount<'_> {
                     .tokenize(text, false)
                     .await?
                     .context("tokenizer went away")?;
-                Ok(crate::num::count(tokens.len()).saturating_add(overhead))
+                Ok(crate::num::count(tokens.len()).saturating_add(overhead.unwrap_or(0)))
             }
             Counter::Template => {
                 let prompt = self
@@ -535,6 +541,7 @@ impl TokenCount for ServerCount<'_> {
                 .await?
                 .context("the server's /v1/messages/count_tokens went away"),
             Counter::Local { overhead } => {
+                let overhead = overhead.unwrap_or(0);
                 let tokenizer = self
                     .target
                     .endpoint
@@ -546,5 +553,23 @@ impl TokenCount for ServerCount<'_> {
                     .saturating_add(overhead))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::around;
+
+    #[test]
+    fn tokens_around_the_text_are_a_measured_count_or_said_unknown() {
+        assert_eq!(around(Some(9)), " plus 9 tokens around the text");
+        assert_eq!(around(Some(0)), " plus 0 tokens around the text");
+        let unknown = around(None);
+        assert!(!unknown.contains("plus 0"), "{unknown}");
+        assert!(
+            unknown.contains("are not known and not counted")
+                && unknown.contains("longer than asked"),
+            "{unknown}"
+        );
     }
 }

@@ -80,6 +80,18 @@ pub enum Mode {
     /// Answers setup; a generation streams one token event every `ms` milliseconds, each
     /// written on its own, after a first token at `ms` (a server streaming token by token).
     Paced(u64),
+    /// Speaks only the `OpenAI` chat API and refuses every body field it does not know with
+    /// `422`, as `transformers serve` does; `named`: whether the refusal names the fields.
+    Strict {
+        /// The refusal names the fields it refuses.
+        named: bool,
+    },
+    /// Answers setup; a generation whose request id's serial number is even gets one token and
+    /// ends as if complete, the others every token asked for.
+    CutEveryOther,
+    /// Answers setup; a generation streams three tokens, then writes why it stops in plain
+    /// text (outside any event) and ends the body without a final event.
+    Overflow,
     /// As `Paced(ms)`, behind a proxy that holds the stream and forwards what it holds every
     /// `every` milliseconds in one write (`HAProxy`'s default in front of a stream).
     Flushed {
@@ -112,15 +124,21 @@ pub struct Seen {
 
 type Log = Arc<Mutex<Vec<Seen>>>;
 
+#[path = "hostile/cut.rs"]
+mod cut;
 #[path = "hostile/misframed.rs"]
 mod misframed;
 #[path = "hostile/process.rs"]
 mod process;
 #[path = "hostile/proxy.rs"]
 mod proxy;
+#[path = "hostile/strict.rs"]
+mod strict;
+pub use cut::OVERFLOW;
 use misframed::{echo, misframed};
 pub use process::{eventually, files_under, is_empty_or_absent, llmload_within, Finished, Running};
 use proxy::final_event;
+pub use strict::TEMPLATE_TOKENS;
 
 /// A hostile server on a free loopback port; stopped when dropped.
 pub struct Server {
@@ -296,6 +314,9 @@ async fn respond(stream: &mut TcpStream, mode: &Mode, request: &Request) -> std:
     if *mode == Mode::BadGateway {
         return proxy::page(stream, mode).await;
     }
+    if let Mode::Strict { named } = mode {
+        return strict::respond(stream, request, *named).await;
+    }
     match (method.as_str(), path) {
         ("GET", "/health") => {
             if let Mode::Redirect(to) = mode {
@@ -342,6 +363,12 @@ async fn respond(stream: &mut TcpStream, mode: &Mode, request: &Request) -> std:
         ("POST", "/completion") if matches!(mode, Mode::EchoInError | Mode::EchoInStream) => {
             return echo(stream, mode, request).await;
         }
+        ("POST", "/completion") if *mode == Mode::CutEveryOther => {
+            return cut::every_other(stream, request).await;
+        }
+        ("POST", "/completion") if *mode == Mode::Overflow && !is_probe(&request.body) => {
+            return cut::overflow(stream).await;
+        }
         ("POST", "/completion") => return generate(stream, mode, &request.body).await,
         _ => {
             whole(
@@ -354,6 +381,11 @@ async fn respond(stream: &mut TcpStream, mode: &Mode, request: &Request) -> std:
         }
     }
     Ok(true)
+}
+
+/// Whether a generation asks for one token at most (a probe during setup).
+fn is_probe(body: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(body).is_ok_and(|b| b["n_predict"].as_u64().unwrap_or(0) <= 1)
 }
 
 /// A token ID below 1,000 for a word.
@@ -443,6 +475,9 @@ async fn generate(stream: &mut TcpStream, mode: &Mode, body: &[u8]) -> std::io::
         | Mode::TwoLengthsInSetup
         | Mode::Silent
         | Mode::Redirect(_)
+        | Mode::Strict { .. }
+        | Mode::CutEveryOther
+        | Mode::Overflow
         | Mode::EchoInError
         | Mode::EchoInStream => {
             stream.write_all(STREAM_HEAD).await?;

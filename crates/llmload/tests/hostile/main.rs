@@ -11,6 +11,7 @@ mod hostile;
 
 mod bursts;
 mod counters;
+mod fields;
 mod ids;
 mod secrets;
 mod signals;

@@ -317,3 +317,25 @@ fn a_proxy_error_page_mid_run_is_reduced_to_its_title() {
         assert!(run.stdout.contains(error), "{}", run.stdout);
     }
 }
+
+/// A server whose `/props` says llama-server gets no request on a kept connection, even one it
+/// would keep open: llama-server closes each connection after a streamed response while its head
+/// says Keep-Alive, so a kept one could be taken before its close arrived and the request be
+/// written on it and sent again.
+#[test]
+fn no_connection_to_llama_server_is_kept_so_none_is_sent_twice() {
+    let server = Server::start(Mode::Normal);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let run = run_of(&server.url, tmp.path(), ("1", "1"), &[]);
+    assert_eq!(run.code, Some(0), "{}", shown(&run));
+    let records = json_lines(&attempt_dir(tmp.path(), "hostile").join("requests.jsonl"));
+    assert_eq!(
+        records.len(),
+        1 + 1,
+        "a warmup, then one measured: {records:?}"
+    );
+    for r in &records {
+        assert_eq!(r["phases"]["reused"], false, "{r}");
+        assert!(!r["notes"].to_string().contains("sent twice"), "{r}");
+    }
+}

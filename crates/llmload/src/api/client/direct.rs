@@ -9,6 +9,7 @@ use crate::api::http1::{self, BodyDecoder, Origin};
 use crate::api::sse::{Event, SseDecoder};
 use crate::api::{tls, Api};
 use crate::record::CancelAfter;
+use std::fmt::Write as _;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -163,10 +164,9 @@ async fn talk(
     reader.feed(api, &buffer[head.length..filled], arrived, exchange)?;
     buffer.truncate(http1::READ_BUFFER);
     while exchange.done.is_none() && !reader.decoder.done() {
-        let (n, now) = conn
-            .read(&mut buffer)
-            .await
-            .map_err(|e| Failure::Disconnected(format!("stream broke: {e}")))?;
+        let (n, now) = conn.read(&mut buffer).await.map_err(|e| {
+            Failure::Disconnected(format!("stream broke: {e}{}", reader.last_words(exchange)))
+        })?;
         if n == 0 {
             reader.finish(api, now, exchange)?;
             break;
@@ -185,7 +185,11 @@ async fn talk(
         }
     }
     if exchange.done.is_none() {
-        return Err(Failure::Disconnected("stream ended before its final event".into()).into());
+        return Err(Failure::Disconnected(format!(
+            "stream ended before its final event{}",
+            reader.last_words(exchange)
+        ))
+        .into());
     }
     // Let the connection see its end of body so it can be kept alive for the next request.
     let end = Instant::now() + Duration::from_millis(50);
@@ -327,6 +331,21 @@ impl BodyReader {
         if self.decoder.feed(bytes, &mut |_| {}).is_err() {
             self.decoder = BodyDecoder::new(http1::Framing::Close);
         }
+    }
+
+    /// What a stream that ended early got to: `, after N tokens`, and the plain text the server
+    /// wrote outside its events before it closed, where it wrote any (why it stopped).
+    fn last_words(&self, exchange: &Exchange) -> String {
+        let tokens = exchange.streamed_tokens();
+        let mut out = format!(
+            ", after {tokens} token{}",
+            if tokens == 1 { "" } else { "s" }
+        );
+        let said = super::super::error_body::reduce(self.sse.stray());
+        if !said.is_empty() {
+            let _ = write!(out, "; the server wrote before closing: \"{said}\"");
+        }
+        out
     }
 
     fn check(&mut self) -> Result<(), Failure> {

@@ -106,6 +106,7 @@ fn campaign_of(config: &Config) -> Campaign {
         model: Some("m".into()),
         simulated: false,
         server: json!({"kind": "vllm", "props": {"n_ctx": 4096}}),
+        dropped_fields: Vec::new(),
     };
     let fingerprint = crate::views::fingerprint(config);
     Campaign::new(config, &attempt, target, &config.plans(), fingerprint).expect("a campaign")

@@ -96,6 +96,7 @@ fn a_case_counts_its_buffered_responses_and_says_so_with_the_evidence() {
     let line = b.sentence("c1");
     assert!(line.starts_with("c1: 4 of 5 responses arrived in a median of 7 bursts of ~14 token events, ~200 ms apart"), "{line}");
     assert!(line.contains("`X-Accel-Buffering: no`"), "{line}");
+    assert!(line.contains("HAProxy: `option http-no-delay`"), "{line}");
     assert!(line.contains("upper bound"), "{line}");
     assert!(BurstFigures::default().finish().is_none());
 }

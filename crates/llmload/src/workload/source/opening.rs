@@ -35,7 +35,9 @@ impl<'a> InContext<'a> {
     ) -> Option<InContext<'a>> {
         let (chat, overhead) = match counter {
             Counter::Template => (true, 0),
-            Counter::Tokenize { overhead } if !api.takes_messages() => (false, overhead),
+            Counter::Tokenize { overhead } if !api.takes_messages() => {
+                (false, overhead.unwrap_or(0))
+            }
             _ => return None,
         };
         let [a, b, c, ..] = words else {

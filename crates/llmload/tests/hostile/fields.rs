@@ -1,0 +1,294 @@
+//! Servers that refuse what llmload sends or end their streams early: a strict server that
+//! answers `422` to the engine fields (as `transformers serve` does) is named in one line with
+//! the flag that leaves them out, or, with `--best-effort`, measured without them, every response
+//! saying so; streams cut after one token are their own class, `short`, counted apart and out of
+//! the figures; a stream that ends with plain text says what it said.
+
+use super::*;
+use hostile::{OVERFLOW, TEMPLATE_TOKENS};
+
+/// The client's word-level tokenizer in `dir`: the strict server has no `/tokenize`.
+fn words_tokenizer(dir: &Path) -> PathBuf {
+    let path = dir.join("words.json");
+    std::fs::write(&path, common::WORDS_TOKENIZER).expect("write the tokenizer");
+    path
+}
+
+/// `llmload run` of one round of 2 chat requests (24 prompt tokens, 8 out) against the strict
+/// server at `url`, writing to `out/strict`, with `extra` flags.
+fn strict_run(url: &str, out: &Path, extra: &[&str]) -> Finished {
+    let tokenizer = words_tokenizer(out);
+    let mut args = vec![
+        "run",
+        "--url",
+        url,
+        "--api",
+        "chat",
+        "--tokenizer",
+        utf8(&tokenizer),
+        "--out",
+        utf8(out),
+        "--name",
+        "strict",
+        "--telemetry",
+        "off",
+        "--setup-timeout",
+        "2s",
+        "--timeout",
+        "5s",
+        "--input-tokens",
+        "24",
+        "--output-tokens",
+        "8",
+        "--concurrency",
+        "2",
+        "--rounds",
+        "1",
+        "--warmup",
+        "0",
+    ];
+    args.extend_from_slice(extra);
+    llmload_within(&args, LIMIT)
+}
+
+/// The chat requests the server received, as JSON bodies.
+fn chat_bodies(server: &Server) -> Vec<Value> {
+    server
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/v1/chat/completions")
+        .map(|r| serde_json::from_str(&r.body).expect("a JSON body"))
+        .collect()
+}
+
+const REFUSED: [&str; 3] = ["ignore_eos", "min_tokens", "cache_prompt"];
+
+#[test]
+fn a_server_that_refuses_the_engine_fields_is_named_in_one_line_with_the_flag() {
+    for named in [true, false] {
+        let server = Server::start(Mode::Strict { named });
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let run = strict_run(&server.url, tmp.path(), &[]);
+        assert_eq!(run.code, Some(1), "{}", shown(&run));
+        let lines = stderr_lines(&run);
+        assert_eq!(lines.len(), 1, "{}", shown(&run));
+        assert!(
+            lines[0].contains("refuses ignore_eos, min_tokens, cache_prompt")
+                && lines[0]
+                    .contains("pass --drop-field ignore_eos,min_tokens,cache_prompt --best-effort"),
+            "{}",
+            shown(&run)
+        );
+        if named {
+            // The server's words, and a single request to learn them.
+            assert!(
+                lines[0].contains("HTTP 422 Unprocessable Entity: Unexpected fields in the request: {'cache_prompt', 'ignore_eos', 'min_tokens'}"),
+                "{}",
+                shown(&run)
+            );
+            assert_eq!(chat_bodies(&server).len(), 1, "{:?}", server.requests());
+        } else {
+            // Refused without a name: once without every engine field (taken), then each of
+            // the 4 alone.
+            assert_eq!(
+                chat_bodies(&server).len(),
+                1 + 1 + 4,
+                "{:?}",
+                server.requests()
+            );
+        }
+        assert!(
+            is_empty_or_absent(&tmp.path().join("strict")),
+            "nothing measured"
+        );
+    }
+}
+
+#[test]
+fn with_best_effort_a_strict_server_is_measured_without_the_fields_it_refuses() {
+    let server = Server::start(Mode::Strict { named: true });
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let run = strict_run(&server.url, tmp.path(), &["--best-effort"]);
+    assert_eq!(run.code, Some(0), "{}", shown(&run));
+    let note = "sent without ignore_eos, min_tokens, cache_prompt under --best-effort: the \
+                server refuses them (HTTP 422 Unprocessable Entity: Unexpected fields in the \
+                request: {'cache_prompt', 'ignore_eos', 'min_tokens'}); the output may stop \
+                before the asked length";
+    assert!(run.stderr.contains(note), "{}", shown(&run));
+    let bodies = chat_bodies(&server);
+    // The check, the probe that measures the template's tokens, the 2 measured.
+    assert_eq!(bodies.len(), 1 + 1 + 2, "{bodies:?}");
+    for body in &bodies[1..] {
+        for field in REFUSED {
+            assert!(body.get(field).is_none(), "{field} sent: {body}");
+        }
+        assert!(body["stream_options"].is_object(), "{body}");
+    }
+    let dir = attempt_dir(tmp.path(), "strict");
+    let records = json_lines(&dir.join("requests.jsonl"));
+    assert_eq!(records.len(), 2, "{records:?}");
+    for r in &records {
+        assert_eq!(r["status"], "ok", "{r}");
+        // Exact prompts: the client's count and the template's tokens as the probe measured them.
+        assert_eq!(r["prompt_tokens"], 24, "{r}");
+        assert_eq!(r["output_tokens"], 8, "{r}");
+        let notes = r["notes"].to_string();
+        assert!(notes.contains(note), "{r}");
+        assert!(notes.contains("without `data: [DONE]`"), "{r}");
+    }
+    let campaign = json(&dir.join("campaign.json"));
+    assert_eq!(
+        campaign["target"]["dropped_fields"],
+        serde_json::json!(REFUSED),
+        "{campaign}"
+    );
+    let summary = json(&dir.join("summary.json"));
+    assert!(
+        summary["counting"]["dropped"]
+            .as_str()
+            .is_some_and(|d| d.contains("the output may stop before the asked length")),
+        "{summary}"
+    );
+    let report = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
+    assert!(
+        report.contains("Requests sent without ignore_eos"),
+        "{report}"
+    );
+    assert_eq!(TEMPLATE_TOKENS, 4);
+}
+
+#[test]
+fn drop_field_takes_only_engine_fields() {
+    let server = Server::start(Mode::Strict { named: true });
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let run = strict_run(&server.url, tmp.path(), &["--drop-field", "max_tokens"]);
+    assert_eq!(run.code, Some(2), "{}", shown(&run));
+    assert!(
+        run.stderr.contains(
+            "--drop-field takes ignore_eos, min_tokens, cache_prompt, stream_options, not \
+             \"max_tokens\""
+        ),
+        "{}",
+        shown(&run)
+    );
+    assert_eq!(server.total(), 0, "nothing sent");
+    // Dropped by the flag, the fields pass the check: one request to check, then the run.
+    let run = strict_run(
+        &server.url,
+        tmp.path(),
+        &[
+            "--drop-field",
+            "ignore_eos,min_tokens",
+            "--drop-field",
+            "cache_prompt",
+            "--best-effort",
+        ],
+    );
+    assert_eq!(run.code, Some(0), "{}", shown(&run));
+    let bodies = chat_bodies(&server);
+    assert_eq!(bodies.len(), 1 + 1 + 2, "{bodies:?}");
+    let records = json_lines(&attempt_dir(tmp.path(), "strict").join("requests.jsonl"));
+    assert!(
+        records[0]["notes"]
+            .to_string()
+            .contains("sent without ignore_eos, min_tokens, cache_prompt (--drop-field)"),
+        "{records:?}"
+    );
+}
+
+/// Every other stream cut after its first token, at concurrency 2: with `--best-effort` the cut
+/// one is `short`, counted apart (summary.json, the terminal, report.md, cases.csv) and in no
+/// figure; the case is not complete.
+#[test]
+fn streams_cut_short_are_their_own_class_out_of_every_figure() {
+    let server = Server::start(Mode::CutEveryOther);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let run = run_named(
+        &server.url,
+        tmp.path(),
+        ("cut", "8"),
+        ("2", "0"),
+        &["--best-effort"],
+    );
+    assert_eq!(run.code, Some(3), "{}", shown(&run));
+    let dir = attempt_dir(tmp.path(), "cut");
+    let records = json_lines(&dir.join("requests.jsonl"));
+    let status: Vec<&str> = records
+        .iter()
+        .map(|r| r["status"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        status.iter().filter(|s| **s == "short").count(),
+        1,
+        "{records:?}"
+    );
+    assert_eq!(
+        status.iter().filter(|s| **s == "ok").count(),
+        1,
+        "{records:?}"
+    );
+    for r in records.iter().filter(|r| r["status"] == "short") {
+        assert_eq!(r["output_tokens"], 1, "{r}");
+        assert!(
+            r["notes"].to_string().contains("short: 1 of the 8 tokens"),
+            "{r}"
+        );
+    }
+    let case = &json(&dir.join("summary.json"))["cases"][0];
+    assert_eq!(case["counts"]["short"], 1, "{case}");
+    assert_eq!(case["counts"]["ok"], 1, "{case}");
+    // Only the full one is in the figures (it arrived at once, so its TTFT is withheld).
+    assert_eq!(case["e2e_ms"]["n"], 1, "{case}");
+    assert_eq!(case["bursts"]["examined"], 1, "{case}");
+    assert_eq!(case["complete"], false, "{case}");
+    let said = "1 short (a quarter or less of the output asked";
+    assert!(
+        run.stdout.contains(said) || run.stderr.contains(said),
+        "{}",
+        shown(&run)
+    );
+    let report = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
+    assert!(report.contains(said), "{report}");
+    let csv = std::fs::read_to_string(dir.join("cases.csv")).expect("cases.csv");
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().expect("a header").split(',').collect();
+    let row: Vec<&str> = lines.next().expect("a row").split(',').collect();
+    let at = header
+        .iter()
+        .position(|c| *c == "short")
+        .expect("a short column");
+    assert_eq!(row[at], "1", "{csv}");
+}
+
+/// Without `--best-effort` the same cut streams are invalid (the server says it generated 1 of
+/// 8), never short.
+#[test]
+fn without_best_effort_a_cut_stream_is_invalid() {
+    let server = Server::start(Mode::CutEveryOther);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let run = run_named(&server.url, tmp.path(), ("cut", "8"), ("2", "0"), &[]);
+    assert_eq!(run.code, Some(3), "{}", shown(&run));
+    let case = &json(&attempt_dir(tmp.path(), "cut").join("summary.json"))["cases"][0];
+    assert_eq!(case["counts"]["invalid"], 1, "{case}");
+    assert!(case["counts"].get("short").is_none(), "{case}");
+}
+
+/// A stream that ends with plain text outside its events keeps what the text said, and how far
+/// it got, in the error.
+#[test]
+fn a_stream_that_ends_with_plain_text_says_what_the_server_wrote() {
+    let server = Server::start(Mode::Overflow);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let run = small_run(&server.url, tmp.path(), &[]);
+    let record = the_failed_record(&run, tmp.path());
+    assert_eq!(record["error_kind"], "disconnected", "{record}");
+    assert_eq!(
+        error_of(&record),
+        format!(
+            "stream ended before its final event, after 3 tokens; the server wrote before \
+             closing: \"{OVERFLOW}\""
+        ),
+        "{record}"
+    );
+    assert!(run.stdout.contains(OVERFLOW), "{}", shown(&run));
+}
