@@ -12,19 +12,21 @@ LLAMA_SERVER="$(sed -n 's/^LLAMA_SERVER=//p' <<<"$paths")"
 LLMLOAD_MODEL="$(sed -n 's/^LLMLOAD_MODEL=//p' <<<"$paths")"
 export LLAMA_SERVER LLMLOAD_MODEL
 
-# Debian's Chromium renders report.html in a test (headless, offline).
-if ! command -v chromium >/dev/null 2>&1; then
-  echo "test.sh: installing chromium (Debian package) for the report test" >&2
-  if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
-  $sudo apt-get update -qq >&2 && $sudo apt-get install -y -qq chromium >&2
-fi
-
-# tmux gives the terminal-view tests a real terminal of a set width.
-if ! command -v tmux >/dev/null 2>&1; then
-  echo "test.sh: installing tmux (Debian package) for the terminal tests" >&2
-  if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
-  $sudo apt-get update -qq >&2 && $sudo apt-get install -y -qq tmux >&2
-fi
+# Debian packages the tests use, installed where missing: Chromium renders report.html
+# (headless, offline); tmux gives the terminal-view tests a real terminal of a set width;
+# promtool (package prometheus) and the Prometheus client library for Python parse /metrics.
+need() { # need CHECK PACKAGE WHY: installs PACKAGE when the command CHECK fails
+  if ! eval "$1" >/dev/null 2>&1; then
+    echo "test.sh: installing $2 (Debian package) $3" >&2
+    if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
+    $sudo apt-get update -qq >&2 && $sudo apt-get install -y -qq "$2" >&2
+  fi
+}
+need "command -v chromium" chromium "for the report test"
+need "command -v tmux" tmux "for the terminal tests"
+need "command -v promtool" prometheus "for the /metrics tests (promtool)"
+need "/usr/bin/python3 -c 'import prometheus_client.openmetrics.parser'" python3-prometheus-client \
+  "for the /metrics tests (its parsers)"
 
 # A real vLLM (CPU build, tiny Gemma 3) for the vLLM test group, cached like llama-server.
 scripts/setup-vllm.sh >/dev/null

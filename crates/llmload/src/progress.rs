@@ -10,11 +10,10 @@
 //! guard's last GPU reading.
 
 use crate::guard::Guard;
-use crate::record::{Record, Status};
+use crate::live::Board;
+use crate::record::Record;
 use crate::telemetry::Reading;
-use crate::workload::schedule::Bound;
-use crate::workload::shape::{CasePlan, Shape};
-use std::collections::VecDeque;
+use crate::workload::shape::CasePlan;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
@@ -23,155 +22,11 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 mod case_line;
+pub use crate::live::snapshot::{Planned, Snapshot, TTFT_WINDOW};
 pub use case_line::case_line;
-
-/// The running median is over this many most recent TTFTs of the case.
-pub const TTFT_WINDOW: usize = 1000;
 
 /// Time between redraws.
 pub const REDRAW: Duration = Duration::from_millis(250);
-
-/// What the line shows, as the runner reported it.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Snapshot {
-    /// `--repeat`: the repeat running (1-based) and the repeats planned.
-    pub repeat: Option<(u32, u32)>,
-    /// Case number (1-based) and cases planned.
-    pub case: (usize, usize),
-    /// Case id.
-    pub case_id: String,
-    /// Closed rounds: the current round and the rounds planned.
-    pub round: Option<(u32, u32)>,
-    /// Measured requests ended in this case.
-    pub done: u64,
-    /// Measured requests planned in this case, when known.
-    pub total: Option<u64>,
-    /// Of those ended, how many did not end `ok` (abandoned ones aside).
-    pub failed: u64,
-    /// Of those ended, how many the client abandoned as planned (`--cancel-after`).
-    pub abandoned: u64,
-    /// TTFTs of the case's last `ok` responses, ms.
-    pub ttft_ms: VecDeque<f64>,
-    /// Output tokens of the case's `ok` responses.
-    pub tokens: u64,
-    /// First send and last completion of the case's measured requests, seconds since the
-    /// attempt started.
-    pub span_s: Option<(f64, f64)>,
-    /// When the case (or staged load) started, on tokio's clock (paused in tests).
-    pub started: Option<tokio::time::Instant>,
-    /// How long the load lasts, when a duration bounds it.
-    pub duration: Option<Duration>,
-}
-
-impl Snapshot {
-    /// Median of the recent TTFTs, ms.
-    pub fn ttft_median_ms(&self) -> Option<f64> {
-        let mut v: Vec<f64> = self.ttft_ms.iter().copied().collect();
-        crate::stats::Distribution::from_samples(&mut v).map(|d| d.median)
-    }
-
-    /// Output tokens per second of the case so far.
-    pub fn tokens_per_s(&self) -> Option<f64> {
-        let (first, last) = self.span_s?;
-        (last > first).then(|| self.tokens as f64 / (last - first))
-    }
-
-    /// The time left, `elapsed` into the case: what a duration bound leaves, else the requests
-    /// left at the pace of those done so far; `None` when neither is known.
-    pub fn eta(&self, elapsed: Duration) -> Option<Duration> {
-        if let Some(duration) = self.duration {
-            return Some(duration.saturating_sub(elapsed));
-        }
-        let total = self.total?;
-        if self.done == 0 {
-            return None;
-        }
-        let left = total.saturating_sub(self.done);
-        Some(elapsed.mul_f64(left as f64 / self.done as f64))
-    }
-
-    fn record(&mut self, r: &Record) {
-        self.done += 1;
-        if r.status == Status::Abandoned {
-            self.abandoned += 1;
-            return;
-        }
-        if r.status != Status::Ok {
-            self.failed += 1;
-            return;
-        }
-        if let Some(ttft) = r.ttft_ms {
-            if self.ttft_ms.len() == TTFT_WINDOW {
-                self.ttft_ms.pop_front();
-            }
-            self.ttft_ms.push_back(ttft);
-        }
-        self.tokens += u64::from(r.generated_tokens());
-        let done = r.done_s.unwrap_or(r.sent_s);
-        self.span_s = Some(match self.span_s {
-            Some((first, last)) => (first.min(r.sent_s), last.max(done)),
-            None => (r.sent_s, done),
-        });
-    }
-}
-
-/// What a case plans: its rounds, and its measured requests when they are known in advance.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Planned {
-    /// Closed rounds: rounds planned.
-    pub rounds: Option<u32>,
-    /// Measured requests planned (unknown for a duration, or with a warmup time).
-    pub requests: Option<u64>,
-    /// How long the load lasts, when a duration bounds it.
-    pub duration: Option<Duration>,
-}
-
-impl Planned {
-    /// What `plan` plans.
-    pub fn of(plan: &CasePlan) -> Planned {
-        let by_count = |bound: &Bound| match bound {
-            Bound::Requests(n) if plan.warmup_time.is_zero() => Some(*n),
-            _ => None,
-        };
-        let by_time = |bound: &Bound| match bound {
-            Bound::Duration(d) => Some(*d),
-            Bound::Requests(_) => None,
-        };
-        match &plan.shape {
-            Shape::Rounds { rounds } => Planned {
-                rounds: Some(*rounds),
-                requests: Some(u64::from(*rounds) * u64::from(plan.case.concurrency)),
-                duration: None,
-            },
-            Shape::ClosedContinuous { bound } | Shape::Open { bound, .. } => Planned {
-                rounds: None,
-                requests: by_count(bound),
-                duration: by_time(bound),
-            },
-            Shape::Sessions { bound, spec, .. } => Planned {
-                rounds: None,
-                requests: by_count(bound).map(|n| n.saturating_mul(u64::from(spec.turns))),
-                duration: by_time(bound),
-            },
-            Shape::Replay { arrivals, .. } => Planned {
-                rounds: None,
-                requests: plan.warmup_time.is_zero().then_some(*arrivals as u64),
-                duration: None,
-            },
-        }
-    }
-
-    /// What a load of `plans` plans (a staged load: every stage together): the first one's
-    /// rounds, the sum of the requests and of the durations where every plan knows its own.
-    pub fn of_load(plans: &[CasePlan]) -> Planned {
-        let each: Vec<Planned> = plans.iter().map(Planned::of).collect();
-        Planned {
-            rounds: each.first().and_then(|p| p.rounds),
-            requests: each.iter().map(|p| p.requests).sum(),
-            duration: each.iter().map(|p| p.duration).sum(),
-        }
-    }
-}
 
 /// Whether to colour: on a terminal, unless `NO_COLOR` is set to anything non-empty.
 pub fn use_color(terminal: bool, no_color: Option<&str>) -> bool {
@@ -249,15 +104,20 @@ pub fn line(
     out
 }
 
-/// Where progress goes: a handle the runner reports to; without a terminal it does nothing.
+/// Where progress goes: a handle the runner reports to. It feeds the line on a terminal and the
+/// live board of `--metrics-listen`; with neither it does nothing.
 #[derive(Clone, Debug, Default)]
 pub struct Progress {
+    /// The snapshot, kept while anyone reads it.
+    tx: Option<Arc<watch::Sender<Snapshot>>>,
+    /// The line on the terminal, when one is drawn.
     shared: Option<Arc<Shared>>,
+    /// `--metrics-listen`: the board scrapers read.
+    board: Option<Arc<Board>>,
 }
 
 #[derive(Debug)]
 struct Shared {
-    tx: watch::Sender<Snapshot>,
     /// Whether the line is on screen; held while writing to stderr.
     drawn: Mutex<bool>,
     color: bool,
@@ -269,27 +129,39 @@ impl Progress {
         Progress::default()
     }
 
-    /// Shows progress on stderr when it is a terminal and `quiet` is off: returns the handle and
-    /// the drawing task. The guard gives the last GPU reading.
-    pub fn start(quiet: bool, guard: Arc<Guard>) -> (Progress, Option<JoinHandle<()>>) {
+    /// Shows progress on stderr when it is a terminal and `quiet` is off, and on `board` when
+    /// there is one: returns the handle and the drawing task. The guard gives the last GPU
+    /// reading.
+    pub fn start(
+        quiet: bool,
+        guard: Arc<Guard>,
+        board: Option<Arc<Board>>,
+    ) -> (Progress, Option<JoinHandle<()>>) {
         let terminal = std::io::stderr().is_terminal();
-        if quiet || !terminal {
+        let line = !quiet && terminal;
+        if !line && board.is_none() {
             return (Progress::off(), None);
         }
-        let color = use_color(terminal, std::env::var("NO_COLOR").ok().as_deref());
         let (tx, rx) = watch::channel(Snapshot::default());
+        if let Some(board) = &board {
+            board.watch_progress(rx.clone());
+            board.watch_guard(guard.clone());
+        }
+        let mut progress = Progress {
+            tx: Some(Arc::new(tx)),
+            shared: None,
+            board,
+        };
+        if !line {
+            return (progress, None);
+        }
         let shared = Arc::new(Shared {
-            tx,
             drawn: Mutex::new(false),
-            color,
+            color: use_color(terminal, std::env::var("NO_COLOR").ok().as_deref()),
         });
         let task = tokio::spawn(draw(shared.clone(), rx, guard));
-        (
-            Progress {
-                shared: Some(shared),
-            },
-            Some(task),
-        )
+        progress.shared = Some(shared);
+        (progress, Some(task))
     }
 
     /// A load starts (a case, or a staged load of `plans`): number `index` (1-based) of
@@ -298,7 +170,24 @@ impl Progress {
         let Some(first) = plans.first() else {
             return;
         };
+        if let Some(board) = &self.board {
+            let ids: Vec<String> = plans.iter().map(|p| p.case.id.clone()).collect();
+            board.cases(&ids);
+        }
         let planned = Planned::of_load(plans);
+        let stages = if plans.len() > 1 {
+            plans
+                .iter()
+                .map(|p| {
+                    (
+                        p.case.id.clone(),
+                        Planned::of(p).duration.unwrap_or_default(),
+                    )
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         self.update(|s| {
             *s = Snapshot {
                 repeat: s.repeat,
@@ -308,6 +197,7 @@ impl Progress {
                 total: planned.requests,
                 started: Some(tokio::time::Instant::now()),
                 duration: planned.duration,
+                stages,
                 ..Snapshot::default()
             }
         });
@@ -327,10 +217,27 @@ impl Progress {
         });
     }
 
-    /// A request ended; only measured ones count.
+    /// A request ended and was written: the board counts every one, the snapshot the measured.
     pub fn record(&self, record: &Record) {
+        if let Some(board) = &self.board {
+            board.record(record);
+        }
         if record.phase == crate::record::Phase::Measured {
             self.update(|s| s.record(record));
+        }
+    }
+
+    /// An open loop starts at `start`, this process's arrivals at `offsets` from it.
+    pub fn open_loop(&self, start: std::time::Instant, offsets: impl FnOnce() -> Vec<Duration>) {
+        if let Some(board) = &self.board {
+            board.open_loop(start, offsets().into());
+        }
+    }
+
+    /// The open loop launches no more.
+    pub fn open_loop_over(&self) {
+        if let Some(board) = &self.board {
+            board.open_loop_over();
         }
     }
 
@@ -384,8 +291,8 @@ impl Progress {
     }
 
     fn update(&self, change: impl FnOnce(&mut Snapshot)) {
-        if let Some(shared) = &self.shared {
-            shared.tx.send_modify(change);
+        if let Some(tx) = &self.tx {
+            tx.send_modify(change);
         }
     }
 }
@@ -427,6 +334,9 @@ async fn draw(shared: Arc<Shared>, mut rx: watch::Receiver<Snapshot>, guard: Arc
 mod tests {
     use super::*;
     use crate::fixture;
+    use crate::record::Status;
+    use crate::workload::schedule::Bound;
+    use crate::workload::shape::Shape;
 
     fn snapshot() -> Snapshot {
         let mut s = Snapshot {

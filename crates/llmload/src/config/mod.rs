@@ -24,7 +24,9 @@ use parse::{
 };
 mod combine;
 mod file;
+mod live;
 mod options;
+pub use live::MetricsConfig;
 mod repeat;
 mod scrub;
 mod settings;
@@ -170,6 +172,10 @@ pub struct Config {
     /// `--shard`, `--attempt-id`, `--start-at`: which part of an attempt this process runs, and
     /// when its load begins.
     pub sharding: Sharding,
+    /// `--metrics-listen`: the live `/metrics` endpoint, when asked for (not written: it does
+    /// not change what is measured).
+    #[serde(skip)]
+    pub metrics: Option<MetricsConfig>,
 }
 
 /// The case matrix (input lengths, concurrencies, output lengths): the given values over the
@@ -256,6 +262,8 @@ impl Config {
             name,
             series_window,
             quiet,
+            metrics_listen,
+            metrics_linger,
         } = settings.outputs;
         let RoundOptions {
             rounds,
@@ -314,10 +322,10 @@ impl Config {
             cool_down_below_c: cool_down_below,
             cool_down_timeout: duration("cool-down-timeout", cool_down_timeout, "10m")?,
             sharding,
+            metrics: live::metrics(metrics_listen.as_deref(), metrics_linger.as_deref())?,
         };
-        config
-            .notes
-            .extend(replaced_ids(&config.headers, config.traceparent));
+        let replaced = replaced_ids(&config.headers, config.traceparent);
+        config.notes.extend(replaced);
         config.validate()?;
         Ok(config)
     }

@@ -378,6 +378,20 @@ options! {
         /// Nothing on stderr but errors; the whole report is in report.md.
         #[arg(long, short, num_args = 0, default_missing_value = "true")]
         pub quiet: Option<bool>,
+        /// Serve the run's live figures at `http://ADDR/metrics` (Prometheus text) [default: not served]
+        ///
+        /// PORT or HOST:PORT. A bare port, or 127.0.0.1:PORT, listens on this machine only;
+        /// another address (0.0.0.0:PORT, a pod's) must be given in full and is said at the
+        /// start. Port 0 takes a free port, named on stderr. Read-only: GET /metrics and
+        /// nothing else, no credential in it.
+        #[arg(long, value_name = "ADDR")]
+        pub metrics_listen: Option<String>,
+        /// Keep /metrics up this long after the run, for a last scrape [default: 0s]
+        ///
+        /// A scraper that reads every 15 s would otherwise miss up to 15 s of the end. Ctrl-C
+        /// ends the wait.
+        #[arg(long, value_name = "DURATION")]
+        pub metrics_linger: Option<String>,
     }
 }
 
