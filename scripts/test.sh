@@ -14,7 +14,8 @@ export LLAMA_SERVER LLMLOAD_MODEL
 
 # Debian packages the tests use, installed where missing: Chromium renders report.html
 # (headless, offline); tmux gives the terminal-view tests a real terminal of a set width;
-# promtool (package prometheus) and the Prometheus client library for Python parse /metrics.
+# promtool (package prometheus) and the Prometheus client library for Python parse /metrics;
+# npm brings Grafana's schema for the dashboard's check.
 need() { # need CHECK PACKAGE WHY: installs PACKAGE when the command CHECK fails
   if ! eval "$1" >/dev/null 2>&1; then
     echo "test.sh: installing $2 (Debian package) $3" >&2
@@ -27,6 +28,7 @@ need "command -v tmux" tmux "for the terminal tests"
 need "command -v promtool" prometheus "for the /metrics tests (promtool)"
 need "/usr/bin/python3 -c 'import prometheus_client.openmetrics.parser'" python3-prometheus-client \
   "for the /metrics tests (its parsers)"
+need "command -v npm" npm "for the dashboard's schema check (scripts/check-dashboard.sh)"
 
 # A real vLLM (CPU build, tiny Gemma 3) for the vLLM test group, cached like llama-server.
 scripts/setup-vllm.sh >/dev/null

@@ -34,6 +34,7 @@ fn python() -> &'static str {
         .find(|p| {
             Command::new(p)
                 .args(["-c", "import prometheus_client.openmetrics.parser"])
+                .stderr(Stdio::null())
                 .status()
                 .is_ok_and(|s| s.success())
         })
@@ -306,6 +307,19 @@ fn a_running_open_loop_is_scraped_three_times_and_its_counters_end_equal_to_the_
     assert_eq!(value(&last, "llmload_requests_in_flight{}"), 0.0);
     assert_eq!(value(&last, "llmload_requests_backlog{}"), 0.0);
 
+    // Every family served is one docs/outputs.md lists.
+    let outputs = include_str!("../../../docs/outputs.md");
+    for series in last.keys() {
+        let name = &series[..series.find('{').expect("labels")];
+        let family = ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|s| name.strip_suffix(s))
+            .unwrap_or(name);
+        assert!(
+            outputs.contains(&format!("`{family}`")),
+            "{family} is not in docs/outputs.md"
+        );
+    }
     let dir = common::attempt_dir(tmp.path(), "live");
     equal_to_the_records(&last, &json_lines(&dir.join("requests.jsonl")));
     // The linger ends at a stop signal, and the run keeps its exit code.

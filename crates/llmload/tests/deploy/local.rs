@@ -72,7 +72,11 @@ fn local_mounts(job: &Value, config: &Path, results: &Path) -> Vec<(String, Path
 /// folders, stdout and stderr to `log`.
 fn start_pod(job: &Value, index: usize, mounts: &[(String, PathBuf)], log: &Path) -> Child {
     let container = container(job);
-    let env = pod_env(container, index);
+    let mut env = pod_env(container, index);
+    // The pods share this machine's network here, not one namespace each: each its own free
+    // port, on loopback, and no linger.
+    env.insert("METRICS_LISTEN".into(), "127.0.0.1:0".into());
+    env.insert("METRICS_LINGER".into(), "0s".into());
     let args: Vec<String> = args(container)
         .iter()
         .map(|arg| {
