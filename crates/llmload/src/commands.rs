@@ -182,7 +182,7 @@ fn warn_at_start(config: &Config) {
 /// `--metrics-linger`: after the results are out, `/metrics` stays up with the final figures for
 /// a last scrape, until the time is over or a stop signal comes.
 async fn linger(result: &mut crate::RunResult, config: &Config, stop: &StopSignal) {
-    let (Some(server), Some(metrics)) = (result.metrics.take(), config.metrics) else {
+    let (Some(server), Some(metrics)) = (result.metrics.take(), config.watch.metrics) else {
         return;
     };
     if !metrics.linger.is_zero() && !config.quiet {
@@ -255,6 +255,8 @@ pub fn interrupts() -> StopSignal {
                 break;
             }
         }
+        // The live view's screen is given back first: exiting skips its thread's way out.
+        crate::progress::view::restore();
         console::note(
             "llmload: a second stop signal: exiting at once (the records written are complete)",
         );

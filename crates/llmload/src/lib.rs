@@ -260,7 +260,7 @@ async fn serve_metrics(
     Option<std::sync::Arc<live::Board>>,
     Option<live::server::Server>,
 )> {
-    let Some(metrics) = config.metrics else {
+    let Some(metrics) = config.watch.metrics else {
         return Ok((None, None));
     };
     let board = live::Board::new();

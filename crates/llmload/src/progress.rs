@@ -1,111 +1,56 @@
-//! Live progress beside the runner: one line on stderr, redrawn at most four times a second and
-//! cleared at the end — only when stderr is a terminal and the run is not `--quiet`. The runner
-//! and the campaign loop only report events to a [`Progress`] handle (a `watch` channel); they
-//! never know whether a terminal is listening. Colour only on a terminal, and never with
-//! `NO_COLOR` set.
+//! Live progress beside the runner. The runner and the campaign loop only report events to a
+//! [`Progress`] handle (a `watch` channel of [`Snapshot`]s, and the recent figures); they never
+//! know who is watching:
 //!
-//! The line: the case and its round, requests done of the total, the time since the case (or
-//! staged load) started and an ETA where one can be known (a known count of requests, or a
-//! known duration), the running median TTFT and the output tokens/s of the case so far, and the
-//! guard's last GPU reading.
+//! - on a terminal, the live view (`view.rs`: a screen of its own, drawn by a thread of its own),
+//!   or with `--no-live` the progress line of earlier versions (`line.rs`); neither with
+//!   `--quiet`, nor when stderr is not a terminal;
+//! - with `--metrics-listen`, the live board that `/metrics` serves.
+//!
+//! Colour only on a terminal, and never with `NO_COLOR` set.
 
 use crate::guard::Guard;
 use crate::live::Board;
 use crate::record::Record;
-use crate::telemetry::Reading;
+use crate::summary::client_check::ClientCheck;
 use crate::workload::shape::CasePlan;
-use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 mod case_line;
+mod line;
+pub mod recent;
+pub mod view;
 pub use crate::live::snapshot::{Planned, Snapshot, TTFT_WINDOW};
 pub use case_line::case_line;
+pub use line::{line, use_color};
 
-/// Time between redraws.
+/// Time between redraws of the line.
 pub const REDRAW: Duration = Duration::from_millis(250);
 
-/// Whether to colour: on a terminal, unless `NO_COLOR` is set to anything non-empty.
-pub fn use_color(terminal: bool, no_color: Option<&str>) -> bool {
-    terminal && no_color.is_none_or(str::is_empty)
+/// How the run is shown.
+#[derive(Clone, Copy, Debug)]
+pub struct Show {
+    /// `--quiet`: nothing on stderr.
+    pub quiet: bool,
+    /// The live view on a terminal (`--no-live` turns it off for the line).
+    pub live: bool,
+    /// The attempt's origin, which records' times count from.
+    pub origin: std::time::Instant,
 }
 
-/// The progress line of `s`, `elapsed` into the case, with the guard's `reading`, at most
-/// `width` characters of text (parts are dropped from the end to fit), in colour when `color`.
-pub fn line(
-    s: &Snapshot,
-    reading: Option<&Reading>,
-    elapsed: Duration,
-    width: usize,
-    color: bool,
-) -> String {
-    let mut parts: Vec<(String, &str)> = s
-        .repeat
-        .map(|(k, n)| (format!("repeat {k}/{n}"), "1"))
-        .into_iter()
-        .collect();
-    parts.push((format!("case {}/{} {}", s.case.0, s.case.1, s.case_id), "1"));
-    match s.round {
-        Some((0, rounds)) => parts.push((format!("warmup, then {rounds} rounds"), "")),
-        Some((round, rounds)) => parts.push((format!("round {round}/{rounds}"), "")),
-        None => {}
-    }
-    let total = s.total.map_or(String::new(), |t| format!("/{t}"));
-    let failed = match (s.failed, s.abandoned) {
-        (0, 0) => String::new(),
-        (f, 0) => format!(" ({f} failed)"),
-        (0, a) => format!(" ({a} abandoned)"),
-        (f, a) => format!(" ({f} failed, {a} abandoned)"),
-    };
-    parts.push((format!("{}{total} requests{failed}", s.done), ""));
-    let whole = |d: Duration| crate::fmt::span(d.as_secs() as f64);
-    let eta = s.eta(elapsed).map_or_else(
-        || "ETA unknown".to_owned(),
-        |left| format!("ETA {}", whole(left)),
-    );
-    parts.push((format!("elapsed {} · {eta}", whole(elapsed)), ""));
-    let median = s.ttft_median_ms();
-    parts.push((format!("TTFT p50 {}", crate::fmt::seconds(median)), ""));
-    let tps = s.tokens_per_s().map_or("–".into(), |t| format!("{t:.1}"));
-    parts.push((format!("{tps} tokens/s"), ""));
-    if let Some(r) = reading {
-        let power = r.power_w.map_or(String::new(), |w| format!(" {w:.0} W"));
-        parts.push((
-            format!("GPU {} {:.0} °C{power}", r.gpu, r.temperature_c),
-            "33",
-        ));
-    }
-    let separator = " · ";
-    let mut used = 0;
-    let mut out = String::new();
-    for (i, (text, code)) in parts.iter().enumerate() {
-        let extra = text.chars().count() + if i > 0 { separator.len() - 1 } else { 0 };
-        if i > 0 && used + extra > width {
-            break;
-        }
-        used += extra;
-        if i > 0 {
-            if color {
-                let _ = write!(out, "\x1b[2m{separator}\x1b[0m");
-            } else {
-                out.push_str(separator);
-            }
-        }
-        match (color, *code) {
-            (true, code) if !code.is_empty() => {
-                let _ = write!(out, "\x1b[{code}m{text}\x1b[0m");
-            }
-            _ => out.push_str(text),
-        }
-    }
-    out
+/// What draws on the terminal while the run goes: the line's task or the view's thread.
+pub enum Drawing {
+    /// The progress line.
+    Line(JoinHandle<()>),
+    /// The live view (given back on drop too).
+    View(view::View),
 }
 
-/// Where progress goes: a handle the runner reports to. It feeds the line on a terminal and the
-/// live board of `--metrics-listen`; with neither it does nothing.
+/// Where progress goes: a handle the runner reports to. With nobody watching it does nothing.
 #[derive(Clone, Debug, Default)]
 pub struct Progress {
     /// The snapshot, kept while anyone reads it.
@@ -114,6 +59,10 @@ pub struct Progress {
     shared: Option<Arc<Shared>>,
     /// `--metrics-listen`: the board scrapers read.
     board: Option<Arc<Board>>,
+    /// The live view: its recent figures, the self-check so far, and its log.
+    recent: Option<Arc<Mutex<recent::Recent>>>,
+    check: Option<Arc<Mutex<Option<ClientCheck>>>>,
+    lines: Option<view::Lines>,
 }
 
 #[derive(Debug)]
@@ -129,17 +78,17 @@ impl Progress {
         Progress::default()
     }
 
-    /// Shows progress on stderr when it is a terminal and `quiet` is off, and on `board` when
-    /// there is one: returns the handle and the drawing task. The guard gives the last GPU
-    /// reading.
+    /// Shows progress on stderr when it is a terminal (the live view, or the line) and `--quiet`
+    /// is off, and on `board` when there is one: returns the handle and what draws. The guard
+    /// gives the GPU readings.
     pub fn start(
-        quiet: bool,
+        show: Show,
         guard: Arc<Guard>,
         board: Option<Arc<Board>>,
-    ) -> (Progress, Option<JoinHandle<()>>) {
+    ) -> (Progress, Option<Drawing>) {
         let terminal = std::io::stderr().is_terminal();
-        let line = !quiet && terminal;
-        if !line && board.is_none() {
+        let on_screen = !show.quiet && terminal;
+        if !on_screen && board.is_none() {
             return (Progress::off(), None);
         }
         let (tx, rx) = watch::channel(Snapshot::default());
@@ -149,21 +98,41 @@ impl Progress {
         }
         let mut progress = Progress {
             tx: Some(Arc::new(tx)),
-            shared: None,
             board,
+            ..Progress::default()
         };
-        if !line {
+        if !on_screen {
             return (progress, None);
+        }
+        let color = use_color(terminal, std::env::var("NO_COLOR").ok().as_deref());
+        let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
+        if show.live && !dumb {
+            let recent = Arc::new(Mutex::new(recent::Recent::default()));
+            let check = Arc::new(Mutex::new(None));
+            let sources = view::Sources {
+                snapshot: rx.clone(),
+                recent: recent.clone(),
+                guard: guard.clone(),
+                check: check.clone(),
+                origin: show.origin,
+                color,
+            };
+            // A terminal that cannot take the view (its screen cannot be switched) gets the line.
+            if let Ok((view, lines)) = view::View::start(sources) {
+                progress.recent = Some(recent);
+                progress.check = Some(check);
+                progress.lines = Some(lines);
+                return (progress, Some(Drawing::View(view)));
+            }
         }
         let shared = Arc::new(Shared {
             drawn: Mutex::new(false),
-            color: use_color(terminal, std::env::var("NO_COLOR").ok().as_deref()),
+            color,
         });
-        let task = tokio::spawn(draw(shared.clone(), rx, guard));
+        let task = tokio::spawn(line::draw(shared.clone(), rx, guard));
         progress.shared = Some(shared);
-        (progress, Some(task))
+        (progress, Some(Drawing::Line(task)))
     }
-
     /// A load starts (a case, or a staged load of `plans`): number `index` (1-based) of
     /// `total`, with its measured requests and its duration where they are planned.
     pub fn case(&self, index: usize, total: usize, plans: &[CasePlan]) {
@@ -222,6 +191,12 @@ impl Progress {
         if let Some(board) = &self.board {
             board.record(record);
         }
+        if let Some(recent) = &self.recent {
+            recent
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .add(record);
+        }
         if record.phase == crate::record::Phase::Measured {
             self.update(|s| s.record(record));
         }
@@ -231,6 +206,21 @@ impl Progress {
     pub fn open_loop(&self, start: std::time::Instant, offsets: impl FnOnce() -> Vec<Duration>) {
         if let Some(board) = &self.board {
             board.open_loop(start, offsets().into());
+        }
+    }
+
+    /// Whether anyone reads the self-check's verdict while the run goes (the view, the board).
+    pub fn watched(&self) -> bool {
+        self.check.is_some() || self.board.is_some()
+    }
+
+    /// The self-check's verdict so far.
+    pub fn client_check(&self, check: ClientCheck) {
+        if let Some(mine) = &self.check {
+            *mine.lock().unwrap_or_else(PoisonError::into_inner) = Some(check.clone());
+        }
+        if let Some(board) = &self.board {
+            board.client_check(check);
         }
     }
 
@@ -246,6 +236,16 @@ impl Progress {
     pub fn println(&self, text: &str) {
         let text = crate::secrets::scrub(text);
         let text = crate::console::printable(&text);
+        if let Some(lines) = &self.lines {
+            // Shown in the view's log, written after it as the line's mode writes them.
+            let mut wrapped = String::new();
+            crate::console::wrap(&text, usize::from(crate::console::width()), &mut wrapped);
+            wrapped
+                .trim_end()
+                .lines()
+                .for_each(|l| lines.println(l.to_owned()));
+            return;
+        }
         // On a terminal (where the progress line is drawn) a long line wraps to its width.
         let text = if self.shared.is_some() {
             let mut wrapped = String::new();
@@ -273,10 +273,13 @@ impl Progress {
         }
     }
 
-    /// Stops drawing and clears the line.
-    pub fn finish(&self, task: Option<JoinHandle<()>>) {
-        if let Some(task) = task {
-            task.abort();
+    /// Stops drawing: clears the line, or gives the view's screen back (and writes the lines
+    /// printed under it).
+    pub fn finish(&self, drawing: Option<Drawing>) {
+        match drawing {
+            Some(Drawing::Line(task)) => task.abort(),
+            Some(Drawing::View(view)) => view.finish(),
+            None => {}
         }
         if let Some(shared) = &self.shared {
             let mut drawn = shared
@@ -297,44 +300,12 @@ impl Progress {
     }
 }
 
-/// Redraws the line when the snapshot changes, at most every [`REDRAW`], and every second
-/// anyway for the GPU reading.
-async fn draw(shared: Arc<Shared>, mut rx: watch::Receiver<Snapshot>, guard: Arc<Guard>) {
-    let width = std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.parse::<usize>().ok())
-        .unwrap_or(100)
-        .saturating_sub(1)
-        .max(20);
-    loop {
-        let _ = tokio::time::timeout(Duration::from_secs(1), rx.changed()).await;
-        let snapshot = rx.borrow_and_update().clone();
-        if !snapshot.case_id.is_empty() {
-            let elapsed = snapshot.started.map_or(Duration::ZERO, |t| t.elapsed());
-            let text = line(
-                &snapshot,
-                guard.latest().as_ref(),
-                elapsed,
-                width,
-                shared.color,
-            );
-            let mut drawn = shared
-                .drawn
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let _ = write!(std::io::stderr(), "\r\x1b[2K{text}");
-            let _ = std::io::stderr().flush();
-            *drawn = true;
-        }
-        tokio::time::sleep(REDRAW).await;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::fixture;
     use crate::record::Status;
+    use crate::telemetry::Reading;
     use crate::workload::schedule::Bound;
     use crate::workload::shape::Shape;
 

@@ -1,11 +1,31 @@
-//! `--metrics-listen` and `--metrics-linger`: where the live `/metrics` endpoint listens, and how
-//! long it stays after the run. Neither changes what is measured, so neither is written to
-//! `campaign.json` (the shards of one attempt on one machine listen on different ports and are
-//! still one configuration).
+//! How a run is watched: `--metrics-listen` and `--metrics-linger` (where the live `/metrics`
+//! endpoint listens, and how long it stays after the run) and `--no-live`. None changes what is
+//! measured, so none is written to `campaign.json` (the shards of one attempt on one machine
+//! listen on different ports and are still one configuration).
 
-use super::{bad, parse_duration, ConfigError};
+use super::{bad, parse_duration, ConfigError, WatchOptions};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
+
+/// How the run is watched.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Watch {
+    /// `/metrics`, when asked for.
+    pub metrics: Option<MetricsConfig>,
+    /// The live view on a terminal (else the progress line).
+    pub live: bool,
+}
+
+/// The watch options resolved.
+pub fn watch(options: &WatchOptions) -> Result<Watch, ConfigError> {
+    Ok(Watch {
+        metrics: metrics(
+            options.metrics_listen.as_deref(),
+            options.metrics_linger.as_deref(),
+        )?,
+        live: !options.no_live.unwrap_or(false),
+    })
+}
 
 /// The live `/metrics` endpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

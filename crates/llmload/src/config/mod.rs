@@ -26,7 +26,7 @@ mod combine;
 mod file;
 mod live;
 mod options;
-pub use live::MetricsConfig;
+pub use live::{MetricsConfig, Watch};
 mod repeat;
 mod scrub;
 mod settings;
@@ -34,7 +34,7 @@ mod sharding;
 pub use combine::Combine;
 pub use options::{
     GuardOptions, LoadOptions, ObjectiveOptions, OutputOptions, RoundOptions, SessionOptions,
-    Settings, ShardOptions, TargetOptions, WorkloadOptions,
+    Settings, ShardOptions, TargetOptions, WatchOptions, WorkloadOptions,
 };
 use serde::Serialize;
 use settings::lengths;
@@ -172,10 +172,10 @@ pub struct Config {
     /// `--shard`, `--attempt-id`, `--start-at`: which part of an attempt this process runs, and
     /// when its load begins.
     pub sharding: Sharding,
-    /// `--metrics-listen`: the live `/metrics` endpoint, when asked for (not written: it does
-    /// not change what is measured).
+    /// How the run is watched: `/metrics` and the live view (not written: neither changes what
+    /// is measured).
     #[serde(skip)]
-    pub metrics: Option<MetricsConfig>,
+    pub watch: Watch,
 }
 
 /// The case matrix (input lengths, concurrencies, output lengths): the given values over the
@@ -262,8 +262,6 @@ impl Config {
             name,
             series_window,
             quiet,
-            metrics_listen,
-            metrics_linger,
         } = settings.outputs;
         let RoundOptions {
             rounds,
@@ -322,7 +320,7 @@ impl Config {
             cool_down_below_c: cool_down_below,
             cool_down_timeout: duration("cool-down-timeout", cool_down_timeout, "10m")?,
             sharding,
-            metrics: live::metrics(metrics_listen.as_deref(), metrics_linger.as_deref())?,
+            watch: live::watch(&settings.watch)?,
         };
         let replaced = replaced_ids(&config.headers, config.traceparent);
         config.notes.extend(replaced);

@@ -22,7 +22,6 @@ use crate::workload::shape::CasePlan;
 use crate::workload::source::PromptSource;
 use std::path::PathBuf;
 use std::sync::Arc;
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -33,7 +32,7 @@ pub struct Session<'a> {
     config: &'a Config,
     runner: Runner<'a>,
     monitors: Monitors,
-    drawing: Option<JoinHandle<()>>,
+    drawing: Option<progress::Drawing>,
     self_check: selfcheck::Monitor,
     dir: PathBuf,
     /// Why a case could not go on, if one could not.
@@ -75,7 +74,13 @@ impl<'a> Session<'a> {
         if let Some(board) = &board {
             board.set_info(live_info(config, target, attempt));
         }
-        let (progress, drawing) = Progress::start(config.quiet, guard.clone(), board.clone());
+        let show = progress::Show {
+            quiet: config.quiet,
+            live: config.watch.live,
+            origin: origin.into_std(),
+        };
+        let (progress, drawing) = Progress::start(show, guard.clone(), board.clone());
+        let reporter = progress.clone();
         let sink = RecordSink::create(&attempt.dir.join("requests.jsonl"))
             .context("creating requests.jsonl")?;
         let settings = RunSettings {
@@ -134,9 +139,11 @@ impl<'a> Session<'a> {
             runner,
             monitors,
             drawing,
-            self_check: selfcheck::Monitor::start(board.clone().map(|board| {
-                Box::new(move |check| board.client_check(check)) as selfcheck::Report
-            })),
+            self_check: selfcheck::Monitor::start(
+                reporter.watched().then(|| {
+                    Box::new(move |check| reporter.client_check(check)) as selfcheck::Report
+                }),
+            ),
             board,
             dir: attempt.dir.clone(),
             failure: None,
