@@ -28,7 +28,7 @@ fn attempt_folders(root: &Path) -> Vec<PathBuf> {
 
 /// The Job's campaign, scaled down to a few seconds: 40 requests at 20 per second, of short
 /// prompts and answers, with everything else as the config map has it.
-fn small_campaign(config_map: &Value) -> String {
+pub fn small_campaign(config_map: &Value) -> String {
     let text = str_of(&config_map["data"]["campaign.toml"], "campaign");
     let mut table: toml::Table = toml::from_str(text).expect("TOML");
     for key in ["duration", "warmup_time", "slo_ttft", "slo_tpot"] {
@@ -43,7 +43,7 @@ fn small_campaign(config_map: &Value) -> String {
 
 /// The Job's volumes as local folders: the config map's by `config`, the results claim's by
 /// `results`.
-fn local_mounts(job: &Value, config: &Path, results: &Path) -> Vec<(String, PathBuf)> {
+pub fn local_mounts(job: &Value, config: &Path, results: &Path) -> Vec<(String, PathBuf)> {
     let volumes = job["spec"]["template"]["spec"]["volumes"]
         .as_array()
         .expect("volumes");
@@ -130,35 +130,17 @@ fn job_runs_locally_as_the_job_controller_would() {
         let log = std::fs::read_to_string(&logs[index]).unwrap_or_default();
         assert_eq!(status.code(), Some(0), "shard {index}: {log}");
     }
-    let collected = dir.path().join("collected");
-    let output = script(
-        "collect.sh",
-        &[
-            "--local",
-            results.join("local-4").to_str().expect("UTF-8"),
-            "--shards",
-            "4",
-            "--dest",
-            collected.to_str().expect("UTF-8"),
-        ],
-        &[("LLMLOAD", env!("CARGO_BIN_EXE_llmload"))],
+    let section = collect(
+        &results.join("local-4"),
+        4,
+        &dir.path().join("collected"),
+        40,
     );
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "collect.sh: {stderr}");
-    let merged = attempt_folders(&collected.join("merged"));
-    assert_eq!(merged.len(), 1, "one merged attempt: {merged:?}");
-    // The union of the shards is the plan: its 40 measured requests.
-    assert_eq!(measured(&merged[0]).len(), 40);
-    let summary = json(&merged[0].join("summary.json"));
-    let section = &summary["shards"];
-    assert_eq!(section["count"], 4, "{section}");
     let shards = section["shards"]
         .as_array()
         .expect("the merged summary lists its shards");
     let indices: Vec<u64> = shards.iter().filter_map(|s| s["index"].as_u64()).collect();
     assert_eq!(indices, [0, 1, 2, 3], "{section}");
-    assert_eq!(section["missing"], serde_json::json!([]), "{section}");
-    assert_eq!(section["incomplete"], serde_json::json!([]), "{section}");
     for shard in shards {
         assert_eq!(shard["attempt_id"], "local-4", "{shard}");
         assert_eq!(shard["seed"], 17, "{shard}");
@@ -166,6 +148,38 @@ fn job_runs_locally_as_the_job_controller_would() {
             shard["records"], 11,
             "10 arrivals and a warmup each: {shard}"
         );
+    }
+}
+
+/// `collect.sh --local ROOT --shards N`: merges the shard folders under `root` into `dest`;
+/// checks that the merged attempt holds the plan's `measured` requests, every shard there and
+/// completed, and returns its section on the shards.
+pub fn collect(root: &Path, shards: u64, dest: &Path, measured_total: usize) -> Value {
+    let output = script(
+        "collect.sh",
+        &[
+            "--local",
+            root.to_str().expect("UTF-8"),
+            "--shards",
+            &shards.to_string(),
+            "--dest",
+            dest.to_str().expect("UTF-8"),
+        ],
+        &[("LLMLOAD", env!("CARGO_BIN_EXE_llmload"))],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "collect.sh: {stderr}");
+    let merged = attempt_folders(&dest.join("merged"));
+    assert_eq!(merged.len(), 1, "one merged attempt: {merged:?}");
+    // The union of the shards is the plan.
+    assert_eq!(measured(&merged[0]).len(), measured_total);
+    let summary = json(&merged[0].join("summary.json"));
+    let section = summary["shards"].clone();
+    assert_eq!(section["count"], shards, "{section}");
+    assert_eq!(section["missing"], serde_json::json!([]), "{section}");
+    assert_eq!(section["incomplete"], serde_json::json!([]), "{section}");
+    for shard in section["shards"].as_array().expect("shards") {
         assert_eq!(shard["status"], "completed", "{shard}");
     }
+    section
 }

@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod dashboard;
+mod image;
 mod kube;
 mod local;
 
