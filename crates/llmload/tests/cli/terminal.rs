@@ -58,6 +58,15 @@ impl Pane {
         text
     }
 
+    /// Types `keys` into the pane (tmux key names: `C-c` is Ctrl-C).
+    fn keys(&self, keys: &str) {
+        let sent = Command::new("tmux")
+            .args(["send-keys", "-t", &self.name, keys])
+            .status()
+            .expect("send-keys");
+        assert!(sent.success(), "send-keys {keys}");
+    }
+
     /// The pane's history once the command has exited.
     fn exited(&self) -> String {
         self.until(Duration::from_secs(120), |t| t.contains("EXITED"));
@@ -195,4 +204,21 @@ fn with_no_live_the_progress_line_is_drawn_instead() {
     let text = pane.exited();
     assert!(text.contains("EXITED 0"), "{text}");
     assert!(text.contains("case 1/1 in32-poisson-r10-out16:"), "{text}");
+}
+
+#[test]
+fn ctrl_c_under_the_live_view_stops_the_run_and_gives_the_terminal_back() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let out = tmp.path().to_str().expect("UTF-8 path");
+    let pane = Pane::start(&open_loop(out, &[]), 120, "stop");
+    // Mid-measurement: the view has figures of the last window.
+    let figures = |t: &str| t.contains("TTFT  p50") && !t.contains("TTFT  p50         –");
+    let live = pane.until(Duration::from_secs(60), figures);
+    assert!(figures(&live), "the live view: {live}");
+    pane.keys("C-c");
+    let text = pane.exited();
+    // Stopped (exit code 4), the screen the terminal's again, and the report of what was measured.
+    assert!(text.contains("EXITED 4"), "{text}");
+    assert!(!text.contains("trend over a minute"), "{text}");
+    assert!(text.contains("stopped by the interrupted rule"), "{text}");
 }

@@ -5,6 +5,7 @@ use crate::common::{json, measured, Simulator};
 use crate::kube::{args, container, expand, pod_env, str_of};
 use crate::{render, script};
 use serde_json::Value;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
@@ -70,12 +71,17 @@ pub fn local_mounts(job: &Value, config: &Path, results: &Path) -> Vec<(String, 
 /// Starts the pod of `index` as a local process: the container's arguments expanded from the
 /// pod's environment, with that environment, paths under the mounts moved to their local
 /// folders, stdout and stderr to `log`.
-fn start_pod(job: &Value, index: usize, mounts: &[(String, PathBuf)], log: &Path) -> Child {
+fn start_pod(
+    job: &Value,
+    (index, port): (usize, u16),
+    mounts: &[(String, PathBuf)],
+    log: &Path,
+) -> Child {
     let container = container(job);
     let mut env = pod_env(container, index);
     // The pods share this machine's network here, not one namespace each: each its own free
     // port, on loopback, and no linger.
-    env.insert("METRICS_LISTEN".into(), "127.0.0.1:0".into());
+    env.insert("METRICS_LISTEN".into(), format!("127.0.0.1:{port}"));
     env.insert("METRICS_LINGER".into(), "0s".into());
     let args: Vec<String> = args(container)
         .iter()
@@ -122,9 +128,16 @@ fn job_runs_locally_as_the_job_controller_would() {
     let logs: Vec<PathBuf> = (0..4)
         .map(|index| dir.path().join(format!("pod-{index}.log")))
         .collect();
+    let ports: Vec<u16> = (0..4).map(|_| free_port()).collect();
     let pods: Vec<Child> = (0..4)
-        .map(|index| start_pod(&job, index, &mounts, &logs[index]))
+        .map(|index| start_pod(&job, (index, ports[index]), &mounts, &logs[index]))
         .collect();
+    // Each pod serves its shard's /metrics while it waits for the start instant.
+    for (index, port) in ports.iter().enumerate() {
+        let info = scrape_info(*port);
+        assert!(info.contains(&format!("shard=\"{index}/4\"")), "{info}");
+        assert!(info.contains("attempt_id=\"local-4\""), "{info}");
+    }
     for (index, mut pod) in pods.into_iter().enumerate() {
         let status = pod.wait().expect("wait for the shard");
         let log = std::fs::read_to_string(&logs[index]).unwrap_or_default();
@@ -148,6 +161,32 @@ fn job_runs_locally_as_the_job_controller_would() {
             shard["records"], 11,
             "10 arrivals and a warmup each: {shard}"
         );
+    }
+}
+
+/// A port free on loopback now.
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    listener.local_addr().expect("its address").port()
+}
+
+/// The `llmload_info` line of the `/metrics` on `port`, once it answers (within 30 s).
+fn scrape_info(port: u16) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            let mut text = String::new();
+            let _ = stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: pod\r\n\r\n");
+            let _ = stream.read_to_string(&mut text);
+            if let Some(line) = text.lines().find(|l| l.starts_with("llmload_info{")) {
+                return line.to_owned();
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no /metrics on port {port}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
 
