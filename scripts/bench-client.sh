@@ -162,7 +162,8 @@ fi
 echo
 # The live view's own cost. The same continuous load (concurrency 64, completions API, 128-token
 # prompts, 256-token answers, against zero-cost) runs on a terminal (a tmux pane), with the live
-# view and with --no-live (the progress line) in turn; for each run, llmload's CPU per token event
+# view, with --no-live (the progress line), and with --no-live and --metrics-listen (scraped every
+# second) in turn; for each run, llmload's CPU per token event
 # (user + sys of the process, /usr/bin/time), and for the view's runs the CPU of its own thread
 # (the /proc task named llmload-live: utime + stime, read every 0.2 s while it runs, the last
 # reading before it ended).
@@ -175,8 +176,13 @@ if command -v tmux >/dev/null 2>&1; then
     local session="llmload-bench-$$-$name"
     tmux new-session -d -s "$session" -x 160 -y 50 \
       "sh -c 'echo \$\$ >$work/$name.pid; exec /usr/bin/time -f \"%U %S %M\" -o $work/$name.time taskset -c 0 $bin run --url $url --api completions --arrival closed-continuous --concurrency 64 --duration ${seconds}s --warmup 1 --input-tokens 128 --output-tokens 256 --telemetry off --seed 1 --out $work --name $name $*'; touch $work/$name.done; sleep 1"
-    local ticks=0 child=""
+    local ticks=0 child="" polls=0
     while [ ! -e "$work/$name.done" ]; do
+      # With --metrics-listen, a scrape a second, as a Prometheus set to scrape every second would.
+      polls=$((polls + 1))
+      if [ -n "${scrape_port:-}" ] && [ $((polls % 5)) = 0 ]; then
+        curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$scrape_port/metrics" || true
+      fi
       [ -n "$child" ] || child="$(pgrep -P "$(cat "$work/$name.pid" 2>/dev/null || echo 0)" 2>/dev/null || true)"
       for task in /proc/${child:-0}/task/*; do
         if [ "$(cat "$task/comm" 2>/dev/null)" = llmload-live ]; then
@@ -191,6 +197,9 @@ if command -v tmux >/dev/null 2>&1; then
   for i in $(seq "$pairs"); do
     live_run "live-view-$i"
     live_run "live-line-$i" --no-live
+    scrape_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    live_run "live-metrics-$i" --no-live --metrics-listen "127.0.0.1:$scrape_port"
+    scrape_port=""
   done
   python3 - "$work" "$pairs" "$seconds" "$(getconf CLK_TCK)" <<'PY'
 import glob, json, sys
@@ -202,10 +211,12 @@ def run(name):
     return (float(user) + float(sys_s)) * 1e6 / max(events, 1), events
 view = [run(f"live-view-{i}") for i in range(1, pairs + 1)]
 line = [run(f"live-line-{i}") for i in range(1, pairs + 1)]
+metrics = [run(f"live-metrics-{i}") for i in range(1, pairs + 1)]
 ticks = [float(open(f"{work}/live-view-{i}.view").read() or 0) for i in range(1, pairs + 1)]
 fmt = lambda runs: ", ".join(f"{us:.2f}" for us, _ in runs)
-print(f"CPU per token event, live view: {fmt(view)} µs; --no-live: {fmt(line)} µs "
-      f"({sum(e for _, e in view + line):,} token events in all)")
+print(f"CPU per token event, live view: {fmt(view)} µs; --no-live: {fmt(line)} µs; "
+      f"--no-live with /metrics scraped every second: {fmt(metrics)} µs "
+      f"({sum(e for _, e in view + line + metrics):,} token events in all)")
 for i, t in enumerate(ticks, 1):
     ms = t / hz * 1e3
     print(f"  run {i}: the view's thread used {ms:.0f} ms of CPU over the {seconds:.0f} s load and its setup "

@@ -207,7 +207,12 @@ impl Board {
     /// and (measured) its latencies observed.
     pub fn record(&self, r: &Record) {
         let mut all = lock(&self.cases);
-        let counts = all.entry(r.case.clone()).or_default();
+        if !all.contains_key(&r.case) {
+            all.insert(r.case.clone(), CaseCounts::default());
+        }
+        let Some(counts) = all.get_mut(&r.case) else {
+            return;
+        };
         *counts.requests.entry((r.phase, r.status)).or_insert(0) += 1;
         if let Some(kind) = r.error_kind {
             *counts.errors.entry((r.phase, kind)).or_insert(0) += 1;
