@@ -176,14 +176,16 @@ if command -v tmux >/dev/null 2>&1; then
     local session="llmload-bench-$$-$name"
     tmux new-session -d -s "$session" -x 160 -y 50 \
       "sh -c 'echo \$\$ >$work/$name.pid; exec /usr/bin/time -f \"%U %S %M\" -o $work/$name.time taskset -c 0 $bin run --url $url --api completions --arrival closed-continuous --concurrency 64 --duration ${seconds}s --warmup 1 --input-tokens 128 --output-tokens 256 --telemetry off --seed 1 --out $work --name $name $*'; touch $work/$name.done; sleep 1"
-    local ticks=0 child="" polls=0
+    local ticks="" child="" polls=0
     while [ ! -e "$work/$name.done" ]; do
       # With --metrics-listen, a scrape a second, as a Prometheus set to scrape every second would.
       polls=$((polls + 1))
       if [ -n "${scrape_port:-}" ] && [ $((polls % 5)) = 0 ]; then
         curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$scrape_port/metrics" || true
       fi
-      [ -n "$child" ] || child="$(pgrep -P "$(cat "$work/$name.pid" 2>/dev/null || echo 0)" 2>/dev/null || true)"
+      if [ -z "$child" ] && [ -s "$work/$name.pid" ]; then
+        child="$(pgrep -P "$(cat "$work/$name.pid")" 2>/dev/null || true)"
+      fi
       for task in /proc/${child:-0}/task/*; do
         if [ "$(cat "$task/comm" 2>/dev/null)" = llmload-live ]; then
           ticks="$(awk '{print $14 + $15}' "$task/stat" 2>/dev/null || echo "$ticks")"
@@ -212,13 +214,16 @@ def run(name):
 view = [run(f"live-view-{i}") for i in range(1, pairs + 1)]
 line = [run(f"live-line-{i}") for i in range(1, pairs + 1)]
 metrics = [run(f"live-metrics-{i}") for i in range(1, pairs + 1)]
-ticks = [float(open(f"{work}/live-view-{i}.view").read() or 0) for i in range(1, pairs + 1)]
+ticks = [open(f"{work}/live-view-{i}.view").read().strip() for i in range(1, pairs + 1)]
 fmt = lambda runs: ", ".join(f"{us:.2f}" for us, _ in runs)
 print(f"CPU per token event, live view: {fmt(view)} µs; --no-live: {fmt(line)} µs; "
       f"--no-live with /metrics scraped every second: {fmt(metrics)} µs "
       f"({sum(e for _, e in view + line + metrics):,} token events in all)")
 for i, t in enumerate(ticks, 1):
-    ms = t / hz * 1e3
+    if not t:
+        print(f"  run {i}: no thread named llmload-live was seen (the view was not drawn, or ended first)")
+        continue
+    ms = float(t) / hz * 1e3
     print(f"  run {i}: the view's thread used {ms:.0f} ms of CPU over the {seconds:.0f} s load and its setup "
           f"({ms / 10 / seconds:.2f} % of a core; /proc ticks of {1e3 / hz:.0f} ms)")
 PY
