@@ -110,18 +110,20 @@ fn flag(on: bool) -> f64 {
 
 /// What the run is: its names, when it began serving, whether it has ended.
 fn info(board: &Board, w: &mut Writer) {
-    let info = board.info.get().cloned().unwrap_or_default();
-    let help =
-        "The run: llmload's version, the attempt, the shard, the API and the model (always 1).";
-    w.family("llmload_info", Kind::Gauge, None, help);
-    let labels = [
-        ("version", env!("CARGO_PKG_VERSION")),
-        ("attempt_id", &info.attempt_id),
-        ("shard", &info.shard),
-        ("api", &info.api),
-        ("model", &info.model),
-    ];
-    w.sample("llmload_info", &labels, 1.0);
+    // Named once the run has connected and made its attempt (setup comes first).
+    if let Some(info) = board.info.get() {
+        let help =
+            "The run: llmload's version, the attempt, the shard, the API and the model (always 1).";
+        w.family("llmload_info", Kind::Gauge, None, help);
+        let labels = [
+            ("version", env!("CARGO_PKG_VERSION")),
+            ("attempt_id", &info.attempt_id),
+            ("shard", &info.shard),
+            ("api", &info.api),
+            ("model", &info.model),
+        ];
+        w.sample("llmload_info", &labels, 1.0);
+    }
     let start = "When the process began serving these metrics, seconds since the Unix epoch.";
     gauge(
         w,

@@ -71,17 +71,12 @@ pub fn local_mounts(job: &Value, config: &Path, results: &Path) -> Vec<(String, 
 /// Starts the pod of `index` as a local process: the container's arguments expanded from the
 /// pod's environment, with that environment, paths under the mounts moved to their local
 /// folders, stdout and stderr to `log`.
-fn start_pod(
-    job: &Value,
-    (index, port): (usize, u16),
-    mounts: &[(String, PathBuf)],
-    log: &Path,
-) -> Child {
+fn start_pod(job: &Value, index: usize, mounts: &[(String, PathBuf)], log: &Path) -> Child {
     let container = container(job);
     let mut env = pod_env(container, index);
     // The pods share this machine's network here, not one namespace each: each its own free
     // port, on loopback, and no linger.
-    env.insert("METRICS_LISTEN".into(), format!("127.0.0.1:{port}"));
+    env.insert("METRICS_LISTEN".into(), "127.0.0.1:0".into());
     env.insert("METRICS_LINGER".into(), "0s".into());
     let args: Vec<String> = args(container)
         .iter()
@@ -128,13 +123,12 @@ fn job_runs_locally_as_the_job_controller_would() {
     let logs: Vec<PathBuf> = (0..4)
         .map(|index| dir.path().join(format!("pod-{index}.log")))
         .collect();
-    let ports: Vec<u16> = (0..4).map(|_| free_port()).collect();
     let pods: Vec<Child> = (0..4)
-        .map(|index| start_pod(&job, (index, ports[index]), &mounts, &logs[index]))
+        .map(|index| start_pod(&job, index, &mounts, &logs[index]))
         .collect();
     // Each pod serves its shard's /metrics while it waits for the start instant.
-    for (index, port) in ports.iter().enumerate() {
-        let info = scrape_info(*port);
+    for (index, pod) in pods.iter().enumerate() {
+        let info = scrape_info(listening_port(pod.id()));
         assert!(info.contains(&format!("shard=\"{index}/4\"")), "{info}");
         assert!(info.contains("attempt_id=\"local-4\""), "{info}");
     }
@@ -164,10 +158,58 @@ fn job_runs_locally_as_the_job_controller_would() {
     }
 }
 
-/// A port free on loopback now.
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    listener.local_addr().expect("its address").port()
+/// The TCP port process `pid` (or, under `timeout`, its child) listens on, once it listens
+/// (within 60 s): read from `/proc`, so that every server of a test takes the port the system
+/// picks and none is guessed.
+pub fn listening_port(pid: u32) -> u16 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let children =
+            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+        let pids =
+            std::iter::once(pid).chain(children.split_whitespace().filter_map(|c| c.parse().ok()));
+        for pid in pids.collect::<Vec<u32>>() {
+            if let Some(port) = listening(pid) {
+                return port;
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "process {pid} never listened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// The port of a listening TCP socket that process `pid` holds, if any.
+fn listening(pid: u32) -> Option<u16> {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .ok()?
+        .flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter_map(|link| {
+            let link = link.to_string_lossy().into_owned();
+            Some(link.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
+        })
+        .collect();
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .find_map(|table| {
+            std::fs::read_to_string(table)
+                .ok()?
+                .lines()
+                .skip(1)
+                .find_map(|line| {
+                    let fields: Vec<&str> = line.split_whitespace().collect();
+                    // local_address is ADDR:PORT in hex; state 0A is LISTEN; field 9 the inode.
+                    let listens = fields.get(3) == Some(&"0A")
+                        && inodes.iter().any(|i| fields.get(9) == Some(&i.as_str()));
+                    let port = fields.get(1)?.rsplit_once(':')?.1;
+                    listens
+                        .then(|| u16::from_str_radix(port, 16).ok())
+                        .flatten()
+                })
+        })
 }
 
 /// The `llmload_info` line of the `/metrics` on `port`, once it answers (within 30 s).

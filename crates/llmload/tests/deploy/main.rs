@@ -9,6 +9,7 @@ mod dashboard;
 mod image;
 mod kube;
 mod local;
+mod prometheus;
 
 use kube::{args, args_of, container, documents, expand, flag, pod_env, str_of, volume_of};
 use serde_json::Value;
