@@ -143,6 +143,12 @@ impl Progress {
             let ids: Vec<String> = plans.iter().map(|p| p.case.id.clone()).collect();
             board.cases(&ids);
         }
+        if let Some(recent) = &self.recent {
+            recent
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .new_load();
+        }
         let planned = Planned::of_load(plans);
         let stages = if plans.len() > 1 {
             plans

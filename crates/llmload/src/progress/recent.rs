@@ -78,6 +78,11 @@ fn micros(ms: f64) -> u64 {
 }
 
 impl Recent {
+    /// A new load begins: its figures are its own (the failures by kind stay, over the run).
+    pub fn new_load(&mut self) {
+        self.slices.clear();
+    }
+
     /// A measured request ended: its tokens by when they arrived, its latencies and its end
     /// where it ended, its failure by kind.
     pub fn add(&mut self, r: &Record) {
@@ -246,5 +251,18 @@ mod tests {
         assert_eq!(recent.failures.get(&ErrorKind::Timeout), Some(&2));
         assert_eq!(recent.ttft(10.0).p50, None);
         assert_eq!(Recent::default().throughput(10.0).0, None);
+        recent.add(&ok_record(4.0, None, vec![10.0]));
+        assert!(recent.ttft(10.0).p50.is_some());
+        recent.new_load();
+        assert_eq!(
+            recent.ttft(10.0).p50,
+            None,
+            "the last load's figures are gone"
+        );
+        assert_eq!(
+            recent.failures.get(&ErrorKind::Timeout),
+            Some(&2),
+            "failures stay"
+        );
     }
 }
