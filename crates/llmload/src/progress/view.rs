@@ -88,9 +88,11 @@ impl Lines {
     }
 }
 
-/// Gives the screen back: leaves the alternate screen and shows the cursor, once.
+/// Gives the screen back: leaves the alternate screen and shows the cursor, once; notes go to
+/// stderr again.
 pub fn restore() {
     if ACTIVE.swap(false, Ordering::AcqRel) {
+        crate::console::divert(None);
         let mut stderr = std::io::stderr();
         let _ = execute!(stderr, terminal::LeaveAlternateScreen, cursor::Show);
         let _ = stderr.flush();
@@ -137,6 +139,11 @@ impl View {
                 return Err(e);
             }
         };
+        // Notes printed while the view holds the screen go to its log, then after it.
+        let notes = Lines(tx.clone());
+        crate::console::divert(Some(Box::new(move |line| {
+            line.lines().for_each(|l| notes.println(l.to_owned()));
+        })));
         Ok((
             View {
                 tx: tx.clone(),
@@ -152,6 +159,7 @@ impl View {
     }
 
     fn stop(&mut self) {
+        crate::console::divert(None);
         if let Some(thread) = self.thread.take() {
             let _ = self.tx.send(Message::Stop);
             let _ = thread.join();
