@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark: what llmload itself costs, against a simulator that costs nothing.
 #
-#   scripts/bench-client.sh [--peer guidellm|aiperf] [--quick]
+#   scripts/bench-client.sh [--peer guidellm|aiperf] [--quick] [--live-only]
 #
 # Builds in release mode and starts `llmload sim --schedule zero-cost` (every token at once, one
 # SSE event per token, written as fast as the connection takes them) pinned to one core with
@@ -22,20 +22,24 @@
 # --peer installs that Python client (pip, into a virtualenv under ~/.cache/llmload/) and runs it
 # on the same workload against the same simulator, printing its CPU per token event and TTFT
 # bias next to llmload's. --memory SECONDS then runs scripts/bench-memory.sh for that long (an
-# open loop at 100 requests/s × 256 tokens, RSS over time). --quick runs fewer rounds. Prints
-# figures; asserts nothing.
+# open loop at 100 requests/s × 256 tokens, RSS over time). Then the live view's own cost: the
+# same load on a terminal (tmux) with the live view and with --no-live, CPU per token event of
+# each and the CPU of the view's own thread (--live-only: that alone). --quick runs fewer rounds.
+# Prints figures; asserts nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 peer=""
 quick=0
 memory=""
+live_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --peer) peer="${2:?--peer takes guidellm or aiperf}"; shift 2 ;;
     --quick) quick=1; shift ;;
+    --live-only) live_only=1; shift ;;
     --memory) memory="${2:?--memory takes a number of seconds}"; shift 2 ;;
-    *) echo "usage: $0 [--peer guidellm|aiperf] [--memory SECONDS] [--quick]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--peer guidellm|aiperf] [--memory SECONDS] [--quick] [--live-only]" >&2; exit 2 ;;
   esac
 done
 case "$memory" in ""|*[!0-9]*) [ -z "$memory" ] || { echo "--memory: a number of seconds, not $memory" >&2; exit 2; } ;; esac
@@ -116,6 +120,7 @@ PY
 }
 
 echo "llmload $("$bin" --version | awk '{print $2}') on $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ "$live_only" = 0 ]; then
 echo
 echo "Zero-cost simulator on CPU 1, llmload on CPU 0; 128-token prompts, 256 tokens per answer, one token per event."
 printf '%-12s %6s %7s %10s %12s %12s %13s %12s\n' api concurrency "ok" "events" "CPU/event" "events/s" "peak RSS" "RSS/stream"
@@ -151,6 +156,81 @@ for spec in "1 20 32 100 20" "1000 1 32 100 20" "10000 1 4 1500 500"; do
   bias_row "$name" "$concurrency" "$ttft" "$itl"
 done
 echo "bias = measured − scheduled; load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+fi
+
+echo
+# The live view's own cost. The same continuous load (concurrency 64, completions API, 128-token
+# prompts, 256-token answers, against zero-cost) runs on a terminal (a tmux pane), with the live
+# view, with --no-live (the progress line), and with --no-live and --metrics-listen (scraped every
+# second) in turn; for each run, llmload's CPU per token event
+# (user + sys of the process, /usr/bin/time), and for the view's runs the CPU of its own thread
+# (the /proc task named llmload-live: utime + stime, read every 0.2 s while it runs, the last
+# reading before it ended).
+if command -v tmux >/dev/null 2>&1; then
+  seconds=$((quick ? 8 : 20)); pairs=$((quick ? 1 : 3))
+  echo "Live view on a terminal (tmux), closed-continuous 64 streams for ${seconds} s against zero-cost, completions API; ${pairs} run(s) each, alternating."
+  start_sim zero-cost
+  live_run() { # NAME FLAG…: runs llmload in a tmux pane; leaves NAME.time, NAME.view (ticks)
+    local name="$1"; shift
+    local session="llmload-bench-$$-$name"
+    tmux new-session -d -s "$session" -x 160 -y 50 \
+      "sh -c 'echo \$\$ >$work/$name.pid; exec /usr/bin/time -f \"%U %S %M\" -o $work/$name.time taskset -c 0 $bin run --url $url --api completions --arrival closed-continuous --concurrency 64 --duration ${seconds}s --warmup 1 --input-tokens 128 --output-tokens 256 --telemetry off --seed 1 --out $work --name $name $*'; touch $work/$name.done; sleep 1"
+    local ticks="" child="" polls=0
+    while [ ! -e "$work/$name.done" ]; do
+      # With --metrics-listen, a scrape a second, as a Prometheus set to scrape every second would.
+      polls=$((polls + 1))
+      if [ -n "${scrape_port:-}" ] && [ $((polls % 5)) = 0 ]; then
+        curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$scrape_port/metrics" || true
+      fi
+      if [ -z "$child" ] && [ -s "$work/$name.pid" ]; then
+        child="$(pgrep -P "$(cat "$work/$name.pid")" 2>/dev/null || true)"
+      fi
+      for task in /proc/${child:-0}/task/*; do
+        if [ "$(cat "$task/comm" 2>/dev/null)" = llmload-live ]; then
+          ticks="$(awk '{print $14 + $15}' "$task/stat" 2>/dev/null || echo "$ticks")"
+        fi
+      done
+      sleep 0.2
+    done
+    echo "$ticks" >"$work/$name.view"
+    tmux kill-session -t "$session" 2>/dev/null || true
+  }
+  for i in $(seq "$pairs"); do
+    live_run "live-view-$i"
+    live_run "live-line-$i" --no-live
+    scrape_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    live_run "live-metrics-$i" --no-live --metrics-listen "127.0.0.1:$scrape_port"
+    scrape_port=""
+  done
+  python3 - "$work" "$pairs" "$seconds" "$(getconf CLK_TCK)" <<'PY'
+import glob, json, sys
+work, pairs, seconds, hz = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+def run(name):
+    user, sys_s, _ = open(f"{work}/{name}.time").read().split()[-3:]
+    records = [json.loads(l) for f in glob.glob(f"{work}/{name}/*/requests.jsonl") for l in open(f) if l.strip()]
+    events = sum(r["token_events"] for r in records)
+    return (float(user) + float(sys_s)) * 1e6 / max(events, 1), events
+view = [run(f"live-view-{i}") for i in range(1, pairs + 1)]
+line = [run(f"live-line-{i}") for i in range(1, pairs + 1)]
+metrics = [run(f"live-metrics-{i}") for i in range(1, pairs + 1)]
+ticks = [open(f"{work}/live-view-{i}.view").read().strip() for i in range(1, pairs + 1)]
+fmt = lambda runs: ", ".join(f"{us:.2f}" for us, _ in runs)
+print(f"CPU per token event, live view: {fmt(view)} µs; --no-live: {fmt(line)} µs; "
+      f"--no-live with /metrics scraped every second: {fmt(metrics)} µs "
+      f"({sum(e for _, e in view + line + metrics):,} token events in all)")
+for i, t in enumerate(ticks, 1):
+    if not t:
+        print(f"  run {i}: no thread named llmload-live was seen (the view was not drawn, or ended first)")
+        continue
+    ms = float(t) / hz * 1e3
+    print(f"  run {i}: the view's thread used {ms:.0f} ms of CPU over the {seconds:.0f} s load and its setup "
+          f"({ms / 10 / seconds:.2f} % of a core; /proc ticks of {1e3 / hz:.0f} ms)")
+PY
+  echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+else
+  echo "Live view: not measured (tmux is not installed: it gives the run a terminal)."
+fi
 
 if [ -n "$memory" ]; then
   echo

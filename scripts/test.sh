@@ -13,19 +13,25 @@ LLAMA_SERVER="$(sed -n 's/^LLAMA_SERVER=//p' <<<"$paths")"
 LLMLOAD_MODEL="$(sed -n 's/^LLMLOAD_MODEL=//p' <<<"$paths")"
 export LLAMA_SERVER LLMLOAD_MODEL
 
-# Debian's Chromium renders report.html in a test (headless, offline).
-if ! command -v chromium >/dev/null 2>&1; then
-  echo "test.sh: installing chromium (Debian package) for the report test" >&2
-  if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
-  $sudo apt-get update -qq >&2 && $sudo apt-get install -y -qq chromium >&2
-fi
-
-# tmux gives the terminal-view tests a real terminal of a set width.
-if ! command -v tmux >/dev/null 2>&1; then
-  echo "test.sh: installing tmux (Debian package) for the terminal tests" >&2
-  if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
-  $sudo apt-get update -qq >&2 && $sudo apt-get install -y -qq tmux >&2
-fi
+# Debian packages the tests use, installed where missing: Chromium renders report.html
+# (headless, offline); tmux gives the terminal-view tests a real terminal of a set width;
+# promtool (package prometheus) and the Prometheus client library for Python parse /metrics;
+# npm brings Grafana's schema for the dashboard's check; podman and runc build and run the image.
+need() { # need CHECK PACKAGE WHY: installs PACKAGE when the command CHECK fails
+  if ! eval "$1" >/dev/null 2>&1; then
+    echo "test.sh: installing $2 (Debian package) $3" >&2
+    if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
+    $sudo apt-get update -qq >&2 && $sudo apt-get install -y -qq "$2" >&2
+  fi
+}
+need "command -v chromium" chromium "for the report test"
+need "command -v tmux" tmux "for the terminal tests"
+need "command -v promtool" prometheus "for the /metrics tests (promtool)"
+need "/usr/bin/python3 -c 'import prometheus_client.openmetrics.parser'" python3-prometheus-client \
+  "for the /metrics tests (its parsers)"
+need "command -v npm" npm "for the dashboard's schema check (scripts/check-dashboard.sh)"
+need "command -v podman" podman "for the image test (scripts/build-image.sh)"
+need "command -v runc" runc "for the image test (podman's runtime)"
 
 # Debian's nginx, HAProxy and Caddy: the real proxies of tests/proxies.rs, started by the tests
 # themselves (scripts/start-proxy.sh), never as system services.
@@ -44,3 +50,6 @@ cargo test --workspace --no-fail-fast
 cargo test -p llmload --test vllm -- --include-ignored --test-threads 1
 # The gateway group: LiteLLM in front of llama-server; ignored by a plain `cargo test` like vLLM's.
 cargo test -p llmload --test gateway -- --include-ignored --test-threads 1
+# The image built by scripts/build-image.sh and two shards run as its containers: ignored by a
+# plain `cargo test` (it needs podman, installed above), run here, where it fails if podman cannot.
+cargo test -p llmload --test deploy -- --include-ignored image::

@@ -27,9 +27,11 @@ pub async fn execute(command: Command) -> Result<u8> {
             let config = Config::resolve(args.settings()?)?;
             crate::secrets::install(config.scrubber());
             warn_at_start(&config);
-            let result = crate::run(&config, interrupts()).await?;
+            let stop = interrupts();
+            let mut result = crate::run(&config, stop.clone()).await?;
             out(&results_text(&result.summary, args.json, config.quiet))?;
             records_line(&result.dir, config.quiet);
+            linger(&mut result, &config, &stop).await;
             Ok(exit_code(&result.summary.outcome))
         }
         Command::Sweep(args) => {
@@ -37,7 +39,8 @@ pub async fn execute(command: Command) -> Result<u8> {
             let config = Config::resolve(args.run.settings()?)?;
             crate::secrets::install(config.scrubber());
             warn_at_start(&config);
-            let (result, _) = crate::sweep(&config, options, interrupts()).await?;
+            let stop = interrupts();
+            let (mut result, _) = crate::sweep(&config, options, stop.clone()).await?;
             if args.run.json {
                 out(&json(&result.summary))?;
             } else {
@@ -47,6 +50,7 @@ pub async fn execute(command: Command) -> Result<u8> {
                 ))?;
             }
             records_line(&result.dir, config.quiet);
+            linger(&mut result, &config, &stop).await;
             Ok(exit_code(&result.summary.outcome))
         }
         Command::Sim(args) => crate::sim::serve_until_stopped(&args).await.map(|()| 0),
@@ -175,6 +179,26 @@ fn warn_at_start(config: &Config) {
     }
 }
 
+/// `--metrics-linger`: after the results are out, `/metrics` stays up with the final figures for
+/// a last scrape, until the time is over or a stop signal comes.
+async fn linger(result: &mut crate::RunResult, config: &Config, stop: &StopSignal) {
+    let (Some(server), Some(metrics)) = (result.metrics.take(), config.watch.metrics) else {
+        return;
+    };
+    if !metrics.linger.is_zero() && !config.quiet {
+        console::note(format_args!(
+            "metrics: the final figures stay at http://{}/metrics for {} (Ctrl-C ends it)",
+            server.addr(),
+            humantime::format_duration(metrics.linger)
+        ));
+    }
+    server
+        .linger(metrics.linger, async {
+            stop.raised().await;
+        })
+        .await;
+}
+
 fn records_line(dir: &std::path::Path, quiet: bool) {
     if !quiet {
         console::note(format_args!("records: {}", dir.display()));
@@ -231,6 +255,8 @@ pub fn interrupts() -> StopSignal {
                 break;
             }
         }
+        // The live view's screen is given back first: exiting skips its thread's way out.
+        crate::progress::view::restore();
         console::note(
             "llmload: a second stop signal: exiting at once (the records written are complete)",
         );

@@ -28,11 +28,33 @@ pub fn out(text: &str) -> std::io::Result<()> {
     }
 }
 
-/// Writes one line to stderr; a stderr that cannot be written is left alone.
+/// Where [`note`] sends its lines instead of stderr, while something else holds the terminal.
+type Divert = Box<dyn Fn(&str) + Send>;
+
+static DIVERTED: std::sync::Mutex<Option<Divert>> = std::sync::Mutex::new(None);
+
+/// Sends every [`note`] to `to` (the live view, which shows the line and writes it after it has
+/// given the screen back) until called with `None`.
+pub fn divert(to: Option<Divert>) {
+    *DIVERTED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = to;
+}
+
+/// Writes one line to stderr (or where it is diverted to); a stderr that cannot be written is
+/// left alone.
 pub fn note(line: impl Display) {
     let line = line.to_string();
     let line = crate::secrets::scrub(&line);
     let line = printable(&line);
+    if let Some(to) = DIVERTED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .as_ref()
+    {
+        to(&line);
+        return;
+    }
     // On a terminal a long line wraps at spaces to its width; elsewhere it stays one line.
     if std::io::stderr().is_terminal() {
         let mut wrapped = String::new();
@@ -111,6 +133,24 @@ fn acts_on_terminal(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::printable;
+
+    #[test]
+    fn a_diverted_note_goes_where_it_is_sent_made_printable_until_the_diversion_ends() {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let sink = seen.clone();
+        super::divert(Some(Box::new(move |line| {
+            sink.lock().expect("lock").push(line.to_owned());
+        })));
+        super::note("warning: a diverted note \u{1b}[2J");
+        super::divert(None);
+        super::note("warning: not diverted");
+        let seen = seen.lock().expect("lock");
+        assert!(
+            seen.contains(&"warning: a diverted note \\u{1b}[2J".to_owned()),
+            "{seen:?}"
+        );
+        assert!(!seen.iter().any(|l| l.contains("not diverted")), "{seen:?}");
+    }
 
     #[test]
     fn controls_are_written_out_and_plain_text_is_left_alone() {

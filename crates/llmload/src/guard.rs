@@ -59,6 +59,16 @@ pub enum Rule {
 }
 
 impl Rule {
+    /// Every rule.
+    pub const ALL: [Rule; 6] = [
+        Rule::Temperature,
+        Rule::Margin,
+        Rule::Duration,
+        Rule::Errors,
+        Rule::ErrorRate,
+        Rule::Interrupted,
+    ];
+
     /// The rule's name.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -228,11 +238,7 @@ impl Guard {
         if self.cancel.is_cancelled() {
             return true;
         }
-        let readings: Vec<Reading> = self
-            .latest
-            .lock()
-            .map(|l| l.values().cloned().collect())
-            .unwrap_or_default();
+        let readings = self.readings();
         let latest = self.latest();
         if let Some(verdict) = readings.iter().find_map(|r| self.check_reading(r, at)) {
             self.trip(verdict);
@@ -263,6 +269,19 @@ impl Guard {
             .filter(|r| r.power_w.is_some())
             .map(|r| r.t_s)
             .min_by(f64::total_cmp)
+    }
+
+    /// The latest reading of every GPU, by GPU.
+    pub fn readings(&self) -> Vec<Reading> {
+        self.latest
+            .lock()
+            .map(|l| l.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The stop thresholds.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
     }
 
     /// The latest reading of the hottest GPU.

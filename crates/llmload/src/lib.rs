@@ -36,6 +36,7 @@ pub mod files;
 pub(crate) mod fixture;
 pub mod fmt;
 pub mod guard;
+pub mod live;
 pub mod merge;
 pub mod num;
 pub mod plan;
@@ -79,6 +80,8 @@ pub struct RunResult {
     pub dir: PathBuf,
     /// What `summary.json` holds.
     pub summary: Summary,
+    /// `--metrics-listen`: the endpoint, still serving the final figures.
+    pub metrics: Option<live::server::Server>,
 }
 
 /// Why `llmload sweep` takes no `--shard I/N` with N above 1.
@@ -145,6 +148,7 @@ pub async fn measure<S: CaseSource>(
     source: &mut S,
 ) -> error::Result<RunResult> {
     api::http1::raise_open_files_limit();
+    let (board, metrics) = serve_metrics(config).await?;
     let tokenizer = config
         .tokenizer
         .as_deref()
@@ -173,12 +177,11 @@ pub async fn measure<S: CaseSource>(
     views::campaign(&attempt, config, &target, simulated, &source.plans())?;
     let mut session = Session::start(
         config,
-        &target,
-        &prompts,
+        (&target, &prompts),
         &attempt,
         sampler,
-        simulated,
-        interrupted,
+        (simulated, interrupted),
+        board.clone(),
     )?;
     let sharded = !config.sharding.shard.is_whole();
     session.summary.shard = sharded.then(|| ShardRun {
@@ -244,7 +247,35 @@ pub async fn measure<S: CaseSource>(
     Ok(RunResult {
         dir: attempt.dir,
         summary,
+        metrics,
     })
+}
+
+/// `--metrics-listen`: the board and its endpoint, listening before anything else is done (an
+/// address in use stops the run at once); where it listens is said on stderr (unless `--quiet`),
+/// and an address beyond this machine is said even then.
+async fn serve_metrics(
+    config: &Config,
+) -> error::Result<(
+    Option<std::sync::Arc<live::Board>>,
+    Option<live::server::Server>,
+)> {
+    let Some(metrics) = config.watch.metrics else {
+        return Ok((None, None));
+    };
+    let board = live::Board::new();
+    let server = live::server::Server::bind(metrics.addr, board.clone()).await?;
+    if !metrics.loopback() {
+        console::note(format_args!(
+            "note: --metrics-listen {}: /metrics is reachable from other machines (read-only, \
+             no credentials in it)",
+            server.addr()
+        ));
+    }
+    if !config.quiet {
+        console::note(format_args!("metrics: http://{}/metrics", server.addr()));
+    }
+    Ok((Some(board), Some(server)))
 }
 
 /// The folder of a run with `--attempt-id ID`: `ID`, or `ID-shard-I-of-N` for a shard.

@@ -87,6 +87,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> crate::error::Result<RunResult> {
     Ok(RunResult {
         dir: attempt.dir,
         summary,
+        metrics: None,
     })
 }
 

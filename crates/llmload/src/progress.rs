@@ -1,263 +1,72 @@
-//! Live progress beside the runner: one line on stderr, redrawn at most four times a second and
-//! cleared at the end — only when stderr is a terminal and the run is not `--quiet`. The runner
-//! and the campaign loop only report events to a [`Progress`] handle (a `watch` channel); they
-//! never know whether a terminal is listening. Colour only on a terminal, and never with
-//! `NO_COLOR` set.
+//! Live progress beside the runner. The runner and the campaign loop only report events to a
+//! [`Progress`] handle (a `watch` channel of [`Snapshot`]s, and the recent figures); they never
+//! know who is watching:
 //!
-//! The line: the case and its round, requests done of the total, the time since the case (or
-//! staged load) started and an ETA where one can be known (a known count of requests, or a
-//! known duration), the running median TTFT and the output tokens/s of the case so far, and the
-//! guard's last GPU reading.
+//! - on a terminal, the live view (`view.rs`: a screen of its own, drawn by a thread of its own),
+//!   or with `--no-live` the progress line of earlier versions (`line.rs`); neither with
+//!   `--quiet`, nor when stderr is not a terminal;
+//! - with `--metrics-listen`, the live board that `/metrics` serves.
+//!
+//! Colour only on a terminal, and never with `NO_COLOR` set.
 
 use crate::guard::Guard;
-use crate::record::{Record, Status};
-use crate::telemetry::Reading;
-use crate::workload::schedule::Bound;
-use crate::workload::shape::{CasePlan, Shape};
-use std::collections::VecDeque;
-use std::fmt::Write as _;
+use crate::live::Board;
+use crate::record::Record;
+use crate::summary::client_check::ClientCheck;
+use crate::workload::shape::CasePlan;
 use std::io::{IsTerminal, Write};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 mod case_line;
+mod line;
+pub mod recent;
+pub mod view;
+pub use crate::live::snapshot::{Planned, Snapshot, TTFT_WINDOW};
 pub use case_line::case_line;
+pub use line::{line, use_color};
 
-/// The running median is over this many most recent TTFTs of the case.
-pub const TTFT_WINDOW: usize = 1000;
-
-/// Time between redraws.
+/// Time between redraws of the line.
 pub const REDRAW: Duration = Duration::from_millis(250);
 
-/// What the line shows, as the runner reported it.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Snapshot {
-    /// `--repeat`: the repeat running (1-based) and the repeats planned.
-    pub repeat: Option<(u32, u32)>,
-    /// Case number (1-based) and cases planned.
-    pub case: (usize, usize),
-    /// Case id.
-    pub case_id: String,
-    /// Closed rounds: the current round and the rounds planned.
-    pub round: Option<(u32, u32)>,
-    /// Measured requests ended in this case.
-    pub done: u64,
-    /// Measured requests planned in this case, when known.
-    pub total: Option<u64>,
-    /// Of those ended, how many did not end `ok` (abandoned ones aside).
-    pub failed: u64,
-    /// Of those ended, how many the client abandoned as planned (`--cancel-after`).
-    pub abandoned: u64,
-    /// TTFTs of the case's last `ok` responses, ms.
-    pub ttft_ms: VecDeque<f64>,
-    /// Output tokens of the case's `ok` responses.
-    pub tokens: u64,
-    /// First send and last completion of the case's measured requests, seconds since the
-    /// attempt started.
-    pub span_s: Option<(f64, f64)>,
-    /// When the case (or staged load) started, on tokio's clock (paused in tests).
-    pub started: Option<tokio::time::Instant>,
-    /// How long the load lasts, when a duration bounds it.
-    pub duration: Option<Duration>,
+/// How the run is shown.
+#[derive(Clone, Copy, Debug)]
+pub struct Show {
+    /// `--quiet`: nothing on stderr.
+    pub quiet: bool,
+    /// The live view on a terminal (`--no-live` turns it off for the line).
+    pub live: bool,
+    /// The attempt's origin, which records' times count from.
+    pub origin: std::time::Instant,
 }
 
-impl Snapshot {
-    /// Median of the recent TTFTs, ms.
-    pub fn ttft_median_ms(&self) -> Option<f64> {
-        let mut v: Vec<f64> = self.ttft_ms.iter().copied().collect();
-        crate::stats::Distribution::from_samples(&mut v).map(|d| d.median)
-    }
-
-    /// Output tokens per second of the case so far.
-    pub fn tokens_per_s(&self) -> Option<f64> {
-        let (first, last) = self.span_s?;
-        (last > first).then(|| self.tokens as f64 / (last - first))
-    }
-
-    /// The time left, `elapsed` into the case: what a duration bound leaves, else the requests
-    /// left at the pace of those done so far; `None` when neither is known.
-    pub fn eta(&self, elapsed: Duration) -> Option<Duration> {
-        if let Some(duration) = self.duration {
-            return Some(duration.saturating_sub(elapsed));
-        }
-        let total = self.total?;
-        if self.done == 0 {
-            return None;
-        }
-        let left = total.saturating_sub(self.done);
-        Some(elapsed.mul_f64(left as f64 / self.done as f64))
-    }
-
-    fn record(&mut self, r: &Record) {
-        self.done += 1;
-        if r.status == Status::Abandoned {
-            self.abandoned += 1;
-            return;
-        }
-        if r.status != Status::Ok {
-            self.failed += 1;
-            return;
-        }
-        if let Some(ttft) = r.ttft_ms {
-            if self.ttft_ms.len() == TTFT_WINDOW {
-                self.ttft_ms.pop_front();
-            }
-            self.ttft_ms.push_back(ttft);
-        }
-        self.tokens += u64::from(r.generated_tokens());
-        let done = r.done_s.unwrap_or(r.sent_s);
-        self.span_s = Some(match self.span_s {
-            Some((first, last)) => (first.min(r.sent_s), last.max(done)),
-            None => (r.sent_s, done),
-        });
-    }
+/// What draws on the terminal while the run goes: the line's task or the view's thread.
+pub enum Drawing {
+    /// The progress line.
+    Line(JoinHandle<()>),
+    /// The live view (given back on drop too).
+    View(view::View),
 }
 
-/// What a case plans: its rounds, and its measured requests when they are known in advance.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Planned {
-    /// Closed rounds: rounds planned.
-    pub rounds: Option<u32>,
-    /// Measured requests planned (unknown for a duration, or with a warmup time).
-    pub requests: Option<u64>,
-    /// How long the load lasts, when a duration bounds it.
-    pub duration: Option<Duration>,
-}
-
-impl Planned {
-    /// What `plan` plans.
-    pub fn of(plan: &CasePlan) -> Planned {
-        let by_count = |bound: &Bound| match bound {
-            Bound::Requests(n) if plan.warmup_time.is_zero() => Some(*n),
-            _ => None,
-        };
-        let by_time = |bound: &Bound| match bound {
-            Bound::Duration(d) => Some(*d),
-            Bound::Requests(_) => None,
-        };
-        match &plan.shape {
-            Shape::Rounds { rounds } => Planned {
-                rounds: Some(*rounds),
-                requests: Some(u64::from(*rounds) * u64::from(plan.case.concurrency)),
-                duration: None,
-            },
-            Shape::ClosedContinuous { bound } | Shape::Open { bound, .. } => Planned {
-                rounds: None,
-                requests: by_count(bound),
-                duration: by_time(bound),
-            },
-            Shape::Sessions { bound, spec, .. } => Planned {
-                rounds: None,
-                requests: by_count(bound).map(|n| n.saturating_mul(u64::from(spec.turns))),
-                duration: by_time(bound),
-            },
-            Shape::Replay { arrivals, .. } => Planned {
-                rounds: None,
-                requests: plan.warmup_time.is_zero().then_some(*arrivals as u64),
-                duration: None,
-            },
-        }
-    }
-
-    /// What a load of `plans` plans (a staged load: every stage together): the first one's
-    /// rounds, the sum of the requests and of the durations where every plan knows its own.
-    pub fn of_load(plans: &[CasePlan]) -> Planned {
-        let each: Vec<Planned> = plans.iter().map(Planned::of).collect();
-        Planned {
-            rounds: each.first().and_then(|p| p.rounds),
-            requests: each.iter().map(|p| p.requests).sum(),
-            duration: each.iter().map(|p| p.duration).sum(),
-        }
-    }
-}
-
-/// Whether to colour: on a terminal, unless `NO_COLOR` is set to anything non-empty.
-pub fn use_color(terminal: bool, no_color: Option<&str>) -> bool {
-    terminal && no_color.is_none_or(str::is_empty)
-}
-
-/// The progress line of `s`, `elapsed` into the case, with the guard's `reading`, at most
-/// `width` characters of text (parts are dropped from the end to fit), in colour when `color`.
-pub fn line(
-    s: &Snapshot,
-    reading: Option<&Reading>,
-    elapsed: Duration,
-    width: usize,
-    color: bool,
-) -> String {
-    let mut parts: Vec<(String, &str)> = s
-        .repeat
-        .map(|(k, n)| (format!("repeat {k}/{n}"), "1"))
-        .into_iter()
-        .collect();
-    parts.push((format!("case {}/{} {}", s.case.0, s.case.1, s.case_id), "1"));
-    match s.round {
-        Some((0, rounds)) => parts.push((format!("warmup, then {rounds} rounds"), "")),
-        Some((round, rounds)) => parts.push((format!("round {round}/{rounds}"), "")),
-        None => {}
-    }
-    let total = s.total.map_or(String::new(), |t| format!("/{t}"));
-    let failed = match (s.failed, s.abandoned) {
-        (0, 0) => String::new(),
-        (f, 0) => format!(" ({f} failed)"),
-        (0, a) => format!(" ({a} abandoned)"),
-        (f, a) => format!(" ({f} failed, {a} abandoned)"),
-    };
-    parts.push((format!("{}{total} requests{failed}", s.done), ""));
-    let whole = |d: Duration| crate::fmt::span(d.as_secs() as f64);
-    let eta = s.eta(elapsed).map_or_else(
-        || "ETA unknown".to_owned(),
-        |left| format!("ETA {}", whole(left)),
-    );
-    parts.push((format!("elapsed {} · {eta}", whole(elapsed)), ""));
-    let median = s.ttft_median_ms();
-    parts.push((format!("TTFT p50 {}", crate::fmt::seconds(median)), ""));
-    let tps = s.tokens_per_s().map_or("–".into(), |t| format!("{t:.1}"));
-    parts.push((format!("{tps} tokens/s"), ""));
-    if let Some(r) = reading {
-        let power = r.power_w.map_or(String::new(), |w| format!(" {w:.0} W"));
-        parts.push((
-            format!("GPU {} {:.0} °C{power}", r.gpu, r.temperature_c),
-            "33",
-        ));
-    }
-    let separator = " · ";
-    let mut used = 0;
-    let mut out = String::new();
-    for (i, (text, code)) in parts.iter().enumerate() {
-        let extra = text.chars().count() + if i > 0 { separator.len() - 1 } else { 0 };
-        if i > 0 && used + extra > width {
-            break;
-        }
-        used += extra;
-        if i > 0 {
-            if color {
-                let _ = write!(out, "\x1b[2m{separator}\x1b[0m");
-            } else {
-                out.push_str(separator);
-            }
-        }
-        match (color, *code) {
-            (true, code) if !code.is_empty() => {
-                let _ = write!(out, "\x1b[{code}m{text}\x1b[0m");
-            }
-            _ => out.push_str(text),
-        }
-    }
-    out
-}
-
-/// Where progress goes: a handle the runner reports to; without a terminal it does nothing.
+/// Where progress goes: a handle the runner reports to. With nobody watching it does nothing.
 #[derive(Clone, Debug, Default)]
 pub struct Progress {
+    /// The snapshot, kept while anyone reads it.
+    tx: Option<Arc<watch::Sender<Snapshot>>>,
+    /// The line on the terminal, when one is drawn.
     shared: Option<Arc<Shared>>,
+    /// `--metrics-listen`: the board scrapers read.
+    board: Option<Arc<Board>>,
+    /// The live view: its recent figures, the self-check so far, and its log.
+    recent: Option<Arc<Mutex<recent::Recent>>>,
+    check: Option<Arc<Mutex<Option<ClientCheck>>>>,
+    lines: Option<view::Lines>,
 }
 
 #[derive(Debug)]
 struct Shared {
-    tx: watch::Sender<Snapshot>,
     /// Whether the line is on screen; held while writing to stderr.
     drawn: Mutex<bool>,
     color: bool,
@@ -269,36 +78,91 @@ impl Progress {
         Progress::default()
     }
 
-    /// Shows progress on stderr when it is a terminal and `quiet` is off: returns the handle and
-    /// the drawing task. The guard gives the last GPU reading.
-    pub fn start(quiet: bool, guard: Arc<Guard>) -> (Progress, Option<JoinHandle<()>>) {
+    /// Shows progress on stderr when it is a terminal (the live view, or the line) and `--quiet`
+    /// is off, and on `board` when there is one: returns the handle and what draws. The guard
+    /// gives the GPU readings.
+    pub fn start(
+        show: Show,
+        guard: Arc<Guard>,
+        board: Option<Arc<Board>>,
+    ) -> (Progress, Option<Drawing>) {
         let terminal = std::io::stderr().is_terminal();
-        if quiet || !terminal {
+        let on_screen = !show.quiet && terminal;
+        if !on_screen && board.is_none() {
             return (Progress::off(), None);
         }
-        let color = use_color(terminal, std::env::var("NO_COLOR").ok().as_deref());
         let (tx, rx) = watch::channel(Snapshot::default());
+        if let Some(board) = &board {
+            board.watch_progress(rx.clone());
+            board.watch_guard(guard.clone());
+        }
+        let mut progress = Progress {
+            tx: Some(Arc::new(tx)),
+            board,
+            ..Progress::default()
+        };
+        if !on_screen {
+            return (progress, None);
+        }
+        let color = use_color(terminal, std::env::var("NO_COLOR").ok().as_deref());
+        let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
+        if show.live && !dumb {
+            let recent = Arc::new(Mutex::new(recent::Recent::default()));
+            let check = Arc::new(Mutex::new(None));
+            let sources = view::Sources {
+                snapshot: rx.clone(),
+                recent: recent.clone(),
+                guard: guard.clone(),
+                check: check.clone(),
+                origin: show.origin,
+                color,
+            };
+            // A terminal that cannot take the view (its screen cannot be switched) gets the line.
+            if let Ok((view, lines)) = view::View::start(sources) {
+                progress.recent = Some(recent);
+                progress.check = Some(check);
+                progress.lines = Some(lines);
+                return (progress, Some(Drawing::View(view)));
+            }
+        }
         let shared = Arc::new(Shared {
-            tx,
             drawn: Mutex::new(false),
             color,
         });
-        let task = tokio::spawn(draw(shared.clone(), rx, guard));
-        (
-            Progress {
-                shared: Some(shared),
-            },
-            Some(task),
-        )
+        let task = tokio::spawn(line::draw(shared.clone(), rx, guard));
+        progress.shared = Some(shared);
+        (progress, Some(Drawing::Line(task)))
     }
-
     /// A load starts (a case, or a staged load of `plans`): number `index` (1-based) of
     /// `total`, with its measured requests and its duration where they are planned.
     pub fn case(&self, index: usize, total: usize, plans: &[CasePlan]) {
         let Some(first) = plans.first() else {
             return;
         };
+        if let Some(board) = &self.board {
+            let ids: Vec<String> = plans.iter().map(|p| p.case.id.clone()).collect();
+            board.cases(&ids);
+        }
+        if let Some(recent) = &self.recent {
+            recent
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .new_load();
+        }
         let planned = Planned::of_load(plans);
+        let stages = if plans.len() > 1 {
+            plans
+                .iter()
+                .map(|p| {
+                    (
+                        p.case.id.clone(),
+                        Planned::of(p).duration.unwrap_or_default(),
+                    )
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         self.update(|s| {
             *s = Snapshot {
                 repeat: s.repeat,
@@ -308,6 +172,7 @@ impl Progress {
                 total: planned.requests,
                 started: Some(tokio::time::Instant::now()),
                 duration: planned.duration,
+                stages,
                 ..Snapshot::default()
             }
         });
@@ -327,10 +192,48 @@ impl Progress {
         });
     }
 
-    /// A request ended; only measured ones count.
+    /// A request ended and was written: the board counts every one, the snapshot the measured.
     pub fn record(&self, record: &Record) {
+        if let Some(board) = &self.board {
+            board.record(record);
+        }
+        if let Some(recent) = &self.recent {
+            recent
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .add(record);
+        }
         if record.phase == crate::record::Phase::Measured {
             self.update(|s| s.record(record));
+        }
+    }
+
+    /// An open loop starts at `start`, this process's arrivals at `offsets` from it.
+    pub fn open_loop(&self, start: std::time::Instant, offsets: impl FnOnce() -> Vec<Duration>) {
+        if let Some(board) = &self.board {
+            board.open_loop(start, offsets().into());
+        }
+    }
+
+    /// Whether anyone reads the self-check's verdict while the run goes (the view, the board).
+    pub fn watched(&self) -> bool {
+        self.check.is_some() || self.board.is_some()
+    }
+
+    /// The self-check's verdict so far.
+    pub fn client_check(&self, check: ClientCheck) {
+        if let Some(mine) = &self.check {
+            *mine.lock().unwrap_or_else(PoisonError::into_inner) = Some(check.clone());
+        }
+        if let Some(board) = &self.board {
+            board.client_check(check);
+        }
+    }
+
+    /// The open loop launches no more.
+    pub fn open_loop_over(&self) {
+        if let Some(board) = &self.board {
+            board.open_loop_over();
         }
     }
 
@@ -339,6 +242,16 @@ impl Progress {
     pub fn println(&self, text: &str) {
         let text = crate::secrets::scrub(text);
         let text = crate::console::printable(&text);
+        if let Some(lines) = &self.lines {
+            // Shown in the view's log, written after it as the line's mode writes them.
+            let mut wrapped = String::new();
+            crate::console::wrap(&text, usize::from(crate::console::width()), &mut wrapped);
+            wrapped
+                .trim_end()
+                .lines()
+                .for_each(|l| lines.println(l.to_owned()));
+            return;
+        }
         // On a terminal (where the progress line is drawn) a long line wraps to its width.
         let text = if self.shared.is_some() {
             let mut wrapped = String::new();
@@ -366,10 +279,13 @@ impl Progress {
         }
     }
 
-    /// Stops drawing and clears the line.
-    pub fn finish(&self, task: Option<JoinHandle<()>>) {
-        if let Some(task) = task {
-            task.abort();
+    /// Stops drawing: clears the line, or gives the view's screen back (and writes the lines
+    /// printed under it).
+    pub fn finish(&self, drawing: Option<Drawing>) {
+        match drawing {
+            Some(Drawing::Line(task)) => task.abort(),
+            Some(Drawing::View(view)) => view.finish(),
+            None => {}
         }
         if let Some(shared) = &self.shared {
             let mut drawn = shared
@@ -384,42 +300,9 @@ impl Progress {
     }
 
     fn update(&self, change: impl FnOnce(&mut Snapshot)) {
-        if let Some(shared) = &self.shared {
-            shared.tx.send_modify(change);
+        if let Some(tx) = &self.tx {
+            tx.send_modify(change);
         }
-    }
-}
-
-/// Redraws the line when the snapshot changes, at most every [`REDRAW`], and every second
-/// anyway for the GPU reading.
-async fn draw(shared: Arc<Shared>, mut rx: watch::Receiver<Snapshot>, guard: Arc<Guard>) {
-    let width = std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.parse::<usize>().ok())
-        .unwrap_or(100)
-        .saturating_sub(1)
-        .max(20);
-    loop {
-        let _ = tokio::time::timeout(Duration::from_secs(1), rx.changed()).await;
-        let snapshot = rx.borrow_and_update().clone();
-        if !snapshot.case_id.is_empty() {
-            let elapsed = snapshot.started.map_or(Duration::ZERO, |t| t.elapsed());
-            let text = line(
-                &snapshot,
-                guard.latest().as_ref(),
-                elapsed,
-                width,
-                shared.color,
-            );
-            let mut drawn = shared
-                .drawn
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let _ = write!(std::io::stderr(), "\r\x1b[2K{text}");
-            let _ = std::io::stderr().flush();
-            *drawn = true;
-        }
-        tokio::time::sleep(REDRAW).await;
     }
 }
 
@@ -427,6 +310,10 @@ async fn draw(shared: Arc<Shared>, mut rx: watch::Receiver<Snapshot>, guard: Arc
 mod tests {
     use super::*;
     use crate::fixture;
+    use crate::record::Status;
+    use crate::telemetry::Reading;
+    use crate::workload::schedule::Bound;
+    use crate::workload::shape::Shape;
 
     fn snapshot() -> Snapshot {
         let mut s = Snapshot {

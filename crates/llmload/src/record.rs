@@ -24,7 +24,7 @@ fn is_zero(n: &u32) -> bool {
 }
 
 /// Whether a request was measured.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
     /// Unmeasured request before a case's rounds.
@@ -34,7 +34,7 @@ pub enum Phase {
 }
 
 /// How a request ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// Complete, and every counter the server reported matches the request.

@@ -20,6 +20,9 @@ use tokio_util::sync::CancellationToken;
 /// architecture it exposes to user space).
 const USER_HZ: f64 = 100.0;
 
+/// Told the verdict so far after every sample, while the run goes on (the live views).
+pub type Report = Box<dyn Fn(ClientCheck) + Send + Sync>;
+
 /// The sampler, running beside the runner until [`Monitor::finish`].
 pub struct Monitor {
     stop: CancellationToken,
@@ -27,10 +30,11 @@ pub struct Monitor {
 }
 
 impl Monitor {
-    /// Starts sampling every [`INTERVAL`].
-    pub fn start() -> Monitor {
+    /// Starts sampling every [`INTERVAL`]; `report`, when given, is told the verdict so far
+    /// after each sample.
+    pub fn start(report: Option<Report>) -> Monitor {
         let stop = CancellationToken::new();
-        let task = tokio::spawn(sample(INTERVAL, stop.clone()));
+        let task = tokio::spawn(sample(INTERVAL, stop.clone(), report));
         Monitor { stop, task }
     }
 
@@ -42,7 +46,11 @@ impl Monitor {
     }
 }
 
-async fn sample(interval: Duration, stop: CancellationToken) -> Vec<Sample> {
+async fn sample(
+    interval: Duration,
+    stop: CancellationToken,
+    report: Option<Report>,
+) -> Vec<Sample> {
     let mut samples = Vec::new();
     let mut last = Reading::now();
     READ_LAG.take();
@@ -65,6 +73,9 @@ async fn sample(interval: Duration, stop: CancellationToken) -> Vec<Sample> {
             read_lag: READ_LAG.take(),
         });
         last = reading;
+        if let Some(report) = &report {
+            report(assess(&samples, cores(), None, &Bounds::default()));
+        }
         // Absolute schedule: a late wake does not push the following ones back.
         next += interval;
     }

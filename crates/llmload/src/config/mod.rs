@@ -24,7 +24,9 @@ use parse::{
 };
 mod combine;
 mod file;
+mod live;
 mod options;
+pub use live::{MetricsConfig, Watch};
 mod repeat;
 mod scrub;
 mod settings;
@@ -32,7 +34,7 @@ mod sharding;
 pub use combine::Combine;
 pub use options::{
     GuardOptions, LoadOptions, ObjectiveOptions, OutputOptions, RoundOptions, SessionOptions,
-    Settings, ShardOptions, TargetOptions, WorkloadOptions,
+    Settings, ShardOptions, TargetOptions, WatchOptions, WorkloadOptions,
 };
 use serde::Serialize;
 use settings::lengths;
@@ -173,6 +175,10 @@ pub struct Config {
     /// `--shard`, `--attempt-id`, `--start-at`: which part of an attempt this process runs, and
     /// when its load begins.
     pub sharding: Sharding,
+    /// How the run is watched: `/metrics` and the live view (not written: neither changes what
+    /// is measured).
+    #[serde(skip)]
+    pub watch: Watch,
 }
 
 /// The case matrix (input lengths, concurrencies, output lengths): the given values over the
@@ -319,10 +325,10 @@ impl Config {
             cool_down_below_c: cool_down_below,
             cool_down_timeout: duration("cool-down-timeout", cool_down_timeout, "10m")?,
             sharding,
+            watch: live::watch(&settings.watch)?,
         };
-        config
-            .notes
-            .extend(replaced_ids(&config.headers, config.traceparent));
+        let replaced = replaced_ids(&config.headers, config.traceparent);
+        config.notes.extend(replaced);
         config.validate()?;
         Ok(config)
     }

@@ -389,6 +389,37 @@ options! {
 }
 
 options! {
+    /// How a run is watched while it goes: the live view on a terminal, and `/metrics`.
+    #[derive(Args, Clone, Debug, Default, Deserialize)]
+    #[command(next_help_heading = "Watching")]
+    #[serde(default)]
+    pub struct WatchOptions {
+        /// Serve the run's live figures at `http://ADDR/metrics` (Prometheus text) [default: not served]
+        ///
+        /// PORT or HOST:PORT. A bare port, or 127.0.0.1:PORT, listens on this machine only;
+        /// another address (0.0.0.0:PORT, a pod's) must be given in full and is said at the
+        /// start. Port 0 takes a free port, named on stderr. Read-only: GET /metrics and
+        /// nothing else, no credential in it.
+        #[arg(long, value_name = "ADDR")]
+        pub metrics_listen: Option<String>,
+        /// Keep /metrics up this long after the run, for a last scrape [default: 0s]
+        ///
+        /// A scraper that reads every 15 s would otherwise miss up to 15 s of the end. Ctrl-C
+        /// ends the wait.
+        #[arg(long, value_name = "DURATION")]
+        pub metrics_linger: Option<String>,
+        /// On a terminal, print the progress line instead of the live view
+        ///
+        /// The live view takes the terminal's screen while the run goes (the case and its ETA,
+        /// TTFT, ITL and throughput over the last 30 s with their trends, failures by kind, the
+        /// guard, the self-check) and gives it back at the end. Neither is drawn with --quiet
+        /// or when stderr is not a terminal.
+        #[arg(long, num_args = 0, default_missing_value = "true")]
+        pub no_live: Option<bool>,
+    }
+}
+
+options! {
     /// One attempt run by several processes.
     #[derive(Args, Clone, Debug, Default, Deserialize)]
     #[command(next_help_heading = "Sharding")]
@@ -444,6 +475,9 @@ options! {
         /// Results and printing.
         #[command(flatten)]
         pub outputs: OutputOptions,
+        /// The live view and `/metrics`.
+        #[command(flatten)]
+        pub watch: WatchOptions,
         /// Shards of one attempt.
         #[command(flatten)]
         pub sharding: ShardOptions,
@@ -463,6 +497,7 @@ impl Settings {
             objectives: toml::from_str(text)?,
             guard: toml::from_str(text)?,
             outputs: toml::from_str(text)?,
+            watch: toml::from_str(text)?,
             sharding: toml::from_str(text)?,
         })
     }

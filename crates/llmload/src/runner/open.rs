@@ -51,6 +51,9 @@ impl super::Runner<'_> {
             None => None,
         };
         let start = self.begin(Instant::now() + LEAD).await;
+        self.progress.open_loop(start.into_std(), || {
+            mine.iter().map(|(_, (offset, _))| *offset).collect()
+        });
         let warmup_end = start + segments[0].plan.warmup_time;
         self.open_windows(segments, start, warmup_end, runs);
         let mut last = start;
@@ -90,6 +93,7 @@ impl super::Runner<'_> {
             index += 1;
         }
         self.serial = base + offsets.len() as u64;
+        self.progress.open_loop_over();
         // No more launches: wait for those the pacer holds and those in flight.
         drop(results);
         pacer.close();

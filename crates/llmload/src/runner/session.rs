@@ -1,11 +1,13 @@
 //! One attempt's run, case by case: the runner, what watches it (guard, telemetry, `/metrics`,
 //! the self-check, the progress line) and the summary they fill.
 
+use crate::api::client::Transport;
 use crate::attempt::records::RecordSink;
 use crate::attempt::{Attempt, SCHEMA_VERSION};
 use crate::config::Config;
 use crate::error::Context;
 use crate::guard::{Guard, StopSignal};
+use crate::live::Board;
 use crate::progress::{self, Progress};
 use crate::runner::ids::RequestIds;
 use crate::runner::monitors::Monitors;
@@ -20,7 +22,6 @@ use crate::workload::shape::CasePlan;
 use crate::workload::source::PromptSource;
 use std::path::PathBuf;
 use std::sync::Arc;
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -31,7 +32,7 @@ pub struct Session<'a> {
     config: &'a Config,
     runner: Runner<'a>,
     monitors: Monitors,
-    drawing: Option<JoinHandle<()>>,
+    drawing: Option<progress::Drawing>,
     self_check: selfcheck::Monitor,
     dir: PathBuf,
     /// Why a case could not go on, if one could not.
@@ -40,21 +41,23 @@ pub struct Session<'a> {
     windows: Vec<Window>,
     /// `--repeat`: the series, while one runs; `summary.cases` are then the running repeat's.
     series: Option<series::SeriesRun>,
+    /// `--metrics-listen`: the live board, told the final self-check.
+    board: Option<Arc<Board>>,
     /// The figures of the cases run so far, and the outcome as it stands.
     pub summary: Summary,
 }
 
 impl<'a> Session<'a> {
     /// Starts the watchers and opens `requests.jsonl` in `attempt`; `simulated` marks the built-in
-    /// simulator, `interrupted` fires on a stop signal.
+    /// simulator, `interrupted` fires on a stop signal, `board` (`--metrics-listen`) is fed as
+    /// the progress line is.
     pub fn start(
         config: &'a Config,
-        target: &'a Target,
-        prompts: &'a PromptSource,
+        (target, prompts): (&'a Target, &'a PromptSource),
         attempt: &Attempt,
         sampler: Sampler,
-        simulated: bool,
-        interrupted: StopSignal,
+        (simulated, interrupted): (bool, StopSignal),
+        board: Option<Arc<Board>>,
     ) -> crate::error::Result<Session<'a>> {
         let origin = Instant::now();
         let cancel = CancellationToken::new();
@@ -68,7 +71,16 @@ impl<'a> Session<'a> {
             interrupted,
             origin,
         );
-        let (progress, drawing) = Progress::start(config.quiet, guard.clone());
+        if let Some(board) = &board {
+            board.set_info(live_info(config, target, attempt));
+        }
+        let show = progress::Show {
+            quiet: config.quiet,
+            live: config.watch.live,
+            origin: origin.into_std(),
+        };
+        let (progress, drawing) = Progress::start(show, guard.clone(), board.clone());
+        let reporter = progress.clone();
         let sink = RecordSink::create(&attempt.dir.join("requests.jsonl"))
             .context("creating requests.jsonl")?;
         let settings = RunSettings {
@@ -89,9 +101,13 @@ impl<'a> Session<'a> {
             ))),
             cancel: config.load.cancel,
         };
+        let transport: Arc<dyn Transport> = Arc::new(target.endpoint.clone());
         let runner = Runner::new(
             (target, prompts),
-            Arc::new(target.endpoint.clone()),
+            match &board {
+                Some(board) => board.counted(transport),
+                None => transport,
+            },
             sink,
             (origin, cancel, guard),
             progress,
@@ -124,7 +140,12 @@ impl<'a> Session<'a> {
             runner,
             monitors,
             drawing,
-            self_check: selfcheck::Monitor::start(),
+            self_check: selfcheck::Monitor::start(
+                reporter.watched().then(|| {
+                    Box::new(move |check| reporter.client_check(check)) as selfcheck::Report
+                }),
+            ),
+            board,
             dir: attempt.dir.clone(),
             failure: None,
             windows: Vec::new(),
@@ -269,7 +290,13 @@ impl<'a> Session<'a> {
             Some(s) => s.all_cases(),
             None => summary.cases.clone(),
         };
-        summary.client_check = Some(self.self_check.finish(&checked).await);
+        let check = self.self_check.finish(&checked).await;
+        if let Some(board) = &self.board {
+            // Every record is counted by now.
+            board.client_check(check.clone());
+            board.finish();
+        }
+        summary.client_check = Some(check);
         set_outcome(&mut summary, &guard, self.failure.clone(), planned, false);
         match self.series {
             Some(series) => {
@@ -391,6 +418,23 @@ fn run_state(guard: &Guard, failure: Option<String>, going: bool) -> RunState {
 /// What stopped the run, in words.
 fn stop_text(v: &crate::guard::Verdict) -> String {
     format!("stopped by the {} rule at {}: {}", v.rule, v.at, v.reason)
+}
+
+/// What names the run on the live board: the attempt, the shard, the API and the model (as the
+/// reports show it: scrubbed, its controls written out, at most 128 characters).
+fn live_info(config: &Config, target: &Target, attempt: &Attempt) -> crate::live::Info {
+    let shard = config.sharding.shard;
+    let model = target.model.as_deref().unwrap_or_default();
+    let model = crate::console::printable(&crate::secrets::scrub(model))
+        .chars()
+        .take(128)
+        .collect();
+    crate::live::Info {
+        attempt_id: (config.sharding.attempt_id.clone()).unwrap_or_else(|| attempt.id.clone()),
+        shard: format!("{}/{}", shard.index, shard.count),
+        api: target.endpoint.api.name().to_owned(),
+        model,
+    }
 }
 
 /// How the tokens of each streamed chunk are counted against this target.

@@ -12,7 +12,7 @@ fn proc_stat_lines_give_cpu_seconds() {
 #[tokio::test]
 async fn the_sampler_reads_this_process() {
     let stop = CancellationToken::new();
-    let task = tokio::spawn(sample(Duration::from_millis(20), stop.clone()));
+    let task = tokio::spawn(sample(Duration::from_millis(20), stop.clone(), None));
     tokio::time::sleep(Duration::from_millis(110)).await;
     stop.cancel();
     let samples = task.await.expect("sampler");

@@ -416,15 +416,15 @@ fn on_a_terminal_a_progress_line_is_drawn_and_cleared_and_no_color_is_honoured()
     let command = |name: &str, quiet: &str| {
         format!(
             "{} run --url {} --input-tokens 64 --concurrency 2 --output-tokens 200 --rounds 2 \
-             --telemetry off --out {} --name {name} {quiet}",
+             --telemetry off --out {} --name {name} --no-live {quiet}",
             env!("CARGO_BIN_EXE_llmload"),
             sim.url,
             out.path().display()
         )
     };
     let screen = on_a_terminal(&command("color", ""), false);
-    // The line is drawn over itself (\r, clear to end of line) and cleared before the case's
-    // own line.
+    // With --no-live, the line is drawn over itself (\r, clear to end of line) and cleared
+    // before the case's own line.
     assert!(
         screen.contains("\r\x1b[2K\x1b[1mcase 1/1 in64-c2-out200\x1b[0m"),
         "{screen:?}"

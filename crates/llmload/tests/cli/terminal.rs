@@ -1,48 +1,85 @@
 //! The report on a real terminal (a tmux pane of a set width): tables aligned, prose wrapped,
-//! no Markdown; the same run piped stays Markdown.
+//! no Markdown; the same run piped stays Markdown. While a run goes, the live view (or with
+//! `--no-live` the progress line) on that terminal, and the terminal given back at the end.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// Runs `llmload ARGS` in a detached tmux session of `width` columns, and returns what the
-/// pane's history holds once it has exited (`None` when tmux is missing).
-fn in_tmux(args: &[&str], width: u16) -> String {
-    let name = format!("llmload-test-{}", std::process::id());
-    let mut command = vec![env!("CARGO_BIN_EXE_llmload").to_owned()];
-    command.extend(args.iter().map(|a| format!("'{a}'")));
-    let script = format!("{}; echo EXITED $?; sleep 30", command.join(" "));
-    let started = Command::new("tmux")
-        .args([
-            "new-session",
-            "-d",
-            "-s",
-            &name,
-            "-x",
-            &width.to_string(),
-            "-y",
-            "50",
-        ])
-        .args(["-e", "NO_COLOR=1", &script])
-        .status()
-        .expect("tmux runs (the test command installs it)");
-    assert!(started.success(), "tmux new-session");
-    let capture = || {
+/// `llmload ARGS` in a detached tmux session of `width` columns and 50 rows, killed when dropped.
+struct Pane {
+    name: String,
+}
+
+impl Pane {
+    fn start(args: &[&str], width: u16, tag: &str) -> Pane {
+        let name = format!("llmload-test-{}-{tag}", std::process::id());
+        let mut command = vec![env!("CARGO_BIN_EXE_llmload").to_owned()];
+        command.extend(args.iter().map(|a| format!("'{a}'")));
+        let script = format!("{}; echo EXITED $?; sleep 60", command.join(" "));
+        let started = Command::new("tmux")
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                &name,
+                "-x",
+                &width.to_string(),
+                "-y",
+                "50",
+            ])
+            .args(["-e", "NO_COLOR=1", &script])
+            .status()
+            .expect("tmux runs (the test command installs it)");
+        assert!(started.success(), "tmux new-session");
+        Pane { name }
+    }
+
+    /// What the pane shows now (its history too with `history`).
+    fn capture(&self, history: bool) -> String {
+        let mut args = vec!["capture-pane", "-p", "-J", "-t", &self.name];
+        if history {
+            args.extend(["-S", "-2000"]);
+        }
         let out = Command::new("tmux")
-            .args(["capture-pane", "-p", "-J", "-S", "-2000", "-t", &name])
+            .args(&args)
             .output()
             .expect("capture-pane");
         String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut text = capture();
-    while !text.contains("EXITED") && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(200));
-        text = capture();
     }
-    let _ = Command::new("tmux")
-        .args(["kill-session", "-t", &name])
-        .status();
-    text
+
+    /// Captures until `ready` holds for what is on screen (at most `within`); the last capture.
+    fn until(&self, within: Duration, ready: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + within;
+        let mut text = self.capture(false);
+        while !ready(&text) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(200));
+            text = self.capture(false);
+        }
+        text
+    }
+
+    /// Types `keys` into the pane (tmux key names: `C-c` is Ctrl-C).
+    fn keys(&self, keys: &str) {
+        let sent = Command::new("tmux")
+            .args(["send-keys", "-t", &self.name, keys])
+            .status()
+            .expect("send-keys");
+        assert!(sent.success(), "send-keys {keys}");
+    }
+
+    /// The pane's history once the command has exited.
+    fn exited(&self) -> String {
+        self.until(Duration::from_secs(120), |t| t.contains("EXITED"));
+        self.capture(true)
+    }
+}
+
+impl Drop for Pane {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.name])
+            .status();
+    }
 }
 
 #[test]
@@ -65,7 +102,7 @@ fn on_a_terminal_the_report_is_aligned_and_fits_its_width() {
         out,
     ];
     let width = 90;
-    let text = in_tmux(&args, width);
+    let text = Pane::start(&args, width, "report").exited();
     assert!(text.contains("EXITED 0"), "{text}");
     assert!(
         !text.contains("|---"),
@@ -83,4 +120,105 @@ fn on_a_terminal_the_report_is_aligned_and_fits_its_width() {
     let piped = super::common::llmload(&args);
     assert_eq!(piped.code, 0, "{}", piped.stderr);
     assert!(piped.stdout.contains("|---"), "{}", piped.stdout);
+}
+
+/// An open loop of 16 s on the built-in simulator, with `extra` flags.
+fn open_loop<'a>(out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "run",
+        "--input-tokens",
+        "32",
+        "--output-tokens",
+        "16",
+        "--arrival",
+        "poisson",
+        "--rate",
+        "10",
+        "--duration",
+        "16s",
+        "--telemetry",
+        "off",
+        "--out",
+        out,
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+#[test]
+fn the_live_view_shows_ttft_throughput_and_an_eta_and_gives_the_terminal_back() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let out = tmp.path().to_str().expect("UTF-8 path");
+    let pane = Pane::start(&open_loop(out, &[]), 120, "live");
+    // Once responses have ended for a couple of seconds, the view has figures to show.
+    let figures = |t: &str| t.contains("TTFT  p50") && !t.contains("TTFT  p50         –");
+    let live = pane.until(Duration::from_secs(60), |t| {
+        figures(t) && t.contains("tokens/s")
+    });
+    assert!(figures(&live), "TTFT over the last window: {live}");
+    for expected in [
+        "case 1/1 in32-poisson-r10-out16",
+        "ETA ",
+        "throughput ",
+        "tokens/s",
+        "ITL   p50",
+        "self-check",
+        "guard",
+    ] {
+        assert!(
+            live.contains(expected),
+            "{expected:?} not in the live view:\n{live}"
+        );
+    }
+    let eta = live.split("ETA ").nth(1).expect("an ETA");
+    assert!(
+        eta.starts_with(char::is_numeric),
+        "a time left, not unknown: {live}"
+    );
+    let text = pane.exited();
+    assert!(text.contains("EXITED 0"), "{text}");
+    // The screen is the terminal's again: the view is gone, the case's line and the report are
+    // printed as without it.
+    assert!(!text.contains("trend over a minute"), "{text}");
+    assert!(text.contains("case 1/1 in32-poisson-r10-out16:"), "{text}");
+    assert!(text.contains("Continuous and open-loop cases"), "{text}");
+}
+
+#[test]
+fn with_no_live_the_progress_line_is_drawn_instead() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let out = tmp.path().to_str().expect("UTF-8 path");
+    let pane = Pane::start(&open_loop(out, &["--no-live"]), 160, "line");
+    let line = pane.until(Duration::from_secs(60), |t| {
+        t.contains("TTFT p50") && t.contains(" requests")
+    });
+    assert!(
+        line.contains("case 1/1 in32-poisson-r10-out16 · "),
+        "{line}"
+    );
+    assert!(line.contains("elapsed ") && line.contains("ETA "), "{line}");
+    assert!(
+        !line.contains("trend over a minute"),
+        "no live view: {line}"
+    );
+    let text = pane.exited();
+    assert!(text.contains("EXITED 0"), "{text}");
+    assert!(text.contains("case 1/1 in32-poisson-r10-out16:"), "{text}");
+}
+
+#[test]
+fn ctrl_c_under_the_live_view_stops_the_run_and_gives_the_terminal_back() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let out = tmp.path().to_str().expect("UTF-8 path");
+    let pane = Pane::start(&open_loop(out, &[]), 120, "stop");
+    // Mid-measurement: the view has figures of the last window.
+    let figures = |t: &str| t.contains("TTFT  p50") && !t.contains("TTFT  p50         –");
+    let live = pane.until(Duration::from_secs(60), figures);
+    assert!(figures(&live), "the live view: {live}");
+    pane.keys("C-c");
+    let text = pane.exited();
+    // Stopped (exit code 4), the screen the terminal's again, and the report of what was measured.
+    assert!(text.contains("EXITED 4"), "{text}");
+    assert!(!text.contains("trend over a minute"), "{text}");
+    assert!(text.contains("stopped by the interrupted rule"), "{text}");
 }

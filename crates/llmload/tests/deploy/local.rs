@@ -5,6 +5,7 @@ use crate::common::{json, measured, Simulator};
 use crate::kube::{args, container, expand, pod_env, str_of};
 use crate::{render, script};
 use serde_json::Value;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
@@ -28,7 +29,7 @@ fn attempt_folders(root: &Path) -> Vec<PathBuf> {
 
 /// The Job's campaign, scaled down to a few seconds: 40 requests at 20 per second, of short
 /// prompts and answers, with everything else as the config map has it.
-fn small_campaign(config_map: &Value) -> String {
+pub fn small_campaign(config_map: &Value) -> String {
     let text = str_of(&config_map["data"]["campaign.toml"], "campaign");
     let mut table: toml::Table = toml::from_str(text).expect("TOML");
     for key in ["duration", "warmup_time", "slo_ttft", "slo_tpot"] {
@@ -43,7 +44,7 @@ fn small_campaign(config_map: &Value) -> String {
 
 /// The Job's volumes as local folders: the config map's by `config`, the results claim's by
 /// `results`.
-fn local_mounts(job: &Value, config: &Path, results: &Path) -> Vec<(String, PathBuf)> {
+pub fn local_mounts(job: &Value, config: &Path, results: &Path) -> Vec<(String, PathBuf)> {
     let volumes = job["spec"]["template"]["spec"]["volumes"]
         .as_array()
         .expect("volumes");
@@ -72,7 +73,11 @@ fn local_mounts(job: &Value, config: &Path, results: &Path) -> Vec<(String, Path
 /// folders, stdout and stderr to `log`.
 fn start_pod(job: &Value, index: usize, mounts: &[(String, PathBuf)], log: &Path) -> Child {
     let container = container(job);
-    let env = pod_env(container, index);
+    let mut env = pod_env(container, index);
+    // The pods share this machine's network here, not one namespace each: each its own free
+    // port, on loopback, and no linger.
+    env.insert("METRICS_LISTEN".into(), "127.0.0.1:0".into());
+    env.insert("METRICS_LINGER".into(), "0s".into());
     let args: Vec<String> = args(container)
         .iter()
         .map(|arg| {
@@ -121,40 +126,28 @@ fn job_runs_locally_as_the_job_controller_would() {
     let pods: Vec<Child> = (0..4)
         .map(|index| start_pod(&job, index, &mounts, &logs[index]))
         .collect();
+    // Each pod serves its shard's /metrics while it waits for the start instant.
+    for (index, pod) in pods.iter().enumerate() {
+        let info = scrape_info(listening_port(pod.id()));
+        assert!(info.contains(&format!("shard=\"{index}/4\"")), "{info}");
+        assert!(info.contains("attempt_id=\"local-4\""), "{info}");
+    }
     for (index, mut pod) in pods.into_iter().enumerate() {
         let status = pod.wait().expect("wait for the shard");
         let log = std::fs::read_to_string(&logs[index]).unwrap_or_default();
         assert_eq!(status.code(), Some(0), "shard {index}: {log}");
     }
-    let collected = dir.path().join("collected");
-    let output = script(
-        "collect.sh",
-        &[
-            "--local",
-            results.join("local-4").to_str().expect("UTF-8"),
-            "--shards",
-            "4",
-            "--dest",
-            collected.to_str().expect("UTF-8"),
-        ],
-        &[("LLMLOAD", env!("CARGO_BIN_EXE_llmload"))],
+    let section = collect(
+        &results.join("local-4"),
+        4,
+        &dir.path().join("collected"),
+        40,
     );
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "collect.sh: {stderr}");
-    let merged = attempt_folders(&collected.join("merged"));
-    assert_eq!(merged.len(), 1, "one merged attempt: {merged:?}");
-    // The union of the shards is the plan: its 40 measured requests.
-    assert_eq!(measured(&merged[0]).len(), 40);
-    let summary = json(&merged[0].join("summary.json"));
-    let section = &summary["shards"];
-    assert_eq!(section["count"], 4, "{section}");
     let shards = section["shards"]
         .as_array()
         .expect("the merged summary lists its shards");
     let indices: Vec<u64> = shards.iter().filter_map(|s| s["index"].as_u64()).collect();
     assert_eq!(indices, [0, 1, 2, 3], "{section}");
-    assert_eq!(section["missing"], serde_json::json!([]), "{section}");
-    assert_eq!(section["incomplete"], serde_json::json!([]), "{section}");
     for shard in shards {
         assert_eq!(shard["attempt_id"], "local-4", "{shard}");
         assert_eq!(shard["seed"], 17, "{shard}");
@@ -162,6 +155,112 @@ fn job_runs_locally_as_the_job_controller_would() {
             shard["records"], 11,
             "10 arrivals and a warmup each: {shard}"
         );
+    }
+}
+
+/// The TCP port process `pid` (or, under `timeout`, its child) listens on, once it listens
+/// (within 60 s): read from `/proc`, so that every server of a test takes the port the system
+/// picks and none is guessed.
+pub fn listening_port(pid: u32) -> u16 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let children =
+            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+        let pids =
+            std::iter::once(pid).chain(children.split_whitespace().filter_map(|c| c.parse().ok()));
+        for pid in pids.collect::<Vec<u32>>() {
+            if let Some(port) = listening(pid) {
+                return port;
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "process {pid} never listened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// The port of a listening TCP socket that process `pid` holds, if any.
+fn listening(pid: u32) -> Option<u16> {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .ok()?
+        .flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter_map(|link| {
+            let link = link.to_string_lossy().into_owned();
+            Some(link.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
+        })
+        .collect();
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .find_map(|table| {
+            std::fs::read_to_string(table)
+                .ok()?
+                .lines()
+                .skip(1)
+                .find_map(|line| {
+                    let fields: Vec<&str> = line.split_whitespace().collect();
+                    // local_address is ADDR:PORT in hex; state 0A is LISTEN; field 9 the inode.
+                    let listens = fields.get(3) == Some(&"0A")
+                        && inodes.iter().any(|i| fields.get(9) == Some(&i.as_str()));
+                    let port = fields.get(1)?.rsplit_once(':')?.1;
+                    listens
+                        .then(|| u16::from_str_radix(port, 16).ok())
+                        .flatten()
+                })
+        })
+}
+
+/// The `llmload_info` line of the `/metrics` on `port`, once it answers (within 30 s).
+fn scrape_info(port: u16) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            let mut text = String::new();
+            let _ = stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: pod\r\n\r\n");
+            let _ = stream.read_to_string(&mut text);
+            if let Some(line) = text.lines().find(|l| l.starts_with("llmload_info{")) {
+                return line.to_owned();
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no /metrics on port {port}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// `collect.sh --local ROOT --shards N`: merges the shard folders under `root` into `dest`;
+/// checks that the merged attempt holds the plan's `measured` requests, every shard there and
+/// completed, and returns its section on the shards.
+pub fn collect(root: &Path, shards: u64, dest: &Path, measured_total: usize) -> Value {
+    let output = script(
+        "collect.sh",
+        &[
+            "--local",
+            root.to_str().expect("UTF-8"),
+            "--shards",
+            &shards.to_string(),
+            "--dest",
+            dest.to_str().expect("UTF-8"),
+        ],
+        &[("LLMLOAD", env!("CARGO_BIN_EXE_llmload"))],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "collect.sh: {stderr}");
+    let merged = attempt_folders(&dest.join("merged"));
+    assert_eq!(merged.len(), 1, "one merged attempt: {merged:?}");
+    // The union of the shards is the plan.
+    assert_eq!(measured(&merged[0]).len(), measured_total);
+    let summary = json(&merged[0].join("summary.json"));
+    let section = summary["shards"].clone();
+    assert_eq!(section["count"], shards, "{section}");
+    assert_eq!(section["missing"], serde_json::json!([]), "{section}");
+    assert_eq!(section["incomplete"], serde_json::json!([]), "{section}");
+    for shard in section["shards"].as_array().expect("shards") {
         assert_eq!(shard["status"], "completed", "{shard}");
     }
+    section
 }

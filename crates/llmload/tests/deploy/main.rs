@@ -5,8 +5,11 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod dashboard;
+mod image;
 mod kube;
 mod local;
+mod prometheus;
 
 use kube::{args, args_of, container, documents, expand, flag, pod_env, str_of, volume_of};
 use serde_json::Value;
@@ -96,6 +99,7 @@ fn check_job(job: &Value, shards: u64) {
     let config = flag(&args, "--config");
     assert!(config.ends_with("/campaign.toml"), "{config}");
     assert!(volume_of(job, config)["configMap"]["name"].is_string());
+    check_scraping(job, container, &env);
     for resource in ["requests", "limits"] {
         for what in ["cpu", "memory"] {
             assert!(
@@ -104,6 +108,44 @@ fn check_job(job: &Value, shards: u64) {
             );
         }
     }
+}
+
+/// Every pod is annotated for Prometheus' pod discovery, and serves /metrics on that port, on
+/// the pod's address, declared as the container's port, kept up after the run for a last scrape.
+fn check_scraping(
+    job: &Value,
+    container: &Value,
+    env: &std::collections::BTreeMap<String, String>,
+) {
+    let annotations = &job["spec"]["template"]["metadata"]["annotations"];
+    assert_eq!(annotations["prometheus.io/scrape"], "true", "{annotations}");
+    assert_eq!(annotations["prometheus.io/path"], "/metrics");
+    let port = str_of(&annotations["prometheus.io/port"], "port");
+    let args = args(container);
+    let listen = expand(flag(&args, "--metrics-listen"), env);
+    assert_eq!(
+        listen,
+        format!("0.0.0.0:{port}"),
+        "the pod's address, the annotated port"
+    );
+    let ports = container["ports"]
+        .as_array()
+        .expect("the container's ports");
+    assert!(
+        ports.iter().any(|p| p["name"] == "metrics"
+            && p["containerPort"]
+                .as_u64()
+                .map(|n| n.to_string())
+                .as_deref()
+                == Some(port)),
+        "{ports:?}"
+    );
+    let linger = expand(flag(&args, "--metrics-linger"), env);
+    let linger = humantime::parse_duration(&linger).expect("a duration");
+    assert!(
+        linger.as_secs() >= 15,
+        "at least a scrape interval: {linger:?}"
+    );
 }
 
 #[test]

@@ -1,0 +1,125 @@
+//! The progress line: one line on stderr, redrawn at most four times a second, with the case,
+//! its requests, elapsed time and ETA, the running median TTFT, the output tokens/s and the
+//! guard's last GPU reading.
+
+use super::{Shared, Snapshot, REDRAW};
+use crate::guard::Guard;
+use crate::telemetry::Reading;
+use std::fmt::Write as _;
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// Whether to colour: on a terminal, unless `NO_COLOR` is set to anything non-empty.
+pub fn use_color(terminal: bool, no_color: Option<&str>) -> bool {
+    terminal && no_color.is_none_or(str::is_empty)
+}
+
+/// The progress line of `s`, `elapsed` into the case, with the guard's `reading`, at most
+/// `width` characters of text (parts are dropped from the end to fit), in colour when `color`.
+pub fn line(
+    s: &Snapshot,
+    reading: Option<&Reading>,
+    elapsed: Duration,
+    width: usize,
+    color: bool,
+) -> String {
+    let mut parts: Vec<(String, &str)> = s
+        .repeat
+        .map(|(k, n)| (format!("repeat {k}/{n}"), "1"))
+        .into_iter()
+        .collect();
+    parts.push((format!("case {}/{} {}", s.case.0, s.case.1, s.case_id), "1"));
+    match s.round {
+        Some((0, rounds)) => parts.push((format!("warmup, then {rounds} rounds"), "")),
+        Some((round, rounds)) => parts.push((format!("round {round}/{rounds}"), "")),
+        None => {}
+    }
+    let total = s.total.map_or(String::new(), |t| format!("/{t}"));
+    let failed = match (s.failed, s.abandoned) {
+        (0, 0) => String::new(),
+        (f, 0) => format!(" ({f} failed)"),
+        (0, a) => format!(" ({a} abandoned)"),
+        (f, a) => format!(" ({f} failed, {a} abandoned)"),
+    };
+    parts.push((format!("{}{total} requests{failed}", s.done), ""));
+    let whole = |d: Duration| crate::fmt::span(d.as_secs() as f64);
+    let eta = s.eta(elapsed).map_or_else(
+        || "ETA unknown".to_owned(),
+        |left| format!("ETA {}", whole(left)),
+    );
+    parts.push((format!("elapsed {} · {eta}", whole(elapsed)), ""));
+    let median = s.ttft_median_ms();
+    parts.push((format!("TTFT p50 {}", crate::fmt::seconds(median)), ""));
+    let tps = s.tokens_per_s().map_or("–".into(), |t| format!("{t:.1}"));
+    parts.push((format!("{tps} tokens/s"), ""));
+    if let Some(r) = reading {
+        let power = r.power_w.map_or(String::new(), |w| format!(" {w:.0} W"));
+        parts.push((
+            format!("GPU {} {:.0} °C{power}", r.gpu, r.temperature_c),
+            "33",
+        ));
+    }
+    let separator = " · ";
+    let mut used = 0;
+    let mut out = String::new();
+    for (i, (text, code)) in parts.iter().enumerate() {
+        let extra = text.chars().count() + if i > 0 { separator.len() - 1 } else { 0 };
+        if i > 0 && used + extra > width {
+            break;
+        }
+        used += extra;
+        if i > 0 {
+            if color {
+                let _ = write!(out, "\x1b[2m{separator}\x1b[0m");
+            } else {
+                out.push_str(separator);
+            }
+        }
+        match (color, *code) {
+            (true, code) if !code.is_empty() => {
+                let _ = write!(out, "\x1b[{code}m{text}\x1b[0m");
+            }
+            _ => out.push_str(text),
+        }
+    }
+    out
+}
+
+/// Redraws the line when the snapshot changes, at most every [`REDRAW`], and every second
+/// anyway for the GPU reading.
+pub(super) async fn draw(
+    shared: Arc<Shared>,
+    mut rx: watch::Receiver<Snapshot>,
+    guard: Arc<Guard>,
+) {
+    let width = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse::<usize>().ok())
+        .unwrap_or(100)
+        .saturating_sub(1)
+        .max(20);
+    loop {
+        let _ = tokio::time::timeout(Duration::from_secs(1), rx.changed()).await;
+        let snapshot = rx.borrow_and_update().clone();
+        if !snapshot.case_id.is_empty() {
+            let elapsed = snapshot.started.map_or(Duration::ZERO, |t| t.elapsed());
+            let text = line(
+                &snapshot,
+                guard.latest().as_ref(),
+                elapsed,
+                width,
+                shared.color,
+            );
+            let mut drawn = shared
+                .drawn
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let _ = write!(std::io::stderr(), "\r\x1b[2K{text}");
+            let _ = std::io::stderr().flush();
+            *drawn = true;
+        }
+        tokio::time::sleep(REDRAW).await;
+    }
+}
