@@ -98,9 +98,10 @@ impl Default for CaseCounts {
 }
 
 /// Every status a record may end with.
-const STATUSES: [Status; 5] = [
+const STATUSES: [Status; 6] = [
     Status::Ok,
     Status::Invalid,
+    Status::Short,
     Status::Error,
     Status::Cancelled,
     Status::Abandoned,
@@ -111,6 +112,7 @@ pub fn status_name(status: Status) -> &'static str {
     match status {
         Status::Ok => "ok",
         Status::Invalid => "invalid",
+        Status::Short => "short",
         Status::Error => "error",
         Status::Cancelled => "cancelled",
         Status::Abandoned => "abandoned",
