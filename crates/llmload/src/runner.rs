@@ -48,6 +48,7 @@ pub mod ids;
 pub mod monitors;
 mod open;
 pub mod pacer;
+mod pooled;
 pub mod session;
 mod sessions;
 mod stages;
@@ -460,6 +461,7 @@ impl Runner<'_> {
             turn: None,
             request_id: None,
             cancel_after: None,
+            inputs: plan.case.batch.unwrap_or(0),
         }
     }
 
@@ -494,6 +496,9 @@ impl Runner<'_> {
         slot: Option<u32>,
         blocks: &[u64],
     ) -> crate::error::Result<Body> {
+        if meta.inputs > 0 {
+            return self.pooling_body(meta).await;
+        }
         let serial = self.serial;
         self.serial += 1;
         let built = if blocks.is_empty() {

@@ -251,7 +251,11 @@ impl Target {
             usage_per_chunk: self.reports_usage_per_chunk(),
             extra: self.extra_body.as_ref(),
         };
-        let body = crate::api::Body::from_json(&self.endpoint.api.body(&request));
+        let mut body = crate::api::Body::from_json(&self.endpoint.api.body(&request));
+        if self.endpoint.api.is_pooling() {
+            // A batch of one input.
+            body.inputs = 1;
+        }
         let exchange = self.endpoint.stream(&body, &CancellationToken::new()).await;
         if let Some(failure) = exchange.failure {
             return Err(Error::Target(format!("probe request failed: {failure}")));

@@ -43,7 +43,11 @@ pub const WINDOW_COLUMNS: [&str; 12] = [
 /// (continuous, open loop) have their own table ([`window`]).
 pub fn reference(summary: &Summary) -> Table {
     let mut table = Table::new(REFERENCE_COLUMNS);
-    for case in summary.cases.iter().filter(|c| c.complete && c.is_rounds()) {
+    for case in summary
+        .cases
+        .iter()
+        .filter(|c| c.complete && c.is_rounds() && c.generates())
+    {
         let throughput = case.throughput_tps.as_ref();
         table.push([
             Cell::new(thousands(case.input_tokens)),
@@ -70,7 +74,7 @@ pub fn reference(summary: &Summary) -> Table {
 /// The table of complete continuous and open-loop cases: figures over the measurement window.
 pub fn window(summary: &Summary) -> Table {
     let mut table = Table::new(WINDOW_COLUMNS);
-    for case in summary.cases.iter().filter(|c| c.complete) {
+    for case in summary.cases.iter().filter(|c| c.complete && c.generates()) {
         let Some(load) = case.load.as_ref() else {
             continue;
         };
@@ -165,7 +169,7 @@ pub fn p50_p99(d: Option<&Distribution>) -> Cell {
 }
 
 /// The responses a row rests on: the `ok` ones, marked with how many of those are unverified.
-fn responses(case: &CaseSummary) -> Cell {
+pub(crate) fn responses(case: &CaseSummary) -> Cell {
     let cell = Cell::count(case.counts.ok.to_string(), case.counts.ok);
     match case.counts.unverified {
         0 => cell,

@@ -2,8 +2,9 @@
 //! checking the server's counters against what was asked.
 
 use crate::api::client::{Exchange, Failure, Timing};
+use crate::api::pooling::Pooled;
 use crate::api::Counters;
-use crate::record::{ErrorKind, Phases, Record, RequestMeta, ServerTimings, Status};
+use crate::record::{ErrorKind, Phases, Pooling, Record, RequestMeta, ServerTimings, Status};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -173,6 +174,8 @@ fn judge(meta: &RequestMeta, exchange: &Exchange, streamed: u32, lenient: bool) 
             _ => Status::Error,
         };
         (status, Some(f.kind()), Some(f.to_string()), None)
+    } else if let Some(pooled) = &exchange.pooled {
+        verdict(verify_pooled(pooled, meta, lenient))
     } else {
         let mut v = verify(
             &exchange.counters,
@@ -197,18 +200,64 @@ fn judge(meta: &RequestMeta, exchange: &Exchange, streamed: u32, lenient: bool) 
                     .into(),
             );
         }
-        if v.problems.is_empty() {
-            (Status::Ok, None, None, Some(v))
-        } else {
-            let why = v.problems.join("; ");
-            (
-                Status::Invalid,
-                Some(ErrorKind::Invalid),
-                Some(why),
-                Some(v),
-            )
+        verdict(v)
+    }
+}
+
+/// A complete response's status from its verdict: `ok`, or `invalid` with its problems.
+fn verdict(v: Verdict) -> Judged {
+    if v.problems.is_empty() {
+        (Status::Ok, None, None, Some(v))
+    } else {
+        let why = v.problems.join("; ");
+        (
+            Status::Invalid,
+            Some(ErrorKind::Invalid),
+            Some(why),
+            Some(v),
+        )
+    }
+}
+
+/// Checks an embeddings or rerank answer: one result per input, sound results (vectors of one
+/// length, each index once), and the server's prompt count equal to what was sent (each input
+/// `input_tokens` long); without the count the answer is unverified.
+pub fn verify_pooled(pooled: &Pooled, meta: &RequestMeta, lenient: bool) -> Verdict {
+    let mut v = Verdict {
+        verified: true,
+        problems: Vec::new(),
+        notes: Vec::new(),
+    };
+    let inputs = meta.inputs;
+    if pooled.results != inputs {
+        v.problems.push(format!(
+            "the answer held {} results for {inputs} inputs",
+            pooled.results
+        ));
+    }
+    v.problems.extend(pooled.problem.clone());
+    let sent = inputs.saturating_mul(meta.input_tokens);
+    match pooled.counters.prompt_tokens {
+        Some(p) if p != sent => {
+            let text = format!(
+                "server counted {p} prompt tokens, {sent} were sent ({inputs} inputs of {})",
+                meta.input_tokens
+            );
+            if lenient {
+                v.verified = false;
+                v.notes.push(format!("{text} (best effort: unverified)"));
+            } else {
+                v.problems.push(text);
+            }
+        }
+        Some(_) => {}
+        None => {
+            v.verified = false;
+            v.notes
+                .push("server did not report prompt tokens: response unverified".into());
         }
     }
+    v
 }
 
 /// Builds the record of an exchange; `origin` is the attempt's start.
@@ -286,6 +335,12 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: 
         turns: meta.turn.map(|t| t.turns),
         history_tokens: meta.turn.and_then(|t| t.history_tokens),
         cancel_after: meta.cancel_after,
+        pooling: (meta.inputs > 0).then(|| Pooling {
+            inputs: meta.inputs,
+            tokens: meta.inputs.saturating_mul(meta.input_tokens),
+            results: exchange.pooled.as_ref().map(|p| p.results),
+            dimension: exchange.pooled.as_ref().and_then(|p| p.dimension),
+        }),
     }
 }
 

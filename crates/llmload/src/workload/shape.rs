@@ -33,8 +33,13 @@ pub struct Case {
     pub input_tokens: u32,
     /// Simultaneous requests per round.
     pub concurrency: u32,
-    /// Generated tokens per request; 0 when a dataset's answers set them.
+    /// Generated tokens per request; 0 when a dataset's answers set them, and for embeddings
+    /// and rerank, which generate none.
     pub output_tokens: u32,
+    /// Embeddings and rerank: the inputs (documents) of each request (`--batch-size`); absent
+    /// for generation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch: Option<u32>,
 }
 
 /// The `--arrival` flag.
@@ -224,6 +229,23 @@ pub struct CasePlan {
 }
 
 impl CasePlan {
+    /// The plan as a case of embeddings or rerank requests of `batch` inputs each (`None`:
+    /// generation, unchanged): nothing generated, and the id's output part (`-out…`) becomes
+    /// the batch (`in512-c4-b8`).
+    #[must_use]
+    pub fn with_batch(mut self, batch: Option<u32>) -> CasePlan {
+        let Some(batch) = batch else {
+            return self;
+        };
+        let out = format!("-out{}", id_part(&self.output));
+        let stem = self.case.id.strip_suffix(&out).unwrap_or(&self.case.id);
+        self.case.id = format!("{stem}-b{batch}");
+        self.case.batch = Some(batch);
+        self.case.output_tokens = 0;
+        self.output = Length::Fixed(0);
+        self
+    }
+
     /// The prompt and output tokens of the case's longest request (a trace's own entries; a
     /// session's last turn, whose prompt holds every earlier turn and answer, before the tokens
     /// a chat template adds).
@@ -338,6 +360,7 @@ impl ShapeTemplate {
                 input_tokens: input.nominal_tokens(),
                 concurrency,
                 output_tokens: output.nominal_tokens(),
+                batch: None,
             },
             input: input.clone(),
             output: output.clone(),
@@ -447,6 +470,7 @@ impl ShapeTemplate {
                 input_tokens: input.nominal_tokens(),
                 concurrency,
                 output_tokens: output.nominal_tokens(),
+                batch: None,
             },
             input: input.clone(),
             output: output.clone(),

@@ -99,6 +99,18 @@ pub enum Counter {
 impl Counter {
     /// How prompt lengths are counted, in words, for the attempt's files.
     pub fn describe(self, target: &Target) -> String {
+        let text = self.describe_text(target);
+        if target.endpoint.api == Api::Rerank {
+            return format!(
+                "{text}, each (query, document) pair: the query's tokens and the server's own \
+                 around the pair are among those around the text"
+            );
+        }
+        text
+    }
+
+    /// [`Counter::describe`] for any API.
+    fn describe_text(self, target: &Target) -> String {
         let client = || {
             target
                 .endpoint

@@ -83,6 +83,7 @@ fn every_stated_default_is_the_one_resolve_applies() {
             ],
             "warmup-time" => vec!["--arrival".into(), "closed-continuous".into()],
             "cancel-share" => vec!["--cancel-after".into(), "4".into()],
+            "batch-size" => vec!["--api".into(), "embeddings".into()],
             _ => vec![],
         }
     };

@@ -293,3 +293,60 @@ fn an_abandoned_stream_is_its_own_status_with_its_close_and_no_error() {
         ]
     );
 }
+
+#[test]
+fn a_pooling_answer_is_checked_for_its_results_and_the_servers_count() {
+    let sent = Instant::now();
+    let meta = RequestMeta {
+        input_tokens: 16,
+        output_tokens: 0,
+        inputs: 4,
+        ..crate::record::test_meta()
+    };
+    let answered = |results: u32, prompt: Option<u32>, problem: Option<&str>| {
+        let mut exchange = Exchange::new();
+        exchange.sent = sent;
+        exchange.done = Some(sent + Duration::from_millis(20));
+        exchange.inputs = 4;
+        exchange.pooled = Some(Pooled {
+            results,
+            dimension: Some(8),
+            problem: problem.map(str::to_owned),
+            counters: Counters {
+                prompt_tokens: prompt,
+                ..Counters::default()
+            },
+        });
+        exchange.counters.prompt_tokens = prompt;
+        record(meta.clone(), &exchange, sent, false)
+    };
+    let ok = answered(4, Some(64), None);
+    assert_eq!((ok.status, ok.verified), (Status::Ok, true));
+    assert_eq!((ok.ttft_ms, ok.e2e_ms), (None, Some(20.0)));
+    let pooling = ok.pooling.expect("a pooling record");
+    assert_eq!((pooling.inputs, pooling.tokens), (4, 64));
+    assert_eq!((pooling.results, pooling.dimension), (Some(4), Some(8)));
+    assert_eq!(ok.work_tokens(), 64);
+    assert_eq!(ok.event_times().collect::<Vec<_>>(), [(0.02, 64)]);
+
+    let short = answered(3, Some(64), None);
+    assert_eq!(short.status, Status::Invalid);
+    assert_eq!(
+        short.error.as_deref(),
+        Some("the answer held 3 results for 4 inputs")
+    );
+    let miscounted = answered(4, Some(60), None);
+    assert_eq!(miscounted.status, Status::Invalid);
+    assert!(miscounted
+        .error
+        .is_some_and(|e| e.contains("server counted 60 prompt tokens, 64 were sent")));
+    let unsound = answered(4, Some(64), Some("two results name index 0"));
+    assert_eq!(unsound.error.as_deref(), Some("two results name index 0"));
+    let uncounted = answered(4, None, None);
+    assert_eq!((uncounted.status, uncounted.verified), (Status::Ok, false));
+    assert!(uncounted
+        .notes
+        .iter()
+        .any(|n| n.contains("did not report prompt tokens")));
+    assert_eq!(uncounted.work_tokens(), 64);
+}
