@@ -7,7 +7,9 @@
 
 mod common;
 
-use common::{json, json_lines, llmload, run_against, LlamaServer, Simulator, SERIAL};
+use common::{
+    json, json_lines, llmload, run_against, sweep_against, LlamaServer, Simulator, SERIAL,
+};
 use serde_json::Value;
 use std::path::Path;
 use std::sync::PoisonError;
@@ -177,6 +179,87 @@ fn rerank_in_a_closed_continuous_load_counts_its_window_in_input_tokens() {
     let report = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
     assert!(report.contains("closed-continuous × 2"), "{report}");
     assert!(!report.contains("Achieved concurrency"), "{report}");
+}
+
+#[test]
+fn a_sweep_of_embeddings_reads_its_knee_from_the_latency() {
+    let sim = Simulator::start(&[]);
+    let out = tempfile::tempdir().expect("temp dir");
+    let args = [
+        "--api",
+        "embeddings",
+        "--input-tokens",
+        "32",
+        "--batch-size",
+        "2",
+        "--concurrency",
+        "1,2,4",
+        "--rounds",
+        "2",
+        "--seed",
+        "7",
+    ];
+    let (run, dir) = sweep_against(out.path(), "sweep", &sim.url, &args);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let summary = json(&dir.join("summary.json"));
+    let points = summary["sweep"]["analysis"]["points"]
+        .as_array()
+        .expect("points");
+    assert_eq!(points.len(), 3, "{points:?}");
+    for p in points {
+        assert!(p["ttft_p99_ms"].is_null() && p["throughput_tps"].as_f64() > Some(0.0));
+        assert!(p["e2e_p50_ms"].as_f64() <= p["e2e_p99_ms"].as_f64(), "{p}");
+        assert_eq!(
+            p["e2e_n"].as_f64(),
+            p["load"].as_f64().map(|load| 2.0 * load),
+            "{p}"
+        );
+    }
+    let knee = summary["sweep"]["analysis"]["knee"]["method"].to_string();
+    assert!(knee.contains("log latency"), "{knee}");
+    assert!(run.stdout.contains("latency p99") && !run.stdout.contains("TTFT p99"));
+    // A TTFT budget is no question for these cases: said in one line.
+    let dir = dir.to_str().expect("UTF-8 path");
+    let plan = llmload(&[
+        "plan",
+        dir,
+        "--prompt-tokens",
+        "32",
+        "--output-tokens",
+        "4",
+        "--ttft",
+        "1s",
+    ]);
+    assert_eq!(plan.code, 1, "{}", plan.stdout);
+    assert!(
+        plan.stderr.contains("which have no TTFT"),
+        "{}",
+        plan.stderr
+    );
+    // The gate compares the latency and says why TTFT is not compared.
+    let gate = [
+        "compare",
+        dir,
+        dir,
+        "--fail-if",
+        "ttft_p99 > +10%",
+        "--fail-if",
+        "e2e_p99 > +50%",
+    ];
+    let compare = llmload(&gate);
+    assert_eq!(compare.code, 0, "{}\n{}", compare.stdout, compare.stderr);
+    let said = "not compared (does not apply in BASE: embeddings and rerank stream no tokens)";
+    assert_eq!(
+        compare.stdout.matches(said).count(),
+        3,
+        "{}",
+        compare.stdout
+    );
+    assert!(
+        compare.stdout.contains("(n = 8 responses)"),
+        "{}",
+        compare.stdout
+    );
 }
 
 #[test]
