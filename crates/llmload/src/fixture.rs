@@ -104,6 +104,7 @@ fn ok(
         history_tokens: None,
         cancel_after: None,
         pooling: None,
+        images: None,
     }
 }
 

@@ -548,6 +548,7 @@ mod tests {
                 concurrency: 2,
                 output_tokens: 4,
                 batch: None,
+                images: None,
             },
             input: Length::Fixed(8),
             output: Length::Fixed(4),

@@ -183,6 +183,11 @@ pub struct Record {
     /// carried and what its answer held; absent for a generation request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pooling: Option<Pooling>,
+    /// Chat with images (`--images`): the images after the prompt's text and what they cost;
+    /// `input_tokens` is the text's length, and the server's `prompt_tokens` is checked against
+    /// the two together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<Images>,
 }
 
 /// An embeddings or rerank request: several inputs (documents, for rerank) of `input_tokens`
@@ -200,6 +205,22 @@ pub struct Pooling {
     /// Embeddings: the length of the vectors, all alike; absent for rerank.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dimension: Option<u32>,
+}
+
+/// The images of a chat request (`--images`): how many, their size, and the prompt tokens they
+/// cost together as the server's counts showed at setup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Images {
+    /// Images after the prompt's text.
+    pub count: u32,
+    /// Width, pixels.
+    pub width: u32,
+    /// Height, pixels.
+    pub height: u32,
+    /// Prompt tokens the images cost together; absent where the server's counts did not show
+    /// what an image costs (the response is then unverified).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u32>,
 }
 
 /// Where a request stands in a multi-turn session.
@@ -325,6 +346,8 @@ pub struct RequestMeta {
     /// Embeddings and rerank: the inputs the request carries, each of `input_tokens`; 0 for a
     /// generation request.
     pub inputs: u32,
+    /// Chat with images: the images after the prompt's text, and what they cost.
+    pub images: Option<Images>,
 }
 
 impl Record {
@@ -419,6 +442,7 @@ pub(crate) fn test_meta() -> RequestMeta {
         request_id: None,
         cancel_after: None,
         inputs: 0,
+        images: None,
     }
 }
 
@@ -474,6 +498,7 @@ pub(crate) fn ok_record(
         history_tokens: None,
         cancel_after: None,
         pooling: None,
+        images: None,
     }
 }
 

@@ -462,6 +462,7 @@ impl Runner<'_> {
             request_id: None,
             cancel_after: None,
             inputs: plan.case.batch.unwrap_or(0),
+            images: plan.case.images.map(crate::record::Images::from),
         }
     }
 
@@ -527,7 +528,14 @@ impl Runner<'_> {
             usage_per_chunk: self.target.reports_usage_per_chunk(),
             extra: self.settings.extra_body.as_ref(),
         };
-        let mut body = Body::from_json(&self.target.endpoint.api.body(&request));
+        let mut json = self.target.endpoint.api.body(&request);
+        if let Some(images) = &mut meta.images {
+            let spec = crate::workload::image::ImageSpec::from(*images);
+            images.tokens = self.prompts.image_tokens(spec);
+            let urls = crate::workload::image::urls(spec, self.settings.seed, serial);
+            crate::api::openai::attach_images(&mut json, &urls);
+        }
+        let mut body = Body::from_json(&json);
         body.id = self.settings.ids.as_ref().map(|ids| ids.next());
         meta.request_id = body.id.as_ref().map(|id| id.id.clone());
         if let Some(cancel) = self.settings.cancel {

@@ -166,6 +166,10 @@ pub struct CaseSummary {
     /// the server processed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pooling: Option<pooling::PoolingSummary>,
+    /// Chat with images (`--images`): the images of each request, and the prompt tokens they
+    /// cost together (as the server's counts showed at setup; absent where they did not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<crate::record::Images>,
 }
 
 /// Reasoning and answer told apart, over the `ok` responses that carried reasoning.
@@ -204,6 +208,7 @@ pub struct CaseFigures {
     sessions: sessions::SessionFigures,
     abandoned: abandoned::AbandonFigures,
     pooling: pooling::PoolingFigures,
+    images: Option<crate::record::Images>,
 }
 
 impl CaseFigures {
@@ -213,6 +218,9 @@ impl CaseFigures {
         self.sessions.add(r);
         self.abandoned.add(r);
         self.pooling.add(r);
+        if self.images.is_none() {
+            self.images = r.images;
+        }
         let ok = r.status == Status::Ok;
         if let Some(round) = r.round {
             self.rounds
@@ -375,6 +383,7 @@ impl CaseFigures {
                 time_to_answer_ms: self.time_to_answer.distribution(),
             }),
             pooling: self.pooling.finish(),
+            images: self.images,
         };
         pooling::settle(&mut summary);
         summary

@@ -242,6 +242,16 @@ impl Target {
 
     /// The counters of a one-token generation of `prompt`.
     pub async fn probe(&self, prompt: Prompt) -> crate::error::Result<crate::api::Counters> {
+        self.probe_with(prompt, &[]).await
+    }
+
+    /// The counters of a one-token generation of `prompt` with `images` (`data:` URLs) after
+    /// its text (the chat API).
+    pub async fn probe_with(
+        &self,
+        prompt: Prompt,
+        images: &[String],
+    ) -> crate::error::Result<crate::api::Counters> {
         let request = GenerationRequest {
             prompt: &prompt,
             output_tokens: 1,
@@ -251,7 +261,9 @@ impl Target {
             usage_per_chunk: self.reports_usage_per_chunk(),
             extra: self.extra_body.as_ref(),
         };
-        let mut body = crate::api::Body::from_json(&self.endpoint.api.body(&request));
+        let mut json = self.endpoint.api.body(&request);
+        crate::api::openai::attach_images(&mut json, images);
+        let mut body = crate::api::Body::from_json(&json);
         if self.endpoint.api.is_pooling() {
             // A batch of one input.
             body.inputs = 1;

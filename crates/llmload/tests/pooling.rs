@@ -8,7 +8,8 @@
 mod common;
 
 use common::{
-    json, json_lines, llmload, run_against, sweep_against, LlamaServer, Simulator, SERIAL,
+    assert_refused, json, json_lines, llmload, run_against, sweep_against, LlamaServer, Simulator,
+    SERIAL,
 };
 use serde_json::Value;
 use std::path::Path;
@@ -283,12 +284,7 @@ fn options_that_do_not_apply_to_pooling_are_refused_in_one_line() {
             "--batch-size takes one or more counts",
         ),
     ] {
-        let mut argv = vec!["run"];
-        argv.extend_from_slice(args);
-        let run = llmload(&argv);
-        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
-        assert!(run.stderr.contains(said), "{args:?}: {}", run.stderr);
-        assert_eq!(run.stderr.trim().lines().count(), 1, "{}", run.stderr);
+        assert_refused(args, said);
     }
 }
 

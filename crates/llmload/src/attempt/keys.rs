@@ -92,6 +92,7 @@ pub fn key(c: &CampaignCase, shared_prefix_tokens: u32, api: &str) -> CaseKey {
         api: api.to_owned(),
         prompts: None,
         batch: c.batch,
+        images: c.images,
     }
 }
 

@@ -6,6 +6,7 @@ use crate::api::tls::{read_ca_certs, TlsOptions};
 use crate::api::Api;
 use crate::guard::Limits;
 use crate::telemetry::Source;
+use crate::workload::image::ImageSpec;
 use crate::workload::length::Length;
 use crate::workload::shape::{CasePlan, LoadPoint, ShapeTemplate};
 use crate::workload::trace::TraceEntry;
@@ -25,6 +26,7 @@ use parse::{
 };
 mod combine;
 mod file;
+mod images;
 mod options;
 mod repeat;
 mod scrub;
@@ -113,6 +115,10 @@ pub struct Config {
     /// Embeddings and rerank: inputs per request, one case each; empty for generation.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub batch_size: Vec<u32>,
+    /// `--images` × `--image-size`: the images of each request, one case each (a count of 0:
+    /// a case without); empty without `--images`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<crate::workload::image::ImageSpec>,
     /// How requests are launched, and the objectives for goodput.
     #[serde(flatten)]
     pub load: LoadConfig,
@@ -220,7 +226,6 @@ impl Config {
     /// Validates `settings` (flags already laid over the campaign file) and fills in the
     /// defaults.
     pub fn resolve(mut settings: Settings) -> Result<Config, ConfigError> {
-        let batch_size = pooling::batch_sizes(&settings)?;
         let (load, dataset, (input_tokens, concurrency, output_tokens)) = shape(&mut settings)?;
         let sharding = Sharding::resolve(&settings)?;
         // Every option of these groups is named here, so that one left unresolved does not
@@ -289,7 +294,8 @@ impl Config {
             input_tokens,
             concurrency,
             output_tokens,
-            batch_size,
+            batch_size: pooling::batch_sizes(api, settings.workload.batch_size.take())?,
+            images: images::resolve(api, &settings.workload)?,
             rounds: rounds.unwrap_or(3),
             warmup: warmup.unwrap_or(1),
             repeat,
@@ -356,6 +362,7 @@ impl Config {
         }
         self.check_sizes()?;
         pooling::check(self)?;
+        images::check(self)?;
         if let Some(corpus) = &self.corpus {
             match std::fs::metadata(corpus) {
                 Ok(m) if m.is_file() && m.len() > 0 => {}
@@ -468,11 +475,15 @@ impl Config {
             [] => vec![None],
             sizes => sizes.iter().copied().map(Some).collect(),
         };
+        let images: Vec<Option<ImageSpec>> = match &self.images[..] {
+            [] => vec![None],
+            specs => specs.iter().map(|s| (s.count > 0).then_some(*s)).collect(),
+        };
         if let Some(stages) = &self.load.stages {
             let plans = template.stage_plans(stages, &self.input_tokens[0], &self.output_tokens[0]);
             return plans
                 .into_iter()
-                .map(|p| p.with_batch(batches[0]))
+                .map(|p| p.with_batch(batches[0]).with_images(images[0]))
                 .collect();
         }
         if let Some(entries) = &self.load.trace_entries {
@@ -491,8 +502,14 @@ impl Config {
         for input in &self.input_tokens {
             for &point in &self.load_points() {
                 for output in &self.output_tokens {
-                    for &batch in &batches {
-                        let plan = template.plan(input, point, output).with_batch(batch);
+                    for (&batch, &image) in batches
+                        .iter()
+                        .flat_map(|b| images.iter().map(move |i| (b, i)))
+                    {
+                        let plan = template
+                            .plan(input, point, output)
+                            .with_batch(batch)
+                            .with_images(image);
                         if !plans.iter().any(|p| p.case.id == plan.case.id) {
                             plans.push(plan);
                         }

@@ -9,9 +9,11 @@ pub const MAX_BATCH: u32 = 65_536;
 
 /// The inputs per request of each case: `--batch-size` (1 by default) for a pooling API, none
 /// for generation, where the flag is refused.
-pub(super) fn batch_sizes(s: &Settings) -> Result<Vec<u32>, ConfigError> {
-    let pooling = s.target.api.is_some_and(Api::is_pooling);
-    let given = s.workload.batch_size.clone();
+pub(super) fn batch_sizes(
+    api: Option<Api>,
+    given: Option<Vec<u32>>,
+) -> Result<Vec<u32>, ConfigError> {
+    let pooling = api.is_some_and(Api::is_pooling);
     match (pooling, given) {
         (false, None) => Ok(Vec::new()),
         (false, Some(_)) => bad("--batch-size applies to --api embeddings and --api rerank"),
@@ -85,22 +87,16 @@ pub(super) fn check(config: &Config) -> Result<(), ConfigError> {
 mod tests {
     use super::*;
 
-    fn settings(api: Option<Api>, batch: Option<Vec<u32>>) -> Settings {
-        let mut s = Settings::default();
-        s.target.api = api;
-        s.workload.batch_size = batch;
-        s
-    }
-
     #[test]
     fn batch_sizes_belong_to_the_pooling_apis() {
-        let sizes = |api, batch| batch_sizes(&settings(api, batch)).ok();
+        let sizes = |api, batch| batch_sizes(api, batch).ok();
         assert_eq!(sizes(None, None), Some(Vec::new()));
         assert_eq!(sizes(Some(Api::Chat), Some(vec![4])), None);
         assert_eq!(sizes(Some(Api::Embeddings), None), Some(vec![1]));
         assert_eq!(sizes(Some(Api::Rerank), Some(vec![1, 8])), Some(vec![1, 8]));
         assert_eq!(sizes(Some(Api::Rerank), Some(vec![0])), None);
-        let mut s = settings(Some(Api::Embeddings), None);
+        let mut s = Settings::default();
+        s.target.api = Some(Api::Embeddings);
         assert!(check_settings(&s).expect("valid"));
         s.workload.output_tokens = Some(vec![crate::config::LengthItem::Tokens(4)]);
         let e = check_settings(&s).expect_err("refused");

@@ -7,6 +7,7 @@ use super::table::{Cell, Mark, Table};
 use crate::fmt::{seconds, thousands};
 use crate::stats::Distribution;
 use crate::summary::{CaseSummary, Summary};
+use crate::workload::image::ImageSpec;
 
 /// Column names of the reference table.
 pub const REFERENCE_COLUMNS: [&str; 9] = [
@@ -50,7 +51,7 @@ pub fn reference(summary: &Summary) -> Table {
     {
         let throughput = case.throughput_tps.as_ref();
         table.push([
-            Cell::new(thousands(case.input_tokens)),
+            Cell::new(with_images(case, thousands(case.input_tokens))),
             Cell::new(case.concurrency.to_string()),
             statistic(case.ttft_ms.as_ref(), |d| d.median, "median"),
             statistic(case.e2e_ms.as_ref(), |d| d.median, "median"),
@@ -80,7 +81,7 @@ pub fn window(summary: &Summary) -> Table {
         };
         table.push([
             Cell::new(super::text::window_load(load)),
-            Cell::new(thousands(case.input_tokens)),
+            Cell::new(with_images(case, thousands(case.input_tokens))),
             Cell::new(case.output_tokens.to_string()),
             Cell::new(format!(
                 "{:.2} / {}",
@@ -107,6 +108,14 @@ pub fn window(summary: &Summary) -> Table {
         ]);
     }
     table
+}
+
+/// An input cell's text, with the case's images after it: "512 + 2 images of 224×224".
+pub(crate) fn with_images(case: &CaseSummary, input: String) -> String {
+    match case.images {
+        Some(images) => format!("{input} + {}", ImageSpec::from(images).words()),
+        None => input,
+    }
 }
 
 /// A statistic of a distribution of milliseconds, as a time, over the distribution's n, with

@@ -36,6 +36,9 @@ pub struct Asked {
     /// serve instead of `shared`; `Some(None)` when they could not be told (the cache is then
     /// not checked and the response is unverified).
     pub history: Option<Option<u32>>,
+    /// Chat with images whose cost the server's counts did not show: the prompt count cannot be
+    /// checked, and the response is unverified.
+    pub images_untold: bool,
     /// `--best-effort`: a server that cannot be forced or counted. A length that differs from
     /// the request makes the response unverified, with its reason, not invalid.
     pub lenient: bool,
@@ -52,6 +55,10 @@ pub const AS_IS: &str = "prompt sent as the dataset has it: its length was not s
 pub const UNTOLD_INPUT: &str = "a session's prompt on a server that cannot show its chat \
      prompt's tokens: input_tokens is the server's count and is not checked";
 
+/// The note on a request with images whose cost the server's counts did not show at setup.
+pub const UNTOLD_IMAGES: &str = "the server's counts did not show what an image costs, so the \
+     prompt tokens (text and images) are not checked: response unverified";
+
 /// The note on a session's turn whose history the server could not show in its own tokens.
 pub const UNTOLD_HISTORY: &str = "the server cannot show the chat prompt's tokens, so the \
      history a cache may serve is not known: cached tokens not checked, response unverified";
@@ -65,6 +72,7 @@ pub fn verify(counters: &Counters, streamed: u32, asked: Asked) -> Verdict {
         shared,
         head,
         history,
+        images_untold,
         lenient,
         client_counted,
     } = asked;
@@ -89,6 +97,10 @@ pub fn verify(counters: &Counters, streamed: u32, asked: Asked) -> Verdict {
             format!("server counted {p} prompt tokens, {input} were sent"),
         ),
         (Some(_), Some(_)) => {}
+        (Some(_), None) if images_untold => {
+            v.verified = false;
+            v.notes.push(UNTOLD_IMAGES.into());
+        }
         (Some(_), None) if history.is_some() => v.notes.push(UNTOLD_INPUT.into()),
         (Some(_), None) => v.notes.push(AS_IS.into()),
         (None, _) => missing.push("prompt tokens"),
@@ -181,7 +193,11 @@ fn judge(meta: &RequestMeta, exchange: &Exchange, streamed: u32, lenient: bool) 
             &exchange.counters,
             streamed,
             Asked {
-                input: meta.exact_input.then_some(meta.input_tokens),
+                input: match meta.images {
+                    Some(images) => images.tokens.map(|t| meta.input_tokens.saturating_add(t)),
+                    None => meta.exact_input.then_some(meta.input_tokens),
+                },
+                images_untold: meta.images.is_some_and(|i| i.tokens.is_none()),
                 output: meta.output_tokens,
                 shared: meta.shared_tokens,
                 head: meta.template_head,
@@ -335,6 +351,7 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: 
         turns: meta.turn.map(|t| t.turns),
         history_tokens: meta.turn.and_then(|t| t.history_tokens),
         cancel_after: meta.cancel_after,
+        images: meta.images,
         pooling: (meta.inputs > 0).then(|| Pooling {
             inputs: meta.inputs,
             tokens: meta.inputs.saturating_mul(meta.input_tokens),

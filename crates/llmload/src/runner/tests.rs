@@ -88,6 +88,7 @@ fn plan(concurrency: u32, shape: Shape) -> CasePlan {
             concurrency,
             output_tokens: 4,
             batch: None,
+            images: None,
         },
         input: Length::Fixed(8),
         output: Length::Fixed(4),

@@ -159,6 +159,9 @@ pub struct CaseKey {
     /// Embeddings and rerank: the inputs per request; absent for generation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub batch: Option<u32>,
+    /// Chat with images: the images of each request; absent without.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub images: Option<crate::workload::image::ImageSpec>,
 }
 
 impl CaseKey {
@@ -198,8 +201,11 @@ impl CaseKey {
             Some(batch) => format!("{batch} inputs per request"),
             None => format!("{} output tokens", self.output.label()),
         };
+        let images = self
+            .images
+            .map_or_else(String::new, |i| format!(" + {}", i.words()));
         format!(
-            "{} input tokens{concurrency} × {work} ({}, {} API)",
+            "{} input tokens{images}{concurrency} × {work} ({}, {} API)",
             self.input.label(),
             self.load_label(),
             self.api
@@ -258,6 +264,7 @@ mod tests {
             prompts: None,
             api: "llamacpp".into(),
             batch: None,
+            images: None,
         }
     }
 

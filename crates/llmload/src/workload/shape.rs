@@ -40,6 +40,9 @@ pub struct Case {
     /// for generation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub batch: Option<u32>,
+    /// Chat with images (`--images`): the images of each request; absent without.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub images: Option<crate::workload::image::ImageSpec>,
 }
 
 /// The `--arrival` flag.
@@ -246,6 +249,17 @@ impl CasePlan {
         self
     }
 
+    /// The plan with `images` in each request (`None`: unchanged), its id ending in them
+    /// (`in512-c4-out64-img2x224x224`).
+    #[must_use]
+    pub fn with_images(mut self, images: Option<crate::workload::image::ImageSpec>) -> CasePlan {
+        if let Some(spec) = images {
+            self.case.id = format!("{}-{}", self.case.id, spec.id_part());
+            self.case.images = Some(spec);
+        }
+        self
+    }
+
     /// The prompt and output tokens of the case's longest request (a trace's own entries; a
     /// session's last turn, whose prompt holds every earlier turn and answer, before the tokens
     /// a chat template adds).
@@ -361,6 +375,7 @@ impl ShapeTemplate {
                 concurrency,
                 output_tokens: output.nominal_tokens(),
                 batch: None,
+                images: None,
             },
             input: input.clone(),
             output: output.clone(),
@@ -471,6 +486,7 @@ impl ShapeTemplate {
                 concurrency,
                 output_tokens: output.nominal_tokens(),
                 batch: None,
+                images: None,
             },
             input: input.clone(),
             output: output.clone(),

@@ -290,6 +290,16 @@ pub fn count(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("a count: {v}"))
 }
 
+/// `llmload run ARGS…` is a usage error (exit code 2) of one line that says `said`.
+pub fn assert_refused(flags: &[&str], said: &str) {
+    let mut argv = vec!["run"];
+    argv.extend_from_slice(flags);
+    let run = llmload(&argv);
+    assert_eq!(run.code, 2, "{flags:?}: {}", run.stderr);
+    assert!(run.stderr.contains(said), "{flags:?}: {}", run.stderr);
+    assert_eq!(run.stderr.trim().lines().count(), 1, "{}", run.stderr);
+}
+
 /// A `llmload sim` process on a free loopback port, killed when dropped.
 pub struct Simulator {
     child: Child,

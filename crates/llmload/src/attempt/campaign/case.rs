@@ -24,6 +24,9 @@ pub struct CampaignCase {
     /// Embeddings and rerank: inputs per request; absent for generation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<u32>,
+    /// Chat with images: the images of each request; absent without.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<crate::workload::image::ImageSpec>,
     /// The prompt length spec; absent: fixed at `input_tokens`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_length: Option<LengthSpec>,
@@ -50,6 +53,7 @@ impl From<&CasePlan> for CampaignCase {
             concurrency: plan.case.concurrency,
             output_tokens: plan.case.output_tokens,
             batch: plan.case.batch,
+            images: plan.case.images,
             input_length: Some(LengthSpec::of(&plan.input)),
             output_length: Some(LengthSpec::of(&plan.output)),
             load: Some(CaseLoad::of(&plan.shape)),
@@ -68,6 +72,7 @@ impl CampaignCase {
             concurrency: self.concurrency,
             output_tokens: self.output_tokens,
             batch: self.batch,
+            images: self.images,
         }
     }
 

@@ -49,7 +49,7 @@ fn name_lengths(table: &mut Table, cases: &[&CaseSummary], lengths: &Lengths) {
         return;
     };
     for (row, case) in table.rows.iter_mut().zip(cases) {
-        row.cells[at].text = lengths.input(&[case]);
+        row.cells[at].text = results::with_images(case, lengths.input(&[case]));
     }
 }
 

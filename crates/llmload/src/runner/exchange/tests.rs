@@ -17,6 +17,7 @@ fn strict(input: u32, output: u32, shared: u32) -> Asked {
         shared,
         head: 0,
         history: None,
+        images_untold: false,
         lenient: false,
         client_counted: false,
     }
@@ -349,4 +350,45 @@ fn a_pooling_answer_is_checked_for_its_results_and_the_servers_count() {
         .iter()
         .any(|n| n.contains("did not report prompt tokens")));
     assert_eq!(uncounted.work_tokens(), 64);
+}
+
+#[test]
+fn images_add_their_cost_to_the_prompt_checked_or_leave_it_unverified_when_untold() {
+    let sent = Instant::now();
+    let with = |tokens: Option<u32>, prompt: u32| {
+        let meta = RequestMeta {
+            input_tokens: 16,
+            output_tokens: 1,
+            images: Some(crate::record::Images {
+                count: 2,
+                width: 224,
+                height: 224,
+                tokens,
+            }),
+            ..crate::record::test_meta()
+        };
+        let mut exchange = Exchange::new();
+        exchange.sent = sent;
+        exchange
+            .token_events
+            .push(sent + Duration::from_millis(5), 1);
+        exchange.done = Some(sent + Duration::from_millis(6));
+        exchange.counters = counters(prompt, 0, 1);
+        record(meta, &exchange, sent, false)
+    };
+    let exact = with(Some(128), 144);
+    assert_eq!((exact.status, exact.verified), (Status::Ok, true));
+    assert_eq!(exact.images.and_then(|i| i.tokens), Some(128));
+    let short = with(Some(128), 140);
+    assert_eq!(short.status, Status::Invalid);
+    assert!(short
+        .error
+        .is_some_and(|e| e.contains("server counted 140 prompt tokens, 144 were sent")));
+    let untold = with(None, 140);
+    assert_eq!((untold.status, untold.verified), (Status::Ok, false));
+    assert!(
+        untold.notes.iter().any(|n| n == UNTOLD_IMAGES),
+        "{:?}",
+        untold.notes
+    );
 }
