@@ -45,7 +45,7 @@ pub struct PromptSource {
     /// prompt (0 where the server cannot show them).
     template_head: u32,
     /// `--images`: what an image of each size costs in prompt tokens.
-    image_costs: std::collections::BTreeMap<(u32, u32), ImageCost>,
+    image_costs: std::collections::BTreeMap<super::image::ImageSpec, ImageCost>,
 }
 
 /// The distinct items of a corpus, sorted.

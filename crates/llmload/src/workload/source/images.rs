@@ -1,8 +1,9 @@
-//! What an image costs in prompt tokens, learned at setup from the server itself: the prompt
-//! tokens it counts for one text alone, with one image and with two of a size. Where the two
-//! steps agree, that step is what each image of the size costs, and every response's prompt
-//! count is checked against the text's length plus its images' cost; where the server reports no
-//! count, or the steps differ, the cost is not known and the responses are unverified.
+//! What a request's images cost in prompt tokens, learned at setup from the server itself: the
+//! prompt tokens it counts for one short text alone, and with the images of each case (their
+//! count and size) twice, with two different sets. Where the two agree, the difference is what
+//! those images cost, and every response's prompt count is checked against the text's length
+//! plus that cost; where the server reports no count, or the two sets differ, the cost is not
+//! known and the responses are unverified.
 
 use super::PromptSource;
 use crate::api::Prompt;
@@ -10,10 +11,10 @@ use crate::target::Target;
 use crate::workload::image::{self, ImageSpec};
 use std::collections::BTreeMap;
 
-/// The cost of one image of a size, or why it is not known.
+/// The cost of the images of a case, or why it is not known.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ImageCost {
-    /// Prompt tokens per image, as the server's counts showed.
+    /// Prompt tokens the images cost together, as the server's counts showed.
     Tokens(u32),
     /// Why the server's counts did not show it.
     Unknown(String),
@@ -25,44 +26,48 @@ const SAMPLE: &str = "Describe the picture.";
 /// Seeds of the probes' images, apart from any run's requests.
 const PROBE_SEED: u64 = 0x1A6E_5EED;
 
-/// The cost of an image of each size in `specs`, from probes (three one-token requests a size).
+/// The cost of the images of each of `specs`, from probes: one with the text alone, then two a
+/// spec (one-token requests).
 pub async fn costs(
     target: &Target,
     specs: &[ImageSpec],
-) -> crate::error::Result<BTreeMap<(u32, u32), ImageCost>> {
+) -> crate::error::Result<BTreeMap<ImageSpec, ImageCost>> {
     let mut costs = BTreeMap::new();
-    for spec in specs {
-        let size = (spec.width, spec.height);
-        if costs.contains_key(&size) {
+    if specs.is_empty() {
+        return Ok(costs);
+    }
+    let alone = count(target, Vec::new()).await?;
+    for &spec in specs {
+        if costs.contains_key(&spec) {
             continue;
         }
-        let images: Vec<String> = (0..2)
-            .map(|k| image::data_url(size.0, size.1, PROBE_SEED, 0, k))
-            .collect();
-        let mut counts = Vec::with_capacity(3);
-        for n in 0..=2 {
-            let counters = target
-                .probe_with(Prompt::Text(SAMPLE.into()), &images[..n])
-                .await?;
-            counts.push(counters.prompt_tokens);
-        }
-        costs.insert(size, cost(&counts));
+        let first = count(target, image::urls(spec, PROBE_SEED, 0)).await?;
+        let second = count(target, image::urls(spec, PROBE_SEED, 1)).await?;
+        costs.insert(spec, cost(alone, first, second));
     }
     Ok(costs)
 }
 
-/// The cost per image from the counts of 0, 1 and 2 images.
-fn cost(counts: &[Option<u32>]) -> ImageCost {
-    let [Some(none), Some(one), Some(two)] = counts[..] else {
+/// The prompt tokens the server counts for the probe's text with `images`.
+async fn count(target: &Target, images: Vec<String>) -> crate::error::Result<Option<u32>> {
+    let counters = target
+        .probe_with(Prompt::Text(SAMPLE.into()), &images)
+        .await?;
+    Ok(counters.prompt_tokens)
+}
+
+/// The images' cost from the counts of the text alone and with two sets of them.
+fn cost(alone: Option<u32>, first: Option<u32>, second: Option<u32>) -> ImageCost {
+    let (Some(alone), Some(first), Some(second)) = (alone, first, second) else {
         return ImageCost::Unknown(
             "the server reported no prompt-token count for the probes".into(),
         );
     };
-    match (one.checked_sub(none), two.checked_sub(one)) {
-        (Some(first), Some(second)) if first == second && first > 0 => ImageCost::Tokens(first),
+    match first.checked_sub(alone) {
+        Some(cost) if first == second && cost > 0 => ImageCost::Tokens(cost),
         _ => ImageCost::Unknown(format!(
-            "the server counted {none}, {one} and {two} prompt tokens for 0, 1 and 2 images: \
-             no fixed cost per image"
+            "the server counted {alone} prompt tokens for the text alone, {first} and {second} \
+             with two sets of the images: no fixed cost"
         )),
     }
 }
@@ -70,15 +75,15 @@ fn cost(counts: &[Option<u32>]) -> ImageCost {
 impl PromptSource {
     /// The same source, with what each image size costs (learned by [`costs`]).
     #[must_use]
-    pub fn with_image_costs(mut self, costs: BTreeMap<(u32, u32), ImageCost>) -> PromptSource {
+    pub fn with_image_costs(mut self, costs: BTreeMap<ImageSpec, ImageCost>) -> PromptSource {
         self.image_costs = costs;
         self
     }
 
     /// Prompt tokens the images of `spec` cost together; `None` where it is not known.
     pub fn image_tokens(&self, spec: ImageSpec) -> Option<u32> {
-        match self.image_costs.get(&(spec.width, spec.height))? {
-            ImageCost::Tokens(t) => Some(t.saturating_mul(spec.count)),
+        match self.image_costs.get(&spec)? {
+            ImageCost::Tokens(t) => Some(*t),
             ImageCost::Unknown(_) => None,
         }
     }
@@ -88,16 +93,16 @@ impl PromptSource {
         let words: Vec<String> = self
             .image_costs
             .iter()
-            .map(|((w, h), cost)| match cost {
-                ImageCost::Tokens(t) => format!("{w}×{h}: {t} tokens each"),
-                ImageCost::Unknown(why) => format!("{w}×{h}: not known ({why})"),
+            .map(|(spec, cost)| match cost {
+                ImageCost::Tokens(t) => format!("{}: {t} tokens", spec.words()),
+                ImageCost::Unknown(why) => format!("{}: not known ({why})", spec.words()),
             })
             .collect();
         if words.is_empty() {
             return String::new();
         }
         format!(
-            "; images by the server's counts of probes with 0, 1 and 2 images ({})",
+            "; images by the server's counts of probes with and without them ({})",
             words.join("; ")
         )
     }
@@ -108,21 +113,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_cost_is_the_step_the_counts_agree_on() {
-        assert_eq!(
-            cost(&[Some(10), Some(74), Some(138)]),
-            ImageCost::Tokens(64)
-        );
+    fn a_cost_is_the_difference_two_sets_of_images_agree_on() {
+        assert_eq!(cost(Some(10), Some(74), Some(74)), ImageCost::Tokens(64));
         assert!(matches!(
-            cost(&[Some(10), Some(74), Some(140)]),
-            ImageCost::Unknown(why) if why.contains("10, 74 and 140")
+            cost(Some(10), Some(74), Some(75)),
+            ImageCost::Unknown(why) if why.contains("10 prompt tokens for the text alone, 74 and 75")
         ));
         assert!(matches!(
-            cost(&[Some(10), None, None]),
+            cost(Some(10), None, Some(74)),
             ImageCost::Unknown(_)
         ));
         assert!(matches!(
-            cost(&[Some(10), Some(10), Some(10)]),
+            cost(Some(10), Some(10), Some(10)),
             ImageCost::Unknown(_)
         ));
     }
