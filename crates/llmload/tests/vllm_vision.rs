@@ -10,44 +10,12 @@
 
 mod common;
 
-use common::{json, json_lines, run_against, Started};
-use std::path::Path;
-use std::process::Command;
-
-/// The server, stopped (SIGTERM, the whole server) when dropped, unless it was given.
-struct Server {
-    url: String,
-    pid: Option<String>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(pid) = &self.pid {
-            let _ = Command::new("kill").args(["-TERM", pid]).status();
-        }
-    }
-}
-
-fn server() -> Server {
-    if let Ok(url) = std::env::var("LLMLOAD_VLLM_VISION_URL") {
-        return Server { url, pid: None };
-    }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/start-vllm.sh");
-    let started = Started::run(
-        Command::new(script)
-            .arg("--vision")
-            .env("LLMLOAD_VLLM_LIFETIME", "1800"),
-    );
-    Server {
-        url: started.get("VLLM_URL"),
-        pid: Some(started.get("VLLM_PID")),
-    }
-}
+use common::{json, json_lines, run_against, VllmServer};
 
 #[test]
 #[ignore = "starts a vision-language vLLM: several minutes on two cores"]
 fn vllm_counts_each_image_as_its_probes_said_and_every_response_is_verified() {
-    let server = server();
+    let server = VllmServer::start("LLMLOAD_VLLM_VISION_URL", &["--vision"]);
     let out = tempfile::tempdir().expect("temp dir");
     let args = [
         "--api",
