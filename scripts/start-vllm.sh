@@ -2,7 +2,10 @@
 # Starts a real vLLM server (CPU build, tiny random-weight Gemma 3 with the real tokenizer) on a free
 # loopback port, installing it first if needed (scripts/setup-vllm.sh), and waits until it answers.
 #
-#   scripts/start-vllm.sh [--prefix-caching] [extra `vllm serve` flags…]
+#   scripts/start-vllm.sh [--vision] [--prefix-caching] [extra `vllm serve` flags…]
+#
+# --vision serves the tiny vision-language Gemma 3 instead (up to 4 images a prompt); its start
+# takes longer (a multimodal warm-up), so it waits up to 900 s by default.
 #
 # Prints on stdout, once `GET /v1/models` answers:
 #   VLLM_URL=http://127.0.0.1:PORT
@@ -22,6 +25,11 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
+vision=
+if [ "${1:-}" = --vision ]; then
+  vision=1
+  shift
+fi
 prefix_caching=--no-enable-prefix-caching
 if [ "${1:-}" = --prefix-caching ]; then
   prefix_caching=--enable-prefix-caching
@@ -32,9 +40,13 @@ paths="$("$here/setup-vllm.sh")"
 py="$(sed -n 's/^VLLM_PYTHON=//p' <<<"$paths")"
 launcher="$(sed -n 's/^VLLM_LAUNCHER=//p' <<<"$paths")"
 model="$(sed -n 's/^VLLM_MODEL=//p' <<<"$paths")"
+if [ -n "$vision" ]; then
+  model="$(sed -n 's/^VLLM_VISION_MODEL=//p' <<<"$paths")"
+  set -- --limit-mm-per-prompt '{"image": 4}' "$@"
+fi
 
 lifetime="${LLMLOAD_VLLM_LIFETIME:-3600}"
-start_timeout="${LLMLOAD_VLLM_START_TIMEOUT:-300}"
+start_timeout="${LLMLOAD_VLLM_START_TIMEOUT:-$([ -n "$vision" ] && echo 900 || echo 300)}"
 logfile="${LLMLOAD_VLLM_LOG:-$(mktemp "${TMPDIR:-/tmp}/llmload-vllm.XXXXXX.log")}"
 
 # The optional flags this vLLM accepts, read from its argument definitions without importing it.

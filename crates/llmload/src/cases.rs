@@ -58,6 +58,8 @@ pub struct Sweep {
     template: ShapeTemplate,
     input: Length,
     output: Length,
+    /// Embeddings and rerank: the inputs per request.
+    batch: Option<u32>,
     auto: bool,
     open: bool,
     queue: VecDeque<LoadPoint>,
@@ -87,6 +89,15 @@ impl Sweep {
                 "a sweep takes one --input-tokens and one --output-tokens (a distribution is fine)"
                     .into(),
             )),
+        };
+        let batch = match &config.batch_size[..] {
+            [] => None,
+            [batch] => Some(*batch),
+            _ => {
+                return Err(ConfigError(
+                    "a sweep takes one --batch-size (it steps the load, not the batch)".into(),
+                ))
+            }
         };
         if config.load.stages.is_some() {
             return Err(ConfigError(
@@ -121,6 +132,7 @@ impl Sweep {
             template: config.template(),
             input,
             output,
+            batch,
             auto,
             open,
             queue,
@@ -251,7 +263,10 @@ impl CaseSource for Sweep {
             }
         }
         let point = self.queue.pop_front()?;
-        let plan = self.template.plan(&self.input, point, &self.output);
+        let plan = self
+            .template
+            .plan(&self.input, point, &self.output)
+            .with_batch(self.batch);
         self.issued.push(plan.clone());
         Some(plan)
     }

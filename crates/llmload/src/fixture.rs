@@ -104,6 +104,8 @@ fn ok(
         turns: None,
         history_tokens: None,
         cancel_after: None,
+        pooling: None,
+        images: None,
     }
 }
 

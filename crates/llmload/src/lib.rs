@@ -352,6 +352,18 @@ async fn prepare(
         lengths: d.lengths,
         output: d.output,
     }));
+    // What an image of each size costs, from the server's counts of a few probes.
+    let with_images: Vec<_> = config
+        .images
+        .iter()
+        .copied()
+        .filter(|s| s.count > 0)
+        .collect();
+    let prompts = prompts.with_image_costs(
+        workload::source::image_costs(&target, &with_images)
+            .await
+            .map_err(|e| error::Error::Target(format!("learning what an image costs: {e}")))?,
+    );
     let sampler =
         Sampler::connect(&config.telemetry, config.telemetry_interval, config.quiet).await?;
     Ok((target, prompts, sampler))

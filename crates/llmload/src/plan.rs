@@ -130,6 +130,14 @@ impl Measured {
             .filter(|&s| s > 0);
         let ttft_samples = ttft_samples(&report);
         let summary = report.summary;
+        if !summary.cases.is_empty() && !summary.cases.iter().any(CaseSummary::generates) {
+            return Err(crate::error::Error::Target(format!(
+                "its cases are {} requests, which have no TTFT: llmload plan answers a TTFT \
+                 budget of generation cases (a sweep of these reports its latency knee and \
+                 C_sat)",
+                summary.api
+            )));
+        }
         // An attempt whose campaign does not say names its target, unless it was simulated.
         let url = given
             .or_else(|| (!summary.simulated).then(|| summary.target_url.clone()))

@@ -424,6 +424,8 @@ mod tests {
                 input_tokens: 8,
                 concurrency: 2,
                 output_tokens: 4,
+                batch: None,
+                images: None,
             },
             input: Length::Fixed(8),
             output: Length::Fixed(4),

@@ -191,6 +191,48 @@ pub struct Record {
     /// requests it was to read to the end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancel_after: Option<CancelAfter>,
+    /// Embeddings and rerank (`--api embeddings`, `--api rerank`): the batch the request
+    /// carried and what its answer held; absent for a generation request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pooling: Option<Pooling>,
+    /// Chat with images (`--images`): the images after the prompt's text and what they cost;
+    /// `input_tokens` is the text's length, and the server's `prompt_tokens` is checked against
+    /// the two together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<Images>,
+}
+
+/// An embeddings or rerank request: several inputs (documents, for rerank) of `input_tokens`
+/// each, answered at once, with no token generated and nothing streamed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pooling {
+    /// Inputs the request carried.
+    pub inputs: u32,
+    /// Prompt tokens the server was to process for the whole request: `inputs` ×
+    /// `input_tokens` (for rerank, each (query, document) pair is an input of `input_tokens`).
+    pub tokens: u32,
+    /// Results the answer held (vectors, or scores); absent when no answer was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub results: Option<u32>,
+    /// Embeddings: the length of the vectors, all alike; absent for rerank.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dimension: Option<u32>,
+}
+
+/// The images of a chat request (`--images`): how many, their size, and the prompt tokens they
+/// cost together as the server's counts showed at setup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Images {
+    /// Images after the prompt's text.
+    pub count: u32,
+    /// Width, pixels.
+    pub width: u32,
+    /// Height, pixels.
+    pub height: u32,
+    /// Prompt tokens the images cost together; absent where the server's counts did not show
+    /// what an image costs (the response is then unverified).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u32>,
 }
 
 /// Where a request stands in a multi-turn session.
@@ -313,12 +355,27 @@ pub struct RequestMeta {
     pub request_id: Option<String>,
     /// `--cancel-after`: where the client abandons this request's stream.
     pub cancel_after: Option<CancelAfter>,
+    /// Embeddings and rerank: the inputs the request carries, each of `input_tokens`; 0 for a
+    /// generation request.
+    pub inputs: u32,
+    /// Chat with images: the images after the prompt's text, and what they cost.
+    pub images: Option<Images>,
 }
 
 impl Record {
     /// Output tokens for throughput: the server's counter, else the stream's count.
     pub fn generated_tokens(&self) -> u32 {
         self.output_tokens.unwrap_or(self.streamed_tokens)
+    }
+
+    /// The tokens of the request's work, which a case's throughput counts: the generated
+    /// tokens, or for embeddings and rerank the prompt tokens the server processed (its own
+    /// count, else the tokens sent).
+    pub fn work_tokens(&self) -> u32 {
+        match &self.pooling {
+            Some(p) => self.prompt_tokens.unwrap_or(p.tokens),
+            None => self.generated_tokens(),
+        }
     }
 
     /// Inter-token latencies in ms: an event carrying k tokens contributes k gaps of gap/k.
@@ -343,12 +400,23 @@ impl Record {
         self.event_ms.windows(2).map(|w| w[1] - w[0])
     }
 
-    /// (time, tokens) of each token-carrying event, seconds since the attempt started.
+    /// (time, tokens) of each token-carrying event, seconds since the attempt started: the
+    /// tokens of work as they arrived. Embeddings and rerank stream nothing: their work
+    /// ([`Record::work_tokens`]) arrives with the answer, at `done_s`.
     pub fn event_times(&self) -> impl Iterator<Item = (Seconds, u32)> + '_ {
-        self.event_ms.iter().enumerate().map(|(i, ms)| {
-            let tokens = self.event_tokens.get(i).copied().unwrap_or(1);
-            (self.sent_s + ms / 1e3, tokens)
-        })
+        let answered = self
+            .pooling
+            .and(self.done_s)
+            .filter(|_| self.status == Status::Ok)
+            .map(|done| (done, self.work_tokens()));
+        self.event_ms
+            .iter()
+            .enumerate()
+            .map(|(i, ms)| {
+                let tokens = self.event_tokens.get(i).copied().unwrap_or(1);
+                (self.sent_s + ms / 1e3, tokens)
+            })
+            .chain(answered)
     }
 
     /// The last moment the request occupied the server: its final event, else its last token
@@ -385,6 +453,8 @@ pub(crate) fn test_meta() -> RequestMeta {
         turn: None,
         request_id: None,
         cancel_after: None,
+        inputs: 0,
+        images: None,
     }
 }
 
@@ -439,6 +509,8 @@ pub(crate) fn ok_record(
         turns: None,
         history_tokens: None,
         cancel_after: None,
+        pooling: None,
+        images: None,
     }
 }
 

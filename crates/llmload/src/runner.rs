@@ -48,6 +48,7 @@ pub mod ids;
 pub mod monitors;
 mod open;
 pub mod pacer;
+mod pooled;
 pub mod session;
 mod sessions;
 mod stages;
@@ -463,6 +464,8 @@ impl Runner<'_> {
             turn: None,
             request_id: None,
             cancel_after: None,
+            inputs: plan.case.batch.unwrap_or(0),
+            images: plan.case.images.map(crate::record::Images::from),
         }
     }
 
@@ -497,6 +500,9 @@ impl Runner<'_> {
         slot: Option<u32>,
         blocks: &[u64],
     ) -> crate::error::Result<Body> {
+        if meta.inputs > 0 {
+            return self.pooling_body(meta).await;
+        }
         let serial = self.serial;
         self.serial += 1;
         let built = if blocks.is_empty() {
@@ -525,7 +531,14 @@ impl Runner<'_> {
             usage_per_chunk: self.target.reports_usage_per_chunk(),
             extra: self.settings.extra_body.as_ref(),
         };
-        let mut body = Body::from_json(&self.target.body(&request));
+        let mut json = self.target.body(&request);
+        if let Some(images) = &mut meta.images {
+            let spec = crate::workload::image::ImageSpec::from(*images);
+            images.tokens = self.prompts.image_tokens(spec);
+            let urls = crate::workload::image::urls(spec, self.settings.seed, serial);
+            crate::api::openai::attach_images(&mut json, &urls);
+        }
+        let mut body = Body::from_json(&json);
         body.id = self.settings.ids.as_ref().map(|ids| ids.next());
         meta.request_id = body.id.as_ref().map(|id| id.id.clone());
         if let Some(cancel) = self.settings.cancel {

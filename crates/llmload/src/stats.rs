@@ -171,6 +171,26 @@ impl Spread {
     pub fn with(value: f64, ci: Option<interval::Ci>) -> Option<Spread> {
         Spread::of(&[value]).map(|s| Spread { ci, ..s })
     }
+
+    /// The same values times `factor` (above 0), interval included: a rate in other units.
+    #[must_use]
+    pub fn scaled(&self, factor: f64) -> Spread {
+        let ci = self.ci.clone().map(|ci| interval::Ci {
+            interval: ci.interval.map(|i| interval::Interval {
+                low: i.low * factor,
+                high: i.high * factor,
+            }),
+            ..ci
+        });
+        Spread {
+            n: self.n,
+            mean: self.mean * factor,
+            min: self.min * factor,
+            max: self.max * factor,
+            sd: self.sd * factor,
+            ci,
+        }
+    }
 }
 
 #[cfg(test)]

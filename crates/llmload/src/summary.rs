@@ -14,6 +14,7 @@ pub use label::label;
 pub mod lengths;
 pub mod per_token;
 pub mod phases;
+pub mod pooling;
 mod prefix_cache;
 pub mod repeats;
 mod rounds;
@@ -164,6 +165,15 @@ pub struct CaseSummary {
     /// abandonment during them and without.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub abandoned: Option<abandoned::Abandonment>,
+    /// Embeddings and rerank: a case of requests answered once, with nothing generated; TTFT,
+    /// ITL, TPOT and the decode rate do not apply, and `throughput_tps` counts the prompt tokens
+    /// the server processed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pooling: Option<pooling::PoolingSummary>,
+    /// Chat with images (`--images`): the images of each request, and the prompt tokens they
+    /// cost together (as the server's counts showed at setup; absent where they did not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<crate::record::Images>,
 }
 
 /// Reasoning and answer told apart, over the `ok` responses that carried reasoning.
@@ -201,6 +211,8 @@ pub struct CaseFigures {
     server: server_side::ServerSideFigures,
     sessions: sessions::SessionFigures,
     abandoned: abandoned::AbandonFigures,
+    pooling: pooling::PoolingFigures,
+    images: Option<crate::record::Images>,
 }
 
 impl CaseFigures {
@@ -209,6 +221,10 @@ impl CaseFigures {
         self.count(r);
         self.sessions.add(r);
         self.abandoned.add(r);
+        self.pooling.add(r);
+        if self.images.is_none() {
+            self.images = r.images;
+        }
         let ok = r.status == Status::Ok;
         if let Some(round) = r.round {
             self.rounds
@@ -335,7 +351,7 @@ impl CaseFigures {
         let per_token = self.per_token;
         let (itl_ms, itl_unknown) = per_token.itl.finish();
         let (input_tokens, output_tokens, sent) = self.lengths.finish(case);
-        CaseSummary {
+        let mut summary = CaseSummary {
             id: case.id.clone(),
             input_tokens,
             concurrency: case.concurrency,
@@ -370,7 +386,11 @@ impl CaseFigures {
                 tokens: self.reasoning_tokens.distribution(),
                 time_to_answer_ms: self.time_to_answer.distribution(),
             }),
-        }
+            pooling: self.pooling.finish(),
+            images: self.images,
+        };
+        pooling::settle(&mut summary);
+        summary
     }
 }
 
@@ -378,6 +398,12 @@ impl CaseSummary {
     /// Whether the case ran closed rounds: neither a windowed load nor sessions.
     pub fn is_rounds(&self) -> bool {
         self.load.is_none() && self.sessions.is_none()
+    }
+
+    /// Whether the case's requests generated tokens: not embeddings or rerank, whose cases have
+    /// no token stream (no TTFT, ITL, TPOT or decode rate) and their own table.
+    pub fn generates(&self) -> bool {
+        self.pooling.is_none()
     }
 
     /// Summarises the measured `records` of `case`.

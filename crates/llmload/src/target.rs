@@ -275,7 +275,23 @@ impl Target {
 
     /// The counters of a one-token generation of `prompt`.
     pub async fn probe(&self, prompt: Prompt) -> crate::error::Result<crate::api::Counters> {
-        let body = crate::api::Body::from_json(&self.body(&self.one_token(&prompt)));
+        self.probe_with(prompt, &[]).await
+    }
+
+    /// The counters of a one-token generation of `prompt` with `images` (`data:` URLs) after
+    /// its text (the chat API).
+    pub async fn probe_with(
+        &self,
+        prompt: Prompt,
+        images: &[String],
+    ) -> crate::error::Result<crate::api::Counters> {
+        let mut json = self.body(&self.one_token(&prompt));
+        crate::api::openai::attach_images(&mut json, images);
+        let mut body = crate::api::Body::from_json(&json);
+        if self.endpoint.api.is_pooling() {
+            // A batch of one input.
+            body.inputs = 1;
+        }
         let exchange = self.endpoint.stream(&body, &CancellationToken::new()).await;
         if let Some(failure) = exchange.failure {
             return Err(Error::Target(format!("probe request failed: {failure}")));

@@ -166,7 +166,7 @@ async fn complete(
     )))
 }
 
-async fn wait_for_finish(
+pub(crate) async fn wait_for_finish(
     progress: &mut tokio::sync::watch::Receiver<Progress>,
 ) -> Result<Progress, ApiError> {
     loop {

@@ -5,6 +5,7 @@
 mod events;
 mod generate;
 mod info;
+mod pool;
 mod reply;
 mod request;
 mod stamped;
@@ -129,11 +130,14 @@ async fn handle(
             .ok()
             .and_then(|a| *a)
             .unwrap_or_else(tokio::time::Instant::now);
-        let response = match (generation, path) {
-            (Some(api), _) => match generate::generate(&state, api, &posted, arrived).await {
-                Outcome::Respond(response) => Ok(response),
-                Outcome::Drop => return Err(Dropped),
-            },
+        let outcome = match (generation, pool::route(path)) {
+            (Some(api), _) => Some(generate::generate(&state, api, &posted, arrived).await),
+            (None, Some(kind)) => Some(pool::answer(&state, kind, &posted, arrived).await),
+            (None, None) => None,
+        };
+        let response = match (outcome, path) {
+            (Some(Outcome::Respond(response)), _) => Ok(response),
+            (Some(Outcome::Drop), _) => return Err(Dropped),
             (None, "/tokenize") => info::tokenize(&state, &posted),
             (None, "/detokenize") => info::detokenize(&state, &posted),
             (None, _) => Err(unrouted(path, false)),
@@ -146,7 +150,7 @@ async fn handle(
         (&Method::GET, "/slots") => info::slots(&state),
         (&Method::GET, "/v1/models" | "/models") => info::models(&state),
         (&Method::GET, "/metrics") => info::metrics(&state),
-        _ => unrouted(path, generation.is_some()).into_response(),
+        _ => unrouted(path, generation.is_some() || pool::route(path).is_some()).into_response(),
     };
     Ok(response)
 }

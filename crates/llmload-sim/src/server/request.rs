@@ -70,6 +70,57 @@ enum MessageContent {
 struct ContentPart {
     #[serde(default)]
     text: Option<String>,
+    #[serde(default)]
+    image_url: Option<ImageUrl>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ImageUrl {
+    url: String,
+}
+
+/// Side of the square patches an image is cut into: each patch is one prompt token.
+pub(crate) const PATCH: u32 = 28;
+
+/// The prompt tokens of an image part: one per [`PATCH`]-pixel patch (the last row and column
+/// of patches may be partial), each an id drawn from the image's bytes so that two images never
+/// share a cacheable prefix. Only `data:image/png;base64,` URLs are read (a server here fetches
+/// nothing); anything else is a 400.
+fn image_tokens(url: &str) -> Result<Vec<u32>, ApiError> {
+    use base64::Engine;
+    let refused = || {
+        ApiError::bad_request("image_url: only data:image/png;base64 URLs of PNG images are read")
+    };
+    let payload = url
+        .strip_prefix("data:image/png;base64,")
+        .ok_or_else(refused)?;
+    // The signature and the IHDR chunk's width and height: the first 24 bytes.
+    let head = payload.get(..32).ok_or_else(refused)?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(head)
+        .map_err(|_| refused())?;
+    if bytes.get(..8) != Some(b"\x89PNG\r\n\x1a\n".as_slice()) || bytes.get(12..16) != Some(b"IHDR")
+    {
+        return Err(refused());
+    }
+    let side =
+        |at: usize| u32::from_be_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+    let (width, height) = (side(16), side(20));
+    let patches = width.div_ceil(PATCH).saturating_mul(height.div_ceil(PATCH));
+    if patches == 0 || patches > 1 << 16 {
+        return Err(ApiError::bad_request(format!(
+            "image_url: an image of {width}×{height} pixels"
+        )));
+    }
+    let seed = crate::tokenizer::token_id(payload.get(..payload.len().min(4096)).unwrap_or(""))
+        ^ crate::tokenizer::token_id(
+            payload
+                .get(payload.len().saturating_sub(256)..)
+                .unwrap_or(""),
+        );
+    Ok((0..patches)
+        .map(|k| seed ^ k.wrapping_mul(0x9e37_79b9))
+        .collect())
 }
 
 #[derive(Debug, Deserialize)]
@@ -200,8 +251,13 @@ pub(crate) fn chat_prompt(
         match &message.content {
             Some(MessageContent::Text(text)) => prompt.extend(tokenizer.tokenize(text)),
             Some(MessageContent::Parts(parts)) => {
-                for text in parts.iter().filter_map(|part| part.text.as_deref()) {
-                    prompt.extend(tokenizer.tokenize(text));
+                for part in parts {
+                    if let Some(text) = part.text.as_deref() {
+                        prompt.extend(tokenizer.tokenize(text));
+                    }
+                    if let Some(image) = &part.image_url {
+                        prompt.extend(image_tokens(&image.url)?);
+                    }
                 }
             }
             None => {}

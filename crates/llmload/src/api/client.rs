@@ -134,6 +134,10 @@ pub struct Exchange {
     pub server_request_id: Option<String>,
     /// The server's own timings of the response, from the last event that carried them.
     pub server: Option<Reported>,
+    /// A pooling API (embeddings, rerank): the inputs the request carried.
+    pub inputs: u32,
+    /// A pooling API: what its answer held, once it was read whole.
+    pub pooled: Option<super::pooling::Pooled>,
 }
 
 /// Where one exchange's time went on its connection: the setup of a new connection (before
@@ -201,6 +205,8 @@ impl Exchange {
             server: None,
             finished: None,
             ended_without_done: false,
+            inputs: 0,
+            pooled: None,
         }
     }
 
@@ -408,6 +414,7 @@ impl Endpoint {
             exchange.text = Some(StreamText::default());
         }
         exchange.usage_per_chunk = body.usage_per_chunk;
+        exchange.inputs = body.inputs;
         if body.keep_answer {
             exchange.answer = Some(String::new());
         }

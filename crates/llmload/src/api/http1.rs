@@ -435,6 +435,11 @@ impl BodyDecoder {
         self.overran
     }
 
+    /// Whether the body ends where the connection closes (no length, not chunked).
+    pub fn is_close_framed(&self) -> bool {
+        matches!(self.framing, Framing::Close)
+    }
+
     /// Whether the body has ended.
     pub fn done(&self) -> bool {
         match self.framing {

@@ -14,6 +14,7 @@ pub mod fetch;
 pub mod http1;
 pub mod llamacpp;
 pub mod openai;
+pub mod pooling;
 pub mod responses;
 pub mod server_timings;
 pub mod sse;
@@ -36,6 +37,11 @@ pub enum Api {
     Messages,
     /// `OpenAI`'s Responses API, `POST /v1/responses`.
     Responses,
+    /// Embeddings, `POST /v1/embeddings`: a batch of inputs, one vector each, not streamed.
+    Embeddings,
+    /// Rerank, `POST /v1/rerank`: a query and a batch of documents, one score each, not
+    /// streamed.
+    Rerank,
 }
 
 impl Api {
@@ -47,12 +53,38 @@ impl Api {
             Api::Chat => "/v1/chat/completions",
             Api::Messages => "/v1/messages",
             Api::Responses => "/v1/responses",
+            Api::Embeddings => "/v1/embeddings",
+            Api::Rerank => "/v1/rerank",
         }
     }
 
-    /// Whether prompts go out as token IDs (otherwise as text).
+    /// Whether prompts go out as token IDs (otherwise as text; a rerank's documents are texts).
     pub fn takes_token_ids(self) -> bool {
-        !self.takes_messages()
+        !self.takes_messages() && self != Api::Rerank
+    }
+
+    /// Whether the API pools its inputs and answers once (embeddings, rerank): no tokens are
+    /// generated and nothing is streamed.
+    pub fn is_pooling(self) -> bool {
+        matches!(self, Api::Embeddings | Api::Rerank)
+    }
+
+    /// The JSON body of a pooling request of `request`'s inputs (embeddings, rerank); `None`
+    /// for the generation APIs.
+    pub fn pooling_body(
+        self,
+        request: &pooling::PoolingRequest<'_>,
+        extra: Option<&serde_json::Value>,
+    ) -> Option<serde_json::Value> {
+        let mut body = match self {
+            Api::Embeddings => pooling::embeddings_body(request),
+            Api::Rerank => pooling::rerank_body(request),
+            _ => return None,
+        };
+        if let Some(extra) = extra {
+            merge(&mut body, extra);
+        }
+        Some(body)
     }
 
     /// Whether the prompt goes out as chat messages, which the server wraps in its chat template
@@ -68,6 +100,17 @@ impl Api {
             Api::Completions | Api::Chat => openai::body(self, request),
             Api::Messages => anthropic::body(request),
             Api::Responses => responses::body(request),
+            Api::Embeddings | Api::Rerank => {
+                // A probe or a single input: a batch of one.
+                let inputs = std::slice::from_ref(request.prompt);
+                let pooled = pooling::PoolingRequest {
+                    inputs,
+                    model: request.model,
+                };
+                return self
+                    .pooling_body(&pooled, request.extra)
+                    .unwrap_or_default();
+            }
         };
         if let Some(extra) = request.extra {
             merge(&mut body, extra);
@@ -82,6 +125,10 @@ impl Api {
             Api::Completions | Api::Chat => openai::parse_event(data),
             Api::Messages => anthropic::parse_event(data),
             Api::Responses => responses::parse_event(data),
+            // Answered once, never as events ([`pooling::parse_answer`]).
+            Api::Embeddings | Api::Rerank => Err(EventError::Malformed(
+                "a pooling API answers once, not with events".into(),
+            )),
         }
     }
 
@@ -89,7 +136,7 @@ impl Api {
     /// native API names every token, so its text is never counted by the client).
     pub fn event_text(self, data: &[u8], out: &mut String) {
         match self {
-            Api::Llamacpp => {}
+            Api::Llamacpp | Api::Embeddings | Api::Rerank => {}
             Api::Completions | Api::Chat => openai::text_of(data, out),
             Api::Messages => anthropic::text_of(data, out),
             Api::Responses => responses::text_of(data, out),
@@ -104,6 +151,7 @@ impl Api {
             Api::Completions | Api::Chat => openai::answer_of(data, out),
             Api::Messages => anthropic::answer_of(data, out),
             Api::Responses => responses::answer_of(data, out),
+            Api::Embeddings | Api::Rerank => {}
         }
     }
 
@@ -115,6 +163,8 @@ impl Api {
             Api::Chat => "chat",
             Api::Messages => "messages",
             Api::Responses => "responses",
+            Api::Embeddings => "embeddings",
+            Api::Rerank => "rerank",
         }
     }
 }
@@ -167,6 +217,9 @@ pub struct Body {
     pub id: Option<RequestId>,
     /// `--cancel-after`: where the client abandons the stream; `None` reads it to its end.
     pub cancel_after: Option<crate::record::CancelAfter>,
+    /// A pooling API (embeddings, rerank): the inputs the body carries, one result due for
+    /// each; 0 for generation.
+    pub inputs: u32,
 }
 
 /// The ids one generation request carries in its headers, so that it can be found in the
@@ -196,6 +249,15 @@ impl Body {
             keep_answer: false,
             id: None,
             cancel_after: None,
+            inputs: 0,
+        }
+    }
+
+    /// Serialises `value`, a pooling body of `inputs` inputs made by [`Api::pooling_body`].
+    pub fn pooling(value: &serde_json::Value, inputs: u32) -> Body {
+        Body {
+            inputs,
+            ..Body::from_json(value)
         }
     }
 }
@@ -238,10 +300,13 @@ pub(crate) fn test_request(prompt: &Prompt) -> GenerationRequest<'_> {
 
 /// Fields of a generation body that `--extra-body` may not set: llmload sets them to keep the
 /// prompt and the output length what the run asks for.
-pub const RESERVED_FIELDS: [&str; 9] = [
+pub const RESERVED_FIELDS: [&str; 12] = [
     "prompt",
     "messages",
     "input",
+    "documents",
+    "query",
+    "top_n",
     "max_output_tokens",
     "stream",
     "max_tokens",

@@ -51,6 +51,26 @@ pub fn body(api: Api, request: &GenerationRequest<'_>) -> serde_json::Value {
     body
 }
 
+/// Puts `images` (`data:` URLs) after the text of a chat body's last message, as `image_url`
+/// parts: its content becomes `[{"type": "text", …}, {"type": "image_url", …}, …]`. Nothing
+/// changes without images or without messages.
+pub fn attach_images(body: &mut serde_json::Value, images: &[String]) {
+    if images.is_empty() {
+        return;
+    }
+    let Some(last) = body["messages"].as_array_mut().and_then(|m| m.last_mut()) else {
+        return;
+    };
+    let text = last["content"].as_str().unwrap_or_default().to_owned();
+    let mut parts = vec![json!({"type": "text", "text": text})];
+    parts.extend(
+        images
+            .iter()
+            .map(|url| json!({"type": "image_url", "image_url": {"url": url}})),
+    );
+    last["content"] = json!(parts);
+}
+
 #[derive(Deserialize)]
 struct Chunk {
     #[serde(default)]

@@ -91,6 +91,8 @@ pub fn key(c: &CampaignCase, shared_prefix_tokens: u32, api: &str) -> CaseKey {
         shared_prefix_tokens,
         api: api.to_owned(),
         prompts: None,
+        batch: c.batch,
+        images: c.images,
     }
 }
 

@@ -281,6 +281,7 @@ impl<'a> Rebuilt<'a> {
         };
         summary.complete = finished && all_ok;
         summary.throughput_tps = Spread::with(load.throughput_tps, load.throughput_ci.clone());
+        crate::summary::pooling::settle(&mut summary);
         summary.load = Some(load);
         summary
     }

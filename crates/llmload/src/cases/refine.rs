@@ -115,6 +115,8 @@ mod tests {
                 ttft_n: None,
                 tpot_n: None,
                 e2e_p99_ms: None,
+                e2e_p50_ms: None,
+                e2e_n: None,
                 error_share: 0.0,
                 achieved_concurrency_mean: None,
                 achieved_concurrency_peak: None,

@@ -6,6 +6,7 @@ use crate::api::tls::{read_ca_certs, TlsOptions};
 use crate::api::Api;
 use crate::guard::Limits;
 use crate::telemetry::Source;
+use crate::workload::image::ImageSpec;
 use crate::workload::length::Length;
 use crate::workload::shape::{CasePlan, LoadPoint, ShapeTemplate};
 use crate::workload::trace::TraceEntry;
@@ -15,6 +16,7 @@ mod cancel;
 mod dataset;
 mod load;
 mod parse;
+mod pooling;
 pub use dataset::DatasetConfig;
 pub(crate) use parse::optional_duration;
 pub use parse::parse_duration;
@@ -24,6 +26,7 @@ use parse::{
 };
 mod combine;
 mod file;
+mod images;
 mod live;
 mod options;
 pub use live::{MetricsConfig, Watch};
@@ -31,6 +34,7 @@ mod repeat;
 mod scrub;
 mod settings;
 mod sharding;
+mod sizes;
 pub use combine::Combine;
 pub use options::{
     GuardOptions, LoadOptions, ObjectiveOptions, OutputOptions, RoundOptions, SessionOptions,
@@ -58,22 +62,6 @@ pub const MAX_ROUNDS: u32 = 1_000_000;
 
 /// The most arrivals a continuous or open loop may schedule per case.
 pub const MAX_ARRIVALS: u64 = 10_000_000;
-
-/// This process's open-files limit, as high as it may raise it.
-fn open_files_limit() -> Option<u64> {
-    rlimit::getrlimit(rlimit::Resource::NOFILE)
-        .ok()
-        .map(|(_, hard)| hard)
-        .filter(|&hard| hard != rlimit::INFINITY)
-}
-
-/// The memory available to new work (`MemAvailable` of `/proc/meminfo`), in bytes.
-fn available_memory() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib.saturating_mul(1024))
-}
 
 /// A validated campaign.
 #[derive(Clone, Debug, Serialize)]
@@ -129,6 +117,13 @@ pub struct Config {
     pub concurrency: Vec<u32>,
     /// Generated tokens per request: one case each.
     pub output_tokens: Vec<Length>,
+    /// Embeddings and rerank: inputs per request, one case each; empty for generation.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub batch_size: Vec<u32>,
+    /// `--images` × `--image-size`: the images of each request, one case each (a count of 0:
+    /// a case without); empty without `--images`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<crate::workload::image::ImageSpec>,
     /// How requests are launched, and the objectives for goodput.
     #[serde(flatten)]
     pub load: LoadConfig,
@@ -186,9 +181,20 @@ pub struct Config {
 type Matrix = (Vec<Length>, Vec<u32>, Vec<Length>);
 
 fn matrix(s: &mut Settings) -> Result<Matrix, ConfigError> {
-    let input = lengths("input-tokens", s.workload.input_tokens.take(), "2048,8192")?;
+    // Embeddings and rerank generate nothing, and take inputs of an encoder's length.
+    let pooling = pooling::check_settings(s)?;
+    let (input, output) = if pooling {
+        ("512", "0")
+    } else {
+        ("2048,8192", "256")
+    };
+    let input = lengths("input-tokens", s.workload.input_tokens.take(), input)?;
     let concurrency = s.load.concurrency.take().unwrap_or_else(|| vec![1, 4]);
-    let output = lengths("output-tokens", s.workload.output_tokens.take(), "256")?;
+    let output = if pooling {
+        vec![Length::Fixed(0)]
+    } else {
+        lengths("output-tokens", s.workload.output_tokens.take(), output)?
+    };
     Ok((input, concurrency, output))
 }
 
@@ -225,6 +231,51 @@ fn shape(
     Ok((load, dataset, (input_tokens, concurrency, output_tokens)))
 }
 
+/// The guard's options, resolved: the telemetry source and its interval, the stop rules, and the
+/// cool-down between cases.
+struct Guarded {
+    telemetry: Source,
+    telemetry_interval: Duration,
+    limits: Limits,
+    cool_down_below_c: Option<f64>,
+    cool_down_timeout: Duration,
+}
+
+impl Guarded {
+    fn resolve(options: GuardOptions) -> Result<Guarded, ConfigError> {
+        let GuardOptions {
+            telemetry,
+            telemetry_interval,
+            stop_temp,
+            stop_margin,
+            max_duration,
+            max_errors,
+            max_error_rate,
+            cool_down_below,
+            cool_down_timeout,
+        } = options;
+        Ok(Guarded {
+            telemetry: parse_source(telemetry)?,
+            telemetry_interval: parse_duration(
+                "telemetry-interval",
+                telemetry_interval.as_deref().unwrap_or("1s"),
+            )?,
+            limits: Limits {
+                stop_temp_c: stop_temp,
+                stop_margin_c: stop_margin,
+                max_duration: optional_duration("max-duration", max_duration)?,
+                max_errors,
+                max_error_rate,
+            },
+            cool_down_below_c: cool_down_below,
+            cool_down_timeout: parse_duration(
+                "cool-down-timeout",
+                cool_down_timeout.as_deref().unwrap_or("10m"),
+            )?,
+        })
+    }
+}
+
 impl Config {
     /// Validates `settings` (flags already laid over the campaign file) and fills in the
     /// defaults.
@@ -250,17 +301,7 @@ impl Config {
             best_effort,
             traceparent,
         } = settings.target;
-        let GuardOptions {
-            telemetry,
-            telemetry_interval,
-            stop_temp,
-            stop_margin,
-            max_duration,
-            max_errors,
-            max_error_rate,
-            cool_down_below,
-            cool_down_timeout,
-        } = settings.guard;
+        let guard = Guarded::resolve(settings.guard)?;
         let OutputOptions {
             out,
             name,
@@ -299,6 +340,8 @@ impl Config {
             input_tokens,
             concurrency,
             output_tokens,
+            batch_size: pooling::batch_sizes(api, settings.workload.batch_size.take())?,
+            images: images::resolve(api, &settings.workload)?,
             rounds: rounds.unwrap_or(3),
             warmup: warmup.unwrap_or(1),
             repeat,
@@ -312,18 +355,12 @@ impl Config {
             best_effort: best_effort.unwrap_or(false),
             traceparent: traceparent.unwrap_or(false),
             quiet: quiet.unwrap_or(false),
-            telemetry: parse_source(telemetry)?,
-            telemetry_interval: duration("telemetry-interval", telemetry_interval, "1s")?,
-            limits: Limits {
-                stop_temp_c: stop_temp,
-                stop_margin_c: stop_margin,
-                max_duration: optional_duration("max-duration", max_duration)?,
-                max_errors,
-                max_error_rate,
-            },
+            telemetry: guard.telemetry,
+            telemetry_interval: guard.telemetry_interval,
+            limits: guard.limits,
             series_window: optional_duration("series-window", series_window)?,
-            cool_down_below_c: cool_down_below,
-            cool_down_timeout: duration("cool-down-timeout", cool_down_timeout, "10m")?,
+            cool_down_below_c: guard.cool_down_below_c,
+            cool_down_timeout: guard.cool_down_timeout,
             sharding,
             watch: live::watch(&settings.watch)?,
         };
@@ -331,80 +368,6 @@ impl Config {
         config.notes.extend(replaced);
         config.validate()?;
         Ok(config)
-    }
-
-    /// Values that no run can afford are usage errors, before anything is created: lengths,
-    /// counts, and the streams against the open-files limit and the memory.
-    fn check_sizes(&self) -> Result<(), ConfigError> {
-        let tokens = |what: &str, lengths: &[Length]| {
-            let longest = lengths.iter().map(Length::max_tokens).max().unwrap_or(0);
-            if longest > MAX_TOKENS {
-                return bad(format!(
-                    "--{what} {longest} is above the {MAX_TOKENS} tokens llmload sends or reads \
-                     per request"
-                ));
-            }
-            Ok(longest)
-        };
-        let input = tokens("input-tokens", &self.input_tokens)?;
-        let output = tokens("output-tokens", &self.output_tokens)?;
-        if self.rounds > MAX_ROUNDS || self.warmup > MAX_ROUNDS {
-            return bad(format!("--rounds and --warmup are at most {MAX_ROUNDS}"));
-        }
-        if let Some(n) = self.load.requests.filter(|&n| n > MAX_ARRIVALS) {
-            return bad(format!("--requests {n} is above {MAX_ARRIVALS} per case"));
-        }
-        if let Some(arrivals) = self
-            .load
-            .stage_arrivals()
-            .filter(|&a| a > MAX_ARRIVALS as f64)
-        {
-            return bad(format!(
-                "--stages make about {arrivals:.0} arrivals, above the {MAX_ARRIVALS} a run may \
-                 schedule"
-            ));
-        }
-        if let (Some(duration), Some(rate)) = (
-            self.load.duration,
-            self.load.rate_rps.iter().copied().reduce(f64::max),
-        ) {
-            let arrivals = duration.as_secs_f64() * rate;
-            if arrivals > MAX_ARRIVALS as f64 {
-                return bad(format!(
-                    "--rate {rate} for --duration {} makes about {arrivals:.0} arrivals, above \
-                     the {MAX_ARRIVALS} a case may schedule",
-                    humantime::format_duration(duration)
-                ));
-            }
-        }
-        // A shard holds only its share of the concurrency or of the in-flight cap.
-        let shard = self.sharding.shard;
-        let streams = self
-            .concurrency
-            .iter()
-            .copied()
-            .chain(self.load.max_in_flight)
-            .max()
-            .map_or(1, |c| shard.share_u32(c));
-        if let Some(limit) = open_files_limit().filter(|&l| u64::from(streams) + 64 > l) {
-            return bad(format!(
-                "--concurrency {streams} needs {streams} sockets, more than this process may \
-                 open ({limit}, `ulimit -n`); raise the limit or lower the concurrency"
-            ));
-        }
-        // Each stream holds its request body (about 8 bytes a token) and 8 bytes per token
-        // event, with about 16 KiB of buffers and state.
-        let per_stream = 16_384 + 8 * (u64::from(input) + u64::from(output));
-        let needed = u64::from(streams).saturating_mul(per_stream);
-        if let Some(available) = available_memory().filter(|&a| needed > a / 10 * 8) {
-            return bad(format!(
-                "{streams} streams of {input} prompt and {output} output tokens need about {} \
-                 MiB, more than the {} MiB of memory available",
-                needed >> 20,
-                available >> 20
-            ));
-        }
-        Ok(())
     }
 
     /// A shared system prompt leaves room in every prompt for the nonce and one more token.
@@ -438,6 +401,8 @@ impl Config {
             return bad("--concurrency needs one or more values above 0");
         }
         self.check_sizes()?;
+        pooling::check(self)?;
+        images::check(self)?;
         if let Some(corpus) = &self.corpus {
             match std::fs::metadata(corpus) {
                 Ok(m) if m.is_file() && m.len() > 0 => {}
@@ -546,8 +511,20 @@ impl Config {
     /// tokens.
     pub fn plans(&self) -> Vec<CasePlan> {
         let template = self.template();
+        let batches: Vec<Option<u32>> = match &self.batch_size[..] {
+            [] => vec![None],
+            sizes => sizes.iter().copied().map(Some).collect(),
+        };
+        let images: Vec<Option<ImageSpec>> = match &self.images[..] {
+            [] => vec![None],
+            specs => specs.iter().map(|s| (s.count > 0).then_some(*s)).collect(),
+        };
         if let Some(stages) = &self.load.stages {
-            return template.stage_plans(stages, &self.input_tokens[0], &self.output_tokens[0]);
+            let plans = template.stage_plans(stages, &self.input_tokens[0], &self.output_tokens[0]);
+            return plans
+                .into_iter()
+                .map(|p| p.with_batch(batches[0]).with_images(images[0]))
+                .collect();
         }
         if let Some(entries) = &self.load.trace_entries {
             // A trace carries its own lengths: one case, named by their means.
@@ -565,9 +542,17 @@ impl Config {
         for input in &self.input_tokens {
             for &point in &self.load_points() {
                 for output in &self.output_tokens {
-                    let plan = template.plan(input, point, output);
-                    if !plans.iter().any(|p| p.case.id == plan.case.id) {
-                        plans.push(plan);
+                    for (&batch, &image) in batches
+                        .iter()
+                        .flat_map(|b| images.iter().map(move |i| (b, i)))
+                    {
+                        let plan = template
+                            .plan(input, point, output)
+                            .with_batch(batch)
+                            .with_images(image);
+                        if !plans.iter().any(|p| p.case.id == plan.case.id) {
+                            plans.push(plan);
+                        }
                     }
                 }
             }

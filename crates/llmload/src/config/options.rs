@@ -126,6 +126,23 @@ options! {
         #[arg(long, value_name = "N,…|SPEC")]
         #[serde(deserialize_with = "one_or_many")]
         pub output_tokens: Option<Vec<LengthItem>>,
+        /// Embeddings and rerank: inputs per request, comma-separated, one case each [default: 1]
+        ///
+        /// --api embeddings sends this many inputs in each request, --api rerank this many
+        /// documents with its query; each input is --input-tokens long (for rerank, each
+        /// (query, document) pair as the server counts it).
+        #[arg(long, value_delimiter = ',', value_name = "B,…")]
+        pub batch_size: Option<Vec<u32>>,
+        /// Chat: images per request, comma-separated, one case each [default: 0]
+        ///
+        /// PNG images generated per request (each its own, the same for the same seed), sent
+        /// after the prompt's text as `image_url` parts with `data:` URLs; --api chat only. 0 is a
+        /// case without images.
+        #[arg(long, value_delimiter = ',', value_name = "N,…")]
+        pub images: Option<Vec<u32>>,
+        /// Chat images: `WIDTHxHEIGHT` in pixels, comma-separated, one case each [default: 224x224]
+        #[arg(long, value_delimiter = ',', value_name = "WxH,…")]
+        pub image_size: Option<Vec<String>>,
         /// Open every prompt with the same S tokens, a shared system prompt [default: 0]
         ///
         /// The server may serve them from its prefix cache (it is allowed to for those tokens

@@ -1,5 +1,6 @@
 //! Unit tests of `config/mod.rs`.
 
+use super::sizes::open_files_limit;
 use super::*;
 
 fn args() -> Settings {

@@ -30,8 +30,11 @@ pub struct Snapshot {
     pub failed: u64,
     /// Of those ended, how many the client abandoned as planned (`--cancel-after`).
     pub abandoned: u64,
-    /// TTFTs of the case's last `ok` responses, ms.
+    /// TTFTs of the case's last `ok` responses, ms (embeddings and rerank: their latencies).
     pub ttft_ms: VecDeque<f64>,
+    /// The case's requests are embeddings or rerank: no TTFT, and the latency stands in its
+    /// place.
+    pub pooling: bool,
     /// Output tokens of the case's `ok` responses.
     pub tokens: u64,
     /// First send and last completion of the case's measured requests, seconds since the
@@ -97,13 +100,19 @@ impl Snapshot {
             self.failed += 1;
             return;
         }
-        if let Some(ttft) = r.ttft_ms {
+        self.pooling |= r.pooling.is_some();
+        let latency = if r.pooling.is_some() {
+            r.e2e_ms
+        } else {
+            r.ttft_ms
+        };
+        if let Some(ttft) = latency {
             if self.ttft_ms.len() == TTFT_WINDOW {
                 self.ttft_ms.pop_front();
             }
             self.ttft_ms.push_back(ttft);
         }
-        self.tokens += u64::from(r.generated_tokens());
+        self.tokens += u64::from(r.work_tokens());
         let done = r.done_s.unwrap_or(r.sent_s);
         self.span_s = Some(match self.span_s {
             Some((first, last)) => (first.min(r.sent_s), last.max(done)),

@@ -65,8 +65,22 @@ fn case_figures(done: usize, total: usize, case: &CaseSummary) -> String {
         .throughput_tps
         .as_ref()
         .map_or("–".into(), |t| format!("{:.2}", t.mean));
+    let figures = match &case.pooling {
+        Some(p) => {
+            let latency = case
+                .e2e_ms
+                .as_ref()
+                .map_or("–".into(), |d| format!("{:.1} ms", d.median));
+            let inputs = p
+                .inputs_per_s
+                .as_ref()
+                .map_or("–".into(), |r| format!("{:.2}", r.mean));
+            format!("median latency {latency}, {inputs} inputs/s, {tps} input tokens/s")
+        }
+        None => format!("median TTFT {ttft}, {tps} tokens/s"),
+    };
     format!(
-        "case {done}/{total} {}: {}/{} rounds complete, {} ok, {} invalid, {} failed; median TTFT {ttft}, {tps} tokens/s",
+        "case {done}/{total} {}: {}/{} rounds complete, {} ok, {} invalid, {} failed; {figures}",
         case.id,
         case.rounds.iter().filter(|r| r.complete).count(),
         case.rounds_planned,

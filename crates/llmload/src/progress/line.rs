@@ -51,7 +51,8 @@ pub fn line(
     );
     parts.push((format!("elapsed {} · {eta}", whole(elapsed)), ""));
     let median = s.ttft_median_ms();
-    parts.push((format!("TTFT p50 {}", crate::fmt::seconds(median)), ""));
+    let what = if s.pooling { "latency" } else { "TTFT" };
+    parts.push((format!("{what} p50 {}", crate::fmt::seconds(median)), ""));
     let tps = s.tokens_per_s().map_or("–".into(), |t| format!("{t:.1}"));
     parts.push((format!("{tps} tokens/s"), ""));
     if let Some(r) = reading {

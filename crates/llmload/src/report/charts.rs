@@ -46,7 +46,7 @@ fn series<'a>(summary: &'a Summary, lengths: &Lengths) -> Vec<Series<'a>> {
     let mut keys: Vec<(u32, u32, bool)> = summary
         .cases
         .iter()
-        .filter(|c| c.complete && c.sessions.is_none())
+        .filter(|c| c.complete && c.sessions.is_none() && c.generates())
         .map(|c| (c.input_tokens, c.output_tokens, is_rate(c)))
         .collect();
     keys.sort_unstable();
@@ -62,6 +62,7 @@ fn series<'a>(summary: &'a Summary, lengths: &Lengths) -> Vec<Series<'a>> {
                 .filter(|c| {
                     c.complete
                         && c.sessions.is_none()
+                        && c.generates()
                         && (c.input_tokens, c.output_tokens, is_rate(c)) == (input, output, rate)
                 })
                 .collect();

@@ -125,7 +125,35 @@ fn header() -> Vec<String> {
     // Last, so that the columns before keep their places.
     columns.push("abandoned".into());
     columns.push("short".into());
+    columns.extend(POOLING_COLUMNS.map(String::from));
     columns
+}
+
+/// Embeddings and rerank cases: inputs per request, the vectors' length, and inputs per second
+/// (mean and interval); empty for generation cases.
+const POOLING_COLUMNS: [&str; 5] = [
+    "batch_size",
+    "dimension",
+    "inputs_per_s_mean",
+    "inputs_per_s_ci_low",
+    "inputs_per_s_ci_high",
+];
+
+/// The pooling columns of a case; empty cells for a generation case.
+fn pooling_cells(p: Option<&crate::summary::pooling::PoolingSummary>) -> Vec<String> {
+    let Some(p) = p else {
+        return vec![String::new(); POOLING_COLUMNS.len()];
+    };
+    let rate = p.inputs_per_s.as_ref();
+    let interval = rate.and_then(|r| r.ci.as_ref()?.interval);
+    let text = |v: Option<f64>| v.map_or_else(String::new, |v| v.to_string());
+    vec![
+        p.batch.to_string(),
+        p.dimension.map_or_else(String::new, |d| d.to_string()),
+        text(rate.map(|r| r.mean)),
+        text(interval.map(|i| i.low)),
+        text(interval.map(|i| i.high)),
+    ]
 }
 
 /// The server's own account: its responses, sources, and how many had a TTFT past the client's.
@@ -282,6 +310,7 @@ fn row(summary: &Summary, case: &CaseSummary) -> Vec<String> {
     cells.extend(server_cells(case.server.as_ref()));
     cells.push(c.abandoned.to_string());
     cells.push(c.short.to_string());
+    cells.extend(pooling_cells(case.pooling.as_ref()));
     cells
 }
 

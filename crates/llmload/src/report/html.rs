@@ -80,13 +80,23 @@ pub fn render(report: &Report) -> String {
     ttft_parts_section(&mut out, summary);
     sessions_section(&mut out, summary);
     out.push_str("<h2 id=\"charts\">Charts</h2>\n");
-    for figure in [
-        charts::latency(summary, &lengths),
-        charts::throughput(summary, &lengths),
-        charts::latency_throughput(summary, &lengths),
-        timeline::timeline(report, &lengths),
-    ] {
-        push_figure(&mut out, &figure);
+    let mut figures = Vec::new();
+    if only_pooling(summary) {
+        out.push_str(
+            "<p class=\"note\" id=\"no-generation-charts\">The latency and throughput charts \
+             plot generation cases (TTFT, output tokens); this attempt's cases are embeddings or \
+             rerank, whose figures are in their table above.</p>\n",
+        );
+    } else {
+        figures.extend([
+            charts::latency(summary, &lengths),
+            charts::throughput(summary, &lengths),
+            charts::latency_throughput(summary, &lengths),
+        ]);
+    }
+    figures.push(timeline::timeline(report, &lengths));
+    for figure in &figures {
+        push_figure(&mut out, figure);
     }
     match gpu::telemetry(report) {
         Some(figure) => push_figure(&mut out, &figure),
@@ -157,7 +167,7 @@ fn outcome(out: &mut String, summary: &Summary) {
 
 fn results(out: &mut String, report: &Report, lengths: &Lengths) {
     out.push_str("<h2 id=\"results\">Results</h2>\n");
-    if has_rounds(&report.summary) {
+    if has_rounds(&report.summary) && !only_pooling(&report.summary) {
         push_table(out, &tables::reference(&report.summary, lengths));
         out.push_str(
             "<p class=\"note\">Complete cases only. TTFT: request sent → first event \
@@ -169,6 +179,15 @@ fn results(out: &mut String, report: &Report, lengths: &Lengths) {
         let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(tables::NOTE));
     }
     load_table(out, &report.summary);
+    let pooled = super::pooling::table(&report.summary);
+    table(out, "pooling", "Embeddings and rerank cases", &pooled);
+    if !pooled.is_empty() {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">{}</p>",
+            escape(super::pooling::NOTE)
+        );
+    }
     energy_table(out, &report.summary);
     let incomplete: Vec<&CaseSummary> = report
         .summary
@@ -193,6 +212,11 @@ fn results(out: &mut String, report: &Report, lengths: &Lengths) {
         out.push_str("</li>\n");
     }
     out.push_str("</ul>\n");
+}
+
+/// Whether every case is an embeddings or rerank case (then the generation table is left out).
+fn only_pooling(summary: &Summary) -> bool {
+    !summary.cases.is_empty() && !summary.cases.iter().any(CaseSummary::generates)
 }
 
 /// Continuous and open-loop cases: figures over the measurement window.

@@ -30,7 +30,8 @@ pub fn render(summary: &Summary) -> String {
     out.push_str(&counting_lines(summary));
     out.push('\n');
     let reference = results::reference(summary);
-    if reference.is_empty() && results::window(summary).is_empty() {
+    let pooled = super::pooling::table(summary);
+    if reference.is_empty() && results::window(summary).is_empty() && pooled.is_empty() {
         out.push_str(&no_complete_case(
             summary,
             "listed under \"Incomplete cases\" below",
@@ -45,6 +46,14 @@ pub fn render(summary: &Summary) -> String {
         out.push_str(&interval_note(summary));
     }
     out.push_str(&load_table(summary));
+    if !pooled.is_empty() {
+        let _ = write!(
+            out,
+            "\nEmbeddings and rerank cases:\n\n{}\n{}\n",
+            pooled.markdown(),
+            super::pooling::NOTE
+        );
+    }
     out.push_str(&repeats_section(summary));
     out.push_str(&sweep_section(summary));
     out.push_str(&soak_section(summary));

@@ -23,6 +23,7 @@ pub mod marks;
 pub mod markup;
 pub mod phases;
 pub mod plot;
+pub mod pooling;
 pub mod repeats;
 pub mod results;
 pub mod saturation;

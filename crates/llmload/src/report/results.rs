@@ -7,6 +7,7 @@ use super::table::{Cell, Mark, Table};
 use crate::fmt::{seconds, thousands};
 use crate::stats::Distribution;
 use crate::summary::{CaseSummary, Summary};
+use crate::workload::image::ImageSpec;
 
 /// Column names of the reference table.
 pub const REFERENCE_COLUMNS: [&str; 9] = [
@@ -43,10 +44,14 @@ pub const WINDOW_COLUMNS: [&str; 12] = [
 /// (continuous, open loop) have their own table ([`window`]).
 pub fn reference(summary: &Summary) -> Table {
     let mut table = Table::new(REFERENCE_COLUMNS);
-    for case in summary.cases.iter().filter(|c| c.complete && c.is_rounds()) {
+    for case in summary
+        .cases
+        .iter()
+        .filter(|c| c.complete && c.is_rounds() && c.generates())
+    {
         let throughput = case.throughput_tps.as_ref();
         table.push([
-            Cell::new(thousands(case.input_tokens)),
+            Cell::new(with_images(case, thousands(case.input_tokens))),
             Cell::new(case.concurrency.to_string()),
             statistic(case.ttft_ms.as_ref(), |d| d.median, "median"),
             statistic(case.e2e_ms.as_ref(), |d| d.median, "median"),
@@ -70,13 +75,13 @@ pub fn reference(summary: &Summary) -> Table {
 /// The table of complete continuous and open-loop cases: figures over the measurement window.
 pub fn window(summary: &Summary) -> Table {
     let mut table = Table::new(WINDOW_COLUMNS);
-    for case in summary.cases.iter().filter(|c| c.complete) {
+    for case in summary.cases.iter().filter(|c| c.complete && c.generates()) {
         let Some(load) = case.load.as_ref() else {
             continue;
         };
         table.push([
             Cell::new(super::text::window_load(load)),
-            Cell::new(thousands(case.input_tokens)),
+            Cell::new(with_images(case, thousands(case.input_tokens))),
             Cell::new(case.output_tokens.to_string()),
             Cell::new(format!(
                 "{:.2} / {}",
@@ -103,6 +108,14 @@ pub fn window(summary: &Summary) -> Table {
         ]);
     }
     table
+}
+
+/// An input cell's text, with the case's images after it: "512 + 2 images of 224×224".
+pub(crate) fn with_images(case: &CaseSummary, input: String) -> String {
+    match case.images {
+        Some(images) => format!("{input} + {}", ImageSpec::from(images).words()),
+        None => input,
+    }
 }
 
 /// A statistic of a distribution of milliseconds, as a time, over the distribution's n, with
@@ -165,7 +178,7 @@ pub fn p50_p99(d: Option<&Distribution>) -> Cell {
 }
 
 /// The responses a row rests on: the `ok` ones, marked with how many of those are unverified.
-fn responses(case: &CaseSummary) -> Cell {
+pub(crate) fn responses(case: &CaseSummary) -> Cell {
     let cell = Cell::count(case.counts.ok.to_string(), case.counts.ok);
     match case.counts.unverified {
         0 => cell,

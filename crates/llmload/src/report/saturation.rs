@@ -128,69 +128,98 @@ fn p99_ms(v: Option<f64>, n: Option<usize>) -> Cell {
     }
 }
 
-/// The curve, one row per load: throughput, TTFT p50 and p99, TPOT p99 (ms), the responses they
-/// rest on (n), the requests in flight, the share of errors; a p99 over too few samples is
-/// marked.
+/// The latency columns of a curve: TTFT p50 and p99 with TPOT p99, or for embeddings and
+/// rerank (no token stream) the latency's p50 and p99 alone.
+fn latency_columns(analysis: &Analysis) -> Vec<&'static str> {
+    if is_pooling(analysis) {
+        vec!["latency p50", "latency p99"]
+    } else {
+        vec!["TTFT p50", "TTFT p99", "TPOT p99"]
+    }
+}
+
+/// Whether the curve is of embeddings or rerank cases.
+fn is_pooling(analysis: &Analysis) -> bool {
+    !analysis.points.is_empty() && analysis.points.iter().all(|p| p.e2e_p50_ms.is_some())
+}
+
+/// A point's latency cells, as [`latency_columns`] names them, each written by `cell` from the
+/// value and its samples.
+fn latency_cells(
+    p: &Point,
+    pooling: bool,
+    cell: impl Fn(Option<f64>, Option<usize>, bool) -> Cell,
+) -> Vec<Cell> {
+    if pooling {
+        vec![
+            cell(p.e2e_p50_ms, p.e2e_n, false),
+            cell(p.e2e_p99_ms, p.e2e_n, true),
+        ]
+    } else {
+        vec![
+            cell(p.ttft_p50_ms, p.ttft_n, false),
+            cell(p.ttft_p99_ms, p.ttft_n, true),
+            cell(p.tpot_p99_ms, p.tpot_n, true),
+        ]
+    }
+}
+
+/// The curve, one row per load: throughput, TTFT p50 and p99, TPOT p99 (ms) (embeddings and
+/// rerank: the latency's p50 and p99), the responses they rest on (n), the requests in flight,
+/// the share of errors; a p99 over too few samples is marked.
 pub fn curve(analysis: &Analysis, axis: Axis) -> Table {
     let ms = |v: Option<f64>| v.map_or_else(|| "–".to_owned(), |v| format!("{v:.1} ms"));
-    let mut table = Table::new([
-        axis.to_string().as_str(),
-        "throughput",
-        "TTFT p50",
-        "TTFT p99",
-        "TPOT p99",
-        "n",
-        "in flight (mean / peak)",
-        "errors",
-    ]);
+    let pooling = is_pooling(analysis);
+    let mut columns = vec![axis.to_string(), "throughput".into()];
+    columns.extend(latency_columns(analysis).into_iter().map(String::from));
+    columns.extend(["n", "in flight (mean / peak)", "errors"].map(String::from));
+    let mut table = Table::new(columns);
     for p in &analysis.points {
         let in_flight = match (p.achieved_concurrency_mean, p.achieved_concurrency_peak) {
             (Some(mean), Some(peak)) => format!("{mean:.2} / {peak}"),
             _ => "–".to_owned(),
         };
-        table.push([
-            Cell::new(number(p.load)),
-            throughput(p),
-            Cell::figure(ms(p.ttft_p50_ms), p.ttft_n),
-            p99_ms(p.ttft_p99_ms, p.ttft_n),
-            p99_ms(p.tpot_p99_ms, p.tpot_n),
-            p.ttft_n.map_or_else(
+        let mut row = vec![Cell::new(number(p.load)), throughput(p)];
+        row.extend(latency_cells(p, pooling, |v, n, tail| {
+            if tail {
+                p99_ms(v, n)
+            } else {
+                Cell::figure(ms(v), n)
+            }
+        }));
+        row.extend([
+            p.ttft_n.or(p.e2e_n).map_or_else(
                 || Cell::new("–"),
                 |n| Cell::count(n.to_string(), crate::num::count(n)),
             ),
             Cell::new(in_flight),
             errors(p),
         ]);
+        table.push(row);
     }
     table
 }
 
 /// The curve as the page shows it, one row per load: throughput, TTFT p50 and p99, TPOT p99 (as
-/// times), the share of errors.
+/// times; embeddings and rerank: the latency's p50 and p99), the share of errors.
 pub fn page_curve(analysis: &Analysis, axis: Axis) -> Table {
     let load = if axis == Axis::Concurrency {
         "Concurrent requests"
     } else {
         "Arrival rate (requests/s)"
     };
-    let time = |v: Option<f64>| Cell::new(crate::fmt::seconds(v));
-    let mut table = Table::new([
-        load,
-        "Throughput",
-        "TTFT p50",
-        "TTFT p99",
-        "TPOT p99",
-        "Errors",
-    ]);
+    let pooling = is_pooling(analysis);
+    let mut columns = vec![load, "Throughput"];
+    columns.extend(latency_columns(analysis));
+    columns.push("Errors");
+    let mut table = Table::new(columns);
     for p in &analysis.points {
-        table.push([
-            Cell::new(number(p.load)),
-            throughput(p),
-            time(p.ttft_p50_ms),
-            time(p.ttft_p99_ms),
-            time(p.tpot_p99_ms),
-            errors(p),
-        ]);
+        let mut row = vec![Cell::new(number(p.load)), throughput(p)];
+        row.extend(latency_cells(p, pooling, |v, _, _| {
+            Cell::new(crate::fmt::seconds(v))
+        }));
+        row.push(errors(p));
+        table.push(row);
     }
     table
 }

@@ -95,10 +95,14 @@ fn grid(columns: &[String], rows: &[Vec<String>], width: u16) -> String {
 /// The results tables of `summary` (closed rounds, then continuous and open loops), aligned;
 /// a simulated target says so above them, and a run with no complete case says that alone.
 pub fn results(summary: &Summary, width: u16) -> String {
-    let tables: Vec<Table> = [results::reference(summary), results::window(summary)]
-        .into_iter()
-        .filter(|t| !t.rows.is_empty())
-        .collect();
+    let tables: Vec<Table> = [
+        results::reference(summary),
+        results::window(summary),
+        super::pooling::table(summary),
+    ]
+    .into_iter()
+    .filter(|t| !t.rows.is_empty())
+    .collect();
     let mut out = simulated_line(summary).to_owned();
     if tables.is_empty() {
         out.push_str(&text::no_complete_case(

@@ -62,7 +62,11 @@ pub const DESCRIPTIVE_NOTE: &str = "A p99 marked descriptive has fewer than 5 sa
 /// The sentences under the results tables on ITL and TPOT: what they are, what a descriptive
 /// p99 is (when a cell is marked so), and which complete cases have no ITL and why.
 pub(crate) fn per_token_note(summary: &Summary) -> String {
-    let complete: Vec<&CaseSummary> = summary.cases.iter().filter(|c| c.complete).collect();
+    let complete: Vec<&CaseSummary> = summary
+        .cases
+        .iter()
+        .filter(|c| c.complete && c.generates())
+        .collect();
     let mut out = String::from(
         "ITL: the gaps between a response's tokens, p50 / p99 over every gap. TPOT: (complete \
          response − TTFT) ÷ (output tokens − 1), p50 / p99 over the responses.",
@@ -306,11 +310,14 @@ pub(crate) fn incomplete_line(case: &CaseSummary) -> String {
     let c = &case.counts;
     let kinds: Vec<String> = c.by_kind.iter().map(|(k, n)| format!("{n} {k}")).collect();
     let done = completion(case);
+    let work = match &case.pooling {
+        Some(p) => format!("{} inputs per request", p.batch),
+        None => format!("{} output", case.output_tokens),
+    };
     format!(
-        "{} input tokens × {} × {} output: {done}, {} responses ok, {} invalid, {} failed, {} cancelled{}{}{}",
+        "{} input tokens × {} × {work}: {done}, {} responses ok, {} invalid, {} failed, {} cancelled{}{}{}",
         thousands(case.input_tokens),
         load_words(case),
-        case.output_tokens,
         c.ok,
         c.invalid,
         c.error,

@@ -2,8 +2,9 @@
 //! checking the server's counters against what was asked.
 
 use crate::api::client::{Exchange, Failure, Timing};
+use crate::api::pooling::Pooled;
 use crate::api::Counters;
-use crate::record::{ErrorKind, Phases, Record, RequestMeta, ServerTimings, Status};
+use crate::record::{ErrorKind, Phases, Pooling, Record, RequestMeta, ServerTimings, Status};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -35,6 +36,9 @@ pub struct Asked {
     /// serve instead of `shared`; `Some(None)` when they could not be told (the cache is then
     /// not checked and the response is unverified).
     pub history: Option<Option<u32>>,
+    /// Chat with images whose cost the server's counts did not show: the prompt count cannot be
+    /// checked, and the response is unverified.
+    pub images_untold: bool,
     /// `--best-effort`: a server that cannot be forced or counted. A length that differs from
     /// the request makes the response unverified, with its reason, not invalid.
     pub lenient: bool,
@@ -51,6 +55,10 @@ pub const AS_IS: &str = "prompt sent as the dataset has it: its length was not s
 pub const UNTOLD_INPUT: &str = "a session's prompt on a server that cannot show its chat \
      prompt's tokens: input_tokens is the server's count and is not checked";
 
+/// The note on a request with images whose cost the server's counts did not show at setup.
+pub const UNTOLD_IMAGES: &str = "the server's counts did not show what an image costs, so the \
+     prompt tokens (text and images) are not checked: response unverified";
+
 /// The note on a session's turn whose history the server could not show in its own tokens.
 pub const UNTOLD_HISTORY: &str = "the server cannot show the chat prompt's tokens, so the \
      history a cache may serve is not known: cached tokens not checked, response unverified";
@@ -64,6 +72,7 @@ pub fn verify(counters: &Counters, streamed: u32, asked: Asked) -> Verdict {
         shared,
         head,
         history,
+        images_untold,
         lenient,
         client_counted,
     } = asked;
@@ -88,6 +97,10 @@ pub fn verify(counters: &Counters, streamed: u32, asked: Asked) -> Verdict {
             format!("server counted {p} prompt tokens, {input} were sent"),
         ),
         (Some(_), Some(_)) => {}
+        (Some(_), None) if images_untold => {
+            v.verified = false;
+            v.notes.push(UNTOLD_IMAGES.into());
+        }
         (Some(_), None) if history.is_some() => v.notes.push(UNTOLD_INPUT.into()),
         (Some(_), None) => v.notes.push(AS_IS.into()),
         (None, _) => missing.push("prompt tokens"),
@@ -173,12 +186,18 @@ fn judge(meta: &RequestMeta, exchange: &Exchange, streamed: u32, lenient: bool) 
             _ => Status::Error,
         };
         (status, Some(f.kind()), Some(f.to_string()), None)
+    } else if let Some(pooled) = &exchange.pooled {
+        verdict(verify_pooled(pooled, meta, lenient))
     } else {
         let mut v = verify(
             &exchange.counters,
             streamed,
             Asked {
-                input: meta.exact_input.then_some(meta.input_tokens),
+                input: match meta.images {
+                    Some(images) => images.tokens.map(|t| meta.input_tokens.saturating_add(t)),
+                    None => meta.exact_input.then_some(meta.input_tokens),
+                },
+                images_untold: meta.images.is_some_and(|i| i.tokens.is_none()),
                 output: meta.output_tokens,
                 shared: meta.shared_tokens,
                 head: meta.template_head,
@@ -207,19 +226,66 @@ fn judge(meta: &RequestMeta, exchange: &Exchange, streamed: u32, lenient: bool) 
                  counted apart, in no figure)",
                 meta.output_tokens
             ));
-            (Status::Short, None, None, Some(v))
-        } else if v.problems.is_empty() {
-            (Status::Ok, None, None, Some(v))
-        } else {
-            let why = v.problems.join("; ");
-            (
-                Status::Invalid,
-                Some(ErrorKind::Invalid),
-                Some(why),
-                Some(v),
-            )
+            return (Status::Short, None, None, Some(v));
+        }
+        verdict(v)
+    }
+}
+
+/// A complete response's status from its verdict: `ok`, or `invalid` with its problems.
+fn verdict(v: Verdict) -> Judged {
+    if v.problems.is_empty() {
+        (Status::Ok, None, None, Some(v))
+    } else {
+        let why = v.problems.join("; ");
+        (
+            Status::Invalid,
+            Some(ErrorKind::Invalid),
+            Some(why),
+            Some(v),
+        )
+    }
+}
+
+/// Checks an embeddings or rerank answer: one result per input, sound results (vectors of one
+/// length, each index once), and the server's prompt count equal to what was sent (each input
+/// `input_tokens` long); without the count the answer is unverified.
+pub fn verify_pooled(pooled: &Pooled, meta: &RequestMeta, lenient: bool) -> Verdict {
+    let mut v = Verdict {
+        verified: true,
+        problems: Vec::new(),
+        notes: Vec::new(),
+    };
+    let inputs = meta.inputs;
+    if pooled.results != inputs {
+        v.problems.push(format!(
+            "the answer held {} results for {inputs} inputs",
+            pooled.results
+        ));
+    }
+    v.problems.extend(pooled.problem.clone());
+    let sent = inputs.saturating_mul(meta.input_tokens);
+    match pooled.counters.prompt_tokens {
+        Some(p) if p != sent => {
+            let text = format!(
+                "server counted {p} prompt tokens, {sent} were sent ({inputs} inputs of {})",
+                meta.input_tokens
+            );
+            if lenient {
+                v.verified = false;
+                v.notes.push(format!("{text} (best effort: unverified)"));
+            } else {
+                v.problems.push(text);
+            }
+        }
+        Some(_) => {}
+        None => {
+            v.verified = false;
+            v.notes
+                .push("server did not report prompt tokens: response unverified".into());
         }
     }
+    v
 }
 
 /// Builds the record of an exchange; `origin` is the attempt's start.
@@ -297,6 +363,13 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: 
         turns: meta.turn.map(|t| t.turns),
         history_tokens: meta.turn.and_then(|t| t.history_tokens),
         cancel_after: meta.cancel_after,
+        images: meta.images,
+        pooling: (meta.inputs > 0).then(|| Pooling {
+            inputs: meta.inputs,
+            tokens: meta.inputs.saturating_mul(meta.input_tokens),
+            results: exchange.pooled.as_ref().map(|p| p.results),
+            dimension: exchange.pooled.as_ref().and_then(|p| p.dimension),
+        }),
     }
 }
 

@@ -439,7 +439,11 @@ fn live_info(config: &Config, target: &Target, attempt: &Attempt) -> crate::live
 
 /// How the tokens of each streamed chunk are counted against this target.
 fn output_counting(target: &Target) -> String {
-    if target.endpoint.api == crate::api::Api::Llamacpp {
+    if target.endpoint.api.is_pooling() {
+        "none generated (embeddings and rerank answer once; the server's usage counts the \
+         prompt tokens)"
+            .into()
+    } else if target.endpoint.api == crate::api::Api::Llamacpp {
         "the server's token IDs on every event".into()
     } else if target.reports_usage_per_chunk() {
         "the server's usage on every chunk (continuous_usage_stats)".into()

@@ -232,6 +232,8 @@ impl Sessions<'_> {
                 }),
                 request_id: request_id.as_ref().map(|r| r.id.clone()),
                 cancel_after: None,
+                inputs: 0,
+                images: None,
             };
             let keep = self.spec.history == History::AsGenerated && turn < self.spec.turns;
             let mut body = self.body(&built.prompt, output, keep);

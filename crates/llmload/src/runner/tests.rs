@@ -89,6 +89,8 @@ fn plan(concurrency: u32, shape: Shape) -> CasePlan {
             input_tokens: 8,
             concurrency,
             output_tokens: 4,
+            batch: None,
+            images: None,
         },
         input: Length::Fixed(8),
         output: Length::Fixed(4),

@@ -156,6 +156,12 @@ pub struct CaseKey {
     pub api: String,
     /// Where the prompts came from when not the corpus: a dataset, and how it was used.
     pub prompts: Option<String>,
+    /// Embeddings and rerank: the inputs per request; absent for generation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch: Option<u32>,
+    /// Chat with images: the images of each request; absent without.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub images: Option<crate::workload::image::ImageSpec>,
 }
 
 impl CaseKey {
@@ -191,10 +197,16 @@ impl CaseKey {
             } => format!(" × at most {m} in flight"),
             _ => String::new(),
         };
+        let work = match self.batch {
+            Some(batch) => format!("{batch} inputs per request"),
+            None => format!("{} output tokens", self.output.label()),
+        };
+        let images = self
+            .images
+            .map_or_else(String::new, |i| format!(" + {}", i.words()));
         format!(
-            "{} input tokens{concurrency} × {} output tokens ({}, {} API)",
+            "{} input tokens{images}{concurrency} × {work} ({}, {} API)",
             self.input.label(),
-            self.output.label(),
             self.load_label(),
             self.api
         )
@@ -251,6 +263,8 @@ mod tests {
             shared_prefix_tokens: 0,
             prompts: None,
             api: "llamacpp".into(),
+            batch: None,
+            images: None,
         }
     }
 

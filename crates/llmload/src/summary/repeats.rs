@@ -243,6 +243,7 @@ pub fn combine(pooled: Vec<CaseSummary>, series: &Series) -> Vec<CaseSummary> {
                 } else {
                     Spread::with(load.throughput_tps, load.throughput_ci.clone())
                 };
+                super::pooling::settle(&mut case);
                 case.load = Some(load);
                 // A soak series is each repeat's own, in its run.
                 case.series = None;

@@ -17,7 +17,8 @@ pub struct RoundSummary {
     pub complete: bool,
     /// Requests that ended `ok`.
     pub responses_ok: u32,
-    /// Σ output tokens of its `ok` responses.
+    /// Σ output tokens of its `ok` responses (embeddings and rerank: Σ prompt tokens the
+    /// server processed, the tokens of their work).
     pub output_tokens: u64,
     /// Last completion − first send, in seconds.
     pub duration_s: f64,
@@ -58,7 +59,7 @@ impl RoundAcc {
         if r.status == Status::Ok {
             self.ok += 1;
             self.last_done = r.done_s.map_or(self.last_done, |d| self.last_done.max(d));
-            self.output_tokens += u64::from(r.generated_tokens());
+            self.output_tokens += u64::from(r.work_tokens());
         }
     }
 

@@ -45,6 +45,13 @@ pub struct Point {
     pub tpot_n: Option<usize>,
     /// p99 complete-response time, ms (from scheduled in an open loop).
     pub e2e_p99_ms: Option<f64>,
+    /// Embeddings and rerank, which have no TTFT: the median latency, ms (from scheduled in an
+    /// open loop), whose knee stands for TTFT's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e_p50_ms: Option<f64>,
+    /// Embeddings and rerank: the samples behind the latency percentiles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e_n: Option<usize>,
     /// Share of responses that failed or were invalid (requests cancelled by a stop left out).
     pub error_share: f64,
     /// Continuous and open loops: time-averaged requests in flight over the window.
@@ -96,6 +103,8 @@ impl Point {
             ttft_n: ttft.map(|d| d.n),
             tpot_n: case.tpot_ms.as_ref().map(|d| d.n),
             e2e_p99_ms: e2e.map(|d| d.p99),
+            e2e_p50_ms: e2e.filter(|_| case.pooling.is_some()).map(|d| d.median),
+            e2e_n: e2e.filter(|_| case.pooling.is_some()).map(|d| d.n),
             achieved_concurrency_mean: case.load.as_ref().map(|l| l.achieved_concurrency_mean),
             achieved_concurrency_peak: case.load.as_ref().map(|l| l.achieved_concurrency_peak),
             error_share: if total == 0 {
@@ -341,10 +350,23 @@ fn knee(points: &[Point], integer_loads: bool) -> Finding {
             .filter_map(|p| Some((p.load, get(p)?)))
             .collect()
     };
-    let tail = knee::hinge(&series(|p| p.ttft_p99_ms), integer_loads);
-    let median = knee::hinge(&series(|p| p.ttft_p50_ms), integer_loads);
+    // Embeddings and rerank have no TTFT: their latency's knee stands for it.
+    let pooling = !points.is_empty() && points.iter().all(|p| p.e2e_p50_ms.is_some());
+    let (tail, median, what) = if pooling {
+        (
+            knee::hinge(&series(|p| p.e2e_p99_ms), integer_loads),
+            knee::hinge(&series(|p| p.e2e_p50_ms), integer_loads),
+            "latency (embeddings and rerank have no TTFT)",
+        )
+    } else {
+        (
+            knee::hinge(&series(|p| p.ttft_p99_ms), integer_loads),
+            knee::hinge(&series(|p| p.ttft_p50_ms), integer_loads),
+            "TTFT",
+        )
+    };
     let how = format!(
-        "a jump-and-bend line fitted to log TTFT over log load at all {} loads, p99 and p50 \
+        "a jump-and-bend line fitted to log {what} over log load at all {} loads, p99 and p50 \
          apart, needing at least {}× the earlier trend at the largest load and {} loads",
         points.len(),
         knee::MIN_EXCESS,

@@ -186,6 +186,7 @@ pub fn summarise(plan: &CasePlan, run: CaseRun, readings: &[Reading]) -> CaseSum
     };
     summary.complete = !run.stopped && all_ok;
     summary.throughput_tps = Spread::with(load.throughput_tps, load.throughput_ci.clone());
+    super::pooling::settle(&mut summary);
     summary.load = Some(load);
     summary.series = series.map(|(bins, span)| bins.finish(span, readings, streams));
     summary

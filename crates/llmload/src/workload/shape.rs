@@ -33,8 +33,16 @@ pub struct Case {
     pub input_tokens: u32,
     /// Simultaneous requests per round.
     pub concurrency: u32,
-    /// Generated tokens per request; 0 when a dataset's answers set them.
+    /// Generated tokens per request; 0 when a dataset's answers set them, and for embeddings
+    /// and rerank, which generate none.
     pub output_tokens: u32,
+    /// Embeddings and rerank: the inputs (documents) of each request (`--batch-size`); absent
+    /// for generation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch: Option<u32>,
+    /// Chat with images (`--images`): the images of each request; absent without.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub images: Option<crate::workload::image::ImageSpec>,
 }
 
 /// The `--arrival` flag.
@@ -224,6 +232,34 @@ pub struct CasePlan {
 }
 
 impl CasePlan {
+    /// The plan as a case of embeddings or rerank requests of `batch` inputs each (`None`:
+    /// generation, unchanged): nothing generated, and the id's output part (`-out…`) becomes
+    /// the batch (`in512-c4-b8`).
+    #[must_use]
+    pub fn with_batch(mut self, batch: Option<u32>) -> CasePlan {
+        let Some(batch) = batch else {
+            return self;
+        };
+        let out = format!("-out{}", id_part(&self.output));
+        let stem = self.case.id.strip_suffix(&out).unwrap_or(&self.case.id);
+        self.case.id = format!("{stem}-b{batch}");
+        self.case.batch = Some(batch);
+        self.case.output_tokens = 0;
+        self.output = Length::Fixed(0);
+        self
+    }
+
+    /// The plan with `images` in each request (`None`: unchanged), its id ending in them
+    /// (`in512-c4-out64-img2x224x224`).
+    #[must_use]
+    pub fn with_images(mut self, images: Option<crate::workload::image::ImageSpec>) -> CasePlan {
+        if let Some(spec) = images {
+            self.case.id = format!("{}-{}", self.case.id, spec.id_part());
+            self.case.images = Some(spec);
+        }
+        self
+    }
+
     /// The prompt and output tokens of the case's longest request (a trace's own entries; a
     /// session's last turn, whose prompt holds every earlier turn and answer, before the tokens
     /// a chat template adds).
@@ -338,6 +374,8 @@ impl ShapeTemplate {
                 input_tokens: input.nominal_tokens(),
                 concurrency,
                 output_tokens: output.nominal_tokens(),
+                batch: None,
+                images: None,
             },
             input: input.clone(),
             output: output.clone(),
@@ -447,6 +485,8 @@ impl ShapeTemplate {
                 input_tokens: input.nominal_tokens(),
                 concurrency,
                 output_tokens: output.nominal_tokens(),
+                batch: None,
+                images: None,
             },
             input: input.clone(),
             output: output.clone(),

@@ -13,12 +13,14 @@
 use super::prompt::{offset, splitmix64, token_prompt, TokenCount, Words};
 
 mod fitted;
+mod images;
 mod opening;
 mod turns;
 use crate::api::{Api, Prompt};
 use crate::error::{Context, Error};
 use crate::target::Target;
 pub use fitted::{fit_tokens, Built, DatasetPrompts};
+pub use images::{costs as image_costs, ImageCost};
 pub use turns::{Answer, Conversation, Turn};
 
 /// Where a run's prompts come from.
@@ -42,6 +44,8 @@ pub struct PromptSource {
     /// Chat prompts: the tokens the template puts before the user's text, the same in every
     /// prompt (0 where the server cannot show them).
     template_head: u32,
+    /// `--images`: what an image of each size costs in prompt tokens.
+    image_costs: std::collections::BTreeMap<super::image::ImageSpec, ImageCost>,
 }
 
 /// The distinct items of a corpus, sorted.
@@ -100,6 +104,18 @@ pub enum Counter {
 impl Counter {
     /// How prompt lengths are counted, in words, for the attempt's files.
     pub fn describe(self, target: &Target) -> String {
+        let text = self.describe_text(target);
+        if target.endpoint.api == Api::Rerank {
+            return format!(
+                "{text}, each (query, document) pair: the query's tokens and the server's own \
+                 around the pair are among those around the text"
+            );
+        }
+        text
+    }
+
+    /// [`Counter::describe`] for any API.
+    fn describe_text(self, target: &Target) -> String {
         let client = || {
             target
                 .endpoint
@@ -161,6 +177,7 @@ impl PromptSource {
             openings: tokio::sync::OnceCell::new(),
             dataset: None,
             block_tokens: super::trace::DEFAULT_BLOCK_TOKENS,
+            image_costs: std::collections::BTreeMap::new(),
         })
     }
 
@@ -178,6 +195,7 @@ impl PromptSource {
             openings: tokio::sync::OnceCell::new(),
             dataset: None,
             block_tokens: super::trace::DEFAULT_BLOCK_TOKENS,
+            image_costs: std::collections::BTreeMap::new(),
         }
     }
 
@@ -195,10 +213,11 @@ impl PromptSource {
 
     /// How prompt lengths are counted, in words, for the attempt's files.
     pub fn counting(&self, target: &Target) -> String {
-        match &self.vocabulary {
+        let prompts = match &self.vocabulary {
             Vocabulary::Tokens(_) => "exact: token IDs from the server's /tokenize".into(),
             Vocabulary::Text { counter, .. } => counter.describe(target),
-        }
+        };
+        prompts + &self.image_counting()
     }
 
     /// The prompt of the `serial`-th request of the run, exactly `n` tokens long: the shared

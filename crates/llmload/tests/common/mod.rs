@@ -290,6 +290,51 @@ pub fn count(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("a count: {v}"))
 }
 
+/// A vLLM server started by `scripts/start-vllm.sh FLAGS…` (or given by the environment
+/// variable named, and left running), stopped with SIGTERM (the whole server) when dropped.
+pub struct VllmServer {
+    /// Base URL.
+    pub url: String,
+    pid: Option<String>,
+}
+
+impl VllmServer {
+    /// The server at `$given`, else one started with `flags`.
+    pub fn start(given: &str, flags: &[&str]) -> VllmServer {
+        if let Ok(url) = std::env::var(given) {
+            return VllmServer { url, pid: None };
+        }
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/start-vllm.sh");
+        let started = Started::run(
+            Command::new(script)
+                .args(flags)
+                .env("LLMLOAD_VLLM_LIFETIME", "1800"),
+        );
+        VllmServer {
+            url: started.get("VLLM_URL"),
+            pid: Some(started.get("VLLM_PID")),
+        }
+    }
+}
+
+impl Drop for VllmServer {
+    fn drop(&mut self) {
+        if let Some(pid) = &self.pid {
+            let _ = Command::new("kill").args(["-TERM", pid]).status();
+        }
+    }
+}
+
+/// `llmload run ARGS…` is a usage error (exit code 2) of one line that says `said`.
+pub fn assert_refused(flags: &[&str], said: &str) {
+    let mut argv = vec!["run"];
+    argv.extend_from_slice(flags);
+    let run = llmload(&argv);
+    assert_eq!(run.code, 2, "{flags:?}: {}", run.stderr);
+    assert!(run.stderr.contains(said), "{flags:?}: {}", run.stderr);
+    assert_eq!(run.stderr.trim().lines().count(), 1, "{}", run.stderr);
+}
+
 /// A `llmload sim` process on a free loopback port, killed when dropped.
 pub struct Simulator {
     child: Child,

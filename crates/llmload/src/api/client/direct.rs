@@ -51,6 +51,7 @@ pub(super) async fn read_direct(
                 abandon_at: exchange.abandon_at,
                 abandon_in: exchange.abandon_in,
                 usage_per_chunk: exchange.usage_per_chunk,
+                inputs: exchange.inputs,
                 text: exchange.text.take().map(|_| StreamText::default()),
                 answer: exchange.answer.take().map(|_| String::new()),
                 ..Exchange::new()
@@ -155,6 +156,19 @@ async fn talk(
         }
         .into());
     }
+    if api.is_pooling() {
+        let first = &buffer[head.length..filled];
+        read_answer(
+            &mut conn,
+            &mut reader.decoder,
+            first,
+            arrived,
+            api,
+            exchange,
+        )
+        .await?;
+        return Ok((head.keep_alive && !reader.decoder.overran()).then_some(conn));
+    }
     if let Some(kind) = head.content_type.as_deref().filter(|k| !is_event_stream(k)) {
         let body = reader
             .error_body(&mut conn, &buffer[head.length..filled])
@@ -201,6 +215,70 @@ async fn talk(
     }
     // Kept only if the server lets it be (no `Connection: close`) and sent nothing past the body.
     Ok((head.keep_alive && !reader.decoder.overran()).then_some(conn))
+}
+
+/// The most bytes a pooling answer may hold (a batch of vectors written as JSON numbers).
+pub(super) const MAX_ANSWER: usize = 256 << 20;
+
+/// A pooling API's answer (embeddings, rerank), its first bytes `first` (received at
+/// `arrived`): the whole body read within [`MAX_ANSWER`], its `done` the receive stamp of its
+/// last bytes, then what it holds.
+async fn read_answer(
+    conn: &mut Conn,
+    decoder: &mut BodyDecoder,
+    first: &[u8],
+    arrived: Instant,
+    api: Api,
+    exchange: &mut Exchange,
+) -> Result<(), Failure> {
+    let mut body: Vec<u8> = Vec::new();
+    let mut over = false;
+    let keep = |body: &mut Vec<u8>, over: &mut bool, data: &[u8]| {
+        if body.len() + data.len() > MAX_ANSWER {
+            *over = true;
+        } else {
+            body.extend_from_slice(data);
+        }
+    };
+    decoder
+        .feed(first, &mut |d| keep(&mut body, &mut over, d))
+        .map_err(Failure::Malformed)?;
+    let mut last = arrived;
+    let mut buffer = vec![0u8; http1::READ_BUFFER];
+    let close_framed = !decoder.done() && decoder.is_close_framed();
+    while !decoder.done() && !over {
+        let (n, now) = conn
+            .read(&mut buffer)
+            .await
+            .map_err(|e| Failure::Disconnected(format!("the answer broke: {e}")))?;
+        if n == 0 {
+            if close_framed {
+                break;
+            }
+            return Err(Failure::Disconnected(
+                "connection closed inside the answer".into(),
+            ));
+        }
+        last = now;
+        decoder
+            .feed(&buffer[..n], &mut |d| keep(&mut body, &mut over, d))
+            .map_err(Failure::Malformed)?;
+    }
+    if over {
+        return Err(Failure::Malformed(format!(
+            "the answer is larger than {} MiB; reading stopped there",
+            MAX_ANSWER >> 20
+        )));
+    }
+    if let Some(timing) = &mut exchange.timing {
+        timing.first_event.get_or_insert(arrived);
+    }
+    exchange.done = Some(last);
+    let pooled = crate::api::pooling::parse_answer(&body, exchange.inputs, api == Api::Rerank)
+        .map_err(Failure::Malformed)?;
+    exchange.counters = pooled.counters;
+    exchange.pooled = Some(pooled);
+    Ok(())
 }
 
 /// On a kept-alive connection, a failure before any answer means the server had closed it unseen.

@@ -21,6 +21,12 @@ pub struct CampaignCase {
     pub concurrency: u32,
     /// Generated tokens per request (nominal for a distribution).
     pub output_tokens: u32,
+    /// Embeddings and rerank: inputs per request; absent for generation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<u32>,
+    /// Chat with images: the images of each request; absent without.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<crate::workload::image::ImageSpec>,
     /// The prompt length spec; absent: fixed at `input_tokens`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_length: Option<LengthSpec>,
@@ -46,6 +52,8 @@ impl From<&CasePlan> for CampaignCase {
             input_tokens: plan.case.input_tokens,
             concurrency: plan.case.concurrency,
             output_tokens: plan.case.output_tokens,
+            batch: plan.case.batch,
+            images: plan.case.images,
             input_length: Some(LengthSpec::of(&plan.input)),
             output_length: Some(LengthSpec::of(&plan.output)),
             load: Some(CaseLoad::of(&plan.shape)),
@@ -63,6 +71,8 @@ impl CampaignCase {
             input_tokens: self.input_tokens,
             concurrency: self.concurrency,
             output_tokens: self.output_tokens,
+            batch: self.batch,
+            images: self.images,
         }
     }
 

@@ -84,6 +84,9 @@ fn every_stated_default_is_the_one_resolve_applies() {
             "warmup-time" => vec!["--arrival".into(), "closed-continuous".into()],
             "cancel-share" => vec!["--cancel-after".into(), "4".into()],
             "metrics-linger" => vec!["--metrics-listen".into(), "0".into()],
+            "batch-size" => vec!["--api".into(), "embeddings".into()],
+            "images" => vec!["--api".into(), "chat".into()],
+            "image-size" => vec!["--api".into(), "chat".into(), "--images".into(), "1".into()],
             _ => vec![],
         }
     };

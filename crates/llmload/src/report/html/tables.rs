@@ -24,7 +24,7 @@ pub fn reference(summary: &Summary, lengths: &Lengths) -> Table {
     let cases: Vec<&CaseSummary> = summary
         .cases
         .iter()
-        .filter(|c| c.complete && c.is_rounds())
+        .filter(|c| c.complete && c.is_rounds() && c.generates())
         .collect();
     let mut table = results::reference(summary);
     name_lengths(&mut table, &cases, lengths);
@@ -36,7 +36,7 @@ pub fn window(summary: &Summary) -> Table {
     let cases: Vec<&CaseSummary> = summary
         .cases
         .iter()
-        .filter(|c| c.complete && c.load.is_some())
+        .filter(|c| c.complete && c.load.is_some() && c.generates())
         .collect();
     per_token(results::window(summary), &cases)
 }
@@ -49,7 +49,7 @@ fn name_lengths(table: &mut Table, cases: &[&CaseSummary], lengths: &Lengths) {
         return;
     };
     for (row, case) in table.rows.iter_mut().zip(cases) {
-        row.cells[at].text = lengths.input(&[case]);
+        row.cells[at].text = results::with_images(case, lengths.input(&[case]));
     }
 }
 

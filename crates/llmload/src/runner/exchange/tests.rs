@@ -17,6 +17,7 @@ fn strict(input: u32, output: u32, shared: u32) -> Asked {
         shared,
         head: 0,
         history: None,
+        images_untold: false,
         lenient: false,
         client_counted: false,
     }
@@ -291,5 +292,103 @@ fn an_abandoned_stream_is_its_own_status_with_its_close_and_no_error() {
             "abandoned by the client after 3 tokens (--cancel-after): its connection closed at \
               30.0 ms, with 3 tokens received"
         ]
+    );
+}
+
+#[test]
+fn a_pooling_answer_is_checked_for_its_results_and_the_servers_count() {
+    let sent = Instant::now();
+    let meta = RequestMeta {
+        input_tokens: 16,
+        output_tokens: 0,
+        inputs: 4,
+        ..crate::record::test_meta()
+    };
+    let answered = |results: u32, prompt: Option<u32>, problem: Option<&str>| {
+        let mut exchange = Exchange::new();
+        exchange.sent = sent;
+        exchange.done = Some(sent + Duration::from_millis(20));
+        exchange.inputs = 4;
+        exchange.pooled = Some(Pooled {
+            results,
+            dimension: Some(8),
+            problem: problem.map(str::to_owned),
+            counters: Counters {
+                prompt_tokens: prompt,
+                ..Counters::default()
+            },
+        });
+        exchange.counters.prompt_tokens = prompt;
+        record(meta.clone(), &exchange, sent, false)
+    };
+    let ok = answered(4, Some(64), None);
+    assert_eq!((ok.status, ok.verified), (Status::Ok, true));
+    assert_eq!((ok.ttft_ms, ok.e2e_ms), (None, Some(20.0)));
+    let pooling = ok.pooling.expect("a pooling record");
+    assert_eq!((pooling.inputs, pooling.tokens), (4, 64));
+    assert_eq!((pooling.results, pooling.dimension), (Some(4), Some(8)));
+    assert_eq!(ok.work_tokens(), 64);
+    assert_eq!(ok.event_times().collect::<Vec<_>>(), [(0.02, 64)]);
+
+    let short = answered(3, Some(64), None);
+    assert_eq!(short.status, Status::Invalid);
+    assert_eq!(
+        short.error.as_deref(),
+        Some("the answer held 3 results for 4 inputs")
+    );
+    let miscounted = answered(4, Some(60), None);
+    assert_eq!(miscounted.status, Status::Invalid);
+    assert!(miscounted
+        .error
+        .is_some_and(|e| e.contains("server counted 60 prompt tokens, 64 were sent")));
+    let unsound = answered(4, Some(64), Some("two results name index 0"));
+    assert_eq!(unsound.error.as_deref(), Some("two results name index 0"));
+    let uncounted = answered(4, None, None);
+    assert_eq!((uncounted.status, uncounted.verified), (Status::Ok, false));
+    assert!(uncounted
+        .notes
+        .iter()
+        .any(|n| n.contains("did not report prompt tokens")));
+    assert_eq!(uncounted.work_tokens(), 64);
+}
+
+#[test]
+fn images_add_their_cost_to_the_prompt_checked_or_leave_it_unverified_when_untold() {
+    let sent = Instant::now();
+    let with = |tokens: Option<u32>, prompt: u32| {
+        let meta = RequestMeta {
+            input_tokens: 16,
+            output_tokens: 1,
+            images: Some(crate::record::Images {
+                count: 2,
+                width: 224,
+                height: 224,
+                tokens,
+            }),
+            ..crate::record::test_meta()
+        };
+        let mut exchange = Exchange::new();
+        exchange.sent = sent;
+        exchange
+            .token_events
+            .push(sent + Duration::from_millis(5), 1);
+        exchange.done = Some(sent + Duration::from_millis(6));
+        exchange.counters = counters(prompt, 0, 1);
+        record(meta, &exchange, sent, false)
+    };
+    let exact = with(Some(128), 144);
+    assert_eq!((exact.status, exact.verified), (Status::Ok, true));
+    assert_eq!(exact.images.and_then(|i| i.tokens), Some(128));
+    let short = with(Some(128), 140);
+    assert_eq!(short.status, Status::Invalid);
+    assert!(short
+        .error
+        .is_some_and(|e| e.contains("server counted 140 prompt tokens, 144 were sent")));
+    let untold = with(None, 140);
+    assert_eq!((untold.status, untold.verified), (Status::Ok, false));
+    assert!(
+        untold.notes.iter().any(|n| n == UNTOLD_IMAGES),
+        "{:?}",
+        untold.notes
     );
 }

@@ -133,7 +133,12 @@ pub fn check(rule: &Rule, base: &CaseSummary, new: &CaseSummary) -> Verdict {
                 rule.metric,
                 Metric::Latency(Latency::Itl | Latency::Tpot | Latency::Ttft, _)
             );
-            let reason = if per_token
+            let reason = if per_token && case.pooling.is_some() {
+                format!(
+                    "not compared (does not apply in {side}: embeddings and rerank stream no \
+                     tokens)"
+                )
+            } else if per_token
                 && case
                     .bursts
                     .as_ref()

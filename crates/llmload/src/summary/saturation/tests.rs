@@ -39,6 +39,8 @@ fn point(load: f64, throughput_tps: f64, ttft: &crate::stats::Distribution) -> P
         ttft_n: Some(ttft.n),
         tpot_n: Some(ttft.n),
         e2e_p99_ms: None,
+        e2e_p50_ms: None,
+        e2e_n: None,
         error_share: 0.0,
         achieved_concurrency_mean: None,
         achieved_concurrency_peak: None,
