@@ -103,6 +103,7 @@ fn ok(
         turns: None,
         history_tokens: None,
         cancel_after: None,
+        model: None,
     }
 }
 

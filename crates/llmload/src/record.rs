@@ -179,6 +179,10 @@ pub struct Record {
     /// requests it was to read to the end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancel_after: Option<CancelAfter>,
+    /// `--model` with a mix: the model the request named (drawn for it from the seed); absent
+    /// for a run of one model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// Where a request stands in a multi-turn session.
@@ -301,6 +305,8 @@ pub struct RequestMeta {
     pub request_id: Option<String>,
     /// `--cancel-after`: where the client abandons this request's stream.
     pub cancel_after: Option<CancelAfter>,
+    /// A mix of models: the model the request names.
+    pub model: Option<String>,
 }
 
 impl Record {
@@ -373,6 +379,7 @@ pub(crate) fn test_meta() -> RequestMeta {
         turn: None,
         request_id: None,
         cancel_after: None,
+        model: None,
     }
 }
 
@@ -427,6 +434,7 @@ pub(crate) fn ok_record(
         turns: None,
         history_tokens: None,
         cancel_after: None,
+        model: None,
     }
 }
 

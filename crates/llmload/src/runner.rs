@@ -117,6 +117,8 @@ pub struct RunSettings {
     pub ids: Option<Arc<ids::RequestIds>>,
     /// `--cancel-after`: the measured streams the client abandons, and where.
     pub cancel: Option<crate::workload::shape::Cancel>,
+    /// `--model` with a mix: the models each request's is drawn from.
+    pub mix: Option<Arc<crate::workload::mix::ModelMix>>,
 }
 
 /// A shard's part of a load.
@@ -460,6 +462,7 @@ impl Runner<'_> {
             turn: None,
             request_id: None,
             cancel_after: None,
+            model: None,
         }
     }
 
@@ -513,11 +516,19 @@ impl Runner<'_> {
         if let Some(output) = built.output_tokens {
             meta.output_tokens = output;
         }
+        if let (Some(mix), None) = (&self.settings.mix, &meta.model) {
+            // Warmups go to the models in turn, measured requests to the one drawn for them.
+            let model = match meta.phase {
+                Phase::Warmup => mix.warmup(meta.index),
+                Phase::Measured => mix.pick(self.settings.seed, serial),
+            };
+            meta.model = Some(model.to_owned());
+        }
         let request = GenerationRequest {
             prompt: &built.prompt,
             output_tokens: meta.output_tokens,
             slot: slot.filter(|_| self.target.endpoint.api == crate::api::Api::Llamacpp),
-            model: self.target.model.as_deref(),
+            model: meta.model.as_deref().or(self.target.model.as_deref()),
             cache_prompt: meta.shared_tokens > 0 || !blocks.is_empty(),
             usage_per_chunk: self.target.reports_usage_per_chunk(),
             extra: self.settings.extra_body.as_ref(),

@@ -286,6 +286,7 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: 
         turns: meta.turn.map(|t| t.turns),
         history_tokens: meta.turn.and_then(|t| t.history_tokens),
         cancel_after: meta.cancel_after,
+        model: meta.model,
     }
 }
 

@@ -88,6 +88,7 @@ impl<'a> Session<'a> {
                 config.traceparent,
             ))),
             cancel: config.load.cancel,
+            mix: config.mix.clone().map(Arc::new),
         };
         let runner = Runner::new(
             (target, prompts),
