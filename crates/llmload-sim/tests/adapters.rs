@@ -2,8 +2,6 @@
 //! answering requests that name them (the answer names the adapter), and a model it does not
 //! serve answered 404 as vLLM answers it.
 
-#![expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
-
 mod common;
 
 use common::start_with;

@@ -164,6 +164,20 @@ pub fn report() -> Report {
     crate::attempt::load::from_records(&campaign(), records(), None)
 }
 
+/// The fixture with a mix of two models: each measured request of an odd round + index went to
+/// `adapter-a`, the others (warmups included) to `base`.
+pub fn mixed_models() -> Report {
+    let records = records()
+        .into_iter()
+        .map(|mut r| {
+            let odd = r.round.is_some_and(|round| (round + r.index) % 2 == 1);
+            r.model = Some(if odd { "adapter-a" } else { "base" }.into());
+            r
+        })
+        .collect();
+    crate::attempt::load::from_records(&campaign(), records, None)
+}
+
 /// (concurrency, TTFT of the first request ms, round duration ms) of the sweep fixture: 8
 /// output tokens per request, so 100, 190, 340 and 360 tokens/s: `C_sat` = 4, the cap 3.
 const SWEEP: [(u32, f64, f64); 4] = [

@@ -45,6 +45,7 @@ pub fn render(summary: &Summary) -> String {
         out.push_str(&interval_note(summary));
     }
     out.push_str(&load_table(summary));
+    out.push_str(&models_section(summary));
     out.push_str(&repeats_section(summary));
     out.push_str(&sweep_section(summary));
     out.push_str(&soak_section(summary));
@@ -106,6 +107,19 @@ pub fn render(summary: &Summary) -> String {
         }
     }
     out
+}
+
+/// A mix of models: each case's figures per model and over all of them; empty without one.
+fn models_section(summary: &Summary) -> String {
+    let table = super::models::table(summary);
+    if table.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\nPer model (a mix of models in one load):\n\n{}\n{}",
+        table.markdown(),
+        super::models::note(summary)
+    )
 }
 
 /// Continuous and open-loop cases in their own table.
