@@ -155,6 +155,9 @@ pub struct CampaignConfig {
     /// `--shard`, `--attempt-id`, `--start-at`; absent from a merged attempt's campaign.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sharding: Option<CampaignSharding>,
+    /// `--model` with a mix: each model, its weight and its share of the requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<crate::workload::mix::ModelMix>,
     /// Every other field of the config, as written.
     #[serde(flatten)]
     pub other: Map<String, Value>,

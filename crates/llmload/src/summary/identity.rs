@@ -156,6 +156,9 @@ pub struct CaseKey {
     pub api: String,
     /// Where the prompts came from when not the corpus: a dataset, and how it was used.
     pub prompts: Option<String>,
+    /// A mix of models: each model and its share of the requests, in the order given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub models: Option<String>,
 }
 
 impl CaseKey {
@@ -166,8 +169,12 @@ impl CaseKey {
             0 => load,
             shared => format!("{load}, {} shared prompt tokens", thousands(shared)),
         };
-        match &self.prompts {
+        let load = match &self.prompts {
             Some(prompts) => format!("{load}, {prompts}"),
+            None => load,
+        };
+        match &self.models {
+            Some(models) => format!("{load}, models {models}"),
             None => load,
         }
     }
@@ -250,6 +257,7 @@ mod tests {
             output: LengthKey::fixed(16),
             shared_prefix_tokens: 0,
             prompts: None,
+            models: None,
             api: "llamacpp".into(),
         }
     }
@@ -287,6 +295,7 @@ mod tests {
         let shared = CaseKey {
             shared_prefix_tokens: 512,
             prompts: None,
+            models: None,
             ..rounds.clone()
         };
         assert_ne!(rounds, shared);
@@ -346,6 +355,7 @@ mod tests {
         let shared = CaseKey {
             shared_prefix_tokens: 2048,
             prompts: None,
+            models: None,
             ..key(LoadKey::Rounds { concurrency: 4 })
         };
         assert_eq!(

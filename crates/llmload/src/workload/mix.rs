@@ -3,7 +3,7 @@
 //! request's serial number alone (a session's from its id), so the same seed sends the same
 //! requests to the same models; warmups go to the models in turn.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The most models a mix may name.
 pub const MAX_MODELS: usize = 256;
@@ -15,7 +15,7 @@ const REQUEST_SALT: u64 = 0x6d69_785f_7265_7131;
 const SESSION_SALT: u64 = 0x6d69_785f_7365_7331;
 
 /// One model of a mix.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MixModel {
     /// The name sent as the request's `model`.
     pub model: String,
@@ -26,7 +26,7 @@ pub struct MixModel {
 }
 
 /// A weighted mix of at least two models.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct ModelMix {
     models: Vec<MixModel>,
@@ -105,6 +105,17 @@ impl ModelMix {
     /// The names, in the order given.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.models.iter().map(|m| m.model.as_str())
+    }
+
+    /// Each model and its share of the requests, in the order given: "base 70%, adapter-a
+    /// 30%".
+    pub fn describe(&self) -> String {
+        let parts: Vec<String> = self
+            .models
+            .iter()
+            .map(|m| format!("{} {}%", m.model, crate::fmt::number(m.share * 100.0)))
+            .collect();
+        parts.join(", ")
     }
 
     /// The model of the measured request numbered `serial`.
