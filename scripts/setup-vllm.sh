@@ -7,8 +7,12 @@
 # scripts/setup-llama-server.sh installs, plus Gemma's chat template (scripts/vllm/make_tiny_gemma3.py).
 # Token counts, /tokenize and chat prompts match the real model; the generated text is noise.
 #
-# Prints three lines on stdout, progress on stderr:
+# Two LoRA adapters for it, adapter-a and adapter-b (rank 8 on q_proj and v_proj, random weights),
+# are written by hand in PEFT's layout (scripts/vllm/make_tiny_lora.py): nothing comes from a hub.
+#
+# Prints four lines on stdout, progress on stderr:
 #   VLLM_PYTHON=<the venv's python>  VLLM_LAUNCHER=<scripts/vllm/launcher.py>  VLLM_MODEL=<model folder>
+#   VLLM_ADAPTERS=<folder holding adapter-a/ and adapter-b/>
 # Serve with scripts/start-vllm.sh, or by hand:
 #   VLLM_CPU_KVCACHE_SPACE=2 HF_HUB_OFFLINE=1 $VLLM_PYTHON $VLLM_LAUNCHER serve $VLLM_MODEL \
 #     --max-model-len 2048 --dtype bfloat16 --enforce-eager --host 127.0.0.1 --port PORT
@@ -63,6 +67,16 @@ if [ "$(cat "$model/.llmload-stamp" 2>/dev/null)" != "$model_stamp" ]; then
   echo "$model_stamp" >"$model/.llmload-stamp"
 fi
 
+# The adapters: rebuilt when their builder or the model changes.
+adapters="$cache/models/gemma3-tiny-random-lora"
+adapters_stamp="$(stamp "$vdir/make_tiny_lora.py" "$model/.llmload-stamp")"
+if [ "$(cat "$adapters/.llmload-stamp" 2>/dev/null)" != "$adapters_stamp" ]; then
+  log "building LoRA adapters adapter-a and adapter-b in $adapters"
+  "$venv/bin/python" "$vdir/make_tiny_lora.py" "$model" "$adapters" adapter-a adapter-b >&2
+  echo "$adapters_stamp" >"$adapters/.llmload-stamp"
+fi
+
 echo "VLLM_PYTHON=$venv/bin/python"
 echo "VLLM_LAUNCHER=$vdir/launcher.py"
 echo "VLLM_MODEL=$model"
+echo "VLLM_ADAPTERS=$adapters"
