@@ -97,6 +97,8 @@ pub struct RunSettings {
     pub seed: u64,
     /// Objectives for goodput over a continuous or open loop's window.
     pub slo: Slo,
+    /// A mix of models: the objectives of the models that have their own.
+    pub model_slo: Arc<std::collections::BTreeMap<String, Slo>>,
     /// Soak runs: the length of the windows the measurement window is cut into.
     pub series_window: Option<Duration>,
     /// Fields merged into every request body (`--extra-body`).
@@ -388,6 +390,7 @@ impl Runner<'_> {
             self.settings.slo,
             self.settings.series_window.map(|d| d.as_secs_f64()),
         )
+        .with_model_objectives(self.settings.model_slo.clone())
     }
 
     /// Seconds from the attempt's origin to `t`.

@@ -52,6 +52,13 @@ fn run(sim: &Simulator, out: &Path, name: &str, seed: &str) -> std::path::PathBu
     dir
 }
 
+/// The summary `llmload report --json` rebuilds from the attempt's records.
+fn rebuilt(dir: &Path) -> Value {
+    let run = llmload(&["report", dir.to_str().expect("UTF-8"), "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    serde_json::from_str(&run.stdout).expect("JSON")
+}
+
 /// The model of each measured request, by (round, index).
 fn drawn(dir: &Path) -> BTreeMap<(u64, u64), String> {
     json_lines(&dir.join("requests.jsonl"))
@@ -139,12 +146,7 @@ fn a_mix_is_drawn_from_the_seed_and_reported_per_model_and_overall() {
         .next()
         .is_some_and(|h| h.ends_with("model_slo_met_share")));
     // Rebuilt from the records, the figures are the same.
-    let rebuilt = llmload(&["report", dir.to_str().expect("UTF-8")]);
-    assert_eq!(rebuilt.code, 0, "{}", rebuilt.stderr);
-    assert_eq!(
-        json(&dir.join("summary.json"))["cases"][0]["models"],
-        case["models"]
-    );
+    assert_eq!(rebuilt(&dir)["cases"][0]["models"], case["models"]);
 
     // The same seed draws the same models; compare matches them by name.
     let again = run(&sim, out.path(), "again", "9");
@@ -229,7 +231,7 @@ fn bad_mixes_are_refused_before_anything_is_sent() {
 }
 
 #[test]
-fn an_open_loop_of_a_mix_splits_its_window_figures_by_model() {
+fn an_open_loop_of_a_mix_splits_its_window_figures_by_model_each_judged_by_its_objectives() {
     let sim = simulator();
     let out = tempfile::tempdir().expect("temp dir");
     let (run, dir) = run_against(
@@ -250,7 +252,7 @@ fn an_open_loop_of_a_mix_splits_its_window_figures_by_model() {
             "--output-tokens",
             "8",
             "--slo-e2e",
-            "10s",
+            "10s,adapter-a=1us",
             "--seed",
             "4",
         ],
@@ -276,9 +278,15 @@ fn an_open_loop_of_a_mix_splits_its_window_figures_by_model() {
     );
     let measured: u64 = models.iter().map(|m| n(&m["counts"]["ok"])).sum();
     assert_eq!(measured, 40);
+    // adapter-a's own objective, 1 µs, no response meets; the others' 10 s, every one.
     for m in models {
-        assert_eq!(m["slo_met_share"], 1.0, "every response within 10 s: {m}");
+        let met = if m["model"] == "adapter-a" { 0.0 } else { 1.0 };
+        assert_eq!(m["slo_met_share"], met, "{m}");
     }
+    let planned = &json(&dir.join("campaign.json"))["config"]["model_slo"]["adapter-a"];
+    assert_eq!(planned["e2e_ms"], 0.001, "{planned}");
+    // Rebuilt from the records with the objectives campaign.json keeps, the same figures.
+    assert_eq!(rebuilt(&dir)["cases"][0]["models"], case["models"]);
 }
 
 #[test]

@@ -181,7 +181,10 @@ impl<'a> Rebuilt<'a> {
             before,
             figures: CaseFigures::default(),
             window,
-            load: window.map(|(w0, w1)| WindowFigures::new(w0, Some(w1), slo, None)),
+            load: window.map(|(w0, w1)| {
+                WindowFigures::new(w0, Some(w1), slo, None)
+                    .with_model_objectives(campaign.config.model_objectives())
+            }),
             series,
             warmups: 0,
             unproven: None,

@@ -15,6 +15,7 @@ pub use load::LoadConfig;
 mod cancel;
 mod dataset;
 mod load;
+mod objectives;
 mod parse;
 pub use dataset::DatasetConfig;
 pub(crate) use parse::optional_duration;
@@ -480,6 +481,7 @@ impl Config {
         repeat::check(self)?;
         cancel::check(self)?;
         self.check_sharding()?;
+        objectives::check(&self.load.model_slo, &self.mix_names())?;
         if self.mix.is_some() && self.api == Some(Api::Llamacpp) {
             return bad(
                 "a mix of models needs an API that names each request's model (--api \

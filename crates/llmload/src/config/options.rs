@@ -307,13 +307,19 @@ options! {
     #[serde(default)]
     pub struct ObjectiveOptions {
         /// Time to first token, e.g. 500ms (from scheduled in an open loop)
-        #[arg(long, value_name = "DURATION")]
+        ///
+        /// With a mix of models, MODEL=DURATION gives a model its own: 500ms,adapter-a=300ms.
+        #[arg(long, value_name = "DURATION[,MODEL=DURATION…]")]
         pub slo_ttft: Option<String>,
         /// Time per output token, e.g. 50ms
-        #[arg(long, value_name = "DURATION")]
+        ///
+        /// With a mix of models, MODEL=DURATION gives a model its own: 50ms,adapter-a=60ms.
+        #[arg(long, value_name = "DURATION[,MODEL=DURATION…]")]
         pub slo_tpot: Option<String>,
         /// Complete-response time, e.g. 10s (from scheduled in an open loop)
-        #[arg(long, value_name = "DURATION")]
+        ///
+        /// With a mix of models, MODEL=DURATION gives a model its own: 10s,adapter-a=5s.
+        #[arg(long, value_name = "DURATION[,MODEL=DURATION…]")]
         pub slo_e2e: Option<String>,
     }
 }

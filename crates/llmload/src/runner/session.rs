@@ -74,6 +74,7 @@ impl<'a> Session<'a> {
         let settings = RunSettings {
             seed: config.seed,
             slo: config.load.slo,
+            model_slo: Arc::new(config.load.model_slo.clone()),
             series_window: config.series_window_length(),
             extra_body: config.extra_body.clone(),
             best_effort: config.best_effort,

@@ -15,6 +15,7 @@ use crate::workload::stages::StageLabel;
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
+use std::sync::Arc;
 
 /// Window figures of one continuous or open-loop case.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -241,6 +242,8 @@ pub struct WindowFigures {
     blocks: blocks::Blocks,
     /// A mix of models: each model's part of the window, by first appearance.
     models: Vec<(String, ModelWindow)>,
+    /// A mix of models: the objectives of the models that have their own.
+    model_slo: Arc<BTreeMap<String, Slo>>,
 }
 
 /// A soak series' bins and the span they cover.
@@ -320,7 +323,20 @@ impl WindowFigures {
             series: series_s.map(|s| SeriesBins::new(w0, s)),
             blocks: blocks::Blocks::default(),
             models: Vec::new(),
+            model_slo: Arc::default(),
         }
+    }
+
+    /// The figures with each named model's requests judged against its own objectives.
+    #[must_use]
+    pub fn with_model_objectives(mut self, model_slo: Arc<BTreeMap<String, Slo>>) -> Self {
+        self.model_slo = model_slo;
+        self
+    }
+
+    /// Whether any objective is set, the run's or a model's.
+    fn objectives_set(&self) -> bool {
+        self.slo.is_set() || self.model_slo.values().any(Slo::is_set)
     }
 
     /// A request was launched at `at`: none of its span's edges is earlier.
@@ -391,7 +407,8 @@ impl WindowFigures {
         }
         let delivery = measured.then(|| self.bursts.add(r)).flatten();
         if let (true, Some(d)) = (measured, r.done_s) {
-            let meets = judged(r, &self.slo, delivery.as_ref());
+            let slo = r.model.as_deref().and_then(|m| self.model_slo.get(m));
+            let meets = judged(r, slo.unwrap_or(&self.slo), delivery.as_ref());
             if d <= self.settled_to {
                 self.fold_done(d, meets, model);
             } else {
@@ -527,7 +544,7 @@ impl WindowFigures {
         while let Some(Reverse((key, kind))) = self.edges.pop() {
             self.sweep.edge(f64::from_bits(key), kind == 1, w1);
         }
-        let (w0, slo) = (self.w0, self.slo);
+        let (w0, slo_set) = (self.w0, self.objectives_set());
         let length_s = (w1 - w0).max(1e-9);
         let (mean, peak) = self.sweep.finish(w1);
         let streams = self.bursts.streams();
@@ -541,8 +558,8 @@ impl WindowFigures {
             requests_launched: self.launched,
             completed_rps: f64::from(self.completed) / length_s,
             throughput_tps: self.tokens / length_s,
-            goodput_rps: slo.is_set().then(|| f64::from(met) / length_s),
-            slo_met_share: (slo.is_set() && self.completed > 0)
+            goodput_rps: slo_set.then(|| f64::from(met) / length_s),
+            slo_met_share: (slo_set && self.completed > 0)
                 .then(|| f64::from(met) / f64::from(self.completed)),
             achieved_concurrency_mean: mean,
             achieved_concurrency_peak: peak,
@@ -553,7 +570,7 @@ impl WindowFigures {
             stage: None,
             throughput_ci: Some(rates.throughput),
             completed_ci: Some(rates.completed),
-            goodput_ci: slo.is_set().then_some(rates.goodput),
+            goodput_ci: slo_set.then_some(rates.goodput),
         };
         let models = std::mem::take(&mut self.models).into_iter().collect();
         (load, self.series.map(|bins| (bins, (w0, w1))), models)

@@ -132,3 +132,50 @@ fn window_figures_are_split_by_model_and_add_up() {
     assert_eq!(models[1].completed_rps, Some(0.0));
     assert_eq!(models[1].slo_met_share, None);
 }
+
+#[test]
+fn a_model_with_objectives_of_its_own_is_judged_by_them() {
+    // Two responses of 2 s each inside the window [0, 5]; a's objective is 1 s, the run's 3 s.
+    let mut a = ok_record(0.0, Some(0.0), vec![1000.0, 2000.0]);
+    a.model = Some("a".into());
+    let mut b = ok_record(1.0, Some(1.0), vec![1000.0, 2000.0]);
+    b.model = Some("b".into());
+    let e2e = |s| Slo {
+        e2e: Some(std::time::Duration::from_secs(s)),
+        ..Slo::default()
+    };
+    let own = std::collections::BTreeMap::from([("a".to_owned(), e2e(1))]);
+    let mut figures = WindowFigures::new(0.0, Some(5.0), e2e(3), None)
+        .with_model_objectives(std::sync::Arc::new(own.clone()));
+    for r in [&a, &b] {
+        figures.add(r, None);
+    }
+    let (load, _, windows) = figures.finish_with_models(5.0, false);
+    assert_eq!(
+        windows["a"].met,
+        Meets {
+            streams: 0,
+            buffers: 0
+        }
+    );
+    assert_eq!(
+        windows["b"].met,
+        Meets {
+            streams: 1,
+            buffers: 1
+        }
+    );
+    assert_eq!(load.slo_met_share, Some(0.5));
+    // Objectives of one model alone still make goodput a figure of the whole window.
+    let mut figures = WindowFigures::new(0.0, Some(5.0), Slo::default(), None)
+        .with_model_objectives(std::sync::Arc::new(own));
+    for r in [&a, &b] {
+        figures.add(r, None);
+    }
+    let (load, _, windows) = figures.finish_with_models(5.0, false);
+    assert_eq!(
+        windows["b"].met.streams, 1,
+        "no objective of its own, none of the run's"
+    );
+    assert_eq!(load.goodput_rps, Some(1.0 / 5.0));
+}
