@@ -159,3 +159,46 @@ async fn every_turn_of_a_session_goes_to_its_sessions_model() {
         );
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_staged_load_draws_every_launch_and_splits_each_stage_by_model() {
+    use crate::workload::shape::{Arrival, ShapeTemplate};
+    let rig = Rig::on(Api::Completions);
+    let fake = Arc::new(Fake::new(ms(10_000), |_| Script::lasting(40, 4)));
+    let template = ShapeTemplate {
+        arrival: Arrival::ClosedContinuous,
+        rounds: 1,
+        bound: None,
+        burstiness: 1.0,
+        max_in_flight: None,
+        warmup_time: Duration::ZERO,
+        trace: None,
+        session: None,
+    };
+    let stages =
+        crate::workload::stages::parse("400ms:concurrency=2,400ms:concurrency=4").expect("stages");
+    let plans = template.stage_plans(&stages, &Length::Fixed(8), &Length::Fixed(4));
+    let runs = {
+        let mut runner = rig.runner_with(&fake, Limits::default(), settings(8));
+        runner
+            .run_load(&plans, Some(&stages), 0)
+            .await
+            .expect("the load")
+    };
+    assert_bodies_named_the_records_models(&rig, &fake);
+    let records = rig.records();
+    for (run, plan) in runs.into_iter().zip(&plans) {
+        let summary = window::summarise(plan, run, &[]);
+        let models = summary.models.expect("per-model figures");
+        let load = summary.load.expect("window figures");
+        for m in &models {
+            let n = records
+                .iter()
+                .filter(|r| r.case == plan.case.id && r.model.as_deref() == Some(&m.model))
+                .count();
+            assert_eq!(m.counts.ok as usize, n, "{}: {}", plan.case.id, m.model);
+        }
+        let tps: f64 = models.iter().filter_map(|m| m.output_tps).sum();
+        assert!((tps - load.throughput_tps).abs() < 1e-6, "{}", plan.case.id);
+    }
+}
