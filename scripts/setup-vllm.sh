@@ -8,11 +8,15 @@
 # Token counts, /tokenize and chat prompts match the real model; the generated text is noise.
 #
 # It also builds a tiny vision-language Gemma 3 from that model (a tiny SigLIP tower and Gemma 3's
-# processor, random weights: scripts/vllm/make_tiny_gemma3_vision.py), for the image tests.
+# processor, random weights: scripts/vllm/make_tiny_gemma3_vision.py), for the image tests, and two
+# LoRA adapters for the text model, adapter-a and adapter-b (rank 8 on q_proj and v_proj, random
+# weights), written by hand in PEFT's layout (scripts/vllm/make_tiny_lora.py): nothing comes from a
+# hub.
 #
-# Prints four lines on stdout, progress on stderr:
+# Prints five lines on stdout, progress on stderr:
 #   VLLM_PYTHON=<the venv's python>  VLLM_LAUNCHER=<scripts/vllm/launcher.py>  VLLM_MODEL=<model folder>
 #   VLLM_VISION_MODEL=<the vision-language model's folder>
+#   VLLM_ADAPTERS=<folder holding adapter-a/ and adapter-b/>
 # Serve with scripts/start-vllm.sh, or by hand:
 #   VLLM_CPU_KVCACHE_SPACE=2 HF_HUB_OFFLINE=1 $VLLM_PYTHON $VLLM_LAUNCHER serve $VLLM_MODEL \
 #     --max-model-len 2048 --dtype bfloat16 --enforce-eager --host 127.0.0.1 --port PORT
@@ -76,7 +80,17 @@ if [ "$(cat "$vision/.llmload-stamp" 2>/dev/null)" != "$vision_stamp" ]; then
   echo "$vision_stamp" >"$vision/.llmload-stamp"
 fi
 
+# The adapters: rebuilt when their builder or the model changes.
+adapters="$cache/models/gemma3-tiny-random-lora"
+adapters_stamp="$(stamp "$vdir/make_tiny_lora.py" "$model/.llmload-stamp")"
+if [ "$(cat "$adapters/.llmload-stamp" 2>/dev/null)" != "$adapters_stamp" ]; then
+  log "building LoRA adapters adapter-a and adapter-b in $adapters"
+  "$venv/bin/python" "$vdir/make_tiny_lora.py" "$model" "$adapters" adapter-a adapter-b >&2
+  echo "$adapters_stamp" >"$adapters/.llmload-stamp"
+fi
+
 echo "VLLM_PYTHON=$venv/bin/python"
 echo "VLLM_LAUNCHER=$vdir/launcher.py"
 echo "VLLM_MODEL=$model"
 echo "VLLM_VISION_MODEL=$vision"
+echo "VLLM_ADAPTERS=$adapters"

@@ -2,7 +2,7 @@
 # Starts a real vLLM server (CPU build, tiny random-weight Gemma 3 with the real tokenizer) on a free
 # loopback port, installing it first if needed (scripts/setup-vllm.sh), and waits until it answers.
 #
-#   scripts/start-vllm.sh [--vision] [--prefix-caching] [extra `vllm serve` flags…]
+#   scripts/start-vllm.sh [--vision] [--prefix-caching] [--lora] [extra `vllm serve` flags…]
 #
 # --vision serves the tiny vision-language Gemma 3 instead (up to 4 images a prompt); its start
 # takes longer (a multimodal warm-up), so it waits up to 900 s by default.
@@ -12,13 +12,16 @@
 #   VLLM_PID=<pid>        (kill it with SIGTERM: the whole server, engine processes included, stops)
 #   VLLM_MODEL=<the served model's id>
 #   VLLM_LOG=<log file>
+#   VLLM_ADAPTERS=adapter-a,adapter-b   (with --lora: the LoRA adapters it serves)
 # Exits non-zero with the log's tail on stderr if the server dies or does not answer in time.
 #
 # Defaults: prefix caching off (--prefix-caching turns it on), context 2,048 tokens, bfloat16, eager
 # mode, prompt-token details (cached_tokens) in usage, 2 GiB of KV cache; and, where the installed
 # vLLM knows them, per-request timing metrics on the final usage chunk
 # (--enable-per-request-metrics) and each request's X-Request-Id said back in the response head
-# (--enable-request-id-headers).
+# (--enable-request-id-headers). --lora serves the two random-weight LoRA adapters that
+# scripts/setup-vllm.sh builds, adapter-a and adapter-b (--enable-lora, rank 8, both on the batch at
+# once), beside the model.
 # Environment: LLMLOAD_VLLM_LIFETIME (seconds before the server is killed, default 3600),
 # LLMLOAD_VLLM_START_TIMEOUT (seconds to wait for it, default 300), LLMLOAD_VLLM_LOG (log file,
 # default a new file under ${TMPDIR:-/tmp}), VLLM_CPU_KVCACHE_SPACE (GiB, default 2).
@@ -31,10 +34,15 @@ if [ "${1:-}" = --vision ]; then
   shift
 fi
 prefix_caching=--no-enable-prefix-caching
-if [ "${1:-}" = --prefix-caching ]; then
-  prefix_caching=--enable-prefix-caching
+lora=false
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --prefix-caching) prefix_caching=--enable-prefix-caching ;;
+    --lora) lora=true ;;
+    *) break ;;
+  esac
   shift
-fi
+done
 
 paths="$("$here/setup-vllm.sh")"
 py="$(sed -n 's/^VLLM_PYTHON=//p' <<<"$paths")"
@@ -43,6 +51,12 @@ model="$(sed -n 's/^VLLM_MODEL=//p' <<<"$paths")"
 if [ -n "$vision" ]; then
   model="$(sed -n 's/^VLLM_VISION_MODEL=//p' <<<"$paths")"
   set -- --limit-mm-per-prompt '{"image": 4}' "$@"
+fi
+adapters="$(sed -n 's/^VLLM_ADAPTERS=//p' <<<"$paths")"
+lora_flags=()
+if $lora; then
+  lora_flags=(--enable-lora --max-lora-rank 8 --max-loras 2
+    --lora-modules "adapter-a=$adapters/adapter-a" "adapter-b=$adapters/adapter-b")
 fi
 
 lifetime="${LLMLOAD_VLLM_LIFETIME:-3600}"
@@ -67,7 +81,8 @@ VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-2}" HF_HUB_OFFLINE=1 TRANSFORM
   VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 \
   timeout --signal=KILL "$lifetime" "$py" "$launcher" serve "$model" \
   --host 127.0.0.1 --port "$port" --max-model-len 2048 --dtype bfloat16 --enforce-eager \
-  --enable-prompt-tokens-details "$prefix_caching" ${optional[@]+"${optional[@]}"} "$@" \
+  --enable-prompt-tokens-details "$prefix_caching" ${optional[@]+"${optional[@]}"} \
+  ${lora_flags[@]+"${lora_flags[@]}"} "$@" \
   </dev/null >"$logfile" 2>&1 &
 pid=$!
 
@@ -80,3 +95,6 @@ echo "VLLM_URL=$url"
 echo "VLLM_PID=$pid"
 echo "VLLM_MODEL=$served"
 echo "VLLM_LOG=$logfile"
+if $lora; then
+  echo "VLLM_ADAPTERS=adapter-a,adapter-b"
+fi

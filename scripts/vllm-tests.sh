@@ -8,6 +8,9 @@
 # caching ON; give a second server for it with LLMLOAD_VLLM_CACHING_URL, or it runs against the
 # same URL and reports what that server does.
 # The client-tokenizer check needs the served model's tokenizer.json: give it with LLMLOAD_VLLM_TOKENIZER.
+# The model-mix check needs two LoRA adapters served beside the model (--enable-lora --lora-modules
+# a=PATH b=PATH): it sends 70/20/10 to the model and the first two adapters /v1/models lists, and
+# fails, saying so, on a server that lists fewer.
 # Without a URL, the tests start their own CPU vLLM (scripts/start-vllm.sh), as scripts/test.sh does.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -242,6 +242,7 @@ mod tests {
             eos_after: None,
             cache_prompt: false,
             slot: None,
+            adapter: None,
         }
     }
 

@@ -36,7 +36,7 @@ mod tokenizer;
 
 pub use error::SimError;
 pub use fault::{FaultKind, FaultSpec, Selector};
-pub use profile::Profile;
+pub use profile::{Profile, Served};
 pub use schedule::Schedule;
 pub use tokenizer::Tokenizer;
 
@@ -70,6 +70,8 @@ pub struct SimConfig {
     /// APIs answer (no `/props`, `/tokenize`, `/metrics`, nor llama.cpp's `/completion`), usage
     /// is never reported, and `ignore_eos` and `min_tokens` are ignored.
     pub hosted: bool,
+    /// LoRA adapters served besides the profile's own (`--adapters`).
+    pub adapters: Vec<String>,
 }
 
 impl SimConfig {
@@ -83,6 +85,7 @@ impl SimConfig {
             faults: Vec::new(),
             schedule: Schedule::Engine,
             hosted: false,
+            adapters: Vec::new(),
         }
     }
 
@@ -97,6 +100,8 @@ impl SimConfig {
             Some(slots) => self.profile.clone().with_slots(slots),
             None => self.profile.clone(),
         };
+        let mut profile = profile;
+        profile.adapters.extend(self.adapters.iter().cloned());
         profile.validate()?;
         Ok(profile)
     }

@@ -75,7 +75,29 @@ pub struct Profile {
     /// Chat-template tokens added once for the assistant's generation prompt.
     #[serde(default = "default_chat_generation_prompt_tokens")]
     pub chat_generation_prompt_tokens: usize,
+    /// LoRA adapters served beside `model`: each name is listed at `/v1/models` (its `parent`
+    /// the model) and may be asked for as a request's `model`.
+    #[serde(default)]
+    pub adapters: Vec<String>,
+    /// What an adapter adds to a decode step per decoding sequence that uses one, in
+    /// milliseconds (its low-rank matrices applied beside the base weights).
+    #[serde(default)]
+    pub adapter_decode_per_seq_ms: f64,
 }
+
+/// What a request's `model` names, for a profile ([`Profile::adapter_of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Served {
+    /// The profile's model.
+    Model,
+    /// One of its adapters, by index.
+    Adapter(usize),
+    /// A model it does not serve.
+    Unknown,
+}
+
+/// The most adapters a profile may serve.
+pub const MAX_ADAPTERS: usize = 1024;
 
 fn default_prefill_chunk_tokens() -> usize {
     2048
@@ -223,6 +245,13 @@ impl Profile {
                 "every cost is zero; steps would take no time".to_owned(),
             ));
         }
+        if !self.adapter_decode_per_seq_ms.is_finite() || self.adapter_decode_per_seq_ms < 0.0 {
+            return Err(invalid(format!(
+                "adapter_decode_per_seq_ms = {} is not a finite cost ≥ 0",
+                self.adapter_decode_per_seq_ms
+            )));
+        }
+        self.validate_adapters().map_err(invalid)?;
         if !(0.0..1.0).contains(&self.jitter) {
             return Err(invalid(format!(
                 "jitter = {} is not in [0, 1)",
@@ -236,6 +265,43 @@ impl Profile {
             )));
         }
         Ok(())
+    }
+}
+
+impl Profile {
+    /// Adapter names: not empty, not the model's, each once, at most [`MAX_ADAPTERS`].
+    fn validate_adapters(&self) -> Result<(), String> {
+        if self.adapters.len() > MAX_ADAPTERS {
+            return Err(format!("more than {MAX_ADAPTERS} adapters"));
+        }
+        for (i, name) in self.adapters.iter().enumerate() {
+            if name.trim().is_empty() || name.len() > 256 {
+                return Err(format!("adapter name {name:?} is empty or too long"));
+            }
+            if *name == self.model {
+                return Err(format!("adapter {name:?} has the model's own name"));
+            }
+            if self.adapters[..i].contains(name) {
+                return Err(format!("adapter {name:?} is listed twice"));
+            }
+        }
+        Ok(())
+    }
+
+    /// What a request naming `model` runs: `Served::Model` for the model itself (or no name),
+    /// `Served::Adapter(i)` for adapter `i`; an unknown name is `Served::Unknown` where
+    /// adapters are served, and the model itself where none is (a server of one model takes
+    /// any name).
+    pub fn adapter_of(&self, model: Option<&str>) -> Served {
+        match model {
+            None => Served::Model,
+            Some(name) if name == self.model => Served::Model,
+            Some(name) => match self.adapters.iter().position(|a| a == name) {
+                Some(i) => Served::Adapter(i),
+                None if self.adapters.is_empty() => Served::Model,
+                None => Served::Unknown,
+            },
+        }
     }
 }
 

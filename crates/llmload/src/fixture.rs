@@ -106,6 +106,7 @@ fn ok(
         cancel_after: None,
         pooling: None,
         images: None,
+        model: None,
     }
 }
 
@@ -164,6 +165,20 @@ pub fn records() -> Vec<Record> {
 /// The fixture's report, recomputed from its records as `llmload report` would.
 pub fn report() -> Report {
     crate::attempt::load::from_records(&campaign(), records(), None)
+}
+
+/// The fixture with a mix of two models: each measured request of an odd round + index went to
+/// `adapter-a`, the others (warmups included) to `base`.
+pub fn mixed_models() -> Report {
+    let records = records()
+        .into_iter()
+        .map(|mut r| {
+            let odd = r.round.is_some_and(|round| (round + r.index) % 2 == 1);
+            r.model = Some(if odd { "adapter-a" } else { "base" }.into());
+            r
+        })
+        .collect();
+    crate::attempt::load::from_records(&campaign(), records, None)
 }
 
 /// (concurrency, TTFT of the first request ms, round duration ms) of the sweep fixture: 8

@@ -127,7 +127,7 @@ pub async fn execute<S: CaseSource>(
 ) -> error::Result<RunResult> {
     let simulator = match &config.url {
         Some(_) => None,
-        None => Some(sim::start_default(config.quiet).await?),
+        None => Some(sim::start_default(config.quiet, &config.mix_names()).await?),
     };
     let url = config
         .url
@@ -324,7 +324,7 @@ async fn prepare(
 ) -> error::Result<(Target, PromptSource, Sampler)> {
     let mut target = Target::connect(
         endpoint,
-        config.model.clone(),
+        (config.model.clone(), &config.mix_names()),
         config.api,
         config.extra_body.clone(),
     )

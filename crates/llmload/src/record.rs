@@ -191,6 +191,10 @@ pub struct Record {
     /// requests it was to read to the end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancel_after: Option<CancelAfter>,
+    /// `--model` with a mix: the model the request named (drawn for it from the seed); absent
+    /// for a run of one model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// Embeddings and rerank (`--api embeddings`, `--api rerank`): the batch the request
     /// carried and what its answer held; absent for a generation request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -360,6 +364,8 @@ pub struct RequestMeta {
     pub inputs: u32,
     /// Chat with images: the images after the prompt's text, and what they cost.
     pub images: Option<Images>,
+    /// A mix of models: the model the request names.
+    pub model: Option<String>,
 }
 
 impl Record {
@@ -455,6 +461,7 @@ pub(crate) fn test_meta() -> RequestMeta {
         cancel_after: None,
         inputs: 0,
         images: None,
+        model: None,
     }
 }
 
@@ -511,6 +518,7 @@ pub(crate) fn ok_record(
         cancel_after: None,
         pooling: None,
         images: None,
+        model: None,
     }
 }
 

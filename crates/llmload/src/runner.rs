@@ -98,6 +98,8 @@ pub struct RunSettings {
     pub seed: u64,
     /// Objectives for goodput over a continuous or open loop's window.
     pub slo: Slo,
+    /// A mix of models: the objectives of the models that have their own.
+    pub model_slo: Arc<std::collections::BTreeMap<String, Slo>>,
     /// Soak runs: the length of the windows the measurement window is cut into.
     pub series_window: Option<Duration>,
     /// Fields merged into every request body (`--extra-body`).
@@ -118,6 +120,8 @@ pub struct RunSettings {
     pub ids: Option<Arc<ids::RequestIds>>,
     /// `--cancel-after`: the measured streams the client abandons, and where.
     pub cancel: Option<crate::workload::shape::Cancel>,
+    /// `--model` with a mix: the models each request's is drawn from.
+    pub mix: Option<Arc<crate::workload::mix::ModelMix>>,
 }
 
 /// A shard's part of a load.
@@ -387,6 +391,7 @@ impl Runner<'_> {
             self.settings.slo,
             self.settings.series_window.map(|d| d.as_secs_f64()),
         )
+        .with_model_objectives(self.settings.model_slo.clone())
     }
 
     /// Seconds from the attempt's origin to `t`.
@@ -466,6 +471,7 @@ impl Runner<'_> {
             cancel_after: None,
             inputs: plan.case.batch.unwrap_or(0),
             images: plan.case.images.map(crate::record::Images::from),
+            model: None,
         }
     }
 
@@ -522,11 +528,19 @@ impl Runner<'_> {
         if let Some(output) = built.output_tokens {
             meta.output_tokens = output;
         }
+        if let (Some(mix), None) = (&self.settings.mix, &meta.model) {
+            // Warmups go to the models in turn, measured requests to the one drawn for them.
+            let model = match meta.phase {
+                Phase::Warmup => mix.warmup(meta.index),
+                Phase::Measured => mix.pick(self.settings.seed, serial),
+            };
+            meta.model = Some(model.to_owned());
+        }
         let request = GenerationRequest {
             prompt: &built.prompt,
             output_tokens: meta.output_tokens,
             slot: slot.filter(|_| self.target.endpoint.api == crate::api::Api::Llamacpp),
-            model: self.target.model.as_deref(),
+            model: meta.model.as_deref().or(self.target.model.as_deref()),
             cache_prompt: meta.shared_tokens > 0 || !blocks.is_empty(),
             usage_per_chunk: self.target.reports_usage_per_chunk(),
             extra: self.settings.extra_body.as_ref(),

@@ -44,6 +44,7 @@ fn sim_config(
         faults,
         schedule: Schedule::Engine,
         hosted: false,
+        adapters: Vec::new(),
     };
     config
         .effective_profile()
@@ -52,8 +53,19 @@ fn sim_config(
 }
 
 /// Starts the default simulator on a free loopback port, saying so on stderr unless `quiet`.
-pub async fn start_default(quiet: bool) -> crate::error::Result<LocalSimulator> {
-    let config = sim_config(DEFAULT_PROFILE, None, 0, 1.0, &[])?;
+/// `models`: the names of a mix of models, each served (the profile's own model as itself, the
+/// others as its adapters).
+pub async fn start_default(quiet: bool, models: &[String]) -> crate::error::Result<LocalSimulator> {
+    let mut config = sim_config(DEFAULT_PROFILE, None, 0, 1.0, &[])?;
+    config.adapters = models
+        .iter()
+        .filter(|m| **m != config.profile.model)
+        .cloned()
+        .collect();
+    config
+        .effective_profile()
+        .map_err(|e| ConfigError(format!("--model: {e}")))?;
+    let adapters = config.adapters.clone();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .context("binding the simulator")?;
@@ -69,9 +81,14 @@ pub async fn start_default(quiet: bool) -> crate::error::Result<LocalSimulator> 
         }
     });
     if !quiet {
+        let adapters = if adapters.is_empty() {
+            String::new()
+        } else {
+            format!(", with adapters {}", adapters.join(", "))
+        };
         crate::console::note(format_args!(
-            "no --url: measuring the built-in simulator (profile {DEFAULT_PROFILE}) at {url}; \
-             results are SIMULATED"
+            "no --url: measuring the built-in simulator (profile {DEFAULT_PROFILE}{adapters}) at \
+             {url}; results are SIMULATED"
         ));
     }
     Ok(LocalSimulator { url, shutdown })
@@ -111,6 +128,13 @@ pub struct SimOptions {
     /// `min_tokens` are ignored.
     #[arg(long)]
     pub hosted: bool,
+    /// LoRA adapters to serve besides the profile's model, `NAME,…`
+    ///
+    /// Each is listed at /v1/models (its parent the model) and answers requests that name it;
+    /// a decoding sequence with an adapter costs the profile's `adapter_decode_per_seq_ms` more
+    /// per step. A request naming any other model is answered 404, as vLLM answers it.
+    #[arg(long, value_name = "NAME,…", value_delimiter = ',')]
+    pub adapters: Vec<String>,
 }
 
 /// `llmload sim`: serves until Ctrl-C; the first line on stdout is its address.
@@ -132,6 +156,10 @@ pub async fn serve_until_stopped(args: &SimOptions) -> crate::error::Result<()> 
         .parse()
         .map_err(|e: llmload_sim::SimError| ConfigError(e.to_string()))?;
     config.hosted = args.hosted;
+    config.adapters.clone_from(&args.adapters);
+    config
+        .effective_profile()
+        .map_err(|e| ConfigError(format!("--adapters: {e}")))?;
     crate::api::http1::raise_open_files_limit();
     let address = tokio::net::lookup_host((args.host.as_str(), args.port))
         .await

@@ -12,6 +12,7 @@ pub mod itl;
 mod label;
 pub use label::label;
 pub mod lengths;
+pub mod models;
 pub mod per_token;
 pub mod phases;
 pub mod pooling;
@@ -24,6 +25,7 @@ pub mod sessions;
 pub mod shards;
 pub mod soak;
 pub mod sweep;
+mod tally;
 pub mod window;
 
 use prefix_cache::PrefixAcc;
@@ -174,6 +176,9 @@ pub struct CaseSummary {
     /// cost together (as the server's counts showed at setup; absent where they did not).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<crate::record::Images>,
+    /// A mix of models (`--model NAME:WEIGHT,…`): the case's figures per model, in name order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub models: Option<Vec<models::ModelSummary>>,
 }
 
 /// Reasoning and answer told apart, over the `ok` responses that carried reasoning.
@@ -199,26 +204,27 @@ pub struct CaseFigures {
     bursts: bursts::BurstFigures,
     held: bursts::Held,
     lengths: lengths::SentLengths,
-    counts: Counts,
+    tally: tally::Tally,
     /// By repeat (0 without one) and round: the rounds of a series' repeats stay apart.
     rounds: BTreeMap<(u32, u32), RoundAcc>,
     prefix: PrefixAcc,
     reasoning_tokens: Samples,
     time_to_answer: Samples,
-    first_error: Option<String>,
-    first_unverified: Option<String>,
     phases: phases::PhaseFigures,
     server: server_side::ServerSideFigures,
     sessions: sessions::SessionFigures,
     abandoned: abandoned::AbandonFigures,
     pooling: pooling::PoolingFigures,
     images: Option<crate::record::Images>,
+    /// A mix of models: the figures of each.
+    models: models::ModelFigures,
 }
 
 impl CaseFigures {
     /// Adds one measured record.
     pub fn add(&mut self, r: &Record) {
-        self.count(r);
+        self.tally.add(r);
+        self.models.count(r);
         self.sessions.add(r);
         self.abandoned.add(r);
         self.pooling.add(r);
@@ -235,7 +241,7 @@ impl CaseFigures {
         if !ok {
             return;
         }
-        let label = label(r, self.counts.ok);
+        let label = label(r, self.tally.counts.ok);
         // A response delivered in bursts has no per-token timing where the case's path buffers,
         // and a TTFT only while its first burst still bounds it: its figures wait apart until
         // the case says whether its path buffers.
@@ -251,6 +257,7 @@ impl CaseFigures {
         r.e2e_ms
             .into_iter()
             .for_each(|v| self.e2e.push_in(v, label));
+        self.models.add_ok(r, buffered.as_ref());
         self.lengths.add(r);
         if buffered.is_some() {
             held.per_token.add(r, label);
@@ -274,32 +281,6 @@ impl CaseFigures {
         self.abandoned.add_warmup(r);
     }
 
-    fn count(&mut self, r: &Record) {
-        let c = &mut self.counts;
-        match r.status {
-            Status::Ok => {
-                c.ok += 1;
-                c.unverified += u32::from(!r.verified);
-                if !r.verified && self.first_unverified.is_none() {
-                    let why: String = r.notes.join("; ").chars().take(300).collect();
-                    self.first_unverified = Some(why);
-                }
-            }
-            Status::Invalid => c.invalid += 1,
-            Status::Error => c.error += 1,
-            Status::Cancelled => c.cancelled += 1,
-            Status::Abandoned => c.abandoned += 1,
-            Status::Short => c.short += 1,
-        }
-        if let Some(kind) = &r.error_kind {
-            *c.by_kind.entry(*kind).or_default() += 1;
-            if self.first_error.is_none() {
-                let message: String = r.error.as_deref().unwrap_or("").chars().take(300).collect();
-                self.first_error = Some(format!("{kind}: {message}"));
-            }
-        }
-    }
-
     /// The spans of the rounds that had an `ok` response, first send to last `ok` completion
     /// (each round's `duration_s`), in round order.
     pub fn round_spans(&self) -> Vec<(f64, f64)> {
@@ -308,13 +289,14 @@ impl CaseFigures {
 
     /// Measured records added so far.
     pub fn requests(&self) -> u32 {
-        self.counts.measured()
+        self.tally.counts.measured()
     }
 
     /// Whether there was at least one `ok` response and every measured record ended `ok` (or
     /// was abandoned as planned).
     pub fn all_ok(&self) -> bool {
-        self.counts.ok > 0 && self.counts.ok + self.counts.abandoned == self.requests()
+        let c = &self.tally.counts;
+        c.ok > 0 && c.ok + c.abandoned == self.requests()
     }
 
     /// Whether the case's path streams (it does not buffer: [`bursts::MIN_PATH_SHARE`]).
@@ -348,6 +330,12 @@ impl CaseFigures {
         let complete = crate::num::count(rounds.len()) == rounds_planned
             && rounds.iter().all(|r| r.complete)
             && sessions_done;
+        let spans: f64 = rounds
+            .iter()
+            .filter(|r| r.responses_ok > 0)
+            .map(|r| r.duration_s)
+            .sum();
+        let models = self.models.finish(streams, (spans > 0.0).then_some(spans));
         let per_token = self.per_token;
         let (itl_ms, itl_unknown) = per_token.itl.finish();
         let (input_tokens, output_tokens, sent) = self.lengths.finish(case);
@@ -369,18 +357,19 @@ impl CaseFigures {
             tpot_ms: per_token.tpot.distribution(),
             decode_rate_tps: per_token.decode_rate.distribution(),
             throughput_tps: Spread::over(&complete_rounds, Unit::Round),
-            counts: self.counts,
+            counts: self.tally.counts,
             rounds,
             load: None,
             series: None,
             prefix_cache: self.prefix.finish(),
-            first_error: self.first_error,
-            first_unverified: self.first_unverified,
+            first_error: self.tally.first_error,
+            first_unverified: self.tally.first_unverified,
             energy: None,
             phases: self.phases.finish(),
             server: self.server.finish(),
             sessions: self.sessions.finish(streams),
             abandoned: self.abandoned.finish(),
+            models,
             reasoning: (!self.reasoning_tokens.is_empty()).then(|| Reasoning {
                 responses: crate::num::count(self.reasoning_tokens.len()),
                 tokens: self.reasoning_tokens.distribution(),

@@ -60,10 +60,12 @@ impl Target {
 
     /// Checks that the server answers, collects what it says about itself, and settles the API:
     /// `api` when given (checked against what the server is), else picked from what it is.
-    /// `extra_body` goes into every generation body from then on, probes included.
+    /// `extra_body` goes into every generation body from then on, probes included. `mix`: the
+    /// names of a mix of models (`model` is its first), each checked against the server's list;
+    /// a mix is driven on the completions API where none was given.
     pub async fn connect(
         mut endpoint: Endpoint,
-        model: Option<String>,
+        (model, mix): (Option<String>, &[String]),
         api: Option<Api>,
         extra_body: Option<Value>,
     ) -> crate::error::Result<Target> {
@@ -102,12 +104,19 @@ impl Target {
         }
         endpoint.api = match api {
             Some(api) => check_dialect(api, &server, &base)?,
+            // llama.cpp's native API names no model: a mix goes to the server's OpenAI API.
+            None if !mix.is_empty() && lists_models(&server) => Api::Completions,
             None => detect_api(&server, &base).map_err(|e| match (&e, &refused) {
                 (Error::Target(message), Some(said)) => Error::Target(format!("{message}{said}")),
                 _ => e,
             })?,
         };
-        if let Some(given) = &model {
+        if !mix.is_empty() && endpoint.api == Api::Llamacpp {
+            return Err(Error::Target(format!(
+                "{base} lists no models at /v1/models, so a mix of models cannot be sent there"
+            )));
+        }
+        for given in model.iter().chain(mix) {
             check_model(given, &server)?;
         }
         let model = model.or_else(|| first_model(&server));
@@ -386,10 +395,10 @@ fn check_model(given: &str, server: &Value) -> crate::error::Result<()> {
     }
     let shown: Vec<String> = ids
         .iter()
-        .take(5)
+        .take(8)
         .map(|id| id.chars().take(80).collect())
         .collect();
-    let more = if ids.len() > 5 { ", …" } else { "" };
+    let more = if ids.len() > 8 { ", …" } else { "" };
     Err(Error::Target(format!(
         "--model {:?}: the server lists {} model(s) at /v1/models and not this one ({}{more})",
         given.chars().take(80).collect::<String>(),

@@ -2,8 +2,9 @@
 //! Gemma 3 tokenizer), started by `scripts/start-vllm.sh`: closed campaigns on the completions
 //! and chat APIs, an open loop, the server's context checked before the run, the API picked from
 //! what the server is, a shared system prompt against vLLM's prefix cache, multi-turn chat
-//! sessions whose history (and nothing more) that cache serves, and on every record the
-//! request's id said back and vLLM's own per-request timings.
+//! sessions whose history (and nothing more) that cache serves, a mix of the model and two real
+//! LoRA adapters reported per adapter, and on every record the request's id said back and vLLM's
+//! own per-request timings.
 //!
 //! vLLM takes minutes to install and start, so these tests are their own group: `cargo test`
 //! lists them as ignored, and `scripts/test.sh` (which installs vLLM first) runs them with
@@ -15,6 +16,8 @@
 #[path = "vllm/cancel.rs"]
 mod cancel;
 mod common;
+#[path = "vllm/lora.rs"]
+mod lora;
 
 use common::{
     assert_ids_and_server_timings, count as n, json, json_lines, llmload, measured, run_against,
@@ -36,7 +39,9 @@ struct Vllm {
 }
 
 impl Vllm {
-    fn start(prefix_caching: bool) -> Vllm {
+    /// A server with prefix caching on or off; `lora`: with the two LoRA adapters of
+    /// `scripts/start-vllm.sh --lora`.
+    fn start(prefix_caching: bool, lora: bool) -> Vllm {
         if let Ok(url) = std::env::var("LLMLOAD_VLLM_URL") {
             return Vllm {
                 url,
@@ -48,6 +53,9 @@ impl Vllm {
         let mut command = Command::new(script);
         if prefix_caching {
             command.arg("--prefix-caching");
+        }
+        if lora {
+            command.arg("--lora");
         }
         let started = Started::run(command.env("LLMLOAD_VLLM_LIFETIME", "1200"));
         Vllm {
@@ -171,7 +179,7 @@ fn assert_responses_api(vllm: &Vllm, out: &Path, campaign: &[&str]) {
 #[ignore = "needs vLLM: scripts/test.sh installs it and runs this group with --include-ignored"]
 fn vllm_campaigns_open_loop_and_checks_without_prefix_caching() {
     let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
-    let vllm = Vllm::start(false);
+    let vllm = Vllm::start(false, true);
     let out = tempfile::tempdir().expect("temp dir");
     let campaign = [
         "--input-tokens",
@@ -210,6 +218,7 @@ fn vllm_campaigns_open_loop_and_checks_without_prefix_caching() {
 
     assert_responses_api(&vllm, out.path(), &campaign);
     cancel::assert_cancels(&vllm, out.path());
+    lora::assert_lora_mix(&vllm, out.path());
 
     let open = [
         "--arrival",
@@ -434,7 +443,7 @@ fn assert_reconciles_with_vllm_bench(vllm: &Vllm, out: &Path) {
 #[ignore = "needs vLLM: scripts/test.sh installs it and runs this group with --include-ignored"]
 fn vllm_prefix_cache_serves_the_shared_prompt_and_session_history_and_nothing_else() {
     let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
-    let vllm = Vllm::start(true);
+    let vllm = Vllm::start(true, false);
     let out = tempfile::tempdir().expect("temp dir");
     // vLLM's CPU build caches whole blocks of 128 tokens: a 256-token shared prompt is two. On
     // chat, the 256 are the template's opening and the shared text: the template's tokens after

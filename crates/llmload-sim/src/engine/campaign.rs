@@ -66,6 +66,7 @@ pub fn run_closed_rounds(profile: &Profile, seed: u64, case: ClosedRounds) -> Ca
             eos_after: None,
             cache_prompt: false,
             slot,
+            adapter: None,
         }
     };
     sim.submit(&request(Some(0)))

@@ -18,6 +18,8 @@ pub struct CostModel {
     pub decode_per_seq_ms: f64,
     /// Decode cost per context token of the decoding sequences.
     pub decode_per_ctx_token_ms: f64,
+    /// Decode cost per decoding sequence that runs with an adapter.
+    pub adapter_decode_per_seq_ms: f64,
 }
 
 impl CostModel {
@@ -30,6 +32,7 @@ impl CostModel {
             decode_base_ms: profile.decode_base_ms,
             decode_per_seq_ms: profile.decode_per_seq_ms,
             decode_per_ctx_token_ms: profile.decode_per_ctx_token_ms,
+            adapter_decode_per_seq_ms: profile.adapter_decode_per_seq_ms,
         }
     }
 
@@ -40,6 +43,11 @@ impl CostModel {
         let mean_position = start_position as f64 + (tokens_f - 1.0).max(0.0) / 2.0;
         self.prefill_ms_per_token * tokens_f
             + self.prefill_attention_ms_per_token_ctx * tokens_f * mean_position
+    }
+
+    /// What `sequences` decoding sequences that run with an adapter add to a step.
+    pub fn adapter_ms(&self, sequences: usize) -> f64 {
+        self.adapter_decode_per_seq_ms * sequences as f64
     }
 
     /// Decode of one token for each of `sequences` sequences holding `context_tokens` in all.
@@ -66,7 +74,9 @@ mod tests {
             decode_base_ms: 0.0,
             decode_per_seq_ms: 0.0,
             decode_per_ctx_token_ms: 0.0,
+            adapter_decode_per_seq_ms: 0.25,
         };
+        assert!((model.adapter_ms(2) - 0.5).abs() < 1e-12);
         // Positions 10, 11, 12: linear 3 + attention 0.5 × 33.
         assert!((model.prefill_ms(3, 10) - (3.0 + 16.5)).abs() < 1e-12);
         // No tokens and no sequences cost exactly nothing, not nearly nothing.

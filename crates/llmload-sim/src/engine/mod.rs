@@ -55,6 +55,9 @@ pub struct SequenceRequest {
     pub cache_prompt: bool,
     /// A specific slot to run in (`id_slot`), or any.
     pub slot: Option<usize>,
+    /// The LoRA adapter it runs with (an index into the profile's), or the model alone. Its
+    /// decode steps cost more, and its prompt's blocks are cached apart from the model's.
+    pub adapter: Option<usize>,
 }
 
 /// Why the engine refuses a request outright (an HTTP 400).
@@ -119,6 +122,7 @@ struct Sequence {
     blocks: Vec<u64>,
     stop_at: usize,
     stop: StopReason,
+    adapter: bool,
     requested_slot: Option<usize>,
     reserved_tokens: usize,
     evaluated: usize,
@@ -127,6 +131,16 @@ struct Sequence {
     decodes_now: bool,
     prefill_start_ms: Option<f64>,
     first_token_ms: f64,
+}
+
+/// A prompt's block hashes as the cache keys them: an adapter's apart from the model's and from
+/// every other adapter's (its key changes every block hash alike, so prefixes still chain).
+fn adapter_blocks(blocks: Vec<u64>, adapter: Option<usize>) -> Vec<u64> {
+    let Some(adapter) = adapter else {
+        return blocks;
+    };
+    let key = (adapter as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    blocks.into_iter().map(|h| h ^ key).collect()
 }
 
 /// Whether a request fits an engine of `slots` slots of `slot_context_tokens` tokens.
@@ -224,12 +238,16 @@ impl Engine {
             id,
             prompt_len,
             blocks: if caching {
-                block_hashes(&request.prompt, self.block_tokens)
+                adapter_blocks(
+                    block_hashes(&request.prompt, self.block_tokens),
+                    request.adapter,
+                )
             } else {
                 Vec::new()
             },
             stop_at,
             stop,
+            adapter: request.adapter.is_some(),
             requested_slot: request.slot,
             reserved_tokens: prompt_len + request.max_tokens,
             evaluated: 0,
@@ -317,15 +335,18 @@ impl Engine {
     /// Builds the batch (decode tokens first, then prompt chunks slot by slot) and returns its
     /// cost before jitter.
     fn batch(&mut self, start_ms: f64) -> f64 {
-        let (mut decoding, mut context) = (0, 0);
+        let (mut decoding, mut context, mut adapted) = (0, 0, 0);
         for seq in self.slots.iter_mut().flatten() {
             seq.decodes_now = seq.evaluated == seq.prompt_len;
             if seq.decodes_now {
                 decoding += 1;
                 context += seq.prompt_len + seq.generated;
+                adapted += usize::from(seq.adapter);
             }
         }
-        let mut cost = self.cost.step_overhead_ms + self.cost.decode_ms(decoding, context);
+        let mut cost = self.cost.step_overhead_ms
+            + self.cost.decode_ms(decoding, context)
+            + self.cost.adapter_ms(adapted);
         let mut budget = self.chunk_tokens.saturating_sub(decoding);
         for seq in self.slots.iter_mut().flatten() {
             if seq.decodes_now || budget == 0 {

@@ -21,6 +21,7 @@ fn request_from(offset: u32, prompt_tokens: usize, max_tokens: usize) -> Sequenc
         eos_after: None,
         cache_prompt: false,
         slot: None,
+        adapter: None,
     }
 }
 
@@ -221,4 +222,42 @@ fn impossible_requests_are_rejected() {
         engine.check(10, 10, Some(2)),
         Err(Rejection::NoSuchSlot { slot: 2, slots: 2 })
     ));
+}
+
+#[test]
+fn an_adapter_adds_its_cost_to_each_decode_step_and_caches_apart() {
+    let profile = profile("cpu-tiny");
+    let cost = CostModel::from_profile(&profile);
+    assert!(cost.adapter_decode_per_seq_ms > 0.0);
+    let adapted = |offset| SequenceRequest {
+        adapter: Some(0),
+        ..request_from(offset, 100, 5)
+    };
+    // Alone, each: the same prefill, then 4 decode steps of one sequence, each costing the
+    // adapter's share more with it.
+    let mut plain = Simulation::new(&profile, 1);
+    let a = plain.submit(&request(100, 5)).expect("fits");
+    plain.run_until_idle();
+    let mut lora = Simulation::new(&profile, 1);
+    let b = lora.submit(&adapted(0)).expect("fits");
+    lora.run_until_idle();
+    let (ta, tb) = (plain.timeline(a), lora.timeline(b));
+    assert_eq!(ta.first_token_ms, tb.first_token_ms);
+    let extra = tb.finished_ms.expect("done") - ta.finished_ms.expect("done");
+    assert!((extra - 4.0 * cost.adapter_ms(1)).abs() < 1e-9, "{extra}");
+    // The model's cached blocks serve the model, not an adapter; an adapter's serve it.
+    let cached = |adapter| SequenceRequest {
+        cache_prompt: true,
+        adapter,
+        ..request_from(500, 100, 2)
+    };
+    let mut sim = Simulation::new(&profile, 1);
+    sim.submit(&cached(None)).expect("fits");
+    sim.run_until_idle();
+    let first = sim.submit(&cached(Some(1))).expect("fits");
+    sim.run_until_idle();
+    let again = sim.submit(&cached(Some(1))).expect("fits");
+    sim.run_until_idle();
+    assert_eq!(sim.timeline(first).cached_tokens, 0);
+    assert_eq!(sim.timeline(again).cached_tokens, 96);
 }

@@ -18,6 +18,7 @@ use super::State;
 use crate::driver::Progress;
 use crate::engine::{SequenceRequest, StopReason};
 use crate::fault::FaultPlan;
+use crate::profile::Served;
 use crate::Schedule;
 use tokio::time::Instant;
 
@@ -58,6 +59,20 @@ async fn run(
         generation.include_usage = false;
         generation.continuous_usage = false;
     }
+    // vLLM's answer to a model it does not serve.
+    let adapter = match state.profile.adapter_of(generation.model.as_deref()) {
+        Served::Model => None,
+        Served::Adapter(i) => Some(i),
+        Served::Unknown => {
+            return Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                format!(
+                    "The model `{}` does not exist.",
+                    generation.model.as_deref().unwrap_or_default()
+                ),
+            ))
+        }
+    };
     let prompt_tokens = generation.prompt.len();
     let remaining = state
         .profile
@@ -103,6 +118,7 @@ async fn run(
         max_tokens,
         cache_prompt: generation.cache_prompt,
         slot: generation.slot,
+        adapter,
     };
     let progress = state
         .engine
@@ -199,7 +215,12 @@ impl State {
             created_s: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |since| since.as_secs()),
-            model: self.profile.model.clone(),
+            // An adapter's responses name it, as vLLM's do.
+            model: generation
+                .model
+                .clone()
+                .filter(|m| self.profile.adapters.contains(m))
+                .unwrap_or_else(|| self.profile.model.clone()),
             prompt_tokens: generation.prompt.len(),
             return_tokens: generation.return_tokens,
             include_usage: generation.include_usage,

@@ -57,11 +57,20 @@ pub(crate) fn slots(state: &State) -> Response<Body> {
 
 /// `GET /v1/models`.
 pub(crate) fn models(state: &State) -> Response<Body> {
-    let body = json!({
-        "object": "list",
-        "data": [{"id": state.profile.model, "object": "model",
-            "owned_by": if state.hosted { "llmload-sim-hosted" } else { "llmload-sim" }}],
-    });
+    let owner = if state.hosted {
+        "llmload-sim-hosted"
+    } else {
+        "llmload-sim"
+    };
+    let base = &state.profile.model;
+    // The model first, then its adapters, each naming it as `parent` (as vLLM lists them).
+    let data: Vec<_> = std::iter::once(json!({"id": base, "object": "model", "owned_by": owner}))
+        .chain(state.profile.adapters.iter().map(|adapter| {
+            json!({"id": adapter, "object": "model", "owned_by": owner, "root": adapter,
+                "parent": base})
+        }))
+        .collect();
+    let body = json!({"object": "list", "data": data});
     json_response(StatusCode::OK, &body)
 }
 

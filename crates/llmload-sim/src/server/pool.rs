@@ -219,6 +219,7 @@ async fn evaluate(state: &Arc<State>, serial: u64, inputs: &[Vec<u32>]) -> Resul
             eos_after: None,
             cache_prompt: false,
             slot: None,
+            adapter: None,
         };
         let progress = state.engine.submit(id, sequence).await.map_err(|stopped| {
             ApiError::new(StatusCode::SERVICE_UNAVAILABLE, stopped.to_string())

@@ -49,6 +49,8 @@ pub(crate) struct Generation {
     pub thinking_off: bool,
     /// Put token ids in llama.cpp events.
     pub return_tokens: bool,
+    /// The model asked for (`OpenAI` APIs), if named.
+    pub model: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -159,6 +161,7 @@ struct Body {
     #[serde(default)]
     return_tokens: bool,
     chat_template_kwargs: Option<serde_json::Value>,
+    model: Option<String>,
 }
 
 /// Parses a generation request body of `api`, tokenizing text prompts.
@@ -216,6 +219,7 @@ pub(crate) fn parse(
             .as_ref()
             .is_some_and(|k| k["enable_thinking"] == serde_json::Value::Bool(false)),
         return_tokens: body.return_tokens,
+        model: body.model,
     })
 }
 

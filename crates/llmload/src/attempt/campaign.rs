@@ -15,6 +15,7 @@ use crate::workload::dataset::{Lengths, Output};
 use crate::workload::shape::CasePlan;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 mod case;
@@ -140,6 +141,9 @@ pub struct CampaignConfig {
     /// Objectives for goodput, in milliseconds.
     #[serde(default)]
     pub slo: SloMs,
+    /// A mix of models: the objectives of the models that have their own, in milliseconds.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub model_slo: BTreeMap<String, SloMs>,
     /// Tokens of the shared system prompt that open every prompt; 0 for none.
     #[serde(default)]
     pub system_prompt_tokens: u32,
@@ -155,6 +159,9 @@ pub struct CampaignConfig {
     /// `--shard`, `--attempt-id`, `--start-at`; absent from a merged attempt's campaign.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sharding: Option<CampaignSharding>,
+    /// `--model` with a mix: each model, its weight and its share of the requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<crate::workload::mix::ModelMix>,
     /// Every other field of the config, as written.
     #[serde(flatten)]
     pub other: Map<String, Value>,
@@ -184,6 +191,20 @@ pub struct SloMs {
     pub tpot_ms: Option<f64>,
     /// Complete-response time, ms.
     pub e2e_ms: Option<f64>,
+}
+
+impl CampaignConfig {
+    /// The objectives of the models that have their own, as the runner holds them.
+    pub fn model_objectives(
+        &self,
+    ) -> std::sync::Arc<BTreeMap<String, crate::workload::shape::Slo>> {
+        std::sync::Arc::new(
+            self.model_slo
+                .iter()
+                .map(|(model, slo)| (model.clone(), slo.slo()))
+                .collect(),
+        )
+    }
 }
 
 impl SloMs {

@@ -22,12 +22,18 @@ pub fn keys(campaign: &Campaign) -> BTreeMap<String, CaseKey> {
         .dataset
         .as_ref()
         .map(CampaignDataset::describe);
+    let models = campaign
+        .config
+        .mix
+        .as_ref()
+        .map(crate::workload::mix::ModelMix::describe);
     campaign
         .cases
         .iter()
         .map(|c| {
             let mut key = key(c, shared, api);
             key.prompts.clone_from(&prompts);
+            key.models.clone_from(&models);
             (c.id.clone(), key)
         })
         .collect()
@@ -93,6 +99,7 @@ pub fn key(c: &CampaignCase, shared_prefix_tokens: u32, api: &str) -> CaseKey {
         prompts: None,
         batch: c.batch,
         images: c.images,
+        models: None,
     }
 }
 

@@ -181,7 +181,10 @@ impl<'a> Rebuilt<'a> {
             before,
             figures: CaseFigures::default(),
             window,
-            load: window.map(|(w0, w1)| WindowFigures::new(w0, Some(w1), slo, None)),
+            load: window.map(|(w0, w1)| {
+                WindowFigures::new(w0, Some(w1), slo, None)
+                    .with_model_objectives(campaign.config.model_objectives())
+            }),
             series,
             warmups: 0,
             unproven: None,
@@ -252,6 +255,7 @@ impl<'a> Rebuilt<'a> {
             return summary;
         }
         let all_ok = self.figures.all_ok();
+        let streams = self.figures.streams();
         let launched = self.figures.requests() as usize + self.warmups;
         let mut summary = self.figures.finish(&c.case(), 0);
         summary.series = series;
@@ -262,7 +266,8 @@ impl<'a> Rebuilt<'a> {
         // Without the run's summary, the case may have been cut short (the run was killed):
         // its window then ends at its last activity, and it is complete only if it reached
         // the end it was planned to have.
-        let (figures, _) = load.finish(window.1, self.before.is_none());
+        let (figures, _, models) = load.finish_with_models(window.1, self.before.is_none());
+        crate::summary::window::attach_window(summary.models.as_mut(), &figures, &models, streams);
         let finished = self.before.map_or_else(
             || figures.window_s[1] >= window.1 - 1e-9 && launched_all(c, launched),
             |b| b.complete,

@@ -12,6 +12,7 @@ use crate::workload::shape::{Arrival, LoadPoint, ShapeTemplate, Slo};
 use crate::workload::stages::{self, LevelKind, Stage};
 use crate::workload::trace::{self, TraceEntry};
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,6 +38,10 @@ pub struct LoadConfig {
     pub warmup_time: Duration,
     /// Objectives for goodput.
     pub slo: Slo,
+    /// A mix of models: the objectives of the models that have their own (the run's, with the
+    /// model's in their place).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub model_slo: BTreeMap<String, Slo>,
     /// Tokens that open every prompt, the same in all (a shared system prompt); 0 for none.
     pub system_prompt_tokens: u32,
     /// Trace replay: the file.
@@ -150,6 +155,11 @@ impl LoadConfig {
             slo_tpot,
             slo_e2e,
         } = s.objectives.clone();
+        let (slo, model_slo) = super::objectives::resolve(
+            slo_ttft.as_deref(),
+            slo_tpot.as_deref(),
+            slo_e2e.as_deref(),
+        )?;
         Ok(LoadConfig {
             cancel: super::cancel::resolve(cancel_after.as_deref(), cancel_share)?,
             session: session_spec(s.sessions.clone())?,
@@ -166,11 +176,8 @@ impl LoadConfig {
             max_in_flight,
             system_prompt_tokens: s.workload.system_prompt_tokens.unwrap_or(0),
             warmup_time: optional_duration("warmup-time", warmup_time)?.unwrap_or_default(),
-            slo: Slo {
-                ttft: optional_duration("slo-ttft", slo_ttft)?,
-                tpot: optional_duration("slo-tpot", slo_tpot)?,
-                e2e: optional_duration("slo-e2e", slo_e2e)?,
-            },
+            slo,
+            model_slo,
         })
     }
 

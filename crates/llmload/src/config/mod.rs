@@ -8,6 +8,7 @@ use crate::guard::Limits;
 use crate::telemetry::Source;
 use crate::workload::image::ImageSpec;
 use crate::workload::length::Length;
+use crate::workload::mix::ModelMix;
 use crate::workload::shape::{CasePlan, LoadPoint, ShapeTemplate};
 use crate::workload::trace::TraceEntry;
 pub use load::LoadConfig;
@@ -15,6 +16,7 @@ pub use load::LoadConfig;
 mod cancel;
 mod dataset;
 mod load;
+mod objectives;
 mod parse;
 mod pooling;
 pub use dataset::DatasetConfig;
@@ -76,8 +78,11 @@ pub struct Config {
     pub url: Option<String>,
     /// API to drive; `None` picks it from what the server is.
     pub api: Option<Api>,
-    /// Model for `OpenAI` APIs.
+    /// Model for `OpenAI` APIs: the one given, or the first of a mix (setup requests name it).
     pub model: Option<String>,
+    /// `--model NAME:WEIGHT,…`: the models each measured request's model is drawn from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mix: Option<ModelMix>,
     /// Bearer token (never written to disk).
     #[serde(skip)]
     pub api_key: Option<String>,
@@ -276,7 +281,33 @@ impl Guarded {
     }
 }
 
+/// `--model` and `--warmup`: the model setup requests name (the one given, or the first of a
+/// mix), the mix, and the warmups (a mix warms each of its models once unless told otherwise).
+fn model_mix(
+    model: Option<String>,
+    warmup: Option<u32>,
+) -> Result<(Option<String>, Option<ModelMix>, u32), ConfigError> {
+    let mix = match &model {
+        Some(text) => ModelMix::parse(text).map_err(ConfigError)?,
+        None => None,
+    };
+    let model = match &mix {
+        Some(mix) => mix.names().next().map(str::to_owned),
+        None => model,
+    };
+    let warmup = warmup.unwrap_or_else(|| mix.as_ref().map_or(1, ModelMix::len));
+    Ok((model, mix, warmup))
+}
+
 impl Config {
+    /// The names of `--model`'s mix, in the order given; none for one model.
+    pub fn mix_names(&self) -> Vec<String> {
+        self.mix
+            .iter()
+            .flat_map(|m| m.names().map(str::to_owned))
+            .collect()
+    }
+
     /// Validates `settings` (flags already laid over the campaign file) and fills in the
     /// defaults.
     pub fn resolve(mut settings: Settings) -> Result<Config, ConfigError> {
@@ -317,6 +348,7 @@ impl Config {
             parse_duration(flag, given.as_deref().unwrap_or(default))
         };
         let (url, url_credentials, url_note) = validate_optional_url(url.as_deref())?;
+        let (model, mix, warmup) = model_mix(model, warmup)?;
         let mut config = Config {
             load,
             headers: parse_headers(&headers, &show_headers)?,
@@ -335,6 +367,7 @@ impl Config {
             url_credentials,
             api,
             model,
+            mix,
             api_key_set: api_key.is_some(),
             api_key,
             input_tokens,
@@ -343,7 +376,7 @@ impl Config {
             batch_size: pooling::batch_sizes(api, settings.workload.batch_size.take())?,
             images: images::resolve(api, &settings.workload)?,
             rounds: rounds.unwrap_or(3),
-            warmup: warmup.unwrap_or(1),
+            warmup,
             repeat,
             seed: (settings.workload.seed)
                 .or_else(|| sharding.derived_seed())
@@ -424,6 +457,13 @@ impl Config {
         repeat::check(self)?;
         cancel::check(self)?;
         self.check_sharding()?;
+        objectives::check(&self.load.model_slo, &self.mix_names())?;
+        if self.mix.is_some() && self.api == Some(Api::Llamacpp) {
+            return bad(
+                "a mix of models needs an API that names each request's model (--api \
+                 completions, chat, messages or responses): llama.cpp's /completion has no model",
+            );
+        }
         if self.rounds == 0 {
             return bad("--rounds must be at least 1");
         }

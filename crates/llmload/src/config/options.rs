@@ -34,8 +34,13 @@ options! {
         /// that lists models at /v1/models.
         #[arg(long, value_enum)]
         pub api: Option<Api>,
-        /// Model name for `OpenAI` APIs [default: the first one the server lists]
-        #[arg(long)]
+        /// Model name, or a weighted mix `NAME:WEIGHT,…` [default: the first one the server lists]
+        ///
+        /// A mix such as base:70,adapter-a:20,adapter-b:10 sends each measured request to one
+        /// of the models (a base model and its LoRA adapters, or several models of one server),
+        /// drawn from --seed; every figure is then reported per model and overall. Each name
+        /// must be one the server lists at /v1/models. A single name is taken as it is.
+        #[arg(long, value_name = "NAME|NAME:WEIGHT,…")]
         pub model: Option<String>,
         /// Bearer token sent as `Authorization: Bearer KEY`; never written to disk
         #[arg(long, env = "LLMLOAD_API_KEY", hide_env_values = true)]
@@ -265,9 +270,9 @@ options! {
         /// Measured rounds per case [default: 3]
         #[arg(long)]
         pub rounds: Option<u32>,
-        /// Unmeasured requests before each case's rounds [default: 1]
+        /// Unmeasured requests before each case's rounds [default: 1, one per model of a mix]
         ///
-        /// On llama.cpp they run on slot 0.
+        /// On llama.cpp they run on slot 0. With a mix of models they go to the models in turn.
         #[arg(long)]
         pub warmup: Option<u32>,
         /// Run the whole campaign N times as one series in one attempt [default: once, no series]
@@ -326,13 +331,19 @@ options! {
     #[serde(default)]
     pub struct ObjectiveOptions {
         /// Time to first token, e.g. 500ms (from scheduled in an open loop)
-        #[arg(long, value_name = "DURATION")]
+        ///
+        /// With a mix of models, MODEL=DURATION gives a model its own: 500ms,adapter-a=300ms.
+        #[arg(long, value_name = "DURATION[,MODEL=DURATION…]")]
         pub slo_ttft: Option<String>,
         /// Time per output token, e.g. 50ms
-        #[arg(long, value_name = "DURATION")]
+        ///
+        /// With a mix of models, MODEL=DURATION gives a model its own: 50ms,adapter-a=60ms.
+        #[arg(long, value_name = "DURATION[,MODEL=DURATION…]")]
         pub slo_tpot: Option<String>,
         /// Complete-response time, e.g. 10s (from scheduled in an open loop)
-        #[arg(long, value_name = "DURATION")]
+        ///
+        /// With a mix of models, MODEL=DURATION gives a model its own: 10s,adapter-a=5s.
+        #[arg(long, value_name = "DURATION[,MODEL=DURATION…]")]
         pub slo_e2e: Option<String>,
     }
 }

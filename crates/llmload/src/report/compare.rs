@@ -6,6 +6,7 @@
 //! ratio. With rules, the gate's section follows (`compare/gate.rs`).
 
 mod gate;
+mod models;
 mod phases;
 
 use crate::fmt::seconds;
@@ -60,6 +61,21 @@ pub fn render(attempts: &[KeyedAttempt]) -> String {
                 cells(*case, base),
             );
         }
+        for (model, views) in models::by_model(cases) {
+            let base = views[0].as_ref().filter(|c| c.complete);
+            for (i, view) in views.iter().enumerate() {
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | ↳ model {} | {} | {} |",
+                    cell(&k.input.label()),
+                    k.load.concurrency_label(),
+                    cell(&k.output.label()),
+                    cell(&model),
+                    letter(i),
+                    cells(view.as_ref(), base),
+                );
+            }
+        }
     }
     out.push_str(
         "\n× A: this attempt's figure divided by attempt A's, for cases complete in both (TTFT and \
@@ -68,6 +84,17 @@ pub fn render(attempts: &[KeyedAttempt]) -> String {
          noise is the gate's to say (--fail-if). Figures are each attempt's own, never pooled. Cases match on everything that defines them: the API, the \
          load shape and its parameters, the length specs and the shared prompt tokens.\n",
     );
+    if rows
+        .iter()
+        .any(|(_, cases)| cases.iter().flatten().any(|c| c.models.is_some()))
+    {
+        out.push_str(
+            "\n↳ model: a mix of models, each model's own figures, matched by name between the \
+             attempts and to attempt A's same model; its throughput is its output tokens over \
+             the case's time (the summed spans of the rounds, or the window), which has no \
+             interval.\n",
+        );
+    }
     for (present, keys) in one_sided(&rows, attempts.len()) {
         let names: Vec<String> = keys.iter().map(|k| k.describe()).collect();
         let _ = writeln!(out, "\nOnly in {present}: {}.", names.join("; "));
@@ -239,14 +266,20 @@ pub fn to_json(
                 .enumerate()
                 .map(|(i, case)| case_json(&letter(i), *case, base))
                 .collect();
-            json!({
+            let models = models::to_json(found);
+            let mut case = json!({
                 "input_tokens": k.input.nominal, "input_length": k.input.spec,
                 "concurrency": found.iter().flatten().next().map(|c| c.concurrency),
                 "output_tokens": k.output.nominal, "output_length": k.output.spec,
                 "load": k.load, "shared_prefix_tokens": k.shared_prefix_tokens, "api": k.api,
                 "prompts": k.prompts,
                 "attempts": rows,
-            })
+            });
+            if !models.is_empty() {
+                case["mix"] = json!(k.models);
+                case["models"] = json!(models);
+            }
+            case
         })
         .collect();
     let mut value = json!({

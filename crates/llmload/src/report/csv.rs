@@ -4,6 +4,8 @@
 //! a comma, a quote or a line break.
 
 use super::table::Table;
+
+mod models;
 use crate::stats::{Distribution, Spread};
 use crate::summary::phases::PhaseSummary;
 use crate::summary::{CaseSummary, Summary};
@@ -60,7 +62,12 @@ pub fn render(summary: &Summary) -> String {
 pub fn table(summary: &Summary) -> Table {
     let mut table = Table::new(header());
     for case in &summary.cases {
-        table.push(row(summary, case));
+        let mut cells = row(summary, case);
+        cells.extend(vec![String::new(); models::COLUMNS.len()]);
+        table.push(cells);
+        for m in case.models.iter().flatten() {
+            table.push(models::row(summary, case, m));
+        }
     }
     table
 }
@@ -126,34 +133,13 @@ fn header() -> Vec<String> {
     columns.push("abandoned".into());
     columns.push("short".into());
     columns.extend(POOLING_COLUMNS.map(String::from));
+    columns.extend(models::COLUMNS.map(String::from));
     columns
 }
 
-/// Embeddings and rerank cases: inputs per request, the vectors' length, and inputs per second
-/// (mean and interval); empty for generation cases.
-const POOLING_COLUMNS: [&str; 5] = [
-    "batch_size",
-    "dimension",
-    "inputs_per_s_mean",
-    "inputs_per_s_ci_low",
-    "inputs_per_s_ci_high",
-];
-
-/// The pooling columns of a case; empty cells for a generation case.
-fn pooling_cells(p: Option<&crate::summary::pooling::PoolingSummary>) -> Vec<String> {
-    let Some(p) = p else {
-        return vec![String::new(); POOLING_COLUMNS.len()];
-    };
-    let rate = p.inputs_per_s.as_ref();
-    let interval = rate.and_then(|r| r.ci.as_ref()?.interval);
-    let text = |v: Option<f64>| v.map_or_else(String::new, |v| v.to_string());
-    vec![
-        p.batch.to_string(),
-        p.dimension.map_or_else(String::new, |d| d.to_string()),
-        text(rate.map(|r| r.mean)),
-        text(interval.map(|i| i.low)),
-        text(interval.map(|i| i.high)),
-    ]
+/// The columns of the case's part before the per-model ones.
+fn case_width() -> usize {
+    header().len() - models::COLUMNS.len()
 }
 
 /// The server's own account: its responses, sources, and how many had a TTFT past the client's.
@@ -269,16 +255,7 @@ fn session_cells(s: Option<&crate::summary::sessions::SessionSummary>) -> [Strin
 }
 
 fn row(summary: &Summary, case: &CaseSummary) -> Vec<String> {
-    let c = &case.counts;
-    let by_kind: Vec<String> = c.by_kind.iter().map(|(k, n)| format!("{k}={n}")).collect();
-    let mut cells = vec![
-        summary.attempt_id.clone(),
-        summary.simulated.to_string(),
-        case.id.clone(),
-        case.input_tokens.to_string(),
-        case.concurrency.to_string(),
-        case.output_tokens.to_string(),
-        case.complete.to_string(),
+    let rounds = [
         case.rounds_planned.to_string(),
         case.rounds.len().to_string(),
         case.rounds
@@ -286,13 +263,8 @@ fn row(summary: &Summary, case: &CaseSummary) -> Vec<String> {
             .filter(|r| r.complete)
             .count()
             .to_string(),
-        c.ok.to_string(),
-        c.invalid.to_string(),
-        c.error.to_string(),
-        c.cancelled.to_string(),
-        c.unverified.to_string(),
-        by_kind.join(";"),
     ];
+    let mut cells = head_cells(summary, case, rounds, &case.counts);
     for distribution in [
         &case.ttft_ms,
         &case.e2e_ms,
@@ -308,9 +280,73 @@ fn row(summary: &Summary, case: &CaseSummary) -> Vec<String> {
     cells.extend(phase_cells(case.phases.as_ref()));
     cells.extend(session_cells(case.sessions.as_ref()));
     cells.extend(server_cells(case.server.as_ref()));
-    cells.push(c.abandoned.to_string());
-    cells.push(c.short.to_string());
-    cells.extend(pooling_cells(case.pooling.as_ref()));
+    cells.extend(tail_cells(&case.counts, case.pooling.as_ref()));
+    cells
+}
+
+/// Embeddings and rerank cases: inputs per request, the vectors' length, and inputs per second
+/// (mean and interval); empty for generation cases.
+const POOLING_COLUMNS: [&str; 5] = [
+    "batch_size",
+    "dimension",
+    "inputs_per_s_mean",
+    "inputs_per_s_ci_low",
+    "inputs_per_s_ci_high",
+];
+
+/// The columns after the case's figures: `abandoned`, `short`, then [`POOLING_COLUMNS`].
+const TAIL_WIDTH: usize = 2 + POOLING_COLUMNS.len();
+
+/// The last cells of a case's (or a model's) figures: the counts `abandoned` and `short`, then
+/// the pooling columns (empty for a generation case, and on a model's row).
+fn tail_cells(
+    c: &crate::summary::Counts,
+    p: Option<&crate::summary::pooling::PoolingSummary>,
+) -> Vec<String> {
+    let mut cells = vec![c.abandoned.to_string(), c.short.to_string()];
+    let Some(p) = p else {
+        cells.resize(TAIL_WIDTH, String::new());
+        return cells;
+    };
+    let rate = p.inputs_per_s.as_ref();
+    let interval = rate.and_then(|r| r.ci.as_ref()?.interval);
+    let text = |v: Option<f64>| v.map_or_else(String::new, |v| v.to_string());
+    cells.extend([
+        p.batch.to_string(),
+        p.dimension.map_or_else(String::new, |d| d.to_string()),
+        text(rate.map(|r| r.mean)),
+        text(interval.map(|i| i.low)),
+        text(interval.map(|i| i.high)),
+    ]);
+    cells
+}
+
+/// The first cells of a row: the attempt and the case, its `rounds` cells, then the counts `c`.
+fn head_cells(
+    summary: &Summary,
+    case: &CaseSummary,
+    rounds: [String; 3],
+    c: &crate::summary::Counts,
+) -> Vec<String> {
+    let by_kind: Vec<String> = c.by_kind.iter().map(|(k, n)| format!("{k}={n}")).collect();
+    let mut cells = vec![
+        summary.attempt_id.clone(),
+        summary.simulated.to_string(),
+        case.id.clone(),
+        case.input_tokens.to_string(),
+        case.concurrency.to_string(),
+        case.output_tokens.to_string(),
+        case.complete.to_string(),
+    ];
+    cells.extend(rounds);
+    cells.extend([
+        c.ok.to_string(),
+        c.invalid.to_string(),
+        c.error.to_string(),
+        c.cancelled.to_string(),
+        c.unverified.to_string(),
+        by_kind.join(";"),
+    ]);
     cells
 }
 
@@ -434,9 +470,55 @@ mod tests {
     #[test]
     fn every_row_has_as_many_cells_as_the_header() {
         let summary = fixture::report().summary;
-        assert_eq!(row(&summary, &summary.cases[0]).len(), header().len());
+        assert_eq!(row(&summary, &summary.cases[0]).len(), case_width());
         let csv = render(&summary);
         assert_eq!(csv.lines().count(), 1 + summary.cases.len());
+        assert!(table(&summary)
+            .rows
+            .iter()
+            .all(|r| r.cells.len() == header().len()));
+    }
+
+    #[test]
+    fn a_mix_adds_a_row_per_model_after_its_case_with_the_models_figures() {
+        let summary = fixture::mixed_models().summary;
+        let table = table(&summary);
+        let models: usize = summary
+            .cases
+            .iter()
+            .flat_map(|c| &c.models)
+            .map(Vec::len)
+            .sum();
+        assert_eq!(table.rows.len(), summary.cases.len() + models);
+        let columns = header();
+        let cell = |row: usize, name: &str| {
+            let i = columns.iter().position(|c| c == name).expect(name);
+            table.rows[row].cells[i].text.clone()
+        };
+        // in64-c2-out4: its row, then base's and adapter-a's.
+        let case = &summary.cases[1];
+        let (base, adapter) = {
+            let m = case.models.as_ref().expect("models");
+            (&m[1], &m[0])
+        };
+        assert_eq!(
+            (adapter.model.as_str(), base.model.as_str()),
+            ("adapter-a", "base")
+        );
+        let row = 1 + summary.cases[0].models.as_ref().map_or(0, Vec::len) + 1;
+        assert_eq!(cell(row - 1, "case"), case.id);
+        assert_eq!(cell(row - 1, "model"), "");
+        assert_eq!(cell(row, "model"), "adapter-a");
+        assert_eq!(cell(row, "ok"), adapter.counts.ok.to_string());
+        let ttft = adapter.ttft_ms.as_ref().expect("ttft");
+        assert_eq!(cell(row, "ttft_ms_n"), ttft.n.to_string());
+        assert_eq!(cell(row, "ttft_ms_median"), ttft.median.to_string());
+        assert_eq!(cell(row, "chunk_gap_ms_n"), "");
+        assert_eq!(cell(row, "throughput_tps_mean"), "");
+        assert_eq!(cell(row, "model_share"), adapter.share.to_string());
+        let tps = adapter.output_tps.expect("over the rounds' spans");
+        assert_eq!(cell(row, "model_output_tps"), tps.to_string());
+        assert_eq!(cell(row + 1, "model"), "base");
     }
 
     #[test]

@@ -13,7 +13,8 @@ use super::text::{
     telemetry_line, unverified_note,
 };
 use super::{
-    charts, energy, gpu, phases, repeats, saturation, server_side, sessions, shards, timeline,
+    charts, energy, gpu, models, phases, repeats, saturation, server_side, sessions, shards,
+    timeline,
 };
 use super::{Report, FAILED_SHOWN};
 use crate::record::{ErrorKind, Status};
@@ -73,6 +74,7 @@ pub fn render(report: &Report) -> String {
     if !binned.is_empty() {
         let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(binned.trim()));
     }
+    models_section(&mut out, summary);
     repeats_section(&mut out, summary);
     sweep(&mut out, summary);
     shards_section(&mut out, summary);
@@ -302,8 +304,21 @@ fn errors(report: &Report, id: &str) -> Vec<String> {
     distinct.into_iter().take(5).collect()
 }
 
-/// The shard section: which part of which attempt a shard's own attempt is, or a merged
-/// attempt's shards; nothing for an attempt that is neither.
+/// A mix of models: the per-model table and how it is computed; nothing without a mix.
+fn models_section(out: &mut String, summary: &Summary) {
+    let table = models::table(summary);
+    if table.is_empty() {
+        return;
+    }
+    out.push_str("<h2 id=\"models\">Per model</h2>\n");
+    push_table(out, &table);
+    let _ = writeln!(
+        out,
+        "<p class=\"note\">{}</p>",
+        escape(models::note(summary).trim())
+    );
+}
+
 /// A series of repeats: the counts, the incomplete repeats with why, the variation between the
 /// complete ones.
 fn repeats_section(out: &mut String, summary: &Summary) {

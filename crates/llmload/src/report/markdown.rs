@@ -54,6 +54,7 @@ pub fn render(summary: &Summary) -> String {
             super::pooling::NOTE
         );
     }
+    out.push_str(&models_section(summary));
     out.push_str(&repeats_section(summary));
     out.push_str(&sweep_section(summary));
     out.push_str(&soak_section(summary));
@@ -91,30 +92,57 @@ pub fn render(summary: &Summary) -> String {
     if let Some(t) = &summary.telemetry {
         let _ = writeln!(out, "{}", telemetry_line(t));
         if let Some(m) = &t.server_metrics {
-            let peaks: Vec<String> = m
-                .peak
-                .iter()
-                .map(|(k, v)| format!("{k} {}", number(*v)))
-                .collect();
-            let grown: Vec<String> = m
-                .delta
-                .iter()
-                .map(|(k, v)| format!("{k} +{}", number(*v)))
-                .collect();
-            let _ = writeln!(
-                out,
-                "Server /metrics: {} scrapes; peaks: {}; counters grew during the run: {}.",
-                m.scrapes,
-                peaks.join(", "),
-                if grown.is_empty() {
-                    "–".to_owned()
-                } else {
-                    grown.join(", ")
-                }
-            );
+            let _ = writeln!(out, "{}", server_metrics_line(m));
         }
     }
     out
+}
+
+/// What the server's `/metrics` showed: the scrapes, the gauges' peaks, the counters' growth,
+/// and the LoRA adapters it reported running.
+fn server_metrics_line(m: &crate::telemetry::server_metrics::ServerMetricsSummary) -> String {
+    let peaks: Vec<String> = m
+        .peak
+        .iter()
+        .map(|(k, v)| format!("{k} {}", number(*v)))
+        .collect();
+    let grown: Vec<String> = m
+        .delta
+        .iter()
+        .map(|(k, v)| format!("{k} +{}", number(*v)))
+        .collect();
+    let lora = if m.lora_running.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<&str> = m.lora_running.iter().map(String::as_str).collect();
+        format!(
+            "; LoRA adapters it reported running (vllm:lora_requests_info): {}",
+            names.join(", ")
+        )
+    };
+    format!(
+        "Server /metrics: {} scrapes; peaks: {}; counters grew during the run: {}{lora}.",
+        m.scrapes,
+        peaks.join(", "),
+        if grown.is_empty() {
+            "–".to_owned()
+        } else {
+            grown.join(", ")
+        }
+    )
+}
+
+/// A mix of models: each case's figures per model and over all of them; empty without one.
+fn models_section(summary: &Summary) -> String {
+    let table = super::models::table(summary);
+    if table.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\nPer model (a mix of models in one load):\n\n{}\n{}",
+        table.markdown(),
+        super::models::note(summary)
+    )
 }
 
 /// Continuous and open-loop cases in their own table.

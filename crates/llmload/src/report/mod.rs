@@ -21,6 +21,7 @@ pub mod html;
 pub mod markdown;
 pub mod marks;
 pub mod markup;
+pub mod models;
 pub mod phases;
 pub mod plot;
 pub mod pooling;

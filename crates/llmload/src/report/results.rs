@@ -120,7 +120,7 @@ pub(crate) fn with_images(case: &CaseSummary, input: String) -> String {
 
 /// A statistic of a distribution of milliseconds, as a time, over the distribution's n, with
 /// its interval's relative half-width where it has one ("196 ms ±6%").
-fn statistic(d: Option<&Distribution>, of: fn(&Distribution) -> f64, name: &str) -> Cell {
+pub fn statistic(d: Option<&Distribution>, of: fn(&Distribution) -> f64, name: &str) -> Cell {
     let text = seconds(d.map(of));
     let pm = d.and_then(|d| plus_minus(of(d), d.ci.as_ref()?.of(name)));
     Cell::figure(

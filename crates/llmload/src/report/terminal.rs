@@ -111,7 +111,11 @@ pub fn results(summary: &Summary, width: u16) -> String {
         ));
         return out;
     }
-    let rendered: Vec<String> = tables.iter().map(|t| table(t, width)).collect();
+    let mut rendered: Vec<String> = tables.iter().map(|t| table(t, width)).collect();
+    let models = super::models::table(summary);
+    if !models.is_empty() {
+        rendered.push(table(&models, width));
+    }
     out.push_str(&rendered.join("\n"));
     for case in &summary.cases {
         if let Some(b) = &case.bursts {

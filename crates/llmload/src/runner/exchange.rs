@@ -370,6 +370,7 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: 
             results: exchange.pooled.as_ref().map(|p| p.results),
             dimension: exchange.pooled.as_ref().and_then(|p| p.dimension),
         }),
+        model: meta.model,
     }
 }
 

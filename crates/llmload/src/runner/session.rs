@@ -86,6 +86,7 @@ impl<'a> Session<'a> {
         let settings = RunSettings {
             seed: config.seed,
             slo: config.load.slo,
+            model_slo: Arc::new(config.load.model_slo.clone()),
             series_window: config.series_window_length(),
             extra_body: config.extra_body.clone(),
             best_effort: config.best_effort,
@@ -100,6 +101,7 @@ impl<'a> Session<'a> {
                 config.traceparent,
             ))),
             cancel: config.load.cancel,
+            mix: config.mix.clone().map(Arc::new),
         };
         let transport: Arc<dyn Transport> = Arc::new(target.endpoint.clone());
         let runner = Runner::new(

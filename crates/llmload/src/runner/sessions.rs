@@ -49,6 +49,8 @@ struct Sessions<'a> {
     extra_body: Option<serde_json::Value>,
     /// Where each turn's request ids come from.
     ids: Option<Arc<super::ids::RequestIds>>,
+    /// A mix of models: each session's is drawn from it.
+    mix: Option<Arc<crate::workload::mix::ModelMix>>,
     ended: mpsc::UnboundedSender<(RequestMeta, Exchange)>,
 }
 
@@ -81,6 +83,7 @@ impl super::Runner<'_> {
             cancel: self.cancel.clone(),
             extra_body: self.settings.extra_body.clone(),
             ids: self.settings.ids.clone(),
+            mix: self.settings.mix.clone(),
             ended,
         };
         let arrivals = match (process, rate_rps) {
@@ -191,6 +194,11 @@ impl Sessions<'_> {
         let id = self.first_id + index;
         let mut conversation = self.prompts.conversation(self.target);
         let mut due = arrival;
+        // Every turn of a session goes to the one model drawn for it.
+        let model = self
+            .mix
+            .as_ref()
+            .map(|mix| mix.pick_session(self.seed, id).to_owned());
         for turn in 1..=self.spec.turns {
             if self.cancel.is_cancelled() {
                 break;
@@ -234,9 +242,10 @@ impl Sessions<'_> {
                 cancel_after: None,
                 inputs: 0,
                 images: None,
+                model: model.clone(),
             };
             let keep = self.spec.history == History::AsGenerated && turn < self.spec.turns;
-            let mut body = self.body(&built.prompt, output, keep);
+            let mut body = self.body(&built.prompt, output, keep, model.as_deref());
             body.id = request_id;
             if let Some(at) = due {
                 tokio::select! {
@@ -278,12 +287,18 @@ impl Sessions<'_> {
 
     /// The body of a turn: caching allowed (the history is there to be cached), the answer's
     /// text kept when the history takes it.
-    fn body(&self, prompt: &crate::api::Prompt, output: u32, keep_answer: bool) -> Body {
+    fn body(
+        &self,
+        prompt: &crate::api::Prompt,
+        output: u32,
+        keep_answer: bool,
+        model: Option<&str>,
+    ) -> Body {
         let request = GenerationRequest {
             prompt,
             output_tokens: output,
             slot: None,
-            model: self.target.model.as_deref(),
+            model: model.or(self.target.model.as_deref()),
             cache_prompt: true,
             usage_per_chunk: self.target.reports_usage_per_chunk(),
             extra: self.extra_body.as_ref(),

@@ -3,6 +3,7 @@
 //! no time at all.
 
 mod fake;
+mod mix;
 
 use super::*;
 use crate::api::client::{Endpoint, Failure, TlsOptions};
@@ -31,9 +32,14 @@ struct Rig {
 
 impl Rig {
     fn new() -> Rig {
+        Rig::on(Api::Llamacpp)
+    }
+
+    /// A rig whose requests are of `api`.
+    fn on(api: Api) -> Rig {
         let endpoint = Endpoint::build(
             "http://127.0.0.1:9",
-            Api::Llamacpp,
+            api,
             (Duration::from_secs(600), Duration::from_secs(5)),
             None,
             &[],
@@ -56,16 +62,21 @@ impl Rig {
 
     /// A runner whose requests go to `fake`, its time origin now.
     fn runner(&self, fake: &Arc<Fake>, limits: Limits) -> Runner<'_> {
-        let origin = Instant::now();
-        let cancel = CancellationToken::new();
-        let guard = Arc::new(Guard::new(limits, origin, cancel.clone()));
-        let sink = RecordSink::create(&self.dir.path().join("requests.jsonl")).expect("the sink");
-        let transport: Arc<dyn Transport> = fake.clone();
         let settings = RunSettings {
             seed: 7,
             pacer: PacerClock::Runtime,
             ..RunSettings::default()
         };
+        self.runner_with(fake, limits, settings)
+    }
+
+    /// As [`Rig::runner`], with `settings`.
+    fn runner_with(&self, fake: &Arc<Fake>, limits: Limits, settings: RunSettings) -> Runner<'_> {
+        let origin = Instant::now();
+        let cancel = CancellationToken::new();
+        let guard = Arc::new(Guard::new(limits, origin, cancel.clone()));
+        let sink = RecordSink::create(&self.dir.path().join("requests.jsonl")).expect("the sink");
+        let transport: Arc<dyn Transport> = fake.clone();
         Runner::new(
             (&self.target, &self.prompts),
             transport,

@@ -7,6 +7,7 @@ use crate::error::ConfigError;
 use crate::stats::interval::{Basis, Ci, Method, Unit};
 use crate::stats::{Interval, Intervals};
 use crate::summary::identity::{matched, CaseKey, KeyedAttempt};
+use crate::summary::models::ModelSummary;
 use crate::summary::CaseSummary;
 use serde::Serialize;
 use std::fmt;
@@ -454,6 +455,9 @@ pub fn rules(flags: &[String], file: Option<(&str, &str)>) -> Result<Vec<Rule>, 
 pub struct Check {
     /// The case id (BASE's).
     pub case: String,
+    /// A mix of models: the model whose figures the check is on (absent: the case's own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// The case's key.
     pub key: CaseKey,
     /// The NEW attempt's index among the compared ones (1 for B).
@@ -465,8 +469,20 @@ pub struct Check {
     pub verdict: Verdict,
 }
 
-/// Every rule on every case that BASE (the first attempt) and each later attempt both ran.
-/// Cases of one side only are no checks: the comparison lists them.
+impl Check {
+    /// What it checks, in words: the case id, and the model where it is one model's figures
+    /// ("in512-c4-out64, model adapter-a").
+    pub fn subject(&self) -> String {
+        match &self.model {
+            Some(model) => format!("{}, model {model}", self.case),
+            None => self.case.clone(),
+        }
+    }
+}
+
+/// Every rule on every case that BASE (the first attempt) and each later attempt both ran, and
+/// in a mix of models on each model both have. Cases of one side only are no checks: the
+/// comparison lists them.
 pub fn evaluate(rules: &[Rule], attempts: &[KeyedAttempt]) -> Vec<Check> {
     let mut checks = Vec::new();
     for (key, cases) in matched(attempts) {
@@ -475,25 +491,52 @@ pub fn evaluate(rules: &[Rule], attempts: &[KeyedAttempt]) -> Vec<Check> {
         };
         for (i, new) in cases.iter().enumerate().skip(1) {
             let Some(new) = new else { continue };
+            let check = |rule: &Rule, model: Option<&str>, verdict| Check {
+                case: base.id.clone(),
+                model: model.map(str::to_owned),
+                key: key.clone(),
+                new: i,
+                rule: rule.clone(),
+                verdict,
+            };
             for rule in rules {
-                checks.push(Check {
-                    case: base.id.clone(),
-                    key: key.clone(),
-                    new: i,
-                    rule: rule.clone(),
-                    verdict: check_series(
+                let series = attempts.get(i).and_then(|a| a.summary.repeats.as_ref());
+                let verdict = check_series(
+                    rule,
+                    (base, attempts[0].summary.repeats.as_ref()),
+                    (new, series),
+                );
+                checks.push(check(rule, None, verdict));
+            }
+            for (model, base_m, new_m) in shared_models(base, new) {
+                let (b, n) = (base_m.as_case(base), new_m.as_case(new));
+                for rule in rules {
+                    checks.push(check(
                         rule,
-                        (base, attempts[0].summary.repeats.as_ref()),
-                        (
-                            new,
-                            attempts.get(i).and_then(|a| a.summary.repeats.as_ref()),
-                        ),
-                    ),
-                });
+                        Some(model),
+                        check_series(rule, (&b, None), (&n, None)),
+                    ));
+                }
             }
         }
     }
     checks
+}
+
+/// The models both cases ran in their mix, by name, with each side's figures.
+fn shared_models<'a>(
+    base: &'a CaseSummary,
+    new: &'a CaseSummary,
+) -> Vec<(&'a str, &'a ModelSummary, &'a ModelSummary)> {
+    let (Some(b), Some(n)) = (&base.models, &new.models) else {
+        return Vec::new();
+    };
+    b.iter()
+        .filter_map(|bm| {
+            let nm = n.iter().find(|nm| nm.model == bm.model)?;
+            Some((bm.model.as_str(), bm, nm))
+        })
+        .collect()
 }
 
 pub mod change;

@@ -162,6 +162,9 @@ pub struct CaseKey {
     /// Chat with images: the images of each request; absent without.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub images: Option<crate::workload::image::ImageSpec>,
+    /// A mix of models: each model and its share of the requests, in the order given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub models: Option<String>,
 }
 
 impl CaseKey {
@@ -172,8 +175,12 @@ impl CaseKey {
             0 => load,
             shared => format!("{load}, {} shared prompt tokens", thousands(shared)),
         };
-        match &self.prompts {
+        let load = match &self.prompts {
             Some(prompts) => format!("{load}, {prompts}"),
+            None => load,
+        };
+        match &self.models {
+            Some(models) => format!("{load}, models {models}"),
             None => load,
         }
     }
@@ -262,6 +269,7 @@ mod tests {
             output: LengthKey::fixed(16),
             shared_prefix_tokens: 0,
             prompts: None,
+            models: None,
             api: "llamacpp".into(),
             batch: None,
             images: None,
@@ -301,6 +309,7 @@ mod tests {
         let shared = CaseKey {
             shared_prefix_tokens: 512,
             prompts: None,
+            models: None,
             ..rounds.clone()
         };
         assert_ne!(rounds, shared);
@@ -360,6 +369,7 @@ mod tests {
         let shared = CaseKey {
             shared_prefix_tokens: 2048,
             prompts: None,
+            models: None,
             ..key(LoadKey::Rounds { concurrency: 4 })
         };
         assert_eq!(

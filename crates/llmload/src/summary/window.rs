@@ -15,6 +15,7 @@ use crate::workload::stages::StageLabel;
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
+use std::sync::Arc;
 
 /// Window figures of one continuous or open-loop case.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -175,7 +176,8 @@ pub fn summarise(plan: &CasePlan, run: CaseRun, readings: &[Reading]) -> CaseSum
         summary.complete = false;
         return summary;
     };
-    let (load, series) = figures.finish(window.1, run.stopped);
+    let (load, series, models) = figures.finish_with_models(window.1, run.stopped);
+    attach_window(summary.models.as_mut(), &load, &models, streams);
     let load = LoadSummary {
         shape,
         nominal_concurrency: nominal,
@@ -239,6 +241,10 @@ pub struct WindowFigures {
     e2e_from_scheduled: Samples,
     series: Option<SeriesBins>,
     blocks: blocks::Blocks,
+    /// A mix of models: each model's part of the window, by first appearance.
+    models: Vec<(String, ModelWindow)>,
+    /// A mix of models: the objectives of the models that have their own.
+    model_slo: Arc<BTreeMap<String, Slo>>,
 }
 
 /// A soak series' bins and the span they cover.
@@ -252,6 +258,8 @@ struct Tail {
     key: u64,
     events: Vec<(Seconds, u32)>,
     done: Option<(Seconds, Meets<bool>)>,
+    /// Its model's index in [`WindowFigures::models`], in a mix.
+    model: Option<usize>,
 }
 
 impl Tail {
@@ -315,7 +323,21 @@ impl WindowFigures {
             e2e_from_scheduled: Samples::new(),
             series: series_s.map(|s| SeriesBins::new(w0, s)),
             blocks: blocks::Blocks::default(),
+            models: Vec::new(),
+            model_slo: Arc::default(),
         }
+    }
+
+    /// The figures with each named model's requests judged against its own objectives.
+    #[must_use]
+    pub fn with_model_objectives(mut self, model_slo: Arc<BTreeMap<String, Slo>>) -> Self {
+        self.model_slo = model_slo;
+        self
+    }
+
+    /// Whether any objective is set, the run's or a model's.
+    fn objectives_set(&self) -> bool {
+        self.slo.is_set() || self.model_slo.values().any(Slo::is_set)
     }
 
     /// A request was launched at `at`: none of its span's edges is earlier.
@@ -370,23 +392,26 @@ impl WindowFigures {
                 self.e2e_from_scheduled.push_in((t - s) * 1e3, label);
             }
         }
+        let model = r.model.as_deref().map(|m| self.model_index(m));
         let mut tail = Tail {
             key: 0,
             events: Vec::new(),
             done: None,
+            model,
         };
         for (t, n) in r.event_times() {
             if t <= self.settled_to {
-                self.fold_tokens(t, n);
+                self.fold_tokens(t, n, model);
             } else {
                 tail.events.push((t, n));
             }
         }
         let delivery = measured.then(|| self.bursts.add(r)).flatten();
         if let (true, Some(d)) = (measured, r.done_s) {
-            let meets = judged(r, &self.slo, delivery.as_ref());
+            let slo = r.model.as_deref().and_then(|m| self.model_slo.get(m));
+            let meets = judged(r, slo.unwrap_or(&self.slo), delivery.as_ref());
             if d <= self.settled_to {
-                self.fold_done(d, meets);
+                self.fold_done(d, meets, model);
             } else {
                 tail.done = Some((d, meets));
             }
@@ -438,10 +463,10 @@ impl WindowFigures {
             };
             let cut = tail.events.partition_point(|e| e.0 <= self.settled_to);
             for (t, n) in tail.events.drain(..cut) {
-                self.fold_tokens(t, n);
+                self.fold_tokens(t, n, tail.model);
             }
             if let Some((d, meets)) = tail.done.filter(|d| d.0 <= self.settled_to) {
-                self.fold_done(d, meets);
+                self.fold_done(d, meets, tail.model);
                 tail.done = None;
             }
             if !tail.is_empty() {
@@ -460,9 +485,21 @@ impl WindowFigures {
         tails + self.edges.len()
     }
 
-    fn fold_tokens(&mut self, t: Seconds, n: u32) {
+    /// The index of `model` in [`WindowFigures::models`], added at its first record.
+    fn model_index(&mut self, model: &str) -> usize {
+        if let Some(i) = self.models.iter().position(|(m, _)| m == model) {
+            return i;
+        }
+        self.models.push((model.to_owned(), ModelWindow::default()));
+        self.models.len() - 1
+    }
+
+    fn fold_tokens(&mut self, t: Seconds, n: u32, model: Option<usize>) {
         if t >= self.w0 {
             self.tokens += f64::from(n);
+            if let Some((_, m)) = model.and_then(|i| self.models.get_mut(i)) {
+                m.tokens += f64::from(n);
+            }
             self.blocks.tokens(t, n);
             if let Some(series) = &mut self.series {
                 series.add_tokens(t, n);
@@ -470,18 +507,33 @@ impl WindowFigures {
         }
     }
 
-    fn fold_done(&mut self, d: Seconds, meets: Meets<bool>) {
+    fn fold_done(&mut self, d: Seconds, meets: Meets<bool>, model: Option<usize>) {
         if d >= self.w0 {
             self.completed += 1;
             self.met.streams += u32::from(meets.streams);
             self.met.buffers += u32::from(meets.buffers);
+            if let Some((_, m)) = model.and_then(|i| self.models.get_mut(i)) {
+                m.completed += 1;
+                m.met.streams += u32::from(meets.streams);
+                m.met.buffers += u32::from(meets.buffers);
+            }
             self.blocks.done(d, meets);
         }
     }
 
     /// The figures of the window ending at `w1`, and the soak bins with the span they cover (a
     /// stopped load's series ends where activity ended).
-    pub fn finish(mut self, w1: Seconds, stopped: bool) -> (LoadSummary, Option<SeriesPart>) {
+    pub fn finish(self, w1: Seconds, stopped: bool) -> (LoadSummary, Option<SeriesPart>) {
+        let (load, series, _) = self.finish_with_models(w1, stopped);
+        (load, series)
+    }
+
+    /// As [`WindowFigures::finish`], with each model's part of the window in a mix.
+    pub fn finish_with_models(
+        mut self,
+        w1: Seconds,
+        stopped: bool,
+    ) -> (LoadSummary, Option<SeriesPart>, ModelWindows) {
         // A load stopped before its end is measured over the time it ran: up to its last
         // activity, not to the end it was planned to have.
         let w1 = if stopped {
@@ -493,7 +545,7 @@ impl WindowFigures {
         while let Some(Reverse((key, kind))) = self.edges.pop() {
             self.sweep.edge(f64::from_bits(key), kind == 1, w1);
         }
-        let (w0, slo) = (self.w0, self.slo);
+        let (w0, slo_set) = (self.w0, self.objectives_set());
         let length_s = (w1 - w0).max(1e-9);
         let (mean, peak) = self.sweep.finish(w1);
         let streams = self.bursts.streams();
@@ -507,8 +559,8 @@ impl WindowFigures {
             requests_launched: self.launched,
             completed_rps: f64::from(self.completed) / length_s,
             throughput_tps: self.tokens / length_s,
-            goodput_rps: slo.is_set().then(|| f64::from(met) / length_s),
-            slo_met_share: (slo.is_set() && self.completed > 0)
+            goodput_rps: slo_set.then(|| f64::from(met) / length_s),
+            slo_met_share: (slo_set && self.completed > 0)
                 .then(|| f64::from(met) / f64::from(self.completed)),
             achieved_concurrency_mean: mean,
             achieved_concurrency_peak: peak,
@@ -519,68 +571,24 @@ impl WindowFigures {
             stage: None,
             throughput_ci: Some(rates.throughput),
             completed_ci: Some(rates.completed),
-            goodput_ci: slo.is_set().then_some(rates.goodput),
+            goodput_ci: slo_set.then_some(rates.goodput),
         };
-        (load, self.series.map(|bins| (bins, (w0, w1))))
+        let models = std::mem::take(&mut self.models).into_iter().collect();
+        (load, self.series.map(|bins| (bins, (w0, w1))), models)
     }
-}
-
-/// A figure two ways, until the case says whether its path buffers
-/// ([`super::bursts::MIN_PATH_SHARE`]): as it is where the path streams, and with the buffered
-/// responses' per-token figures left out where it buffers.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Meets<T> {
-    /// Where the path streams.
-    pub streams: T,
-    /// Where it buffers.
-    pub buffers: T,
-}
-
-impl<T> Meets<T> {
-    /// The figure for a path that `streams` or not.
-    pub fn pick(self, streams: bool) -> T {
-        if streams {
-            self.streams
-        } else {
-            self.buffers
-        }
-    }
-}
-
-/// Whether a response meets every objective; TTFT and E2E count from `scheduled` where there is
-/// one, so that waiting in the client counts against the server's budget as the user feels it.
-/// A response delivered in bursts ([`super::bursts`]) through a path that buffers has no TPOT
-/// to meet an objective with, and no TTFT where its first burst held most of it: there it is
-/// not shown to meet those (`buffers`); where the path streams its figures are its own.
-pub fn meets(r: &Record, slo: &Slo) -> Meets<bool> {
-    let buffered = (slo.ttft.is_some() || slo.tpot.is_some())
-        .then(|| super::bursts::buffered(r))
-        .flatten();
-    judged(r, slo, buffered.as_ref())
-}
-
-/// [`meets`], for a response whose delivery in bursts (`buffered`) is known.
-fn judged(r: &Record, slo: &Slo, buffered: Option<&super::bursts::Delivery>) -> Meets<bool> {
-    let start = r.scheduled_s.unwrap_or(r.sent_s);
-    let within = |value_ms: Option<f64>, limit: Option<std::time::Duration>| {
-        limit.is_none_or(|l| value_ms.is_some_and(|v| v <= l.as_secs_f64() * 1e3))
-    };
-    let ttft_kept = buffered.is_none_or(super::bursts::Delivery::keeps_ttft);
-    let ttft = r.first_token_s.map(|t| (t - start) * 1e3);
-    let e2e = within(r.done_s.map(|t| (t - start) * 1e3), slo.e2e);
-    let streams = within(ttft, slo.ttft) && within(r.tpot_ms(), slo.tpot) && e2e;
-    let buffers = within(ttft.filter(|_| ttft_kept), slo.ttft)
-        && within(r.tpot_ms().filter(|_| buffered.is_none()), slo.tpot)
-        && e2e;
-    Meets { streams, buffers }
 }
 
 mod blocks;
+mod by_model;
 mod in_flight;
+mod meets;
 pub mod repeats;
 
+pub use by_model::{attach_window, ModelWindow, ModelWindows};
 pub use in_flight::concurrency;
 use in_flight::Sweep;
+use meets::judged;
+pub use meets::{meets, Meets};
 
 #[cfg(test)]
 mod tests;

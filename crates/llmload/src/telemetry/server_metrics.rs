@@ -4,7 +4,7 @@
 
 use crate::api::http1::{Method, Origin};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -53,6 +53,45 @@ pub struct ServerMetricsSummary {
     /// down (the server restarted).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub delta: BTreeMap<String, f64>,
+    /// vLLM with LoRA: the adapters its `vllm:lora_requests_info` said were running while the
+    /// run went on (a state of its adapters first seen, or seen again, after the first scrape).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub lora_running: BTreeSet<String>,
+}
+
+/// vLLM's `vllm:lora_requests_info`: one series per state of its adapters, (running, waiting)
+/// as its labels list them, its value the time that state was last seen.
+type LoraStates = BTreeMap<(String, String), f64>;
+
+/// The states of `vllm:lora_requests_info` in a scrape's text; empty without the series.
+fn lora_states(text: &str) -> LoraStates {
+    let mut states = LoraStates::new();
+    for line in text.lines().map(str::trim) {
+        let Some(rest) = line.strip_prefix("vllm:lora_requests_info{") else {
+            continue;
+        };
+        let Some((labels, value)) = rest.split_once('}') else {
+            continue;
+        };
+        let Some(value) = value.split_whitespace().next().and_then(|v| v.parse().ok()) else {
+            continue;
+        };
+        let label = |name: &str| -> String {
+            let key = format!("{name}=\"");
+            labels
+                .split_once(&key)
+                .and_then(|(_, after)| after.split_once('"'))
+                .map_or_else(String::new, |(v, _)| v.to_owned())
+        };
+        states.insert(
+            (
+                label("running_lora_adapters"),
+                label("waiting_lora_adapters"),
+            ),
+            value,
+        );
+    }
+    states
 }
 
 /// Whether a series is a counter (it only grows while the server runs).
@@ -61,6 +100,27 @@ fn is_counter(name: &str) -> bool {
 }
 
 impl ServerMetricsSummary {
+    /// Folds one scrape's LoRA states in: those new since the first scrape (`first`, set by it)
+    /// or seen again since, add their running adapters.
+    fn add_lora(&mut self, states: LoraStates, first: &mut Option<LoraStates>) {
+        let Some(first) = first else {
+            *first = Some(states);
+            return;
+        };
+        for (state, value) in states {
+            if first.get(&state).is_none_or(|&before| value > before) {
+                self.lora_running.extend(
+                    state
+                        .0
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|a| !a.is_empty())
+                        .map(|a| a.chars().take(128).collect::<String>()),
+                );
+            }
+        }
+    }
+
     /// Folds one scrape in; `first` holds each counter's first value.
     fn add(&mut self, metrics: &BTreeMap<String, f64>, first: &mut BTreeMap<String, f64>) {
         self.scrapes += 1;
@@ -127,6 +187,7 @@ pub async fn scrape(
     };
     let mut file = std::io::BufWriter::new(file);
     let mut first = BTreeMap::new();
+    let mut first_lora = None;
     let mut stopping = false;
     let mut next = Instant::now();
     loop {
@@ -145,6 +206,9 @@ pub async fn scrape(
             .ok()
             .filter(|a| (200..300).contains(&a.status))
             .and_then(|a| String::from_utf8(a.body).ok());
+        if let Some(body) = &body {
+            summary.add_lora(lora_states(body), &mut first_lora);
+        }
         if let Some(metrics) = body.map(|b| parse(&b)).filter(|m| !m.is_empty()) {
             summary.add(&metrics, &mut first);
             if let Ok(line) = serde_json::to_string(&Scrape { t_s, metrics }) {
@@ -186,6 +250,25 @@ mod tests {
         assert_eq!(m.get("llamacpp:requests_deferred"), Some(&2.0));
         assert_eq!(m.get("vllm:num_requests_waiting"), Some(&5.0));
         assert_eq!(m.len(), 3);
+    }
+
+    #[test]
+    fn lora_adapters_running_are_the_states_seen_after_the_first_scrape() {
+        let scrape = |lines: &[&str]| lora_states(&lines.join("\n"));
+        let old = "vllm:lora_requests_info{max_lora=\"2\",running_lora_adapters=\"old\",waiting_lora_adapters=\"\"} 100.5";
+        let idle = "vllm:lora_requests_info{max_lora=\"2\",running_lora_adapters=\"\",waiting_lora_adapters=\"\"} 101";
+        let mut summary = ServerMetricsSummary::default();
+        let mut first = None;
+        summary.add_lora(scrape(&[old, idle]), &mut first);
+        assert!(summary.lora_running.is_empty());
+        // The old state is unchanged; a new one runs two adapters; the idle state seen again.
+        let both = "vllm:lora_requests_info{max_lora=\"2\",running_lora_adapters=\"adapter-a,adapter-b\",waiting_lora_adapters=\"adapter-a\"} 102";
+        summary.add_lora(scrape(&[old, idle, both]), &mut first);
+        assert_eq!(
+            summary.lora_running.iter().collect::<Vec<_>>(),
+            ["adapter-a", "adapter-b"]
+        );
+        assert!(lora_states("vllm:num_requests_running 3").is_empty());
     }
 
     #[test]

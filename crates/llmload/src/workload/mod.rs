@@ -7,6 +7,7 @@
 pub mod dataset;
 pub mod image;
 pub mod length;
+pub mod mix;
 pub mod prompt;
 pub mod schedule;
 pub mod session;

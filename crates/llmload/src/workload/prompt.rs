@@ -59,6 +59,16 @@ pub fn splitmix64(x: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// A uniform number in [0, 1) drawn from `seed` and `key` alone (`salt` keeps draws for
+/// different purposes apart), so that the same seed draws the same for the same key.
+pub fn uniform(seed: u64, key: u64, salt: u64) -> f64 {
+    let draw = splitmix64(seed ^ splitmix64(key ^ salt));
+    // The top 53 bits as a uniform number in [0, 1).
+    #[expect(clippy::cast_precision_loss, reason = "53 bits fit an f64 exactly")]
+    let u = (draw >> 11) as f64 / (1u64 << 53) as f64;
+    u
+}
+
 /// Exactly `n` tokens: the nonce of the `serial`-th prompt, then the ring `corpus` from its
 /// offset.
 pub fn token_prompt(corpus: &[u32], n: u32, serial: u64, seed: u64) -> Vec<u32> {

@@ -166,13 +166,7 @@ impl Cancel {
         if self.share >= 1.0 {
             return true;
         }
-        let draw = crate::workload::prompt::splitmix64(
-            seed ^ crate::workload::prompt::splitmix64(serial ^ 0xcafe_f00d),
-        );
-        // The top 53 bits as a uniform number in [0, 1).
-        #[expect(clippy::cast_precision_loss, reason = "53 bits fit an f64 exactly")]
-        let u = (draw >> 11) as f64 / (1u64 << 53) as f64;
-        u < self.share
+        crate::workload::prompt::uniform(seed, serial, 0xcafe_f00d) < self.share
     }
 }
 

@@ -54,7 +54,7 @@ pub fn render(rules: &[Rule], checks: &[Check], strict: bool) -> String {
         let _ = writeln!(
             out,
             "| {} | {} | `{}` | {base} | {new} | {change} | {verdict} |",
-            super::cell(&c.case),
+            super::cell(&c.subject()),
             letter(c.new),
             c.rule.text,
         );
@@ -82,7 +82,7 @@ pub fn render(rules: &[Rule], checks: &[Check], strict: bool) -> String {
             Some(format!(
                 "`{}` on {}: BASE's own noise floor is ±{}",
                 c.rule.text,
-                c.case,
+                c.subject(),
                 amount(c.rule.metric.kind(), &c.rule, x.noise_floor?)
             ))
         })
@@ -153,7 +153,7 @@ pub fn failure_line(c: &Check) -> String {
         Verdict::Unfinished { reason } => {
             return format!(
                 "{} ({}): {} not compared against {}: {reason}, breaks `{}`",
-                c.case,
+                c.subject(),
                 c.key.describe(),
                 c.rule.metric,
                 letter(c.new),
@@ -167,7 +167,7 @@ pub fn failure_line(c: &Check) -> String {
     };
     format!(
         "{} ({}): {} A {} → {} {}, {}: {} `{}`",
-        c.case,
+        c.subject(),
         c.key.describe(),
         c.rule.metric,
         figure(kind, &x.base),

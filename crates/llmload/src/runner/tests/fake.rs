@@ -92,6 +92,8 @@ pub struct Call {
     pub ended: Instant,
     /// Why it did not complete.
     pub failure: Option<Failure>,
+    /// The model its body named, if any.
+    pub model: Option<String>,
 }
 
 type Scripter = Box<dyn Fn(usize) -> Script + Send + Sync>;
@@ -152,10 +154,12 @@ impl Transport for Fake {
             let read = play(&script, body, &mut exchange);
             exchange.failure = bounded(read, cancel, sent, self.timeout).await.err();
             self.in_flight.fetch_sub(1, Ordering::SeqCst);
+            let named: Option<serde_json::Value> = serde_json::from_slice(&body.json).ok();
             let call = Call {
                 sent,
                 ended: Instant::now(),
                 failure: exchange.failure.clone(),
+                model: named.and_then(|b| b["model"].as_str().map(str::to_owned)),
             };
             self.log.lock().expect("the log").push((n, call));
             exchange

@@ -328,6 +328,7 @@ fn every_rule_is_checked_on_every_case_both_ran_and_one_sided_cases_are_no_check
 
         batch: None,
         images: None,
+        models: None,
         api: "llamacpp".into(),
     };
     let attempt = |cases: Vec<(CaseSummary, u32)>| {
