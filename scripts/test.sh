@@ -48,6 +48,9 @@ cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace --no-fail-fast
 # The vLLM group: ignored by a plain `cargo test` (it needs vLLM, which takes minutes to start).
 cargo test -p llmload --test vllm -- --include-ignored --test-threads 1
+# vLLM's other endpoints: embeddings and rerank on pooling servers, images on a vision-language
+# model; each starts servers of its own, so they are ignored by a plain `cargo test` too.
+cargo test -p llmload --test vllm_pooling --test vllm_vision -- --include-ignored --test-threads 1
 # The gateway group: LiteLLM in front of llama-server; ignored by a plain `cargo test` like vLLM's.
 cargo test -p llmload --test gateway -- --include-ignored --test-threads 1
 # The image built by scripts/build-image.sh and two shards run as its containers: ignored by a
