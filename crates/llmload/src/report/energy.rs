@@ -12,7 +12,7 @@ pub const COLUMNS: [&str; 7] = [
     "Window",
     "Energy",
     "Mean power",
-    "Output tokens per joule",
+    "Tokens per joule",
     "Readings",
     "Method",
 ];
@@ -23,20 +23,22 @@ pub const NOTE: &str = "Energy: per GPU, ∫ power dt over the case's measuremen
     linearly between the readings around it; summed over the GPUs. Closed rounds: over the span \
     of each round (first send → last ok completion), the spans of the round throughput. Output \
     tokens per joule: the throughput's output tokens of the ok responses in the window ÷ the \
-    energy. No figure where the readings are too sparse (see the reason).";
+    energy (embeddings and rerank: the prompt tokens the server processed, their throughput's). No figure where the readings are too sparse (see the reason).";
 
 /// The table: one row per case with an energy (none without power readings), in run order.
 pub fn table(summary: &Summary) -> Table {
     let mut table = Table::new(COLUMNS);
     for case in &summary.cases {
         if let Some(e) = &case.energy {
-            table.push(row(&case.id, e));
+            table.push(row(&case.id, e, case.generates()));
         }
     }
     table
 }
 
-fn row(id: &str, e: &Energy) -> [String; 7] {
+/// The row of case `id`, whose tokens are output tokens when it `generates` (else the prompt
+/// tokens of embeddings or rerank).
+fn row(id: &str, e: &Energy, generates: bool) -> [String; 7] {
     let window = format!("{:.2} s", e.window_s);
     let (Some(total), None) = (e.total_j, &e.unavailable) else {
         let why = e.unavailable.as_deref().unwrap_or("no figure");
@@ -69,7 +71,8 @@ fn row(id: &str, e: &Energy) -> [String; 7] {
             } else {
                 ", some unverified"
             };
-            format!("{t:.3} ({} tokens{unverified})", e.output_tokens)
+            let kind = if generates { "output" } else { "input" };
+            format!("{t:.3} ({} {kind} tokens{unverified})", e.output_tokens)
         },
     );
     [
@@ -124,10 +127,10 @@ mod tests {
 
     #[test]
     fn a_row_gives_the_total_each_gpu_and_the_readings_or_the_reason() {
-        let row = row("c", &energy());
+        let row = row("c", &energy(), true);
         assert_eq!(row[2], "600.0 J (GPU 0 400.0 J, GPU 1 200.0 J)");
         assert_eq!(row[3], "300.0 W");
-        assert_eq!(row[4], "1.000 (600 tokens)");
+        assert_eq!(row[4], "1.000 (600 output tokens)");
         assert_eq!(row[5], "42");
         let sparse = Energy {
             gpus: Vec::new(),
@@ -138,7 +141,7 @@ mod tests {
             unavailable: Some("GPU 0: a gap".into()),
             ..energy()
         };
-        let row = super::row("c", &sparse);
+        let row = super::row("c", &sparse, true);
         assert_eq!(row[2], "–");
         assert_eq!(row[6], "unavailable: GPU 0: a gap");
     }
