@@ -56,6 +56,10 @@ pub struct Recent {
     slices: VecDeque<Slice>,
     /// Measured requests that did not end `ok`, by kind, over the run.
     pub failures: BTreeMap<ErrorKind, u64>,
+    /// The load's requests are embeddings or rerank: nothing streamed, so their latency stands
+    /// in TTFT's place and their tokens are the prompt tokens processed, counted when each ends
+    /// ([`Record::event_times`]).
+    pub pooling: bool,
 }
 
 /// A figure over the last window and its trend: one value per slice, oldest first.
@@ -81,6 +85,7 @@ impl Recent {
     /// A new load begins: its figures are its own (the failures by kind stay, over the run).
     pub fn new_load(&mut self) {
         self.slices.clear();
+        self.pooling = false;
     }
 
     /// A measured request ended: its tokens by when they arrived, its latencies and its end
@@ -97,10 +102,18 @@ impl Recent {
                 slice.tokens += u64::from(tokens);
             }
         }
+        self.pooling |= r.pooling.is_some();
         let Some(slice) = self.slice(slice_of(r.last_seen())) else {
             return;
         };
         slice.responses += 1;
+        if r.pooling.is_some() {
+            // Its tokens were counted above, when it was answered (`event_times`).
+            if let (Status::Ok, Some(latency)) = (r.status, r.e2e_ms) {
+                let _ = slice.ttft_us.record(micros(latency));
+            }
+            return;
+        }
         if r.status == Status::Ok {
             if let Some(ttft) = r.ttft_ms {
                 let _ = slice.ttft_us.record(micros(ttft));
@@ -264,5 +277,34 @@ mod tests {
             Some(&2),
             "failures stay"
         );
+    }
+
+    #[test]
+    fn an_embeddings_answer_gives_its_latency_and_the_prompt_tokens_it_processed() {
+        let mut recent = Recent::default();
+        for second in 0..10 {
+            let mut r = ok_record(f64::from(second), None, Vec::new());
+            r.e2e_ms = Some(40.0);
+            r.done_s = Some(f64::from(second) + 0.04);
+            r.prompt_tokens = Some(256);
+            r.pooling = Some(crate::record::Pooling {
+                inputs: 4,
+                tokens: 256,
+                results: Some(4),
+                dimension: Some(64),
+            });
+            recent.add(&r);
+        }
+        assert!(recent.pooling);
+        let latency = recent.ttft(10.0);
+        assert!(
+            (latency.p50.expect("p50") - 40.0).abs() < 0.5,
+            "{latency:?}"
+        );
+        assert_eq!(recent.itl(10.0).p50, None, "nothing streamed");
+        let (rate, _) = recent.throughput(10.0);
+        assert!((rate.expect("rate") - 256.0).abs() < 1e-9, "{rate:?}");
+        recent.new_load();
+        assert!(!recent.pooling);
     }
 }

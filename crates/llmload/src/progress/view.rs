@@ -330,7 +330,11 @@ fn figures(recent: &Recent, now_s: f64) -> Vec<(String, Vec<u64>)> {
         .map_or("–".into(), |r| format!("{r:.2}"));
     vec![
         (
-            format!("TTFT  p50 {:>9}  p99 {:>9}", ms(ttft.p50), ms(ttft.p99)),
+            if recent.pooling {
+                format!("latency p50 {:>9}  p99 {:>9}", ms(ttft.p50), ms(ttft.p99))
+            } else {
+                format!("TTFT  p50 {:>9}  p99 {:>9}", ms(ttft.p50), ms(ttft.p99))
+            },
             ttft.per_slice,
         ),
         (
