@@ -12,7 +12,8 @@
 # one request after one warmup, so that the server's timings are one request's alone), and prints
 # one row per path:
 #   - delivery: what llmload said of it (`streams`, or the responses that arrived in bursts of
-#     those examined, `kept` where too few for a path that buffers, so kept in the figures);
+#     those examined, with the mean events per burst and the stream a burst held back, `kept`
+#     where too few for a path that buffers, so kept in the figures);
 #   - TTFT − prefill: the median over responses of the client's TTFT less the server's prompt_ms
 #     (what the HTTP exchange and the path add before the first token), ms;
 #   - decode: the median over responses of (complete − TTFT) ÷ predicted_ms − 1, the client's
@@ -124,7 +125,10 @@ for kind in sys.argv[2:]:
         delivery = "streams"
     else:
         kept = ", kept" if bursts.get("kept") else ""
-        delivery = f"bursts in {bursts['buffered']} of {bursts['examined']}{kept}"
+        held = bursts.get("held_ms")
+        how = f"~{bursts['events_per_burst']:.0f} events" + (
+            f", ~{held:.0f} ms held" if held is not None else "")
+        delivery = f"bursts in {bursts['buffered']} of {bursts['examined']} ({how}){kept}"
     failed = [r for r in records if r["phase"] == "measured" and r["status"] != "ok"]
     rows.append((
         kind,
