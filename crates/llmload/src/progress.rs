@@ -50,6 +50,9 @@ pub struct Snapshot {
     pub failed: u64,
     /// Of those ended, how many the client abandoned as planned (`--cancel-after`).
     pub abandoned: u64,
+    /// The best-effort responses far short of the output asked for, and whether the case so
+    /// far counts them short ([`crate::summary::short`]).
+    pub shortfall: crate::summary::short::Shortfall,
     /// TTFTs of the case's last `ok` responses, ms.
     pub ttft_ms: VecDeque<f64>,
     /// Output tokens of the case's `ok` responses.
@@ -94,6 +97,9 @@ impl Snapshot {
         self.done += 1;
         if r.status == Status::Abandoned {
             self.abandoned += 1;
+            return;
+        }
+        if self.shortfall.add(r) && self.shortfall.short() {
             return;
         }
         if r.status != Status::Ok {
@@ -199,11 +205,24 @@ pub fn line(
         None => {}
     }
     let total = s.total.map_or(String::new(), |t| format!("/{t}"));
-    let failed = match (s.failed, s.abandoned) {
-        (0, 0) => String::new(),
-        (f, 0) => format!(" ({f} failed)"),
-        (0, a) => format!(" ({a} abandoned)"),
-        (f, a) => format!(" ({f} failed, {a} abandoned)"),
+    let short = if s.shortfall.short() {
+        s.shortfall.finish().map_or(0, |f| f.responses)
+    } else {
+        0
+    };
+    let apart: Vec<String> = [
+        (s.failed, "failed"),
+        (u64::from(short), "short"),
+        (s.abandoned, "abandoned"),
+    ]
+    .into_iter()
+    .filter(|&(n, _)| n > 0)
+    .map(|(n, what)| format!("{n} {what}"))
+    .collect();
+    let failed = if apart.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", apart.join(", "))
     };
     parts.push((format!("{}{total} requests{failed}", s.done), ""));
     let whole = |d: Duration| crate::fmt::span(d.as_secs() as f64);
@@ -424,163 +443,4 @@ async fn draw(shared: Arc<Shared>, mut rx: watch::Receiver<Snapshot>, guard: Arc
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::fixture;
-
-    fn snapshot() -> Snapshot {
-        let mut s = Snapshot {
-            case: (2, 6),
-            case_id: "in2048-c4-out256".into(),
-            round: Some((2, 3)),
-            total: Some(12),
-            ..Snapshot::default()
-        };
-        for r in fixture::sweep_report()
-            .records
-            .iter()
-            .filter(|r| r.case == "in64-c4-out8" && r.round.is_some())
-        {
-            s.record(r);
-        }
-        s
-    }
-
-    #[test]
-    fn the_line_shows_case_round_requests_ttft_throughput_and_gpu() {
-        let reading = Reading {
-            temperature_c: 73.4,
-            power_w: Some(281.0),
-            ..fixture::reading()
-        };
-        let elapsed = Duration::from_secs(90);
-        let text = line(&snapshot(), Some(&reading), elapsed, 200, false);
-        // 4 of 12 requests in 90 s: the 8 left take 180 s at that pace.
-        assert_eq!(
-            text,
-            "case 2/6 in2048-c4-out256 · round 2/3 · 4/12 requests · elapsed 1m 30s · ETA 3m · \
-             TTFT p50 35.0 ms · 340.0 tokens/s · GPU 0 73 °C 281 W"
-        );
-        assert!(!text.contains('\x1b'));
-        let colored = line(&snapshot(), Some(&reading), elapsed, 200, true);
-        assert!(colored.contains("\x1b[1mcase 2/6"), "{colored:?}");
-        assert!(colored.contains("\x1b[33mGPU 0"), "{colored:?}");
-    }
-
-    #[test]
-    fn a_series_names_its_repeat_first() {
-        let s = Snapshot {
-            repeat: Some((2, 3)),
-            ..snapshot()
-        };
-        let text = line(&s, None, Duration::ZERO, 200, false);
-        assert!(
-            text.starts_with("repeat 2/3 · case 2/6 in2048-c4-out256 · round 2/3 · "),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn a_narrow_terminal_drops_parts_from_the_end_and_failures_show() {
-        let mut s = snapshot();
-        let mut failed = fixture::sweep_report().records[1].clone();
-        failed.status = Status::Error;
-        s.record(&failed);
-        let text = line(&s, None, Duration::ZERO, 50, false);
-        assert!(text.chars().count() <= 50, "{text}");
-        assert!(text.starts_with("case 2/6"), "{text}");
-        assert!(!text.contains("tokens/s"), "{text}");
-        let wide = line(&s, None, Duration::ZERO, 200, false);
-        assert!(wide.contains("5/12 requests (1 failed)"), "{wide}");
-        assert!(!wide.contains("GPU"), "no reading, no GPU part");
-    }
-
-    #[test]
-    fn the_eta_comes_from_a_duration_or_the_requests_left_and_is_unknown_otherwise() {
-        let mut s = snapshot();
-        s.total = None;
-        let at = Duration::from_secs(20);
-        assert_eq!(s.eta(at), None);
-        assert!(line(&s, None, at, 200, false).contains("elapsed 20s · ETA unknown"));
-        // An open loop of 2 minutes, 20 s in.
-        s.duration = Some(Duration::from_secs(120));
-        assert_eq!(s.eta(at), Some(Duration::from_secs(100)));
-        assert!(line(&s, None, at, 200, false).contains("elapsed 20s · ETA 1m 40s"));
-        // Past its end (the drain), nothing is left to wait for but the requests in flight.
-        assert_eq!(s.eta(Duration::from_secs(130)), Some(Duration::ZERO));
-        // A known count before any request ended has no pace yet.
-        let none_done = Snapshot {
-            total: Some(12),
-            ..Snapshot::default()
-        };
-        assert_eq!(none_done.eta(at), None);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn elapsed_is_counted_from_the_start_of_the_case_on_tokios_clock() {
-        let mut s = snapshot();
-        s.started = Some(tokio::time::Instant::now());
-        tokio::time::advance(Duration::from_secs(45)).await;
-        let elapsed = s.started.map(|t| t.elapsed()).unwrap_or_default();
-        assert_eq!(elapsed.as_secs(), 45);
-        let text = line(&s, None, elapsed, 200, false);
-        assert!(text.contains("elapsed 45s · ETA 1m 30s"), "{text}");
-    }
-
-    #[test]
-    fn a_staged_load_plans_the_sum_of_its_stages() {
-        use crate::workload::length::Length;
-        use crate::workload::shape::Case;
-        let open = |seconds: u64| CasePlan {
-            case: Case {
-                id: "stage".into(),
-                input_tokens: 8,
-                concurrency: 2,
-                output_tokens: 4,
-            },
-            input: Length::Fixed(8),
-            output: Length::Fixed(4),
-            shape: Shape::ClosedContinuous {
-                bound: Bound::Duration(Duration::from_secs(seconds)),
-            },
-            warmup_time: Duration::ZERO,
-            stage: None,
-        };
-        let planned = Planned::of_load(&[open(10), open(30)]);
-        assert_eq!(planned.duration, Some(Duration::from_secs(40)));
-        assert_eq!(planned.requests, None);
-        assert_eq!(planned.rounds, None);
-    }
-
-    #[test]
-    fn colour_only_on_a_terminal_without_no_color() {
-        assert!(use_color(true, None));
-        assert!(use_color(true, Some("")));
-        assert!(!use_color(true, Some("1")));
-        assert!(!use_color(false, None));
-    }
-
-    #[test]
-    fn the_median_is_over_the_recent_ttfts_only() {
-        let mut s = Snapshot::default();
-        let mut r = fixture::sweep_report().records[1].clone();
-        r.ttft_ms = Some(1000.0);
-        for _ in 0..TTFT_WINDOW {
-            s.record(&r);
-        }
-        r.ttft_ms = Some(10.0);
-        for _ in 0..=(TTFT_WINDOW / 2) {
-            s.record(&r);
-        }
-        assert_eq!(s.ttft_ms.len(), TTFT_WINDOW);
-        assert_eq!(s.ttft_median_ms(), Some(10.0));
-    }
-
-    #[test]
-    fn a_handle_without_a_terminal_does_nothing() {
-        let progress = Progress::off();
-        progress.round(1);
-        progress.record(&fixture::sweep_report().records[1]);
-        progress.finish(None);
-    }
-}
+mod tests;

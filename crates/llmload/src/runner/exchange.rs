@@ -198,17 +198,16 @@ fn judge(meta: &RequestMeta, exchange: &Exchange, streamed: u32, lenient: bool) 
             );
         }
         let generated = exchange.counters.output_tokens.unwrap_or(streamed);
-        if v.problems.is_empty()
-            && lenient
-            && crate::record::far_short(generated, meta.output_tokens)
-        {
-            v.notes.push(format!(
-                "short: {generated} of the {} tokens asked for, a quarter or less (best effort: \
-                 counted apart, in no figure)",
-                meta.output_tokens
-            ));
-            (Status::Short, None, None, Some(v))
-        } else if v.problems.is_empty() {
+        if v.problems.is_empty() {
+            if lenient && crate::record::far_short(generated, meta.output_tokens) {
+                // Whether it is short, its case says from its peers (summary::short).
+                v.notes.push(format!(
+                    "far short: {generated} of the {} tokens asked for, a quarter or less (best \
+                     effort: short, counted apart and in no figure, where its case's other \
+                     responses got four times as much)",
+                    meta.output_tokens
+                ));
+            }
             (Status::Ok, None, None, Some(v))
         } else {
             let why = v.problems.join("; ");

@@ -189,7 +189,7 @@ pub fn keeps_ttft(r: &Record) -> bool {
 
 /// The figures of a case's buffered responses, held apart until the case ends: left out where
 /// its path buffers, merged back where it streams ([`MIN_PATH_SHARE`]).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Held {
     /// TTFTs the first burst no longer bounds.
     pub ttft: Samples,
@@ -198,7 +198,7 @@ pub struct Held {
 }
 
 /// A case's buffered responses, gathered one ok response at a time.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct BurstFigures {
     examined: u32,
     buffered: u32,

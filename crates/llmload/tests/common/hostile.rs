@@ -280,6 +280,9 @@ async fn respond(stream: &mut TcpStream, mode: &Mode, request: &Request) -> std:
         ("POST", "/completion") if *mode == Mode::CutEveryOther => {
             return cut::every_other(stream, request).await;
         }
+        ("POST", "/completion") if *mode == Mode::StopsEarly && !is_probe(&request.body) => {
+            return cut::early(stream, request).await;
+        }
         ("POST", "/completion") if *mode == Mode::Overflow && !is_probe(&request.body) => {
             return cut::overflow(stream).await;
         }
@@ -392,6 +395,7 @@ async fn generate(stream: &mut TcpStream, mode: &Mode, body: &[u8]) -> std::io::
         | Mode::Redirect(_)
         | Mode::Strict { .. }
         | Mode::CutEveryOther
+        | Mode::StopsEarly
         | Mode::Overflow
         | Mode::EchoInError
         | Mode::EchoInStream => {

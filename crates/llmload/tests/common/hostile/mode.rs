@@ -76,6 +76,10 @@ pub enum Mode {
     /// Answers setup; a generation whose request id's serial number is even gets one token and
     /// ends as if complete, the others every token asked for.
     CutEveryOther,
+    /// Answers setup; a generation stops at its "end of sequence" after 20, 30 or 40 % of the
+    /// tokens asked for (in turn, by its request id's serial number), and ends as if complete: a
+    /// server that cannot be told to ignore it.
+    StopsEarly,
     /// Answers setup; a generation streams three tokens, then writes why it stops in plain
     /// text (outside any event) and ends the body without a final event.
     Overflow,
