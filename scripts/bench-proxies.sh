@@ -24,7 +24,9 @@
 #
 # Environment (defaults): BENCH_PROXIES_INPUT (64), BENCH_PROXIES_OUTPUT (64),
 # BENCH_PROXIES_REQUESTS (8), BENCH_PROXIES_KEEP (unset: the work folder is removed at exit; set:
-# kept and its path printed).
+# kept and its path printed), BENCH_PROXIES_SLOW (0; N: a slow server, llama-server on one thread
+# pinned to one core that N busy loops share: 1 makes it about 18 tokens/s, 3 about 9, where
+# HAProxy's 200 ms hold makes bursts of 2 or 3 tokens).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -62,12 +64,29 @@ server="$(sed -n 's/^LLAMA_SERVER=//p' <<<"$paths")"
 model="$(sed -n 's/^LLMLOAD_MODEL=//p' <<<"$paths")"
 port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 upstream="http://127.0.0.1:$port"
-timeout --signal=KILL 3600 "$server" -m "$model" --host 127.0.0.1 --port "$port" -np 2 -c 4096 \
-  -t 2 </dev/null >"$work/llama-server.log" 2>&1 &
+serve=(timeout --signal=KILL 3600 "$server" -m "$model" --host 127.0.0.1 --port "$port" -np 2
+  -c 4096)
+slow="${BENCH_PROXIES_SLOW:-0}"
+case "$slow" in
+  "" | *[!0-9]*) echo "BENCH_PROXIES_SLOW: a whole number, not '$slow'" >&2; exit 2 ;;
+esac
+if [ "$slow" -gt 0 ]; then
+  # A slow server: one thread on the last core, which busy loops of this script's share.
+  core=$(($(nproc) - 1))
+  log "slow server: llama-server on one thread on core $core, beside $slow busy loop(s)"
+  for _ in $(seq "$slow"); do
+    taskset -c "$core" timeout --signal=KILL 3600 sh -c 'while :; do :; done' &
+    pids+=($!)
+  done
+  serve=(taskset -c "$core" "${serve[@]}" -t 1)
+else
+  serve+=(-t 2)
+fi
+"${serve[@]}" </dev/null >"$work/llama-server.log" 2>&1 &
 pids+=($!)
 # shellcheck source=scripts/lib/await-server.sh
 . scripts/lib/await-server.sh
-await_server llama-server "${pids[0]}" "$upstream/health" "$work/llama-server.log" 300
+await_server llama-server "${pids[-1]}" "$upstream/health" "$work/llama-server.log" 300
 
 for kind in "${kinds[@]}"; do
   if [ "$kind" = direct ]; then
