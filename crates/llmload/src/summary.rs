@@ -183,8 +183,7 @@ impl CaseFigures {
     /// Whether there was at least one `ok` response and every measured record ended `ok` (or
     /// was abandoned as planned).
     pub fn all_ok(&self) -> bool {
-        let c = &self.0.get().counts;
-        c.ok > 0 && c.ok + c.abandoned == c.measured()
+        self.0.get().counts.all_ok()
     }
 
     /// Whether the case's path streams (it does not buffer: [`bursts::MIN_PATH_SHARE`]).
@@ -315,9 +314,8 @@ impl Figures {
             self.per_token.merge(held.per_token);
         }
         // A case of sessions is complete when every session and every response is.
-        let c = &self.counts;
-        let all_ok = c.ok > 0 && c.ok + c.abandoned == c.measured();
-        let sessions_done = self.sessions.is_empty() || (self.sessions.all_complete() && all_ok);
+        let sessions_done =
+            self.sessions.is_empty() || (self.sessions.all_complete() && self.counts.all_ok());
         let rounds: Vec<RoundSummary> = self
             .rounds
             .into_iter()

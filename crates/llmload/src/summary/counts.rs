@@ -42,4 +42,10 @@ impl Counts {
     pub fn measured(&self) -> u32 {
         self.ok + self.invalid + self.error + self.cancelled + self.abandoned + self.short
     }
+
+    /// Whether there was at least one `ok` response and every measured one ended `ok` (or was
+    /// abandoned as planned).
+    pub fn all_ok(&self) -> bool {
+        self.ok > 0 && self.ok + self.abandoned == self.measured()
+    }
 }
