@@ -340,3 +340,48 @@ fn a_stream_that_ends_with_plain_text_says_what_the_server_wrote() {
     );
     assert!(run.stdout.contains(OVERFLOW), "{}", shown(&run));
 }
+
+/// The same cut streams in an open loop: the window's figures (throughput, completions) are
+/// kept both ways until the case counts the cut ones short, and `llmload report` rebuilding the
+/// window from the records reaches the same.
+#[test]
+fn streams_cut_short_in_an_open_loop_leave_the_windows_figures_too() {
+    let server = Server::start(Mode::CutEveryOther);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let run = run_llamacpp(
+        &server.url,
+        tmp.path(),
+        "open",
+        &[
+            "--input-tokens",
+            "16",
+            "--output-tokens",
+            "8",
+            "--arrival",
+            "constant",
+            "--rate",
+            "50",
+            "--requests",
+            "12",
+            "--warmup",
+            "0",
+            "--best-effort",
+        ],
+    );
+    assert_eq!(run.code, Some(3), "{}", shown(&run));
+    let dir = attempt_dir(tmp.path(), "open");
+    let case = &json(&dir.join("summary.json"))["cases"][0];
+    assert_eq!(case["counts"]["short"], 6, "{case}");
+    assert_eq!(case["counts"]["ok"], 6, "{case}");
+    assert_eq!(case["far_short"]["short"], true, "{case}");
+    let rebuilt = llmload_within(&["report", utf8(&dir), "--json"], LIMIT);
+    assert_eq!(rebuilt.code, Some(0), "{}", shown(&rebuilt));
+    let rebuilt: Value = serde_json::from_str(&rebuilt.stdout).expect("--json prints JSON");
+    let again = &rebuilt["cases"][0];
+    for key in ["counts", "far_short", "e2e_ms", "complete"] {
+        assert_eq!(again[key], case[key], "{key}");
+    }
+    for key in ["throughput_tps", "completed_rps", "requests_launched"] {
+        assert_eq!(again["load"][key], case["load"][key], "load.{key}");
+    }
+}
