@@ -12,7 +12,8 @@
 # one request after one warmup, so that the server's timings are one request's alone), and prints
 # one row per path:
 #   - delivery: what llmload said of it (`streams`, or the responses that arrived in bursts of
-#     those examined, `kept` where too few for a path that buffers, so kept in the figures);
+#     those examined, with the mean events per burst and the stream a burst held back, `kept`
+#     where too few for a path that buffers, so kept in the figures);
 #   - TTFT − prefill: the median over responses of the client's TTFT less the server's prompt_ms
 #     (what the HTTP exchange and the path add before the first token), ms;
 #   - decode: the median over responses of (complete − TTFT) ÷ predicted_ms − 1, the client's
@@ -23,7 +24,9 @@
 #
 # Environment (defaults): BENCH_PROXIES_INPUT (64), BENCH_PROXIES_OUTPUT (64),
 # BENCH_PROXIES_REQUESTS (8), BENCH_PROXIES_KEEP (unset: the work folder is removed at exit; set:
-# kept and its path printed).
+# kept and its path printed), BENCH_PROXIES_SLOW (0; N: a slow server, llama-server on one thread
+# pinned to one core that N busy loops share: 1 makes it about 18 tokens/s, 3 about 9, where
+# HAProxy's 200 ms hold makes bursts of 2 or 3 tokens).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -61,12 +64,29 @@ server="$(sed -n 's/^LLAMA_SERVER=//p' <<<"$paths")"
 model="$(sed -n 's/^LLMLOAD_MODEL=//p' <<<"$paths")"
 port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 upstream="http://127.0.0.1:$port"
-timeout --signal=KILL 3600 "$server" -m "$model" --host 127.0.0.1 --port "$port" -np 2 -c 4096 \
-  -t 2 </dev/null >"$work/llama-server.log" 2>&1 &
+serve=(timeout --signal=KILL 3600 "$server" -m "$model" --host 127.0.0.1 --port "$port" -np 2
+  -c 4096)
+slow="${BENCH_PROXIES_SLOW:-0}"
+case "$slow" in
+  "" | *[!0-9]*) echo "BENCH_PROXIES_SLOW: a whole number, not '$slow'" >&2; exit 2 ;;
+esac
+if [ "$slow" -gt 0 ]; then
+  # A slow server: one thread on the last core, which busy loops of this script's share.
+  core=$(($(nproc) - 1))
+  log "slow server: llama-server on one thread on core $core, beside $slow busy loop(s)"
+  for _ in $(seq "$slow"); do
+    taskset -c "$core" timeout --signal=KILL 3600 sh -c 'while :; do :; done' &
+    pids+=($!)
+  done
+  serve=(taskset -c "$core" "${serve[@]}" -t 1)
+else
+  serve+=(-t 2)
+fi
+"${serve[@]}" </dev/null >"$work/llama-server.log" 2>&1 &
 pids+=($!)
 # shellcheck source=scripts/lib/await-server.sh
 . scripts/lib/await-server.sh
-await_server llama-server "${pids[0]}" "$upstream/health" "$work/llama-server.log" 300
+await_server llama-server "${pids[-1]}" "$upstream/health" "$work/llama-server.log" 300
 
 for kind in "${kinds[@]}"; do
   if [ "$kind" = direct ]; then
@@ -124,7 +144,10 @@ for kind in sys.argv[2:]:
         delivery = "streams"
     else:
         kept = ", kept" if bursts.get("kept") else ""
-        delivery = f"bursts in {bursts['buffered']} of {bursts['examined']}{kept}"
+        held = bursts.get("held_ms")
+        how = f"~{bursts['events_per_burst']:.0f} events" + (
+            f", ~{held:.0f} ms held" if held is not None else "")
+        delivery = f"bursts in {bursts['buffered']} of {bursts['examined']} ({how}){kept}"
     failed = [r for r in records if r["phase"] == "measured" and r["status"] != "ok"]
     rows.append((
         kind,

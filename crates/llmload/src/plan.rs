@@ -164,8 +164,17 @@ pub struct TtftSamples {
 /// Per case, the TTFTs of its measured `ok` responses, as the summary's TTFT figures count them.
 pub(crate) fn ttft_samples(report: &crate::report::Report) -> BTreeMap<String, TtftSamples> {
     let mut out: BTreeMap<String, TtftSamples> = BTreeMap::new();
+    // The cases that counted their far-short responses short leave them out of every figure.
+    let short: Vec<&str> = (report.summary.cases.iter())
+        .filter(|c| c.far_short.as_ref().is_some_and(|f| f.short))
+        .map(|c| c.id.as_str())
+        .collect();
     for r in &report.records {
-        if r.phase != crate::record::Phase::Measured || r.status != crate::record::Status::Ok {
+        if r.phase != crate::record::Phase::Measured
+            || r.status != crate::record::Status::Ok
+            || (short.contains(&r.case.as_str())
+                && crate::summary::short::far_short_share(r).is_some())
+        {
             continue;
         }
         let case = out.entry(r.case.clone()).or_default();

@@ -48,8 +48,11 @@ pub enum Status {
     /// Abandoned by the client on purpose (`--cancel-after`), as a user closes a stream: the
     /// connection closed at the planned point. Neither an error nor a response; counted apart.
     Abandoned,
-    /// Complete in best-effort mode, but far short of the output asked for (a quarter of it or
-    /// less, [`FAR_SHORT`]): a stream the server cut, counted apart and in no figure.
+    /// A best-effort response far short of the output asked for (a quarter of it or less,
+    /// [`FAR_SHORT`]) and of its case's other responses: a stream the server cut, counted apart
+    /// and in no figure. Its case decides (`summary::short`), so records are written `ok`; this
+    /// is the status of the copy of a case's figures that counts it short, and of such responses
+    /// in records written by earlier versions (read back, judged by their case the same way).
     Short,
 }
 

@@ -391,7 +391,7 @@ impl Runner<'_> {
             self.settings.slo,
             self.settings.series_window.map(|d| d.as_secs_f64()),
         )
-        .with_model_objectives(self.settings.model_slo.clone())
+        .with_model_objectives(&self.settings.model_slo)
     }
 
     /// Seconds from the attempt's origin to `t`.

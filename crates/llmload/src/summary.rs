@@ -5,6 +5,8 @@
 pub mod abandoned;
 pub mod bursts;
 pub mod client_check;
+mod counts;
+pub use counts::Counts;
 pub mod energy;
 pub mod gate;
 pub mod identity;
@@ -23,6 +25,7 @@ pub mod saturation;
 pub mod server_side;
 pub mod sessions;
 pub mod shards;
+pub mod short;
 pub mod soak;
 pub mod sweep;
 mod tally;
@@ -33,52 +36,12 @@ pub use prefix_cache::PrefixCache;
 use rounds::RoundAcc;
 pub use rounds::RoundSummary;
 
-use crate::record::{ErrorKind, Record, Status};
+use crate::record::{Record, Status};
 use crate::stats::interval::Unit;
 use crate::stats::{Distribution, Samples, Spread};
 use crate::workload::shape::Case;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-#[expect(
-    clippy::trivially_copy_pass_by_ref,
-    reason = "serde's skip_serializing_if hands the field by reference"
-)]
-fn is_zero(n: &u32) -> bool {
-    *n == 0
-}
-
-/// Counts of request outcomes.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Counts {
-    /// Complete and verified against the request (or unverifiable, see `unverified`).
-    pub ok: u32,
-    /// Complete but contradicting the request.
-    pub invalid: u32,
-    /// Failed.
-    pub error: u32,
-    /// Stopped in flight.
-    pub cancelled: u32,
-    /// Abandoned by the client as planned (`--cancel-after`): neither responses nor failures.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub abandoned: u32,
-    /// Best-effort responses far short of the output asked for (a quarter of it or less): cut
-    /// streams, in no figure.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub short: u32,
-    /// `ok` responses whose server did not report every counter.
-    pub unverified: u32,
-    /// Failures and invalid responses by kind.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub by_kind: BTreeMap<ErrorKind, u32>,
-}
-
-impl Counts {
-    /// Measured requests, however they ended.
-    pub fn measured(&self) -> u32 {
-        self.ok + self.invalid + self.error + self.cancelled + self.abandoned + self.short
-    }
-}
 
 /// Figures of one case.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -119,6 +82,10 @@ pub struct CaseSummary {
     /// decode rate (and of TTFT where their first burst held most of them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bursts: Option<bursts::Bursts>,
+    /// Best-effort responses that got a quarter or less of the output they asked for, and
+    /// whether the case counted them short ([`short`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub far_short: Option<short::FarShort>,
     /// Raw gaps between token-carrying events, ms.
     pub chunk_gap_ms: Option<Distribution>,
     /// Time per output token after the first, ms.
@@ -194,9 +161,63 @@ pub struct Reasoning {
 
 /// A case's figures, gathered one measured record at a time as requests end, so that nothing
 /// per request outlives its record: the distributions are [`Samples`] (exact, then a histogram),
-/// the rest are counts and sums. [`CaseSummary::new`] is the same over a slice of records.
+/// the rest are counts and sums. [`CaseSummary::new`] is the same over a slice of records. Kept
+/// two ways from the case's first far-short response until the case says whether those are
+/// short ([`short`]).
 #[derive(Debug, Default)]
-pub struct CaseFigures {
+pub struct CaseFigures(short::Judged<Figures>);
+
+impl CaseFigures {
+    /// Adds one measured record.
+    pub fn add(&mut self, r: &Record) {
+        self.0.add(r, Figures::add);
+    }
+
+    /// Adds a warmup record, which no figure holds: only what a server's counters hold beside
+    /// the measured records (the generated tokens, for `--cancel-after`).
+    pub fn add_warmup(&mut self, r: &Record) {
+        self.0.each(|f| f.add_warmup(r));
+    }
+
+    /// The spans of the rounds that had an `ok` response, first send to last `ok` completion
+    /// (each round's `duration_s`), in round order.
+    pub fn round_spans(&self) -> Vec<(f64, f64)> {
+        self.0
+            .get()
+            .rounds
+            .values()
+            .filter_map(RoundAcc::span)
+            .collect()
+    }
+
+    /// Measured records added so far.
+    pub fn requests(&self) -> u32 {
+        self.0.get().tally.counts.measured()
+    }
+
+    /// Whether there was at least one `ok` response and every measured record ended `ok` (or
+    /// was abandoned as planned).
+    pub fn all_ok(&self) -> bool {
+        self.0.get().tally.counts.all_ok()
+    }
+
+    /// Whether the case's path streams (it does not buffer: [`bursts::MIN_PATH_SHARE`]).
+    pub fn streams(&self) -> bool {
+        self.0.get().bursts.streams()
+    }
+
+    /// The case's summary, `rounds_planned` deciding whether it is complete.
+    pub fn finish(self, case: &Case, rounds_planned: u32) -> CaseSummary {
+        let (figures, far_short) = self.0.finish();
+        let mut summary = figures.finish(case, rounds_planned);
+        summary.far_short = far_short;
+        summary
+    }
+}
+
+/// [`CaseFigures`] one way: the far-short responses as `ok`, or as `short`.
+#[derive(Clone, Debug, Default)]
+struct Figures {
     ttft: Samples,
     e2e: Samples,
     /// The streamed responses' per-token figures.
@@ -220,9 +241,9 @@ pub struct CaseFigures {
     models: models::ModelFigures,
 }
 
-impl CaseFigures {
+impl Figures {
     /// Adds one measured record.
-    pub fn add(&mut self, r: &Record) {
+    fn add(&mut self, r: &Record) {
         self.tally.add(r);
         self.models.count(r);
         self.sessions.add(r);
@@ -275,37 +296,13 @@ impl CaseFigures {
         self.server.add(r, label);
     }
 
-    /// Adds a warmup record, which no figure holds: only what a server's counters hold beside
-    /// the measured records (the generated tokens, for `--cancel-after`).
-    pub fn add_warmup(&mut self, r: &Record) {
+    /// Adds a warmup record (see [`CaseFigures::add_warmup`]).
+    fn add_warmup(&mut self, r: &Record) {
         self.abandoned.add_warmup(r);
     }
 
-    /// The spans of the rounds that had an `ok` response, first send to last `ok` completion
-    /// (each round's `duration_s`), in round order.
-    pub fn round_spans(&self) -> Vec<(f64, f64)> {
-        self.rounds.values().filter_map(RoundAcc::span).collect()
-    }
-
-    /// Measured records added so far.
-    pub fn requests(&self) -> u32 {
-        self.tally.counts.measured()
-    }
-
-    /// Whether there was at least one `ok` response and every measured record ended `ok` (or
-    /// was abandoned as planned).
-    pub fn all_ok(&self) -> bool {
-        let c = &self.tally.counts;
-        c.ok > 0 && c.ok + c.abandoned == self.requests()
-    }
-
-    /// Whether the case's path streams (it does not buffer: [`bursts::MIN_PATH_SHARE`]).
-    pub fn streams(&self) -> bool {
-        self.bursts.streams()
-    }
-
     /// The case's summary, `rounds_planned` deciding whether it is complete.
-    pub fn finish(mut self, case: &Case, rounds_planned: u32) -> CaseSummary {
+    fn finish(mut self, case: &Case, rounds_planned: u32) -> CaseSummary {
         let streams = self.bursts.streams();
         let bursts = std::mem::take(&mut self.bursts).finish();
         if streams {
@@ -314,8 +311,8 @@ impl CaseFigures {
             self.per_token.merge(held.per_token);
         }
         // A case of sessions is complete when every session and every response is.
-        let sessions_done =
-            self.sessions.is_empty() || (self.sessions.all_complete() && self.all_ok());
+        let sessions_done = self.sessions.is_empty()
+            || (self.sessions.all_complete() && self.tally.counts.all_ok());
         let rounds: Vec<RoundSummary> = self
             .rounds
             .into_iter()
@@ -353,6 +350,7 @@ impl CaseFigures {
             itl_ms,
             itl_unknown,
             bursts,
+            far_short: None,
             chunk_gap_ms: per_token.chunk_gap.distribution(),
             tpot_ms: per_token.tpot.distribution(),
             decode_rate_tps: per_token.decode_rate.distribution(),

@@ -5,7 +5,9 @@
 //! is seen; through one that holds each response (`HAProxy`'s `http-response wait-for-body`) every
 //! response is still ok and verified, but each is seen to arrive at once: ITL, TPOT, the decode
 //! rate and TTFT are withheld, with the reason on the terminal and in every report, and
-//! `compare` says it cannot tell rather than pass them. Nothing here compares two times: how
+//! `compare` says it cannot tell rather than pass them. Through `HAProxy` in its default
+//! configuration (the kernel holding what it sends for up to 200 ms) every response is seen to
+//! arrive in bursts, however few tokens each holds. Nothing here compares two times: how
 //! close the figures through a proxy come to the server's own is what `scripts/bench-proxies.sh`
 //! prints.
 //!
@@ -83,15 +85,26 @@ impl Drop for Proxy {
 /// One round of 2 concurrent requests, 32 prompt and 32 output tokens, no warmup, through `url`
 /// with `extra` flags: the run (which must succeed) and its only case.
 fn small_case(out: &Path, name: &str, url: &str, extra: &[&str]) -> (Invocation, PathBuf, Value) {
+    case_of(out, name, url, ("2", "1"), extra)
+}
+
+/// As [`small_case`], `load`'s (concurrency, rounds).
+fn case_of(
+    out: &Path,
+    name: &str,
+    url: &str,
+    load: (&str, &str),
+    extra: &[&str],
+) -> (Invocation, PathBuf, Value) {
     let mut args = vec![
         "--input-tokens",
         "32",
         "--output-tokens",
         "32",
         "--concurrency",
-        "2",
+        load.0,
         "--rounds",
-        "1",
+        load.1,
         "--warmup",
         "0",
         "--timeout",
@@ -228,4 +241,47 @@ fn through_a_proxy_that_holds_each_response_the_per_token_figures_are_withheld()
         "{text}"
     );
     assert!(!text.contains("Gate passed"), "{text}");
+}
+
+/// `HAProxy` in its default configuration in front of llama-server: it sends the stream on with
+/// `MSG_MORE`, and the kernel holds each piece up to 200 ms, so the tokens of a server that
+/// streams faster than that arrive in bursts (2 or 3 tokens at a time behind a slow server, a
+/// dozen behind a fast one). Every response is seen so, whatever its server's pace: ITL, TPOT
+/// and the decode rate are withheld with the sentence, and the server's own timings came through.
+#[test]
+fn through_haproxy_in_its_default_configuration_every_response_arrives_in_bursts() {
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+    let server = LlamaServer::start();
+    let out = tempfile::tempdir().expect("temp dir");
+    let proxy = Proxy::start("haproxy", &server.url);
+    // One at a time: the server's own pace (about 40 ms a token on 2 cores), 5 times faster
+    // than the 200 ms a slower server would need to escape the bursts.
+    let (run, dir, case) = case_of(out.path(), "haproxy", &proxy.url, ("1", "3"), &[]);
+    assert_eq!(proxy.posts("/completion", 3), 3, "HAProxy passed them on");
+    let records = measured(&dir);
+    let paces: Vec<f64> = records
+        .iter()
+        .map(|r| r["server"]["decode_ms"].as_f64().unwrap_or(f64::NAN) / 31.0)
+        .collect();
+    assert_eq!(case["counts"]["ok"], 3, "{case}");
+    assert_eq!(case["counts"]["unverified"], 0, "{case}");
+    let bursts = &case["bursts"];
+    assert_eq!(
+        (&bursts["examined"], &bursts["buffered"]),
+        (&Value::from(3), &Value::from(3)),
+        "every response in bursts (the server's ms per token: {paces:?}): {case}"
+    );
+    assert!(bursts["kept"].is_null(), "the path buffers: {case}");
+    for figure in ["itl_ms", "tpot_ms", "decode_rate_tps", "chunk_gap_ms"] {
+        assert!(case[figure].is_null(), "{figure}: {case}");
+    }
+    let said = "in32-c1-out32: 3 of 3 responses arrived in a median of";
+    assert!(run.stdout.contains(said), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("HAProxy: `option http-no-delay`"),
+        "{}",
+        run.stdout
+    );
+    let timed = assert_ids_and_server_timings(&records, "llama-server timings");
+    assert_eq!(timed, 3, "the server's timings came through: {records:?}");
 }

@@ -11,9 +11,10 @@ use crate::record::{Phase, Record, Seconds, Status};
 use crate::stats::Spread;
 use crate::summary::energy::{self, Window};
 use crate::summary::saturation::{self, Point};
+use crate::summary::short::Judged;
 use crate::summary::soak::SeriesBins;
 use crate::summary::sweep::{Axis, SweepSection};
-use crate::summary::window::{LoadShape, LoadSummary, WindowFigures};
+use crate::summary::window::{LoadShape, LoadSummary, SeriesPart, WindowFigures};
 use crate::summary::{CaseFigures, CaseSummary, Summary};
 use crate::telemetry::Reading;
 use crate::workload::shape::Slo;
@@ -91,7 +92,7 @@ struct Rebuilt<'a> {
     figures: CaseFigures,
     window: Option<(Seconds, Seconds)>,
     load: Option<WindowFigures>,
-    series: Option<(SeriesBins, (Seconds, Seconds))>,
+    series: Option<Judged<SeriesPart>>,
     warmups: usize,
     /// Why its records do not prove it complete, when the run did not close it.
     unproven: Option<String>,
@@ -167,15 +168,16 @@ impl<'a> Rebuilt<'a> {
             (true, None) => seen.and_then(|s| estimated_window(c, s)),
         };
         let slo = campaign.config.slo.slo();
-        let series = before.and_then(|b| b.series.as_ref()).and_then(|s| {
-            match (s.windows.first(), s.windows.last()) {
+        let series = before
+            .and_then(|b| b.series.as_ref())
+            .and_then(|s| match (s.windows.first(), s.windows.last()) {
                 (Some(first), Some(last)) => Some((
                     SeriesBins::new(first.span_s[0], s.window_s),
                     (first.span_s[0], last.span_s[1]),
                 )),
                 _ => None,
-            }
-        });
+            })
+            .map(Judged::new);
         Rebuilt {
             c,
             before,
@@ -183,7 +185,7 @@ impl<'a> Rebuilt<'a> {
             window,
             load: window.map(|(w0, w1)| {
                 WindowFigures::new(w0, Some(w1), slo, None)
-                    .with_model_objectives(campaign.config.model_objectives())
+                    .with_model_objectives(&campaign.config.model_objectives())
             }),
             series,
             warmups: 0,
@@ -205,15 +207,17 @@ impl<'a> Rebuilt<'a> {
         if let (true, Some(load)) = (measured || self.warmups > singles, &mut self.load) {
             load.add(r, None);
         }
-        if let Some((bins, span)) = &mut self.series {
-            if measured {
-                bins.add_request(r);
-            }
-            if r.status == Status::Ok {
-                r.event_times()
-                    .filter(|&(t, _)| t >= span.0 && t <= span.1)
-                    .for_each(|(t, n)| bins.add_tokens(t, n));
-            }
+        if let Some(series) = &mut self.series {
+            series.add(r, |(bins, span), r| {
+                if measured {
+                    bins.add_request(r);
+                }
+                if r.status == Status::Ok {
+                    r.event_times()
+                        .filter(|&(t, _)| t >= span.0 && t <= span.1)
+                        .for_each(|(t, n)| bins.add_tokens(t, n));
+                }
+            });
         }
     }
 
@@ -234,7 +238,10 @@ impl<'a> Rebuilt<'a> {
         let c = self.c;
         let before_series = self.before.and_then(|b| b.series.clone());
         let series = match self.series {
-            Some((bins, span)) => Some(bins.finish(span, telemetry, self.figures.streams())),
+            Some(series) => {
+                let ((bins, span), _) = series.finish();
+                Some(bins.finish(span, telemetry, self.figures.streams()))
+            }
             None => before_series,
         };
         if matches!(c.load, Some(CaseLoad::Sessions { .. })) {

@@ -30,6 +30,9 @@ pub struct Snapshot {
     pub failed: u64,
     /// Of those ended, how many the client abandoned as planned (`--cancel-after`).
     pub abandoned: u64,
+    /// The best-effort responses far short of the output asked for, and whether the case so
+    /// far counts them short ([`crate::summary::short`]).
+    pub shortfall: crate::summary::short::Shortfall,
     /// TTFTs of the case's last `ok` responses, ms (embeddings and rerank: their latencies).
     pub ttft_ms: VecDeque<f64>,
     /// The case's requests are embeddings or rerank: no TTFT, and the latency stands in its
@@ -94,6 +97,9 @@ impl Snapshot {
         self.done += 1;
         if r.status == Status::Abandoned {
             self.abandoned += 1;
+            return;
+        }
+        if self.shortfall.add(r) && self.shortfall.short() {
             return;
         }
         if r.status != Status::Ok {

@@ -296,3 +296,43 @@ fn budgets_parse_and_print_as_durations() {
     assert_eq!(duration(1500.0), "1500ms");
     assert_eq!(duration(60.0), "60ms");
 }
+
+#[test]
+fn a_far_short_response_counts_among_the_ttfts_only_where_its_case_kept_it() {
+    let mut report = fixture::sweep_report();
+    let id = ttft_samples(&report)
+        .into_keys()
+        .next()
+        .expect("a case with TTFTs");
+    let at = (report.summary.cases.iter())
+        .position(|c| c.id == id)
+        .expect("its summary");
+    let n =
+        |report: &crate::report::Report| ttft_samples(report).get(&id).map_or(0, |s| s.sent.len());
+    let before = n(&report);
+    let cut = report
+        .records
+        .iter_mut()
+        .find(|r| {
+            r.case == id
+                && r.phase == crate::record::Phase::Measured
+                && r.status == crate::record::Status::Ok
+        })
+        .expect("a measured record");
+    cut.requested_output_tokens = 64;
+    cut.output_tokens = Some(1);
+    // The case kept it (its peers stopped early too): it counts.
+    report.summary.cases[at].far_short = Some(crate::summary::short::FarShort {
+        responses: 1,
+        share: 1.0 / 64.0,
+        peers: 1,
+        peers_share: Some(0.05),
+        short: false,
+    });
+    assert_eq!(n(&report), before);
+    // The case counted it short: as the summary's TTFT, it does not.
+    if let Some(f) = &mut report.summary.cases[at].far_short {
+        f.short = true;
+    }
+    assert_eq!(n(&report), before - 1);
+}

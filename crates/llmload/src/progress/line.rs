@@ -37,11 +37,24 @@ pub fn line(
         None => {}
     }
     let total = s.total.map_or(String::new(), |t| format!("/{t}"));
-    let failed = match (s.failed, s.abandoned) {
-        (0, 0) => String::new(),
-        (f, 0) => format!(" ({f} failed)"),
-        (0, a) => format!(" ({a} abandoned)"),
-        (f, a) => format!(" ({f} failed, {a} abandoned)"),
+    let short = if s.shortfall.short() {
+        s.shortfall.finish().map_or(0, |f| f.responses)
+    } else {
+        0
+    };
+    let apart: Vec<String> = [
+        (s.failed, "failed"),
+        (u64::from(short), "short"),
+        (s.abandoned, "abandoned"),
+    ]
+    .into_iter()
+    .filter(|&(n, _)| n > 0)
+    .map(|(n, what)| format!("{n} {what}"))
+    .collect();
+    let failed = if apart.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", apart.join(", "))
     };
     parts.push((format!("{}{total} requests{failed}", s.done), ""));
     let whole = |d: Duration| crate::fmt::span(d.as_secs() as f64);

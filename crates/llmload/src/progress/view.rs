@@ -309,6 +309,9 @@ fn progress(s: &Snapshot) -> String {
     if s.failed > 0 {
         failed = format!(", {} failed", s.failed);
     }
+    if let Some(short) = s.shortfall.finish().filter(|_| s.shortfall.short()) {
+        let _ = write!(failed, ", {} short", short.responses);
+    }
     if s.abandoned > 0 {
         let _ = write!(failed, ", {} abandoned", s.abandoned);
     }

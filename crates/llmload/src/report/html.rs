@@ -9,7 +9,7 @@
 use super::plot::Figure;
 use super::table::Table;
 use super::text::{
-    bursts_note, counting_lines, has_rounds, histogram_note, incomplete_line, outcome_counts,
+    case_notes, counting_lines, has_rounds, histogram_note, incomplete_line, outcome_counts,
     telemetry_line, unverified_note,
 };
 use super::{
@@ -67,8 +67,8 @@ pub fn render(report: &Report) -> String {
     if !unverified.is_empty() {
         let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(unverified.trim()));
     }
-    for line in bursts_note(summary).lines().filter(|l| !l.is_empty()) {
-        let _ = writeln!(out, "<p class=\"note bursts\">{}</p>", escape(line));
+    for line in case_notes(summary).lines().filter(|l| !l.is_empty()) {
+        let _ = writeln!(out, "<p class=\"note case\">{}</p>", escape(line));
     }
     let binned = histogram_note(summary);
     if !binned.is_empty() {

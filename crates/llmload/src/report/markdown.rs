@@ -5,7 +5,7 @@
 //! sentences shared with the other formats from [`super::text`]; this file only writes them.
 
 use super::text::{
-    bursts_note, counting_lines, histogram_note, incomplete_line, interval_note, no_complete_case,
+    case_notes, counting_lines, histogram_note, incomplete_line, interval_note, no_complete_case,
     outcome_counts, per_token_note, telemetry_line, unverified_note,
 };
 use super::{energy, phases, repeats, results, saturation, server_side, sessions, shards};
@@ -66,7 +66,7 @@ pub fn render(summary: &Summary) -> String {
     out.push_str(&phases_section(summary));
     out.push_str(&server_section(summary));
     out.push_str(&unverified_note(summary));
-    out.push_str(&bursts_note(summary));
+    out.push_str(&case_notes(summary));
     out.push_str(&histogram_note(summary));
     out.push_str(&shards_section(summary));
     let incomplete: Vec<&CaseSummary> = summary.cases.iter().filter(|c| !c.complete).collect();

@@ -117,11 +117,9 @@ pub fn results(summary: &Summary, width: u16) -> String {
         rendered.push(table(&models, width));
     }
     out.push_str(&rendered.join("\n"));
-    for case in &summary.cases {
-        if let Some(b) = &case.bursts {
-            out.push('\n');
-            wrap(&b.sentence(&case.id), usize::from(width), &mut out);
-        }
+    for line in summary.cases.iter().flat_map(text::case_sentences) {
+        out.push('\n');
+        wrap(&line, usize::from(width), &mut out);
     }
     for line in super::abandoned::section(summary)
         .lines()

@@ -112,14 +112,22 @@ pub(crate) fn per_token_note(summary: &Summary) -> String {
     out
 }
 
-/// For each case (complete or not) whose tokens arrived in bursts, the sentence that says so
-/// with the evidence, as a paragraph of its own; empty when none did.
-pub(crate) fn bursts_note(summary: &Summary) -> String {
-    summary
-        .cases
-        .iter()
-        .filter_map(|c| Some(format!("\n{}\n", c.bursts.as_ref()?.sentence(&c.id))))
-        .collect()
+/// For each case (complete or not) whose tokens arrived in bursts, or whose best-effort
+/// responses fell far short of the output asked for, the sentences that say so with the evidence,
+/// each a paragraph of its own; empty when none did.
+pub(crate) fn case_notes(summary: &Summary) -> String {
+    let mut out = String::new();
+    for line in summary.cases.iter().flat_map(case_sentences) {
+        let _ = write!(out, "\n{line}\n");
+    }
+    out
+}
+
+/// The sentences of [`case_notes`] for one case.
+pub(crate) fn case_sentences(c: &CaseSummary) -> impl Iterator<Item = String> + '_ {
+    let bursts = c.bursts.as_ref().map(|b| b.sentence(&c.id));
+    let short = c.far_short.as_ref().map(|f| f.sentence(&c.id));
+    bursts.into_iter().chain(short)
 }
 
 /// The sentence under the results tables on their ± figures: what they are, and how the
@@ -294,13 +302,14 @@ pub(crate) fn telemetry_line(t: &crate::telemetry::TelemetrySummary) -> String {
     )
 }
 
-/// `, N short (far short of the output asked: cut streams, in no figure)`, or nothing.
+/// `, N short (a quarter or less of the output asked and of their peers': …)`, or nothing.
 pub(crate) fn short_words(c: &crate::summary::Counts) -> String {
     if c.short == 0 {
         return String::new();
     }
     format!(
-        ", {} short (a quarter or less of the output asked: cut streams, in no figure)",
+        ", {} short (a quarter or less of the output asked and of their peers': cut streams, in \
+         no figure)",
         c.short
     )
 }

@@ -221,12 +221,13 @@ fn judge(meta: &RequestMeta, exchange: &Exchange, streamed: u32, lenient: bool) 
             && lenient
             && crate::record::far_short(generated, meta.output_tokens)
         {
+            // Whether it is short, its case says from its peers (summary::short).
             v.notes.push(format!(
-                "short: {generated} of the {} tokens asked for, a quarter or less (best effort: \
-                 counted apart, in no figure)",
+                "far short: {generated} of the {} tokens asked for, a quarter or less (best \
+                 effort: short, counted apart and in no figure, where its case's other \
+                 responses got four times as much)",
                 meta.output_tokens
             ));
-            return (Status::Short, None, None, Some(v));
         }
         verdict(v)
     }

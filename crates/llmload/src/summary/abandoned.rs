@@ -59,7 +59,7 @@ struct Span {
 }
 
 /// The abandonment figures, one measured record at a time.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct AbandonFigures {
     after: Option<CancelAfter>,
     planned: u32,

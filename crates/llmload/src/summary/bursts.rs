@@ -1,25 +1,34 @@
 //! Tokens delivered in bursts. A proxy or gateway that buffers a stream (`HAProxy` in its default
 //! configuration, nginx with `proxy_buffering on`, a gateway that holds the whole body) lets a
-//! server's tokens through in clumps: many token events arrive within microseconds of each
+//! server's tokens through in clumps: several token events arrive within microseconds of each
 //! other, then nothing until the next flush. Every response is still ok and verified, but the
 //! gaps between its events are the proxy's, not the server's: ITL reads 0 ms, TPOT and the
 //! decode rate come out of the flush timing, and TTFT waits for the first flush.
 //!
-//! A response is *buffered* when it has at least [`MIN_EVENTS`] token events and at least
-//! [`MIN_JOINED_SHARE`] of the gaps between them are joins (in bursts of [`MIN_EVENTS_PER_BURST`]
-//! events or more on average): no longer than the smaller of
+//! Two events are *joined* when the gap between them is no longer than the smaller of
 //! [`MAX_JOIN_MS`] and [`JOIN_SHARE_OF_TOKEN_TIME`] of the time per token the response implies
-//! (complete time ÷ tokens). A stream flowing token by token has no such gaps; one held back
-//! and flushed has nearly only those. The events joined make bursts; a response delivered all
-//! at once is one burst. A buffered response gives no ITL, TPOT or decode rate; its TTFT is kept
-//! as an upper bound only where its first burst held at most half its events (else the first
-//! token waited for most of the response, and TTFT is withheld).
+//! (complete time ÷ tokens); joined events make a *burst*. A burst of `m` events *held back*
+//! `(m − 1) × τ` of the stream, where `τ` is the server's time between two events: its own
+//! decode time where the record has it (llama-server's `timings`, vLLM's metrics), else the
+//! stream's span from first to last event ÷ (events − 1). A busy client or server machine that
+//! paused a few milliseconds (up to tens) joins only what came within its pause: its clumps
+//! hold back little of the stream, however many events a fast stream packs into them. A proxy
+//! holds back its whole flush interval (`HAProxy`'s defaults: up to 200 ms), whether that is 2
+//! tokens of a slow server or 20 of a fast one.
+//!
+//! A response of [`MIN_EVENTS`] token events or more is *buffered* when at least
+//! [`MIN_BURST_SHARE`] of its events arrived in bursts and its median burst held back at least
+//! [`MIN_HOLD_MS`] of the stream; or when it arrived all at once (one burst), unless the
+//! server's own timing says it produced it all within [`MIN_HOLD_MS`]. A buffered response gives
+//! no ITL, TPOT or decode rate; its TTFT is kept as an upper bound only where its first burst
+//! held at most half its events (else the first token waited for most of the response, and
+//! TTFT is withheld).
 //!
 //! Buffering is a property of the path, so it is decided per case: a proxy that holds the
 //! stream back does so for nearly every response through it. Where fewer than
 //! [`MIN_PATH_SHARE`] of a case's examined responses arrived in bursts, the path streams and
 //! those few were clumped by a moment's delay (a busy client or server machine writes or reads
-//! several events at once now and then): they stay in every figure, and the case says how many
+//! a short stream at once now and then): they stay in every figure, and the case says how many
 //! there were.
 
 use crate::record::Record;
@@ -32,12 +41,12 @@ pub const MAX_JOIN_MS: f64 = 1.0;
 pub const JOIN_SHARE_OF_TOKEN_TIME: f64 = 0.05;
 /// Fewer token events than this are not examined.
 pub const MIN_EVENTS: usize = 4;
-/// The share of a response's gaps that must be joins for it to count as buffered.
-pub const MIN_JOINED_SHARE: f64 = 0.6;
-/// The events a buffered response's bursts must hold on average: a busy client that read a
-/// few events at once after a pause of some milliseconds makes small clumps, a proxy's flushes
-/// large ones.
-pub const MIN_EVENTS_PER_BURST: f64 = 6.0;
+/// The share of a response's events that must have arrived in bursts for it to count as
+/// buffered (a proxy flushing faster than the server streams puts 2 or more in every flush).
+pub const MIN_BURST_SHARE: f64 = 0.5;
+/// The stream a buffered response's median burst must have held back, ms: well past the pause
+/// of a busy machine (a few ms, now and then tens), well within a proxy's flush interval.
+pub const MIN_HOLD_MS: f64 = 50.0;
 
 /// The share of a case's examined responses that must arrive in bursts for its path to count
 /// as buffering; below it, the responses that did are kept in the figures.
@@ -59,6 +68,9 @@ pub struct Delivery {
     /// The median gap between one burst (or lone event) and the next, ms; absent for a
     /// response delivered at once.
     pub interval_ms: Option<f64>,
+    /// The stream the median burst held back, ms: (its events − 1) × the server's time between
+    /// two events; absent for a response delivered at once without the server's timing.
+    pub held_ms: Option<f64>,
 }
 
 impl Delivery {
@@ -67,6 +79,42 @@ impl Delivery {
     pub fn keeps_ttft(&self) -> bool {
         self.first_share <= 0.5
     }
+}
+
+/// The server's time between two of `r`'s token `events`, ms: its own decode time where the
+/// record has it, else the stream's span from first to last event (nothing to go by for a
+/// stream that arrived `at_once`); `None` when neither is known.
+fn event_spacing(r: &Record, events: &[f64], at_once: bool) -> Option<f64> {
+    let gaps = f64::from(crate::num::count(events.len().saturating_sub(1)).max(1));
+    let server = r
+        .server
+        .as_ref()
+        .and_then(|s| s.decode_ms)
+        .filter(|&d| d > 0.0);
+    let span = match (events.first(), events.last()) {
+        (Some(first), Some(last)) if !at_once => Some(last - first).filter(|&s| s > 0.0),
+        _ => None,
+    };
+    server.or(span).map(|d| d / gaps)
+}
+
+/// The runs of `events` joined by gaps of at most `join` ms: each segment's size (a lone event
+/// is a segment of 1) and the gaps between segments.
+fn segments(events: &[f64], join: f64) -> (Vec<u32>, Vec<f64>) {
+    let mut sizes: Vec<u32> = vec![1];
+    let mut between: Vec<f64> = Vec::new();
+    for pair in events.windows(2) {
+        let gap = pair[1] - pair[0];
+        if gap <= join {
+            if let Some(last) = sizes.last_mut() {
+                *last += 1;
+            }
+        } else {
+            sizes.push(1);
+            between.push(gap);
+        }
+    }
+    (sizes, between)
 }
 
 /// The delivery of `r`'s token events when they arrived in bursts; `None` for a response that
@@ -80,7 +128,9 @@ pub fn buffered(r: &Record) -> Option<Delivery> {
     let complete = r.e2e_ms.or_else(|| events.last().copied())?;
     let join = MAX_JOIN_MS.min(JOIN_SHARE_OF_TOKEN_TIME * complete / tokens);
     let gaps = crate::num::count(events.len() - 1);
-    // Most responses stream: tell them by a count before building any burst.
+    // Most responses stream: tell them by a count before building any burst. Events in bursts
+    // of m hold m − 1 joins, at least half of them: fewer joins than a quarter of the gaps
+    // cannot put half the events in bursts.
     let joined = crate::num::count(
         events
             .windows(2)
@@ -88,39 +138,38 @@ pub fn buffered(r: &Record) -> Option<Delivery> {
             .count(),
     );
     let joined_share = f64::from(joined) / f64::from(gaps);
-    if joined_share < MIN_JOINED_SHARE {
+    if joined_share < MIN_BURST_SHARE / 2.0 {
         return None;
     }
-    // Each segment: a burst of joined events, or a lone event.
-    let mut segments: Vec<u32> = vec![1];
-    let mut between: Vec<f64> = Vec::new();
-    for pair in events.windows(2) {
-        let gap = pair[1] - pair[0];
-        if gap <= join {
-            if let Some(last) = segments.last_mut() {
-                *last += 1;
-            }
-        } else {
-            segments.push(1);
-            between.push(gap);
-        }
-    }
-    let in_bursts: Vec<u32> = segments.iter().copied().filter(|&n| n > 1).collect();
+    let (sizes, mut between) = segments(events, join);
+    let mut in_bursts: Vec<u32> = sizes.iter().copied().filter(|&n| n > 1).collect();
     let events_in_bursts: u32 = in_bursts.iter().sum();
-    if f64::from(events_in_bursts)
-        < MIN_EVENTS_PER_BURST * f64::from(crate::num::count(in_bursts.len()))
-    {
+    let n = f64::from(crate::num::count(events.len()));
+    let at_once = sizes.len() == 1;
+    let spacing = event_spacing(r, events, at_once);
+    in_bursts.sort_unstable();
+    let held_ms = spacing.and_then(|tau| {
+        let median = in_bursts.get(in_bursts.len() / 2)?;
+        Some(f64::from(median - 1) * tau)
+    });
+    let buffered = if at_once {
+        held_ms.is_none_or(|h| h >= MIN_HOLD_MS)
+    } else {
+        f64::from(events_in_bursts) >= MIN_BURST_SHARE * n
+            && held_ms.is_some_and(|h| h >= MIN_HOLD_MS)
+    };
+    if !buffered {
         return None;
     }
-    let n = f64::from(crate::num::count(events.len()));
     between.sort_by(f64::total_cmp);
     Some(Delivery {
         bursts: crate::num::count(in_bursts.len()),
         events_in_bursts,
         events: crate::num::count(events.len()),
         joined_share,
-        first_share: f64::from(segments[0]) / n,
+        first_share: f64::from(sizes[0]) / n,
         interval_ms: (!between.is_empty()).then(|| between[between.len() / 2]),
+        held_ms,
     })
 }
 
@@ -140,7 +189,7 @@ pub fn keeps_ttft(r: &Record) -> bool {
 
 /// The figures of a case's buffered responses, held apart until the case ends: left out where
 /// its path buffers, merged back where it streams ([`MIN_PATH_SHARE`]).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Held {
     /// TTFTs the first burst no longer bounds.
     pub ttft: Samples,
@@ -149,7 +198,7 @@ pub struct Held {
 }
 
 /// A case's buffered responses, gathered one ok response at a time.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct BurstFigures {
     examined: u32,
     buffered: u32,
@@ -157,6 +206,7 @@ pub struct BurstFigures {
     events_in_bursts: f64,
     burst_count: f64,
     intervals: Samples,
+    held: Samples,
     ttft_withheld: u32,
 }
 
@@ -174,6 +224,9 @@ impl BurstFigures {
         self.burst_count += f64::from(d.bursts);
         if let Some(i) = d.interval_ms {
             self.intervals.push(i);
+        }
+        if let Some(h) = d.held_ms {
+            self.held.push(h);
         }
         self.ttft_withheld += u32::from(!d.keeps_ttft());
         Some(d)
@@ -201,6 +254,7 @@ impl BurstFigures {
                 0.0
             },
             interval_ms: self.intervals.distribution().map(|d| d.median),
+            held_ms: self.held.distribution().map(|d| d.median),
             ttft_withheld: self.ttft_withheld,
             kept,
         })
@@ -221,6 +275,11 @@ pub struct Bursts {
     /// The median gap between bursts, ms (absent: every buffered response arrived at once).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval_ms: Option<f64>,
+    /// How much of the stream a burst held back, ms: the median over the buffered responses of
+    /// their median burst's (events − 1) × the server's time between two events (absent: none
+    /// could tell, every one arrived at once without the server's timing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_ms: Option<f64>,
     /// Buffered responses whose first burst held most of their events: TTFT withheld (where
     /// the path buffers).
     pub ttft_withheld: u32,
@@ -243,11 +302,14 @@ impl Bursts {
             "all at once".to_owned()
         } else {
             format!(
-                "in a median of {} bursts of ~{:.0} token events{}",
+                "in a median of {} bursts of ~{:.0} token events{}{}",
                 crate::fmt::number(self.bursts_median),
                 self.events_per_burst,
                 self.interval_ms
-                    .map_or_else(String::new, |i| format!(", ~{i:.0} ms apart"))
+                    .map_or_else(String::new, |i| format!(", ~{i:.0} ms apart")),
+                self.held_ms.map_or_else(String::new, |h| format!(
+                    ", each holding back ~{h:.0} ms of the stream"
+                ))
             )
         };
         if self.kept {

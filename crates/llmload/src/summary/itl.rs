@@ -9,7 +9,7 @@ use crate::record::Record;
 use crate::stats::{Distribution, Label, Samples};
 
 /// A case's per-token gaps, and the responses whose tokens per event are unknown.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct ItlFigures {
     gaps: Samples,
     known: u32,

@@ -20,7 +20,7 @@ pub struct Sent {
 }
 
 /// Gathers the lengths of a case's `ok` responses.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct SentLengths {
     input: Samples,
     output: Samples,

@@ -103,7 +103,7 @@ impl ModelSummary {
 }
 
 /// One model's figures so far.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct OneModel {
     tally: Tally,
     ttft: Samples,
@@ -114,7 +114,7 @@ struct OneModel {
 }
 
 /// The figures of each model of a case, by name; empty when no record named a model.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct ModelFigures {
     models: BTreeMap<String, OneModel>,
 }

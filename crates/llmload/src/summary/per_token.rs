@@ -7,7 +7,7 @@ use crate::record::Record;
 use crate::stats::{Label, Samples};
 
 /// Per-token figures of some of a case's `ok` responses.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct PerToken {
     /// Per-token gaps.
     pub itl: ItlFigures,

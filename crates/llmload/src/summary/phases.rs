@@ -43,7 +43,7 @@ impl PhaseSummary {
 }
 
 /// A case's phases so far, one measured record at a time.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct PhaseFigures {
     responses: u32,
     new: u32,

@@ -31,7 +31,7 @@ pub struct PoolingSummary {
 }
 
 /// A pooling case's answers so far.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct PoolingFigures {
     batch: Option<u32>,
     inputs: u64,

@@ -33,7 +33,7 @@ impl PrefixCache {
 }
 
 /// Σ of the prefix-cache counters, one `ok` record at a time.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct PrefixAcc {
     shared: u32,
     n: u32,

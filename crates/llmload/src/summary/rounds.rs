@@ -27,7 +27,7 @@ pub struct RoundSummary {
 }
 
 /// A round's figures so far.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct RoundAcc {
     requests: u32,
     ok: u32,

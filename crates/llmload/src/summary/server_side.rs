@@ -86,7 +86,7 @@ impl TtftParts {
 }
 
 /// The sums behind [`TtftParts`]: responses, client TTFT, and each part's sum and count.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct PartSums {
     responses: u32,
     client: f64,
@@ -147,7 +147,7 @@ impl PartSums {
 }
 
 /// A case's server side so far, one measured record at a time.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct ServerSideFigures {
     responses: u32,
     sources: Vec<TimingSource>,

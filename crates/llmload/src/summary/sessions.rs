@@ -66,14 +66,14 @@ pub struct TurnSummary {
 }
 
 /// Sessions so far, one measured record at a time.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct SessionFigures {
     turns: u32,
     by_turn: BTreeMap<u32, TurnAcc>,
     sessions: BTreeMap<u64, SessionAcc>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct TurnAcc {
     n: u32,
     ttft: Samples,
@@ -87,7 +87,7 @@ struct TurnAcc {
     prompt_reported: u64,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct SessionAcc {
     turns: u32,
     ok: u32,

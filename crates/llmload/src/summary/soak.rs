@@ -145,7 +145,7 @@ pub fn series(
 /// run, a window that nothing can reach any more (see [`SeriesBins::close_before`]) keeps only
 /// its TTFT distribution, so that a long soak with short windows holds no samples but the open
 /// windows'.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct SeriesBins {
     w0: Seconds,
     window_s: Seconds,
@@ -155,7 +155,7 @@ pub struct SeriesBins {
 }
 
 /// One window's figures so far.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Bin {
     requests: u32,
     ok: u32,
@@ -169,7 +169,7 @@ struct Bin {
 /// TTFTs of buffered responses whose first burst held most of them wait apart (`held`) until
 /// the case says whether its path buffers ([`super::bursts::MIN_PATH_SHARE`]); a closed window
 /// keeps its distribution both ways.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 enum Ttft {
     Open {
         kept: Samples,

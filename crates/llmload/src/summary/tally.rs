@@ -5,7 +5,7 @@ use super::Counts;
 use crate::record::{Record, Status};
 
 /// Outcomes so far, and the first failure and unverified response met.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Tally {
     /// The counts.
     pub counts: Counts,

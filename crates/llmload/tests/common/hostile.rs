@@ -13,95 +13,6 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 
-/// How a server misbehaves.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// Speaks llama-server's dialect correctly.
-    Normal,
-    /// Accepts connections, reads the request and never answers anything.
-    Silent,
-    /// Answers setup; a generation streams tokens and never stops.
-    Endless,
-    /// Answers setup; a generation sends `data: ` and then bytes without any newline, forever.
-    Unterminated,
-    /// Answers setup; a generation gets `200 OK` with an HTML page.
-    Html,
-    /// `GET /health` answers `302 Found` to this base URL (another server); the rest is normal.
-    Redirect(String),
-    /// Answers setup; a generation's final event says 7 more prompt tokens than were sent and
-    /// one fewer generated token than were asked for (and streamed).
-    Lies,
-    /// Answers setup; a generation streams the tokens asked for and a final event without any
-    /// counter (as a gateway that drops them would).
-    Unreported,
-    /// Answers setup; a generation streams 5 token events more than were asked for, and a final
-    /// event that says exactly the tokens asked for were generated.
-    Overcount,
-    /// Speaks llama-server's dialect correctly, each event stream opened by a UTF-8 byte order
-    /// mark.
-    Bom,
-    /// Terminal control sequences in every text it sends: the model's path and name, and a
-    /// generation's `500` error body (which would clear the screen, retitle the window and forge
-    /// a line if printed raw).
-    Controls,
-    /// Answers setup; a generation's `500` body is the request it got, head and body (the key
-    /// and every header included), as some proxies' error pages are.
-    EchoInError,
-    /// Answers setup; a generation streams two tokens, then an error event whose message is the
-    /// request's head.
-    EchoInStream,
-    /// Every answer, setup's and generations', comes after `100 Continue` and `103 Early Hints`.
-    Interim,
-    /// `/props` answers with two `Content-Length` fields that disagree (the rest is normal).
-    TwoLengthsInSetup,
-    /// Answers setup; a generation's response has two `Content-Length` fields that disagree.
-    TwoLengths,
-    /// Answers setup; a generation's stream comes with `Content-Encoding: gzip`.
-    Gzip,
-    /// Answers setup; a generation gets `204 No Content` and the connection stays open.
-    NoContent,
-    /// Answers setup; a generation streams two tokens, then an `event: error` whose data says
-    /// why, and ends.
-    ErrorEvent,
-    /// Answers setup; a generation streams its tokens four to an event, as text without a token
-    /// list (nothing says how many each carried), and a final event that counts them all.
-    Clumped,
-    /// Answers setup; a generation's head says back a request id of 300 characters and bytes
-    /// outside ASCII, and its final event's timings hold a `prompt_ms` no request can have
-    /// (its `predicted_ms` holds).
-    AbsurdTimings,
-    /// A proxy in front of a stopped server: every request answered 502 with nginx's page.
-    BadGateway,
-    /// A proxy whose server stops answering during the run: setup as `Normal`, every
-    /// generation answered 504 with the page `HAProxy` sends.
-    GatewayTimeout,
-    /// As `GatewayTimeout`, Caddy's way: 502 with an empty body.
-    EmptyBadGateway,
-    /// Answers setup; a generation streams one token event every `ms` milliseconds, each
-    /// written on its own, after a first token at `ms` (a server streaming token by token).
-    Paced(u64),
-    /// Speaks only the `OpenAI` chat API and refuses every body field it does not know with
-    /// `422`, as `transformers serve` does; `named`: whether the refusal names the fields.
-    Strict {
-        /// The refusal names the fields it refuses.
-        named: bool,
-    },
-    /// Answers setup; a generation whose request id's serial number is even gets one token and
-    /// ends as if complete, the others every token asked for.
-    CutEveryOther,
-    /// Answers setup; a generation streams three tokens, then writes why it stops in plain
-    /// text (outside any event) and ends the body without a final event.
-    Overflow,
-    /// As `Paced(ms)`, behind a proxy that holds the stream and forwards what it holds every
-    /// `every` milliseconds in one write (`HAProxy`'s default in front of a stream).
-    Flushed {
-        /// Milliseconds between tokens at the server.
-        ms: u64,
-        /// Milliseconds between the proxy's flushes.
-        every: u64,
-    },
-}
-
 /// A path prefix the server answers under as well as at its root: a base URL's path with a
 /// space in it, as it must arrive (percent-encoded).
 pub const PREFIX: &str = "/my%20api";
@@ -128,6 +39,8 @@ type Log = Arc<Mutex<Vec<Seen>>>;
 mod cut;
 #[path = "hostile/misframed.rs"]
 mod misframed;
+#[path = "hostile/mode.rs"]
+mod mode;
 #[path = "hostile/process.rs"]
 mod process;
 #[path = "hostile/proxy.rs"]
@@ -136,6 +49,7 @@ mod proxy;
 mod strict;
 pub use cut::OVERFLOW;
 use misframed::{echo, misframed};
+pub use mode::Mode;
 pub use process::{eventually, files_under, is_empty_or_absent, llmload_within, Finished, Running};
 use proxy::final_event;
 pub use strict::TEMPLATE_TOKENS;
@@ -366,6 +280,9 @@ async fn respond(stream: &mut TcpStream, mode: &Mode, request: &Request) -> std:
         ("POST", "/completion") if *mode == Mode::CutEveryOther => {
             return cut::every_other(stream, request).await;
         }
+        ("POST", "/completion") if *mode == Mode::StopsEarly && !is_probe(&request.body) => {
+            return cut::early(stream, request).await;
+        }
         ("POST", "/completion") if *mode == Mode::Overflow && !is_probe(&request.body) => {
             return cut::overflow(stream).await;
         }
@@ -426,6 +343,7 @@ async fn generate(stream: &mut TcpStream, mode: &Mode, body: &[u8]) -> std::io::
         Mode::GatewayTimeout | Mode::EmptyBadGateway => proxy::page(stream, mode).await,
         Mode::Paced(ms) => proxy::paced(stream, *ms, *ms, asked, prompt).await,
         Mode::Flushed { ms, every } => proxy::paced(stream, *ms, *every, asked, prompt).await,
+        Mode::Corked { ms, hold } => proxy::corked(stream, *ms, *hold, asked, prompt).await,
         Mode::Html => {
             let page = "<html><body><h1>Welcome to nginx!</h1></body></html>";
             whole(stream, "200 OK", "text/html", page).await?;
@@ -477,6 +395,7 @@ async fn generate(stream: &mut TcpStream, mode: &Mode, body: &[u8]) -> std::io::
         | Mode::Redirect(_)
         | Mode::Strict { .. }
         | Mode::CutEveryOther
+        | Mode::StopsEarly
         | Mode::Overflow
         | Mode::EchoInError
         | Mode::EchoInStream => {

@@ -196,9 +196,11 @@ fn drop_field_takes_only_engine_fields() {
     );
 }
 
-/// Every other stream cut after its first token, at concurrency 2: with `--best-effort` the cut
-/// one is `short`, counted apart (summary.json, the terminal, report.md, cases.csv) and in no
-/// figure; the case is not complete.
+/// Every other stream cut after its first token, at concurrency 4: with `--best-effort` the cut
+/// ones are far short of what they asked and of their peers, so the case counts them `short`,
+/// apart (summary.json, the terminal, report.md, cases.csv) and in no figure; the case is not
+/// complete. Their records say what a record can: `ok`, unverified, far short. `llmload report`
+/// rebuilding from the records reaches the same counts.
 #[test]
 fn streams_cut_short_are_their_own_class_out_of_every_figure() {
     let server = Server::start(Mode::CutEveryOther);
@@ -207,48 +209,48 @@ fn streams_cut_short_are_their_own_class_out_of_every_figure() {
         &server.url,
         tmp.path(),
         ("cut", "8"),
-        ("2", "0"),
+        ("4", "0"),
         &["--best-effort"],
     );
     assert_eq!(run.code, Some(3), "{}", shown(&run));
     let dir = attempt_dir(tmp.path(), "cut");
     let records = json_lines(&dir.join("requests.jsonl"));
-    let status: Vec<&str> = records
-        .iter()
-        .map(|r| r["status"].as_str().unwrap_or_default())
-        .collect();
-    assert_eq!(
-        status.iter().filter(|s| **s == "short").count(),
-        1,
-        "{records:?}"
-    );
-    assert_eq!(
-        status.iter().filter(|s| **s == "ok").count(),
-        1,
-        "{records:?}"
-    );
-    for r in records.iter().filter(|r| r["status"] == "short") {
-        assert_eq!(r["output_tokens"], 1, "{r}");
+    assert!(records.iter().all(|r| r["status"] == "ok"), "{records:?}");
+    let cut: Vec<&Value> = records.iter().filter(|r| r["output_tokens"] == 1).collect();
+    assert_eq!(cut.len(), 2, "{records:?}");
+    for r in cut {
+        assert_eq!(r["verified"], false, "{r}");
         assert!(
-            r["notes"].to_string().contains("short: 1 of the 8 tokens"),
+            r["notes"]
+                .to_string()
+                .contains("far short: 1 of the 8 tokens asked for"),
             "{r}"
         );
     }
-    let case = &json(&dir.join("summary.json"))["cases"][0];
-    assert_eq!(case["counts"]["short"], 1, "{case}");
-    assert_eq!(case["counts"]["ok"], 1, "{case}");
-    // Only the full one is in the figures (it arrived at once, so its TTFT is withheld).
-    assert_eq!(case["e2e_ms"]["n"], 1, "{case}");
-    assert_eq!(case["bursts"]["examined"], 1, "{case}");
+    let summary = json(&dir.join("summary.json"));
+    let case = &summary["cases"][0];
+    assert_eq!(case["counts"]["short"], 2, "{case}");
+    assert_eq!(case["counts"]["ok"], 2, "{case}");
+    assert_eq!(case["counts"]["unverified"], 0, "{case}");
+    assert_eq!(case["far_short"]["short"], true, "{case}");
+    assert_eq!(case["far_short"]["peers"], 2, "{case}");
+    // Only the full ones are in the figures (they arrived at once, so TTFT is withheld).
+    assert_eq!(case["e2e_ms"]["n"], 2, "{case}");
+    assert_eq!(case["bursts"]["examined"], 2, "{case}");
     assert_eq!(case["complete"], false, "{case}");
-    let said = "1 short (a quarter or less of the output asked";
+    let said = "2 short (a quarter or less of the output asked and of their peers'";
     assert!(
         run.stdout.contains(said) || run.stderr.contains(said),
         "{}",
         shown(&run)
     );
+    assert!(!run.stderr.contains("failed, "), "{}", shown(&run));
     let report = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
     assert!(report.contains(said), "{report}");
+    assert!(
+        report.contains("against 100 % for the other 2: cut short"),
+        "{report}"
+    );
     let csv = std::fs::read_to_string(dir.join("cases.csv")).expect("cases.csv");
     let mut lines = csv.lines();
     let header: Vec<&str> = lines.next().expect("a header").split(',').collect();
@@ -257,7 +259,53 @@ fn streams_cut_short_are_their_own_class_out_of_every_figure() {
         .iter()
         .position(|c| *c == "short")
         .expect("a short column");
-    assert_eq!(row[at], "1", "{csv}");
+    assert_eq!(row[at], "2", "{csv}");
+    let rebuilt = llmload_within(&["report", utf8(&dir), "--json"], LIMIT);
+    assert_eq!(rebuilt.code, Some(0), "{}", shown(&rebuilt));
+    let rebuilt: Value = serde_json::from_str(&rebuilt.stdout).expect("--json prints JSON");
+    for key in ["counts", "far_short", "e2e_ms", "complete"] {
+        assert_eq!(rebuilt["cases"][0][key], case[key], "{key}");
+    }
+}
+
+/// A best-effort server that stops every response at its own end of sequence, at 20, 30 or 40 %
+/// of the tokens asked for: the 20 % ones are far short of what they asked, but not of their
+/// peers, so none is short; all are ok, unverified, in every figure, and the case says why.
+#[test]
+fn a_server_that_stops_every_response_early_has_none_short() {
+    let server = Server::start(Mode::StopsEarly);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let run = run_named(
+        &server.url,
+        tmp.path(),
+        ("early", "16"),
+        ("3", "0"),
+        &["--best-effort"],
+    );
+    assert_eq!(run.code, Some(0), "{}", shown(&run));
+    let dir = attempt_dir(tmp.path(), "early");
+    let records = json_lines(&dir.join("requests.jsonl"));
+    let mut got: Vec<u64> = records
+        .iter()
+        .filter(|r| r["phase"] == "measured")
+        .map(|r| r["output_tokens"].as_u64().unwrap_or(0))
+        .collect();
+    got.sort_unstable();
+    assert_eq!(got, [3, 5, 6], "{records:?}");
+    let case = &json(&dir.join("summary.json"))["cases"][0];
+    assert_eq!(case["counts"]["ok"], 3, "{case}");
+    assert_eq!(case["counts"]["unverified"], 3, "{case}");
+    assert!(case["counts"].get("short").is_none(), "{case}");
+    assert_eq!(case["far_short"]["responses"], 1, "{case}");
+    assert!(case["far_short"].get("short").is_none(), "{case}");
+    assert_eq!(case["e2e_ms"]["n"], 3, "{case}");
+    assert_eq!(case["complete"], true, "{case}");
+    assert!(
+        run.stdout
+            .contains("the server ends its responses early (at its end of sequence)"),
+        "{}",
+        shown(&run)
+    );
 }
 
 /// Without `--best-effort` the same cut streams are invalid (the server says it generated 1 of
@@ -291,4 +339,49 @@ fn a_stream_that_ends_with_plain_text_says_what_the_server_wrote() {
         "{record}"
     );
     assert!(run.stdout.contains(OVERFLOW), "{}", shown(&run));
+}
+
+/// The same cut streams in an open loop: the window's figures (throughput, completions) are
+/// kept both ways until the case counts the cut ones short, and `llmload report` rebuilding the
+/// window from the records reaches the same.
+#[test]
+fn streams_cut_short_in_an_open_loop_leave_the_windows_figures_too() {
+    let server = Server::start(Mode::CutEveryOther);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let run = run_llamacpp(
+        &server.url,
+        tmp.path(),
+        "open",
+        &[
+            "--input-tokens",
+            "16",
+            "--output-tokens",
+            "8",
+            "--arrival",
+            "constant",
+            "--rate",
+            "50",
+            "--requests",
+            "12",
+            "--warmup",
+            "0",
+            "--best-effort",
+        ],
+    );
+    assert_eq!(run.code, Some(3), "{}", shown(&run));
+    let dir = attempt_dir(tmp.path(), "open");
+    let case = &json(&dir.join("summary.json"))["cases"][0];
+    assert_eq!(case["counts"]["short"], 6, "{case}");
+    assert_eq!(case["counts"]["ok"], 6, "{case}");
+    assert_eq!(case["far_short"]["short"], true, "{case}");
+    let rebuilt = llmload_within(&["report", utf8(&dir), "--json"], LIMIT);
+    assert_eq!(rebuilt.code, Some(0), "{}", shown(&rebuilt));
+    let rebuilt: Value = serde_json::from_str(&rebuilt.stdout).expect("--json prints JSON");
+    let again = &rebuilt["cases"][0];
+    for key in ["counts", "far_short", "e2e_ms", "complete"] {
+        assert_eq!(again[key], case[key], "{key}");
+    }
+    for key in ["throughput_tps", "completed_rps", "requests_launched"] {
+        assert_eq!(again["load"][key], case["load"][key], "load.{key}");
+    }
 }

@@ -63,17 +63,6 @@ fn run_named(
     extra: &[&str],
 ) -> Finished {
     let mut args = vec![
-        "run",
-        "--url",
-        url,
-        "--api",
-        "llamacpp",
-        "--out",
-        utf8(out),
-        "--name",
-        name,
-        "--telemetry",
-        "off",
         "--setup-timeout",
         "2s",
         "--timeout",
@@ -90,7 +79,27 @@ fn run_named(
         warmup,
     ];
     args.extend_from_slice(extra);
-    llmload_within(&args, LIMIT)
+    run_llamacpp(url, out, name, &args)
+}
+
+/// `llmload run` on llama.cpp's API against `url`, writing to `out/NAME`, without telemetry,
+/// with `args`.
+fn run_llamacpp(url: &str, out: &Path, name: &str, args: &[&str]) -> Finished {
+    let mut all = vec![
+        "run",
+        "--url",
+        url,
+        "--api",
+        "llamacpp",
+        "--out",
+        utf8(out),
+        "--name",
+        name,
+        "--telemetry",
+        "off",
+    ];
+    all.extend_from_slice(args);
+    llmload_within(&all, LIMIT)
 }
 
 /// The only measured record of a small run, after checking the run ended incomplete (exit 3)

@@ -1,5 +1,6 @@
 //! Unit tests of `bursts.rs`: streams token by token, flushed every 200 ms, all at once, and
-//! clumps of a server that sends a few tokens at a time.
+//! clumps of a server that sends a few tokens at a time; a proxy flushing on a 200 ms timer in
+//! front of a slow and a fast server, against a busy client reading late at random points.
 
 use super::*;
 use crate::record::ok_record;
@@ -143,4 +144,141 @@ fn a_few_responses_clumped_on_a_path_that_streams_stay_in_every_figure() {
     assert!(b.held_out() && !b.kept);
     assert_eq!((n(&s.ttft_ms), n(&s.tpot_ms), n(&s.itl_ms)), (2, 2, 2 * 15));
     assert_eq!(b.ttft_withheld, 8);
+}
+
+/// The events of `steady` behind the kernel's cork under `HAProxy`'s `MSG_MORE`: the first event
+/// held starts a timer of `hold` ms, when everything held goes at once, a microsecond apart.
+fn corked(events: &[f64], hold: f64) -> Vec<f64> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < events.len() {
+        let release = events[i] + hold;
+        let mut k = 0.0;
+        while i < events.len() && events[i] <= release {
+            out.push(release + 0.001 * k);
+            k += 1.0;
+            i += 1;
+        }
+    }
+    out
+}
+
+/// A small generator for the tests' random points (`SplitMix64`), in [0, 1).
+struct Draws(u64);
+
+impl Draws {
+    fn next(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) as f64 / u64::MAX as f64
+    }
+}
+
+/// The events of `steady` as a busy client stamps them: at each read, with chance `chance`, it
+/// comes up to `max_lag` ms late, and every event that arrived by then comes in that one read,
+/// stamped (as the kernel does) with the arrival of the last.
+fn read_late(events: &[f64], draws: &mut Draws, chance: f64, max_lag: f64) -> Vec<f64> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < events.len() {
+        let lag = if draws.next() < chance {
+            draws.next() * max_lag
+        } else {
+            0.0
+        };
+        let read_at = events[i] + lag;
+        let mut j = i;
+        while j + 1 < events.len() && events[j + 1] <= read_at {
+            j += 1;
+        }
+        out.extend(std::iter::repeat_n(events[j], j + 1 - i));
+        i = j + 1;
+    }
+    out
+}
+
+/// An ok record of `events` whose server said it spent `decode_ms` from its first token to its
+/// last (llama-server's `predicted_ms`).
+fn timed(events: Vec<f64>, decode_ms: f64) -> Record {
+    let mut r = ok_record(0.0, None, events);
+    let mut server = crate::record::ServerTimings::new(crate::record::TimingSource::LlamaServer);
+    server.decode_ms = Some(decode_ms);
+    r.server = Some(server);
+    r
+}
+
+#[test]
+fn a_proxy_flushing_every_200_ms_is_told_at_a_slow_rate_as_at_a_fast_one() {
+    // 9 and 70 tokens/s, 64 tokens after a prefill of 80 ms; the kernel's cork and a timer.
+    for per_token in [1000.0 / 9.0, 1000.0 / 70.0] {
+        let sent = steady(80.0, per_token, 64);
+        for (how, events) in [
+            ("corked", corked(&sent, 200.0)),
+            ("timer", flushed(&sent, 200.0)),
+        ] {
+            let d = buffered(&ok_record(0.0, None, events.clone()))
+                .unwrap_or_else(|| panic!("{per_token} ms/token, {how}: not told"));
+            let held = d.held_ms.expect("a span to go by");
+            assert!(held >= MIN_HOLD_MS, "{per_token} {how}: {d:?}");
+            assert!(d.bursts >= 5, "{per_token} {how}: {d:?}");
+            // The server's own timing says the same.
+            let decode = per_token * 63.0;
+            assert!(
+                buffered(&timed(events, decode)).is_some(),
+                "{per_token} {how} timed"
+            );
+        }
+    }
+    // At 9 tokens/s the cork's bursts hold 2 events: no more than a busy client's clumps, but
+    // each held back a token's time of the server, 111 ms.
+    let d = buffered(&ok_record(
+        0.0,
+        None,
+        corked(&steady(80.0, 111.1, 64), 200.0),
+    ))
+    .expect("buffered");
+    assert!((d.events_in_bursts, d.bursts) == (64, 32), "{d:?}");
+    assert!(d.joined_share < 0.6, "{d:?}");
+}
+
+#[test]
+fn a_busy_client_reading_late_at_random_points_is_not_told_as_a_proxy() {
+    for per_token in [1.0, 40.0] {
+        for seed in 0..200 {
+            let mut draws = Draws(seed);
+            let sent = steady(30.0, per_token, 64);
+            for chance in [0.1, 0.3, 1.0] {
+                let events = read_late(&sent, &mut draws, chance, 20.0);
+                assert_eq!(
+                    buffered(&ok_record(0.0, None, events.clone())),
+                    None,
+                    "{per_token} ms/token, seed {seed}, late at {chance} of reads: {events:?}"
+                );
+                let decode = per_token * 63.0;
+                assert_eq!(buffered(&timed(events, decode)), None, "{per_token} timed");
+            }
+        }
+    }
+    // Clumps there were, at 1 ms per token: it is their size in time that is small.
+    let mut draws = Draws(7);
+    let events = read_late(&steady(30.0, 1.0, 64), &mut draws, 1.0, 20.0);
+    let joined = events.windows(2).filter(|w| w[1] == w[0]).count();
+    assert!(joined > 32, "{events:?}");
+}
+
+#[test]
+fn a_short_stream_at_once_is_told_by_the_servers_own_timing_where_it_has_one() {
+    // 16 tokens the server produced in 15 ms, read in one go: a pause of the machine.
+    let at_once = vec![40.0; 16];
+    assert_eq!(buffered(&timed(at_once.clone(), 15.0)), None);
+    // The same, where the server spent 1.5 s on them: held back.
+    let d = buffered(&timed(at_once.clone(), 1500.0)).expect("held");
+    assert_eq!(d.bursts, 1);
+    assert!((d.held_ms.expect("timed") - 1500.0).abs() < 1e-9, "{d:?}");
+    // Without the server's timing nothing says how long: at once is buffered, and the case
+    // (80 % of its responses) tells a path from a moment's pause.
+    let d = buffered(&ok_record(0.0, None, at_once)).expect("at once");
+    assert_eq!(d.held_ms, None);
 }

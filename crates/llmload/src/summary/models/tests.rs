@@ -148,7 +148,7 @@ fn a_model_with_objectives_of_its_own_is_judged_by_them() {
     };
     let own = std::collections::BTreeMap::from([("a".to_owned(), e2e(1))]);
     let mut figures = WindowFigures::new(0.0, Some(5.0), e2e(3), None)
-        .with_model_objectives(std::sync::Arc::new(own.clone()));
+        .with_model_objectives(&std::sync::Arc::new(own.clone()));
     for r in [&a, &b] {
         figures.add(r, None);
     }
@@ -170,7 +170,7 @@ fn a_model_with_objectives_of_its_own_is_judged_by_them() {
     assert_eq!(load.slo_met_share, Some(0.5));
     // Objectives of one model alone still make goodput a figure of the whole window.
     let mut figures = WindowFigures::new(0.0, Some(5.0), Slo::default(), None)
-        .with_model_objectives(std::sync::Arc::new(own));
+        .with_model_objectives(&std::sync::Arc::new(own));
     for r in [&a, &b] {
         figures.add(r, None);
     }

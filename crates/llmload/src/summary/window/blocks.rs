@@ -20,7 +20,7 @@ struct Bucket {
 }
 
 /// The window's seconds.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Blocks {
     seconds: BTreeMap<i64, Bucket>,
 }

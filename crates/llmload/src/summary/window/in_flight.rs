@@ -22,7 +22,7 @@ pub fn concurrency(spans: &[(Seconds, Seconds)], window: (Seconds, Seconds)) -> 
 
 /// Requests in flight swept edge by edge in time order: the area under their count over the
 /// window (for the time average) and the count's peak at a start inside it.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct Sweep {
     w0: Seconds,
     /// The latest edge swept.

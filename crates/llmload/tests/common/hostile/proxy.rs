@@ -1,6 +1,7 @@
 //! The hostile modes that answer as a proxy: in front of a server that does not answer (the
 //! error pages nginx, `HAProxy` and Caddy send), and in front of one that streams (passing each
-//! token on, or holding the stream and flushing it at intervals).
+//! token on, holding the stream and flushing it at intervals, or sending it with `MSG_MORE` so
+//! that the kernel holds each piece up to 200 ms).
 
 use super::{chunk, whole, Mode, STREAM_HEAD, TOKEN_EVENT};
 use serde_json::json;
@@ -50,6 +51,39 @@ pub(super) async fn paced(
     }
     held.extend_from_slice(&final_event(prompt, asked));
     stream.write_all(&held).await?;
+    Ok(true)
+}
+
+/// [`Mode::Corked`]: `asked` tokens, one every `ms` from `ms` on, the first one held starting a
+/// timer of `hold` ms, when everything held goes in one write; the rest with the final event.
+pub(super) async fn corked(
+    stream: &mut TcpStream,
+    ms: u64,
+    hold: u64,
+    asked: u64,
+    prompt: u64,
+) -> std::io::Result<bool> {
+    stream.write_all(STREAM_HEAD).await?;
+    let start = tokio::time::Instant::now();
+    let mut waiting = Vec::new();
+    let mut release = None;
+    for i in 1..=asked {
+        let at = ms * i;
+        if let Some(due) = release.filter(|&due| due < at) {
+            tokio::time::sleep_until(start + Duration::from_millis(due)).await;
+            stream.write_all(&waiting).await?;
+            waiting.clear();
+            release = None;
+        }
+        tokio::time::sleep_until(start + Duration::from_millis(at)).await;
+        waiting.extend_from_slice(&chunk(TOKEN_EVENT));
+        release.get_or_insert(at + hold);
+    }
+    if let Some(due) = release {
+        tokio::time::sleep_until(start + Duration::from_millis(due)).await;
+    }
+    waiting.extend_from_slice(&final_event(prompt, asked));
+    stream.write_all(&waiting).await?;
     Ok(true)
 }
 
