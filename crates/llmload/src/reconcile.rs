@@ -132,20 +132,29 @@ pub fn in_dialect(
 }
 
 /// The measured `ok` records of the attempt `dir` whose `summary` is given (a series': those of
-/// its complete repeats), of case `only` where one is named.
+/// its complete repeats; none its case counted short), of case `only` where one is named.
 fn measured_ok(
     dir: &Path,
     summary: &crate::summary::Summary,
     only: Option<&str>,
 ) -> crate::error::Result<Vec<Record>> {
     let complete = summary.repeats.as_ref().map(|s| s.complete.clone());
+    // The cases that counted their far-short responses short: those are in no figure.
+    let counted_short: Vec<&str> = summary
+        .cases
+        .iter()
+        .filter(|c| c.far_short.as_ref().is_some_and(|f| f.short))
+        .map(|c| c.id.as_str())
+        .collect();
     let mut kept = Vec::new();
     crate::attempt::records::for_each_record(&dir.join("requests.jsonl"), |r| {
         let in_series = complete
             .as_ref()
             .is_none_or(|c| r.repeat.is_some_and(|k| c.contains(&k)));
         let in_case = only.is_none_or(|id| r.case == id);
-        if in_series && in_case && r.phase == Phase::Measured && r.status == Status::Ok {
+        let short = counted_short.contains(&r.case.as_str())
+            && crate::summary::short::far_short_share(&r).is_some();
+        if in_series && in_case && !short && r.phase == Phase::Measured && r.status == Status::Ok {
             kept.push(r);
         }
     })?;

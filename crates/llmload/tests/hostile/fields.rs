@@ -266,6 +266,14 @@ fn streams_cut_short_are_their_own_class_out_of_every_figure() {
     for key in ["counts", "far_short", "e2e_ms", "complete"] {
         assert_eq!(rebuilt["cases"][0][key], case[key], "{key}");
     }
+    // Another tool's definitions are applied to the same responses: the full ones alone.
+    let as_vllm = llmload_within(
+        &["report", utf8(&dir), "--dialect", "vllm", "--json"],
+        LIMIT,
+    );
+    assert_eq!(as_vllm.code, Some(0), "{}", shown(&as_vllm));
+    let as_vllm: Value = serde_json::from_str(&as_vllm.stdout).expect("--json prints JSON");
+    assert_eq!(as_vllm[0]["responses"], 2, "{as_vllm}");
 }
 
 /// A best-effort server that stops every response at its own end of sequence, at 20, 30 or 40 %
