@@ -134,11 +134,26 @@ impl Drop for LlamaServer {
 }
 
 /// Ends a process started under `timeout`: SIGTERM, which `timeout` passes on to its command
-/// (SIGKILL would leave the command running as an orphan), then waits for it.
+/// (SIGKILL to `timeout` alone would leave the command running as an orphan), then waits for it
+/// for at most 20 s. A command still running then is killed, and `timeout` with it: llama-server
+/// can deadlock in its own SIGTERM handler (the handler takes its task queue's lock, which the
+/// thread it interrupted may hold), and a test must not wait on it for ever.
 fn stop(child: &mut Child) {
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
+    let pid = child.id().to_string();
+    let _ = Command::new("kill").args(["-TERM", &pid]).status();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if !matches!(child.try_wait(), Ok(None)) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let children =
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    for command in children.split_whitespace() {
+        let _ = Command::new("kill").args(["-KILL", command]).status();
+    }
+    let _ = child.kill();
     let _ = child.wait();
 }
 
