@@ -63,9 +63,18 @@ fn the_gate_passes_an_identical_run_and_fails_one_made_slower_on_purpose() {
     let same = compare(&[&a, &b], &rule);
     assert_eq!(same.code, 0, "{}\n{}", same.stdout, same.stderr);
     assert!(same.stdout.contains("Gate passed."), "{}", same.stdout);
+    // Identical runs never regress. On a quiet machine both checks are "no change"; on a busy
+    // one a side's interval may widen until a check cannot tell (inconclusive), which is an
+    // honest answer about the noise, not a failure: the gate still passes.
+    assert!(same.stdout.contains("0 regressed, "), "{}", same.stdout);
     assert!(
-        same.stdout
-            .contains("0 regressed, 0 inconclusive, 2 no change"),
+        [
+            "0 inconclusive, 2 no change",
+            "1 inconclusive, 1 no change",
+            "2 inconclusive, 0 no change"
+        ]
+        .iter()
+        .any(|tally| same.stdout.contains(tally)),
         "{}",
         same.stdout
     );
@@ -180,7 +189,13 @@ fn series_of_repeats_are_gated_on_the_variation_between_their_repeats() {
     };
     let (code, same) = gate(&[&a, &b]);
     assert_eq!(code, 0, "{same}");
-    assert_eq!(same["verdict"], "no-change", "{same}");
+    // Three repeats a side: one repeat slowed by a busy machine widens Welch's interval (two
+    // degrees of freedom) past the bound, and the check says it cannot tell. Identical series
+    // never regress.
+    assert!(
+        same["verdict"] == "no-change" || same["verdict"] == "inconclusive",
+        "{same}"
+    );
     let test = same["test"].as_str().unwrap_or_default();
     assert!(
         test.contains("Welch's t over the repeats' figures (BASE: 3 repeats; NEW: 3 repeats)"),

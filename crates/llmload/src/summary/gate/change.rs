@@ -258,6 +258,37 @@ mod tests {
     }
 
     #[test]
+    fn three_quiet_repeats_a_side_are_no_change_and_one_slowed_repeat_cannot_tell() {
+        // Two series of the same 20 ms TTFT under `ttft_p50 > +100%`: quiet, no change.
+        let base = [20.6, 20.7, 20.8];
+        let same = [20.5, 20.7, 20.9];
+        let i = between_repeats(Change::Percent(100.0), &base, &same, 0.95).expect("interval");
+        assert_eq!(
+            call(Op::Above, Change::Percent(100.0), i),
+            Call::NoChange,
+            "{i:?}"
+        );
+        // One repeat of BASE slowed to 40 ms by a busy machine: with two degrees of freedom the
+        // interval reaches past +100 %, and the call is that it cannot tell, never regressed.
+        let slowed = [20.6, 20.7, 40.0];
+        let i = between_repeats(Change::Percent(100.0), &slowed, &same, 0.95).expect("interval");
+        assert!(i.low < 0.0 && i.high > 100.0, "{i:?}");
+        assert_eq!(
+            call(Op::Above, Change::Percent(100.0), i),
+            Call::Inconclusive,
+            "{i:?}"
+        );
+        // Ten times slower on every repeat is told whatever that one repeat did.
+        let slow = [206.0, 207.0, 208.0];
+        let i = between_repeats(Change::Percent(100.0), &slowed, &slow, 0.95).expect("interval");
+        assert_eq!(
+            call(Op::Above, Change::Percent(100.0), i),
+            Call::Regressed,
+            "{i:?}"
+        );
+    }
+
+    #[test]
     fn the_noise_floor_is_the_half_width_between_two_copies_of_base() {
         let base = figure(100.0, 90.0, 110.0);
         let floor = noise_floor(Change::Percent(10.0), &base, 0.95).expect("floor");
