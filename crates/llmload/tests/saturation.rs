@@ -11,6 +11,13 @@ use common::{attempt_dir, json, llmload, sweep_against, Simulator};
 use serde_json::Value;
 use std::path::Path;
 
+/// The simulator runs four times slower than `cpu-tiny` models (steps of ~8 to 40 ms instead of
+/// ~2 to 10): on a busy machine its timers and the client wake late by a few milliseconds,
+/// which at full speed bent a sweep's curve enough to place saturation at 16 (seen in 1 of 4
+/// sweeps beside busy loops, and once in a CI run beside a build); four times slower, 4 of 4
+/// held 8.
+const SLOWER: &str = "0.25";
+
 /// `cpu-tiny` with 2 % jitter per step, written to `dir`.
 fn jittered_profile(dir: &Path) -> String {
     let text = include_str!("../../llmload-sim/profiles/cpu-tiny.toml")
@@ -47,7 +54,16 @@ fn c_sat_ranges_hold_the_slots_and_the_cap_is_one_on_every_grid() {
     let grids = ["1,2,4,8,16,32", "1,2,4,6,8,12,16,32", "1,3,5,7,9,16,24"];
     let mut caps = Vec::new();
     for seed in ["1", "2"] {
-        let sim = Simulator::start(&["--profile", &profile, "--slots", "8", "--seed", seed]);
+        let sim = Simulator::start(&[
+            "--profile",
+            &profile,
+            "--slots",
+            "8",
+            "--time-scale",
+            SLOWER,
+            "--seed",
+            seed,
+        ]);
         for (i, grid) in grids.iter().enumerate() {
             let name = format!("seed{seed}-grid{i}");
             let section = sweep(
@@ -84,7 +100,16 @@ fn c_sat_ranges_hold_the_slots_and_the_cap_is_one_on_every_grid() {
 fn auto_sweep_refines_inside_the_range_and_says_why_it_stopped() {
     let dir = tempfile::tempdir().expect("temp dir");
     let profile = jittered_profile(dir.path());
-    let sim = Simulator::start(&["--profile", &profile, "--slots", "8", "--seed", "3"]);
+    let sim = Simulator::start(&[
+        "--profile",
+        &profile,
+        "--slots",
+        "8",
+        "--time-scale",
+        SLOWER,
+        "--seed",
+        "3",
+    ]);
     let section = sweep(
         &sim.url,
         dir.path(),
@@ -121,7 +146,14 @@ fn auto_sweep_refines_inside_the_range_and_says_why_it_stopped() {
 fn plan_bounds_an_unmeasured_load_by_the_servers_slots() {
     let dir = tempfile::tempdir().expect("temp dir");
     let profile = jittered_profile(dir.path());
-    let sim = Simulator::start(&["--profile", &profile, "--slots", "8"]);
+    let sim = Simulator::start(&[
+        "--profile",
+        &profile,
+        "--slots",
+        "8",
+        "--time-scale",
+        SLOWER,
+    ]);
     sweep(
         &sim.url,
         dir.path(),
