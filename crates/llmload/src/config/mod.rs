@@ -23,11 +23,12 @@ pub use dataset::DatasetConfig;
 pub(crate) use parse::optional_duration;
 pub use parse::parse_duration;
 use parse::{
-    as_optional_seconds, as_seconds, drop_fields, extra_body, parse_headers, parse_source,
-    redacted_json, replaced_ids, validate_optional_url,
+    as_optional_seconds, as_seconds, drop_fields, extra_body, parse_headers, redacted_json,
+    replaced_ids, validate_optional_url,
 };
 mod combine;
 mod file;
+mod guarded;
 mod images;
 mod live;
 mod options;
@@ -236,51 +237,6 @@ fn shape(
     Ok((load, dataset, (input_tokens, concurrency, output_tokens)))
 }
 
-/// The guard's options, resolved: the telemetry source and its interval, the stop rules, and the
-/// cool-down between cases.
-struct Guarded {
-    telemetry: Source,
-    telemetry_interval: Duration,
-    limits: Limits,
-    cool_down_below_c: Option<f64>,
-    cool_down_timeout: Duration,
-}
-
-impl Guarded {
-    fn resolve(options: GuardOptions) -> Result<Guarded, ConfigError> {
-        let GuardOptions {
-            telemetry,
-            telemetry_interval,
-            stop_temp,
-            stop_margin,
-            max_duration,
-            max_errors,
-            max_error_rate,
-            cool_down_below,
-            cool_down_timeout,
-        } = options;
-        Ok(Guarded {
-            telemetry: parse_source(telemetry)?,
-            telemetry_interval: parse_duration(
-                "telemetry-interval",
-                telemetry_interval.as_deref().unwrap_or("1s"),
-            )?,
-            limits: Limits {
-                stop_temp_c: stop_temp,
-                stop_margin_c: stop_margin,
-                max_duration: optional_duration("max-duration", max_duration)?,
-                max_errors,
-                max_error_rate,
-            },
-            cool_down_below_c: cool_down_below,
-            cool_down_timeout: parse_duration(
-                "cool-down-timeout",
-                cool_down_timeout.as_deref().unwrap_or("10m"),
-            )?,
-        })
-    }
-}
-
 /// `--model` and `--warmup`: the model setup requests name (the one given, or the first of a
 /// mix), the mix, and the warmups (a mix warms each of its models once unless told otherwise).
 fn model_mix(
@@ -332,7 +288,7 @@ impl Config {
             best_effort,
             traceparent,
         } = settings.target;
-        let guard = Guarded::resolve(settings.guard)?;
+        let guard = guarded::Guarded::resolve(settings.guard)?;
         let OutputOptions {
             out,
             name,

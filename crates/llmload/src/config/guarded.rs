@@ -1,0 +1,51 @@
+//! The guard's options (`--telemetry`, its stop rules, the cool-down between cases), resolved.
+
+use super::parse::{optional_duration, parse_duration, parse_source};
+use super::{ConfigError, GuardOptions};
+use super::{Limits, Source};
+use std::time::Duration;
+
+/// The guard's options, resolved: the telemetry source and its interval, the stop rules, and the
+/// cool-down between cases.
+pub(super) struct Guarded {
+    pub(super) telemetry: Source,
+    pub(super) telemetry_interval: Duration,
+    pub(super) limits: Limits,
+    pub(super) cool_down_below_c: Option<f64>,
+    pub(super) cool_down_timeout: Duration,
+}
+
+impl Guarded {
+    pub(super) fn resolve(options: GuardOptions) -> Result<Guarded, ConfigError> {
+        let GuardOptions {
+            telemetry,
+            telemetry_interval,
+            stop_temp,
+            stop_margin,
+            max_duration,
+            max_errors,
+            max_error_rate,
+            cool_down_below,
+            cool_down_timeout,
+        } = options;
+        Ok(Guarded {
+            telemetry: parse_source(telemetry)?,
+            telemetry_interval: parse_duration(
+                "telemetry-interval",
+                telemetry_interval.as_deref().unwrap_or("1s"),
+            )?,
+            limits: Limits {
+                stop_temp_c: stop_temp,
+                stop_margin_c: stop_margin,
+                max_duration: optional_duration("max-duration", max_duration)?,
+                max_errors,
+                max_error_rate,
+            },
+            cool_down_below_c: cool_down_below,
+            cool_down_timeout: parse_duration(
+                "cool-down-timeout",
+                cool_down_timeout.as_deref().unwrap_or("10m"),
+            )?,
+        })
+    }
+}
