@@ -125,7 +125,10 @@ fn embeddings_on_the_simulator_are_exact_and_every_view_shows_them_as_such() {
         run.stderr
     );
     let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
-    assert!(html.contains("id=\"pooling\"") && html.contains("no-generation-charts"));
+    assert!(
+        html.contains("<h3>Embeddings and rerank cases</h3>")
+            && html.contains("no-generation-charts")
+    );
     assert!(!html.contains("NaN") && !html.contains("Median TTFT"));
     let csv = std::fs::read_to_string(dir.join("cases.csv")).expect("cases.csv");
     let mut lines = csv.lines();

@@ -44,10 +44,13 @@ pub fn section(report: &Report) -> Option<Section<'_>> {
             ))
         }));
     } else {
-        section.note(
-            "The latency and throughput charts plot generation cases (TTFT, output tokens); \
-             this attempt's cases are embeddings or rerank, whose figures are in their table.",
-        );
+        section.push(Block::Absent {
+            id: "no-generation-charts",
+            text: "The latency and throughput charts plot generation cases (TTFT, output \
+                   tokens); this attempt's cases are embeddings or rerank, whose figures are in \
+                   their table."
+                .into(),
+        });
     }
     section.push(chart("Per-request timeline".into(), move || {
         Some(timeline::timeline(report, &Lengths::of(report)))
