@@ -11,10 +11,7 @@ use std::fmt::Write;
 const STYLE: &str = "\
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\
 h1{margin-bottom:.2em}h2{margin-top:1.6em;border-bottom:1px solid #ddd}\
-.meta{color:#555}\
 .banner{background:#fff3cd;border:2px solid #d39e00;padding:.8em 1em;font-weight:600;margin:1em 0}\
-.outcome{padding:.6em 1em;border-left:6px solid #888;background:#f6f6f6}\
-.outcome.completed{border-color:#2ca02c}.outcome.failed{border-color:#d62728}.outcome.stopped{border-color:#ff7f0e}\
 table{border-collapse:collapse;margin:1em 0;font-size:.92em}th,td{border:1px solid #ccc;padding:.3em .5em;text-align:right}\
 .wide{overflow-x:auto}@media (max-width:1000px){table{font-size:.8em}th,td{padding:.25em .35em}}\
 th{background:#f0f0f0}td:first-child,th:first-child{text-align:left}\
