@@ -22,6 +22,9 @@ import tempfile
 
 SRC = os.path.join(os.path.dirname(__file__), "..", "crates", "llmload", "src")
 FACE = {"main", "cli", "commands"}
+# The report's writers write blocks of the page; of report/ they import only these modules.
+WRITERS = {"markdown", "html", "terminal"}
+WRITER_IMPORTS = {"page", "table", "plot", "markup"}
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 TEST_MOD = re.compile(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(" + IDENT + r")\s*([;{])")
@@ -297,9 +300,22 @@ def main():
             print(f"  {m}: {' '.join(sorted(deps))}")
         for c in cycles(graphs[parent]):
             problems.append(f"cycle in {folder}: " + " → ".join(c))
+    problems.extend(writer_problems(graphs))
     for p in problems:
         print("error:", p, file=sys.stderr)
     return 1 if problems else 0
+
+
+def writer_problems(graphs):
+    """The report's writers (markdown, html with html/, terminal) import of report/ only the
+    page, the table model, the chart canvas and the escaping."""
+    report = graphs.get(("report",), {})
+    return [
+        f"report/{w} imports report/{d}: a writer imports only {', '.join(sorted(WRITER_IMPORTS))}"
+        for w in sorted(WRITERS)
+        for d in sorted(report.get(w, ()))
+        if d not in WRITER_IMPORTS
+    ]
 
 
 def self_test():
@@ -331,6 +347,9 @@ def self_test():
     assert cycles({"a": {"b"}, "b": set(), "c": {"a", "b"}}) == []
     assert cycles({"html": {"markdown"}, "markdown": {"html", "plot"}, "plot": set()}) == [
         ["html", "markdown", "html"]
+    ]
+    assert writer_problems({("report",): {"html": {"page", "markup"}, "markdown": {"results", "table"}, "csv": {"results"}}}) == [
+        "report/markdown imports report/results: a writer imports only markup, page, plot, table"
     ]
     # A folder: its own file is no sibling, a test module no import, a submodule's file part of
     # its module.

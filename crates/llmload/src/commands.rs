@@ -158,7 +158,7 @@ fn summary_text(summary: &Summary, json_wanted: bool) -> String {
     if json_wanted {
         json(summary)
     } else if std::io::stdout().is_terminal() {
-        crate::report::terminal::page(&markdown::render(summary), crate::report::terminal::width())
+        crate::report::terminal::page(summary, crate::report::terminal::width())
     } else {
         markdown::render(summary)
     }

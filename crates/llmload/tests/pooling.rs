@@ -110,7 +110,10 @@ fn embeddings_on_the_simulator_are_exact_and_every_view_shows_them_as_such() {
     assert_eq!(cases[1]["pooling"]["dimension"], 64);
 
     let report = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
-    assert!(report.contains("Embeddings and rerank cases:"), "{report}");
+    assert!(
+        report.contains("### Embeddings and rerank cases"),
+        "{report}"
+    );
     assert!(report.contains("| in48-c2-b4 | 4 | 48 | c=2 |"), "{report}");
     assert!(report.contains("do not apply to these cases"), "{report}");
     assert!(!report.contains("Median TTFT"), "{report}");
@@ -122,7 +125,10 @@ fn embeddings_on_the_simulator_are_exact_and_every_view_shows_them_as_such() {
         run.stderr
     );
     let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
-    assert!(html.contains("id=\"pooling\"") && html.contains("no-generation-charts"));
+    assert!(
+        html.contains("<h3>Embeddings and rerank cases</h3>")
+            && html.contains("no-generation-charts")
+    );
     assert!(!html.contains("NaN") && !html.contains("Median TTFT"));
     let csv = std::fs::read_to_string(dir.join("cases.csv")).expect("cases.csv");
     let mut lines = csv.lines();

@@ -141,7 +141,7 @@ fn three_repeats_are_recorded_apart_and_combined_into_the_same_cases() {
         "{report}"
     );
     let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
-    assert!(html.contains("<h2 id=\"repeats\">Repeats</h2>"));
+    assert!(html.contains("<section id=\"repeats\">\n<h2>Repeats</h2>"));
 }
 
 #[test]

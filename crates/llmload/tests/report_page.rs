@@ -4,7 +4,7 @@
 //! the time goes* has a legend entry and no entry overlaps another; every case id is written
 //! whole inside its chart; chart text renders at 12 px or more; no GPU readings take one short
 //! line; captions count in the unit that applies; a `choice:` mix is named by the lengths it
-//! sent; ITL and TPOT are in the results table with their n.
+//! sent; ITL and TPOT are in the distributions table with their n.
 #![expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 
 #[path = "common/chromium.rs"]
@@ -171,15 +171,17 @@ fn a_closed_campaign_of_mixed_lengths_reads_whole_at_1400_and_800_px() {
             "the mean {mean}"
         );
     }
-    // ITL and TPOT, p50 / p99 over n, in the row of each case.
-    assert!(table.contains("<th>ITL p50 / p99</th><th>TPOT p50 / p99</th>"));
-    for (case, row) in cases.iter().zip(table.split("<tr><td>").skip(1)) {
-        for metric in ["itl_ms", "tpot_ms"] {
+    // ITL and TPOT with their n, in the rows of each case under Distributions.
+    let at = html
+        .find("<h3>Distributions</h3>")
+        .expect("the distributions");
+    let details = &html[at..at + html[at..].find("</table>").expect("its end")];
+    for case in cases {
+        let id = case["id"].as_str().expect("id");
+        for (metric, name) in [("itl_ms", "ITL"), ("tpot_ms", "TPOT")] {
             let n = case[metric]["n"].as_u64().expect("n");
-            assert!(
-                row.contains(&format!("(n = {n})")),
-                "{metric} n = {n}: {row}"
-            );
+            let row = format!("<tr><td>{id}</td><td>{name}</td><td>{n}</td>");
+            assert!(details.contains(&row), "{metric} n = {n}: {details}");
         }
     }
     // Closed rounds count in rounds, and in the number that applies.

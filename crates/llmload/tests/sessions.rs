@@ -112,6 +112,46 @@ fn check_summary(dir: &Path, sessions: usize, turns: u64) {
         .is_some_and(|h| h.contains("turn_cache_hit_rate")));
 }
 
+/// A sessions run whose sessions all complete says so in every view: no "no case completed",
+/// and its Results hold the sessions' table (and in report.html their chart).
+#[test]
+fn a_completed_sessions_run_says_so_in_every_view() {
+    let out = tempfile::tempdir().expect("temp dir");
+    let (result, dir) = run_simulated(
+        out.path(),
+        &words("--input-tokens 32 --output-tokens 4 --concurrency 2 --turns 2 --sessions 2"),
+    );
+    assert_eq!(result.code, 0, "{}\n{}", result.stdout, result.stderr);
+    let markdown = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
+    let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
+    for (view, text) in [
+        ("-q", &result.stdout),
+        ("report.md", &markdown),
+        ("report.html", &html),
+    ] {
+        assert!(!text.contains("No case completed"), "{view}: {text}");
+        assert!(
+            text.contains("2 sessions of 2 turns started, 2 complete, 0 incomplete"),
+            "{view}: {text}"
+        );
+    }
+    assert!(
+        markdown.contains("Completed: 1 of 1 cases complete"),
+        "{markdown}"
+    );
+    let results = &markdown[markdown.find("## Results").expect("a Results section")..];
+    let results = &results[..results[3..]
+        .find("\n## ")
+        .map_or(results.len(), |end| end + 3)];
+    assert!(results.contains("### Multi-turn sessions"), "{results}");
+    assert!(results.contains("| Turn |"), "the table by turn: {results}");
+    let results = &html[html.find("<section id=\"results\">").expect("Results")..];
+    let results = &results[..results.find("</section>").expect("its end")];
+    assert!(results.contains("<table>"), "{results}");
+    assert!(results.contains("<svg"), "the chart by turn: {results}");
+    assert!(!html.contains("no complete case"), "{html}");
+}
+
 #[test]
 fn closed_sessions_send_their_history_as_generated_and_rebuild_the_same() {
     let out = tempfile::tempdir().expect("temp dir");

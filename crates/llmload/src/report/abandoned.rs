@@ -8,33 +8,33 @@ use crate::summary::Summary;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// One line per case with abandoned streams, each starting with "- "; empty when no case had a
-/// request drawn to be abandoned.
-pub fn section(summary: &Summary) -> String {
-    let mut out = String::new();
-    for case in &summary.cases {
-        let Some(a) = &case.abandoned else {
-            continue;
-        };
-        if out.is_empty() {
-            out.push_str(
-                "\nAbandoned streams (--cancel-after: the client closed them as a user would; \
-                 counted apart, in no figure above):\n",
-            );
-        }
-        let _ = writeln!(out, "- {}: {}", case.id, line(a));
+/// The page's section on abandoned streams: a line per case with some, then what the server's
+/// own counter says of them; none when no case had a request drawn to be abandoned.
+pub fn section(report: &super::Report) -> Option<super::page::Section<'_>> {
+    let summary = &report.summary;
+    let lines: Vec<String> = summary
+        .cases
+        .iter()
+        .filter_map(|case| Some(format!("{}: {}", case.id, line(case.abandoned.as_ref()?))))
+        .collect();
+    if lines.is_empty() {
+        return None;
     }
-    if !out.is_empty() {
-        if let Some(delta) = summary
-            .telemetry
-            .as_ref()
-            .and_then(|t| t.server_metrics.as_ref())
-            .map(|m| &m.delta)
-        {
-            out.push_str(&server_count(summary, delta));
-        }
+    let mut section = super::page::Section::new("abandoned", "Abandoned streams");
+    section.note(
+        "--cancel-after: the client closed them as a user would; counted apart, in no figure \
+         of the results.",
+    );
+    section.push(super::page::Block::List(lines));
+    if let Some(delta) = summary
+        .telemetry
+        .as_ref()
+        .and_then(|t| t.server_metrics.as_ref())
+        .map(|m| &m.delta)
+    {
+        section.note(server_count(summary, delta));
     }
-    out
+    Some(section)
 }
 
 /// Counters of generated tokens, as servers name them.
@@ -70,11 +70,11 @@ fn server_count(summary: &Summary, delta: &BTreeMap<String, f64>) -> String {
         String::new()
     };
     format!(
-        "- The server's own count (`{name}`, first to last scrape): {grown} tokens generated \
+        "The server's own count (`{name}`, first to last scrape): {grown} tokens generated \
          during the run, {others} of them received by the other requests here (warmups \
          included), which leaves {left} for the {streams} abandoned streams{asked}; they \
          received {received} before their close (another client of the server during the run \
-         would add its tokens to the count).\n"
+         would add its tokens to the count)."
     )
 }
 

@@ -99,6 +99,12 @@ fn load_axis(lines: &[Series]) -> &'static str {
 }
 
 /// The load in a chart's title.
+/// What the load of `summary`'s charts is called in their titles ("concurrency", "arrival
+/// rate"), without drawing them.
+pub fn load_name(summary: &Summary, lengths: &Lengths) -> &'static str {
+    load_word(&series(summary, lengths))
+}
+
 fn load_word(lines: &[Series]) -> &'static str {
     match (lines.iter().any(|s| s.rate), lines.iter().all(|s| s.rate)) {
         (false, _) => "concurrency",

@@ -102,6 +102,7 @@ fn header() -> Vec<String> {
             .iter()
             .map(|s| format!("throughput_tps_{s}")),
     );
+    columns.extend(["requests_per_s", "total_tps"].map(String::from));
     columns.extend(
         [
             "energy_window_s",
@@ -276,6 +277,9 @@ fn row(summary: &Summary, case: &CaseSummary) -> Vec<String> {
         cells.extend(distribution_cells(distribution.as_ref()));
     }
     cells.extend(spread_cells(case.throughput_tps.as_ref()));
+    let rates = super::results::Rates::of(case);
+    let figure = |v: Option<f64>| v.map_or_else(String::new, |v| v.to_string());
+    cells.extend([figure(rates.requests_per_s), figure(rates.total_tps)]);
     cells.extend(energy_cells(case.energy.as_ref()));
     cells.extend(phase_cells(case.phases.as_ref()));
     cells.extend(session_cells(case.sessions.as_ref()));

@@ -95,6 +95,19 @@ fn joules(j: f64) -> String {
     }
 }
 
+/// The page's energy section: the table and its note; none when no case has an energy.
+pub fn section(report: &super::Report) -> Option<super::page::Section<'_>> {
+    let table = table(&report.summary);
+    if table.is_empty() {
+        return None;
+    }
+    let mut section =
+        super::page::Section::new("energy", "Energy over each case's measurement window");
+    section.push(super::page::Block::Table(table));
+    section.note(NOTE);
+    Some(section)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

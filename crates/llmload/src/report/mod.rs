@@ -1,38 +1,42 @@
-//! Human views of a summary: one pure renderer per format, `fn render(&Summary) -> String`
-//! (`report.html`, which also draws the records, takes the whole [`Report`]).
+//! Human views of a summary. The report is one page built once ([`sections`]): an ordered list
+//! of format-neutral sections ([`page`]), each from the file of what it shows. The writers only
+//! write blocks, each in its syntax and with its escaping: [`markdown`] (`report.md`), [`html`]
+//! (`report.html`, which also draws the charts) and [`terminal`]. The data formats stand apart:
+//! [`csv`] (`cases.csv`) and [`compare`] (`llmload compare`).
 //!
-//! In three layers, each file naming only files of the layers below it:
-//!
-//! - the formats: [`markdown`] (`report.md`, and what the terminal prints), [`html`]
-//!   (`report.html`), [`csv`] (`cases.csv`), [`compare`] (`llmload compare`);
-//! - what they show, format-neutral: the tables ([`results`], [`energy`], [`phases`],
-//!   [`sessions`], [`soak`], [`shards`], [`saturation`], [`repeats`]), the sentences several formats write
-//!   alike ([`text`]), and the charts ([`charts`], [`gpu`], [`timeline`], [`marks`]);
-//! - the model under them: [`table`] (a table's columns, rows and cells, and how each format
-//!   writes one), [`plot`] (a chart's canvas), [`markup`] (escaping).
+//! Under the sections: the table model ([`table`]), a chart's canvas ([`plot`]) and the escaping
+//! of each format ([`markup`]).
 
 pub mod abandoned;
 pub mod charts;
 pub mod compare;
 pub mod csv;
 pub mod energy;
+pub mod gallery;
 pub mod gpu;
 pub mod html;
+pub mod incomplete;
 pub mod markdown;
 pub mod marks;
 pub mod markup;
 pub mod models;
+pub mod notes;
+pub mod page;
 pub mod phases;
 pub mod plot;
 pub mod pooling;
+pub mod prefix_cache;
+pub mod reasoning;
 pub mod repeats;
 pub mod results;
+pub mod results_section;
 pub mod saturation;
 pub mod server_side;
 pub mod sessions;
 pub mod shards;
 pub mod soak;
 pub mod table;
+pub mod target;
 pub mod terminal;
 pub mod text;
 pub mod timeline;
@@ -40,6 +44,7 @@ pub mod timeline;
 use crate::record::{Phase, Record};
 use crate::summary::Summary;
 use crate::telemetry::Reading;
+use page::Section;
 use serde::Deserialize;
 
 /// Everything the views are drawn from: the summary, the records, and when the attempt started.
@@ -67,7 +72,50 @@ pub const TIMELINE_MAX: usize = 2_000;
 /// first ones, in file order.
 pub const FAILED_SHOWN: usize = 100;
 
+/// The page every format writes: its sections in order, each from the file of what it shows,
+/// those with nothing to show left out. A new section is a file and a line here.
+const SECTIONS: [fn(&Report) -> Option<Section<'_>>; 17] = [
+    target::section,
+    target::outcome,
+    results_section::section,
+    incomplete::section,
+    notes::section,
+    models::section,
+    repeats::page_section,
+    saturation::section,
+    soak::section,
+    energy::section,
+    prefix_cache::section,
+    reasoning::section,
+    abandoned::section,
+    phases::section,
+    server_side::section,
+    shards::section,
+    gallery::section,
+];
+
+/// The report's page: its sections in order.
+pub fn sections(report: &Report) -> Vec<Section<'_>> {
+    SECTIONS
+        .iter()
+        .filter_map(|section| section(report))
+        .collect()
+}
+
 impl Report {
+    /// The report of a summary alone, without records or readings (what `report.md` and the
+    /// terminal are written from during a run).
+    pub fn of(summary: &Summary) -> Report {
+        Report {
+            summary: summary.clone(),
+            records: Vec::new(),
+            started_at: None,
+            telemetry: Vec::new(),
+            limits: CampaignLimits::default(),
+            last_activity_s: None,
+        }
+    }
+
     /// The measured records of case `id`, in file order.
     pub fn measured(&self, id: &str) -> Vec<&Record> {
         self.records

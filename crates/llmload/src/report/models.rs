@@ -125,6 +125,18 @@ fn responses(c: &Counts) -> Cell {
     }
 }
 
+/// The page's section on a mix of models; none without one.
+pub fn section(report: &super::Report) -> Option<super::page::Section<'_>> {
+    let mut section = super::page::Section::new("models", "Per model");
+    let table = table(&report.summary);
+    if table.is_empty() {
+        return None;
+    }
+    section.push(super::page::Block::Table(table));
+    section.note(note(&report.summary));
+    Some(section)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

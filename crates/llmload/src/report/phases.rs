@@ -273,6 +273,40 @@ pub fn legend() -> String {
     out
 }
 
+/// The page's section on where the time goes: the table of medians and the chart of a stacked
+/// bar per case; none when no case's records carry phases.
+pub fn section(report: &super::Report) -> Option<super::page::Section<'_>> {
+    let table = table(&report.summary);
+    if table.is_empty() {
+        return None;
+    }
+    let mut section = super::page::Section::new("phases", "Where the time goes");
+    section.note(
+        "Medians over the ok responses; connect and TLS over the new connections, before the \
+         send and not part of TTFT; the rest from sent.",
+    );
+    section.push(super::page::Block::Table(table));
+    section.push(super::page::Block::Chart(super::page::Chart {
+        id: Some("phases-bars"),
+        title: "Where the time goes, per case".into(),
+        draw: Box::new(move || {
+            let bars = bars(&report.summary)?;
+            Some(super::plot::Figure {
+                title: "Where the time goes, per case".into(),
+                svg: Ok(format!("{}\n{bars}", legend())),
+                caption: "Per case, the medians of the ok responses: left of the line, a new \
+                connection's setup (connect, then the TLS handshake; medians over the new \
+                connections), done before the request is sent and never part of TTFT; right of \
+                it, from the send: the response head, the first event, the first token (TTFT) \
+                and the last token. Hover over a segment for its length; the table above and \
+                summary.json give the figures with their sample sizes."
+                    .into(),
+            })
+        }),
+    }));
+    Some(section)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

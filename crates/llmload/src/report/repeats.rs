@@ -130,6 +130,26 @@ fn is_descriptive(series: &Series, id: &str, name: &str) -> bool {
         .any(|d| d.descriptive.iter().any(|p| p == "p99"))
 }
 
+/// The page's section on a series of repeats: the counts, the incomplete repeats with why, the
+/// variation between the complete ones; none without a series.
+pub fn page_section(report: &super::Report) -> Option<super::page::Section<'_>> {
+    let (lines, between) = section(&report.summary)?;
+    let mut page = super::page::Section::new("repeats", "Repeats");
+    let mut lines = lines.into_iter();
+    if let Some(headline) = lines.next() {
+        page.paragraph(headline);
+    }
+    let rest: Vec<String> = lines.collect();
+    if !rest.is_empty() {
+        page.push(super::page::Block::List(rest));
+    }
+    if !between.is_empty() {
+        page.table("Between the complete repeats", between);
+        page.note(NOTE);
+    }
+    Some(page)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,40 +1,10 @@
 //! A sweep's curve and findings: the tables of each load, the findings with how each was found,
-//! and the whole as Markdown, as the terminal and `report.md` write it.
+//! and the page's section of a sweep.
 
 use super::table::{Cell, Mark, Table};
 use crate::fmt::number;
 use crate::summary::saturation::{Analysis, Finding, Point};
 use crate::summary::sweep::{Axis, SweepSection};
-use std::fmt::Write as _;
-
-/// The sweep as text: one row per load, then each finding with its method.
-pub fn render(analysis: &Analysis, axis: Axis) -> String {
-    let mut out = curve(analysis, axis).markdown();
-    out.push('\n');
-    out.push_str(&findings_text(analysis));
-    out
-}
-
-/// Below the curve: what the marks of its p99 cells mean (when any has one), then each finding
-/// with its method.
-pub fn findings_text(analysis: &Analysis) -> String {
-    let mut out = String::new();
-    if analysis
-        .points
-        .iter()
-        .any(|p| thin(p.ttft_n) || thin(p.tpot_n))
-    {
-        out.push_str(super::text::DESCRIPTIVE_NOTE);
-        out.push('\n');
-    }
-    for (name, f) in findings(analysis) {
-        let _ = writeln!(out, "{name}: {} ({})", value(f), f.method);
-    }
-    if let Some(dips) = dips(analysis) {
-        let _ = writeln!(out, "{dips}");
-    }
-    out
-}
 
 /// A finding's value with its range: `8 (range 8–10)`, `8 (range 6 or more)`, `not placed
 /// (6 or more)` where only its lower end is known, or `none`.
@@ -200,36 +170,42 @@ pub fn curve(analysis: &Analysis, axis: Axis) -> Table {
     table
 }
 
-/// The curve as the page shows it, one row per load: throughput, TTFT p50 and p99, TPOT p99 (as
-/// times; embeddings and rerank: the latency's p50 and p99), the share of errors.
-pub fn page_curve(analysis: &Analysis, axis: Axis) -> Table {
-    let load = if axis == Axis::Concurrency {
-        "Concurrent requests"
-    } else {
-        "Arrival rate (requests/s)"
-    };
-    let pooling = is_pooling(analysis);
-    let mut columns = vec![load, "Throughput"];
-    columns.extend(latency_columns(analysis));
-    columns.push("Errors");
-    let mut table = Table::new(columns);
-    for p in &analysis.points {
-        let mut row = vec![Cell::new(number(p.load)), throughput(p)];
-        row.extend(latency_cells(p, pooling, |v, _, _| {
-            Cell::new(crate::fmt::seconds(v))
-        }));
-        row.push(errors(p));
-        table.push(row);
-    }
-    table
-}
-
 fn throughput(p: &Point) -> Cell {
     Cell::new(format!("{:.1} tokens/s", p.throughput_tps))
 }
 
 fn errors(p: &Point) -> Cell {
     Cell::new(format!("{:.1}%", p.error_share * 100.0))
+}
+
+/// The page's section on a sweep: its curve, what the marks mean, each finding with how it was
+/// found, the dips, and why the sweep ended; none without a sweep.
+pub fn section(report: &super::Report) -> Option<super::page::Section<'_>> {
+    let sweep = report.summary.sweep.as_ref()?;
+    let a = &sweep.analysis;
+    let mut section = super::page::Section::new(
+        "sweep",
+        format!(
+            "Sweep over {} (saturation analysis)",
+            sweep.axis.as_str().replace('_', " ")
+        ),
+    );
+    section.push(super::page::Block::Table(curve(a, sweep.axis)));
+    if a.points.iter().any(|p| thin(p.ttft_n) || thin(p.tpot_n)) {
+        section.note(super::text::DESCRIPTIVE_NOTE);
+    }
+    let findings = findings(a)
+        .into_iter()
+        .map(|(name, f)| format!("{name}: {} ({})", value(f), f.method))
+        .collect();
+    section.push(super::page::Block::List(findings));
+    if let Some(dips) = dips(a) {
+        section.note(dips);
+    }
+    for line in ending(sweep) {
+        section.note(line);
+    }
+    Some(section)
 }
 
 #[cfg(test)]

@@ -157,3 +157,58 @@ pub fn parts_bars(summary: &Summary) -> Option<String> {
         ms(Some(widest))
     ))
 }
+
+/// The page's section on the server's own account: its table, the TTFT part by part (a table,
+/// why a part is missing, and the chart of stacked bars); none when no case's server reported
+/// its timings.
+pub fn section(report: &super::Report) -> Option<super::page::Section<'_>> {
+    use super::page::{Block, Chart, Section};
+    let summary = &report.summary;
+    let table = table(summary);
+    if table.is_empty() {
+        return None;
+    }
+    let mut section = Section::new("server", "The server's own account");
+    section.note(
+        "Medians over the ok responses whose server reported its timings, on the server's \
+         clock; delivery is the client's TTFT less the server's, over the responses whose \
+         server TTFT is within it.",
+    );
+    section.push(Block::Table(table));
+    let parts = parts_table(summary);
+    if parts.is_empty() {
+        return Some(section);
+    }
+    section.table("The TTFT part by part", parts);
+    section.note(
+        "Means over the same responses, so that they add up to the client's mean TTFT: \
+         connection and write from the client's stamps, queue and prefill from the server's, \
+         and the residual, the client's TTFT less those: the server's time before it counts \
+         and the first token's way back.",
+    );
+    let notes: Vec<String> = parts_notes(summary)
+        .into_iter()
+        .map(|note| format!("Unavailable: {note}"))
+        .collect();
+    if !notes.is_empty() {
+        section.push(Block::List(notes));
+    }
+    section.push(Block::Chart(Chart {
+        id: Some("ttft-parts-bars"),
+        title: "The TTFT part by part, per case".into(),
+        draw: Box::new(move || {
+            let bars = parts_bars(&report.summary)?;
+            Some(super::plot::Figure {
+                title: "The TTFT part by part, per case".into(),
+                svg: Ok(bars),
+                caption: "Per case, the means over the ok responses whose server reported its \
+                timings, end to end: the connection and the request's write (the client's \
+                stamps), the server's queue and prefill (the server's clock), and the residual, \
+                the client's TTFT less those. Together they make the client's mean TTFT. A part \
+                the server does not report is absent and its time is in the residual."
+                    .into(),
+            })
+        }),
+    }));
+    Some(section)
+}

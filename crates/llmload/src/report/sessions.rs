@@ -100,6 +100,9 @@ pub fn overview(s: &SessionSummary) -> String {
     text
 }
 
+/// The title of the chart by turn.
+pub const CHART_TITLE: &str = "Time to first token and prefix-cache hits by turn";
+
 /// The cases that ran sessions, with them.
 fn cases(summary: &Summary) -> Vec<(&CaseSummary, &SessionSummary)> {
     summary
@@ -131,7 +134,7 @@ fn by_turn(cases: &[(&CaseSummary, &SessionSummary)]) -> Figure {
         })
         .collect();
     Figure {
-        title: "Time to first token and prefix-cache hits by turn".into(),
+        title: CHART_TITLE.into(),
         svg,
         caption: format!(
             "Left: median TTFT of each turn index over its ok responses, the band up to the p90, marked ×. \

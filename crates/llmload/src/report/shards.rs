@@ -106,3 +106,20 @@ pub fn part_of(run: &ShardRun) -> String {
         clock(run)
     )
 }
+
+/// The page's shard section: which part of which attempt a shard's own attempt is, or a merged
+/// attempt's shards; none for an attempt that is neither.
+pub fn section(report: &super::Report) -> Option<super::page::Section<'_>> {
+    let summary = &report.summary;
+    let mut section = super::page::Section::new("shards", "Shards");
+    if let Some(run) = &summary.shard {
+        section.paragraph(part_of(run));
+    }
+    if let Some(shards) = &summary.shards {
+        section.push(super::page::Block::Table(table(shards)));
+        for line in sentences(shards) {
+            section.note(line);
+        }
+    }
+    section.unless_empty()
+}

@@ -58,3 +58,24 @@ fn row(w: &SeriesWindow) -> [Cell; 10] {
         )),
     ]
 }
+
+/// The page's section on soak series: a table per case that has one, and its drift statement;
+/// none without a series.
+pub fn section(report: &super::Report) -> Option<super::page::Section<'_>> {
+    let mut section = super::page::Section::new("soak", "Soak series");
+    for case in &report.summary.cases {
+        let Some(s) = &case.series else { continue };
+        section.table(
+            format!(
+                "Soak series, case {}{} (windows of {} from the end of the warmup time; requests by send \
+                 time, throughput by token receipt)",
+                case.id,
+                if case.complete { "" } else { ", INCOMPLETE" },
+                crate::fmt::span(s.window_s)
+            ),
+            windows(s),
+        );
+        section.paragraph(&s.drift_statement);
+    }
+    section.unless_empty()
+}

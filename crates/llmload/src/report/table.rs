@@ -6,7 +6,7 @@
 //! text in every cell: Markdown (`report.md` and the terminal), HTML (`report.html`) and CSV
 //! (`cases.csv`).
 
-use super::markup::escape;
+use super::markup::{escape, markdown_cell};
 use std::fmt;
 
 /// A table: its column names and its rows, in order.
@@ -144,15 +144,20 @@ impl Table {
         self.rows.is_empty()
     }
 
-    /// The table in Markdown: the header, its rule, a line per row.
+    /// The table in Markdown: the header, its rule, a line per row, every cell escaped.
     pub fn markdown(&self) -> String {
+        let columns: Vec<String> = self.columns.iter().map(|c| markdown_cell(c)).collect();
         let mut out = format!(
             "| {} |\n|{}\n",
-            self.columns.join(" | "),
+            columns.join(" | "),
             "---|".repeat(self.columns.len())
         );
         for row in &self.rows {
-            let cells: Vec<String> = row.cells.iter().map(ToString::to_string).collect();
+            let cells: Vec<String> = row
+                .cells
+                .iter()
+                .map(|c| markdown_cell(&c.to_string()))
+                .collect();
             out.push_str("| ");
             out.push_str(&cells.join(" | "));
             out.push_str(" |\n");
@@ -247,7 +252,7 @@ mod tests {
         let table = sample();
         assert_eq!(
             table.markdown(),
-            "| Case | Responses (n) |\n|---|---|\n| a<b | 12 (3 unverified) |\n| c, d | – |\n"
+            "| Case | Responses (n) |\n|---|---|\n| a\\<b | 12 (3 unverified) |\n| c, d | – |\n"
         );
         assert_eq!(
             table.html(),

@@ -68,19 +68,10 @@ pub(crate) fn per_token_note(summary: &Summary) -> String {
         .filter(|c| c.complete && c.generates())
         .collect();
     let mut out = String::from(
-        "ITL: the gaps between a response's tokens, p50 / p99 over every gap. TPOT: (complete \
-         response − TTFT) ÷ (output tokens − 1), p50 / p99 over the responses.",
+        "ITL: inter-token latency, the gaps between a response's tokens (an event of k tokens \
+         gives k gaps of its gap ÷ k), over every gap of the case. TPOT: time per output token \
+         after the first, (complete response − TTFT) ÷ (output tokens − 1), over the responses.",
     );
-    let thin = |d: Option<&crate::stats::Distribution>| {
-        d.is_some_and(|d| crate::stats::is_descriptive(d.n, 0.99))
-    };
-    if complete
-        .iter()
-        .any(|c| thin(c.itl_ms.as_ref()) || thin(c.tpot_ms.as_ref()))
-    {
-        out.push(' ');
-        out.push_str(DESCRIPTIVE_NOTE);
-    }
     // Where the summary says why responses were left out of ITL, it is said for each case.
     for case in &complete {
         if let Some(why) = &case.itl_unknown {
@@ -112,18 +103,8 @@ pub(crate) fn per_token_note(summary: &Summary) -> String {
     out
 }
 
-/// For each case (complete or not) whose tokens arrived in bursts, or whose best-effort
-/// responses fell far short of the output asked for, the sentences that say so with the evidence,
-/// each a paragraph of its own; empty when none did.
-pub(crate) fn case_notes(summary: &Summary) -> String {
-    let mut out = String::new();
-    for line in summary.cases.iter().flat_map(case_sentences) {
-        let _ = write!(out, "\n{line}\n");
-    }
-    out
-}
-
-/// The sentences of [`case_notes`] for one case.
+/// For a case whose tokens arrived in bursts, or whose best-effort responses fell far short of
+/// the output asked for, the sentences that say so with the evidence.
 pub(crate) fn case_sentences(c: &CaseSummary) -> impl Iterator<Item = String> + '_ {
     let bursts = c.bursts.as_ref().map(|b| b.sentence(&c.id));
     let short = c.far_short.as_ref().map(|f| f.sentence(&c.id));

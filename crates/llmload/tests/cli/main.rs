@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod inputs;
+mod tables;
 mod terminal;
 
 use common::{llmload, Invocation};

@@ -6,12 +6,12 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// `llmload ARGS` in a detached tmux session of `width` columns and 50 rows, killed when dropped.
-struct Pane {
+pub(super) struct Pane {
     name: String,
 }
 
 impl Pane {
-    fn start(args: &[&str], width: u16, tag: &str) -> Pane {
+    pub(super) fn start(args: &[&str], width: u16, tag: &str) -> Pane {
         let name = format!("llmload-test-{}-{tag}", std::process::id());
         let mut command = vec![env!("CARGO_BIN_EXE_llmload").to_owned()];
         command.extend(args.iter().map(|a| format!("'{a}'")));
@@ -68,7 +68,7 @@ impl Pane {
     }
 
     /// The pane's history once the command has exited.
-    fn exited(&self) -> String {
+    pub(super) fn exited(&self) -> String {
         self.until(Duration::from_secs(120), |t| t.contains("EXITED"));
         self.capture(true)
     }

@@ -1,0 +1,39 @@
+//! The page's section on a shared system prompt: per case, the share of its tokens the server
+//! served from its prefix cache.
+
+use super::page::{Block, Section};
+use super::Report;
+
+/// A line per case with a shared system prompt; none when no case had one.
+pub fn section(report: &Report) -> Option<Section<'_>> {
+    let lines: Vec<String> = report
+        .summary
+        .cases
+        .iter()
+        .filter_map(|case| {
+            let p = case.prefix_cache.as_ref()?;
+            Some(format!(
+                "{}: {} shared tokens, {:.1}% from the prefix cache (Σ {} of {} tokens); {} of \
+                 {} responses hit (n = {})",
+                case.id,
+                p.shared_tokens,
+                p.hit_rate * 100.0,
+                p.cached_tokens,
+                u64::from(p.n) * u64::from(p.shared_tokens),
+                p.responses_hit,
+                p.n,
+                p.n
+            ))
+        })
+        .collect();
+    if lines.is_empty() {
+        return None;
+    }
+    let mut section = Section::new("prefix-cache", "Shared system prompt");
+    section.note(
+        "The share of its tokens served from the prefix cache, from the server's cached-token \
+         counters over the ok responses.",
+    );
+    section.push(Block::List(lines));
+    Some(section)
+}
