@@ -14,12 +14,18 @@ h1{margin-bottom:.2em}h2{margin-top:1.6em;border-bottom:1px solid #ddd}\
 .banner{background:#fff3cd;border:2px solid #d39e00;padding:.8em 1em;font-weight:600;margin:1em 0}\
 table{border-collapse:collapse;margin:1em 0;font-size:.92em}th,td{border:1px solid #ccc;padding:.3em .5em;text-align:right}\
 .wide{overflow-x:auto}@media (max-width:1000px){table{font-size:.8em}th,td{padding:.25em .35em}}\
-th{background:#f0f0f0}td:first-child,th:first-child{text-align:left}\
+th{background:#f0f0f0}td:first-child,th:first-child{text-align:left}td:first-child{overflow-wrap:anywhere}\
 figure{margin:1.5em 0}figure svg{max-width:100%;border:1px solid #eee}figure svg:not(.fluid){height:auto}\
 .legend{list-style:none;display:flex;flex-wrap:wrap;gap:.3em 1.2em;padding:0;margin:.4em 0;font-size:.92em}\
 .swatch{display:inline-block;width:.9em;height:.9em;margin-right:.35em;vertical-align:-.1em}\
 section{margin:0}figcaption{color:#444;font-size:.92em;margin-top:.4em}\
-.note{color:#555;font-size:.92em}code{background:#f3f3f3;padding:0 .2em}";
+.note{color:#555;font-size:.92em}code{background:#f3f3f3;padding:0 .2em}\
+.cards{display:flex;flex-wrap:wrap;gap:0 1.2em}.card caption{text-align:left;font-weight:600;overflow-wrap:anywhere;max-width:24em}\
+.card th{text-align:left;font-weight:normal}";
+
+/// Tables of more columns than this are written as a card per row: a page 800 px wide holds
+/// nine columns of figures, not the eleven of "Where the time goes".
+const CARD_COLUMNS: usize = 9;
 
 /// Renders the whole page.
 pub fn render(report: &Report) -> String {
@@ -66,6 +72,7 @@ fn write_block(out: &mut String, block: &Block<'_>) {
             let _ = writeln!(out, "<h3>{}</h3>", escape(text));
         }
         // A table in a box of the column's width that scrolls across, should it be wider.
+        Block::Table(table) if table.width() > CARD_COLUMNS => out.push_str(&table.html_cards()),
         Block::Table(table) => {
             let _ = writeln!(out, "<div class=\"wide\">\n{}</div>", table.html());
         }

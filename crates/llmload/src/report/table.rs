@@ -188,6 +188,37 @@ impl Table {
         out
     }
 
+    /// The table as HTML cards, for a table with more columns than a page's width holds: a
+    /// two-column table per row, captioned by the row's first cell, each column's name beside
+    /// its cell, the cards side by side where the page is wide enough.
+    pub fn html_cards(&self) -> String {
+        let mut out = String::from("<div class=\"cards\">\n");
+        for row in &self.rows {
+            let mut cells = self.columns.iter().zip(&row.cells);
+            out.push_str("<table class=\"card\">");
+            if let Some((_, first)) = cells.next() {
+                out.push_str("<caption>");
+                out.push_str(&escape(&first.to_string()));
+                out.push_str("</caption>");
+            }
+            for (column, cell) in cells {
+                out.push_str("<tr><th>");
+                out.push_str(&escape(column));
+                out.push_str("</th><td>");
+                out.push_str(&escape(&cell.to_string()));
+                out.push_str("</td></tr>");
+            }
+            out.push_str("</table>\n");
+        }
+        out.push_str("</div>\n");
+        out
+    }
+
+    /// How many columns the table has.
+    pub fn width(&self) -> usize {
+        self.columns.len()
+    }
+
     /// The table as CSV: the header line and a line per row, fields quoted as RFC 4180 says
     /// whenever they hold a comma, a quote or a line break.
     pub fn csv(&self) -> String {
@@ -264,5 +295,18 @@ mod tests {
             table.csv(),
             "Case,Responses (n)\na<b,12 (3 unverified)\n\"c, d\",–\n"
         );
+    }
+
+    #[test]
+    fn cards_hold_every_cell_beside_its_column() {
+        assert_eq!(
+            sample().html_cards(),
+            "<div class=\"cards\">\n\
+             <table class=\"card\"><caption>a&lt;b</caption>\
+             <tr><th>Responses (n)</th><td>12 (3 unverified)</td></tr></table>\n\
+             <table class=\"card\"><caption>c, d</caption>\
+             <tr><th>Responses (n)</th><td>–</td></tr></table>\n</div>\n"
+        );
+        assert_eq!(sample().width(), 2);
     }
 }
