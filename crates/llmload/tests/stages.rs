@@ -276,7 +276,6 @@ fn a_stop_mid_stage_leaves_it_incomplete_and_the_rest_not_run() {
 /// `summary.json` holds the first stage complete and the second incomplete; the third never ran.
 #[test]
 fn sigterm_mid_stage_leaves_the_finished_stages_in_the_summary() {
-    use std::process::Command;
     use std::time::{Duration, Instant};
     let sim = Simulator::start(&["--schedule", "fixed:ttft_ms=5,itl_ms=1"]);
     let out = tempfile::tempdir().expect("temp dir");
@@ -303,32 +302,8 @@ fn sigterm_mid_stage_leaves_the_finished_stages_in_the_summary() {
     ]);
     // Wait (2 minutes at most) until a request of the second stage has ended.
     let deadline = Instant::now() + Duration::from_secs(120);
-    let dir = loop {
-        assert!(Instant::now() < deadline, "no record of the second stage");
-        std::thread::sleep(Duration::from_millis(100));
-        let Some(dir) = common::attempt_so_far(out.path(), "stages") else {
-            continue;
-        };
-        let records = std::fs::read_to_string(dir.join("requests.jsonl")).unwrap_or_default();
-        if records.lines().any(|l| l.contains("\"case\":\"stage2-")) {
-            break dir;
-        }
-    };
-    let term = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(term.success());
-    let code = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status.code();
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("llmload did not stop after SIGTERM");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let dir = common::until_recorded(out.path(), "stages", "\"case\":\"stage2-", deadline);
+    let code = common::signal_and_wait(&mut child, "-TERM", deadline);
     assert_eq!(code, Some(4), "a stop by a signal");
     let summary = json(&dir.join("summary.json"));
     let cases = summary["cases"].as_array().expect("cases");

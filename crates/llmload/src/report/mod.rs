@@ -7,7 +7,8 @@
 //!   (`report.html`), [`csv`] (`cases.csv`), [`compare`] (`llmload compare`);
 //! - what they show, format-neutral: the tables ([`results`], [`energy`], [`phases`],
 //!   [`sessions`], [`soak`], [`shards`], [`saturation`], [`repeats`]), the sentences several formats write
-//!   alike ([`text`]), and the charts ([`charts`], [`gpu`], [`timeline`], [`marks`]);
+//!   alike ([`text`], [`partial`]: a case's counts and an incomplete case's partial figures,
+//!   [`dataset`]: the dataset named), and the charts ([`charts`], [`gpu`], [`timeline`], [`marks`]);
 //! - the model under them: [`table`] (a table's columns, rows and cells, and how each format
 //!   writes one), [`plot`] (a chart's canvas), [`markup`] (escaping).
 
@@ -15,6 +16,7 @@ pub mod abandoned;
 pub mod charts;
 pub mod compare;
 pub mod csv;
+pub mod dataset;
 pub mod energy;
 pub mod gpu;
 pub mod html;
@@ -22,6 +24,7 @@ pub mod markdown;
 pub mod marks;
 pub mod markup;
 pub mod models;
+pub mod partial;
 pub mod phases;
 pub mod plot;
 pub mod pooling;
