@@ -60,8 +60,9 @@ fn check_stages(dir: &Path, expected: &[(&str, usize)], spans_s: &[f64]) {
         previous_end = Some(window[1]);
         assert_eq!(load["stage"]["number"], i + 1);
         assert_eq!(records[i].len(), *count, "records of {}", ids[i]);
-        // Every figure of the stage is of its window only: the time-averaged concurrency never
-        // passes its peak, and the throughput is its tokens that arrived inside the window.
+        // The time-averaged concurrency never passes its peak; the window's throughput is the
+        // tokens that arrived inside it, and the stage's own is its responses' tokens over their
+        // span (first send to last completion), since they may end after the stage.
         let mean = f(&load["achieved_concurrency_mean"]);
         assert!(
             mean <= f(&load["achieved_concurrency_peak"]) + 1e-9,
@@ -86,9 +87,24 @@ fn check_stages(dir: &Path, expected: &[(&str, usize)], spans_s: &[f64]) {
             .sum();
         let length = window[1] - window[0];
         assert!(
-            (f(&load["throughput_tps"]) - inside / length).abs() <= 1.0 / length,
+            (f(&load["window_throughput_tps"]) - inside / length).abs() <= 1.0 / length,
             "{inside} tokens in the window, {load}"
         );
+        let tokens: f64 = records[i].iter().map(|r| f(&r["output_tokens"])).sum();
+        let first = records[i]
+            .iter()
+            .map(|r| f(&r["sent_s"]))
+            .fold(f64::INFINITY, f64::min);
+        let last = records[i]
+            .iter()
+            .map(|r| f(&r["done_s"]))
+            .fold(f64::NEG_INFINITY, f64::max);
+        let own = tokens / (last - first);
+        assert!(
+            (f(&load["throughput_tps"]) - own).abs() <= 1e-6 * own.max(1.0),
+            "{tokens} tokens over [{first}, {last}]: {load}"
+        );
+        assert_eq!(load["own_responses"]["tokens"].as_f64(), Some(tokens));
         for r in &records[i] {
             assert_eq!(r["status"], "ok", "{r}");
             let at = r["scheduled_s"].as_f64().unwrap_or_else(|| f(&r["sent_s"]));
