@@ -6,6 +6,7 @@ pub mod abandoned;
 pub mod bursts;
 pub mod client_check;
 mod counts;
+mod dataset;
 pub use counts::Counts;
 pub mod energy;
 pub mod gate;
@@ -31,6 +32,7 @@ pub mod sweep;
 mod tally;
 pub mod window;
 
+pub use dataset::DatasetUsed;
 use prefix_cache::PrefixAcc;
 pub use prefix_cache::PrefixCache;
 use rounds::RoundAcc;
@@ -567,21 +569,4 @@ pub struct Counting {
     /// `--dataset`: the file the prompts came from, by name (never its path), length and digest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataset: Option<DatasetUsed>,
-}
-
-/// The dataset a run's prompts came from: which file, which version of it, and how it was used.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DatasetUsed {
-    /// The file's name, without its folder.
-    pub file: String,
-    /// Its length, bytes.
-    pub bytes: u64,
-    /// The FNV-1a 64-bit digest of its bytes, 16 hex digits.
-    pub fnv1a64: String,
-    /// Its entries.
-    pub entries: u64,
-    /// How its prompts were sized: `fit` (to each case's input tokens) or `as-is`.
-    pub lengths: String,
-    /// Where the requested output lengths came from: `fixed` or `from-dataset`.
-    pub output: String,
 }
