@@ -5,7 +5,8 @@
 #   scripts/start-llama-server.sh [--slots N] [--slot-context TOKENS] [--port P] [extra llama-server flags…]
 #
 # Defaults: 4 slots of 8,704 tokens each (the reference campaign's server), port 0 (the OS picks a free one),
-# metrics on. Stops after 4 hours at most.
+# metrics on. Stops after 4 hours at most, and on Ctrl-C (the server stays in the terminal's
+# foreground process group, so the interrupt reaches it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +23,6 @@ done
 paths="$(scripts/setup-llama-server.sh)"
 server="$(sed -n 's/^LLAMA_SERVER=//p' <<<"$paths")"
 model="$(sed -n 's/^LLMLOAD_MODEL=//p' <<<"$paths")"
-exec timeout 4h "$server" -m "$model" --host 127.0.0.1 --port "$port" \
+exec timeout --foreground 4h "$server" -m "$model" --host 127.0.0.1 --port "$port" \
   --parallel "$slots" --ctx-size "$((slots * slot_context))" --metrics "$@" 2>&1 |
   grep --line-buffered -E "listening on|error|failed"

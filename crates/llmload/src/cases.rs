@@ -60,6 +60,8 @@ pub struct Sweep {
     output: Length,
     /// Embeddings and rerank: the inputs per request.
     batch: Option<u32>,
+    /// A dataset run: the dataset's name in case ids.
+    dataset: Option<String>,
     auto: bool,
     open: bool,
     queue: VecDeque<LoadPoint>,
@@ -129,6 +131,10 @@ impl Sweep {
             ));
         }
         Ok(Sweep {
+            dataset: config
+                .dataset
+                .as_ref()
+                .map(crate::config::DatasetConfig::id_name),
             template: config.template(),
             input,
             output,
@@ -266,7 +272,8 @@ impl CaseSource for Sweep {
         let plan = self
             .template
             .plan(&self.input, point, &self.output)
-            .with_batch(self.batch);
+            .with_batch(self.batch)
+            .with_dataset(self.dataset.as_deref());
         self.issued.push(plan.clone());
         Some(plan)
     }

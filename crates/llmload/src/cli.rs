@@ -16,8 +16,55 @@ pub struct Cli {
     pub command: Command,
 }
 
+impl Cli {
+    /// The command line, parsed; a number clap cannot read is said with its flag and an
+    /// example ("--rounds abc: a whole number, e.g. --rounds 3"). Exits on a bad command line.
+    pub fn parse_plainly() -> Cli {
+        Cli::try_parse().unwrap_or_else(|e| plainly(e).exit())
+    }
+}
+
+/// `error` with a value that is not a number said with its flag and an example, or as it is.
+fn plainly(error: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if error.kind() != ErrorKind::ValueValidation {
+        return error;
+    }
+    let text = |kind| match error.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let (Some(arg), Some(value)) = (
+        text(ContextKind::InvalidArg),
+        text(ContextKind::InvalidValue),
+    ) else {
+        return error;
+    };
+    let flag = arg.split_whitespace().next().unwrap_or(&arg).to_owned();
+    let said = error.to_string();
+    let (what, example) = if said.contains("invalid float literal") {
+        ("a number", "0.5")
+    } else if [
+        "invalid digit",
+        "number too large",
+        "empty string",
+        "too small",
+    ]
+    .iter()
+    .any(|w| said.contains(w))
+    {
+        ("a whole number", "3")
+    } else {
+        return error;
+    };
+    let message =
+        format!("invalid value {value:?} for {flag}: {what} is expected, e.g. {flag} {example}\n");
+    clap::Error::raw(ErrorKind::ValueValidation, message)
+}
+
 /// `--confidence`, for the commands whose figures carry intervals (not `sim`).
 #[derive(Clone, Copy, Debug, Default, Args)]
+#[command(next_help_heading = "Statistics")]
 pub struct Level {
     /// Confidence level of every interval, e.g. 95% or 0.9 [default: 95%]
     ///
@@ -46,7 +93,8 @@ impl Command {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run a campaign: input tokens × concurrency × output tokens, warmup then measured rounds.
+    /// Run a campaign: input tokens × concurrency × output tokens, warmup then measured rounds;
+    /// without --url, against the built-in simulator (every output then says SIMULATED).
     Run(Box<RunArgs>),
     /// Serve the built-in engine simulator until stopped.
     Sim(SimOptions),

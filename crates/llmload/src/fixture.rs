@@ -73,6 +73,7 @@ fn ok(
         sent_s,
         first_token_s: Some(sent_s + ttft_ms / 1e3),
         done_s: Some(sent_s + e2e_ms / 1e3),
+        ended_s: None,
         ttft_ms: Some(ttft_ms),
         e2e_ms: Some(e2e_ms),
         input_tokens,

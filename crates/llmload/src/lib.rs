@@ -263,7 +263,7 @@ async fn serve_metrics(
     let Some(metrics) = config.watch.metrics else {
         return Ok((None, None));
     };
-    let board = live::Board::new();
+    let board = live::Board::new(live::flight::Flight::new());
     let server = live::server::Server::bind(metrics.addr, board.clone()).await?;
     if !metrics.loopback() {
         console::note(format_args!(
@@ -338,6 +338,14 @@ async fn prepare(
         }
     }
     check_context(&target, &config.plans())?;
+    if target.endpoint.api.is_pooling() {
+        // An embeddings or rerank endpoint the server does not serve fails here, once, and not
+        // as a whole case of failed requests.
+        target
+            .probe(api::Prompt::Text("llmload setup check".into()))
+            .await
+            .map_err(|e| Error::Target(format!("--api {}: {e}", target.endpoint.api.name())))?;
+    }
     let corpus = workload::read_corpus(config.corpus.as_deref())?;
     let prompts = PromptSource::prepare(
         &target,

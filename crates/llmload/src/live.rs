@@ -6,21 +6,18 @@
 //! ETA) is read when a scraper asks, so the run pays nothing between scrapes. Its counters are
 //! sums over the records as they are written, so at the end they equal `requests.jsonl`.
 
-use crate::api::client::{Pending, Transport};
-use crate::api::Body;
 use crate::guard::Guard;
 use crate::record::{ErrorKind, Phase, Record, Status};
 use crate::summary::client_check::ClientCheck;
 use histogram::Histogram;
 use snapshot::Snapshot;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::Duration;
 use tokio::sync::watch;
-use tokio_util::sync::CancellationToken;
 
 mod families;
+pub mod flight;
 pub mod histogram;
 pub mod server;
 pub mod snapshot;
@@ -45,24 +42,13 @@ pub struct Board {
     info: OnceLock<Info>,
     /// When the process started serving, seconds since the Unix epoch.
     start_unix_s: f64,
-    began: AtomicU64,
-    ended: AtomicU64,
-    schedule: Mutex<Option<Schedule>>,
+    /// The requests in flight and the open loop's arrivals that wait.
+    flight: Arc<flight::Flight>,
     cases: Mutex<BTreeMap<String, CaseCounts>>,
     finished: AtomicBool,
     guard: OnceLock<Arc<Guard>>,
     snapshot: OnceLock<watch::Receiver<Snapshot>>,
     check: Mutex<Option<ClientCheck>>,
-}
-
-/// An open loop's arrivals, for the backlog: those due whose request has not begun.
-#[derive(Debug)]
-struct Schedule {
-    start: std::time::Instant,
-    /// Offsets of this process's arrivals from `start`, in order.
-    offsets: Arc<[Duration]>,
-    /// Exchanges begun before the loop started.
-    base: u64,
 }
 
 /// The counters and histograms of one case.
@@ -132,17 +118,15 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Board {
-    /// An empty board.
-    pub fn new() -> Arc<Board> {
+    /// An empty board, counting the requests in flight on `flight`.
+    pub fn new(flight: Arc<flight::Flight>) -> Arc<Board> {
         let start_unix_s = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
         Arc::new(Board {
             info: OnceLock::new(),
             start_unix_s,
-            began: AtomicU64::new(0),
-            ended: AtomicU64::new(0),
-            schedule: Mutex::new(None),
+            flight,
             cases: Mutex::new(BTreeMap::new()),
             finished: AtomicBool::new(false),
             guard: OnceLock::new(),
@@ -191,20 +175,6 @@ impl Board {
         }
     }
 
-    /// An open loop starts at `start`, its arrivals at `offsets` from it.
-    pub fn open_loop(&self, start: std::time::Instant, offsets: Arc<[Duration]>) {
-        *lock(&self.schedule) = Some(Schedule {
-            start,
-            offsets,
-            base: self.began.load(Ordering::Acquire),
-        });
-    }
-
-    /// The open loop launches no more.
-    pub fn open_loop_over(&self) {
-        *lock(&self.schedule) = None;
-    }
-
     /// A request ended and was written: counted by case, phase and status, its tokens added,
     /// and (measured) its latencies observed.
     pub fn record(&self, r: &Record) {
@@ -241,60 +211,24 @@ impl Board {
         }
     }
 
+    /// What counts the requests in flight on this board.
+    pub fn flight(&self) -> Arc<flight::Flight> {
+        self.flight.clone()
+    }
+
     /// Requests begun and not ended.
     pub fn in_flight(&self) -> u64 {
-        let ended = self.ended.load(Ordering::Acquire);
-        self.began.load(Ordering::Acquire).saturating_sub(ended)
+        self.flight.in_flight()
     }
 
     /// An open loop's arrivals that are due and whose request has not begun (0 without one).
     pub fn backlog(&self) -> u64 {
-        let schedule = lock(&self.schedule);
-        let Some(s) = schedule.as_ref() else {
-            return 0;
-        };
-        let now = s.start.elapsed();
-        let due = s.offsets.partition_point(|o| *o <= now) as u64;
-        let sent = self.began.load(Ordering::Acquire).saturating_sub(s.base);
-        due.saturating_sub(sent)
+        self.flight.backlog()
     }
 
     /// The exposition of everything on the board, in `format`.
     pub fn render(&self, format: text::Format) -> String {
         families::render(self, format)
-    }
-
-    /// `transport` with its exchanges counted in flight on this board.
-    pub fn counted(self: &Arc<Self>, transport: Arc<dyn Transport>) -> Arc<dyn Transport> {
-        Arc::new(Counted {
-            inner: transport,
-            board: self.clone(),
-        })
-    }
-}
-
-/// A transport whose exchanges are counted while they last (a dropped one too).
-struct Counted {
-    inner: Arc<dyn Transport>,
-    board: Arc<Board>,
-}
-
-/// Ends an exchange's count however the exchange ends.
-struct InFlight(Arc<Board>);
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.ended.fetch_add(1, Ordering::AcqRel);
-    }
-}
-
-impl Transport for Counted {
-    fn exchange<'a>(&'a self, body: &'a Body, cancel: &'a CancellationToken) -> Pending<'a> {
-        Box::pin(async move {
-            self.board.began.fetch_add(1, Ordering::AcqRel);
-            let _in_flight = InFlight(self.board.clone());
-            self.inner.exchange(body, cancel).await
-        })
     }
 }
 

@@ -1,13 +1,12 @@
 //! `llmload`: parse → run → exit code; nothing else. What each command prints and its exit codes
 //! are in `commands.rs`; `--json` puts the machine-readable result on stdout in place of tables.
 
-use clap::Parser;
 use llmload::cli::Cli;
 use llmload::commands;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_plainly();
     if let Some(level) = cli.command.confidence() {
         llmload::stats::interval::set_level(level);
     }

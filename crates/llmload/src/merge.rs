@@ -261,9 +261,14 @@ fn write_records(
 
 fn shift_times(r: &mut Record, d: f64) {
     r.sent_s += d;
-    for t in [&mut r.scheduled_s, &mut r.first_token_s, &mut r.done_s]
-        .into_iter()
-        .flatten()
+    for t in [
+        &mut r.scheduled_s,
+        &mut r.first_token_s,
+        &mut r.done_s,
+        &mut r.ended_s,
+    ]
+    .into_iter()
+    .flatten()
     {
         *t += d;
     }

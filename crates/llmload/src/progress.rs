@@ -5,11 +5,14 @@
 //! - on a terminal, the live view (`view.rs`: a screen of its own, drawn by a thread of its own),
 //!   or with `--no-live` the progress line of earlier versions (`line.rs`); neither with
 //!   `--quiet`, nor when stderr is not a terminal;
+//! - when stderr is not a terminal (a pipe, a CI log), a heartbeat line every `--heartbeat`
+//!   (`heartbeat.rs`), unless `--quiet`;
 //! - with `--metrics-listen`, the live board that `/metrics` serves.
 //!
 //! Colour only on a terminal, and never with `NO_COLOR` set.
 
 use crate::guard::Guard;
+use crate::live::flight::Flight;
 use crate::live::Board;
 use crate::record::Record;
 use crate::summary::client_check::ClientCheck;
@@ -21,6 +24,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 mod case_line;
+mod heartbeat;
 mod line;
 pub mod recent;
 pub mod view;
@@ -38,13 +42,15 @@ pub struct Show {
     pub quiet: bool,
     /// The live view on a terminal (`--no-live` turns it off for the line).
     pub live: bool,
+    /// How often the heartbeat line is printed when stderr is not a terminal (`None`: never).
+    pub heartbeat: Option<Duration>,
     /// The attempt's origin, which records' times count from.
     pub origin: std::time::Instant,
 }
 
 /// What draws on the terminal while the run goes: the line's task or the view's thread.
 pub enum Drawing {
-    /// The progress line.
+    /// The progress line, or the heartbeat.
     Line(JoinHandle<()>),
     /// The live view (given back on drop too).
     View(view::View),
@@ -59,6 +65,8 @@ pub struct Progress {
     shared: Option<Arc<Shared>>,
     /// `--metrics-listen`: the board scrapers read.
     board: Option<Arc<Board>>,
+    /// The requests in flight and the open loop's arrivals that wait.
+    flight: Arc<Flight>,
     /// The live view: its recent figures, the self-check so far, and its log.
     recent: Option<Arc<Mutex<recent::Recent>>>,
     check: Option<Arc<Mutex<Option<ClientCheck>>>>,
@@ -79,16 +87,19 @@ impl Progress {
     }
 
     /// Shows progress on stderr when it is a terminal (the live view, or the line) and `--quiet`
-    /// is off, and on `board` when there is one: returns the handle and what draws. The guard
-    /// gives the GPU readings.
+    /// is off, a heartbeat when it is not a terminal, and on `board` when there is one: returns
+    /// the handle and what draws. The guard gives the GPU readings; `flight` counts the requests
+    /// in flight.
     pub fn start(
         show: Show,
         guard: Arc<Guard>,
         board: Option<Arc<Board>>,
+        flight: &Arc<Flight>,
     ) -> (Progress, Option<Drawing>) {
         let terminal = std::io::stderr().is_terminal();
         let on_screen = !show.quiet && terminal;
-        if !on_screen && board.is_none() {
+        let heartbeat = show.heartbeat.filter(|_| !show.quiet && !terminal);
+        if !on_screen && heartbeat.is_none() && board.is_none() {
             return (Progress::off(), None);
         }
         let (tx, rx) = watch::channel(Snapshot::default());
@@ -99,8 +110,13 @@ impl Progress {
         let mut progress = Progress {
             tx: Some(Arc::new(tx)),
             board,
+            flight: flight.clone(),
             ..Progress::default()
         };
+        if let Some(every) = heartbeat {
+            let task = tokio::spawn(heartbeat::beat(rx, flight.clone(), every));
+            return (progress, Some(Drawing::Line(task)));
+        }
         if !on_screen {
             return (progress, None);
         }
@@ -111,6 +127,7 @@ impl Progress {
             let check = Arc::new(Mutex::new(None));
             let sources = view::Sources {
                 snapshot: rx.clone(),
+                flight: flight.clone(),
                 recent: recent.clone(),
                 guard: guard.clone(),
                 check: check.clone(),
@@ -129,7 +146,7 @@ impl Progress {
             drawn: Mutex::new(false),
             color,
         });
-        let task = tokio::spawn(line::draw(shared.clone(), rx, guard));
+        let task = tokio::spawn(line::draw(shared.clone(), rx, guard, flight.clone()));
         progress.shared = Some(shared);
         (progress, Some(Drawing::Line(task)))
     }
@@ -149,6 +166,7 @@ impl Progress {
                 .unwrap_or_else(PoisonError::into_inner)
                 .new_load();
         }
+        self.flight.new_load();
         let planned = Planned::of_load(plans);
         let stages = if plans.len() > 1 {
             plans
@@ -210,8 +228,8 @@ impl Progress {
 
     /// An open loop starts at `start`, this process's arrivals at `offsets` from it.
     pub fn open_loop(&self, start: std::time::Instant, offsets: impl FnOnce() -> Vec<Duration>) {
-        if let Some(board) = &self.board {
-            board.open_loop(start, offsets().into());
+        if self.tx.is_some() {
+            self.flight.open_loop(start, offsets().into());
         }
     }
 
@@ -232,9 +250,7 @@ impl Progress {
 
     /// The open loop launches no more.
     pub fn open_loop_over(&self) {
-        if let Some(board) = &self.board {
-            board.open_loop_over();
-        }
+        self.flight.open_loop_over();
     }
 
     /// Prints `text` as a line of its own on stderr, clearing the progress line first (wrapped

@@ -105,6 +105,11 @@ pub struct Record {
     pub first_token_s: Option<Seconds>,
     /// When the final event arrived.
     pub done_s: Option<Seconds>,
+    /// A request that did not complete: when the client stopped waiting for it (its failure,
+    /// its timeout, or the run's stop); absent for a complete one, and in records written
+    /// before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_s: Option<Seconds>,
     /// Time to first token, from `sent`.
     pub ttft_ms: Option<f64>,
     /// Complete-response time, from `sent`.
@@ -428,11 +433,15 @@ impl Record {
             .chain(answered)
     }
 
-    /// The last moment the request occupied the server: its final event, else its last token
-    /// event, else its send.
+    /// The last moment the request occupied the server: its final event, else the later of
+    /// its last token event and when the client stopped waiting for it (a failed or cancelled
+    /// request is in flight until then), else its send.
     pub fn last_seen(&self) -> Seconds {
-        self.done_s
-            .unwrap_or_else(|| self.sent_s + self.event_ms.last().copied().unwrap_or(0.0) / 1e3)
+        self.done_s.unwrap_or_else(|| {
+            let last_event = self.sent_s + self.event_ms.last().copied().unwrap_or(0.0) / 1e3;
+            self.ended_s
+                .map_or(last_event, |ended| ended.max(last_event))
+        })
     }
 
     /// Time per output token after the first: (complete − TTFT) / (output tokens − 1).
@@ -488,6 +497,7 @@ pub(crate) fn ok_record(
         sent_s,
         first_token_s: ttft.map(|t| sent_s + t / 1e3),
         done_s: e2e.map(|t| sent_s + t / 1e3),
+        ended_s: None,
         ttft_ms: ttft,
         e2e_ms: e2e,
         input_tokens: 8,

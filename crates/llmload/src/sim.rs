@@ -97,8 +97,11 @@ pub async fn start_default(quiet: bool, models: &[String]) -> crate::error::Resu
 /// `llmload sim`: serve the engine simulator.
 #[derive(Clone, Debug, clap::Args)]
 pub struct SimOptions {
-    /// Port to listen on; 0 picks a free one. The address is printed on the first line.
-    #[arg(long)]
+    /// Port to listen on [default: a free one]
+    ///
+    /// Without it (or with 0), the system picks a free port. The address is printed on the
+    /// first line of stdout: `listening on http://127.0.0.1:PORT`.
+    #[arg(long, default_value_t = 0)]
     pub port: u16,
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]

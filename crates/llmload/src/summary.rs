@@ -6,6 +6,7 @@ pub mod abandoned;
 pub mod bursts;
 pub mod client_check;
 mod counts;
+mod dataset;
 pub use counts::Counts;
 pub mod energy;
 pub mod gate;
@@ -31,6 +32,7 @@ pub mod sweep;
 mod tally;
 pub mod window;
 
+pub use dataset::DatasetUsed;
 use prefix_cache::PrefixAcc;
 pub use prefix_cache::PrefixCache;
 use rounds::RoundAcc;
@@ -564,4 +566,7 @@ pub struct Counting {
     /// server).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dropped: Option<String>,
+    /// `--dataset`: the file the prompts came from, by name (never its path), length and digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<DatasetUsed>,
 }

@@ -303,13 +303,22 @@ impl Target {
         }
         let exchange = self.endpoint.stream(&body, &CancellationToken::new()).await;
         if let Some(failure) = exchange.failure {
-            return Err(Error::Target(format!("probe request failed: {failure}")));
+            let hint = match failure {
+                crate::api::client::Failure::Http { status: 404, .. } => {
+                    hints::not_found_hint(self.endpoint.api)
+                }
+                _ => String::new(),
+            };
+            return Err(Error::Target(format!(
+                "probe request failed: {failure}{hint}"
+            )));
         }
         Ok(exchange.counters)
     }
 }
 
 mod fields;
+mod hints;
 
 /// A user message of `text`.
 fn user(text: &str) -> Message {
@@ -340,14 +349,19 @@ async fn setup_request(
         .fetch(method, path, body.as_deref(), MAX_SETUP_BODY, deadline)
         .await
         .map_err(|e| match e {
-            FetchError::Connect { .. } => {
-                Error::Target(format!("cannot reach {}: {e}", endpoint.base_url))
-            }
+            FetchError::Connect { .. } => Error::Target(format!(
+                "cannot reach {}: {e}{}",
+                endpoint.base_url,
+                hints::fetch_hint(&e, &endpoint.base_url)
+            )),
             FetchError::Deadline(during) => Error::Target(format!(
                 "{url}: no answer within {} (--setup-timeout), {during}",
                 humantime::format_duration(limit)
             )),
-            _ => Error::Target(format!("{url}: {e}")),
+            _ => Error::Target(format!(
+                "{url}: {e}{}",
+                hints::fetch_hint(&e, &endpoint.base_url)
+            )),
         })?;
     let status = Status(answer.status);
     if status.is_redirection() {

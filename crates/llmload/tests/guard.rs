@@ -505,3 +505,126 @@ fn the_cool_down_waits_for_the_first_reading_before_the_first_case() {
         run.stderr
     );
 }
+
+/// The most requests in flight at once among `records`, from each one's own interval: its send
+/// to its final event, or (a failed or cancelled one) to when the client stopped waiting for it.
+fn records_peak(records: &[Value]) -> u64 {
+    let f = |v: &Value| v.as_f64();
+    let mut edges: Vec<(f64, i64)> = Vec::new();
+    for r in records {
+        let sent = f(&r["sent_s"]).expect("sent_s");
+        let last_event = r["event_ms"]
+            .as_array()
+            .and_then(|e| e.last())
+            .and_then(Value::as_f64)
+            .map_or(sent, |ms| sent + ms / 1e3);
+        let end = f(&r["done_s"])
+            .or_else(|| f(&r["ended_s"]).map(|e| e.max(last_event)))
+            .unwrap_or(last_event);
+        edges.extend([(sent, 1), (end, -1)]);
+    }
+    // An end before a start at the same instant: back-to-back requests do not overlap.
+    edges.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let (mut now, mut peak) = (0_i64, 0_i64);
+    for (_, step) in edges {
+        now += step;
+        peak = peak.max(now);
+    }
+    u64::try_from(peak).expect("a count")
+}
+
+/// Ctrl-C (SIGINT) during an open loop far above a 2-slot simulator's capacity: the summary's
+/// peak in flight is the records' own (the cancelled requests counted until they stopped), stderr
+/// counts them as the summary does and names the signal plainly, and with stderr piped a
+/// heartbeat line came every second meanwhile.
+#[test]
+fn sigint_of_an_overloaded_open_loop_keeps_the_records_peak_and_the_summarys_counts() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    // Four times slower than the profile: about one response a second from its 2 slots.
+    let sim = Simulator::start(&["--slots", "2", "--time-scale", "0.25"]);
+    let out = tempfile::tempdir().expect("temp dir");
+    let stderr_path = out.path().join("stderr.txt");
+    let stderr = std::fs::File::create(&stderr_path).expect("stderr file");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_llmload"))
+        .args([
+            "run",
+            "--url",
+            &sim.url,
+            "--out",
+            out.path().to_str().expect("UTF-8 path"),
+            "--name",
+            "overload",
+            "--telemetry",
+            "off",
+            "--warmup",
+            "0",
+            "--arrival",
+            "poisson",
+            "--rate",
+            "30",
+            "--duration",
+            "10m",
+            "--input-tokens",
+            "32",
+            "--output-tokens",
+            "64",
+            "--heartbeat",
+            "1s",
+        ])
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .expect("start llmload");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    // Until a response has ended and a few seconds of arrivals have piled up behind the slots.
+    let dir = common::until_recorded(out.path(), "overload", "\"status\":\"ok\"", deadline);
+    std::thread::sleep(Duration::from_secs(3));
+    let code = common::signal_and_wait(&mut child, "-INT", deadline);
+    let stderr = std::fs::read_to_string(&stderr_path).expect("stderr");
+    assert_eq!(code, Some(4), "a stop by a signal: {stderr}");
+    let records: Vec<Value> = json_lines(&dir.join("requests.jsonl"));
+    let summary = json(&dir.join("summary.json"));
+    let case = &summary["cases"][0];
+    let peak = records_peak(&records);
+    assert!(peak > 20, "far above the 2 slots: {peak}");
+    assert_eq!(
+        case["load"]["achieved_concurrency_peak"].as_u64(),
+        Some(peak),
+        "{}",
+        case["load"]
+    );
+    let cancelled = records
+        .iter()
+        .filter(|r| r["status"] == "cancelled")
+        .count();
+    assert!(cancelled > 10, "{cancelled}");
+    assert_eq!(case["counts"]["cancelled"].as_u64(), Some(cancelled as u64));
+    assert!(
+        stderr.contains(&format!("0 failed, {cancelled} cancelled")),
+        "stderr counts as the summary does: {stderr}"
+    );
+    let reason = summary["outcome"]["reason"].as_str().expect("a reason");
+    assert_eq!(reason, "stopped by SIGINT (Ctrl-C)");
+    assert!(!stderr.contains("interrupted rule"), "{stderr}");
+    // The heartbeat: the case, its requests and those in flight, elapsed time.
+    let beats: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("progress: case 1/1 in32-poisson-r30-out64 · "))
+        .collect();
+    assert!(beats.len() >= 2, "{stderr}");
+    assert!(
+        beats
+            .iter()
+            .any(|b| b.contains(" in flight") && b.contains("elapsed ")),
+        "{beats:?}"
+    );
+    // The rebuilt summary says the same peak.
+    let rebuilt = llmload(&["report", dir.to_str().expect("UTF-8"), "--json"]);
+    assert_eq!(rebuilt.code, 0, "{}", rebuilt.stderr);
+    let rebuilt: Value = serde_json::from_str(&rebuilt.stdout).expect("JSON");
+    assert_eq!(
+        rebuilt["cases"][0]["load"]["achieved_concurrency_peak"].as_u64(),
+        Some(peak)
+    );
+}

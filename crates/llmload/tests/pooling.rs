@@ -327,6 +327,37 @@ fn llama_server_embeddings_and_rerank_are_ok_and_verified_by_its_own_count() {
         assert_case(&summary["cases"][0], 1, 32);
         assert_case(&summary["cases"][1], 4, 32);
     }
+    {
+        // A server started without either: refused at setup, in one line, before any case.
+        let server = LlamaServer::start();
+        for (api, flag) in [("embeddings", "--embeddings"), ("rerank", "--reranking")] {
+            let dir = out.path().join("refused");
+            let args = [
+                "run",
+                "--url",
+                &server.url,
+                "--api",
+                api,
+                "--telemetry",
+                "off",
+            ];
+            let refused = common::llmload_with_env(
+                &[&args[..], &["--out", dir.to_str().expect("UTF-8")]].concat(),
+                &[],
+            );
+            assert_eq!(refused.code, 1, "{api}: {}", refused.stderr);
+            let said = format!("error: --api {api}: probe request failed: HTTP 501");
+            assert!(refused.stderr.starts_with(&said), "{}", refused.stderr);
+            assert!(refused.stderr.contains(flag), "{}", refused.stderr);
+            assert_eq!(
+                refused.stderr.trim().lines().count(),
+                1,
+                "{}",
+                refused.stderr
+            );
+            assert!(!dir.exists(), "no attempt folder");
+        }
+    }
     let server = LlamaServer::start_with(&["--reranking"]);
     let dir = run("rerank", "3", &server.url);
     assert_eq!(assert_answers(&dir, 32, None).len(), 4);

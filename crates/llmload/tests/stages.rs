@@ -60,8 +60,9 @@ fn check_stages(dir: &Path, expected: &[(&str, usize)], spans_s: &[f64]) {
         previous_end = Some(window[1]);
         assert_eq!(load["stage"]["number"], i + 1);
         assert_eq!(records[i].len(), *count, "records of {}", ids[i]);
-        // Every figure of the stage is of its window only: the time-averaged concurrency never
-        // passes its peak, and the throughput is its tokens that arrived inside the window.
+        // The time-averaged concurrency never passes its peak; the window's throughput is the
+        // tokens that arrived inside it, and the stage's own is its responses' tokens over their
+        // span (first send to last completion), since they may end after the stage.
         let mean = f(&load["achieved_concurrency_mean"]);
         assert!(
             mean <= f(&load["achieved_concurrency_peak"]) + 1e-9,
@@ -86,9 +87,24 @@ fn check_stages(dir: &Path, expected: &[(&str, usize)], spans_s: &[f64]) {
             .sum();
         let length = window[1] - window[0];
         assert!(
-            (f(&load["throughput_tps"]) - inside / length).abs() <= 1.0 / length,
+            (f(&load["window_throughput_tps"]) - inside / length).abs() <= 1.0 / length,
             "{inside} tokens in the window, {load}"
         );
+        let tokens: f64 = records[i].iter().map(|r| f(&r["output_tokens"])).sum();
+        let first = records[i]
+            .iter()
+            .map(|r| f(&r["sent_s"]))
+            .fold(f64::INFINITY, f64::min);
+        let last = records[i]
+            .iter()
+            .map(|r| f(&r["done_s"]))
+            .fold(f64::NEG_INFINITY, f64::max);
+        let own = tokens / (last - first);
+        assert!(
+            (f(&load["throughput_tps"]) - own).abs() <= 1e-6 * own.max(1.0),
+            "{tokens} tokens over [{first}, {last}]: {load}"
+        );
+        assert_eq!(load["own_responses"]["tokens"].as_f64(), Some(tokens));
         for r in &records[i] {
             assert_eq!(r["status"], "ok", "{r}");
             let at = r["scheduled_s"].as_f64().unwrap_or_else(|| f(&r["sent_s"]));
@@ -276,7 +292,6 @@ fn a_stop_mid_stage_leaves_it_incomplete_and_the_rest_not_run() {
 /// `summary.json` holds the first stage complete and the second incomplete; the third never ran.
 #[test]
 fn sigterm_mid_stage_leaves_the_finished_stages_in_the_summary() {
-    use std::process::Command;
     use std::time::{Duration, Instant};
     let sim = Simulator::start(&["--schedule", "fixed:ttft_ms=5,itl_ms=1"]);
     let out = tempfile::tempdir().expect("temp dir");
@@ -303,32 +318,8 @@ fn sigterm_mid_stage_leaves_the_finished_stages_in_the_summary() {
     ]);
     // Wait (2 minutes at most) until a request of the second stage has ended.
     let deadline = Instant::now() + Duration::from_secs(120);
-    let dir = loop {
-        assert!(Instant::now() < deadline, "no record of the second stage");
-        std::thread::sleep(Duration::from_millis(100));
-        let Some(dir) = common::attempt_so_far(out.path(), "stages") else {
-            continue;
-        };
-        let records = std::fs::read_to_string(dir.join("requests.jsonl")).unwrap_or_default();
-        if records.lines().any(|l| l.contains("\"case\":\"stage2-")) {
-            break dir;
-        }
-    };
-    let term = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(term.success());
-    let code = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status.code();
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("llmload did not stop after SIGTERM");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let dir = common::until_recorded(out.path(), "stages", "\"case\":\"stage2-", deadline);
+    let code = common::signal_and_wait(&mut child, "-TERM", deadline);
     assert_eq!(code, Some(4), "a stop by a signal");
     let summary = json(&dir.join("summary.json"));
     let cases = summary["cases"].as_array().expect("cases");

@@ -138,6 +138,9 @@ pub struct Exchange {
     pub inputs: u32,
     /// A pooling API: what its answer held, once it was read whole.
     pub pooled: Option<super::pooling::Pooled>,
+    /// When the client stopped reading it (its end, failure, timeout or cancel), however it
+    /// ended: a request that failed occupied its connection until then.
+    pub ended: Option<Instant>,
 }
 
 /// Where one exchange's time went on its connection: the setup of a new connection (before
@@ -207,6 +210,7 @@ impl Exchange {
             ended_without_done: false,
             inputs: 0,
             pooled: None,
+            ended: None,
         }
     }
 
@@ -431,6 +435,7 @@ impl Endpoint {
         let request = self.origin.request(self.api.path(), &body.json, &lines);
         let read = direct::read_direct(&self.origin, self.api, &request, &mut exchange);
         exchange.failure = bounded(read, cancel, sent, timeout).await.err();
+        exchange.ended = Some(Instant::now());
         if matches!(exchange.failure, Some(Failure::Abandoned(_))) {
             exchange.abandoned.get_or_insert_with(Instant::now);
         }

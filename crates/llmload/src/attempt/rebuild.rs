@@ -291,6 +291,8 @@ impl<'a> Rebuilt<'a> {
             stage: c.stage.clone(),
             ..figures
         };
+        let mut load = load;
+        crate::summary::window::settle_stage(&mut load);
         summary.complete = finished && all_ok;
         summary.throughput_tps = Spread::with(load.throughput_tps, load.throughput_ci.clone());
         crate::summary::pooling::settle(&mut summary);

@@ -25,6 +25,11 @@ pub struct DatasetConfig {
 }
 
 impl DatasetConfig {
+    /// The dataset's name in case ids ([`crate::workload::dataset::id_name`]).
+    pub fn id_name(&self) -> String {
+        crate::workload::dataset::id_name(&self.path)
+    }
+
     /// The dataset of `s`, read and checked; `None` without `--dataset`.
     pub(super) fn resolve(s: &Settings) -> Result<Option<DatasetConfig>, ConfigError> {
         let Some(path) = &s.workload.dataset else {

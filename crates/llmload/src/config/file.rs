@@ -36,10 +36,34 @@ fn read_file(path: &Path) -> Result<Settings, ConfigError> {
             .take(120)
             .collect();
         bad(format!(
-            "{}:{line}: {message} (in `{content}`)",
-            path.display()
+            "{}:{line}: {}{message} (in `{content}`)",
+            path.display(),
+            what_it_takes(&message, &content)
         ))
     })
+}
+
+/// Before a type error of the TOML reader ("invalid type: string \"4\", expected u32"), what
+/// the key takes with an example ("`rounds` takes a whole number, e.g. `rounds = 3`: "); else
+/// nothing.
+fn what_it_takes(message: &str, content: &str) -> String {
+    let key = content.split('=').next().unwrap_or("").trim();
+    let taken = [
+        ("expected u", "a whole number", "3"),
+        ("expected i", "a whole number", "3"),
+        ("expected f", "a number", "0.5"),
+        ("expected a boolean", "true or false", "true"),
+        ("expected a sequence", "a list", "[1, 2]"),
+        ("expected a string", "text in quotes", "\"…\""),
+    ]
+    .into_iter()
+    .find(|(said, _, _)| message.contains(said));
+    match taken {
+        Some((_, what, example)) if !key.is_empty() => {
+            format!("`{key}` takes {what}, e.g. `{key} = {example}`: ")
+        }
+        _ => String::new(),
+    }
 }
 
 /// The file's text, read up to one byte past the bound whatever its size says.

@@ -1,7 +1,7 @@
 //! How a run is watched: `--metrics-listen` and `--metrics-linger` (where the live `/metrics`
-//! endpoint listens, and how long it stays after the run) and `--no-live`. None changes what is
-//! measured, so none is written to `campaign.json` (the shards of one attempt on one machine
-//! listen on different ports and are still one configuration).
+//! endpoint listens, and how long it stays after the run), `--no-live` and `--heartbeat`. None
+//! changes what is measured, so none is written to `campaign.json` (the shards of one attempt
+//! on one machine listen on different ports and are still one configuration).
 
 use super::{bad, parse_duration, ConfigError, WatchOptions};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -14,7 +14,13 @@ pub struct Watch {
     pub metrics: Option<MetricsConfig>,
     /// The live view on a terminal (else the progress line).
     pub live: bool,
+    /// `--heartbeat`: how often a progress line is printed when stderr is not a terminal;
+    /// `None` when off.
+    pub heartbeat: Option<Duration>,
 }
+
+/// How often the heartbeat is printed when `--heartbeat` is not given.
+pub const HEARTBEAT: Duration = Duration::from_secs(30);
 
 /// The watch options resolved.
 pub fn watch(options: &WatchOptions) -> Result<Watch, ConfigError> {
@@ -24,6 +30,10 @@ pub fn watch(options: &WatchOptions) -> Result<Watch, ConfigError> {
             options.metrics_linger.as_deref(),
         )?,
         live: !options.no_live.unwrap_or(false),
+        heartbeat: match options.heartbeat.as_deref() {
+            None => Some(HEARTBEAT),
+            Some(text) => Some(parse_duration("heartbeat", text)?).filter(|d| !d.is_zero()),
+        },
     })
 }
 

@@ -506,6 +506,15 @@ impl Config {
     /// The matrix in the reference campaign's order: input tokens, then load (concurrency or rate), then output
     /// tokens.
     pub fn plans(&self) -> Vec<CasePlan> {
+        let dataset = self.dataset.as_ref().map(DatasetConfig::id_name);
+        self.matrix()
+            .into_iter()
+            .map(|p| p.with_dataset(dataset.as_deref()))
+            .collect()
+    }
+
+    /// The plans of [`Config::plans`] before a dataset names them.
+    fn matrix(&self) -> Vec<CasePlan> {
         let template = self.template();
         let batches: Vec<Option<u32>> = match &self.batch_size[..] {
             [] => vec![None],

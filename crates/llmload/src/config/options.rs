@@ -444,6 +444,13 @@ options! {
         /// or when stderr is not a terminal.
         #[arg(long, num_args = 0, default_missing_value = "true")]
         pub no_live: Option<bool>,
+        /// When stderr is not a terminal, print a progress line this often (0 turns it off) [default: 30s]
+        ///
+        /// One line each time: the case, requests done of those planned, ok and failed, in
+        /// flight (and waiting, for an open loop), elapsed time, so that a pipe or a CI log is
+        /// not silent for minutes. Never with --quiet, nor on a terminal (the live view is there).
+        #[arg(long, value_name = "DURATION")]
+        pub heartbeat: Option<String>,
     }
 }
 

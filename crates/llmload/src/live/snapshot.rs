@@ -26,8 +26,10 @@ pub struct Snapshot {
     pub done: u64,
     /// Measured requests planned in this case, when known.
     pub total: Option<u64>,
-    /// Of those ended, how many did not end `ok` (abandoned ones aside).
+    /// Of those ended, how many did not end `ok` (abandoned and cancelled ones aside).
     pub failed: u64,
+    /// Of those ended, how many a stop of the run cancelled in flight.
+    pub cancelled: u64,
     /// Of those ended, how many the client abandoned as planned (`--cancel-after`).
     pub abandoned: u64,
     /// The best-effort responses far short of the output asked for, and whether the case so
@@ -49,6 +51,9 @@ pub struct Snapshot {
     pub duration: Option<Duration>,
     /// A staged load: each stage's case id and duration, in order (empty otherwise).
     pub stages: Vec<(String, Duration)>,
+    /// The requests launched, in flight and waiting, as a view read them from the transport's
+    /// counters before drawing (the runner never sets them).
+    pub flight: Option<crate::live::flight::Counts>,
 }
 
 impl Snapshot {
@@ -79,10 +84,22 @@ impl Snapshot {
     }
 
     /// The time left, `elapsed` into the case: what a duration bound leaves, else the requests
-    /// left at the pace of those done so far; `None` when neither is known.
+    /// left at the pace of those done so far; `None` when neither is known. A duration-bound
+    /// load waits for its requests in flight and its arrivals waiting after its end (the drain):
+    /// those, at the pace of the requests done so far, when that is longer.
     pub fn eta(&self, elapsed: Duration) -> Option<Duration> {
         if let Some(duration) = self.duration {
-            return Some(duration.saturating_sub(elapsed));
+            let left = duration.saturating_sub(elapsed);
+            let outstanding = self.flight.map_or(0, |f| f.in_flight + f.waiting);
+            if outstanding == 0 {
+                return Some(left);
+            }
+            if self.done == 0 {
+                // Nothing ended yet to pace the drain by: unknown once the load's time is over.
+                return (!left.is_zero()).then_some(left);
+            }
+            let drain = elapsed.mul_f64(outstanding as f64 / self.done as f64);
+            return Some(left.max(drain));
         }
         let total = self.total?;
         if self.done == 0 {
@@ -90,6 +107,41 @@ impl Snapshot {
         }
         let left = total.saturating_sub(self.done);
         Some(elapsed.mul_f64(left as f64 / self.done as f64))
+    }
+
+    /// The load's requests sent, in flight and waiting, in words ("130 sent · 124 in flight ·
+    /// 6 waiting"; waiting only when some are), when a view read them.
+    pub fn flight_words(&self) -> Option<String> {
+        let f = self.flight?;
+        let waiting = if f.waiting > 0 {
+            format!(" · {} waiting", f.waiting)
+        } else {
+            String::new()
+        };
+        Some(format!(
+            "{} sent · {} in flight{waiting}",
+            f.launched, f.in_flight
+        ))
+    }
+
+    /// Whether the load's time is over and requests are still in flight or waiting.
+    pub fn draining(&self, elapsed: Duration) -> bool {
+        let outstanding = self.flight.map_or(0, |f| f.in_flight + f.waiting);
+        self.duration.is_some_and(|d| elapsed >= d) && outstanding > 0
+    }
+
+    /// The requests ended `ok` (done, less those failed, cancelled, abandoned or counted short).
+    pub fn ok(&self) -> u64 {
+        let short = if self.shortfall.short() {
+            self.shortfall
+                .finish()
+                .map_or(0, |f| u64::from(f.responses))
+        } else {
+            0
+        };
+        self.done
+            .saturating_sub(self.failed + self.cancelled + self.abandoned)
+            .saturating_sub(short)
     }
 
     /// A measured request ended.
@@ -100,6 +152,10 @@ impl Snapshot {
             return;
         }
         if self.shortfall.add(r) && self.shortfall.short() {
+            return;
+        }
+        if r.status == Status::Cancelled {
+            self.cancelled += 1;
             return;
         }
         if r.status != Status::Ok {

@@ -1,6 +1,7 @@
 use super::text::Format;
 use super::*;
 use crate::record::ok_record;
+use std::time::Duration;
 
 fn sample<'a>(text: &'a str, series: &str) -> Option<&'a str> {
     text.lines()
@@ -9,7 +10,7 @@ fn sample<'a>(text: &'a str, series: &str) -> Option<&'a str> {
 
 #[test]
 fn every_record_is_counted_by_case_phase_and_status_and_only_measured_ok_ones_are_timed() {
-    let board = Board::new();
+    let board = Board::new(flight::Flight::new());
     board.cases(&["c".to_owned()]);
     let ok = ok_record(1.0, Some(0.9995), vec![20.0, 30.0, 40.0]);
     let mut warmup = ok.clone();
@@ -78,61 +79,6 @@ fn every_record_is_counted_by_case_phase_and_status_and_only_measured_ok_ones_ar
         sample(&board.render(Format::Prometheus), "llmload_run_finished"),
         Some("1")
     );
-}
-
-#[test]
-fn the_backlog_is_the_arrivals_due_whose_request_has_not_begun() {
-    let board = Board::new();
-    // One exchange (a warmup) before the loop: not part of its count.
-    board.began.fetch_add(1, Ordering::AcqRel);
-    let start = std::time::Instant::now()
-        .checked_sub(Duration::from_secs(10))
-        .expect("a machine up for 10 s");
-    let offsets: Vec<Duration> = [0, 1, 2, 3, 20].map(Duration::from_secs).to_vec();
-    board.open_loop(start, offsets.into());
-    assert_eq!(board.backlog(), 4, "4 due, none begun");
-    board.began.fetch_add(3, Ordering::AcqRel);
-    assert_eq!(board.backlog(), 1);
-    board.began.fetch_add(2, Ordering::AcqRel);
-    assert_eq!(board.backlog(), 0, "never below 0");
-    board.open_loop_over();
-    assert_eq!(board.backlog(), 0);
-}
-
-struct Never;
-
-impl Transport for Never {
-    fn exchange<'a>(&'a self, _: &'a Body, cancel: &'a CancellationToken) -> Pending<'a> {
-        Box::pin(async move {
-            cancel.cancelled().await;
-            crate::api::client::Exchange::default()
-        })
-    }
-}
-
-#[tokio::test]
-async fn an_exchange_is_in_flight_until_it_ends_or_is_dropped() {
-    let board = Board::new();
-    let transport = board.counted(Arc::new(Never));
-    let cancel = CancellationToken::new();
-    let body = Body::from_json(&serde_json::json!({}));
-    let ended = {
-        let (t, b, c) = (transport.clone(), body.clone(), cancel.clone());
-        tokio::spawn(async move { t.exchange(&b, &c).await })
-    };
-    let dropped = {
-        let (t, b, c) = (transport.clone(), body.clone(), CancellationToken::new());
-        tokio::spawn(async move { t.exchange(&b, &c).await })
-    };
-    while board.in_flight() < 2 {
-        tokio::task::yield_now().await;
-    }
-    cancel.cancel();
-    let _ = ended.await;
-    assert_eq!(board.in_flight(), 1);
-    dropped.abort();
-    let _ = dropped.await;
-    assert_eq!(board.in_flight(), 0);
 }
 
 #[test]

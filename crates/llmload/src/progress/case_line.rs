@@ -1,5 +1,6 @@
-//! The line printed when a case ends (beside the live line of [`super`]): its counts and its
-//! headline figures, with its first failure in the server's words.
+//! The line printed when a case ends (beside the live line of [`super`]): its counts, in the
+//! summary's words, and its headline figures (times in the tables' units), with its first
+//! failure in the server's words.
 
 use crate::fmt::number;
 use crate::summary::window::LoadSummary;
@@ -25,40 +26,34 @@ pub fn case_line(done: usize, total: usize, case: &CaseSummary) -> String {
 
 /// The counts and headline figures of [`case_line`].
 fn case_figures(done: usize, total: usize, case: &CaseSummary) -> String {
+    let counts = crate::report::partial::count_words(&case.counts);
     if let Some(load) = &case.load {
         let stage = load.stage.as_ref().map_or_else(String::new, |_| {
             format!(" [{}]", crate::report::text::window_load(load))
         });
+        let over = if load.window_throughput_tps.is_some() {
+            "over its responses' span"
+        } else {
+            "over the window"
+        };
         return format!(
-            "case {done}/{total} {}{stage}: {} ok, {} failed; {:.2} tokens/s over the window; in flight \
-             {:.2} on average, {} at peak (nominal: {}); send lag p99 {}",
+            "case {done}/{total} {}{stage}: {counts}; {:.2} tokens/s {over}; {} launched, in \
+             flight {:.2} on average, {} at peak (nominal: {}); send lag p99 {}",
             case.id,
-            case.counts.ok,
-            case.counts.error + case.counts.cancelled + case.counts.invalid,
             load.throughput_tps,
+            load.requests_launched,
             load.achieved_concurrency_mean,
             load.achieved_concurrency_peak,
             nominal(load),
-            load.send_lag_ms
-                .as_ref()
-                .map_or_else(|| "–".to_owned(), |d| format!("{:.3} ms", d.p99)),
+            crate::fmt::seconds(load.send_lag_ms.as_ref().map(|d| d.p99)),
         );
     }
-    let ttft = case
-        .ttft_ms
-        .as_ref()
-        .map_or("–".into(), |d| format!("{:.1} ms", d.median));
+    let ttft = crate::fmt::seconds(case.ttft_ms.as_ref().map(|d| d.median));
     if let Some(s) = &case.sessions {
         return format!(
-            "case {done}/{total} {}: {} of {} sessions complete ({} turns each), {} ok, {} \
-             invalid, {} failed; median TTFT {ttft}",
-            case.id,
-            s.completed,
-            s.started,
-            s.turns,
-            case.counts.ok,
-            case.counts.invalid,
-            case.counts.error + case.counts.cancelled,
+            "case {done}/{total} {}: {} of {} sessions complete ({} turns each), {counts}; \
+             median TTFT {ttft}",
+            case.id, s.completed, s.started, s.turns,
         );
     }
     let tps = case
@@ -67,10 +62,7 @@ fn case_figures(done: usize, total: usize, case: &CaseSummary) -> String {
         .map_or("–".into(), |t| format!("{:.2}", t.mean));
     let figures = match &case.pooling {
         Some(p) => {
-            let latency = case
-                .e2e_ms
-                .as_ref()
-                .map_or("–".into(), |d| format!("{:.1} ms", d.median));
+            let latency = crate::fmt::seconds(case.e2e_ms.as_ref().map(|d| d.median));
             let inputs = p
                 .inputs_per_s
                 .as_ref()
@@ -80,12 +72,9 @@ fn case_figures(done: usize, total: usize, case: &CaseSummary) -> String {
         None => format!("median TTFT {ttft}, {tps} tokens/s"),
     };
     format!(
-        "case {done}/{total} {}: {}/{} rounds complete, {} ok, {} invalid, {} failed; {figures}",
+        "case {done}/{total} {}: {}/{} rounds complete, {counts}; {figures}",
         case.id,
         case.rounds.iter().filter(|r| r.complete).count(),
         case.rounds_planned,
-        case.counts.ok,
-        case.counts.invalid,
-        case.counts.error + case.counts.cancelled,
     )
 }

@@ -1,5 +1,5 @@
 //! The progress line: one line on stderr, redrawn at most four times a second, with the case,
-//! its requests, elapsed time and ETA, the running median TTFT, the output tokens/s and the
+//! its requests (sent, in flight, waiting), elapsed time and ETA, the running median TTFT, the output tokens/s and the
 //! guard's last GPU reading.
 
 use super::{Shared, Snapshot, REDRAW};
@@ -44,6 +44,7 @@ pub fn line(
     };
     let apart: Vec<String> = [
         (s.failed, "failed"),
+        (s.cancelled, "cancelled"),
         (u64::from(short), "short"),
         (s.abandoned, "abandoned"),
     ]
@@ -57,12 +58,10 @@ pub fn line(
         format!(" ({})", apart.join(", "))
     };
     parts.push((format!("{}{total} requests{failed}", s.done), ""));
-    let whole = |d: Duration| crate::fmt::span(d.as_secs() as f64);
-    let eta = s.eta(elapsed).map_or_else(
-        || "ETA unknown".to_owned(),
-        |left| format!("ETA {}", whole(left)),
-    );
-    parts.push((format!("elapsed {} · {eta}", whole(elapsed)), ""));
+    if let Some(words) = s.flight_words() {
+        parts.push((words, ""));
+    }
+    parts.push((elapsed_and_eta(s, elapsed), ""));
     let median = s.ttft_median_ms();
     let what = if s.pooling { "latency" } else { "TTFT" };
     parts.push((format!("{what} p50 {}", crate::fmt::seconds(median)), ""));
@@ -101,22 +100,38 @@ pub fn line(
     out
 }
 
+/// "elapsed 1m 30s · ETA 2m", with "(draining)" once a duration-bound load's time is over and
+/// requests are still in flight or waiting.
+pub fn elapsed_and_eta(s: &Snapshot, elapsed: Duration) -> String {
+    let whole = |d: Duration| crate::fmt::span(d.as_secs() as f64);
+    let eta = s.eta(elapsed).map_or_else(
+        || "ETA unknown".to_owned(),
+        |left| format!("ETA {}", whole(left)),
+    );
+    let draining = if s.draining(elapsed) {
+        " (draining)"
+    } else {
+        ""
+    };
+    format!("elapsed {} · {eta}{draining}", whole(elapsed))
+}
+
 /// Redraws the line when the snapshot changes, at most every [`REDRAW`], and every second
 /// anyway for the GPU reading.
 pub(super) async fn draw(
     shared: Arc<Shared>,
     mut rx: watch::Receiver<Snapshot>,
     guard: Arc<Guard>,
+    flight: Arc<crate::live::flight::Flight>,
 ) {
-    let width = std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.parse::<usize>().ok())
-        .unwrap_or(100)
+    // The terminal's own width (a `COLUMNS` the shell exports first), less one column.
+    let width = usize::from(crate::console::width())
         .saturating_sub(1)
         .max(20);
     loop {
         let _ = tokio::time::timeout(Duration::from_secs(1), rx.changed()).await;
-        let snapshot = rx.borrow_and_update().clone();
+        let mut snapshot = rx.borrow_and_update().clone();
+        snapshot.flight = Some(flight.counts());
         if !snapshot.case_id.is_empty() {
             let elapsed = snapshot.started.map_or(Duration::ZERO, |t| t.elapsed());
             let text = line(

@@ -44,6 +44,8 @@ static ACTIVE: AtomicBool = AtomicBool::new(false);
 pub struct Sources {
     /// The case and its progress.
     pub snapshot: watch::Receiver<Snapshot>,
+    /// The requests in flight and the open loop's arrivals that wait.
+    pub flight: Arc<crate::live::flight::Flight>,
     /// The recent figures.
     pub recent: Arc<Mutex<Recent>>,
     /// The guard's readings, thresholds and verdict.
@@ -233,7 +235,8 @@ pub struct State {
 
 impl State {
     fn read(sources: &Sources, log: &[String]) -> State {
-        let snapshot = sources.snapshot.borrow().clone();
+        let mut snapshot = sources.snapshot.borrow().clone();
+        snapshot.flight = Some(sources.flight.counts());
         let now_s = sources.origin.elapsed().as_secs_f64();
         let recent = sources
             .recent
@@ -299,15 +302,13 @@ fn title(s: &Snapshot) -> String {
 
 fn progress(s: &Snapshot) -> String {
     let elapsed = s.started.map_or(Duration::ZERO, |t| t.elapsed());
-    let whole = |d: Duration| crate::fmt::span(d.as_secs() as f64);
-    let eta = s.eta(elapsed).map_or_else(
-        || "ETA unknown".to_owned(),
-        |left| format!("ETA {}", whole(left)),
-    );
     let total = s.total.map_or(String::new(), |t| format!(" of {t}"));
     let mut failed = String::new();
     if s.failed > 0 {
         failed = format!(", {} failed", s.failed);
+    }
+    if s.cancelled > 0 {
+        let _ = write!(failed, ", {} cancelled", s.cancelled);
     }
     if let Some(short) = s.shortfall.finish().filter(|_| s.shortfall.short()) {
         let _ = write!(failed, ", {} short", short.responses);
@@ -315,9 +316,12 @@ fn progress(s: &Snapshot) -> String {
     if s.abandoned > 0 {
         let _ = write!(failed, ", {} abandoned", s.abandoned);
     }
+    let flight = s
+        .flight_words()
+        .map_or_else(String::new, |w| format!(" · {w}"));
     format!(
-        "elapsed {} · {eta} · {}{total} requests{failed}",
-        whole(elapsed),
+        "{} · {}{total} requests ended{failed}{flight}",
+        super::line::elapsed_and_eta(s, elapsed),
         s.done
     )
 }
@@ -397,6 +401,7 @@ fn guard_lines(guard: &Guard) -> Vec<String> {
         lines.push("no GPU reading".into());
     }
     lines.push(match guard.verdict() {
+        Some(v) if v.rule == crate::guard::Rule::Interrupted => format!("stopped by {}", v.reason),
         Some(v) => format!("stopped by the {} rule", v.rule),
         None => "guard: watching".into(),
     });

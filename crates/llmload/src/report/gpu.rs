@@ -40,8 +40,11 @@ pub fn stop(report: &Report) -> Option<Stop> {
     let rule = o
         .reason
         .as_deref()
-        .and_then(|r| r.strip_prefix("stopped by the "))
-        .and_then(|r| r.split(" rule").next())
+        .and_then(|r| match r.strip_prefix("stopped by the ") {
+            Some(rule) => rule.split(" rule").next(),
+            // A stop signal, said plainly ("stopped by SIGINT (Ctrl-C)").
+            None => r.starts_with("stopped by SIG").then_some("interrupted"),
+        })
         .unwrap_or("guard")
         .to_owned();
     let at_sample = o

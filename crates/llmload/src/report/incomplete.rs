@@ -2,6 +2,7 @@
 //! records are at hand, the distinct errors of its first failed requests.
 
 use super::page::{Block, Section};
+use super::partial::partial_figures;
 use super::text::incomplete_line;
 use super::{Report, FAILED_SHOWN};
 use crate::record::{ErrorKind, Status};
@@ -22,6 +23,16 @@ pub fn section(report: &Report) -> Option<Section<'_>> {
     section.note("Not in the results' tables; every request is in requests.jsonl.");
     let lines = incomplete.iter().map(|c| incomplete_line(c)).collect();
     section.push(Block::List(lines));
+    let partial: Vec<String> = incomplete
+        .iter()
+        .filter_map(|c| partial_figures(c))
+        .collect();
+    if !partial.is_empty() {
+        section.push(Block::Heading(
+            "What they measured before they stopped".into(),
+        ));
+        section.push(Block::List(partial));
+    }
     let errors: Vec<String> = incomplete
         .iter()
         .flat_map(|c| {

@@ -6,11 +6,14 @@
 //!
 //! Under the sections: the table model ([`table`]), a chart's canvas ([`plot`]) and the escaping
 //! of each format ([`markup`]).
+//! Sentences several sections write alike: [`text`], [`partial`] (a case's counts and an
+//! incomplete case's partial figures) and [`dataset`] (the dataset named).
 
 pub mod abandoned;
 pub mod charts;
 pub mod compare;
 pub mod csv;
+pub mod dataset;
 pub mod energy;
 pub mod gallery;
 pub mod gpu;
@@ -22,6 +25,7 @@ pub mod markup;
 pub mod models;
 pub mod notes;
 pub mod page;
+pub mod partial;
 pub mod phases;
 pub mod plot;
 pub mod pooling;

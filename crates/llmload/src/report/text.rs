@@ -258,6 +258,9 @@ pub(crate) fn counting_lines(summary: &Summary) -> String {
     if let Some(dropped) = &counting.dropped {
         let _ = writeln!(out, "Requests {dropped}.");
     }
+    if let Some(dataset) = &counting.dataset {
+        let _ = writeln!(out, "{}", super::dataset::dataset_line(dataset));
+    }
     out
 }
 

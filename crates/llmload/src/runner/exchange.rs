@@ -307,6 +307,10 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: 
         sent_s: since(exchange.sent),
         first_token_s: exchange.first_token().map(since),
         done_s: exchange.done.or(exchange.abandoned).map(since),
+        ended_s: exchange
+            .ended
+            .filter(|_| exchange.done.or(exchange.abandoned).is_none())
+            .map(since),
         ttft_ms,
         e2e_ms: exchange
             .done

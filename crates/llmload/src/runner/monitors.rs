@@ -74,7 +74,7 @@ async fn trip_on_interrupt(interrupted: StopSignal, guard: Arc<Guard>) {
     let signal = interrupted.raised().await;
     guard.trip(Verdict {
         rule: Rule::Interrupted,
-        reason: format!("interrupted by {signal}"),
+        reason: signal.to_owned(),
         sample: guard.latest(),
         at: "signal".into(),
     });

@@ -77,9 +77,13 @@ impl<'a> Session<'a> {
         let show = progress::Show {
             quiet: config.quiet,
             live: config.watch.live,
+            heartbeat: config.watch.heartbeat,
             origin: origin.into_std(),
         };
-        let (progress, drawing) = Progress::start(show, guard.clone(), board.clone());
+        let flight = board
+            .as_ref()
+            .map_or_else(crate::live::flight::Flight::new, |b| b.flight());
+        let (progress, drawing) = Progress::start(show, guard.clone(), board.clone(), &flight);
         let reporter = progress.clone();
         let sink = RecordSink::create(&attempt.dir.join("requests.jsonl"))
             .context("creating requests.jsonl")?;
@@ -106,10 +110,7 @@ impl<'a> Session<'a> {
         let transport: Arc<dyn Transport> = Arc::new(target.endpoint.clone());
         let runner = Runner::new(
             (target, prompts),
-            match &board {
-                Some(board) => board.counted(transport),
-                None => transport,
-            },
+            flight.counted(transport),
             sink,
             (origin, cancel, guard),
             progress,
@@ -132,6 +133,7 @@ impl<'a> Session<'a> {
                 outputs: output_counting(target),
                 best_effort: config.best_effort,
                 dropped: target.dropped_note.clone(),
+                dataset: config.dataset.as_ref().map(dataset_used),
             }),
             shard: None,
             shards: None,
@@ -417,9 +419,29 @@ fn run_state(guard: &Guard, failure: Option<String>, going: bool) -> RunState {
     }
 }
 
-/// What stopped the run, in words.
-fn stop_text(v: &crate::guard::Verdict) -> String {
-    format!("stopped by the {} rule at {}: {}", v.rule, v.at, v.reason)
+/// What stopped the run, in words: a signal plainly ("stopped by SIGINT (Ctrl-C)"), a guard's
+/// rule with where it fired and why.
+pub fn stop_text(v: &crate::guard::Verdict) -> String {
+    match v.rule {
+        crate::guard::Rule::Interrupted => format!("stopped by {}", v.reason),
+        _ => format!("stopped by the {} rule at {}: {}", v.rule, v.at, v.reason),
+    }
+}
+
+/// The dataset of a run, as the summary names it: its file's name (never its folder), length,
+/// digest and use.
+fn dataset_used(d: &crate::config::DatasetConfig) -> crate::summary::DatasetUsed {
+    crate::summary::DatasetUsed {
+        file: d.path.file_name().map_or_else(
+            || "(unnamed)".into(),
+            |n| crate::console::printable(&n.to_string_lossy()).into_owned(),
+        ),
+        bytes: d.dataset.bytes,
+        fnv1a64: d.dataset.digest.clone(),
+        entries: d.entries as u64,
+        lengths: d.lengths.as_str().to_owned(),
+        output: d.output.as_str().to_owned(),
+    }
 }
 
 /// What names the run on the live board: the attempt, the shard, the API and the model (as the

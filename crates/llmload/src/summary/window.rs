@@ -67,6 +67,51 @@ pub struct LoadSummary {
     /// The interval of `goodput_rps`, over blocks of the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goodput_ci: Option<Ci>,
+    /// A stage of a staged load: its own measured `ok` responses, whose tokens its
+    /// `throughput_tps` counts over their span (they may end after the stage's time, when the
+    /// window would count none of them); absent for other loads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_responses: Option<OwnResponses>,
+    /// A stage of a staged load: output tokens received inside the stage's time / its length,
+    /// the figure other loads report as `throughput_tps`; absent for other loads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_throughput_tps: Option<f64>,
+}
+
+/// A load's own measured `ok` responses: their tokens of work, and the span from the first one's
+/// send to the last one's completion.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OwnResponses {
+    /// Responses.
+    pub responses: u32,
+    /// Their output tokens (embeddings and rerank: the prompt tokens processed).
+    pub tokens: f64,
+    /// First send and last completion, seconds since the attempt started.
+    pub span_s: [Seconds; 2],
+}
+
+impl OwnResponses {
+    /// Their tokens per second over their span; `None` when the span is empty.
+    pub fn tokens_per_s(&self) -> Option<f64> {
+        let length = self.span_s[1] - self.span_s[0];
+        (length > 0.0).then(|| self.tokens / length)
+    }
+}
+
+/// A stage's throughput is its own responses' tokens over their span: a stage whose responses
+/// ended after its time (an overloaded server drains later) would count none of their tokens in
+/// its window and show a collapse that did not happen. The window's figure is kept beside it,
+/// and its interval (over blocks of the window) dropped. Other loads keep the window's figures.
+pub fn settle_stage(load: &mut LoadSummary) {
+    if load.stage.is_none() {
+        load.own_responses = None;
+        return;
+    }
+    if let Some(own) = load.own_responses.and_then(|o| o.tokens_per_s()) {
+        load.window_throughput_tps = Some(load.throughput_tps);
+        load.throughput_tps = own;
+        load.throughput_ci = None;
+    }
 }
 
 /// What the runner did for one case. Records are written as requests end and folded into the
@@ -185,6 +230,8 @@ pub fn summarise(plan: &CasePlan, run: CaseRun, readings: &[Reading]) -> CaseSum
         stage: plan.stage.clone(),
         ..load
     };
+    let mut load = load;
+    settle_stage(&mut load);
     summary.complete = !run.stopped && all_ok;
     summary.throughput_tps = Spread::with(load.throughput_tps, load.throughput_ci.clone());
     super::pooling::settle(&mut summary);

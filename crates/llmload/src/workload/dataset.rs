@@ -119,6 +119,37 @@ struct Turn {
 pub struct Dataset {
     /// Every entry.
     pub entries: Vec<Entry>,
+    /// The file's length, bytes.
+    pub bytes: u64,
+    /// The FNV-1a 64-bit digest of the file's bytes, 16 hex digits: which version of a file of
+    /// that name the prompts came from.
+    pub digest: String,
+}
+
+/// A dataset's name in case ids: its file's stem, letters, digits, `.`, `_` and `-` kept (any
+/// other character as `_`), at most 32 characters.
+pub fn id_name(path: &Path) -> String {
+    let stem = path
+        .file_stem()
+        .map_or_else(|| "dataset".into(), |s| s.to_string_lossy().into_owned());
+    stem.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(32)
+        .collect()
+}
+
+/// The FNV-1a 64-bit digest of `bytes`, 16 hex digits.
+pub fn digest(bytes: &[u8]) -> String {
+    let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("{hash:016x}")
 }
 
 impl Dataset {
@@ -159,7 +190,11 @@ impl Dataset {
         if entries.is_empty() {
             return Err(DatasetError(": holds no prompts".into()));
         }
-        Ok(Dataset { entries })
+        Ok(Dataset {
+            entries,
+            bytes: text.len() as u64,
+            digest: digest(text.as_bytes()),
+        })
     }
 
     /// The entry the `serial`-th request gets: consecutive serials take distinct entries over a
@@ -278,6 +313,23 @@ mod tests {
     }
 
     #[test]
+    fn a_dataset_is_named_by_its_file_and_its_digest() {
+        let text = "{\"prompt\": \"a\"}\n{\"prompt\": \"b\"}\n";
+        let d = Dataset::parse(text).expect("two prompts");
+        assert_eq!(d.bytes, text.len() as u64);
+        assert_eq!(d.digest.len(), 16);
+        // Another version of the file (one byte changed) has another digest.
+        let other = Dataset::parse(&text.replace('b', "c")).expect("two prompts");
+        assert_ne!(d.digest, other.digest);
+        // The FNV-1a 64 of nothing is its offset basis.
+        assert_eq!(digest(b""), "cbf29ce484222325");
+        assert_eq!(
+            id_name(Path::new("/data/my prompts (v2).jsonl")),
+            "my_prompts__v2_"
+        );
+    }
+
+    #[test]
     fn picks_are_deterministic_and_never_repeat_within_a_pass() {
         let entries = (0..10)
             .map(|i| Entry {
@@ -285,7 +337,11 @@ mod tests {
                 answer: None,
             })
             .collect();
-        let d = Dataset { entries };
+        let d = Dataset {
+            entries,
+            bytes: 0,
+            digest: digest(b""),
+        };
         let picks: Vec<usize> = (0..10).map(|s| d.pick(s, 42)).collect();
         assert_eq!(picks, (0..10).map(|s| d.pick(s, 42)).collect::<Vec<_>>());
         let mut distinct = picks.clone();

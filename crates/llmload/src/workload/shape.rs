@@ -243,6 +243,18 @@ impl CasePlan {
         self
     }
 
+    /// The plan of a dataset run whose entries were fitted to the matrix's lengths: its id ends
+    /// in `-ds-NAME` (NAME: the dataset's [`crate::workload::dataset::id_name`]), so that it is
+    /// never taken for the case of synthetic prompts of the same lengths. An id that already
+    /// says `dataset` (lengths the entries set) and `None` leave it as it is.
+    #[must_use]
+    pub fn with_dataset(mut self, name: Option<&str>) -> CasePlan {
+        if let Some(name) = name.filter(|_| !self.case.id.contains("dataset")) {
+            self.case.id = format!("{}-ds-{name}", self.case.id);
+        }
+        self
+    }
+
     /// The plan with `images` in each request (`None`: unchanged), its id ending in them
     /// (`in512-c4-out64-img2x224x224`).
     #[must_use]

@@ -55,6 +55,42 @@ fn unreachable_server_is_one_line_and_exit_1() {
     let url = format!("http://127.0.0.1:{}", closed_port());
     let run = llmload(&["run", "--url", &url, "--out", "/nonexistent-never-created"]);
     assert_one_line_error(&run, 1, "cannot reach");
+    assert!(
+        run.stderr.contains("is the server running"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn https_to_a_plain_http_server_says_to_try_http() {
+    let sim = common::Simulator::start(&[]);
+    let tls = sim.url.replacen("http://", "https://", 1);
+    let run = llmload(&["run", "--url", &tls, "--out", "/nonexistent-never-created"]);
+    assert_one_line_error(&run, 1, &format!("try {}", sim.url));
+}
+
+#[test]
+fn a_number_that_does_not_parse_is_said_with_its_flag_and_an_example() {
+    let run = llmload(&["run", "--rounds", "three"]);
+    assert_one_line_error(&run, 2, "a whole number is expected, e.g. --rounds 3");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("campaign.toml");
+    std::fs::write(&path, "rounds = \"three\"\n").expect("write");
+    let run = llmload(&["run", "--config", path.to_str().expect("UTF-8")]);
+    assert_one_line_error(&run, 2, "`rounds` takes a whole number, e.g. `rounds = 3`");
+}
+
+#[test]
+fn sim_without_a_port_listens_on_a_free_one_and_prints_it() {
+    // Two at once: neither asks for a port, each gets its own.
+    let (a, b) = (
+        common::Simulator::start_bare(),
+        common::Simulator::start_bare(),
+    );
+    assert!(a.url.starts_with("http://127.0.0.1:"), "{}", a.url);
+    assert_ne!(a.url, b.url);
+    assert!(!a.url.ends_with(":0"), "{}", a.url);
 }
 
 #[test]
@@ -136,6 +172,7 @@ fn run_help_groups_its_flags_under_headings() {
         "Guard and telemetry:",
         "Outputs:",
         "Sharding:",
+        "Statistics:",
     ] {
         assert!(
             headings.contains(&heading),
@@ -156,6 +193,25 @@ fn run_help_groups_its_flags_under_headings() {
     // The sweep takes run's flags under the same headings, and its own.
     let sweep = llmload(&["sweep", "-h"]);
     assert!(sweep.stdout.contains("Load shape:") && sweep.stdout.contains("--max-load"));
+    // --confidence under its own heading, not the one before it (Sharding).
+    let statistics = short
+        .stdout
+        .split("Statistics:")
+        .nth(1)
+        .expect("Statistics");
+    assert!(statistics.contains("--confidence"), "{}", short.stdout);
+    let sharding = short.stdout.split("Sharding:").nth(1).expect("Sharding");
+    let sharding = sharding.split("Statistics:").next().unwrap_or(sharding);
+    assert!(!sharding.contains("--confidence"), "{}", short.stdout);
+    // No --url: the built-in simulator, said in run's own help.
+    assert!(
+        short
+            .stdout
+            .replace('\n', " ")
+            .contains("without --url, against the built-in"),
+        "{}",
+        short.stdout
+    );
 }
 
 #[test]

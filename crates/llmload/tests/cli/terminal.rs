@@ -220,5 +220,61 @@ fn ctrl_c_under_the_live_view_stops_the_run_and_gives_the_terminal_back() {
     // Stopped (exit code 4), the screen the terminal's again, and the report of what was measured.
     assert!(text.contains("EXITED 4"), "{text}");
     assert!(!text.contains("trend over a minute"), "{text}");
-    assert!(text.contains("stopped by the interrupted rule"), "{text}");
+    assert!(text.contains("stopped by SIGINT (Ctrl-C)"), "{text}");
+}
+
+/// An open loop far above a 2-slot simulator's capacity, capped at 8 in flight: the live view
+/// shows the requests sent, those in flight and the arrivals waiting behind the cap while it
+/// runs; after Ctrl-C the case's line counts them as the summary does.
+#[test]
+fn the_live_view_of_an_overloaded_open_loop_shows_in_flight_and_waiting() {
+    let sim = super::common::Simulator::start(&["--slots", "2", "--time-scale", "0.25"]);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let out = tmp.path().to_str().expect("UTF-8 path");
+    let args = [
+        "run",
+        "--url",
+        &sim.url,
+        "--warmup",
+        "0",
+        "--input-tokens",
+        "32",
+        "--output-tokens",
+        "64",
+        "--arrival",
+        "poisson",
+        "--rate",
+        "20",
+        "--max-in-flight",
+        "8",
+        "--duration",
+        "10m",
+        "--telemetry",
+        "off",
+        "--out",
+        out,
+    ];
+    let pane = Pane::start(&args, 120, "overload");
+    // The cap is reached at once and arrivals pile up behind it.
+    let waiting = |t: &str| {
+        t.contains("8 in flight · ")
+            && t.split(" in flight · ").nth(1).is_some_and(|rest| {
+                rest.split(' ')
+                    .next()
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .is_some_and(|n| n >= 5)
+            })
+    };
+    let live = pane.until(Duration::from_secs(60), waiting);
+    assert!(
+        waiting(&live),
+        "in flight and waiting in the live view:\n{live}"
+    );
+    assert!(live.contains(" sent · "), "{live}");
+    assert!(live.contains(" waiting"), "{live}");
+    pane.keys("C-c");
+    let text = pane.exited();
+    assert!(text.contains("EXITED 4"), "{text}");
+    assert!(text.contains("stopped by SIGINT (Ctrl-C)"), "{text}");
+    assert!(text.contains(" cancelled; "), "the case's line: {text}");
 }

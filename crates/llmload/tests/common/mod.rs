@@ -269,6 +269,42 @@ pub fn attempt_dir(out: &Path, name: &str) -> PathBuf {
     dirs.into_iter().next().expect("one folder")
 }
 
+/// Waits (until `deadline`) for the attempt folder under `out/name/` whose `requests.jsonl` has a
+/// line holding `text`; panics past the deadline.
+pub fn until_recorded(out: &Path, name: &str, text: &str, deadline: Instant) -> PathBuf {
+    loop {
+        assert!(Instant::now() < deadline, "no record holding {text}");
+        std::thread::sleep(Duration::from_millis(100));
+        let Some(dir) = attempt_so_far(out, name) else {
+            continue;
+        };
+        let records = std::fs::read_to_string(dir.join("requests.jsonl")).unwrap_or_default();
+        if records.lines().any(|l| l.contains(text)) {
+            return dir;
+        }
+    }
+}
+
+/// Sends `signal` (`-INT`, `-TERM`) to `child` and waits (until `deadline`) for its exit code;
+/// kills it and panics past the deadline.
+pub fn signal_and_wait(child: &mut Child, signal: &str, deadline: Instant) -> Option<i32> {
+    let sent = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success());
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status.code();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("llmload did not stop after {signal}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// The attempt folder under `out/name/` once the run has made it (the first one listed).
 pub fn attempt_so_far(out: &Path, name: &str) -> Option<PathBuf> {
     std::fs::read_dir(out.join(name))
@@ -360,16 +396,20 @@ pub struct Simulator {
 impl Simulator {
     /// Starts `llmload sim --port 0` with `extra` arguments.
     pub fn start(extra: &[&str]) -> Simulator {
+        let mut args = vec!["--port", "0"];
+        args.extend_from_slice(extra);
+        Simulator::spawn(&args)
+    }
+
+    /// Starts `llmload sim` with no `--port`: it picks a free port itself.
+    pub fn start_bare() -> Simulator {
+        Simulator::spawn(&[])
+    }
+
+    fn spawn(args: &[&str]) -> Simulator {
         let mut child = Command::new("timeout")
-            .args([
-                "--signal=KILL",
-                "600",
-                env!("CARGO_BIN_EXE_llmload"),
-                "sim",
-                "--port",
-                "0",
-            ])
-            .args(extra)
+            .args(["--signal=KILL", "600", env!("CARGO_BIN_EXE_llmload"), "sim"])
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

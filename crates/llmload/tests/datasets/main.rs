@@ -87,7 +87,37 @@ fn fitted_dataset_prompts_are_exact_and_verified_on_every_api() {
             campaign["config"]["dataset"]["lengths"], "fit",
             "{campaign}"
         );
+        // Named apart from synthetic prompts of the same lengths, and by file, never by path.
+        assert_eq!(records[0]["case"], "in96-c4-out4-ds-prompts");
+        let summary = json(&dir.join("summary.json"));
+        let used = &summary["counting"]["dataset"];
+        assert_eq!(used["file"], "prompts.jsonl", "{used}");
+        let bytes = std::fs::metadata(sample("prompts.jsonl"))
+            .expect("sample")
+            .len();
+        assert_eq!(used["bytes"].as_u64(), Some(bytes), "{used}");
+        assert_eq!(used["fnv1a64"].as_str().map(str::len), Some(16), "{used}");
+        let report = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
+        let line = format!("Dataset: prompts.jsonl ({} bytes", thousands(bytes));
+        assert!(report.contains(&line), "{report}");
+        assert!(
+            !report.contains(&sample("prompts.jsonl")),
+            "no machine path: {report}"
+        );
     }
+}
+
+/// `n` with thousands separators, as the reports write counts.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
 }
 
 #[test]

@@ -4,7 +4,9 @@ use tokio::net::TcpStream;
 
 async fn server() -> Server {
     let addr: SocketAddr = "127.0.0.1:0".parse().expect("address");
-    Server::bind(addr, Board::new()).await.expect("binds")
+    Server::bind(addr, Board::new(crate::live::flight::Flight::new()))
+        .await
+        .expect("binds")
 }
 
 /// Sends `request` raw and reads the answer to its end (the server closes every connection).

@@ -225,6 +225,29 @@ fn every_format_shows_the_same_sections_in_the_same_order() {
 }
 
 #[test]
+fn an_incomplete_case_with_ok_responses_keeps_its_partial_figures_in_every_format() {
+    let report = every_section();
+    let case = report
+        .summary
+        .cases
+        .iter()
+        .find(|c| !c.complete && c.counts.ok > 0)
+        .expect("the fixture's incomplete case got ok responses");
+    let line = crate::report::partial::partial_figures(case).expect("its partial figures");
+    assert!(line.contains("partial figures over its"), "{line}");
+    let page = sections(&report);
+    let markdown = markdown::write(&page);
+    let incomplete = &markdown[markdown.find("## Incomplete cases").expect("the section")..];
+    assert!(
+        incomplete.contains("### What they measured before they stopped"),
+        "{markdown}"
+    );
+    assert!(incomplete.contains(&line), "{markdown}");
+    assert!(html::write(&report, &page).contains(&line));
+    assert!(terminal::write(&page, 200).contains(&line));
+}
+
+#[test]
 fn a_completed_sessions_run_has_its_results() {
     let mut report = every_section();
     report.summary.cases.retain(|c| c.sessions.is_some());

@@ -153,6 +153,7 @@ impl Transport for Fake {
             let sent = exchange.sent;
             let read = play(&script, body, &mut exchange);
             exchange.failure = bounded(read, cancel, sent, self.timeout).await.err();
+            exchange.ended = Some(Instant::now());
             self.in_flight.fetch_sub(1, Ordering::SeqCst);
             let named: Option<serde_json::Value> = serde_json::from_slice(&body.json).ok();
             let call = Call {

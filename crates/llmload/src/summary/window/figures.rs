@@ -2,7 +2,8 @@
 //! says whether its far-short responses are short).
 
 use super::{
-    blocks, judged, LoadShape, LoadSummary, Meets, ModelWindow, ModelWindows, SeriesPart, Sweep,
+    blocks, judged, LoadShape, LoadSummary, Meets, ModelWindow, ModelWindows, OwnResponses,
+    SeriesPart, Sweep,
 };
 use crate::record::{Phase, Record, Seconds, Status};
 use crate::stats::Samples;
@@ -52,6 +53,8 @@ pub struct Figures {
     models: Vec<(String, ModelWindow)>,
     /// A mix of models: the objectives of the models that have their own.
     pub(super) model_slo: Arc<BTreeMap<String, Slo>>,
+    /// The measured `ok` responses: their tokens, first send and last completion.
+    own: Option<OwnResponses>,
 }
 
 /// What of an `ok` request is not yet settled: its later token events and, when measured, its
@@ -129,6 +132,7 @@ impl Figures {
             blocks: blocks::Blocks::default(),
             models: Vec::new(),
             model_slo: Arc::default(),
+            own: None,
         }
     }
 
@@ -175,6 +179,9 @@ impl Figures {
         if r.status != Status::Ok {
             return;
         }
+        if measured {
+            self.own_response(r);
+        }
         if let (true, Some(s)) = (measured, r.scheduled_s) {
             let label = crate::summary::label(r, self.launched);
             if let Some(t) = r.first_token_s {
@@ -211,6 +218,24 @@ impl Figures {
         if !tail.is_empty() {
             self.pending.push(Reverse(tail.rekey()));
         }
+    }
+
+    /// A measured `ok` response: its tokens and its span join the load's own.
+    fn own_response(&mut self, r: &Record) {
+        let (sent, done) = (r.sent_s, r.last_seen());
+        let tokens = f64::from(r.work_tokens());
+        self.own = Some(match self.own {
+            Some(o) => OwnResponses {
+                responses: o.responses + 1,
+                tokens: o.tokens + tokens,
+                span_s: [o.span_s[0].min(sent), o.span_s[1].max(done)],
+            },
+            None => OwnResponses {
+                responses: 1,
+                tokens,
+                span_s: [sent, done],
+            },
+        });
     }
 
     /// Sweeps the span edges that no request in flight can precede, up to `settled_to`.
@@ -363,6 +388,8 @@ impl Figures {
             throughput_ci: Some(rates.throughput),
             completed_ci: Some(rates.completed),
             goodput_ci: slo_set.then_some(rates.goodput),
+            own_responses: self.own,
+            window_throughput_tps: None,
         };
         let models = std::mem::take(&mut self.models).into_iter().collect();
         (load, self.series.map(|bins| (bins, (w0, w1))), models)

@@ -121,6 +121,8 @@ mod tests {
             throughput_ci: None,
             completed_ci: None,
             goodput_ci: None,
+            own_responses: None,
+            window_throughput_tps: None,
         }
     }
 

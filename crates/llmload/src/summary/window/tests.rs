@@ -184,3 +184,101 @@ fn a_response_delivered_at_once_is_not_shown_to_meet_a_tpot_or_ttft_objective() 
     // Its complete time is its own either way.
     assert!(both(meets(&held, &e2e)));
 }
+
+/// A request that never got a token, stopped by the run's stop at `ended`.
+fn cancelled(sent: f64, ended: Option<f64>) -> Record {
+    let mut r = crate::record::ok_record(sent, Some(sent), Vec::new());
+    r.status = crate::record::Status::Cancelled;
+    r.error_kind = Some(crate::record::ErrorKind::Cancelled);
+    (r.first_token_s, r.done_s, r.ttft_ms, r.e2e_ms) = (None, None, None, None);
+    r.ended_s = ended;
+    r
+}
+
+#[test]
+fn a_stopped_open_loop_counts_its_cancelled_requests_in_flight_until_they_stopped() {
+    // Two slots' worth of answers over [0, 3] s, and 20 arrivals every 0.1 s from 0.1 s that
+    // the server never answered, cancelled by a stop at 2.5 s: 22 in flight at the last send.
+    let stop = 2.5;
+    let mut rs = vec![
+        record(0.0, 3.0, Some(0.0), 6),
+        record(0.05, 3.0, Some(0.05), 6),
+    ];
+    rs.extend((1..=20).map(|i| cancelled(f64::from(i) * 0.1, Some(stop))));
+    let spans: Vec<_> = rs.iter().map(|r| (r.sent_s, r.last_seen())).collect();
+    let (_, peak) = concurrency(&spans, (0.0, 3.0));
+    assert_eq!(peak, 22);
+    // The window figures, fed as the requests end (the cancelled ones at the stop), say the
+    // same peak, over a window that ends with the last activity.
+    let mut figures = WindowFigures::new(0.0, None, Slo::default(), None);
+    for r in &rs {
+        figures.launch(r.sent_s);
+        figures.settle_to(r.sent_s);
+    }
+    let mut by_end: Vec<&Record> = rs.iter().collect();
+    by_end.sort_by(|a, b| a.last_seen().total_cmp(&b.last_seen()));
+    for r in by_end {
+        figures.add(r, Some(r.sent_s));
+    }
+    let (load, _) = figures.finish(10.0, true);
+    assert_eq!(load.achieved_concurrency_peak, 22);
+    assert_eq!(load.window_s, [0.0, 3.0]);
+    // Records that do not say when they stopped (written before it was kept) count a cancelled
+    // request for no time at all: only the two answered ones overlap.
+    let old: Vec<_> = rs
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            r.ended_s = None;
+            (r.sent_s, r.last_seen())
+        })
+        .collect();
+    assert_eq!(concurrency(&old, (0.0, 3.0)).1, 2);
+}
+
+#[test]
+fn a_stage_whose_responses_end_after_it_counts_their_tokens_over_their_own_span() {
+    // A stage of [0, 5] s: three requests sent at 1, 2 and 3 s whose 10 tokens each arrive
+    // from 5.3 s on, all done at 8 s (the server drained them in the next stage's time).
+    let rs: Vec<Record> = [1.0, 2.0, 3.0]
+        .iter()
+        .map(|&sent| {
+            let events = (1..=10)
+                .map(|i| (5.0 - sent + f64::from(i) * 0.3) * 1e3)
+                .collect();
+            crate::record::ok_record(sent, Some(sent), events)
+        })
+        .collect();
+    let refs: Vec<&Record> = rs.iter().collect();
+    let mut load = window_figures(&refs, (0.0, 5.0), &Slo::default());
+    assert_eq!(load.throughput_tps, 0.0, "no token inside the stage's time");
+    // Not a stage: the window's figures stay, and nothing of the own responses is kept.
+    let mut other = load.clone();
+    settle_stage(&mut other);
+    assert_eq!((other.throughput_tps, other.own_responses), (0.0, None));
+    load.stage = Some(crate::workload::stages::StageLabel {
+        number: 1,
+        of: 2,
+        kind: crate::workload::stages::LevelKind::Rate,
+        ramp: false,
+        from: 1.0,
+        to: 1.0,
+        start_s: 0.0,
+        duration_s: 5.0,
+    });
+    settle_stage(&mut load);
+    let own = load.own_responses.expect("three ok responses");
+    assert_eq!(own.responses, 3);
+    assert!(
+        own.span_s[0] == 1.0 && (own.span_s[1] - 8.0).abs() < 1e-9,
+        "{own:?}"
+    );
+    // 30 tokens from the first send (1 s) to the last completion (8 s).
+    assert!(
+        (load.throughput_tps - 30.0 / 7.0).abs() < 1e-9,
+        "{}",
+        load.throughput_tps
+    );
+    assert_eq!(load.window_throughput_tps, Some(0.0));
+    assert!(load.throughput_ci.is_none());
+}
