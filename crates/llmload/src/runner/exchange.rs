@@ -136,6 +136,14 @@ pub fn verify(counters: &Counters, streamed: u32, asked: Asked) -> Verdict {
             &mut v,
             format!("server generated {o} tokens, {output} were requested"),
         ),
+        // Its end came before any text (or its text came in events of no known type): a
+        // count with nothing streamed is no response, whatever the API.
+        Some(o) if streamed == 0 && o > 0 => contradiction(
+            &mut v,
+            format!(
+                "stream carried no token event, though the server says it generated {o} tokens"
+            ),
+        ),
         // Each event carries at least one token: more events than tokens cannot be.
         Some(o) if streamed > o && !client_counted => contradiction(
             &mut v,
@@ -185,7 +193,10 @@ fn judge(meta: &RequestMeta, exchange: &Exchange, streamed: u32, lenient: bool) 
             Failure::Overrun(_) => Status::Invalid,
             _ => Status::Error,
         };
-        (status, Some(f.kind()), Some(f.to_string()), None)
+        // Whatever part of it a server wrote, the record keeps one line (the same rule as
+        // every server's text).
+        let said = crate::api::error_body::flatten(&f.to_string());
+        (status, Some(f.kind()), Some(said), None)
     } else if let Some(pooled) = &exchange.pooled {
         verdict(verify_pooled(pooled, meta, lenient))
     } else {
