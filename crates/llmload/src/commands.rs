@@ -72,16 +72,7 @@ pub async fn execute(command: Command) -> Result<u8> {
             out(&summary_text(&report.summary, args.json))?;
             Ok(0)
         }
-        Command::Merge(args) => {
-            tidy_on_stop();
-            let result = crate::merge::merge(&args.dirs, &args.out).inspect_err(|_| {
-                // What it had begun to write is no attempt: nothing is left of it.
-                crate::files::remove_scratch();
-            })?;
-            out(&results_text(&result.summary, args.json, args.quiet))?;
-            records_line(&result.dir, args.quiet);
-            Ok(exit_code(&result.summary.outcome))
-        }
+        Command::Merge(args) => merge(&args),
         Command::Compare(args) => {
             let rules = args.rules()?;
             let attempts = keys::keyed(&args.dirs)?;
@@ -256,6 +247,18 @@ pub fn interrupts() -> StopSignal {
         std::process::exit(130);
     });
     stop
+}
+
+/// `llmload merge`: the shards joined, what it printed, its exit code.
+fn merge(args: &crate::cli::MergeArgs) -> Result<u8> {
+    tidy_on_stop();
+    let result = crate::merge::merge(&args.dirs, &args.out).inspect_err(|_| {
+        // What it had begun to write is no attempt: nothing is left of it.
+        crate::files::remove_scratch();
+    })?;
+    out(&results_text(&result.summary, args.json, args.quiet))?;
+    records_line(&result.dir, args.quiet);
+    Ok(exit_code(&result.summary.outcome))
 }
 
 /// The stop signals watched, each with its name: SIGINT, SIGTERM and SIGHUP.

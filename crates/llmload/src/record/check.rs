@@ -67,16 +67,17 @@ mod tests {
 
     #[test]
     fn impossible_records_are_named_and_a_real_one_passes() {
+        type Edit = fn(&mut crate::record::Record);
         let real = ok_record(5.0, Some(4.9), vec![10.0, 20.0, 30.0]);
         assert_eq!(real.check(), Ok(()));
-        let edits: [(&str, fn(&mut crate::record::Record)); 5] = [
+        let edits: [(&str, Edit); 5] = [
             ("negative", |r| r.ttft_ms = Some(-3.0)),
             ("past anything", |r| r.e2e_ms = Some(1e300)),
             ("before its sent_s", |r| {
-                r.done_s = r.done_s.map(|_| r.sent_s - 2.0)
+                r.done_s = r.done_s.map(|_| r.sent_s - 2.0);
             }),
             ("after its e2e_ms", |r| {
-                r.ttft_ms = r.e2e_ms.map(|e| e * 3.0)
+                r.ttft_ms = r.e2e_ms.map(|e| e * 3.0);
             }),
             ("event_ms", |r| r.event_ms.push(f64::NAN)),
         ];

@@ -95,7 +95,7 @@ const WORDS: &[&[u8]] = &[
 
 /// Every value of `run` that could become a figure is one a run can measure.
 fn all_plausible(run: &OtherRun) -> Result<(), TestCaseError> {
-    let fine = |v: f64| v.is_finite() && v >= 0.0 && v <= 1e12;
+    let fine = |v: f64| v.is_finite() && (0.0..=1e12).contains(&v);
     for (name, v) in &run.figures {
         prop_assert!(fine(*v), "{} = {}", name, v);
     }
