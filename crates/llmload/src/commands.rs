@@ -285,7 +285,7 @@ fn tidy_on_stop() {
     let mut streams = stop_signals();
     tokio::spawn(async move {
         let name = next_signal(&mut streams).await;
-        crate::files::remove_scratch();
+        crate::files::remove_scratch_for_exit();
         console::note(format_args!(
             "llmload: stopped by {name}: what was being written was removed, every file left \
              is whole"

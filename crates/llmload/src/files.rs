@@ -121,7 +121,8 @@ pub fn read_text(path: &Path) -> std::io::Result<String> {
 }
 
 /// Paths being written (a temporary file before its rename, a merge's folder before it is
-/// moved into place), removed by [`remove_scratch`] when a stop signal ends the process.
+/// moved into place), removed by [`remove_scratch_for_exit`] when a stop signal ends the
+/// process, or by [`remove_scratch`] when the command fails.
 static SCRATCH: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
 
 fn scratch_list() -> std::sync::MutexGuard<'static, Vec<std::path::PathBuf>> {
@@ -140,13 +141,17 @@ pub fn done_with(path: &Path) {
     scratch_list().retain(|p| p != path);
 }
 
-/// Removes every path still being written (a file, or a folder with all it holds), so that a
-/// stopped command leaves nothing half-written; the list is held meanwhile, so no write can be
-/// noted finished half-way. Returns how many were removed.
+/// Removes every path still being written (a file, or a folder with all it holds): what a
+/// command that failed had begun. Returns how many were removed.
 pub fn remove_scratch() -> usize {
+    remove_listed(&mut scratch_list())
+}
+
+/// As [`remove_scratch`], for a stop signal that ends the process: the list stays held until
+/// the process has ended, so that no write begun meanwhile can be noted and left half-done.
+pub fn remove_scratch_for_exit() -> usize {
     let mut list = scratch_list();
     let removed = remove_listed(&mut list);
-    // Held until the process ends: nothing is noted finished after a stop.
     std::mem::forget(list);
     removed
 }
@@ -233,7 +238,7 @@ mod tests {
         scratch(&temp);
         assert!(scratch_list().contains(&temp));
         done_with(&temp);
-        // (Not `remove_scratch`, which holds the process-wide list for ever once it ran.)
+        // (On a list of its own: the process-wide one is other tests' too.)
         let removed = remove_listed(&mut vec![temp.clone(), staged.clone()]);
         assert_eq!(removed, 2);
         assert!(!temp.exists() && !staged.exists() && placed.exists());

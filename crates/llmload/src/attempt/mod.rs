@@ -102,7 +102,7 @@ impl Attempt {
         let temp = self.dir.join(format!(".{file}.tmp"));
         // A failed write (a full disk) leaves no temporary file behind, and the message names
         // the file that was being written.
-        // A stop signal meanwhile removes it too ([`crate::files::remove_scratch`]).
+        // A stop signal meanwhile removes it too ([`crate::files::remove_scratch_for_exit`]).
         crate::files::scratch(&temp);
         let written = std::fs::write(&temp, text).and_then(|()| std::fs::rename(&temp, &path));
         if written.is_err() {
