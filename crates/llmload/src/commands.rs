@@ -67,16 +67,12 @@ pub async fn execute(command: Command) -> Result<u8> {
             Ok(0)
         }
         Command::Report(args) => {
+            tidy_on_stop();
             let report = crate::views::regenerate(&args.dir)?;
             out(&summary_text(&report.summary, args.json))?;
             Ok(0)
         }
-        Command::Merge(args) => {
-            let result = crate::merge::merge(&args.dirs, &args.out)?;
-            out(&results_text(&result.summary, args.json, args.quiet))?;
-            records_line(&result.dir, args.quiet);
-            Ok(exit_code(&result.summary.outcome))
-        }
+        Command::Merge(args) => merge(&args),
         Command::Compare(args) => {
             let rules = args.rules()?;
             let attempts = keys::keyed(&args.dirs)?;
@@ -231,21 +227,9 @@ fn json(value: &impl serde::Serialize) -> String {
 /// whole process group, and a shell or a supervisor may do the same. A signal within
 /// [`SAME_STOP`] of the first is taken as that stop delivered again, not as a second stop.
 pub fn interrupts() -> StopSignal {
-    use tokio::signal::unix::{signal, SignalKind};
     let stop = StopSignal::new();
     let raise = stop.clone();
-    let kinds = [
-        (SignalKind::interrupt(), "SIGINT (Ctrl-C)"),
-        (SignalKind::terminate(), "SIGTERM"),
-        (SignalKind::hangup(), "SIGHUP"),
-    ];
-    let mut streams = Vec::new();
-    for (kind, name) in kinds {
-        match signal(kind) {
-            Ok(stream) => streams.push((stream, name)),
-            Err(e) => console::note(format_args!("warning: cannot watch {name}: {e}")),
-        }
-    }
+    let mut streams = stop_signals();
     tokio::spawn(async move {
         raise.raise(next_signal(&mut streams).await);
         let first = std::time::Instant::now();
@@ -263,6 +247,51 @@ pub fn interrupts() -> StopSignal {
         std::process::exit(130);
     });
     stop
+}
+
+/// `llmload merge`: the shards joined, what it printed, its exit code.
+fn merge(args: &crate::cli::MergeArgs) -> Result<u8> {
+    tidy_on_stop();
+    let result = crate::merge::merge(&args.dirs, &args.out).inspect_err(|_| {
+        // What it had begun to write is no attempt: nothing is left of it.
+        crate::files::remove_scratch();
+    })?;
+    out(&results_text(&result.summary, args.json, args.quiet))?;
+    records_line(&result.dir, args.quiet);
+    Ok(exit_code(&result.summary.outcome))
+}
+
+/// The stop signals watched, each with its name: SIGINT, SIGTERM and SIGHUP.
+fn stop_signals() -> Vec<(tokio::signal::unix::Signal, &'static str)> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut streams = Vec::new();
+    for (kind, name) in [
+        (SignalKind::interrupt(), "SIGINT (Ctrl-C)"),
+        (SignalKind::terminate(), "SIGTERM"),
+        (SignalKind::hangup(), "SIGHUP"),
+    ] {
+        match signal(kind) {
+            Ok(stream) => streams.push((stream, name)),
+            Err(e) => console::note(format_args!("warning: cannot watch {name}: {e}")),
+        }
+    }
+    streams
+}
+
+/// For the commands that only write files (`report`, `merge`): the first SIGINT, SIGTERM or
+/// SIGHUP removes what was being written (a temporary file, a merge's unfinished folder) and
+/// exits with 4 at once, so that a stop leaves every file whole or absent.
+fn tidy_on_stop() {
+    let mut streams = stop_signals();
+    tokio::spawn(async move {
+        let name = next_signal(&mut streams).await;
+        crate::files::remove_scratch_for_exit();
+        console::note(format_args!(
+            "llmload: stopped by {name}: what was being written was removed, every file left \
+             is whole"
+        ));
+        std::process::exit(4);
+    });
 }
 
 /// How soon after the first stop signal another one is the same stop delivered again.

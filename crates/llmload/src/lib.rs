@@ -272,7 +272,8 @@ async fn serve_metrics(
             server.addr()
         ));
     }
-    if !config.quiet {
+    // A port the system chose (`:0`) is told even under --quiet: nothing else tells it.
+    if !config.quiet || metrics.addr.port() == 0 {
         console::note(format_args!("metrics: http://{}/metrics", server.addr()));
     }
     Ok((Some(board), Some(server)))

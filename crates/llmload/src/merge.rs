@@ -51,7 +51,8 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> crate::error::Result<RunResult> {
         .fold(0.0_f64, f64::max);
     let shift = |s: &ShardDir| s.run.start.map_or(0.0, |st| anchor - st.schedule_start_s);
     let name = first.campaign.config.name.as_deref().unwrap_or("campaign");
-    let attempt = Attempt::create_named(out, name, &first.run.attempt_id)?;
+    // Written aside and moved into place whole: a merge stopped half-way leaves no attempt.
+    let attempt = Attempt::create_staged(out, name, &first.run.attempt_id)?;
     let singles = first.campaign.config.warmup;
     let started_at = merged_start(first, anchor);
     let campaign = merged_campaign(&shards, &attempt, &started_at, singles);
@@ -84,6 +85,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> crate::error::Result<RunResult> {
     };
     crate::views::write(&attempt, &summary)?;
     crate::views::write_html(&attempt, &summary)?;
+    let attempt = attempt.publish()?;
     Ok(RunResult {
         dir: attempt.dir,
         summary,
@@ -103,7 +105,7 @@ fn read_shard(dir: &Path) -> crate::error::Result<ShardDir> {
             dir.display()
         ));
     }
-    let summary: Option<Summary> = std::fs::read_to_string(dir.join("summary.json"))
+    let summary: Option<Summary> = crate::files::read_text(&dir.join("summary.json"))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok());
     let mut run = summary

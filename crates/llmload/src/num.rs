@@ -22,6 +22,31 @@ pub fn duration(text: &str) -> Result<std::time::Duration, String> {
     Ok(d)
 }
 
+/// The longest time, ms, that a value read back from a file may be: [`MAX_DURATION`].
+pub const MAX_MS: f64 = MAX_DURATION.as_secs() as f64 * 1e3;
+
+/// The most tokens, requests or tokens per second that a value read back from a file may count.
+pub const MAX_COUNT: f64 = 1e12;
+
+/// Checks `value`, read back from a file (a record, another tool's result) as `what`: a
+/// measurement is finite, not negative and at most `max`. Else why not, in words that name it,
+/// so that it is refused rather than made a figure.
+pub fn plausible(what: &str, value: f64, max: f64) -> Result<(), String> {
+    if value.is_finite() && (0.0..=max).contains(&value) {
+        return Ok(());
+    }
+    let why = if !value.is_finite() {
+        "not a finite number"
+    } else if value < 0.0 {
+        "negative"
+    } else {
+        "past anything measured"
+    };
+    Err(format!(
+        "{what} is {value} ({why}): edited or damaged, no figure is made of it"
+    ))
+}
+
 /// A length or count as the `u32` the records and summaries use.
 pub fn count(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+mod check;
 mod server;
 
 pub use server::{ServerTimings, TimingSource};

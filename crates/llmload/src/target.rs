@@ -521,7 +521,7 @@ fn first_model(server: &Value) -> Option<String> {
     server["models"]["data"][0]["id"]
         .as_str()
         .or_else(|| server["models"]["models"][0]["name"].as_str())
-        .map(str::to_owned)
+        .map(crate::api::error_body::flatten)
 }
 
 #[cfg(test)]

@@ -454,3 +454,36 @@ fn equal_to_the_records(last: &Samples, records: &[Value], least_ok: usize) {
         "{measured_ok} ok, fewer than {least_ok}"
     );
 }
+
+/// `--quiet` keeps stderr to errors, but a port the system chose is still told: nothing else
+/// would say where `/metrics` is.
+#[test]
+fn a_quiet_run_still_tells_the_port_the_system_chose() {
+    let sim = Simulator::start(&["--profile", "cpu-tiny"]);
+    let out = tempfile::tempdir().expect("temp dir");
+    let small = [
+        "--quiet",
+        "--telemetry",
+        "off",
+        "--input-tokens",
+        "16",
+        "--output-tokens",
+        "4",
+        "--concurrency",
+        "1",
+        "--rounds",
+        "1",
+        "--warmup",
+        "0",
+    ];
+    let (child, addr) = start("run", &sim, out.path(), &small);
+    let port: u16 = addr
+        .rsplit_once(':')
+        .and_then(|(_, p)| p.parse().ok())
+        .expect("a port");
+    assert_ne!(port, 0, "{addr}");
+    let text = scrape(&addr, false);
+    assert!(text.contains("llmload_requests_total"), "{text}");
+    // Stopped in its run or in its linger: either way, by the signal and nothing else.
+    assert!(matches!(stop(child), Some(0 | 4)));
+}

@@ -120,27 +120,49 @@ fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// At most [`KEPT`] characters of `text`, an ellipsis where it was cut; `<` and `>` written as
-/// look-alikes, so that no markup survives into a Markdown or HTML report.
-fn cut(text: &str) -> String {
-    let mut out: String = text
+/// Text a server wrote (an error event's message, a model's name, an error body), as llmload
+/// keeps and prints it: on one line, every run of whitespace a single space (LF, CR, VT, FF,
+/// NEL and the Unicode line and paragraph separators alike, so that no server can start a line
+/// of llmload's output), `<` and `>` written as look-alikes (no markup survives into a
+/// Markdown or HTML report) and every other control written out as an escape.
+pub fn flatten(text: &str) -> String {
+    let out: String = one_line(text)
         .chars()
-        .take(KEPT)
         .map(|c| match c {
             '<' => '‹',
             '>' => '›',
             c => c,
         })
         .collect();
+    crate::console::printable(&out).into_owned()
+}
+
+/// At most [`KEPT`] characters of `text`, an ellipsis where it was cut, [`flatten`]ed.
+fn cut(text: &str) -> String {
+    let mut out: String = text.chars().take(KEPT).collect();
     if text.chars().count() > KEPT {
         out.push('…');
     }
-    crate::console::printable(&out).into_owned()
+    flatten(&out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_line_end_a_server_can_send_becomes_one_space() {
+        // CR, LF, CRLF, VT, FF, NEL, LINE SEPARATOR, PARAGRAPH SEPARATOR, and tabs beside them.
+        let forged = "busy\r\nllmload: case 2 ok\u{b}x\u{c}y\u{85}z\u{2028}w\u{2029}v\t\t u";
+        let flat = flatten(forged);
+        assert_eq!(flat, "busy llmload: case 2 ok x y z w v u");
+        assert_eq!(flat.lines().count(), 1);
+        // Other controls are written out, not acted on; markup cannot open.
+        assert_eq!(
+            flatten("\u{7}bell\u{202e}rlo <i>"),
+            "\\u{7}bell\\u{202e}rlo ‹i›"
+        );
+    }
 
     #[test]
     fn an_html_page_is_its_title() {

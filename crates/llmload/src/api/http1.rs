@@ -322,6 +322,25 @@ pub fn is_interim(status: u16) -> bool {
     (100..200).contains(&status) && status != 101
 }
 
+/// Whether a `Transfer-Encoding` field's codings end chunked; refused when they name any other
+/// than `chunked` and `identity` (`gzip, chunked`: a compressed stream, which llmload never
+/// asks for and cannot time as its events arrive).
+fn transfer_coded(value: &str) -> Result<bool, String> {
+    let codings: Vec<String> = value
+        .split(',')
+        .map(|c| c.trim().to_ascii_lowercase())
+        .filter(|c| !c.is_empty())
+        .collect();
+    if codings.iter().any(|c| c != "chunked" && c != "identity") {
+        let shown: String = value.chars().take(40).collect();
+        return Err(format!(
+            "Transfer-Encoding {shown}: an encoding llmload does not support (it asks for none; \
+             a compressed stream cannot be timed as its events arrive)"
+        ));
+    }
+    Ok(codings.last().is_some_and(|c| c == "chunked"))
+}
+
 /// Parses a response head at the start of `buffer`: `Ok(None)` while it is incomplete.
 pub fn parse_head(buffer: &[u8]) -> Result<Option<Head>, String> {
     let mut headers = [httparse::EMPTY_HEADER; 64];
@@ -341,7 +360,7 @@ pub fn parse_head(buffer: &[u8]) -> Result<Option<Head>, String> {
     for header in response.headers.iter() {
         let value = std::str::from_utf8(header.value).unwrap_or("").trim();
         if header.name.eq_ignore_ascii_case("transfer-encoding") {
-            if value.to_ascii_lowercase().ends_with("chunked") {
+            if transfer_coded(value)? {
                 framing = Framing::Chunked;
             }
         } else if header.name.eq_ignore_ascii_case("content-length") {

@@ -423,16 +423,17 @@ fn parse_json<'a, T: Deserialize<'a>>(data: &'a [u8]) -> Result<T, EventError> {
     })
 }
 
-/// The message of an `"error"` field, whatever its shape (string or object).
+/// The message of an `"error"` field, whatever its shape (string or object), flattened to one
+/// line ([`error_body::flatten`]).
 fn error_message(error: &serde_json::Value) -> String {
-    match error {
+    error_body::flatten(&match error {
         serde_json::Value::String(s) => s.clone(),
         serde_json::Value::Object(fields) => fields
             .get("message")
             .and_then(|m| m.as_str())
             .map_or_else(|| error.to_string(), str::to_owned),
         other => other.to_string(),
-    }
+    })
 }
 
 #[cfg(test)]

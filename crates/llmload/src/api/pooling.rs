@@ -8,7 +8,6 @@
 //! the server's count of the prompt tokens it processed (`usage.prompt_tokens`, else
 //! `usage.total_tokens`: nothing is generated, so the two are the same count).
 
-use super::decode::Count;
 use super::{Counters, Prompt};
 use serde::Deserialize;
 use serde_json::json;
@@ -95,7 +94,42 @@ struct Usage {
 #[derive(Deserialize)]
 struct Embedding {
     index: Option<u32>,
-    embedding: Count,
+    embedding: Vector,
+}
+
+/// An embedding as read: its length, and how many of its values are no finite number (a
+/// string, a null, an object: nothing a vector holds).
+#[derive(Clone, Copy, Debug, Default)]
+struct Vector {
+    len: u32,
+    not_numbers: u32,
+}
+
+impl<'de> Deserialize<'de> for Vector {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Values;
+        impl<'de> serde::de::Visitor<'de> for Values {
+            type Value = Vector;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an array of numbers")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Vector, A::Error> {
+                let mut vector = Vector::default();
+                // A number is held without allocating; anything else is counted and dropped.
+                while let Some(value) = seq.next_element::<serde_json::Value>()? {
+                    vector.len = vector.len.saturating_add(1);
+                    if !value.as_f64().is_some_and(f64::is_finite) {
+                        vector.not_numbers = vector.not_numbers.saturating_add(1);
+                    }
+                }
+                Ok(vector)
+            }
+        }
+        deserializer.deserialize_seq(Values)
+    }
 }
 
 #[derive(Deserialize)]
@@ -134,10 +168,16 @@ pub fn parse_answer(body: &[u8], inputs: u32, rerank: bool) -> Result<Pooled, St
     };
     let (indices, dimension, mut problem) = match (rerank, answer.data, answer.results) {
         (false, Some(data), _) => {
-            let lengths: Vec<u32> = data.iter().map(|e| e.embedding.0).collect();
+            let lengths: Vec<u32> = data.iter().map(|e| e.embedding.len).collect();
             let dimension = lengths.first().copied();
+            let not_numbers: u32 = data.iter().map(|e| e.embedding.not_numbers).sum();
             let problem = if lengths.contains(&0) {
                 Some("an embedding has no values".to_owned())
+            } else if not_numbers > 0 {
+                Some(format!(
+                    "embeddings hold {not_numbers} values that are no finite number (strings, \
+                     nulls, objects)"
+                ))
             } else if lengths.iter().any(|&l| Some(l) != dimension) {
                 let (low, high) = (
                     lengths.iter().min().copied().unwrap_or(0),
@@ -251,5 +291,22 @@ mod tests {
         assert!(parse_answer(b"<html>", 1, false).is_err());
         let error = parse_answer(br#"{"error":{"message":"too long"}}"#, 1, false);
         assert_eq!(error, Err("the server's error: too long".into()));
+    }
+
+    #[test]
+    fn an_embedding_of_anything_but_finite_numbers_is_a_problem() {
+        // Booleans, objects and arrays inside a vector (other than the strings and nulls seen).
+        let odd = br#"{"data":[{"index":0,"embedding":[0.5,true,{"x":1}]},
+            {"index":1,"embedding":[[1],0.25,-3e2]}]}"#;
+        let pooled = parse_answer(odd, 2, false).expect("parsed");
+        assert_eq!(
+            pooled.problem.as_deref(),
+            Some("embeddings hold 3 values that are no finite number (strings, nulls, objects)")
+        );
+        assert_eq!(pooled.dimension, None, "no dimension for a wrong answer");
+        // A number too large for a float is no answer at all.
+        assert!(parse_answer(br#"{"data":[{"index":0,"embedding":[1e999]}]}"#, 1, false).is_err());
+        let fine = br#"{"data":[{"index":0,"embedding":[0.5,-1,2e-3]}]}"#;
+        assert_eq!(parse_answer(fine, 1, false).expect("parsed").problem, None);
     }
 }

@@ -97,7 +97,8 @@ impl Campaign {
 pub fn read_campaign(dir: &Path) -> crate::error::Result<Campaign> {
     let path = dir.join(CAMPAIGN_FILE);
     let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        crate::files::read_text(&path).with_context(|| format!("reading {}", path.display()))?;
+    super::check_schema(&path, &text)?;
     serde_json::from_str(&text)
         .with_context(|| format!("{}: not an llmload campaign", path.display()))
 }

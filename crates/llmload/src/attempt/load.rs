@@ -30,8 +30,10 @@ pub fn read(dir: &Path) -> crate::error::Result<Report> {
     let campaign = read_campaign(dir)?;
     let telemetry = read_telemetry(dir)?;
     let path = dir.join("summary.json");
-    let (previous, missing) = match std::fs::read_to_string(&path) {
-        Ok(text) => match serde_json::from_str::<Summary>(&text) {
+    let (previous, missing) = match crate::files::read_text(&path) {
+        Ok(text) => match super::check_schema(&path, &text)
+            .map(|()| serde_json::from_str::<Summary>(&text))?
+        {
             Ok(summary) => (Some(summary), None),
             Err(e) => {
                 eprintln!(
@@ -239,7 +241,7 @@ pub fn records_for_html(path: &Path) -> crate::error::Result<(Vec<Record>, Optio
 /// not a reading (a run killed mid-write leaves half a line) is skipped.
 pub fn read_telemetry(dir: &Path) -> crate::error::Result<Vec<Reading>> {
     let path = dir.join("telemetry.jsonl");
-    match std::fs::read_to_string(&path) {
+    match crate::files::read_text(&path) {
         Ok(text) => Ok(text
             .lines()
             .filter_map(|l| serde_json::from_str(l).ok())

@@ -75,12 +75,7 @@ impl Attempt {
         match std::fs::create_dir(&dir) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                return Err(crate::config::ConfigError(format!(
-                    "{} exists already: an attempt with this id was written there; give another \
-                     --attempt-id or --out",
-                    dir.display()
-                ))
-                .into())
+                return Err(exists_already(&dir))
             }
             Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
         }
@@ -107,11 +102,91 @@ impl Attempt {
         let temp = self.dir.join(format!(".{file}.tmp"));
         // A failed write (a full disk) leaves no temporary file behind, and the message names
         // the file that was being written.
+        // A stop signal meanwhile removes it too ([`crate::files::remove_scratch_for_exit`]).
+        crate::files::scratch(&temp);
         let written = std::fs::write(&temp, text).and_then(|()| std::fs::rename(&temp, &path));
         if written.is_err() {
             let _ = std::fs::remove_file(&temp);
         }
+        crate::files::done_with(&temp);
         written.with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// Creates the attempt `out/name/id` as [`Attempt::create_named`] does, but written in a
+    /// hidden folder beside it (`out/name/.id.partial`) until [`Attempt::publish`] moves it into
+    /// place whole: a command stopped half-way leaves no folder that looks like a real attempt.
+    /// A hidden folder left by such a stop is this attempt's own leftover: it is replaced.
+    pub fn create_staged(out: &Path, name: &str, id: &str) -> crate::error::Result<Attempt> {
+        let parent = out.join(name);
+        let placed = parent.join(id);
+        if placed.exists() {
+            return Err(exists_already(&placed));
+        }
+        let staged = parent.join(format!(".{id}.partial"));
+        if staged.exists() {
+            std::fs::remove_dir_all(&staged)
+                .with_context(|| format!("replacing the leftover {}", staged.display()))?;
+        }
+        std::fs::create_dir_all(&staged)
+            .with_context(|| format!("creating {}", staged.display()))?;
+        crate::files::scratch(&staged);
+        Ok(Attempt {
+            id: id.to_owned(),
+            dir: staged,
+            started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        })
+    }
+
+    /// Moves a staged attempt ([`Attempt::create_staged`]) into its place, in one rename.
+    pub fn publish(self) -> crate::error::Result<Attempt> {
+        let placed = self.dir.with_file_name(&self.id);
+        let moved = std::fs::rename(&self.dir, &placed);
+        crate::files::done_with(&self.dir);
+        if placed.exists() && moved.is_err() {
+            return Err(exists_already(&placed));
+        }
+        moved.with_context(|| format!("moving the attempt into {}", placed.display()))?;
+        Ok(Attempt {
+            dir: placed,
+            ..self
+        })
+    }
+}
+
+/// The refusal of an attempt folder that exists already.
+fn exists_already(dir: &Path) -> Error {
+    crate::config::ConfigError(format!(
+        "{} exists already: an attempt with this id was written there; give another \
+         --attempt-id or --out",
+        dir.display()
+    ))
+    .into()
+}
+
+/// Refuses a file that a newer llmload wrote (`schema_version` above [`SCHEMA_VERSION`]), before
+/// anything in it is read: its fields may mean what this one cannot know. A file without the
+/// field, or that is not JSON, is left to its full read.
+pub fn check_schema(path: &Path, text: &str) -> crate::error::Result<()> {
+    #[derive(serde::Deserialize)]
+    struct Versioned {
+        schema_version: Option<serde_json::Value>,
+    }
+    let Ok(Versioned {
+        schema_version: Some(version),
+    }) = serde_json::from_str::<Versioned>(text)
+    else {
+        return Ok(());
+    };
+    match version.as_u64() {
+        Some(n) if n <= u64::from(SCHEMA_VERSION) => Ok(()),
+        Some(n) => Err(Error::Target(format!(
+            "{}: written by a newer llmload (schema {n}, this one reads ≤ {SCHEMA_VERSION})",
+            path.display()
+        ))),
+        None => Err(Error::Target(format!(
+            "{}: its schema_version {version} is no version (a whole number from 1)",
+            path.display()
+        ))),
     }
 }
 
@@ -132,6 +207,55 @@ pub fn write_start(
 
 /// A shard's `start.json` in `dir`, when it wrote one.
 pub fn read_start(dir: &Path) -> Option<crate::summary::shards::LoadStart> {
-    let text = std::fs::read_to_string(dir.join(START_FILE)).ok()?;
+    let text = crate::files::read_text(&dir.join(START_FILE)).ok()?;
     serde_json::from_str(&text).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{check_schema, Attempt};
+
+    #[test]
+    fn a_file_from_a_newer_llmload_is_refused_in_one_line() {
+        let path = std::path::Path::new("summary.json");
+        assert!(check_schema(path, r#"{"schema_version": 1, "cases": []}"#).is_ok());
+        assert!(
+            check_schema(path, r#"{"cases": []}"#).is_ok(),
+            "no version: left alone"
+        );
+        let newer =
+            check_schema(path, r#"{"cases": "whatever", "schema_version": 7}"#).expect_err("newer");
+        assert_eq!(
+            newer.to_string(),
+            "summary.json: written by a newer llmload (schema 7, this one reads ≤ 1)"
+        );
+        let absurd = check_schema(path, r#"{"schema_version": -3}"#).expect_err("not a version");
+        assert!(absurd.to_string().contains("no version"), "{absurd}");
+    }
+
+    #[test]
+    fn a_staged_attempt_appears_whole_and_replaces_its_own_leftover() {
+        let out = tempfile::tempdir().expect("temp dir");
+        let parent = out.path().join("merged");
+        // What a merge stopped half-way left: a hidden folder, half its files.
+        let leftover = parent.join(".A1.partial");
+        std::fs::create_dir_all(&leftover).expect("mkdir");
+        std::fs::write(leftover.join("requests.jsonl"), "{\"half\":").expect("write");
+        let staged = Attempt::create_staged(out.path(), "merged", "A1").expect("replaces it");
+        assert!(
+            !staged.dir.join("requests.jsonl").exists(),
+            "the leftover is gone"
+        );
+        staged.write_text("summary.json", "{}").expect("write");
+        assert!(
+            !parent.join("A1").exists(),
+            "nothing in place before it is whole"
+        );
+        let placed = staged.publish().expect("moved into place");
+        assert_eq!(placed.dir, parent.join("A1"));
+        assert!(placed.dir.join("summary.json").is_file() && !leftover.exists());
+        // Once in place, the same id is refused, as any attempt's.
+        let again = Attempt::create_staged(out.path(), "merged", "A1").expect_err("exists");
+        assert!(again.to_string().contains("exists already"), "{again}");
+    }
 }

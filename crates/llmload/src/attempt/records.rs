@@ -46,10 +46,10 @@ const MAX_LINE_BYTES: u64 = 512 << 20;
 
 /// Reads a `requests.jsonl` file one line at a time, handing each record to `f`, so that a long
 /// run's file is never held whole. A last line cut short (a run killed while writing it, with no
-/// newline after it, even inside a character) is left out; any other line that is not a record
-/// is an error naming its number.
+/// newline after it, even inside a character) is left out; any other line that is not a record,
+/// or whose values no request can have ([`Record::check`]), is an error naming its number.
 pub fn for_each_record(path: &Path, mut f: impl FnMut(Record)) -> crate::error::Result<()> {
-    let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let file = crate::files::open(path).with_context(|| format!("reading {}", path.display()))?;
     let mut reader = std::io::BufReader::new(file);
     let mut line = Vec::new();
     for number in 1.. {
@@ -71,8 +71,17 @@ pub fn for_each_record(path: &Path, mut f: impl FnMut(Record)) -> crate::error::
         if line.trim_ascii().is_empty() {
             continue;
         }
-        match serde_json::from_slice(line.trim_ascii()) {
-            Ok(record) => f(record),
+        match serde_json::from_slice::<Record>(line.trim_ascii()) {
+            Ok(record) => {
+                // An impossible record is named, never counted.
+                record.check().map_err(|why| {
+                    crate::error::Error::Target(format!(
+                        "{}:{number}: not a record llmload wrote: {why}",
+                        path.display()
+                    ))
+                })?;
+                f(record);
+            }
             Err(_) if !whole => break,
             Err(e) => {
                 return Err(e).with_context(|| format!("{}:{number}: not a record", path.display()))

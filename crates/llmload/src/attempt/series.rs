@@ -143,7 +143,7 @@ fn said_of(
     if said.complete.contains(&k) {
         return Ok(());
     }
-    if let Some(i) = said.incomplete.iter().find(|i| i.repeat == k) {
+    if let Some(i) = said.incomplete.iter().find(|i| i.covers(k)) {
         return Err(i.reason.clone());
     }
     Err(format!(

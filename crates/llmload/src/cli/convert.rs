@@ -67,7 +67,7 @@ impl CompareArgs {
     /// The gate's rules: `--fail-if`, then the `--thresholds` file's.
     pub fn rules(&self) -> Result<Vec<Rule>, ConfigError> {
         let text = match &self.thresholds {
-            Some(path) => Some(std::fs::read_to_string(path).map_err(|e| {
+            Some(path) => Some(crate::files::read_text(path).map_err(|e| {
                 ConfigError(format!(
                     "cannot read thresholds file {}: {e}",
                     path.display()

@@ -4,7 +4,6 @@
 
 use super::options::Settings;
 use super::{bad, ConfigError};
-use std::io::Read as _;
 use std::path::Path;
 
 impl Settings {
@@ -69,17 +68,12 @@ fn what_it_takes(message: &str, content: &str) -> String {
 /// The file's text, read up to one byte past the bound whatever its size says.
 fn read_bounded(path: &Path) -> Result<String, ConfigError> {
     let cannot = |e: std::io::Error| ConfigError(format!("cannot read {}: {e}", path.display()));
-    let file = std::fs::File::open(path).map_err(cannot)?;
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(cannot)?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
+    let Some(bytes) = crate::files::read_at_most(path, MAX_FILE_BYTES).map_err(cannot)? else {
         return bad(format!(
             "{}: more than a campaign file's {MAX_FILE_BYTES} bytes",
             path.display()
         ));
-    }
+    };
     String::from_utf8(bytes).or_else(|_| bad(format!("{}: not UTF-8 text", path.display())))
 }
 

@@ -442,8 +442,14 @@ impl Config {
                 return bad("--api-key holds characters not allowed in a header");
             }
         }
-        if self.timeout.is_zero() || self.telemetry_interval.is_zero() {
-            return bad("--timeout and --telemetry-interval must be longer than 0");
+        for (flag, duration) in [
+            ("--timeout", self.timeout),
+            ("--setup-timeout", self.setup_timeout),
+            ("--telemetry-interval", self.telemetry_interval),
+        ] {
+            if duration.is_zero() {
+                return bad(format!("{flag} must be longer than 0"));
+            }
         }
         let finite = |v: Option<f64>| v.is_none_or(f64::is_finite);
         if !(finite(self.limits.stop_temp_c)

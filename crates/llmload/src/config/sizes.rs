@@ -12,6 +12,9 @@ pub(super) fn open_files_limit() -> Option<u64> {
         .filter(|&hard| hard != rlimit::INFINITY)
 }
 
+/// Open files llmload keeps for itself beside its sockets: its records, its runtime, a margin.
+const OWN_FILES: u64 = 64;
+
 /// The memory available to new work (`MemAvailable` of `/proc/meminfo`), in bytes.
 fn available_memory() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
@@ -74,10 +77,13 @@ impl Config {
             .chain(self.load.max_in_flight)
             .max()
             .map_or(1, |c| shard.share_u32(c));
-        if let Some(limit) = open_files_limit().filter(|&l| u64::from(streams) + 64 > l) {
+        // Besides a socket per stream: llmload's own files, the runtime's, a few spare.
+        let needed = u64::from(streams) + OWN_FILES;
+        if let Some(limit) = open_files_limit().filter(|&l| needed > l) {
             return bad(format!(
-                "--concurrency {streams} needs {streams} sockets, more than this process may \
-                 open ({limit}, `ulimit -n`); raise the limit or lower the concurrency"
+                "--concurrency {streams} needs {needed} open files ({streams} sockets and \
+                 {OWN_FILES} of llmload's own), more than the {limit} this process may open \
+                 (`ulimit -Hn`); raise the limit or lower the concurrency"
             ));
         }
         // Each stream holds its request body (about 8 bytes a token) and 8 bytes per token

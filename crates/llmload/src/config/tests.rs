@@ -72,6 +72,10 @@ fn bad_values_are_one_line_errors() {
             Box::new(|a| a.target.timeout = Some("soon".into())),
             "--timeout",
         ),
+        (
+            Box::new(|a| a.target.setup_timeout = Some("0ms".into())),
+            "--setup-timeout must be longer than 0",
+        ),
         (Box::new(|a| a.outputs.name = Some("../x".into())), "--name"),
     ];
     for (change, expected) in cases {
@@ -206,6 +210,12 @@ fn a_shard_is_bounded_by_its_share_of_the_in_flight_cap() {
         .expect_err("over the limit")
         .to_string();
     assert!(e.contains("sockets") && !e.contains('\n'), "{e}");
+    // The numbers it quotes agree: what is needed is more than the limit it names.
+    let needed = u64::from(limit) + 64;
+    assert!(
+        e.contains(&format!("needs {needed} open files")) && e.contains(&format!("the {limit} ")),
+        "{e}"
+    );
     // Shard 0 of 1,000 holds a thousandth of them.
     let mut sharded = args();
     sharded.sharding.shard = Some("0/1000".into());

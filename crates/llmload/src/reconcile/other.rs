@@ -7,8 +7,18 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// Reads the other tool's result at `path` (a file, or AIPerf's artifacts folder): one run, or
-/// a GuideLLM file's benchmarks.
+/// a GuideLLM file's benchmarks; refused when a value in it is impossible ([`OtherRun::check`]).
 pub fn read(path: &Path) -> Result<Vec<OtherRun>, String> {
+    let runs = read_any(path)?;
+    for run in &runs {
+        run.check()
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(runs)
+}
+
+/// Reads the other tool's result at `path`, whichever tool's it is.
+fn read_any(path: &Path) -> Result<Vec<OtherRun>, String> {
     if path.is_dir() {
         let aggregate = path.join("profile_export_aiperf.json");
         let records = path.join("profile_export.jsonl");

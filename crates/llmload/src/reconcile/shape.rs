@@ -46,9 +46,6 @@ pub struct Values {
     pub weight: f64,
 }
 
-/// The largest result file read (a detailed file of a long run holds every token gap).
-pub const MAX_FILE_BYTES: u64 = 512 << 20;
-
 /// One run of the other tool (a GuideLLM file may hold several).
 #[derive(Clone, Debug, Default)]
 pub struct OtherRun {
@@ -103,18 +100,40 @@ impl OtherRun {
     }
 }
 
-/// The file at `path`, refused when larger than [`MAX_FILE_BYTES`].
-pub fn bytes(path: &Path) -> Result<Vec<u8>, String> {
-    let size = std::fs::metadata(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?
-        .len();
-    if size > MAX_FILE_BYTES {
-        return Err(format!(
-            "{} is {size} bytes, more than the {MAX_FILE_BYTES} a result file may be",
-            path.display()
-        ));
+impl OtherRun {
+    /// Refuses a run whose values no tool measures (negative, non-finite or absurd times and
+    /// counts: a file edited or damaged), naming the first such value.
+    pub fn check(&self) -> Result<(), String> {
+        use crate::num::{plausible, MAX_COUNT, MAX_MS};
+        for (name, value) in &self.figures {
+            plausible(&format!("its {name}"), *value, MAX_MS)?;
+        }
+        if let Some(rate) = self.output_throughput {
+            plausible("its output throughput", rate, MAX_COUNT)?;
+        }
+        for (i, r) in self.responses.iter().enumerate() {
+            let n = i + 1;
+            for (what, count) in [("prompt", r.prompt_tokens), ("output", r.output_tokens)] {
+                if let Some(count) = count {
+                    plausible(&format!("request {n}'s {what} tokens"), count, MAX_COUNT)?;
+                }
+            }
+            for values in &r.values {
+                let what = format!("request {n}'s {}", values.figure);
+                plausible(&format!("{what} weight"), values.weight, MAX_COUNT)?;
+                for v in &values.values {
+                    plausible(&what, *v, MAX_MS)?;
+                }
+            }
+        }
+        Ok(())
     }
-    std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
+/// The file at `path`, refused past [`crate::files::MAX_INPUT_BYTES`] (read through the one
+/// bounded reader, so a pipe, a device or a FIFO with no writer is refused too).
+pub fn bytes(path: &Path) -> Result<Vec<u8>, String> {
+    crate::files::read_bytes(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
 /// `text` with Python's `NaN`, `Infinity` and `-Infinity` (which its `json` module writes for

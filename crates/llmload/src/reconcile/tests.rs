@@ -332,3 +332,53 @@ fn a_server_that_kept_another_pace_during_the_other_run_is_said_so() {
     let text = &term(row(&slower, "output_throughput_tps"), "measurement").text;
     assert!(!text.contains("another pace"), "{text}");
 }
+
+#[test]
+fn impossible_values_in_another_tool_s_file_are_named_and_never_figures() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // AIPerf's records: one request's latency of 1e308 s (past a float once in ms), and one's
+    // prompt of a negative length.
+    let lines: Vec<serde_json::Value> = include_str!("fixtures/aiperf-profile_export.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    let last = lines.len() - 1;
+    let edits: [(&str, serde_json::Value, &str); 2] = [
+        (
+            "request_latency",
+            serde_json::json!({"value": 1e308, "unit": "s"}),
+            "finite",
+        ),
+        (
+            "usage_prompt_tokens",
+            serde_json::json!({"value": -64, "unit": "tokens"}),
+            "negative",
+        ),
+    ];
+    for (metric, value, why) in edits {
+        let mut edited = lines.clone();
+        edited[last]["metrics"][metric] = value;
+        let text: Vec<String> = edited.iter().map(ToString::to_string).collect();
+        let path = dir.path().join("profile_export.jsonl");
+        std::fs::write(&path, text.join("\n") + "\n").expect("write");
+        let error = super::other::read(&path).expect_err(metric);
+        assert!(
+            error.contains(why) && !error.contains('\n'),
+            "{metric}: {error}"
+        );
+    }
+    // vllm bench serve: a TTFT of minus half a second, and a mean given as 1e308 ms.
+    for (field, value, why) in [
+        ("ttfts", serde_json::json!([0.1, -0.5]), "negative"),
+        ("mean_e2el_ms", serde_json::json!(1e308), "past anything"),
+    ] {
+        let mut file = serde_json::json!({"mean_ttft_ms": 10.0, "ttfts": [0.1, 0.2],
+            "latencies": [0.5, 0.6], "input_lens": [8, 8], "output_lens": [4, 4],
+            "itls": [[0.1], [0.1]], "errors": ["", ""]});
+        file[field] = value;
+        let path = dir.path().join("vllm.json");
+        std::fs::write(&path, file.to_string()).expect("write");
+        let error = super::other::read(&path).expect_err(field);
+        assert!(error.contains(why), "{field}: {error}");
+    }
+}

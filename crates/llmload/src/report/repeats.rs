@@ -42,15 +42,16 @@ pub fn headline(series: &Series) -> String {
     line
 }
 
-/// One sentence per incomplete repeat: its number and why; it is never combined.
+/// One sentence per incomplete repeat (one for all those that never began): which and why;
+/// none is combined.
 pub fn incomplete(series: &Series) -> Vec<String> {
     series
         .incomplete
         .iter()
         .map(|i| {
             format!(
-                "Repeat {}, not combined: {}.",
-                i.repeat,
+                "{}, not combined: {}.",
+                i.which(),
                 i.reason.trim_end_matches('.')
             )
         })
@@ -167,6 +168,7 @@ mod tests {
             planned: 3,
             complete: vec![1, 2],
             incomplete: vec![Incomplete {
+                through: None,
                 repeat: 3,
                 reason: "stopped by the interrupted rule at request: SIGTERM".into(),
             }],

@@ -131,32 +131,13 @@ pub fn verify(counters: &Counters, streamed: u32, asked: Asked) -> Verdict {
         (Some(_), _) => {}
         (None, _) => missing.push("cached tokens"),
     }
-    match counters.output_tokens {
-        Some(o) if o != output => contradiction(
-            &mut v,
-            format!("server generated {o} tokens, {output} were requested"),
-        ),
-        // Each event carries at least one token: more events than tokens cannot be.
-        Some(o) if streamed > o && !client_counted => contradiction(
-            &mut v,
-            format!(
-                "stream carried {streamed} token events, more than the {o} tokens the server \
-                 says it generated"
-            ),
-        ),
-        Some(o) if o != streamed => v.notes.push(format!(
-            "stream carried {streamed} token events for {o} generated tokens"
-        )),
-        Some(_) => {}
-        None => {
-            missing.push("generated tokens");
-            if streamed != output {
-                contradiction(
-                    &mut v,
-                    format!("stream carried {streamed} tokens, {output} were requested"),
-                );
-            }
-        }
+    if counters.output_tokens.is_none() {
+        missing.push("generated tokens");
+    }
+    match output_check(counters.output_tokens, streamed, output, client_counted) {
+        Err(text) => contradiction(&mut v, text),
+        Ok(Some(note)) => v.notes.push(note),
+        Ok(None) => {}
     }
     if !missing.is_empty() {
         v.verified = false;
@@ -166,6 +147,38 @@ pub fn verify(counters: &Counters, streamed: u32, asked: Asked) -> Verdict {
         ));
     }
     v
+}
+
+/// The stream against the server's count of `generated` tokens and the `output` asked for: a
+/// contradiction (`Err`), a note, or nothing to say.
+fn output_check(
+    generated: Option<u32>,
+    streamed: u32,
+    output: u32,
+    client_counted: bool,
+) -> Result<Option<String>, String> {
+    match generated {
+        Some(o) if o != output => Err(format!(
+            "server generated {o} tokens, {output} were requested"
+        )),
+        // Its end came before any text (or its text came in events of no known type): a
+        // count with nothing streamed is no response, whatever the API.
+        Some(o) if streamed == 0 && o > 0 => Err(format!(
+            "stream carried no token event, though the server says it generated {o} tokens"
+        )),
+        // Each event carries at least one token: more events than tokens cannot be.
+        Some(o) if streamed > o && !client_counted => Err(format!(
+            "stream carried {streamed} token events, more than the {o} tokens the server says \
+             it generated"
+        )),
+        Some(o) if o != streamed => Ok(Some(format!(
+            "stream carried {streamed} token events for {o} generated tokens"
+        ))),
+        None if streamed != output => Err(format!(
+            "stream carried {streamed} tokens, {output} were requested"
+        )),
+        Some(_) | None => Ok(None),
+    }
 }
 
 /// How an exchange ended, as its record says it: the status, the kind and words of what went
@@ -185,7 +198,10 @@ fn judge(meta: &RequestMeta, exchange: &Exchange, streamed: u32, lenient: bool) 
             Failure::Overrun(_) => Status::Invalid,
             _ => Status::Error,
         };
-        (status, Some(f.kind()), Some(f.to_string()), None)
+        // Whatever part of it a server wrote, the record keeps one line (the same rule as
+        // every server's text).
+        let said = crate::api::error_body::flatten(&f.to_string());
+        (status, Some(f.kind()), Some(said), None)
     } else if let Some(pooled) = &exchange.pooled {
         verdict(verify_pooled(pooled, meta, lenient))
     } else {

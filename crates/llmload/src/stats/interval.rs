@@ -62,6 +62,9 @@ pub fn parse_level(text: &str) -> Result<f64, String> {
     } else {
         value
     };
+    // `99.9 / 100` is 0.9990000000000001: rounded to what a level can mean, the documented
+    // bound is inside the range.
+    let level = (level * 1e9).round() / 1e9;
     if level.is_finite() && (0.5..=0.999).contains(&level) {
         Ok(level)
     } else {

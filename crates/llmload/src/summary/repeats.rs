@@ -25,13 +25,32 @@ pub struct Series {
     pub between: Vec<Between>,
 }
 
-/// A repeat that did not run to the end.
+/// A repeat that did not run to the end, or the repeats that never began (one entry for all of
+/// them, however many).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Incomplete {
-    /// The repeat (from 1).
+    /// The repeat (from 1); the first of them, with `through`.
     pub repeat: u32,
+    /// The last of the repeats this entry stands for, when it stands for more than one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub through: Option<u32>,
     /// Why it is not complete, in words.
     pub reason: String,
+}
+
+impl Incomplete {
+    /// Whether this entry stands for repeat `k`.
+    pub fn covers(&self, k: u32) -> bool {
+        (self.repeat..=self.through.unwrap_or(self.repeat)).contains(&k)
+    }
+
+    /// The repeats it stands for, in words: `Repeat 3`, `Repeats 3 to 10000`.
+    pub fn which(&self) -> String {
+        match self.through {
+            Some(last) if last > self.repeat => format!("Repeats {} to {last}", self.repeat),
+            _ => format!("Repeat {}", self.repeat),
+        }
+    }
 }
 
 /// One repeat that began: its cases, summarised as a run without `--repeat` would be.
@@ -173,25 +192,32 @@ impl Series {
             cases,
         });
         match reason {
-            Some(reason) => self.incomplete.push(Incomplete { repeat: k, reason }),
+            Some(reason) => self.incomplete.push(Incomplete {
+                repeat: k,
+                through: None,
+                reason,
+            }),
             None => self.complete.push(k),
         }
     }
 
-    /// Lists the planned repeats after the last that began as incomplete: the series ended
-    /// before them.
+    /// Lists the planned repeats after the last that began as incomplete, in one entry however
+    /// many they are: the series ended before them.
     pub fn close_unrun(&mut self) {
         let last = self.runs.last().map(|r| r.repeat);
+        let first = last.map_or(1, |k| k.saturating_add(1));
+        if first > self.planned {
+            return;
+        }
         let reason = last.map_or_else(
             || "not run (the series ended before it)".to_owned(),
             |k| format!("not run (the series ended in repeat {k})"),
         );
-        for k in last.map_or(1, |k| k + 1)..=self.planned {
-            self.incomplete.push(Incomplete {
-                repeat: k,
-                reason: reason.clone(),
-            });
-        }
+        self.incomplete.push(Incomplete {
+            repeat: first,
+            through: (self.planned > first).then_some(self.planned),
+            reason,
+        });
     }
 
     /// The repeats neither complete nor incomplete: the one running while the summary is
@@ -200,7 +226,7 @@ impl Series {
         self.runs
             .iter()
             .map(|r| r.repeat)
-            .find(|k| !self.complete.contains(k) && self.incomplete.iter().all(|i| i.repeat != *k))
+            .find(|k| !self.complete.contains(k) && !self.incomplete.iter().any(|i| i.covers(*k)))
     }
 }
 
@@ -287,12 +313,35 @@ mod tests {
             planned: 3,
             complete: vec![1, 3],
             incomplete: vec![Incomplete {
+                through: None,
                 repeat: 2,
                 reason: "stopped".into(),
             }],
             runs,
             between: Vec::new(),
         }
+    }
+
+    #[test]
+    fn the_repeats_never_begun_are_one_entry_however_many() {
+        let mut s = series([10.0, 99.0, 30.0]);
+        s.planned = 10_000;
+        s.close_unrun();
+        assert_eq!(s.incomplete.len(), 2, "{:?}", s.incomplete);
+        let unrun = &s.incomplete[1];
+        assert_eq!((unrun.repeat, unrun.through), (4, Some(10_000)));
+        assert!(unrun.covers(4) && unrun.covers(9_999) && !unrun.covers(3));
+        assert_eq!(unrun.which(), "Repeats 4 to 10000");
+        assert_eq!(s.running(), None);
+        // One left: one repeat, named alone; none left: nothing added.
+        let mut s = series([10.0, 99.0, 30.0]);
+        s.planned = 4;
+        s.close_unrun();
+        assert_eq!(s.incomplete[1].which(), "Repeat 4");
+        s.planned = 3;
+        s.incomplete.truncate(1);
+        s.close_unrun();
+        assert_eq!(s.incomplete.len(), 1);
     }
 
     #[test]

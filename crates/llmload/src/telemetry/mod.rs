@@ -271,7 +271,7 @@ pub const FILE: &str = "telemetry.jsonl";
 /// The readings written so far to `telemetry.jsonl` in `dir`; none when there is no file. A line
 /// that does not parse (one being written) is skipped.
 pub fn written(dir: &std::path::Path) -> Vec<Reading> {
-    std::fs::read_to_string(dir.join(FILE))
+    crate::files::read_text(&dir.join(FILE))
         .map(|text| {
             text.lines()
                 .filter_map(|l| serde_json::from_str(l).ok())

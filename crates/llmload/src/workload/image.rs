@@ -4,6 +4,8 @@
 
 use super::prompt::splitmix64;
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// The images of each request of a case: how many, and their size in pixels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -82,35 +84,65 @@ const BLOCK: u32 = 8;
 /// The `k`-th image of the request of serial number `serial`, as PNG bytes: squares of
 /// [`BLOCK`] pixels, each of a colour drawn from the seed, the serial and `k`.
 pub fn png(width: u32, height: u32, seed: u64, serial: u64, k: u32) -> Vec<u8> {
+    let never = AtomicBool::new(false);
+    png_until(width, height, seed, serial, k, &never).unwrap_or_default()
+}
+
+/// Rows drawn and compressed between two looks at the stop flag.
+const ROWS_AT_ONCE: u32 = 64;
+
+/// As [`png`], drawn and compressed [`ROWS_AT_ONCE`] rows at a time, given up (`None`) as soon
+/// as `stop` is set: a 4096×4096 image takes about a second.
+fn png_until(
+    width: u32,
+    height: u32,
+    seed: u64,
+    serial: u64,
+    k: u32,
+    stop: &AtomicBool,
+) -> Option<Vec<u8>> {
+    use std::io::Write as _;
     let base = splitmix64(seed ^ splitmix64(serial) ^ (u64::from(k) << 48));
     let blocks_across = width.div_ceil(BLOCK);
-    let mut pixels = Vec::with_capacity(width as usize * height as usize * 3);
-    for y in 0..height {
-        for x in 0..width {
-            let block = u64::from(y / BLOCK) * u64::from(blocks_across) + u64::from(x / BLOCK);
-            let colour = splitmix64(base ^ block).to_le_bytes();
-            pixels.extend_from_slice(&colour[..3]);
-        }
-    }
     let mut out = Vec::new();
     let mut encoder = png::Encoder::new(&mut out, width, height);
     encoder.set_color(png::ColorType::Rgb);
     encoder.set_depth(png::BitDepth::Eight);
-    // Writing to memory cannot fail, and the data is exactly width × height × 3 bytes.
-    if let Ok(mut writer) = encoder.write_header() {
-        let _ = writer.write_image_data(&pixels);
+    // Writing to memory cannot fail, and the rows are exactly width × height × 3 bytes.
+    let mut writer = encoder.write_header().ok()?;
+    let mut stream = writer.stream_writer().ok()?;
+    let mut rows = Vec::with_capacity(width as usize * ROWS_AT_ONCE as usize * 3);
+    for first in (0..height).step_by(ROWS_AT_ONCE as usize) {
+        if stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        rows.clear();
+        for y in first..height.min(first + ROWS_AT_ONCE) {
+            for x in 0..width {
+                let block = u64::from(y / BLOCK) * u64::from(blocks_across) + u64::from(x / BLOCK);
+                let colour = splitmix64(base ^ block).to_le_bytes();
+                rows.extend_from_slice(&colour[..3]);
+            }
+        }
+        stream.write_all(&rows).ok()?;
     }
-    out
+    stream.finish().ok()?;
+    drop(writer);
+    Some(out)
 }
 
-/// The `k`-th image of request `serial` as a `data:image/png;base64,…` URL.
-pub fn data_url(width: u32, height: u32, seed: u64, serial: u64, k: u32) -> String {
+/// `bytes` as a `data:image/png;base64,…` URL.
+fn url_of(bytes: &[u8]) -> String {
     use base64::Engine;
-    let bytes = png(width, height, seed, serial, k);
     format!(
         "data:image/png;base64,{}",
         base64::engine::general_purpose::STANDARD.encode(bytes)
     )
+}
+
+/// The `k`-th image of request `serial` as a `data:image/png;base64,…` URL.
+pub fn data_url(width: u32, height: u32, seed: u64, serial: u64, k: u32) -> String {
+    url_of(&png(width, height, seed, serial, k))
 }
 
 /// The images of one request of `spec`.
@@ -118,6 +150,34 @@ pub fn urls(spec: ImageSpec, seed: u64, serial: u64) -> Vec<String> {
     (0..spec.count)
         .map(|k| data_url(spec.width, spec.height, seed, serial, k))
         .collect()
+}
+
+/// Sets its flag when dropped: the work it watches is no longer wanted.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// As [`urls`], made on a blocking thread so that the task waiting for them stays able to
+/// answer a stop: dropping the future (a stop signal during setup) stops the work within
+/// [`ROWS_AT_ONCE`] rows. `None` only when stopped.
+pub async fn urls_off_thread(spec: ImageSpec, seed: u64, serial: u64) -> Option<Vec<String>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let watched = Arc::clone(&stop);
+    let _stop_on_drop = StopOnDrop(stop);
+    tokio::task::spawn_blocking(move || {
+        (0..spec.count)
+            .map(|k| {
+                png_until(spec.width, spec.height, seed, serial, k, &watched).map(|b| url_of(&b))
+            })
+            .collect()
+    })
+    .await
+    .ok()
+    .flatten()
 }
 
 #[cfg(test)]

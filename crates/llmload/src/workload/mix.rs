@@ -80,9 +80,12 @@ impl ModelMix {
                 models.len()
             ));
         }
-        let total: f64 = models.iter().map(|m| m.weight).sum();
+        // Scaled by the largest first: weights each finite can still sum past f64's range
+        // (`1e308,1e308`), and tiny ones below it.
+        let largest = models.iter().map(|m| m.weight).fold(0.0, f64::max);
+        let total: f64 = models.iter().map(|m| m.weight / largest).sum();
         for m in &mut models {
-            m.share = m.weight / total;
+            m.share = m.weight / largest / total;
         }
         Ok(Some(ModelMix { models }))
     }

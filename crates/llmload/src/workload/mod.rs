@@ -24,7 +24,7 @@ pub const BUNDLED_CORPUS: &str = include_str!("../../corpus/declaration.txt");
 pub fn read_corpus(path: Option<&std::path::Path>) -> crate::error::Result<String> {
     use crate::error::Context;
     match path {
-        Some(path) => std::fs::read_to_string(path)
+        Some(path) => crate::files::read_text(path)
             .with_context(|| format!("reading --corpus {}", path.display())),
         None => Ok(BUNDLED_CORPUS.to_owned()),
     }

@@ -243,3 +243,59 @@ fn every_file_option_is_bounded_by_its_read_not_its_reported_size() {
         assert_one_line_error(&run, 2, expected);
     }
 }
+
+/// Runs llmload with `args`, killed past `limit` (a failure: it hung); its code and stderr.
+fn within(args: &[&str], limit: std::time::Duration) -> (i32, String) {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_llmload"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run llmload");
+    let started = std::time::Instant::now();
+    while child.try_wait().expect("poll").is_none() {
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("llmload {args:?} still ran after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().expect("output");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output.status.code().unwrap_or(-1), stderr)
+}
+
+#[test]
+fn every_command_s_input_is_bounded_and_a_fifo_without_a_writer_never_hangs() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let attempt = dir.path().join("attempt");
+    std::fs::create_dir(&attempt).expect("mkdir");
+    let fifo = attempt.join("campaign.json");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let (attempt, fifo) = (
+        attempt.to_str().expect("UTF-8"),
+        fifo.to_str().expect("UTF-8"),
+    );
+    let limit = std::time::Duration::from_secs(40);
+    // Another endless device than /dev/zero, for reconcile's other tool's file and compare's
+    // thresholds file; a FIFO no one writes to, as an attempt's file and as the other file.
+    for (args, says) in [
+        (vec!["reconcile", attempt, "/dev/urandom"], "512 MiB"),
+        (
+            vec!["compare", attempt, attempt, "--thresholds", "/dev/urandom"],
+            "512 MiB",
+        ),
+        (vec!["report", attempt], "no writer"),
+        (vec!["reconcile", attempt, fifo], "no writer"),
+    ] {
+        let (code, stderr) = within(&args, limit);
+        assert_ne!(code, 0, "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}

@@ -35,6 +35,8 @@ pub struct Seen {
 
 type Log = Arc<Mutex<Vec<Seen>>>;
 
+#[path = "hostile/apis.rs"]
+mod apis;
 #[path = "hostile/cut.rs"]
 mod cut;
 #[path = "hostile/misframed.rs"]
@@ -47,6 +49,7 @@ mod process;
 mod proxy;
 #[path = "hostile/strict.rs"]
 mod strict;
+pub use apis::Fault;
 pub use cut::OVERFLOW;
 use misframed::{echo, misframed};
 pub use mode::Mode;
@@ -231,6 +234,9 @@ async fn respond(stream: &mut TcpStream, mode: &Mode, request: &Request) -> std:
     if let Mode::Strict { named } = mode {
         return strict::respond(stream, request, *named).await;
     }
+    if let Mode::Apis(fault) = mode {
+        return apis::respond(stream, request, *fault).await;
+    }
     match (method.as_str(), path) {
         ("GET", "/health") => {
             if let Mode::Redirect(to) = mode {
@@ -394,6 +400,7 @@ async fn generate(stream: &mut TcpStream, mode: &Mode, body: &[u8]) -> std::io::
         | Mode::Silent
         | Mode::Redirect(_)
         | Mode::Strict { .. }
+        | Mode::Apis(_)
         | Mode::CutEveryOther
         | Mode::StopsEarly
         | Mode::Overflow

@@ -1,6 +1,6 @@
 //! Property-based fuzzing of every decoder that reads bytes from outside: the SSE decoder, the
-//! three APIs' event parsers, the HTTP/1.1 head parser and body decoder, and the
-//! `requests.jsonl` reader. Each is fed arbitrary bytes, split at arbitrary points, and must
+//! three APIs' event parsers, the HTTP/1.1 head parser and body decoder, the `requests.jsonl`
+//! reader and the readers of other tools' result files. Each is fed arbitrary bytes, split at arbitrary points, and must
 //! not panic; where the decoder has a contract (the same events for any split, a bound on what
 //! it holds, exactly the payload of a well-formed encoding), the contract is checked too.
 //!
@@ -29,6 +29,7 @@ const MAX_HEAD: usize = 64 * 1024;
 
 mod events;
 mod http;
+mod peers;
 mod records;
 mod sse;
 

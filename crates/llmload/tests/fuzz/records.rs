@@ -2,12 +2,18 @@
 
 use super::*;
 
-/// A seconds or milliseconds figure: finite, mostly ordinary.
+/// A seconds or milliseconds figure a run can measure: finite, not negative, mostly ordinary.
 fn figure() -> impl Strategy<Value = f64> {
     prop_oneof![
-        3 => -1e6..1e6f64,
-        1 => any::<f64>().prop_filter("finite", |f| f.is_finite()),
+        3 => 0.0..1e6f64,
+        1 => 0.0..1e7f64,
+        1 => Just(0.0),
     ]
+}
+
+/// A value no run measures: negative, or past any duration.
+fn impossible() -> impl Strategy<Value = f64> {
+    prop_oneof![-1e308..-1e-9f64, 1e12..1e308f64,]
 }
 
 /// Text with anything in it: quotes, backslashes, control and multi-byte characters.
@@ -67,10 +73,18 @@ fn record() -> impl Strategy<Value = Record> {
         ),
     )
         .prop_map(|(a, b, c, d, e, f)| {
+            // Marks in their order, as a run writes them: the first token and the end after
+            // the send, the TTFT within the end-to-end time.
+            let after = |ms: Option<f64>| ms.map(|ms| a.5 + ms / 1e3);
+            let (ttft, e2e) = match (b.2, b.3) {
+                (Some(x), Some(y)) => (Some(x.min(y)), Some(x.max(y))),
+                other => other,
+            };
             let value = json!({
                 "case": a.0, "phase": if a.1 { "warmup" } else { "measured" }, "round": a.2,
                 "index": a.3, "scheduled_s": a.4, "sent_s": a.5,
-                "first_token_s": b.0, "done_s": b.1, "ttft_ms": b.2, "e2e_ms": b.3,
+                "first_token_s": after(b.0), "done_s": after(b.1.map(|d| d.max(b.0.unwrap_or(0.0)))), "ttft_ms": ttft,
+                "e2e_ms": e2e,
                 "input_tokens": c.0, "requested_output_tokens": c.1, "prompt_tokens": c.2,
                 "cached_tokens": c.3, "shared_tokens": c.4, "output_tokens": c.5,
                 "token_events": d.0, "streamed_tokens": d.1, "status": d.2, "verified": d.3,
@@ -217,6 +231,35 @@ proptest! {
         let bytes: Vec<u8> = lines.iter().flat_map(|l| format!("{l}\n").into_bytes()).collect();
         let (_dir, path) = file_of(&bytes);
         let expected = format!("{}:{}: not a record", path.display(), at + 1);
+        let read = read_both(&path)?;
+        prop_assert!(read.as_ref().is_err_and(|m| m.starts_with(&expected)), "{:?}", read);
+    }
+}
+
+proptest! {
+    /// A whole record with one value no run measures (a negative or absurd time, an end before
+    /// its send), anywhere in the file: an error naming its line, never a record read.
+    #[test]
+    fn an_impossible_record_is_named_by_its_line(
+        records in prop::collection::vec(record(), 1..6),
+        at in any::<Index>(),
+        field in prop::sample::select(vec!["sent_s", "ttft_ms", "e2e_ms", "done_s", "event_ms"]),
+        value in impossible(),
+    ) {
+        let mut lines: Vec<Value> = records
+            .iter()
+            .map(|r| serde_json::to_value(r).expect("a record serialises"))
+            .collect();
+        let at = at.index(lines.len());
+        lines[at][field] = if field == "event_ms" { json!([value]) } else { json!(value) };
+        if field == "done_s" {
+            // An end before the send, by the send's own measure.
+            lines[at]["sent_s"] = json!(value.abs().min(1e6) + 1.0);
+            lines[at][field] = json!(0.5);
+        }
+        let bytes: Vec<u8> = lines.iter().flat_map(|l| format!("{l}\n").into_bytes()).collect();
+        let (_dir, path) = file_of(&bytes);
+        let expected = format!("{}:{}: not a record llmload wrote", path.display(), at + 1);
         let read = read_both(&path)?;
         prop_assert!(read.as_ref().is_err_and(|m| m.starts_with(&expected)), "{:?}", read);
     }

@@ -9,6 +9,7 @@ mod common;
 #[path = "../common/hostile.rs"]
 mod hostile;
 
+mod apis;
 mod bursts;
 mod counters;
 mod fields;
@@ -79,18 +80,32 @@ fn run_named(
         warmup,
     ];
     args.extend_from_slice(extra);
-    run_llamacpp(url, out, name, &args)
+    let (api, args) = match args.iter().position(|a| *a == "--api") {
+        // `--api` among `extra`: that API's, given once.
+        Some(at) if at + 1 < args.len() => {
+            let api = args[at + 1];
+            args.drain(at..at + 2);
+            (api, args)
+        }
+        _ => ("llamacpp", args),
+    };
+    run_api(url, out, (name, api), &args)
 }
 
 /// `llmload run` on llama.cpp's API against `url`, writing to `out/NAME`, without telemetry,
 /// with `args`.
 fn run_llamacpp(url: &str, out: &Path, name: &str, args: &[&str]) -> Finished {
+    run_api(url, out, (name, "llamacpp"), args)
+}
+
+/// `llmload run` on `api` against `url`, writing to `out/NAME`, without telemetry, with `args`.
+fn run_api(url: &str, out: &Path, (name, api): (&str, &str), args: &[&str]) -> Finished {
     let mut all = vec![
         "run",
         "--url",
         url,
         "--api",
-        "llamacpp",
+        api,
         "--out",
         utf8(out),
         "--name",

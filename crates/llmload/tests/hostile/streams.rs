@@ -193,10 +193,11 @@ fn control_sequences_from_the_server_never_reach_the_terminal_raw() {
             "{text:?}"
         );
     }
-    // Written out where it is shown: the model's name and the case's first error.
+    // Written out where it is shown: the model's name (its carriage return one space, as
+    // every line end a server sends) and the case's first error.
     assert!(
         run.stdout
-            .contains("model \\u{1b}]0;pwned\\u{7}\\u{1b}[2J\\u{d}error: forged line"),
+            .contains("model \\u{1b}]0;pwned\\u{7}\\u{1b}[2J error: forged line"),
         "{}",
         run.stdout
     );

@@ -106,6 +106,15 @@ fn interim_and_bodiless_heads_smuggling_and_compression() {
         .contains("Content-Encoding gzip"));
     let plain = b"HTTP/1.1 200 OK\r\nContent-Encoding: identity\r\nContent-Length: 5\r\n\r\n";
     assert!(parse_head(plain).is_ok());
+    // Compressed by the transfer, not the content: other codings than gzip, and in either order.
+    for codings in ["br, chunked", "chunked, deflate", "x-zstd,chunked"] {
+        let head = format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: {codings}\r\n\r\n");
+        let error = parse_head(head.as_bytes()).expect_err(codings);
+        assert!(error.contains("does not support"), "{codings}: {error}");
+    }
+    let chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: identity, Chunked\r\n\r\n";
+    let head = parse_head(chunked).expect("valid").expect("complete");
+    assert_eq!(head.framing, Framing::Chunked);
 }
 
 #[test]

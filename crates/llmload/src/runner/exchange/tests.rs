@@ -160,6 +160,24 @@ fn more_token_events_than_generated_tokens_is_invalid_and_fewer_is_noted() {
 }
 
 #[test]
+fn a_count_with_no_token_event_streamed_is_no_response() {
+    // The end came before any text, the final usage saying all 24 were generated (any API: a
+    // Responses completion, a chat chunk with usage only, a Messages delta).
+    let v = verify(&counters(96, 0, 24), 0, strict(96, 24, 0));
+    assert_eq!(v.problems.len(), 1, "{v:?}");
+    assert!(v.problems[0].contains("no token event"), "{v:?}");
+    // Best effort: unverified with that reason, never a verified response.
+    let lenient = Asked {
+        lenient: true,
+        ..strict(96, 24, 0)
+    };
+    let v = verify(&counters(96, 0, 24), 0, lenient);
+    assert!(!v.verified && v.problems.is_empty(), "{v:?}");
+    // One event for all 24 tokens is a stream that carried text: noted, not refused.
+    assert!(verify(&counters(96, 0, 24), 1, strict(96, 24, 0)).verified);
+}
+
+#[test]
 fn an_as_is_prompt_is_not_checked_for_length_but_its_cache_is() {
     let as_is = Asked {
         input: None,

@@ -119,7 +119,13 @@ fn levels_are_read_as_percentages_or_shares() {
     assert_eq!(parse_level("95%"), Ok(0.95));
     assert_eq!(parse_level("90"), Ok(0.9));
     assert_eq!(parse_level("0.99"), Ok(0.99));
-    for bad in ["", "abc", "100%", "40%", "NaN", "1", "0", "-95%", "1e400"] {
+    // The documented bounds, written every way: inside.
+    for edge in ["99.9%", "99.9", "0.999", "50%", "0.5"] {
+        assert!(parse_level(edge).is_ok(), "{edge}");
+    }
+    for bad in [
+        "", "abc", "100%", "99.95%", "49.9%", "40%", "NaN", "1", "0", "-95%", "1e400",
+    ] {
         assert!(parse_level(bad).is_err(), "{bad}");
     }
 }

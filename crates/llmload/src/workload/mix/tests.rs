@@ -37,6 +37,26 @@ fn weights_become_shares_in_the_order_given() {
 }
 
 #[test]
+fn weights_at_the_edges_of_a_float_still_share_the_load() {
+    // Each weight finite, their sum not; and weights too small to sum to anything normal.
+    for text in [
+        "a:1.7e308,b:1.7e308,c:3.4e307",
+        "a:2e-308,b:2e-308,c:4e-309",
+    ] {
+        let shares: Vec<f64> = mix(text).models().iter().map(|m| m.share).collect();
+        assert!(
+            shares.iter().all(|s| s.is_finite() && *s > 0.0),
+            "{text}: {shares:?}"
+        );
+        assert!(
+            (shares.iter().sum::<f64>() - 1.0).abs() < 1e-9,
+            "{text}: {shares:?}"
+        );
+        assert!((shares[0] - shares[1]).abs() < 1e-12 && shares[2] < shares[0]);
+    }
+}
+
+#[test]
 fn bad_mixes_are_refused_in_one_line() {
     for (text, says) in [
         ("base:70,adapter-a", "each model of a mix takes its weight"),

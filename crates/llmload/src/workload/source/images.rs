@@ -41,11 +41,20 @@ pub async fn costs(
         if costs.contains_key(&spec) {
             continue;
         }
-        let first = count(target, image::urls(spec, PROBE_SEED, 0)).await?;
-        let second = count(target, image::urls(spec, PROBE_SEED, 1)).await?;
+        let first = count(target, probe_images(spec, 0).await?).await?;
+        let second = count(target, probe_images(spec, 1).await?).await?;
         costs.insert(spec, cost(alone, first, second));
     }
     Ok(costs)
+}
+
+/// The images of probe `serial` of `spec`, made off the async threads: 64 images of
+/// 4096×4096 take about a minute, and a stop signal meanwhile drops this future, which stops
+/// their making at once.
+async fn probe_images(spec: ImageSpec, serial: u64) -> crate::error::Result<Vec<String>> {
+    image::urls_off_thread(spec, PROBE_SEED, serial)
+        .await
+        .ok_or_else(|| crate::error::Error::Internal("the probe's images were not made".into()))
 }
 
 /// The prompt tokens the server counts for the probe's text with `images`.

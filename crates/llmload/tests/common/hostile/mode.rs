@@ -73,6 +73,9 @@ pub enum Mode {
         /// The refusal names the fields it refuses.
         named: bool,
     },
+    /// Speaks the `OpenAI` chat, Responses and Anthropic Messages APIs, each generation going
+    /// wrong as the fault says.
+    Apis(super::apis::Fault),
     /// Answers setup; a generation whose request id's serial number is even gets one token and
     /// ends as if complete, the others every token asked for.
     CutEveryOther,
