@@ -87,7 +87,7 @@ impl Progress {
     }
 
     /// Shows progress on stderr when it is a terminal (the live view, or the line) and `--quiet`
-    /// is off, a heartbeat when it is not a terminal, and on `board` when there is one: returns
+    /// is off, a heartbeat when it is not a terminal or its `TERM` is `dumb`, and on `board` when there is one: returns
     /// the handle and what draws. The guard gives the GPU readings; `flight` counts the requests
     /// in flight.
     pub fn start(
@@ -96,7 +96,10 @@ impl Progress {
         board: Option<Arc<Board>>,
         flight: &Arc<Flight>,
     ) -> (Progress, Option<Drawing>) {
-        let terminal = std::io::stderr().is_terminal();
+        // A terminal whose `TERM` is `dumb` cannot erase a line: it is written to as a file is,
+        // with the heartbeat's lines.
+        let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
+        let terminal = std::io::stderr().is_terminal() && !dumb;
         let on_screen = !show.quiet && terminal;
         let heartbeat = show.heartbeat.filter(|_| !show.quiet && !terminal);
         if !on_screen && heartbeat.is_none() && board.is_none() {
@@ -121,8 +124,7 @@ impl Progress {
             return (progress, None);
         }
         let color = use_color(terminal, std::env::var("NO_COLOR").ok().as_deref());
-        let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
-        if show.live && !dumb {
+        if show.live {
             let recent = Arc::new(Mutex::new(recent::Recent::default()));
             let check = Arc::new(Mutex::new(None));
             let sources = view::Sources {

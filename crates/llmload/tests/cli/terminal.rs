@@ -278,3 +278,26 @@ fn the_live_view_of_an_overloaded_open_loop_shows_in_flight_and_waiting() {
     assert!(text.contains("stopped by SIGINT (Ctrl-C)"), "{text}");
     assert!(text.contains(" cancelled; "), "the case's line: {text}");
 }
+
+#[test]
+fn a_dumb_terminal_gets_the_heartbeat_and_no_escape_sequence() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let out = tmp.path().to_str().expect("UTF-8 path");
+    let mut args = open_loop(out, &["--heartbeat", "1s"]);
+    // 4 s of the open loop are enough for several heartbeats.
+    let at = args.iter().position(|a| *a == "16s").expect("the duration");
+    args[at] = "4s";
+    let mut command = vec![env!("CARGO_BIN_EXE_llmload").to_owned()];
+    command.extend(args.iter().map(|a| format!("'{a}'")));
+    // `script` gives llmload a terminal (a pseudo-terminal) and writes every byte it got.
+    let transcript = Command::new("script")
+        .args(["-q", "-e", "-c", &command.join(" "), "/dev/null"])
+        .env("TERM", "dumb")
+        .env_remove("NO_COLOR")
+        .output()
+        .expect("script runs (util-linux)");
+    let text = String::from_utf8_lossy(&transcript.stdout);
+    assert!(transcript.status.success(), "{text}");
+    assert!(!text.contains('\u{1b}'), "no escape sequence: {text:?}");
+    assert!(text.contains("progress: case 1/1"), "the heartbeat: {text}");
+}
