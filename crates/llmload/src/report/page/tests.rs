@@ -33,6 +33,7 @@ fn every_section() -> Report {
         incomplete: vec![crate::summary::repeats::Incomplete {
             repeat: 2,
             reason: "stopped".into(),
+            through: None,
         }],
         runs: vec![crate::summary::repeats::RepeatRun {
             repeat: 1,
