@@ -70,6 +70,10 @@ pub fn exact_sum(values: impl Iterator<Item = f64> + Clone) -> f64 {
 
 /// The correctly rounded sum of non-overlapping `partials`, smallest first (Python's final
 /// step: a half-way case is settled by the sign of the partials below it).
+#[expect(
+    clippy::float_cmp,
+    reason = "the half-way test compares exactly, by design"
+)]
 fn rounded(partials: &[f64]) -> f64 {
     let Some((&last, rest)) = partials.split_last() else {
         return 0.0;

@@ -1,7 +1,7 @@
 //! The percentile bootstrap by unit, without re-sorting a resample.
 //!
 //! A resample draws `k` units with replacement: it holds each unit some number of times (its
-//! weight, most often 0, 1 or 2). Joining the drawn units' samples and sorting them, for each of
+//! weight, most often 0, 1 or 2). Joining the picked units' samples and sorting them, for each of
 //! up to 1,000 resamples, cost O(B · n log n) at the end of every case: most of the client's CPU
 //! at a few hundred thousand token events. Here the samples are sorted once, each tagged with its
 //! unit ([`Pool`]). A resample's sorted samples are then the pool's in the same order, each
@@ -20,7 +20,7 @@ use statrs::distribution::ContinuousCDF;
 const RESAMPLES: usize = 1000;
 /// Resamples of a bootstrap, at least (for the largest samples).
 const MIN_RESAMPLES: usize = 200;
-/// Values drawn over all resamples of a bootstrap, at most: large samples get fewer resamples.
+/// Values picked over all resamples of a bootstrap, at most: large samples get fewer resamples.
 /// (Kept from when each resample was sorted, so that the same data give the same intervals.)
 const WORK: usize = 20_000_000;
 /// The pool keeps each unit's count before every this many samples, at least.
@@ -54,22 +54,22 @@ impl Draws {
         Draws { counter: seed, k }
     }
 
-    /// The next unit drawn.
+    /// The next unit picked.
     fn next(&mut self) -> usize {
         self.counter = self.counter.wrapping_add(0x9E37_79B9_7F4A_7C15);
         crate::num::index(crate::workload::prompt::splitmix64(self.counter) % self.k as u64)
     }
 
-    /// One resample: how many times each unit was drawn (`weights`, cleared first), and the
-    /// units drawn at least once with their counts (`drawn`).
-    fn resample(&mut self, weights: &mut [u64], drawn: &mut Vec<(usize, u64)>) {
+    /// One resample: how many times each unit was picked (`weights`, cleared first), and the
+    /// units picked at least once with their counts (`picked`).
+    fn resample(&mut self, weights: &mut [u64], picked: &mut Vec<(usize, u64)>) {
         weights.fill(0);
         for _ in 0..self.k {
             let pick = self.next();
             weights[pick] += 1;
         }
-        drawn.clear();
-        drawn.extend(
+        picked.clear();
+        picked.extend(
             weights
                 .iter()
                 .enumerate()
@@ -122,30 +122,30 @@ impl Pool {
         }
     }
 
-    /// Samples of the resample that holds unit `u` `weight` times, for each of `drawn`, among
+    /// Samples of the resample that holds unit `u` `weight` times, for each of `picked`, among
     /// the first `row · stride` of the pool.
-    fn weight_before(&self, row: usize, drawn: &[(usize, u64)]) -> u64 {
+    fn weight_before(&self, row: usize, picked: &[(usize, u64)]) -> u64 {
         let counts = &self.before[row * self.k..(row + 1) * self.k];
-        drawn
+        picked
             .iter()
             .map(|&(u, weight)| weight * u64::from(counts[u]))
             .sum()
     }
 
     /// The `rank`-th smallest (0-based) sample of the resample that holds unit `u` `weights[u]`
-    /// times (`drawn`: the units with a weight above 0); `rank` is below the resample's size.
-    fn nth(&self, weights: &[u64], drawn: &[(usize, u64)], rank: u64) -> f64 {
+    /// times (`picked`: the units with a weight above 0); `rank` is below the resample's size.
+    fn nth(&self, weights: &[u64], picked: &[(usize, u64)], rank: u64) -> f64 {
         let rows = self.before.len() / self.k.max(1);
         let (mut low, mut high) = (0, rows.saturating_sub(1));
         while low < high {
             let middle = (low + high).div_ceil(2);
-            if self.weight_before(middle, drawn) <= rank {
+            if self.weight_before(middle, picked) <= rank {
                 low = middle;
             } else {
                 high = middle - 1;
             }
         }
-        let mut seen = self.weight_before(low, drawn);
+        let mut seen = self.weight_before(low, picked);
         for &(value, unit) in &self.tagged[low * self.stride..] {
             seen += weights[unit as usize];
             if seen > rank {
@@ -188,21 +188,21 @@ pub fn bootstrap_tagged(
     );
     let pool = Pool::new(tagged, k);
     let mut figures: Vec<Vec<f64>> = vec![Vec::with_capacity(resamples); stats.len()];
-    let (mut weights, mut drawn) = (vec![0u64; k], Vec::with_capacity(k));
+    let (mut weights, mut picked) = (vec![0u64; k], Vec::with_capacity(k));
     for _ in 0..resamples {
-        draws.resample(&mut weights, &mut drawn);
-        let size: u64 = drawn.iter().map(|&(u, w)| w * pool.lens[u]).sum();
+        draws.resample(&mut weights, &mut picked);
+        let size: u64 = picked.iter().map(|&(u, w)| w * pool.lens[u]).sum();
         if size == 0 {
             continue;
         }
         let n = crate::num::index(size);
         for (stat, out) in stats.iter().zip(&mut figures) {
             out.push(match *stat {
-                Stat::Quantile(q) => {
-                    crate::stats::interpolated(n, q, |rank| pool.nth(&weights, &drawn, rank as u64))
-                }
+                Stat::Quantile(q) => crate::stats::interpolated(n, q, |rank| {
+                    pool.nth(&weights, &picked, rank as u64)
+                }),
                 Stat::Mean => {
-                    drawn
+                    picked
                         .iter()
                         .map(|&(u, w)| w as f64 * pool.sums[u])
                         .sum::<f64>()
@@ -243,7 +243,7 @@ fn percentile_intervals(figures: Vec<Vec<f64>>, tail: f64) -> Vec<Option<Interva
 /// response's figure counted once per token), resampling whole units with replacement: the
 /// weighted mean, and the weighted quantile as [`crate::stats::weighted_quantile`] takes it.
 /// Deterministic for the same data; `None` for every stat under [`MIN_UNITS`] units. The
-/// units are sorted once; a resample walks them in that order, each counted as often as drawn.
+/// units are sorted once; a resample walks them in that order, each counted as often as picked.
 pub fn bootstrap_weighted(
     units: &[(f64, f64)],
     stats: &[Stat],
@@ -258,10 +258,10 @@ pub fn bootstrap_weighted(
     let mut sorted: Vec<usize> = (0..k).collect();
     sorted.sort_by(|&a, &b| units[a].0.total_cmp(&units[b].0));
     let mut figures: Vec<Vec<f64>> = vec![Vec::with_capacity(resamples); stats.len()];
-    let (mut weights, mut drawn) = (vec![0u64; k], Vec::with_capacity(k));
+    let (mut weights, mut picked) = (vec![0u64; k], Vec::with_capacity(k));
     for _ in 0..resamples {
-        draws.resample(&mut weights, &mut drawn);
-        let total: f64 = drawn.iter().map(|&(u, w)| w as f64 * units[u].1).sum();
+        draws.resample(&mut weights, &mut picked);
+        let total: f64 = picked.iter().map(|&(u, w)| w as f64 * units[u].1).sum();
         if total <= 0.0 {
             continue;
         }
@@ -269,7 +269,7 @@ pub fn bootstrap_weighted(
             out.push(match *stat {
                 Stat::Quantile(q) => weighted_quantile(units, &sorted, &weights, total, q),
                 Stat::Mean => {
-                    drawn
+                    picked
                         .iter()
                         .map(|&(u, w)| w as f64 * units[u].0 * units[u].1)
                         .sum::<f64>()
