@@ -132,9 +132,10 @@ impl Pool {
             .sum()
     }
 
-    /// The `rank`-th smallest (0-based) sample of the resample that holds unit `u` `weights[u]`
-    /// times (`picked`: the units with a weight above 0); `rank` is below the resample's size.
-    fn nth(&self, weights: &[u64], picked: &[(usize, u64)], rank: u64) -> f64 {
+    /// The `rank`-th and the next smallest (0-based) samples of the resample that holds unit
+    /// `u` `weights[u]` times (`picked`: the units with a weight above 0); `rank` is below the
+    /// resample's size, and the next is the last sample where there is none after it.
+    fn nth(&self, weights: &[u64], picked: &[(usize, u64)], rank: u64) -> (f64, f64) {
         let rows = self.before.len() / self.k.max(1);
         let (mut low, mut high) = (0, rows.saturating_sub(1));
         while low < high {
@@ -146,13 +147,26 @@ impl Pool {
             }
         }
         let mut seen = self.weight_before(low, picked);
+        let mut found = None;
         for &(value, unit) in &self.tagged[low * self.stride..] {
             seen += weights[unit as usize];
-            if seen > rank {
-                return value;
+            match found {
+                None if seen > rank + 1 => return (value, value),
+                None if seen > rank => found = Some(value),
+                Some(at) if weights[unit as usize] > 0 => return (at, value),
+                _ => {}
             }
         }
-        self.tagged.last().map_or(f64::NAN, |p| p.0)
+        let last = self.tagged.last().map_or(f64::NAN, |p| p.0);
+        (found.unwrap_or(last), last)
+    }
+
+    /// The `q` quantile of the resample, interpolated as [`crate::stats::percentile`] is.
+    fn quantile(&self, weights: &[u64], picked: &[(usize, u64)], size: usize, q: f64) -> f64 {
+        let [below, above] = crate::stats::percentile_ranks(size, q);
+        let (low, next) = self.nth(weights, picked, below as u64);
+        let high = if above == below { low } else { next };
+        crate::stats::interpolated(size, q, |rank| if rank == below { low } else { high })
     }
 }
 
@@ -198,9 +212,7 @@ pub fn bootstrap_tagged(
         let n = crate::num::index(size);
         for (stat, out) in stats.iter().zip(&mut figures) {
             out.push(match *stat {
-                Stat::Quantile(q) => crate::stats::interpolated(n, q, |rank| {
-                    pool.nth(&weights, &picked, rank as u64)
-                }),
+                Stat::Quantile(q) => pool.quantile(&weights, &picked, n, q),
                 Stat::Mean => {
                     picked
                         .iter()
