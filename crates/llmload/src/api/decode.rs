@@ -1,7 +1,7 @@
 //! Allocation-free field decoders for streamed events: we need to know whether a text is
 //! empty and how long an array is, never their contents.
 
-use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, SeqAccess, Visitor};
+use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde::Deserialize;
 use std::fmt;
 
@@ -25,33 +25,6 @@ impl<'de> Deserialize<'de> for NonEmpty {
             }
         }
         deserializer.deserialize_str(V)
-    }
-}
-
-/// A key of an object among `names`, read as raw bytes: `Some(i)` for `names[i]`, `None` for
-/// any other. serde's derived structs read every key as a `str`, checking its UTF-8 first; the
-/// keys a chunk is read for are ASCII, so the bytes suffice (a key that is not valid UTF-8 is
-/// just not one of them, nor is one written with escapes, which servers do not use for ASCII).
-pub struct Field(pub &'static [&'static str]);
-
-impl<'de> DeserializeSeed<'de> for Field {
-    type Value = Option<usize>;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<usize>, D::Error> {
-        deserializer.deserialize_bytes(self)
-    }
-}
-
-impl Visitor<'_> for Field {
-    type Value = Option<usize>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a key")
-    }
-    fn visit_bytes<E>(self, v: &[u8]) -> Result<Option<usize>, E> {
-        Ok(self.0.iter().position(|name| name.as_bytes() == v))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Option<usize>, E> {
-        Ok(self.0.iter().position(|name| *name == v))
     }
 }
 

@@ -7,12 +7,12 @@
 //! (`--enable-per-request-metrics`), llama-server's `timings` (on the finish chunk of
 //! `/v1/completions`, which carries the usage there).
 
-use super::decode::{Field, NonEmpty, Present};
+use super::decode::{NonEmpty, Present};
 use super::server_timings;
 use super::{
     error_message, parse_json, Api, Counters, Event, EventError, GenerationRequest, Prompt,
 };
-use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::json;
 use std::fmt;
@@ -71,39 +71,9 @@ pub fn attach_images(body: &mut serde_json::Value, images: &[String]) {
     last["content"] = json!(parts);
 }
 
-/// Implements `Deserialize` for a struct of optional or defaulted fields, each read from the
-/// key of its name compared as bytes ([`Field`]); every other key is skipped.
-macro_rules! by_key {
-    ($type:ident, $what:literal, $($field:ident),+) => {
-        impl<'de> Deserialize<'de> for $type {
-            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                struct V;
-                impl<'de> Visitor<'de> for V {
-                    type Value = $type;
-                    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                        f.write_str($what)
-                    }
-                    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<$type, A::Error> {
-                        const NAMES: &[&str] = &[$(stringify!($field)),+];
-                        let mut out = $type::default();
-                        while let Some(index) = map.next_key_seed(Field(NAMES))? {
-                            match index.and_then(|i| NAMES.get(i)).copied() {
-                                $(Some(stringify!($field)) => out.$field = map.next_value()?,)+
-                                _ => drop(map.next_value::<IgnoredAny>()?),
-                            }
-                        }
-                        Ok(out)
-                    }
-                }
-                deserializer.deserialize_map(V)
-            }
-        }
-    };
-}
-
-/// What [`parse_event`] reads of a chunk.
-#[derive(Default)]
+#[derive(Deserialize)]
 struct Chunk {
+    #[serde(default)]
     choices: ChoiceTokens,
     usage: Option<Usage>,
     error: Option<serde_json::Value>,
@@ -112,39 +82,20 @@ struct Chunk {
     /// vLLM's per-request `metrics`, read apart ([`server_timings::vllm`]).
     metrics: Option<Present>,
 }
-by_key!(
-    Chunk,
-    "a chunk object",
-    choices,
-    usage,
-    error,
-    timings,
-    metrics
-);
 
-/// What a choice says: whether its texts are empty, and whether it finished.
-#[derive(Default)]
+#[derive(Deserialize)]
 struct Choice {
     text: Option<NonEmpty>,
     delta: Option<Delta>,
     finish_reason: Option<NonEmpty>,
 }
-by_key!(Choice, "a choice object", text, delta, finish_reason);
 
-/// Whether a chat delta's answer and reasoning texts are empty.
-#[derive(Default)]
+#[derive(Deserialize)]
 struct Delta {
     content: Option<NonEmpty>,
     reasoning_content: Option<NonEmpty>,
     reasoning: Option<NonEmpty>,
 }
-by_key!(
-    Delta,
-    "a delta object",
-    content,
-    reasoning_content,
-    reasoning
-);
 
 #[derive(Deserialize)]
 struct Usage {
@@ -338,17 +289,6 @@ mod tests {
             1
         );
         assert_eq!(tokens(r#"{"choices":[],"usage":null}"#), 0);
-    }
-
-    #[test]
-    fn keys_are_matched_as_bytes_and_others_skipped_whatever_they_hold() {
-        let data = br#"{"id":"x","obj\u00e9":{"choices":[]},"model":[1,{"a":"\""}],
-            "choices":[{"index":0,"logprobs":{"text":""},"delta":{"role":"assistant",
-            "content":"hi"}},{"text":"","finish_reason":"stop"}],"\u0075sage":{}}"#;
-        let event = parse_event(data).expect("valid chunk");
-        assert_eq!((event.tokens, event.finished), (1, true));
-        assert_eq!(event.counters, Counters::default());
-        assert!(matches!(parse_event(b"[1]"), Err(EventError::Malformed(_))));
     }
 
     #[test]
