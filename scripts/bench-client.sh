@@ -2,6 +2,16 @@
 # Benchmark: what llmload itself costs, against a simulator that costs nothing.
 #
 #   scripts/bench-client.sh [--peer guidellm|aiperf] [--quick] [--live-only]
+#   scripts/bench-client.sh --against REV [--pairs N] [--quick]
+#
+# --against REV: every figure as a ratio to another build, in one run. REV (a commit, tag or
+# branch) is built once in a git worktree with the release profile, its binary cached under
+# target/bench-against/COMMIT/ (with this build's debug-info setting, which does not change the
+# code, so that the compiled dependencies are shared). Then N pairs (default 3) alternate REV and the
+# working tree, in a random order within each pair, on the same zero-cost simulator (this
+# build's, on CPU 1; llmload on CPU 0): completions and chat at concurrency 64. It prints, for
+# each figure, both builds' medians (min–max over the pairs) and the ratio working tree / REV of
+# each pair (median, min–max), with the load average. Nothing else runs in this mode.
 #
 # Builds in release mode and starts `llmload sim --schedule zero-cost` (every token at once, one
 # SSE event per token, written as fast as the connection takes them) pinned to one core with
@@ -33,18 +43,49 @@ peer=""
 quick=0
 memory=""
 live_only=0
+against=""
+pairs=3
 while [ $# -gt 0 ]; do
   case "$1" in
     --peer) peer="${2:?--peer takes guidellm or aiperf}"; shift 2 ;;
     --quick) quick=1; shift ;;
     --live-only) live_only=1; shift ;;
     --memory) memory="${2:?--memory takes a number of seconds}"; shift 2 ;;
-    *) echo "usage: $0 [--peer guidellm|aiperf] [--memory SECONDS] [--quick] [--live-only]" >&2; exit 2 ;;
+    --against) against="${2:?--against takes a git revision}"; shift 2 ;;
+    --pairs) pairs="${2:?--pairs takes a number}"; shift 2 ;;
+    *) echo "usage: $0 [--peer guidellm|aiperf] [--memory SECONDS] [--quick] [--live-only] | --against REV [--pairs N] [--quick]" >&2; exit 2 ;;
   esac
 done
 case "$memory" in ""|*[!0-9]*) [ -z "$memory" ] || { echo "--memory: a number of seconds, not $memory" >&2; exit 2; } ;; esac
+case "$pairs" in ""|*[!0-9]*|0) echo "--pairs: a number of pairs from 1, not $pairs" >&2; exit 2 ;; esac
 case "$peer" in ""|guidellm|aiperf) ;; *) echo "--peer: guidellm or aiperf, not $peer" >&2; exit 2 ;; esac
 [ "$(nproc)" -ge 2 ] || { echo "needs two CPUs (one for the simulator, one for llmload)" >&2; exit 1; }
+
+# Builds REV once (a worktree, removed after) into target/ (sharing the compiled dependencies),
+# and keeps its binary under target/bench-against/COMMIT/; sets $old_bin and $old_name.
+build_against() {
+  local commit
+  commit="$(git rev-parse --verify --quiet "$1^{commit}")" || { echo "--against: $1 is not a commit of this repository" >&2; exit 2; }
+  old_name="$(git rev-parse --short=7 "$commit")"
+  local dir="$PWD/target/bench-against/$commit"
+  old_bin="$dir/llmload"
+  [ -x "$old_bin" ] && return 0
+  echo "building $old_name (release, once; cached in $dir)…" >&2
+  mkdir -p "$dir"
+  git worktree prune
+  rm -rf "$dir/src"
+  git worktree add --detach --quiet "$dir/src" "$commit"
+  # With this build's debug-info setting, so that the dependencies compiled for it serve.
+  local debug
+  debug="$(awk '/^\[/ { release = ($0 == "[profile.release]") } release && $1 == "debug" { print $3 }' Cargo.toml)"
+  (cd "$dir/src" && CARGO_TARGET_DIR="$OLDPWD/target" CARGO_PROFILE_RELEASE_DEBUG="${debug:-false}" \
+    cargo build --release --quiet -p llmload --bin llmload)
+  cp "target/release/llmload" "$old_bin.partial" && mv "$old_bin.partial" "$old_bin"
+  git worktree remove --force "$dir/src"
+  # The working tree's binary must be linked again over REV's.
+  touch crates/llmload/src/main.rs
+}
+[ -z "$against" ] || build_against "$against"
 
 cargo build --release --quiet -p llmload --bin llmload
 bin="$PWD/target/release/llmload"
@@ -67,10 +108,11 @@ start_sim() {
   [ -n "$url" ] || { echo "the simulator did not start: $(cat "$work/sim.log")" >&2; exit 1; }
 }
 
-# Runs llmload on CPU 0: NAME API CONCURRENCY ROUNDS OUTPUT_TOKENS; leaves NAME.time, NAME/.
+# Runs llmload ($client, else this build) on CPU 0: NAME API CONCURRENCY ROUNDS OUTPUT_TOKENS;
+# leaves NAME.time, NAME/.
 run_llmload() {
   local name="$1" api="$2" concurrency="$3" rounds="$4" output="$5"
-  /usr/bin/time -f "%U %S %M" -o "$work/$name.time" taskset -c 0 "$bin" run --url "$url" \
+  /usr/bin/time -f "%U %S %M" -o "$work/$name.time" taskset -c 0 "${client:-$bin}" run --url "$url" \
     --api "$api" --concurrency "$concurrency" --rounds "$rounds" --warmup 1 --input-tokens 128 \
     --output-tokens "$output" --timeout 600s --telemetry off --seed 1 --out "$work" --name "$name" \
     -q >/dev/null 2>"$work/$name.err" || true
@@ -120,6 +162,49 @@ PY
 }
 
 echo "llmload $("$bin" --version | awk '{print $2}') on $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# --against: REV and the working tree alternated pair by pair; every figure as a ratio.
+if [ -n "$against" ]; then
+  rounds=$((quick ? 10 : 20))
+  echo
+  echo "$old_name against the working tree: $pairs pairs, each build's run in a random order within a pair; zero-cost simulator (this build's) on CPU 1, llmload on CPU 0; concurrency 64 × $rounds rounds, 128-token prompts, 256 tokens per answer, one token per event."
+  start_sim zero-cost
+  for i in $(seq "$pairs"); do
+    for api in completions chat; do
+      if [ $((RANDOM % 2)) = 0 ]; then order="old new"; else order="new old"; fi
+      for build in $order; do
+        if [ "$build" = old ]; then client="$old_bin"; else client="$bin"; fi
+        client="$client" run_llmload "ab-$build-$api-$i" "$api" 64 "$rounds" 256
+      done
+    done
+  done
+  python3 - "$work" "$pairs" "$old_name" <<'PY'
+import glob, json, statistics, sys
+work, pairs, old_name = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+def run(build, api, i):
+    name = f"{work}/ab-{build}-{api}-{i}"
+    user, sys_s, rss_kb = open(name + ".time").read().split()[-3:]
+    records = [json.loads(l) for f in glob.glob(name + "/*/requests.jsonl") for l in open(f) if l.strip()]
+    events = sum(r["token_events"] for r in records)
+    ok = sum(r["phase"] == "measured" and r["status"] == "ok" for r in records)
+    return {"cpu": (float(user) + float(sys_s)) * 1e6 / max(events, 1), "rss": int(rss_kb) / 1024, "ok": ok}
+runs = {(b, a, i): run(b, a, i) for b in ("old", "new") for a in ("completions", "chat") for i in range(1, pairs + 1)}
+def spread(xs, unit, digits):
+    return f"{statistics.median(xs):.{digits}f}{unit} ({min(xs):.{digits}f}–{max(xs):.{digits}f})"
+print(f"{'figure':<34} {old_name + ' (REV)':>26} {'working tree':>26} {'ratio, median (min–max)':>26}")
+for api in ("completions", "chat"):
+    for key, label, unit, digits in (("cpu", "CPU per token event", " µs", 2), ("rss", "peak RSS", " MiB", 1)):
+        old = [runs["old", api, i][key] for i in range(1, pairs + 1)]
+        new = [runs["new", api, i][key] for i in range(1, pairs + 1)]
+        ratios = [n / o for n, o in zip(new, old) if o > 0]
+        print(f"{api + ', ' + label:<34} {spread(old, unit, digits):>26} {spread(new, unit, digits):>26} "
+              f"{spread(ratios, '×', 2):>26}")
+ok = {b: sorted({runs[b, a, i]["ok"] for a in ("completions", "chat") for i in range(1, pairs + 1)}) for b in ("old", "new")}
+print(f"responses complete per run: {old_name} {ok['old']}, working tree {ok['new']}; ratio = working tree / {old_name}, one per pair")
+PY
+  echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+  exit 0
+fi
 if [ "$live_only" = 0 ]; then
 echo
 echo "Zero-cost simulator on CPU 1, llmload on CPU 0; 128-token prompts, 256 tokens per answer, one token per event."

@@ -1,8 +1,8 @@
 //! Statistics: one `Distribution` type serves every metric.
 //!
-//! Percentiles are exact up to [`EXACT_LIMIT`] samples: the samples are sorted and interpolated
-//! linearly between the two nearest order statistics (the "type 7" definition used by `NumPy` and
-//! R). Beyond that, [`Samples`] folds them into a mergeable histogram of three significant digits,
+//! Percentiles are exact up to [`EXACT_LIMIT`] samples: interpolated linearly between the two
+//! nearest order statistics (the "type 7" definition used by `NumPy` and R), which are selected
+//! rather than sorted ([`order`]). Beyond that, [`Samples`] folds them into a mergeable histogram of three significant digits,
 //! so that a run of any length summarises in bounded memory; the distribution then says so
 //! (`relative_error`). Each distribution carries its sample size, and names the percentiles whose
 //! tail holds fewer than [`MIN_TAIL_SAMPLES`] samples: those only describe the sample, they promise
@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod by_unit;
 pub mod interval;
+pub mod order;
 mod samples;
 pub use by_unit::Label;
 pub use interval::{Interval, Intervals};
@@ -56,26 +57,38 @@ pub struct Distribution {
 }
 
 impl Distribution {
-    /// Summarises `samples` (reordered in place); `None` when there are none.
+    /// Summarises `samples` (reordered in place, not necessarily sorted); `None` when there
+    /// are none. The percentiles are the sorted samples' ([`percentile`]), found by selecting
+    /// only the ranks they read ([`order::select`]); the mean and sd are correctly rounded sums,
+    /// the same for the same samples in any order.
     pub fn from_samples(samples: &mut [f64]) -> Option<Distribution> {
         if samples.is_empty() {
             return None;
         }
-        samples.sort_unstable_by(f64::total_cmp);
         let n = samples.len();
-        let mean = samples.iter().sum::<f64>() / n as f64;
+        let mean = order::exact_sum(samples.iter().copied()) / n as f64;
         let sd = if n > 1 {
-            let ss: f64 = samples.iter().map(|x| (x - mean) * (x - mean)).sum();
+            let ss = order::exact_sum(samples.iter().map(|x| (x - mean) * (x - mean)));
             (ss / (n - 1) as f64).sqrt()
         } else {
             0.0
         };
+        let quantiles = [0.50, 0.90, 0.95, 0.99];
+        let mut ranks: Vec<usize> = quantiles
+            .iter()
+            .flat_map(|&q| percentile_ranks(n, q))
+            .chain([0, n - 1])
+            .collect();
+        ranks.sort_unstable();
+        ranks.dedup();
+        order::select(samples, &ranks);
+        let [median, p90, p95, p99] = quantiles.map(|q| percentile(samples, q));
         Some(Distribution {
             n,
-            median: percentile(samples, 0.50),
-            p90: percentile(samples, 0.90),
-            p95: percentile(samples, 0.95),
-            p99: percentile(samples, 0.99),
+            median,
+            p90,
+            p95,
+            p99,
             mean,
             min: samples[0],
             max: samples[n - 1],
@@ -102,12 +115,28 @@ pub fn is_descriptive(n: usize, q: f64) -> bool {
     (n as f64) * (1.0 - q) < MIN_TAIL_SAMPLES
 }
 
-/// The `q` quantile (0–1) of sorted, non-empty `sorted`, interpolated linearly.
+/// The `q` quantile (0–1) of sorted, non-empty `sorted`, interpolated linearly. It reads only
+/// the two ranks [`percentile_ranks`] gives: `sorted` need only have those in place.
 pub fn percentile(sorted: &[f64], q: f64) -> f64 {
-    let rank = q.clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
-    let below = crate::num::to_usize(rank.floor());
-    let above = crate::num::to_usize(rank.ceil());
-    sorted[below] + (sorted[above] - sorted[below]) * (rank - below as f64)
+    interpolated(sorted.len(), q, |rank| sorted[rank])
+}
+
+/// The 0-based ranks, below and above, between which the `q` quantile of `n` samples lies.
+pub fn percentile_ranks(n: usize, q: f64) -> [usize; 2] {
+    let rank = q.clamp(0.0, 1.0) * n.saturating_sub(1) as f64;
+    [
+        crate::num::to_usize(rank.floor()),
+        crate::num::to_usize(rank.ceil()),
+    ]
+}
+
+/// The `q` quantile (0–1) of `n` samples whose `r`-th smallest (0-based) is `at(r)`,
+/// interpolated linearly between the two ranks [`percentile_ranks`] gives.
+pub fn interpolated(n: usize, q: f64, mut at: impl FnMut(usize) -> f64) -> f64 {
+    let rank = q.clamp(0.0, 1.0) * n.saturating_sub(1) as f64;
+    let [below, above] = percentile_ranks(n, q);
+    let low = at(below);
+    low + (at(above) - low) * (rank - below as f64)
 }
 
 /// The `q` quantile (0–1) of `sorted` (value, weight) pairs whose weights add up to `total`:
@@ -237,6 +266,29 @@ mod tests {
             prop_assert!(d.min <= d.mean + 1e-6 && d.mean <= d.max + 1e-6);
             let below = s.iter().filter(|&&x| x <= d.median).count();
             prop_assert!(below * 2 >= s.len());
+        }
+
+        #[test]
+        fn selected_figures_are_those_of_the_sorted_samples(
+            s in prop::collection::vec(
+                prop_oneof![-1e6f64..1e6, Just(0.0), Just(-0.0), Just(3.0)], 1..400),
+            turn in 0usize..400,
+        ) {
+            let mut sorted = s.clone();
+            sorted.sort_unstable_by(f64::total_cmp);
+            let d = Distribution::from_samples(&mut s.clone()).expect("non-empty");
+            let want = [0.5, 0.9, 0.95, 0.99].map(|q| percentile(&sorted, q).to_bits());
+            prop_assert_eq!([d.median, d.p90, d.p95, d.p99].map(f64::to_bits), want);
+            prop_assert_eq!(d.min.to_bits(), sorted[0].to_bits());
+            prop_assert_eq!(d.max.to_bits(), sorted[s.len() - 1].to_bits());
+            // The same samples in another order: the same figures, to the bit.
+            let mut other = s.clone();
+            other.reverse();
+            let by = turn % other.len();
+            other.rotate_left(by);
+            prop_assert_eq!(Distribution::from_samples(&mut other), Some(d.clone()));
+            let plain = sorted.iter().sum::<f64>() / s.len() as f64;
+            prop_assert!((d.mean - plain).abs() <= 1e-9 * sorted.iter().map(|x| x.abs()).sum::<f64>().max(1.0));
         }
     }
 }

@@ -7,11 +7,10 @@
 //! response (the gaps between tokens) are resampled by response; the intervals then say so.
 
 use super::interval::{
-    bootstrap, order_statistic, t_interval, Basis, Interval, Intervals, Method, Stat, Unit,
-    MIN_UNITS, QUANTILES,
+    bootstrap_tagged, order_statistic, order_statistic_ranks, t_interval, Basis, Interval,
+    Intervals, Method, Stat, Unit, MIN_UNITS, QUANTILES,
 };
 use super::is_descriptive;
-use std::collections::BTreeMap;
 
 /// A loop's window is cut into at most this many blocks of time.
 pub const BLOCKS: u32 = 20;
@@ -44,36 +43,37 @@ pub fn intervals(pairs: &[(f64, u32, u32)], unit: Unit, level: f64) -> Option<In
         return None;
     }
     let n = pairs.len();
-    let groups = |key: &dyn Fn(&(f64, u32, u32)) -> u32| -> Vec<Vec<f64>> {
-        let mut by: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
-        for p in pairs {
-            by.entry(key(p)).or_default().push(p.0);
-        }
-        by.into_values().collect()
-    };
-    let outer: Vec<Vec<f64>> = if unit == Unit::Block {
+    let outer = if unit == Unit::Block {
         let first = pairs.iter().map(|p| p.1).min().unwrap_or(0);
         let last = pairs.iter().map(|p| p.1).max().unwrap_or(0);
         let span = last - first + 1;
         let width = span.div_ceil(BLOCKS).max(1);
-        groups(&|p| (p.1 - first) / width)
+        tagged(pairs, &|p| (p.1 - first) / width)
     } else {
-        groups(&|p| p.1)
+        tagged(pairs, &|p| p.1)
     };
-    if outer.len() >= MIN_UNITS {
-        return Some(resampled(&outer, n, unit, level, None));
+    if outer.1 >= MIN_UNITS {
+        return Some(resampled(outer, n, unit, level, None));
     }
     let note = |what: &str| {
         format!(
             "{} too few to resample ({MIN_UNITS} needed): {what}",
-            unit.are(outer.len())
+            unit.are(outer.1)
         )
     };
-    let responses = groups(&|p| p.2);
-    if responses.len() == n {
-        let mut sorted: Vec<f64> = pairs.iter().map(|p| p.0).collect();
-        sorted.sort_unstable_by(f64::total_cmp);
+    let responses = tagged(pairs, &|p| p.2);
+    if responses.1 == n {
         let values: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+        // Only the ranks the intervals read are put in place (selection, not a sort).
+        let mut sorted = values.clone();
+        let mut ranks: Vec<usize> = QUANTILES
+            .iter()
+            .filter_map(|&(_, q)| order_statistic_ranks(n, q, level))
+            .flat_map(|(l, u)| [l - 1, u - 1])
+            .collect();
+        ranks.sort_unstable();
+        ranks.dedup();
+        super::order::select(&mut sorted, &ranks);
         let mut out = Intervals {
             basis: Basis {
                 level,
@@ -95,12 +95,31 @@ pub fn intervals(pairs: &[(f64, u32, u32)], unit: Unit, level: f64) -> Option<In
         return Some(out);
     }
     let note = note("resampled by response instead");
-    Some(resampled(&responses, n, Unit::Response, level, Some(note)))
+    Some(resampled(responses, n, Unit::Response, level, Some(note)))
 }
 
-/// Bootstrap intervals over `units` (holding `n` samples in all).
+/// The samples of `pairs`, each tagged with the index of its unit (the units ordered by the
+/// `key` each has), and the number of units.
+fn tagged(
+    pairs: &[(f64, u32, u32)],
+    key: &dyn Fn(&(f64, u32, u32)) -> u32,
+) -> (Vec<(f64, u32)>, usize) {
+    let mut keys: Vec<u32> = pairs.iter().map(key).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let samples = pairs
+        .iter()
+        .map(|p| {
+            let index = keys.binary_search(&key(p)).unwrap_or_default();
+            (p.0, crate::num::count(index))
+        })
+        .collect();
+    (samples, keys.len())
+}
+
+/// Bootstrap intervals over the units of `(samples, k)` ([`tagged`]), `n` samples in all.
 fn resampled(
-    units: &[Vec<f64>],
+    (samples, k): (Vec<(f64, u32)>, usize),
     n: usize,
     unit: Unit,
     level: f64,
@@ -111,7 +130,7 @@ fn resampled(
             level,
             method: Method::Bootstrap,
             unit,
-            units: units.len(),
+            units: k,
         },
         median: None,
         p90: None,
@@ -121,7 +140,7 @@ fn resampled(
         too_few: Vec::new(),
         note,
     };
-    if units.len() < MIN_UNITS {
+    if k < MIN_UNITS {
         out.too_few = QUANTILES
             .iter()
             .map(|(name, _)| (*name).to_owned())
@@ -136,7 +155,7 @@ fn resampled(
         .collect();
     let mut stats: Vec<Stat> = testable.iter().map(|&(_, q)| Stat::Quantile(q)).collect();
     stats.push(Stat::Mean);
-    let found = bootstrap(units, &stats, level);
+    let found = bootstrap_tagged(samples, k, &stats, level);
     for (&(name, _), i) in testable.iter().zip(&found) {
         set(&mut out, name, *i);
     }

@@ -21,13 +21,6 @@ pub const DEFAULT_LEVEL: f64 = 0.95;
 /// Units a resampled interval needs; with fewer the figure has none.
 pub const MIN_UNITS: usize = 8;
 
-/// Resamples of a bootstrap, at most.
-const RESAMPLES: usize = 1000;
-/// Resamples of a bootstrap, at least (for the largest samples).
-const MIN_RESAMPLES: usize = 200;
-/// Values drawn over all resamples of a bootstrap, at most: large samples get fewer resamples.
-const WORK: usize = 20_000_000;
-
 /// The level, as bits of an `f64`; 0 until set.
 static LEVEL: AtomicU64 = AtomicU64::new(0);
 
@@ -337,7 +330,8 @@ pub fn order_statistic_ranks(n: usize, q: f64, level: f64) -> Option<(usize, usi
     (upper <= n).then_some((lower, upper))
 }
 
-/// The order-statistic interval of the `q` quantile of sorted `sorted`.
+/// The order-statistic interval of the `q` quantile of sorted `sorted`. It reads only the two
+/// ranks [`order_statistic_ranks`] gives: `sorted` need only have those in place.
 pub fn order_statistic(sorted: &[f64], q: f64, level: f64) -> Option<Interval> {
     let (l, u) = order_statistic_ranks(sorted.len(), q, level)?;
     Some(Interval {
@@ -375,22 +369,6 @@ pub fn t_interval(values: &[f64], level: f64) -> Option<Interval> {
     })
 }
 
-/// The tail share a percentile bootstrap over `k` units reads its bounds at: Hesterberg's
-/// expanded percentile interval, whose tails are those of a normal at √(k/(k−1)) · t(k−1), the
-/// width Student's t would give a mean of `k` units. The plain percentile interval runs narrow
-/// with few units (10 rounds covered a simulator's true median 78 % of the time at 95 %).
-fn expanded_tail(level: f64, k: usize) -> f64 {
-    let plain = (1.0 - level) / 2.0;
-    let units = k as f64;
-    let Some(t) = t_quantile(level, units - 1.0) else {
-        return plain;
-    };
-    let z = (units / (units - 1.0)).sqrt() * t;
-    statrs::distribution::Normal::new(0.0, 1.0)
-        .map_or(plain, |n| n.cdf(-z))
-        .min(plain)
-}
-
 /// A figure a bootstrap recomputes on each resample.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Stat {
@@ -400,101 +378,8 @@ pub enum Stat {
     Mean,
 }
 
-/// Percentile-bootstrap intervals of `stats` over `units` (each unit's samples), resampling
-/// whole units with replacement; deterministic for the same data. `None` for every stat under
-/// [`MIN_UNITS`] units.
-pub fn bootstrap(units: &[Vec<f64>], stats: &[Stat], level: f64) -> Vec<Option<Interval>> {
-    let k = units.len();
-    let total: usize = units.iter().map(Vec::len).sum();
-    if k < MIN_UNITS || total == 0 {
-        return vec![None; stats.len()];
-    }
-    let resamples = (WORK / total).clamp(MIN_RESAMPLES, RESAMPLES);
-    let mut counter = 0x9E37_79B9_7F4A_7C15_u64 ^ (total as u64).rotate_left(32) ^ k as u64;
-    let mut next = || {
-        counter = counter.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        crate::workload::prompt::splitmix64(counter)
-    };
-    let mut figures: Vec<Vec<f64>> = vec![Vec::with_capacity(resamples); stats.len()];
-    let mut pool: Vec<f64> = Vec::with_capacity(total * 2);
-    for _ in 0..resamples {
-        pool.clear();
-        for _ in 0..k {
-            let pick = crate::num::index(next() % k as u64);
-            pool.extend_from_slice(&units[pick]);
-        }
-        if pool.is_empty() {
-            continue;
-        }
-        pool.sort_unstable_by(f64::total_cmp);
-        for (stat, out) in stats.iter().zip(&mut figures) {
-            out.push(match *stat {
-                Stat::Quantile(q) => super::percentile(&pool, q),
-                Stat::Mean => pool.iter().sum::<f64>() / pool.len() as f64,
-            });
-        }
-    }
-    percentile_intervals(figures, expanded_tail(level, k))
-}
-
-/// The interval of each statistic's resampled `figures`: their `tail` and `1 − tail`
-/// percentiles.
-fn percentile_intervals(figures: Vec<Vec<f64>>, tail: f64) -> Vec<Option<Interval>> {
-    figures
-        .into_iter()
-        .map(|mut values| {
-            if values.is_empty() {
-                return None;
-            }
-            values.sort_unstable_by(f64::total_cmp);
-            Some(Interval {
-                low: super::percentile(&values, tail),
-                high: super::percentile(&values, 1.0 - tail),
-            })
-        })
-        .collect()
-}
-
-/// Percentile-bootstrap intervals of `stats` over `units`, each one value and its weight (a
-/// response's figure counted once per token), resampling whole units with replacement: the
-/// weighted mean, and the weighted quantile as [`super::weighted_quantile`] takes it.
-/// Deterministic for the same data; `None` for every stat under [`MIN_UNITS`] units.
-pub fn bootstrap_weighted(
-    units: &[(f64, f64)],
-    stats: &[Stat],
-    level: f64,
-) -> Vec<Option<Interval>> {
-    let k = units.len();
-    if k < MIN_UNITS {
-        return vec![None; stats.len()];
-    }
-    let resamples = (WORK / k).clamp(MIN_RESAMPLES, RESAMPLES);
-    let mut counter = 0x9E37_79B9_7F4A_7C15_u64 ^ (k as u64).rotate_left(17);
-    let mut next = || {
-        counter = counter.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        crate::workload::prompt::splitmix64(counter)
-    };
-    let mut figures: Vec<Vec<f64>> = vec![Vec::with_capacity(resamples); stats.len()];
-    let mut pool: Vec<(f64, f64)> = Vec::with_capacity(k);
-    for _ in 0..resamples {
-        pool.clear();
-        for _ in 0..k {
-            pool.push(units[crate::num::index(next() % k as u64)]);
-        }
-        let total: f64 = pool.iter().map(|p| p.1).sum();
-        if total <= 0.0 {
-            continue;
-        }
-        pool.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
-        for (stat, out) in stats.iter().zip(&mut figures) {
-            out.push(match *stat {
-                Stat::Quantile(q) => super::weighted_quantile(&pool, total, q),
-                Stat::Mean => pool.iter().map(|p| p.0 * p.1).sum::<f64>() / total,
-            });
-        }
-    }
-    percentile_intervals(figures, expanded_tail(level, k))
-}
+mod resample;
+pub use resample::{bootstrap, bootstrap_tagged, bootstrap_weighted};
 
 #[cfg(test)]
 mod tests;
