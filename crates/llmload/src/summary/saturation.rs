@@ -19,6 +19,11 @@ pub use model::{Dip, Fit, Shape};
 /// concurrencies (so between 65 and 75 % of `C_sat` from 10 up).
 pub const CAP_SHARE: f64 = 0.7;
 
+/// The most the recommended cap may be of the low end of `C_sat`'s range: a bound that holds
+/// where noise spreads the range far below the fitted breakpoint, and not where the grid merely
+/// cannot tell neighbouring breakpoints apart (0.8 × 11 is above 0.7 × 12).
+pub const CAP_BOUND: f64 = 0.8;
+
 /// One load of a sweep.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Point {
@@ -218,9 +223,10 @@ pub fn analyse(points: &[Point], slo: &Slo, shape: Shape) -> Analysis {
 
 /// The recommended cap: [`CAP_SHARE`] × `C_sat` as the fitted model places it (its breakpoint,
 /// not the low end of its range, which the grid of loads sets), rounded to the nearest whole load
-/// (1 at least) for concurrencies, with [`CAP_SHARE`] × each end of `C_sat`'s range as its range.
-/// Where `C_sat` is not placed (bounded below only), [`CAP_SHARE`] × that bound, below it
-/// wherever `C_sat` lies.
+/// (1 at least) for concurrencies, and never above [`CAP_BOUND`] × the low end of the range
+/// (rounded down), so that it stays below saturation wherever in its range `C_sat` lies. Its
+/// range is [`CAP_SHARE`] × each end of `C_sat`'s. Where `C_sat` is not placed (bounded below
+/// only), [`CAP_SHARE`] × that bound, below it wherever `C_sat` lies.
 fn cap(saturation: &Finding, integer_loads: bool) -> Finding {
     if saturation.value.or(saturation.low).is_none() {
         return Finding::none("no C_sat, so no cap");
@@ -255,13 +261,28 @@ fn cap(saturation: &Finding, integer_loads: bool) -> Finding {
             ),
         };
     };
+    let bound = if integer_loads {
+        (CAP_BOUND * low).floor().max(1.0)
+    } else {
+        CAP_BOUND * low
+    };
+    let bounded = if share(c) > bound {
+        format!(
+            ", lowered to {CAP_BOUND} × the low end of its range ({}{}) to stay below \
+             saturation wherever in the range C_sat lies",
+            number(low),
+            if integer_loads { ", rounded down" } else { "" }
+        )
+    } else {
+        String::new()
+    };
     Finding {
-        value: Some(share(c)),
+        value: Some(share(c).min(bound)),
         low: Some(share(low)),
         high: saturation.high.map(share),
         method: format!(
-            "{CAP_SHARE} × C_sat ({}), the breakpoint of the fitted model{rounded}; its range is \
-             {CAP_SHARE} × each end of C_sat's",
+            "{CAP_SHARE} × C_sat ({}), the breakpoint of the fitted model{rounded}{bounded}; its \
+             range is {CAP_SHARE} × each end of C_sat's",
             number(c)
         ),
     }

@@ -134,6 +134,22 @@ fn the_cap_of_twelve_slots_is_the_same_on_every_grid() {
     assert_eq!(truth, 8.0, "0.7 × 12, to the nearest whole load");
 }
 
+/// A noisy sweep of 8 slots whose best breakpoint is 11 but whose range runs from 8: the cap
+/// stays below saturation wherever in that range C_sat lies.
+#[test]
+fn a_range_far_below_the_breakpoint_bounds_the_cap() {
+    let saturation = Finding {
+        value: Some(11.0),
+        low: Some(8.0),
+        high: Some(31.0),
+        method: String::new(),
+    };
+    let c = cap(&saturation, true);
+    assert_eq!(c.value, Some(6.0), "0.8 × 8, not 0.7 × 11: {c:?}");
+    assert!(c.method.contains("lowered to 0.8"), "{}", c.method);
+    assert_eq!((c.low, c.high), (Some(6.0), Some(22.0)));
+}
+
 #[test]
 fn a_grid_that_cannot_tell_the_slots_apart_says_so_in_its_range() {
     // With 10, 14 and 20 measured, 7, 8 and 9 slots all run them in 2, 2 and 3 waves: the same
@@ -236,12 +252,10 @@ fn an_open_loop_saturates_at_its_capacity_with_a_fractional_cap() {
     assert!((value - 3.0).abs() < 0.05, "{:?}", a.saturation);
     assert!(low.expect("low") <= 3.0 && high.expect("high") >= 3.0);
     // The cap is below saturation wherever in its range C_sat lies.
-    let cap = a.recommended_cap.value.expect("cap");
-    assert!((cap - CAP_SHARE * value).abs() < 1e-9, "{cap}");
-    assert!(
-        cap < low.expect("low"),
-        "below saturation wherever it lies: {cap}"
-    );
+    let (cap, low) = (a.recommended_cap.value.expect("cap"), low.expect("low"));
+    let expected = (CAP_SHARE * value).min(CAP_BOUND * low);
+    assert!((cap - expected).abs() < 1e-9, "{cap}");
+    assert!(cap < low, "below saturation wherever it lies: {cap}");
     assert!(
         a.knee.value.is_some_and(|k| (2.0..=5.0).contains(&k)),
         "{:?}",
