@@ -242,12 +242,17 @@ fn the_page_loads_offline_in_headless_chromium() {
     // The telemetry chart draws both GPUs of the replay.
     let telemetry = &dom[dom.find("<h3>GPU telemetry over time</h3>").expect("chart")..];
     assert!(telemetry.contains("GPU 0") && telemetry.contains("GPU 1"));
-    match summary["sweep"]["analysis"]["saturation"]["value"].as_f64() {
+    // A C_sat whose range is bounded on one side only is not placed, and not marked.
+    let saturation = &summary["sweep"]["analysis"]["saturation"];
+    let one_sided = saturation["low"].is_f64() != saturation["high"].is_f64();
+    match saturation["value"].as_f64().filter(|_| !one_sided) {
         Some(c) => assert!(
             dom.matches(&format!("C_sat = {c}")).count() >= 2,
             "C_sat marked on both charts over load"
         ),
-        None => assert!(dom.contains("found no saturation point")),
+        None => assert!(
+            dom.contains("found no saturation point") || dom.contains("so no line marks it")
+        ),
     }
     assert!(urls.is_empty(), "the page requested {urls:?}");
     let shot = out.path().join("report.png");

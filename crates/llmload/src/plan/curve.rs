@@ -29,7 +29,7 @@ pub struct CurveAnswer {
     /// `inside` (the limit lies between two measured loads), `above` (every measured load keeps
     /// the budget: the limit is higher), `none` (the smallest measured load misses it).
     pub limit: &'static str,
-    /// The sweep's recommended cap (0.8 × `C_sat`), when the attempt is a sweep that found one.
+    /// The sweep's recommended cap (0.7 × `C_sat`), when the attempt is a sweep that found one.
     pub sweep_cap: Option<f64>,
     /// The low end of the cap's range (from `C_sat`'s), when the sweep gave one.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -156,7 +156,8 @@ fn curve(out: &mut String, c: &CurveAnswer, q: &Question) {
         };
         let _ = writeln!(
             out,
-            "    The sweep's recommended cap (0.8 × C_sat) is {}{range}{}.",
+            "    The sweep's recommended cap ({} × C_sat) is {}{range}{}.",
+            crate::summary::saturation::CAP_SHARE,
             number(cap),
             if lower {
                 ", lower than the budget allows: run at the cap"

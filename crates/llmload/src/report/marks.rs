@@ -15,12 +15,15 @@ pub const CAP: RGBColor = RGBColor(44, 130, 44);
 /// `C_sat` and the recommended cap of a sweep, as loads.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Marks {
-    /// The saturating load, when the sweep found one.
+    /// The saturating load, when the sweep placed one (not where its range is bounded on one
+    /// side only).
     pub saturation: Option<f64>,
     /// The recommended cap, when there is a `C_sat`.
     pub cap: Option<f64>,
-    /// The range of loads `C_sat` may be, in words (` (range 8–10)`), or empty.
+    /// The range of loads a placed `C_sat` may be, in words (` (range 8–10)`), or empty.
     pub saturation_range: String,
+    /// `C_sat` in words as every view writes it (`8 (range 8–10)`, `not placed (6 or more)`).
+    pub saturation_text: String,
     /// What the sweep said about `C_sat` (its method, or why there is none).
     pub saturation_method: String,
     /// Whether the loads are rates (requests/s) rather than concurrencies.
@@ -33,9 +36,10 @@ impl Marks {
         let sweep = summary.sweep.as_ref()?;
         let a = &sweep.analysis;
         Some(Marks {
-            saturation: a.saturation.value,
+            saturation: a.saturation.placed(),
             cap: a.recommended_cap.value,
             saturation_range: super::saturation::range(&a.saturation),
+            saturation_text: super::saturation::value(&a.saturation),
             saturation_method: a.saturation.method.clone(),
             rate: sweep.axis != crate::summary::sweep::Axis::Concurrency,
         })
@@ -65,6 +69,13 @@ impl Marks {
                 " Dashed line: the sweep's saturation point C_sat = {}{}; it is {}.",
                 self.load(c),
                 self.saturation_range,
+                self.saturation_method
+            ),
+            (None, Some(cap)) => format!(
+                " Dashed line: the sweep's recommended cap = {} (green); C_sat is {}, so no line \
+                 marks it: {}.",
+                self.load(cap),
+                self.saturation_text,
                 self.saturation_method
             ),
             _ => format!(

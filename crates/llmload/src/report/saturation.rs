@@ -6,23 +6,25 @@ use crate::fmt::number;
 use crate::summary::saturation::{Analysis, Finding, Point};
 use crate::summary::sweep::{Axis, SweepSection};
 
-/// A finding's value with its range: `8 (range 8–10)`, `8 (range 6 or more)`, `not placed
-/// (6 or more)` where only its lower end is known, or `none`.
+/// A finding's value with its range: `8 (range 8–10)`; `not placed (6 or more)` (or `(6 or
+/// fewer)`) where its range is bounded on one side only, whatever point fitted best (see
+/// [`Finding::placed`]); or `none`. Every view writes a finding through this one function.
 pub fn value(f: &Finding) -> String {
-    match (f.value, f.low) {
-        (Some(v), _) => format!("{}{}", number(v), range(f)),
-        (None, Some(l)) => format!("not placed ({} or more)", number(l)),
-        (None, None) => "none".into(),
+    match (f.placed(), f.low, f.high) {
+        (Some(v), _, _) => format!("{}{}", number(v), range(f)),
+        (None, Some(l), None) => format!("not placed ({} or more)", number(l)),
+        (None, None, Some(h)) => format!("not placed ({} or fewer)", number(h)),
+        (None, Some(l), Some(h)) => format!("not placed ({}–{})", number(l), number(h)),
+        (None, None, None) => "none".into(),
     }
 }
 
-/// A finding's range as the value's suffix (` (range 8–10)`); empty when it has none.
+/// A placed finding's range as the value's suffix (` (range 8–10)`); empty when it has none or
+/// is not placed.
 pub fn range(f: &Finding) -> String {
-    match (f.value, f.low, f.high) {
-        (None, _, _) | (_, None, None) => String::new(),
-        (_, Some(l), Some(h)) => format!(" (range {}–{})", number(l), number(h)),
-        (_, Some(l), None) => format!(" (range {} or more)", number(l)),
-        (_, None, Some(h)) => format!(" (range up to {})", number(h)),
+    match (f.placed(), f.low, f.high) {
+        (Some(_), Some(l), Some(h)) => format!(" (range {}–{})", number(l), number(h)),
+        _ => String::new(),
     }
 }
 
@@ -227,14 +229,60 @@ mod tests {
             value(&finding(Some(8.0), Some(8.0), Some(10.0))),
             "8 (range 8–10)"
         );
-        assert_eq!(
-            value(&finding(Some(8.0), Some(6.0), None)),
-            "8 (range 6 or more)"
-        );
+        assert_eq!(value(&finding(Some(8.0), None, None)), "8");
         assert_eq!(
             value(&finding(None, Some(16.0), None)),
             "not placed (16 or more)"
         );
         assert_eq!(value(&finding(None, None, None)), "none");
+    }
+
+    /// A best fit at 6 whose range runs from 1 (or up to 9) without an end on the other side is
+    /// not headlined: every view reads "not placed", and the chart draws no line at 6.
+    #[test]
+    fn a_range_unbounded_on_one_side_is_never_headlined() {
+        for (f, text) in [
+            (
+                finding(Some(6.0), Some(1.0), None),
+                "not placed (1 or more)",
+            ),
+            (
+                finding(Some(6.0), None, Some(9.0)),
+                "not placed (9 or fewer)",
+            ),
+        ] {
+            assert_eq!(value(&f), text);
+            assert_eq!(range(&f), "");
+            assert_eq!(f.placed(), None);
+        }
+        let mut report = crate::fixture::sweep_report();
+        let sweep = report.summary.sweep.as_mut().expect("a sweep");
+        sweep.analysis.saturation = Finding {
+            method: "a flat curve".into(),
+            ..finding(Some(6.0), Some(1.0), None)
+        };
+        let section = section(&report).expect("a sweep section");
+        let lines: Vec<&String> = section
+            .blocks
+            .iter()
+            .filter_map(|b| match b {
+                crate::report::page::Block::List(lines) => Some(lines),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        let saturation = lines
+            .iter()
+            .find(|l| l.starts_with("Saturation (C_sat): "))
+            .expect("the C_sat line");
+        assert!(
+            saturation.starts_with("Saturation (C_sat): not placed (1 or more)"),
+            "{saturation}"
+        );
+        let marks = super::super::marks::Marks::of(&report.summary).expect("marks");
+        assert_eq!(marks.saturation, None);
+        let caption = marks.caption();
+        assert!(caption.contains("not placed (1 or more)"), "{caption}");
+        assert!(!caption.contains("C_sat = 6"), "{caption}");
     }
 }

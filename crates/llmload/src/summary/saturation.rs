@@ -15,8 +15,14 @@ pub mod model;
 
 pub use model::{Dip, Fit, Shape};
 
-/// The recommended cap, as a share of `C_sat`.
-pub const CAP_SHARE: f64 = 0.8;
+/// The recommended cap, as a share of `C_sat`: 70 %, rounded to the nearest whole load for
+/// concurrencies (so between 65 and 75 % of `C_sat` from 10 up).
+pub const CAP_SHARE: f64 = 0.7;
+
+/// The most the recommended cap may be of the low end of `C_sat`'s range: a bound that holds
+/// where noise spreads the range far below the fitted breakpoint, and not where the grid merely
+/// cannot tell neighbouring breakpoints apart (0.8 × 11 is above 0.7 × 12).
+pub const CAP_BOUND: f64 = 0.8;
 
 /// One load of a sweep.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -146,6 +152,16 @@ pub struct Finding {
 }
 
 impl Finding {
+    /// The value a view may headline: none where the range is bounded on one side only (the
+    /// data places the load no nearer than that bound, whatever point fitted best). A finding
+    /// without any range (a summary written before ranges) keeps its value.
+    pub fn placed(&self) -> Option<f64> {
+        match (self.low, self.high) {
+            (Some(_), None) | (None, Some(_)) => None,
+            _ => self.value,
+        }
+    }
+
     /// No value, and why.
     fn none(method: impl Into<String>) -> Finding {
         Finding {
@@ -205,49 +221,70 @@ pub fn analyse(points: &[Point], slo: &Slo, shape: Shape) -> Analysis {
     }
 }
 
-/// [`CAP_SHARE`] × the low end of `C_sat`'s range, rounded down (to 1 at least) for
-/// concurrencies: below saturation wherever in its range `C_sat` lies, so that loads added inside
-/// the range cannot raise it past the server's. Its range is [`CAP_SHARE`] × each end of
-/// `C_sat`'s.
+/// The recommended cap: [`CAP_SHARE`] × `C_sat` as the fitted model places it (its breakpoint,
+/// not the low end of its range, which the grid of loads sets), rounded to the nearest whole load
+/// (1 at least) for concurrencies, and never above [`CAP_BOUND`] × the low end of the range
+/// (rounded down), so that it stays below saturation wherever in its range `C_sat` lies. Its
+/// range is [`CAP_SHARE`] × each end of `C_sat`'s. Where `C_sat` is not placed (bounded below
+/// only), [`CAP_SHARE`] × that bound, below it wherever `C_sat` lies.
 fn cap(saturation: &Finding, integer_loads: bool) -> Finding {
-    let Some(c) = saturation.value.or(saturation.low) else {
+    if saturation.value.or(saturation.low).is_none() {
         return Finding::none("no C_sat, so no cap");
-    };
-    let share = |c: f64| {
-        if integer_loads {
-            (CAP_SHARE * c).floor().max(1.0)
-        } else {
-            CAP_SHARE * c
-        }
-    };
+    }
     let Some(low) = saturation.low else {
         return Finding::none(
             "C_sat's range reaches below the smallest load measured, so no cap is safe; sweep \
              lower loads",
         );
     };
-    let rounded = if integer_loads { ", rounded down" } else { "" };
-    let method = if saturation.value.is_none() {
-        format!(
-            "{CAP_SHARE} × the low end of C_sat's range ({}){rounded}; C_sat itself could not be \
-             placed, and this cap is below it wherever it lies",
-            number(low)
-        )
-    } else if crate::num::same_load(low, c) {
-        format!("{CAP_SHARE} × C_sat ({}){rounded}", number(c))
+    let share = |c: f64| {
+        if integer_loads {
+            (CAP_SHARE * c).round().max(1.0)
+        } else {
+            CAP_SHARE * c
+        }
+    };
+    let rounded = if integer_loads {
+        ", rounded to the nearest whole load"
     } else {
+        ""
+    };
+    let Some(c) = saturation.placed() else {
+        return Finding {
+            value: Some(share(low)),
+            low: None,
+            high: None,
+            method: format!(
+                "{CAP_SHARE} × C_sat's lower bound ({}){rounded}; C_sat itself could not be \
+                 placed, and this cap is below it wherever it lies",
+                number(low)
+            ),
+        };
+    };
+    let bound = if integer_loads {
+        (CAP_BOUND * low).floor().max(1.0)
+    } else {
+        CAP_BOUND * low
+    };
+    let bounded = if share(c) > bound {
         format!(
-            "{CAP_SHARE} × the low end of C_sat's range ({}){rounded}, below saturation wherever \
-             in its range C_sat lies ({CAP_SHARE} × C_sat itself is {})",
+            ", lowered to {CAP_BOUND} × the low end of its range ({}{}) to stay below \
+             saturation wherever in the range C_sat lies",
             number(low),
-            number(share(c))
+            if integer_loads { ", rounded down" } else { "" }
         )
+    } else {
+        String::new()
     };
     Finding {
-        value: Some(share(low)),
+        value: Some(share(c).min(bound)),
         low: Some(share(low)),
         high: saturation.high.map(share),
-        method,
+        method: format!(
+            "{CAP_SHARE} × C_sat ({}), the breakpoint of the fitted model{rounded}{bounded}; its \
+             range is {CAP_SHARE} × each end of C_sat's",
+            number(c)
+        ),
     }
 }
 
