@@ -381,7 +381,7 @@ fn ctrl_c_stops_the_run_as_interrupted_and_keeps_every_started_request() {
     assert!(
         outcome["reason"]
             .as_str()
-            .is_some_and(|r| r.contains("interrupted")),
+            .is_some_and(|r| r == "stopped by SIGINT (Ctrl-C)"),
         "{outcome}"
     );
     // Every measured request that was started is on disk, ended or cancelled, and the counts

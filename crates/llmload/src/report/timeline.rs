@@ -42,14 +42,14 @@ struct Bar {
 
 impl Bar {
     fn of(r: &Record) -> Bar {
-        let last_event = r.event_ms.last().map(|ms| r.sent_s + ms / 1e3);
         Bar {
             repeat: r.repeat.unwrap_or(0),
             round: r.round.unwrap_or(0),
             index: r.index,
             sent: r.sent_s,
             first_token: r.first_token_s,
-            end: r.done_s.or(last_event).unwrap_or(r.sent_s),
+            // A request that never got a token is drawn until the client stopped waiting.
+            end: r.last_seen(),
             ok: r.status == Status::Ok,
         }
     }
@@ -297,5 +297,22 @@ mod tests {
         let bar = Bar::of(failed);
         assert!(!bar.ok);
         assert_eq!(bar.end, failed.sent_s + 0.08);
+    }
+
+    #[test]
+    fn a_request_that_never_got_a_token_is_drawn_until_it_was_given_up() {
+        let mut cancelled = fixture::records()
+            .into_iter()
+            .find(|r| r.status != Status::Ok)
+            .expect("the fixture has a failure");
+        cancelled.status = Status::Cancelled;
+        cancelled.event_ms.clear();
+        cancelled.first_token_s = None;
+        cancelled.done_s = None;
+        cancelled.ended_s = Some(cancelled.sent_s + 2.5);
+        let bar = Bar::of(&cancelled);
+        assert_eq!(bar.first_token, None);
+        assert_eq!(bar.end, cancelled.sent_s + 2.5);
+        assert!(bar.first_token_or_end() > bar.sent, "not an empty row");
     }
 }
