@@ -31,10 +31,12 @@ pub struct Samples {
     binned: Option<Binned>,
     /// The kind of the labels, once one was given.
     unit: Option<Unit>,
-    /// Labelled, exact form: each sample's (unit, response), in the order of `exact`.
+    /// Each sample's (unit, response), in the order of `exact`.
+    ///
+    /// In the binned form, `exact` and `labels` hold the reservoir instead: a uniform sample of
+    /// every labelled sample so far. The exact values become the reservoir's first draws in
+    /// place when the samples are binned, so that the change of form copies nothing.
     labels: Vec<(u32, u32)>,
-    /// Labelled, binned form: a uniform sample of every labelled sample so far.
-    reservoir: Vec<(f64, u32, u32)>,
     /// Labelled samples seen, for the reservoir's draws.
     seen: u64,
 }
@@ -173,16 +175,29 @@ impl Samples {
     /// Algorithm R: the `seen`-th labelled sample replaces a random one of the reservoir's with
     /// probability `EXACT_LIMIT / seen` (a fixed sequence of draws: the same data, the same
     /// reservoir).
-    fn draw(&mut self, sample: (f64, u32, u32)) {
+    fn draw(&mut self, (x, outer, response): (f64, u32, u32)) {
         self.seen += 1;
-        if self.reservoir.len() < EXACT_LIMIT {
-            self.reservoir.push(sample);
+        if self.exact.len() < EXACT_LIMIT {
+            self.exact.push(x);
+            self.labels.push((outer, response));
             return;
         }
-        let r = crate::workload::prompt::splitmix64(self.seen ^ 0x5EED_5A3D) % self.seen;
-        if let Some(slot) = self.reservoir.get_mut(crate::num::index(r)) {
-            *slot = sample;
+        let r = crate::num::index(
+            crate::workload::prompt::splitmix64(self.seen ^ 0x5EED_5A3D) % self.seen,
+        );
+        if let (Some(value), Some(label)) = (self.exact.get_mut(r), self.labels.get_mut(r)) {
+            *value = x;
+            *label = (outer, response);
         }
+    }
+
+    /// The labelled samples as (value, unit, response): the exact ones, or the reservoir.
+    fn labelled(&self) -> Vec<(f64, u32, u32)> {
+        self.exact
+            .iter()
+            .zip(&self.labels)
+            .map(|(&x, &(o, r))| (x, o, r))
+            .collect()
     }
 
     /// Samples so far.
@@ -211,16 +226,7 @@ impl Samples {
             self.unit = other.unit;
         }
         if self.unit.is_some() && self.unit == other.unit {
-            let theirs: Vec<(f64, u32, u32)> = if other.binned.is_some() {
-                other.reservoir.clone()
-            } else {
-                other
-                    .exact
-                    .iter()
-                    .zip(&other.labels)
-                    .map(|(&x, &(o, r))| (x, o, r))
-                    .collect()
-            };
+            let theirs = other.labelled();
             if self.binned.is_none()
                 && other.binned.is_none()
                 && self.exact.len() + other.exact.len() <= EXACT_LIMIT
@@ -256,15 +262,9 @@ impl Samples {
         let labelled = self
             .unit
             .filter(|_| self.binned.is_some() || self.labels.len() == self.exact.len());
-        let pairs: Vec<(f64, u32, u32)> = match (labelled, &self.binned) {
-            (None, _) => Vec::new(),
-            (Some(_), Some(_)) => std::mem::take(&mut self.reservoir),
-            (Some(_), None) => self
-                .exact
-                .iter()
-                .zip(&self.labels)
-                .map(|(&x, &(o, r))| (x, o, r))
-                .collect(),
+        let pairs = match labelled {
+            None => Vec::new(),
+            Some(_) => self.labelled(),
         };
         let mut d = match &self.binned {
             Some(b) => b.distribution(),
@@ -295,16 +295,21 @@ impl Samples {
         for &x in &self.exact {
             binned.push(x);
         }
+        self.binned = Some(binned);
         if self.unit.is_some() && self.labels.len() == self.exact.len() {
-            let exact = std::mem::take(&mut self.exact);
-            let labels = std::mem::take(&mut self.labels);
-            for (x, (o, r)) in exact.into_iter().zip(labels) {
+            // The first EXACT_LIMIT draws fill the reservoir in order: they stay where they
+            // are, and the rest are drawn as any later sample is.
+            let kept = self.exact.len().min(EXACT_LIMIT);
+            let values = self.exact.split_off(kept);
+            let labels = self.labels.split_off(kept);
+            self.seen = kept as u64;
+            for (x, (o, r)) in values.into_iter().zip(labels) {
                 self.draw((x, o, r));
             }
+        } else {
+            self.exact = Vec::new();
+            self.labels = Vec::new();
         }
-        self.exact = Vec::new();
-        self.labels = Vec::new();
-        self.binned = Some(binned);
     }
 }
 
@@ -382,6 +387,39 @@ mod tests {
         small.merge([2.0].into_iter().collect());
         let d = small.distribution().expect("non-empty");
         assert_eq!((d.n, d.median, d.relative_error), (3, 2.0, None));
+    }
+
+    #[test]
+    fn the_reservoir_takes_over_the_exact_values_in_place_and_keeps_each_label_with_its_value() {
+        let mut s = Samples::new();
+        let n = EXACT_LIMIT + EXACT_LIMIT / 2;
+        for i in 0..n {
+            let i = u32::try_from(i).expect("small");
+            let label = Label {
+                unit: Unit::Round,
+                outer: i / 100,
+                response: i,
+            };
+            s.push_in(f64::from(i), label);
+        }
+        assert!(s.is_binned());
+        let reservoir = s.labelled();
+        assert_eq!(reservoir.len(), EXACT_LIMIT);
+        // Each value still sits beside the label it came with, wherever the draws put it.
+        assert!(reservoir
+            .iter()
+            .all(|&(x, outer, response)| f64::from(response) == x && outer == response / 100));
+        // Some of the later half replaced earlier ones; the reservoir has no duplicate.
+        assert!(reservoir.iter().any(|&(x, _, _)| x >= EXACT_LIMIT as f64));
+        let mut seen: Vec<u32> = reservoir.iter().map(|&(_, _, r)| r).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), EXACT_LIMIT);
+        // One buffer of values and one of labels, no second copy beside them.
+        assert!(s.exact.capacity() < 2 * EXACT_LIMIT && s.labels.capacity() < 2 * EXACT_LIMIT);
+        let d = s.distribution().expect("non-empty");
+        assert_eq!(d.n, n);
+        assert!(d.ci.is_some());
     }
 
     #[test]
