@@ -336,6 +336,8 @@ impl Figures {
             .sum();
         let models = self.models.finish(streams, (spans > 0.0).then_some(spans));
         let per_token = self.per_token;
+        // Before ITL's own figures, which take its gaps.
+        let chunk_gap_ms = per_token.chunk_gaps().distribution();
         let (itl_ms, itl_unknown) = per_token.itl.finish();
         let (input_tokens, output_tokens, sent) = self.lengths.finish(case);
         let mut summary = CaseSummary {
@@ -353,7 +355,7 @@ impl Figures {
             itl_unknown,
             bursts,
             far_short: None,
-            chunk_gap_ms: per_token.chunk_gap.distribution(),
+            chunk_gap_ms,
             tpot_ms: per_token.tpot.distribution(),
             decode_rate_tps: per_token.decode_rate.distribution(),
             throughput_tps: Spread::over(&complete_rounds, Unit::Round),

@@ -37,33 +37,44 @@ impl Label {
 }
 
 /// The intervals of the samples `pairs` (value, unit, response), `unit` their units' kind.
-/// `None` without samples.
-pub fn intervals(pairs: &[(f64, u32, u32)], unit: Unit, level: f64) -> Option<Intervals> {
+/// `None` without samples. The samples are taken by value: their buffer becomes the
+/// bootstrap's (each sample tagged with its unit in place), so that no second copy of a large
+/// distribution is made.
+pub fn intervals(pairs: Vec<(f64, u32, u32)>, unit: Unit, level: f64) -> Option<Intervals> {
     if pairs.is_empty() {
         return None;
     }
     let n = pairs.len();
-    let outer = if unit == Unit::Block {
+    let (first, width) = if unit == Unit::Block {
         let first = pairs.iter().map(|p| p.1).min().unwrap_or(0);
         let last = pairs.iter().map(|p| p.1).max().unwrap_or(0);
-        let span = last - first + 1;
-        let width = span.div_ceil(BLOCKS).max(1);
-        tagged(pairs, &|p| (p.1 - first) / width)
+        (first, (last - first + 1).div_ceil(BLOCKS).max(1))
     } else {
-        tagged(pairs, &|p| p.1)
+        (0, 1)
     };
-    if outer.1 >= MIN_UNITS {
-        return Some(resampled(outer, n, unit, level, None));
+    let outer = move |p: &(f64, u32, u32)| (p.1 - first) / width;
+    let outer_keys = keys(&pairs, &outer);
+    if outer_keys.len() >= MIN_UNITS {
+        let k = outer_keys.len();
+        return Some(resampled(
+            (tagged(pairs, &outer_keys, &outer), k),
+            n,
+            unit,
+            level,
+            None,
+        ));
     }
     let note = |what: &str| {
         format!(
             "{} too few to resample ({MIN_UNITS} needed): {what}",
-            unit.are(outer.1)
+            unit.are(outer_keys.len())
         )
     };
-    let responses = tagged(pairs, &|p| p.2);
-    if responses.1 == n {
+    let response = |p: &(f64, u32, u32)| p.2;
+    let responses = keys(&pairs, &response);
+    if responses.len() == n {
         let values: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+        drop(pairs);
         // Only the ranks the intervals read are put in place (selection, not a sort).
         let mut sorted = values.clone();
         let mut ranks: Vec<usize> = QUANTILES
@@ -95,26 +106,35 @@ pub fn intervals(pairs: &[(f64, u32, u32)], unit: Unit, level: f64) -> Option<In
         return Some(out);
     }
     let note = note("resampled by response instead");
-    Some(resampled(responses, n, Unit::Response, level, Some(note)))
+    let k = responses.len();
+    let by_response = (tagged(pairs, &responses, &response), k);
+    Some(resampled(by_response, n, Unit::Response, level, Some(note)))
 }
 
-/// The samples of `pairs`, each tagged with the index of its unit (the units ordered by the
-/// `key` each has), and the number of units.
-fn tagged(
-    pairs: &[(f64, u32, u32)],
-    key: &dyn Fn(&(f64, u32, u32)) -> u32,
-) -> (Vec<(f64, u32)>, usize) {
+/// The distinct `key`s of `pairs`, in order: the units.
+fn keys(pairs: &[(f64, u32, u32)], key: &dyn Fn(&(f64, u32, u32)) -> u32) -> Vec<u32> {
     let mut keys: Vec<u32> = pairs.iter().map(key).collect();
     keys.sort_unstable();
     keys.dedup();
-    let samples = pairs
-        .iter()
+    keys.shrink_to_fit();
+    keys
+}
+
+/// The samples of `pairs`, each tagged with the index of its unit in `keys` (the units
+/// ordered by their `key`). A (value, unit) pair takes the room of a (value, unit, response)
+/// one, so the collection reuses `pairs`' buffer.
+fn tagged(
+    pairs: Vec<(f64, u32, u32)>,
+    keys: &[u32],
+    key: &dyn Fn(&(f64, u32, u32)) -> u32,
+) -> Vec<(f64, u32)> {
+    pairs
+        .into_iter()
         .map(|p| {
-            let index = keys.binary_search(&key(p)).unwrap_or_default();
+            let index = keys.binary_search(&key(&p)).unwrap_or_default();
             (p.0, crate::num::count(index))
         })
-        .collect();
-    (samples, keys.len())
+        .collect()
 }
 
 /// Bootstrap intervals over the units of `(samples, k)` ([`tagged`]), `n` samples in all.
@@ -229,7 +249,7 @@ mod tests {
                 .map(|i| (f64::from(i), i / 8 + 1))
                 .collect::<Vec<_>>(),
         );
-        let out = intervals(&pairs, Unit::Round, 0.95).expect("intervals");
+        let out = intervals(pairs, Unit::Round, 0.95).expect("intervals");
         assert_eq!(
             (out.basis.method, out.basis.unit, out.basis.units),
             (Method::OrderStatistic, Unit::Response, 24)
@@ -258,7 +278,7 @@ mod tests {
                 .map(|i| (f64::from(i % 8) + f64::from(i / 8) * 0.1, i / 8 + 1))
                 .collect::<Vec<_>>(),
         );
-        let out = intervals(&pairs, Unit::Round, 0.95).expect("intervals");
+        let out = intervals(pairs, Unit::Round, 0.95).expect("intervals");
         assert_eq!(
             (out.basis.method, out.basis.unit, out.basis.units),
             (Method::Bootstrap, Unit::Round, 10)
@@ -272,7 +292,7 @@ mod tests {
     fn a_loops_seconds_join_into_at_most_twenty_blocks() {
         // 300 seconds, one sample each: 20 blocks of 15 s.
         let pairs = labelled(&(0..300).map(|i| (f64::from(i), i)).collect::<Vec<_>>());
-        let out = intervals(&pairs, Unit::Block, 0.95).expect("intervals");
+        let out = intervals(pairs, Unit::Block, 0.95).expect("intervals");
         assert_eq!((out.basis.unit, out.basis.units), (Unit::Block, 20));
     }
 
@@ -282,7 +302,7 @@ mod tests {
         let pairs: Vec<(f64, u32, u32)> = (0..100)
             .map(|i| (f64::from(i % 13), i / 50 + 1, i / 10))
             .collect();
-        let out = intervals(&pairs, Unit::Round, 0.95).expect("intervals");
+        let out = intervals(pairs, Unit::Round, 0.95).expect("intervals");
         assert_eq!(
             (out.basis.method, out.basis.unit, out.basis.units),
             (Method::Bootstrap, Unit::Response, 10)

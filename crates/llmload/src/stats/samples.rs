@@ -200,6 +200,21 @@ impl Samples {
             .collect()
     }
 
+    /// The same values without their labels: the exact ones, or the histogram (a binned form's
+    /// reservoir is no part of its values).
+    pub fn values(&self) -> Samples {
+        match &self.binned {
+            Some(b) => Samples {
+                binned: Some(b.clone()),
+                ..Samples::default()
+            },
+            None => Samples {
+                exact: self.exact.clone(),
+                ..Samples::default()
+            },
+        }
+    }
+
     /// Samples so far.
     pub fn len(&self) -> usize {
         self.binned.as_ref().map_or(self.exact.len(), |b| b.n)
@@ -262,27 +277,38 @@ impl Samples {
         let labelled = self
             .unit
             .filter(|_| self.binned.is_some() || self.labels.len() == self.exact.len());
-        let pairs = match labelled {
+        // The labels are given up as the (value, unit, response) triples are made, so that
+        // the largest distributions are not held three times over.
+        let labels = std::mem::take(&mut self.labels);
+        let pairs: Vec<(f64, u32, u32)> = match labelled {
             None => Vec::new(),
-            Some(_) => self.labelled(),
+            Some(_) => self
+                .exact
+                .iter()
+                .zip(labels)
+                .map(|(&x, (o, r))| (x, o, r))
+                .collect(),
         };
         let mut d = match &self.binned {
             Some(b) => b.distribution(),
             None => Distribution::from_samples(&mut self.exact),
         }?;
-        if let Some(unit) = labelled {
-            d.ci = by_unit::intervals(&pairs, unit, interval::level()).map(|mut ci| {
-                if self.binned.is_some() {
-                    let mut values: Vec<f64> = pairs.iter().map(|p| p.0).collect();
-                    if let Some(around) = Distribution::from_samples(&mut values) {
-                        by_unit::centre(&mut ci, &around, &d);
-                    }
-                } else {
-                    by_unit::hold(&mut ci, &d);
-                }
-                ci
-            });
-        }
+        let Some(unit) = labelled else {
+            return Some(d);
+        };
+        // A reservoir's own figures, which its intervals are computed around.
+        let around = match &self.binned {
+            Some(_) => Distribution::from_samples(&mut self.exact),
+            None => None,
+        };
+        self.exact = Vec::new();
+        d.ci = by_unit::intervals(pairs, unit, interval::level()).map(|mut ci| {
+            match &around {
+                Some(around) => by_unit::centre(&mut ci, around, &d),
+                None => by_unit::hold(&mut ci, &d),
+            }
+            ci
+        });
         Some(d)
     }
 

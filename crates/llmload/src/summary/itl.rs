@@ -11,7 +11,11 @@ use crate::stats::{Distribution, Label, Samples};
 /// A case's per-token gaps, and the responses whose tokens per event are unknown.
 #[derive(Clone, Debug, Default)]
 pub struct ItlFigures {
+    /// The gaps of the responses whose events carried one token each (their gaps between
+    /// events too).
     gaps: Samples,
+    /// The gaps of the responses some of whose events carried several tokens.
+    split: Samples,
     known: u32,
     unknown: u32,
     /// Of the unknown: the server's tokens and the events they came in.
@@ -22,15 +26,22 @@ pub struct ItlFigures {
 }
 
 impl ItlFigures {
-    /// Adds an `ok` response, its gaps labelled with `label`.
-    pub fn add(&mut self, r: &Record, label: Label) {
+    /// Adds an `ok` response, its gaps labelled with `label`. True when its gaps between events
+    /// are its ITL gaps (one token per event), which the caller then need not keep twice.
+    pub fn add(&mut self, r: &Record, label: Label) -> bool {
         if r.event_ms.len() < 2 {
-            return;
+            return false;
         }
         if r.tokens_per_event_known() {
             self.known += 1;
-            r.itl_ms().for_each(|v| self.gaps.push_in(v, label));
-            return;
+            let one_each = r.event_tokens.iter().skip(1).all(|&k| k <= 1);
+            let gaps = if one_each {
+                &mut self.gaps
+            } else {
+                &mut self.split
+            };
+            r.itl_ms().for_each(|v| gaps.push_in(v, label));
+            return one_each;
         }
         self.unknown += 1;
         match r.output_tokens {
@@ -40,11 +51,19 @@ impl ItlFigures {
             }
             None => self.uncounted += 1,
         }
+        false
+    }
+
+    /// The values of the gaps of the responses whose events carried one token each, without
+    /// what they belong to.
+    pub fn values(&self) -> Samples {
+        self.gaps.values()
     }
 
     /// Adds every response of `other`.
     pub fn merge(&mut self, other: ItlFigures) {
         self.gaps.merge(other.gaps);
+        self.split.merge(other.split);
         self.known += other.known;
         self.unknown += other.unknown;
         self.unknown_tokens += other.unknown_tokens;
@@ -54,7 +73,8 @@ impl ItlFigures {
 
     /// The distribution of per-token gaps, and why responses are missing from it (absent when
     /// none is).
-    pub fn finish(self) -> (Option<Distribution>, Option<String>) {
+    pub fn finish(mut self) -> (Option<Distribution>, Option<String>) {
+        self.gaps.merge(std::mem::take(&mut self.split));
         let reason = (self.unknown > 0).then(|| {
             let all = self.known + self.unknown;
             let mut why = Vec::new();
