@@ -28,7 +28,8 @@ const SCALE: f64 = 1e6;
 #[derive(Clone, Debug, Default)]
 pub struct Samples {
     exact: Vec<f64>,
-    binned: Option<Binned>,
+    /// Boxed: most distributions never reach the histogram, and a case holds many.
+    binned: Option<Box<Binned>>,
     /// The kind of the labels, once one was given.
     unit: Option<Unit>,
     /// Each sample's (unit, response), in the order of `exact`.
@@ -202,6 +203,7 @@ impl Samples {
 
     /// The same values without their labels: the exact ones, or the histogram (a binned form's
     /// reservoir is no part of its values).
+    #[must_use]
     pub fn values(&self) -> Samples {
         match &self.binned {
             Some(b) => Samples {
@@ -264,7 +266,7 @@ impl Samples {
             return;
         }
         self.bin();
-        let binned = self.binned.get_or_insert_with(Binned::new);
+        let binned = self.binned.get_or_insert_with(|| Box::new(Binned::new()));
         match other.binned {
             Some(b) => binned.merge(&b),
             None => other.exact.iter().for_each(|&x| binned.push(x)),
@@ -321,7 +323,7 @@ impl Samples {
         for &x in &self.exact {
             binned.push(x);
         }
-        self.binned = Some(binned);
+        self.binned = Some(Box::new(binned));
         if self.unit.is_some() && self.labels.len() == self.exact.len() {
             // The first EXACT_LIMIT draws fill the reservoir in order: they stay where they
             // are, and the rest are drawn as any later sample is.

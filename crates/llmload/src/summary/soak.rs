@@ -175,9 +175,10 @@ enum Ttft {
         kept: Samples,
         held: Samples,
     },
+    /// Boxed: a soak keeps many closed windows, most of whose figures are in the box.
     Closed {
-        streams: Option<Distribution>,
-        buffers: Option<Distribution>,
+        streams: Option<Box<Distribution>>,
+        buffers: Option<Box<Distribution>>,
     },
 }
 
@@ -193,11 +194,11 @@ impl Default for Ttft {
 impl Ttft {
     fn close(&mut self) {
         if let Ttft::Open { kept, held } = self {
-            let buffers = kept.clone().distribution();
+            let buffers = kept.clone().distribution().map(Box::new);
             let mut all = std::mem::take(kept);
             all.merge(std::mem::take(held));
             *self = Ttft::Closed {
-                streams: all.distribution(),
+                streams: all.distribution().map(Box::new),
                 buffers,
             };
         }
@@ -215,13 +216,7 @@ impl Ttft {
             Ttft::Closed {
                 streams: s,
                 buffers,
-            } => {
-                if streams {
-                    s
-                } else {
-                    buffers
-                }
-            }
+            } => if streams { s } else { buffers }.map(|d| *d),
         }
     }
 }
