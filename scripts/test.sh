@@ -44,6 +44,7 @@ scripts/setup-litellm.sh >/dev/null
 
 cargo fmt --all -- --check
 python3 scripts/check-layers.py >/dev/null
+python3 scripts/check-sizes.py >/dev/null
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace --no-fail-fast
 # The vLLM group: ignored by a plain `cargo test` (it needs vLLM, which takes minutes to start).
