@@ -42,55 +42,22 @@ TEST_CFG = re.compile(r"#\[cfg\(\s*(?:all\(\s*)?test\s*[,)]")
 MOD_DECL = re.compile(r"\bmod\s+(" + IDENT + r")\s*([;{])")
 PATH_ATTR = re.compile(r'#\[path\s*=\s*"([^"]+)"\s*\]')
 
+# What is not code: a line comment, a block comment (not nested), a raw string, a string, a char
+# literal; the leftmost match wins, so a quote inside a comment or `//` inside a string is theirs.
+NOT_CODE = re.compile(
+    r"//[^\n]*"
+    r"|/\*[\s\S]*?\*/"
+    r'|(?<!\w)b?r(#*)"[\s\S]*?"\1'
+    r'|(?<!\w)b?"(?:\\[\s\S]|[^"\\])*"'
+    r"|'(?:\\(?:x[0-9a-fA-F]{2}|u\{[0-9a-fA-F]+\}|.)|[^\\'])'"
+)
+
 
 def mask(text):
     """The text with every comment, string literal and char literal blanked out (each character
     a space, newlines kept), so that offsets and line numbers are the text's and what is left is
     code."""
-    out = list(text)
-    i, n = 0, len(text)
-
-    def blank(start, end):
-        for k in range(start, min(end, n)):
-            if out[k] != "\n":
-                out[k] = " "
-
-    while i < n:
-        c = text[i]
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            blank(i, j)
-            i = j
-        elif text.startswith("/*", i):
-            depth, j = 1, i + 2
-            while j < n and depth:
-                if text.startswith("/*", j):
-                    depth, j = depth + 1, j + 2
-                elif text.startswith("*/", j):
-                    depth, j = depth - 1, j + 2
-                else:
-                    j += 1
-            blank(i, j)
-            i = j
-        elif (m := re.match(r'b?r(#*)"', text[i:])) and (i == 0 or not re.match(r"\w", text[i - 1])):
-            close = '"' + m.group(1)
-            j = text.find(close, i + m.end())
-            j = n if j < 0 else j + len(close)
-            blank(i, j)
-            i = j
-        elif c == '"' or (c == "b" and text.startswith('b"', i) and (i == 0 or not re.match(r"\w", text[i - 1]))):
-            j = i + (2 if c == "b" else 1)
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            blank(i, j + 1)
-            i = j + 1
-        elif c == "'" and (m := re.match(r"'(?:\\(?:x[0-9a-fA-F]{2}|u\{[0-9a-fA-F]+\}|.)|[^\\'])'", text[i:])):
-            blank(i, i + m.end())
-            i += m.end()
-        else:
-            i += 1
-    return "".join(out)
+    return NOT_CODE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
 
 
 def item_end(code, start):
@@ -315,7 +282,7 @@ def main():
     found = sizes(ROOT)
     if sys.argv[1:2] == ["--list"]:
         floor = int(sys.argv[2]) if len(sys.argv) > 2 else LIMIT
-        for path, lines in sorted(found.items(), key=lambda p: -p[1]):
+        for path, lines in sorted(found.items(), key=lambda p: (-p[1], p[0])):
             if lines > floor:
                 print(f"{lines:6} {path}")
         return 0
