@@ -273,6 +273,10 @@ fn a_stop_mid_round_on_llama_server_leaves_every_started_request_recorded() {
 }
 
 #[test]
+#[expect(
+    clippy::print_stderr,
+    reason = "says why the test does nothing on this machine"
+)]
 fn nvml_asked_for_where_there_is_none_is_one_error_line_and_no_attempt() {
     if llmload::telemetry::nvml::open().is_ok() {
         eprintln!("NVML loads here: this test is for machines without it");

@@ -498,6 +498,10 @@ fn auto_sweep_stops_once_throughput_stops_rising() {
 }
 
 #[test]
+#[expect(
+    clippy::print_stderr,
+    reason = "the sweep's points, shown when the test fails"
+)]
 fn sweep_against_llama_server_shows_queueing_beyond_its_four_slots() {
     let _serial = common::SERIAL
         .lock()

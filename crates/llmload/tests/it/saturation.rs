@@ -68,6 +68,10 @@ fn jittered(dir: &Path, slots: &str, seed: Option<&str>) -> Simulator {
 
 /// Sweeps `grid` against `url` as `name`, asserts that `C_sat`'s range holds `slots` (placed,
 /// or where a curve still bending fits as well, bounded below only); the recommended cap.
+#[expect(
+    clippy::print_stderr,
+    reason = "the analysis read, shown when the test fails"
+)]
 fn cap_of_grid(url: &str, dir: &Path, name: &str, grid: &str, slots: f64) -> f64 {
     let section = sweep(url, dir, name, &["--concurrency", grid, "--min-gain", "0"]);
     let s = &section["analysis"]["saturation"];
