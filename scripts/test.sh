@@ -33,7 +33,7 @@ need "command -v npm" npm "for the dashboard's schema check (scripts/check-dashb
 need "command -v podman" podman "for the image test (scripts/build-image.sh)"
 need "command -v runc" runc "for the image test (podman's runtime)"
 
-# Debian's nginx, HAProxy and Caddy: the real proxies of tests/proxies.rs, started by the tests
+# Debian's nginx, HAProxy and Caddy: the real proxies of tests/it/proxies.rs, started by the tests
 # themselves (scripts/start-proxy.sh), never as system services.
 scripts/setup-proxies.sh >/dev/null
 
@@ -44,15 +44,17 @@ scripts/setup-litellm.sh >/dev/null
 
 cargo fmt --all -- --check
 python3 scripts/check-layers.py >/dev/null
+python3 scripts/check-sizes.py >/dev/null
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace --no-fail-fast
 # The vLLM group: ignored by a plain `cargo test` (it needs vLLM, which takes minutes to start).
-cargo test -p llmload --test vllm -- --include-ignored --test-threads 1
+# The integration tests are one binary (tests/it): a group is selected by its module's path.
+cargo test -p llmload --test it -- --include-ignored --test-threads 1 vllm::
 # vLLM's other endpoints: embeddings and rerank on pooling servers, images on a vision-language
 # model; each starts servers of its own, so they are ignored by a plain `cargo test` too.
-cargo test -p llmload --test vllm_pooling --test vllm_vision -- --include-ignored --test-threads 1
+cargo test -p llmload --test it -- --include-ignored --test-threads 1 vllm_pooling:: vllm_vision::
 # The gateway group: LiteLLM in front of llama-server; ignored by a plain `cargo test` like vLLM's.
-cargo test -p llmload --test gateway -- --include-ignored --test-threads 1
+cargo test -p llmload --test it -- --include-ignored --test-threads 1 gateway::
 # The image built by scripts/build-image.sh and two shards run as its containers: ignored by a
 # plain `cargo test` (it needs podman, installed above), run here, where it fails if podman cannot.
-cargo test -p llmload --test deploy -- --include-ignored image::
+cargo test -p llmload --test it -- --include-ignored deploy::image::

@@ -3,6 +3,10 @@
 //! complete-response time, mean round throughput for four cases), each figure computed by running
 //! the seeds' campaign on the engine model with jitter off.
 //! `cargo run --release -p llmload-sim --example fit_profile [-- PROFILE|FILE]`.
+#![expect(
+    clippy::print_stdout,
+    reason = "an example: it prints the fitted parameters"
+)]
 
 use llmload_sim::engine::{run_closed_rounds, ClosedRounds};
 use llmload_sim::Profile;

@@ -1,6 +1,10 @@
 //! Runs the simulator on its own, for manual tests and load experiments:
 //! `cargo run -p llmload-sim --example serve -- [PORT] [PROFILE|FILE] [SLOTS|-] [TIME_SCALE]
 //! [FAULT…]`. Prints the address on its first line; stops on Ctrl-C.
+#![expect(
+    clippy::print_stdout,
+    reason = "an example: it prints the address it serves on"
+)]
 
 use llmload_sim::{serve, FaultSpec, Profile, SimConfig, SimError};
 use tokio::net::TcpListener;

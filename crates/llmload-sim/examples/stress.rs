@@ -1,6 +1,11 @@
 //! Holds many concurrent streams against a running simulator and checks each one completes:
 //! `cargo run --release -p llmload-sim --example stress -- ADDRESS STREAMS [OUTPUT_TOKENS]`.
 //! Uses raw sockets (one per stream, `Connection: close`) so the client stays cheap.
+#![expect(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "an example: it prints what it measured and each failed stream"
+)]
 
 use std::time::{Duration, Instant};
 

@@ -17,6 +17,10 @@ const SEEDS: [(usize, usize, f64, f64, f64); 4] = [
 ];
 
 #[expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
+#[expect(
+    clippy::print_stdout,
+    reason = "prints the table against the seeds' (`--nocapture`)"
+)]
 fn deviations(seed: u64) -> Vec<String> {
     let profile = Profile::builtin("seed-qwen3-8b").expect("built in");
     let mut failures = Vec::new();

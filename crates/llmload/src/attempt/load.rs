@@ -36,10 +36,10 @@ pub fn read(dir: &Path) -> crate::error::Result<Report> {
         {
             Ok(summary) => (Some(summary), None),
             Err(e) => {
-                eprintln!(
+                crate::console::note(format_args!(
                     "warning: {} is damaged ({e}); rebuilding from the records alone",
                     path.display()
-                );
+                ));
                 (None, Some(DAMAGED))
             }
         },

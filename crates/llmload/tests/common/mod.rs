@@ -3,6 +3,10 @@
 #![allow(dead_code)]
 #![expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 
+pub mod chromium;
+pub mod front;
+pub mod hostile;
+
 use serde_json::Value;
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
