@@ -119,7 +119,10 @@ impl Target {
         for given in model.iter().chain(mix) {
             check_model(given, &server)?;
         }
-        let model = model.or_else(|| first_model(&server));
+        let model = match model {
+            Some(given) => Some(given),
+            None => first_model(&server)?,
+        };
         keep_models(&mut server);
         if is_llama_server(&server) && server["props"]["llmload_sim"].is_null() {
             // llama-server closes a connection after each streamed response, its head saying
@@ -410,7 +413,7 @@ fn check_model(given: &str, server: &Value) -> crate::error::Result<()> {
     let shown: Vec<String> = ids
         .iter()
         .take(8)
-        .map(|id| id.chars().take(80).collect())
+        .map(|id| crate::api::error_body::flatten(&id.chars().take(80).collect::<String>()))
         .collect();
     let more = if ids.len() > 8 { ", …" } else { "" };
     Err(Error::Target(format!(
@@ -517,11 +520,34 @@ fn token_ids(body: &Value) -> Option<Vec<u32>> {
         .collect()
 }
 
-fn first_model(server: &Value) -> Option<String> {
-    server["models"]["data"][0]["id"]
+/// The longest model name taken from a server's list without being asked for by name.
+const MODEL_NAME_LIMIT: usize = 512;
+
+/// The first model the server lists, sent as it is in every request, so only when it is plain
+/// text: a name with line breaks, controls or markup (which could only be shown altered) or of
+/// more than [`MODEL_NAME_LIMIT`] characters is refused, and `--model` names the one to use.
+fn first_model(server: &Value) -> crate::error::Result<Option<String>> {
+    let Some(name) = server["models"]["data"][0]["id"]
         .as_str()
         .or_else(|| server["models"]["models"][0]["name"].as_str())
-        .map(crate::api::error_body::flatten)
+    else {
+        return Ok(None);
+    };
+    let length = name.chars().count();
+    if length > MODEL_NAME_LIMIT || crate::api::error_body::flatten(name) != name {
+        let shown: String = name.chars().take(80).collect();
+        let why = if length > MODEL_NAME_LIMIT {
+            format!("is {length} characters long")
+        } else {
+            "is not plain text (line breaks, controls or markup)".to_owned()
+        };
+        return Err(Error::Target(format!(
+            "the first model the server lists ({}{}) {why}: pass --model with the name to use",
+            crate::api::error_body::flatten(&shown),
+            if length > 80 { "…" } else { "" }
+        )));
+    }
+    Ok(Some(name.to_owned()))
 }
 
 #[cfg(test)]

@@ -141,7 +141,7 @@ impl Samples {
         if let Some(b) = &mut self.binned {
             b.push(x);
         } else {
-            self.exact.push(x);
+            push_within_limit(&mut self.exact, x);
             if self.exact.len() > EXACT_LIMIT {
                 self.bin();
             }
@@ -158,7 +158,7 @@ impl Samples {
         if self.binned.is_some() {
             self.draw((x, label.outer, label.response));
         } else {
-            self.labels.push((label.outer, label.response));
+            push_within_limit(&mut self.labels, (label.outer, label.response));
         }
         self.push(x);
     }
@@ -341,6 +341,17 @@ impl Samples {
     }
 }
 
+/// Pushes `item`, growing `values` as a vector does but never past one more than
+/// [`EXACT_LIMIT`] (the most the exact form holds before it is binned, and the reservoir's
+/// size), where doubling would leave a third of the room unused.
+fn push_within_limit<T>(values: &mut Vec<T>, item: T) {
+    if values.len() == values.capacity() && values.len() <= EXACT_LIMIT {
+        let room = (values.len().max(4)).min(EXACT_LIMIT + 1 - values.len());
+        values.reserve_exact(room);
+    }
+    values.push(item);
+}
+
 impl FromIterator<f64> for Samples {
     fn from_iter<I: IntoIterator<Item = f64>>(values: I) -> Samples {
         let mut s = Samples::new();
@@ -443,8 +454,9 @@ mod tests {
         seen.sort_unstable();
         seen.dedup();
         assert_eq!(seen.len(), EXACT_LIMIT);
-        // One buffer of values and one of labels, no second copy beside them.
-        assert!(s.exact.capacity() < 2 * EXACT_LIMIT && s.labels.capacity() < 2 * EXACT_LIMIT);
+        // One buffer of values and one of labels, no second copy beside them, and no room
+        // beyond what the exact form can hold.
+        assert!(s.exact.capacity() <= EXACT_LIMIT + 1 && s.labels.capacity() <= EXACT_LIMIT + 1);
         let d = s.distribution().expect("non-empty");
         assert_eq!(d.n, n);
         assert!(d.ci.is_some());

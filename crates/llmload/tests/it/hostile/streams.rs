@@ -178,26 +178,46 @@ fn a_byte_order_mark_before_the_first_event_loses_no_token() {
 #[test]
 fn control_sequences_from_the_server_never_reach_the_terminal_raw() {
     let server = Server::start(Mode::Controls);
+    let raw = |text: &str| {
+        text.chars()
+            .any(|c| c.is_control() && c != '\n' || ('\u{202a}'..='\u{202e}').contains(&c))
+    };
+    // A model name that could only be shown altered is never sent in its place: the target is
+    // refused at setup, the name written out, and --model named.
     let tmp = tempfile::tempdir().expect("temp dir");
-    let run = small_run(&server.url, tmp.path(), &[]);
+    let refused = small_run(&server.url, tmp.path(), &[]);
+    assert_ne!(refused.code, Some(0), "{}", shown(&refused));
+    assert!(
+        refused.stderr.contains("is not plain text")
+            && refused.stderr.contains("pass --model")
+            && refused.stderr.contains("\\u{1b}]0;pwned"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        !raw(&refused.stdout) && !raw(&refused.stderr),
+        "{refused:?}"
+    );
+    // Asked for by name, it is sent as it is and shown written out.
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let run = small_run(
+        &server.url,
+        tmp.path(),
+        &["--model", common::hostile::CONTROLS],
+    );
     let record = the_failed_record(&run, tmp.path());
     assert_eq!(record["error_kind"], "http", "{record}");
     // The record keeps the server's words; the terminal shows them with every control written
     // out, so nothing is cleared, retitled or forged.
     assert!(error_of(&record).contains("upstream failed"), "{record}");
     for text in [&run.stdout, &run.stderr] {
-        assert!(
-            !text
-                .chars()
-                .any(|c| c.is_control() && c != '\n' || ('\u{202a}'..='\u{202e}').contains(&c)),
-            "{text:?}"
-        );
+        assert!(!raw(text), "{text:?}");
     }
-    // Written out where it is shown: the model's name (its carriage return one space, as
-    // every line end a server sends) and the case's first error.
+    // Written out where it is shown: the model's name (every control, its carriage return
+    // too) and the case's first error.
     assert!(
         run.stdout
-            .contains("model \\u{1b}]0;pwned\\u{7}\\u{1b}[2J error: forged line"),
+            .contains("model \\u{1b}]0;pwned\\u{7}\\u{1b}[2J\\u{d}error: forged line"),
         "{}",
         run.stdout
     );
