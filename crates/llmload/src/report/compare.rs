@@ -551,6 +551,17 @@ mod tests {
             out.contains("not compared (absent in BASE)"),
             "closed rounds have no goodput"
         );
+        // Each compared check says whether the variation between runs is known: here it is not.
+        let compared = checks
+            .iter()
+            .filter(|c| c.verdict.comparison().is_some())
+            .count();
+        assert_eq!(
+            out.matches("between runs: unknown (one attempt a side, no --history")
+                .count(),
+            compared,
+            "{out}"
+        );
         assert!(
             out.contains("not compared (incomplete in BASE and NEW)"),
             "{out}"
@@ -563,6 +574,10 @@ mod tests {
         assert_eq!(value["gate"]["passed"], true);
         assert_eq!(value["gate"]["checks_inconclusive"], 2);
         assert_eq!(value["gate"]["checks"][0]["verdict"], "inconclusive");
+        assert_eq!(
+            value["gate"]["checks"][0]["between_runs"]["source"],
+            "unknown"
+        );
         let strict = to_json(
             &[PathBuf::from("a"), PathBuf::from("b")],
             &attempts,

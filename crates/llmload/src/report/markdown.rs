@@ -203,6 +203,7 @@ mod tests {
             decode_ms: one(100.0),
             delivery_ms: one(4.0),
             ttft_parts: Some(crate::summary::server_side::TtftParts::example()),
+            pace: None,
         });
         let text = render(&summary);
         let at = text
