@@ -7,6 +7,7 @@
 
 mod gate;
 mod models;
+mod pace;
 mod phases;
 
 use crate::fmt::seconds;
@@ -100,6 +101,7 @@ pub fn render(attempts: &[KeyedAttempt]) -> String {
         let _ = writeln!(out, "\nOnly in {present}: {}.", names.join("; "));
     }
     phases::render(&mut out, &rows);
+    pace::render(&mut out, &rows);
     out
 }
 
@@ -337,6 +339,7 @@ fn case_json(
                 "throughput_ratio": ratio(tps, base.and_then(|b| b.2)),
                 "responses_ok": c.counts.ok,
                 "phases": phases::to_json(c),
+                "server_pace": c.server.as_ref().and_then(|s| s.pace.as_ref()),
             })
         }
     }
