@@ -264,6 +264,13 @@ pub struct PlanArgs {
     /// Print the answer as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Earlier attempts of the same cases, for the spread between runs
+    ///
+    /// The figures of the same case (prompt and output lengths, load shape, load) in these
+    /// attempts, with the answer's own, give the interval of a re-measurement. Takes every
+    /// folder that follows up to the next flag.
+    #[arg(long, value_name = "DIR", num_args = 1..)]
+    pub history: Vec<PathBuf>,
     /// The intervals' level.
     #[command(flatten)]
     pub level: Level,

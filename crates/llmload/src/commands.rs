@@ -93,7 +93,7 @@ pub async fn execute(command: Command) -> Result<u8> {
         }
         Command::Plan(args) => {
             let question = Question::try_from(&args)?;
-            let plan = crate::plan::plan(&args.dirs, &question)?;
+            let plan = crate::plan::plan_with_history(&args.dirs, &args.history, &question)?;
             if args.json {
                 out(&json(&plan))?;
             } else {
