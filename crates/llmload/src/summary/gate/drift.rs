@@ -9,9 +9,9 @@
 //!   change's variance, with the history's k − 1 degrees of freedom.
 //! - **Trend**: a case whose rounds' throughput moves steadily across the attempt (a straight
 //!   line on the logarithms whose slope's interval excludes 0, over 4 rounds or more) is
-//!   drifting. The drift across the attempt (the slope times its span) is taken as one standard
-//!   error of the change, as a relative change of any metric of the case (a machine that slows
-//!   slows them alike).
+//!   drifting. Half the drift across the attempt (the slope times its span: how far the
+//!   attempt's middle sits from either end) is taken as one standard error of the change, as a
+//!   relative change of any metric of the case (a machine that slows slows them alike).
 //!
 //! Otherwise the between-run term is unknown, and the check says so. The variance is on the
 //! scale the change's interval is worked on: logarithms for a relative bound, the metric's unit
@@ -210,9 +210,10 @@ pub fn assess(
         .filter(|(_, t)| t.steady)
         .max_by(|a, b| a.1.across.abs().total_cmp(&b.1.across.abs()));
     let from_trend = steady.map(|&(side, t)| {
+        let half = t.across.abs() / 2.0;
         let sd = match bound {
-            Change::Percent(_) => t.across.abs(),
-            Change::Absolute(_) => t.across.abs().exp_m1() * base_figure.value.abs(),
+            Change::Percent(_) => half,
+            Change::Absolute(_) => half.exp_m1() * base_figure.value.abs(),
         };
         BetweenRuns {
             source: Source::Trend,
@@ -225,7 +226,8 @@ pub fn assess(
                 t.rounds
             ),
             variance: sd * sd,
-            df: (t.rounds - 2) as f64,
+            // The fit's slope was told from 0; its size is taken as known.
+            df: f64::INFINITY,
         }
     });
     match (from_history, from_trend) {

@@ -1,0 +1,109 @@
+//! The server's own pace and the between-run term in `llmload compare`, end to end against the
+//! simulator (which reports llama-server's `timings`): a server made three times slower per
+//! token on purpose shows it in its own pace, and the gate says the machine or the build moved;
+//! every compared check says whether the variation between runs is known, and earlier attempts
+//! given with `--history` make it known. The checks classify a designed threefold difference;
+//! no test here compares small differences of measured times.
+
+#![expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
+
+mod common;
+
+use common::{json, llmload, run_against, Simulator, SERIAL};
+use std::path::{Path, PathBuf};
+use std::sync::PoisonError;
+
+/// One closed-rounds case, 2 concurrent, 4 rounds of 8 output tokens.
+fn attempt(out: &Path, name: &str, url: &str) -> PathBuf {
+    let (run, dir) = run_against(
+        out,
+        name,
+        url,
+        &[
+            "--input-tokens",
+            "32",
+            "--concurrency",
+            "2",
+            "--output-tokens",
+            "8",
+            "--rounds",
+            "4",
+            "-q",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    dir
+}
+
+fn text(path: &Path) -> &str {
+    path.to_str().expect("UTF-8 path")
+}
+
+#[test]
+fn a_server_slower_per_token_shows_in_its_own_pace_and_the_gate_names_the_machine() {
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+    let out = tempfile::tempdir().expect("temp dir");
+    let (a, b, c) = {
+        let sim = Simulator::start(&["--schedule", "fixed:ttft_ms=20,itl_ms=4"]);
+        let a = attempt(out.path(), "a", &sim.url);
+        let b = attempt(out.path(), "b", &sim.url);
+        (a, b, attempt(out.path(), "c", &sim.url))
+    };
+    let slow = {
+        let sim = Simulator::start(&["--schedule", "fixed:ttft_ms=20,itl_ms=12"]);
+        attempt(out.path(), "slow", &sim.url)
+    };
+    // summary.json carries each case's server pace, from the records' server timings.
+    let summary = json(&a.join("summary.json"));
+    let pace = &summary["cases"][0]["server"]["pace"];
+    assert!(
+        pace["decode_ms_per_token"]["n"].as_u64().expect("an n") > 0,
+        "{pace}"
+    );
+    assert!(pace["prefill_ms_per_token"]["median"].is_number(), "{pace}");
+
+    let rule = ["--fail-if", "tpot_p50 > +50%"];
+    let slower = llmload(&[&["compare", text(&a), text(&slow)][..], &rule].concat());
+    assert_eq!(slower.code, 5, "{}\n{}", slower.stdout, slower.stderr);
+    let failure = slower
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("- in32-c2-out8 ("))
+        .unwrap_or_else(|| panic!("no failure line: {}", slower.stdout));
+    assert!(
+        failure.contains("the server's own decode time per token was")
+            && failure.contains("slower in NEW")
+            && failure.contains("the machine moved, or the build did"),
+        "{failure}"
+    );
+    assert!(failure.contains("between runs: unknown"), "{failure}");
+    assert!(
+        slower.stdout.contains("The server's own pace (medians"),
+        "{}",
+        slower.stdout
+    );
+
+    // The same server three times: no regression, and with two earlier attempts the
+    // between-run term is known and in the interval.
+    let json_rule = [&rule[..], &["--json"]].concat();
+    let same = llmload(
+        &[
+            &["compare", text(&b), text(&c)][..],
+            &json_rule,
+            &["--history", text(&a), text(&b)],
+        ]
+        .concat(),
+    );
+    assert_eq!(same.code, 0, "{}\n{}", same.stdout, same.stderr);
+    let value: serde_json::Value = serde_json::from_str(&same.stdout).expect("JSON");
+    let check = &value["gate"]["checks"][0];
+    assert_ne!(check["verdict"], "regressed", "{check}");
+    assert_eq!(check["between_runs"]["source"], "history", "{check}");
+    assert_eq!(check["between_runs"]["in_interval"], true, "{check}");
+    assert!(
+        check["server_pace"]["sentence"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("the server's own decode time per token")),
+        "{check}"
+    );
+}
