@@ -187,8 +187,21 @@ pub fn failure_line(c: &Check) -> String {
             None => return String::new(),
         },
     };
-    let mut line = format!(
-        "{} ({}): {} A {} → {} {}, {}: {} `{}`",
+    // Beside the change: whether the variation between runs is known, and the server's pace.
+    let context: Vec<&str> = [
+        x.between_runs.as_ref().map(|b| b.sentence.as_str()),
+        c.server_pace.as_ref().map(|p| p.sentence.as_str()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let context = if context.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", context.join("; "))
+    };
+    format!(
+        "{} ({}): {} A {} → {} {}, {}{context}: {} `{}`",
         c.subject(),
         c.key.describe(),
         c.rule.metric,
@@ -198,18 +211,7 @@ pub fn failure_line(c: &Check) -> String {
         change(kind, &c.rule, x),
         verdict_text(&c.verdict, x),
         c.rule.text
-    );
-    for sentence in [
-        x.between_runs.as_ref().map(|b| &b.sentence),
-        c.server_pace.as_ref().map(|p| &p.sentence),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        line.push_str("; ");
-        line.push_str(sentence);
-    }
-    line
+    )
 }
 
 /// A value of a metric of `kind`, in its unit.
