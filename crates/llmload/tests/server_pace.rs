@@ -2,14 +2,15 @@
 //! simulator (which reports llama-server's `timings`): a server made three times slower per
 //! token on purpose shows it in its own pace, and the gate says the machine or the build moved;
 //! every compared check says whether the variation between runs is known, and earlier attempts
-//! given with `--history` make it known. The checks classify a designed threefold difference;
-//! no test here compares small differences of measured times.
+//! given with `--history` make it known. On a real llama-server, each case's pace in
+//! `summary.json` is recomputed exactly from its records' `timings`. The checks classify a
+//! designed threefold difference; no test here compares small differences of measured times.
 
 #![expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 
 mod common;
 
-use common::{json, llmload, run_against, Simulator, SERIAL};
+use common::{json, llmload, measured, run_against, LlamaServer, Simulator, SERIAL};
 use std::path::{Path, PathBuf};
 use std::sync::PoisonError;
 
@@ -106,4 +107,63 @@ fn a_server_slower_per_token_shows_in_its_own_pace_and_the_gate_names_the_machin
             .is_some_and(|s| s.starts_with("the server's own decode time per token")),
         "{check}"
     );
+}
+
+/// The median of `values` (type 7: the mean of the middle two of an even count).
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
+#[test]
+fn llama_server_s_timings_give_each_case_its_pace_exactly() {
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+    let server = LlamaServer::start();
+    let out = tempfile::tempdir().expect("temp dir");
+    let (run, dir) = run_against(
+        out.path(),
+        "pace",
+        &server.url,
+        &[
+            "--input-tokens",
+            "16",
+            "--concurrency",
+            "2",
+            "--output-tokens",
+            "4",
+            "--rounds",
+            "2",
+            "--timeout",
+            "2m",
+            "-q",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let (mut prefill, mut decode) = (Vec::new(), Vec::new());
+    for r in measured(&dir).iter().filter(|r| r["status"] == "ok") {
+        let raw = &r["server"]["raw"];
+        let number = |key: &str| raw[key].as_f64().unwrap_or_else(|| panic!("{key}: {r}"));
+        assert_eq!(r["server"]["source"], "llama-server timings", "{r}");
+        prefill.push(number("prompt_ms") / number("prompt_n"));
+        decode.push(number("predicted_ms") / (number("predicted_n") - 1.0));
+    }
+    assert_eq!(prefill.len(), 4, "two rounds of two");
+    let pace = &json(&dir.join("summary.json"))["cases"][0]["server"]["pace"];
+    for (name, values) in [
+        ("prefill_ms_per_token", prefill),
+        ("decode_ms_per_token", decode),
+    ] {
+        assert_eq!(pace[name]["n"], 4, "{pace}");
+        let median_of_records = median(values);
+        let summary = pace[name]["median"].as_f64().expect("a median");
+        assert!(
+            (summary - median_of_records).abs() <= 1e-9 * median_of_records.abs(),
+            "{name}: {summary} against {median_of_records} from the records"
+        );
+    }
 }
