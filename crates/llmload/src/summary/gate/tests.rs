@@ -4,7 +4,7 @@ use super::*;
 use crate::fixture;
 use crate::stats::interval::{Basis, Ci, Method, Unit};
 use crate::stats::{Interval, Intervals};
-use crate::summary::identity::{LengthKey, LoadKey};
+use crate::summary::identity::{KeyedAttempt, LengthKey, LoadKey};
 use std::collections::BTreeMap;
 
 fn rule(text: &str) -> Rule {
