@@ -76,7 +76,7 @@ pub async fn execute(command: Command) -> Result<u8> {
         Command::Compare(args) => {
             let rules = args.rules()?;
             let attempts = keys::keyed(&args.dirs)?;
-            let history = keys::keyed(&args.history)?;
+            let history = crate::error::Context::context(keys::keyed(&args.history), "--history")?;
             let checks = gate::evaluate_with(&rules, &attempts, &history);
             let strict = args.fail_on == Some(crate::cli::FailOn::Inconclusive);
             let gated = (!rules.is_empty()).then_some((checks.as_slice(), strict));
