@@ -1,6 +1,8 @@
 //! The server's own pace and the between-run term in `llmload compare`, end to end against the
 //! simulator (which reports llama-server's `timings`): a server made three times slower per
 //! token on purpose shows it in its own pace, and the gate says the machine or the build moved;
+//! one whose responses are held 200 ms before their first byte keeps its pace, and the gate says
+//! the change is beyond the server;
 //! every compared check says whether the variation between runs is known, and earlier attempts
 //! given with `--history` make it known. On a real llama-server, each case's pace in
 //! `summary.json` is recomputed exactly from its records' `timings`. The checks classify a
@@ -54,6 +56,17 @@ fn a_server_slower_per_token_shows_in_its_own_pace_and_the_gate_names_the_machin
         let sim = Simulator::start(&["--schedule", "fixed:ttft_ms=20,itl_ms=12"]);
         attempt(out.path(), "slow", &sim.url)
     };
+    // The same server behind something that holds each response's first byte 200 ms: the
+    // server's own pace is unchanged, the path is not.
+    let held = {
+        let sim = Simulator::start(&[
+            "--schedule",
+            "fixed:ttft_ms=20,itl_ms=4",
+            "--fault",
+            "slow-first-byte:ms=200",
+        ]);
+        attempt(out.path(), "held", &sim.url)
+    };
     // summary.json carries each case's server pace, from the records' server timings.
     let summary = json(&a.join("summary.json"));
     let pace = &summary["cases"][0]["server"]["pace"];
@@ -82,6 +95,25 @@ fn a_server_slower_per_token_shows_in_its_own_pace_and_the_gate_names_the_machin
         slower.stdout.contains("The server's own pace (medians"),
         "{}",
         slower.stdout
+    );
+
+    let path = llmload(&[
+        "compare",
+        text(&a),
+        text(&held),
+        "--fail-if",
+        "ttft_p50 > +100%",
+    ]);
+    assert_eq!(path.code, 5, "{}\n{}", path.stdout, path.stderr);
+    let failure = path
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("- in32-c2-out8 ("))
+        .unwrap_or_else(|| panic!("no failure line: {}", path.stdout));
+    assert!(
+        failure.contains("the server's own prefill time per prompt token held")
+            && failure.contains("the change is beyond the server"),
+        "{failure}"
     );
 
     // The same server three times: no regression, and with two earlier attempts the
