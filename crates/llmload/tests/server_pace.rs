@@ -42,6 +42,14 @@ fn text(path: &Path) -> &str {
     path.to_str().expect("UTF-8 path")
 }
 
+/// The gate's line for the failing case.
+fn failure_line(stdout: &str) -> &str {
+    stdout
+        .lines()
+        .find(|l| l.starts_with("- in32-c2-out8 ("))
+        .unwrap_or_else(|| panic!("no failure line: {stdout}"))
+}
+
 #[test]
 fn a_server_slower_per_token_shows_in_its_own_pace_and_the_gate_names_the_machine() {
     let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
@@ -79,11 +87,7 @@ fn a_server_slower_per_token_shows_in_its_own_pace_and_the_gate_names_the_machin
     let rule = ["--fail-if", "tpot_p50 > +50%"];
     let slower = llmload(&[&["compare", text(&a), text(&slow)][..], &rule].concat());
     assert_eq!(slower.code, 5, "{}\n{}", slower.stdout, slower.stderr);
-    let failure = slower
-        .stdout
-        .lines()
-        .find(|l| l.starts_with("- in32-c2-out8 ("))
-        .unwrap_or_else(|| panic!("no failure line: {}", slower.stdout));
+    let failure = failure_line(&slower.stdout);
     assert!(
         failure.contains("the server's own decode time per token was")
             && failure.contains("slower in NEW")
@@ -105,11 +109,7 @@ fn a_server_slower_per_token_shows_in_its_own_pace_and_the_gate_names_the_machin
         "ttft_p50 > +100%",
     ]);
     assert_eq!(path.code, 5, "{}\n{}", path.stdout, path.stderr);
-    let failure = path
-        .stdout
-        .lines()
-        .find(|l| l.starts_with("- in32-c2-out8 ("))
-        .unwrap_or_else(|| panic!("no failure line: {}", path.stdout));
+    let failure = failure_line(&path.stdout);
     assert!(
         failure.contains("the server's own prefill time per prompt token held")
             && failure.contains("the change is beyond the server"),
