@@ -94,7 +94,12 @@ fn a_server_slower_per_token_shows_in_its_own_pace_and_the_gate_names_the_machin
             && failure.contains("the machine moved, or the build did"),
         "{failure}"
     );
-    assert!(failure.contains("between runs: unknown"), "{failure}");
+    // Whether the variation between runs is known: unknown here, unless a busy machine made
+    // these rounds drift steadily; said either way.
+    assert!(
+        failure.contains("between runs: unknown") || failure.contains("rounds drifted steadily"),
+        "{failure}"
+    );
     assert!(
         slower.stdout.contains("The server's own pace (medians"),
         "{}",
@@ -131,8 +136,20 @@ fn a_server_slower_per_token_shows_in_its_own_pace_and_the_gate_names_the_machin
     let value: serde_json::Value = serde_json::from_str(&same.stdout).expect("JSON");
     let check = &value["gate"]["checks"][0];
     assert_ne!(check["verdict"], "regressed", "{check}");
-    assert_eq!(check["between_runs"]["source"], "history", "{check}");
-    assert_eq!(check["between_runs"]["in_interval"], true, "{check}");
+    // Known from the history, or from a steady drift of these rounds larger than it (a busy
+    // machine); either way said against the earlier attempts and in the interval.
+    let between = &check["between_runs"];
+    assert!(
+        between["source"] == "history" || between["source"] == "trend",
+        "{check}"
+    );
+    assert!(
+        between["sentence"]
+            .as_str()
+            .is_some_and(|s| s.contains("2 earlier attempts")),
+        "{check}"
+    );
+    assert_eq!(between["in_interval"], true, "{check}");
     assert!(
         check["server_pace"]["sentence"]
             .as_str()

@@ -136,6 +136,10 @@ fn shown(bound: Change, v: f64) -> String {
     }
 }
 
+/// The smallest drift across an attempt, on the logarithms, that counts as one (2 %): a steady
+/// slope smaller than that is too small to matter beside any bound a rule would set.
+pub const MIN_DRIFT: f64 = 0.02;
+
 /// A steady trend across one attempt's rounds.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Trend {
@@ -143,7 +147,8 @@ pub struct Trend {
     pub rounds: usize,
     /// The change of throughput across them, on the logarithms (negative: slowing).
     pub across: f64,
-    /// Whether the slope's interval excludes 0 at `level`.
+    /// Whether the slope's interval excludes 0 at `level` and the drift across the rounds is
+    /// at least [`MIN_DRIFT`].
     pub steady: bool,
 }
 
@@ -183,10 +188,11 @@ pub fn fit(y: &[f64], level: f64) -> Option<Trend> {
         .sum();
     let se = (ssr / (n - 2.0) / sxx).sqrt();
     let t = crate::stats::interval::t_quantile(level, n - 2.0)?;
+    let across = slope * (n - 1.0);
     Some(Trend {
         rounds: k,
-        across: slope * (n - 1.0),
-        steady: slope.abs() > t * se,
+        across,
+        steady: slope.abs() > t * se && across.abs() >= MIN_DRIFT,
     })
 }
 
@@ -231,14 +237,19 @@ pub fn assess(
         }
     });
     match (from_history, from_trend) {
-        (Some(h), Some(t)) => {
-            if t.variance > h.variance {
-                t
-            } else {
-                h
-            }
+        // The history measures the spread between runs directly; a trend larger than it says
+        // this pair drifted more than the earlier attempts did.
+        (Some(h), Some(mut t)) if t.variance > h.variance => {
+            t.sentence = t.sentence.replace(
+                ": that drift",
+                &format!(
+                    ", more than the {} earlier attempts varied: that drift",
+                    history.len()
+                ),
+            );
+            t
         }
-        (Some(h), None) => h,
+        (Some(h), _) => h,
         (None, Some(t)) => t,
         (None, None) => {
             let seen = (!trends.is_empty()).then(|| {
@@ -341,6 +352,15 @@ mod tests {
             .collect();
         assert!(!fit(&level, 0.95).expect("six rounds").steady);
         assert_eq!(fit(&level[..3], 0.95), None);
+        // A slope told from 0 on quiet rounds, but under 1 % across them: no drift that
+        // matters.
+        let creeping: Vec<f64> = [0.0, 0.0001, -0.0001, 0.0]
+            .iter()
+            .enumerate()
+            .map(|(i, e)| 100f64.ln() + 0.003 * i as f64 + e)
+            .collect();
+        let t = fit(&creeping, 0.95).expect("four rounds");
+        assert!(t.across < MIN_DRIFT && !t.steady, "{t:?}");
     }
 
     #[test]
