@@ -210,6 +210,13 @@ pub struct CompareArgs {
     /// for an interval.
     #[arg(long = "fail-on", value_enum, value_name = "VERDICT")]
     pub fail_on: Option<FailOn>,
+    /// Earlier attempts of the same cases, for the gate's between-run term
+    ///
+    /// Their spread from one attempt to the next (beyond each attempt's own noise) joins every
+    /// check's interval, so that a regression must exceed it; at least two attempts of a case.
+    /// Takes every folder that follows up to the next flag.
+    #[arg(long, value_name = "DIR", num_args = 1..)]
+    pub history: Vec<PathBuf>,
     /// The intervals' level.
     #[command(flatten)]
     pub level: Level,
@@ -257,6 +264,13 @@ pub struct PlanArgs {
     /// Print the answer as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Earlier attempts of the same cases, for the spread between runs
+    ///
+    /// The figures of the same case (prompt and output lengths, load shape, load) in these
+    /// attempts, with the answer's own, give the interval of a re-measurement. Takes every
+    /// folder that follows up to the next flag.
+    #[arg(long, value_name = "DIR", num_args = 1..)]
+    pub history: Vec<PathBuf>,
     /// The intervals' level.
     #[command(flatten)]
     pub level: Level,

@@ -76,7 +76,8 @@ pub async fn execute(command: Command) -> Result<u8> {
         Command::Compare(args) => {
             let rules = args.rules()?;
             let attempts = keys::keyed(&args.dirs)?;
-            let checks = gate::evaluate(&rules, &attempts);
+            let history = crate::error::Context::context(keys::keyed(&args.history), "--history")?;
+            let checks = gate::evaluate_with(&rules, &attempts, &history);
             let strict = args.fail_on == Some(crate::cli::FailOn::Inconclusive);
             let gated = (!rules.is_empty()).then_some((checks.as_slice(), strict));
             if args.json {
@@ -92,7 +93,7 @@ pub async fn execute(command: Command) -> Result<u8> {
         }
         Command::Plan(args) => {
             let question = Question::try_from(&args)?;
-            let plan = crate::plan::plan(&args.dirs, &question)?;
+            let plan = crate::plan::plan_with_history(&args.dirs, &args.history, &question)?;
             if args.json {
                 out(&json(&plan))?;
             } else {

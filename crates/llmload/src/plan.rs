@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+mod between;
 mod curve;
 mod render;
 mod support;
@@ -111,6 +112,8 @@ pub struct Measured {
     pub slots: Option<u32>,
     /// Per case id, the TTFTs of its measured `ok` responses: the samples of its percentiles.
     pub ttft_samples: BTreeMap<String, TtftSamples>,
+    /// Earlier attempts of the same cases (`--history`), for the spread between runs.
+    pub history: Vec<Summary>,
 }
 
 impl Measured {
@@ -148,6 +151,7 @@ impl Measured {
             url,
             slots,
             ttft_samples,
+            history: Vec::new(),
         })
     }
 }
@@ -223,9 +227,34 @@ pub struct Plan {
 
 /// `llmload plan`: loads every attempt in `dirs` and answers `question`.
 pub fn plan(dirs: &[PathBuf], question: &Question) -> crate::error::Result<Plan> {
+    plan_with_history(dirs, &[], question)
+}
+
+/// [`plan`] with earlier attempts of the same cases (`history`), whose spread between runs
+/// widens each answer's interval to that of a re-measurement.
+pub fn plan_with_history(
+    dirs: &[PathBuf],
+    history: &[PathBuf],
+    question: &Question,
+) -> crate::error::Result<Plan> {
+    let earlier = history
+        .iter()
+        .map(|dir| {
+            load::read(dir)
+                .map(|r| r.summary)
+                .with_context(|| format!("attempt {} (--history)", dir.display()))
+        })
+        .collect::<crate::error::Result<Vec<Summary>>>()?;
     let measured = dirs
         .iter()
-        .map(|dir| Measured::read(dir).with_context(|| format!("attempt {}", dir.display())))
+        .map(|dir| {
+            Measured::read(dir)
+                .map(|m| Measured {
+                    history: earlier.clone(),
+                    ..m
+                })
+                .with_context(|| format!("attempt {}", dir.display()))
+        })
         .collect::<crate::error::Result<Vec<Measured>>>()?;
     Ok(answer(question, &measured))
 }

@@ -13,6 +13,7 @@ pub mod guidellm;
 pub mod other;
 pub mod render;
 pub mod shape;
+pub mod shares;
 mod terms;
 pub mod vllm;
 
@@ -79,6 +80,10 @@ pub struct MetricRow {
     pub n: usize,
     /// What separates the figures, in order: definition, workload, measurement.
     pub terms: Vec<Term>,
+    /// The gap (other − llmload) cut into shares in ms that sum to it exactly; empty where a
+    /// side has no figure or the figure is no time.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shares: Vec<shares::Share>,
 }
 
 /// One explained part of a gap.
@@ -393,6 +398,21 @@ fn build(run: &OtherRun, case: &CaseSummary, records: &[&Record]) -> Reconciliat
         .collect();
     let mut definition = terms::Definitions::of(records);
     definition.pace = run.output_throughput.zip(dialect::span_throughput(records));
+    let tpot = match dialect {
+        Dialect::Vllm | Dialect::GenaiBench => "tpot",
+        Dialect::Aiperf | Dialect::Guidellm => "inter_token_latency",
+    };
+    let as_other_tpot = statistic(Stat::Quantile(0.5), &groups_of(&mut as_other.iter(), tpot));
+    let context = shares::Context {
+        run,
+        records,
+        pace: shares::pace_ratio(
+            run,
+            tpot,
+            as_other_tpot.map(|s| s.0),
+            dialect::span_throughput(records),
+        ),
+    };
     let mut metrics: Vec<MetricRow> = rows(dialect)
         .into_iter()
         .map(|(name, figure, stat, own)| {
@@ -409,8 +429,10 @@ fn build(run: &OtherRun, case: &CaseSummary, records: &[&Record]) -> Reconciliat
                 n: mine.iter().map(|g| g.0.len()).sum(),
                 name,
                 terms: Vec::new(),
+                shares: Vec::new(),
             };
             row.terms = terms::terms(&row, dialect, figure, &definition, &differs);
+            row.shares = shares::shares(&row, figure, stat, own, &context);
             row
         })
         .collect();
@@ -423,6 +445,7 @@ fn build(run: &OtherRun, case: &CaseSummary, records: &[&Record]) -> Reconciliat
         llmload: case.throughput_tps.as_ref().map(|s| s.mean),
         n: records.len(),
         terms: Vec::new(),
+        shares: Vec::new(),
     };
     row.terms = terms::terms(&row, dialect, "throughput", &definition, &differs);
     metrics.push(row);

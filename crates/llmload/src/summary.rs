@@ -16,6 +16,7 @@ mod label;
 pub use label::label;
 pub mod lengths;
 pub mod models;
+pub mod pace;
 pub mod per_token;
 pub mod phases;
 pub mod pooling;

@@ -86,7 +86,10 @@ pub fn answer(
             }
         });
         match evaluate(question, kind, case, samples) {
-            Some(p) => points.push(p),
+            Some(mut p) => {
+                super::between::apply(question, m, kind, case, &mut p);
+                points.push(p);
+            }
             None => notes.push(format!(
                 "{} ({}) was stopped before it completed; left out",
                 case.id,

@@ -235,4 +235,18 @@ fn expected(out: &mut String, s: &Support, q: &Question) {
             .as_ref()
             .map_or(String::new(), |c| format!("; {c}"))
     );
+    if s.server_prefill_ms_per_token.is_some() || s.server_decode_ms_per_token.is_some() {
+        let ms = |v: Option<f64>| v.map_or("–".to_owned(), |v| format!("{v:.3} ms"));
+        let _ = writeln!(
+            out,
+            "    The server's own pace there: prefill {} per prompt token, decode {} per token \
+             (its timings; a re-measurement whose pace differs ran on a machine or build that \
+             moved).",
+            ms(s.server_prefill_ms_per_token),
+            ms(s.server_decode_ms_per_token)
+        );
+    }
+    if !s.between_runs.is_empty() {
+        let _ = writeln!(out, "    Between runs: {}.", s.between_runs);
+    }
 }

@@ -85,6 +85,16 @@ pub struct Support {
     /// What the small sample means for the figure, when it is small.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub caveat: Option<String>,
+    /// The server's own median prefill time per prompt token, ms, where its records carry
+    /// the server's timings: the reference a re-measurement's pace is held against.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_prefill_ms_per_token: Option<f64>,
+    /// The server's own median decode time per generated token, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_decode_ms_per_token: Option<f64>,
+    /// Whether the TTFT interval holds the spread between runs (repeats, earlier attempts), or
+    /// is of one attempt only, in words.
+    pub between_runs: String,
     /// Whether the case keeps every budget.
     pub meets: bool,
     /// Why not, when it does not.
@@ -154,8 +164,16 @@ pub fn evaluate(
                 .map(|i| (i.low, i.high))
         });
     let descriptive = at.is_some_and(|a| a.1);
+    let pace = case.server.as_ref().and_then(|s| s.pace.as_ref());
     Some(Support {
         caveat: caveat(question, n, descriptive, interval.is_some()),
+        between_runs: String::new(),
+        server_prefill_ms_per_token: pace
+            .and_then(|p| p.prefill_ms_per_token.as_ref())
+            .map(|d| d.median),
+        server_decode_ms_per_token: pace
+            .and_then(|p| p.decode_ms_per_token.as_ref())
+            .map(|d| d.median),
         ttft_low_ms: interval.map(|i| i.0),
         ttft_high_ms: interval.map(|i| i.1),
         case_id: case.id.clone(),

@@ -16,6 +16,7 @@ fn measured(dir: &str, report: &crate::report::Report) -> Measured {
         url: None,
         slots: None,
         ttft_samples: ttft_samples(report),
+        history: Vec::new(),
     }
 }
 
@@ -335,4 +336,49 @@ fn a_far_short_response_counts_among_the_ttfts_only_where_its_case_kept_it() {
         f.short = true;
     }
     assert_eq!(n(&report), before - 1);
+}
+
+#[test]
+fn an_answer_says_its_interval_is_of_one_attempt_unless_earlier_runs_widen_it() {
+    let alone = answer(&question(60.0), &[sweep()]);
+    let support = alone.lengths[0].curves[0]
+        .support
+        .clone()
+        .expect("a support");
+    assert!(
+        support.between_runs.contains("of one attempt only"),
+        "{}",
+        support.between_runs
+    );
+    assert!(render(&alone).contains("Between runs: its interval is of one attempt only"));
+    // Two earlier attempts of the same cases, one twice as slow: the interval of a
+    // re-measurement holds the spread.
+    let mut slow = sweep().summary;
+    for case in &mut slow.cases {
+        if let Some(d) = case.ttft_ms.as_mut() {
+            d.p99 *= 2.0;
+        }
+    }
+    let with_history = Measured {
+        history: vec![sweep().summary, slow],
+        ..sweep()
+    };
+    let plan = answer(&question(60.0), &[with_history]);
+    let widened = plan.lengths[0].curves[0]
+        .support
+        .clone()
+        .expect("a support");
+    assert_eq!(widened.case_id, support.case_id);
+    assert!(
+        widened.between_runs.contains("this attempt and 2 earlier"),
+        "{}",
+        widened.between_runs
+    );
+    let (low, high) = (
+        widened.ttft_low_ms.expect("low"),
+        widened.ttft_high_ms.expect("high"),
+    );
+    let ttft = widened.ttft_ms.expect("a figure");
+    assert!(high > ttft * 2.0, "{low}–{high} around {ttft}");
+    assert!(high > support.ttft_high_ms.unwrap_or(0.0));
 }

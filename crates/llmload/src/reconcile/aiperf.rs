@@ -121,6 +121,7 @@ fn name(path: &Path) -> String {
 fn add_records(run: &mut OtherRun, path: &Path) -> Result<(), String> {
     let text = super::shape::without_python_floats(&super::shape::bytes(path)?);
     let (mut failed, mut cancelled, mut other_phase) = (0usize, 0usize, 0usize);
+    let mut named_phases = false;
     for (i, line) in text.split(|&c| c == b'\n').enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
@@ -138,6 +139,7 @@ fn add_records(run: &mut OtherRun, path: &Path) -> Result<(), String> {
         let phase = meta
             .and_then(|m| m.get("benchmark_phase"))
             .and_then(Value::as_str);
+        named_phases |= phase.is_some();
         if phase.is_some_and(|p| p != "profiling") {
             other_phase += 1;
             continue;
@@ -163,6 +165,8 @@ fn add_records(run: &mut OtherRun, path: &Path) -> Result<(), String> {
             path.display()
         ));
     }
+    // Records that name their phase say how many were not profiling: the warm-up.
+    run.warmup_requests = named_phases.then_some(other_phase as u64);
     if failed + cancelled > 0 {
         run.notes.push(format!(
             "AIPerf's records hold {failed} failed and {cancelled} cancelled requests, left out \

@@ -108,6 +108,7 @@ fn benchmark(path: &Path, b: &Value, i: usize, total: usize) -> Result<OtherRun,
         figures,
         output_throughput: number(metrics, "/output_tokens_per_second/successful/mean"),
         notes,
+        warmup_requests: None,
     })
 }
 

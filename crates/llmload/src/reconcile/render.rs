@@ -55,6 +55,16 @@ pub fn render(r: &Reconciliation) -> String {
         for t in &m.terms {
             let _ = writeln!(out, "  - {}: {}", t.kind, t.text);
         }
+        if let (false, Some(other), Some(ours)) = (m.shares.is_empty(), m.other, m.llmload) {
+            let _ = writeln!(
+                out,
+                "  - the gap, other − llmload = {:+.3} ms, in shares that sum to it:",
+                other - ours
+            );
+            for s in &m.shares {
+                let _ = writeln!(out, "    - {} {:+.3} ms: {}", s.cause, s.ms, s.text);
+            }
+        }
     }
     out
 }

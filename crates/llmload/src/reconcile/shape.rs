@@ -66,6 +66,8 @@ pub struct OtherRun {
     pub output_throughput: Option<f64>,
     /// What the reader noticed that bears on the comparison.
     pub notes: Vec<String>,
+    /// The warm-up requests it sent before measuring, where its file says (0: none).
+    pub warmup_requests: Option<u64>,
 }
 
 /// One successful request of the other run.

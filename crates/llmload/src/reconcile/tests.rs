@@ -382,3 +382,82 @@ fn impossible_values_in_another_tool_s_file_are_named_and_never_figures() {
         assert!(error.contains(why), "{field}: {error}");
     }
 }
+
+/// The sum of `m`'s shares, ms.
+fn shared(m: &MetricRow) -> f64 {
+    m.shares.iter().map(|s| s.ms).sum()
+}
+
+fn share<'a>(m: &'a MetricRow, cause: &str) -> &'a shares::Share {
+    m.shares
+        .iter()
+        .find(|s| s.cause == cause)
+        .unwrap_or_else(|| panic!("{}: no {cause} share in {:?}", m.name, m.shares))
+}
+
+#[test]
+fn a_run_without_warm_up_pays_its_cold_requests_and_the_shares_sum_to_the_gap() {
+    let owned = records(24, 0.0);
+    let refs: Vec<&Record> = owned.iter().collect();
+    // The other run's first two requests (its concurrency) took 20 ms more to their first
+    // chunk: a cold server.
+    let mut other = vllm_result(24, 0.0, 2);
+    for t in &mut other.ttfts[..2] {
+        *t += 0.020;
+    }
+    let r = build(&other.into_other(), &case(), &refs);
+    let ttft = row(&r, "ttft_mean_ms");
+    let gap = ttft.other.expect("other") - ttft.llmload.expect("ours");
+    assert!((shared(ttft) - gap).abs() < 1e-9, "{:?}", ttft.shares);
+    // Two of 24 requests 20 ms slower: the mean moves by 40 / 24 ms, all of it theirs.
+    let cold = share(ttft, "cold requests");
+    assert!((cold.ms - 40.0 / 24.0).abs() < 1e-9, "{cold:?}");
+    assert!(cold.text.contains("its first 2 requests"), "{}", cold.text);
+    assert!(cold.text.contains("does not say whether it warmed up"));
+    assert!((share(ttft, "definition").ms + 2.0).abs() < 1e-9);
+    assert!(
+        share(ttft, "remainder").ms.abs() < 1e-9,
+        "{:?}",
+        ttft.shares
+    );
+    // The median is not moved by two requests of 24.
+    assert!(share(row(&r, "ttft_median_ms"), "cold requests").ms.abs() < 1e-9);
+    let table = render::render(&r);
+    assert!(table.contains("in shares that sum to it:"), "{table}");
+    assert!(table.contains("    - cold requests +1.667 ms"), "{table}");
+}
+
+#[test]
+fn a_slower_server_during_the_other_run_is_sized_as_its_pace() {
+    // llmload's records with the server's own timings: 8 ms of prefill for 32 tokens, 8 ms
+    // of decode for 4 gaps (2 ms a token).
+    let mut owned = records(24, 0.0);
+    for r in &mut owned {
+        let mut s = crate::record::ServerTimings::new(crate::record::TimingSource::Vllm);
+        (s.prefill_ms, s.ttft_ms, s.decode_ms) = (Some(8.0), Some(8.0), Some(8.0));
+        r.server = Some(s);
+    }
+    let refs: Vec<&Record> = owned.iter().collect();
+    // The other run's server 1.5× slower per token (3 ms gaps), its TTFT 4 ms later.
+    let mut other = vllm_result(24, 4.0, 2);
+    other.itls = vec![vec![0.003; 5]; 24];
+    other.latencies = vec![(18.0 + 4.0 + 5.0) / 1e3; 24];
+    let r = build(&other.into_other(), &case(), &refs);
+    let ttft = row(&r, "ttft_mean_ms");
+    let gap = ttft.other.expect("other") - ttft.llmload.expect("ours");
+    assert!((shared(ttft) - gap).abs() < 1e-9, "{:?}", ttft.shares);
+    let pace = share(ttft, "server pace");
+    // The other run's TPOT (27 − 12) / 4 = 3.75 ms against 2.5 ms: 1.5×, on 8 ms of server
+    // TTFT: 4 ms.
+    assert!((pace.ms - 4.0).abs() < 1e-9, "{pace:?}");
+    assert!(pace.text.contains("50 % slower"), "{}", pace.text);
+    let remainder = share(ttft, "remainder");
+    assert!(remainder.ms.abs() < 1e-9, "{remainder:?}");
+    assert!(
+        remainder
+            .text
+            .contains("llmload's TTFT sits 2.0 ms after the server's own"),
+        "{}",
+        remainder.text
+    );
+}

@@ -209,6 +209,7 @@ impl VllmResult {
             figures,
             output_throughput: self.output_throughput,
             notes,
+            warmup_requests: None,
         }
     }
 }

@@ -7,6 +7,7 @@
 
 mod gate;
 mod models;
+mod pace;
 mod phases;
 
 use crate::fmt::seconds;
@@ -100,6 +101,7 @@ pub fn render(attempts: &[KeyedAttempt]) -> String {
         let _ = writeln!(out, "\nOnly in {present}: {}.", names.join("; "));
     }
     phases::render(&mut out, &rows);
+    pace::render(&mut out, &rows);
     out
 }
 
@@ -337,6 +339,7 @@ fn case_json(
                 "throughput_ratio": ratio(tps, base.and_then(|b| b.2)),
                 "responses_ok": c.counts.ok,
                 "phases": phases::to_json(c),
+                "server_pace": c.server.as_ref().and_then(|s| s.pace.as_ref()),
             })
         }
     }
@@ -551,6 +554,17 @@ mod tests {
             out.contains("not compared (absent in BASE)"),
             "closed rounds have no goodput"
         );
+        // Each compared check says whether the variation between runs is known: here it is not.
+        let compared = checks
+            .iter()
+            .filter(|c| c.verdict.comparison().is_some())
+            .count();
+        assert_eq!(
+            out.matches("between runs: unknown (one attempt a side, no --history")
+                .count(),
+            compared,
+            "{out}"
+        );
         assert!(
             out.contains("not compared (incomplete in BASE and NEW)"),
             "{out}"
@@ -563,6 +577,10 @@ mod tests {
         assert_eq!(value["gate"]["passed"], true);
         assert_eq!(value["gate"]["checks_inconclusive"], 2);
         assert_eq!(value["gate"]["checks"][0]["verdict"], "inconclusive");
+        assert_eq!(
+            value["gate"]["checks"][0]["between_runs"]["source"],
+            "unknown"
+        );
         let strict = to_json(
             &[PathBuf::from("a"), PathBuf::from("b")],
             &attempts,

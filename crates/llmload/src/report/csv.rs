@@ -568,6 +568,7 @@ mod tests {
             decode_ms: one(90.0),
             delivery_ms: one(5.0),
             ttft_parts: Some(TtftParts::example()),
+            pace: None,
         });
         let case = &summary.cases[0];
         let cells: std::collections::HashMap<String, String> =

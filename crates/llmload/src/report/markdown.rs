@@ -203,6 +203,10 @@ mod tests {
             decode_ms: one(100.0),
             delivery_ms: one(4.0),
             ttft_parts: Some(crate::summary::server_side::TtftParts::example()),
+            pace: Some(crate::summary::pace::Pace {
+                prefill_ms_per_token: one(0.3125),
+                decode_ms_per_token: None,
+            }),
         });
         let text = render(&summary);
         let at = text
@@ -217,9 +221,11 @@ mod tests {
         assert_eq!((parts[3], parts[5]), ("–", "4.5 ms"), "{text}");
         assert!(text.contains("Unavailable: "), "{text}");
         let cells: Vec<&str> = rows[1].split(" | ").collect();
-        assert_eq!(cells.len(), 9, "{text}");
+        assert_eq!(cells.len(), 11, "{text}");
         assert_eq!(cells[2], "vllm per-request metrics", "{text}");
         assert!(cells[8].starts_with('1'), "the flagged response: {text}");
+        // The server's pace: prefill per prompt token known, decode not.
+        assert_eq!((cells[9], cells[10]), ("0.312 ms", "– |"), "{text}");
     }
 
     #[test]

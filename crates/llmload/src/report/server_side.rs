@@ -25,8 +25,17 @@ pub fn table(summary: &Summary) -> Table {
         "Delivery",
         "Client TTFT",
         "Server TTFT > client",
+        "Prefill per prompt token",
+        "Decode per token",
     ]);
     let median = |d: Option<&Distribution>| Cell::figure(ms(d.map(|d| d.median)), d.map(|d| d.n));
+    // The server's pace: fractions of a ms, with three decimals.
+    let pace = |d: Option<&Distribution>| {
+        Cell::figure(
+            d.map_or_else(|| "–".to_owned(), |d| format!("{:.3} ms", d.median)),
+            d.map(|d| d.n),
+        )
+    };
     for case in &summary.cases {
         let Some(s) = &case.server else {
             continue;
@@ -42,6 +51,12 @@ pub fn table(summary: &Summary) -> Table {
             median(s.delivery_ms.as_ref()),
             median(case.ttft_ms.as_ref()),
             Cell::count(thousands(s.ttft_exceeds_client), s.ttft_exceeds_client),
+            pace(
+                s.pace
+                    .as_ref()
+                    .and_then(|p| p.prefill_ms_per_token.as_ref()),
+            ),
+            pace(s.pace.as_ref().and_then(|p| p.decode_ms_per_token.as_ref())),
         ]);
     }
     table
@@ -172,7 +187,9 @@ pub fn section(report: &super::Report) -> Option<super::page::Section<'_>> {
     section.note(
         "Medians over the ok responses whose server reported its timings, on the server's \
          clock; delivery is the client's TTFT less the server's, over the responses whose \
-         server TTFT is within it.",
+         server TTFT is within it. The server's own pace: prefill per prompt token it \
+         processed and decode per generated token after the first, medians of each response's \
+         ratio: the reference a comparison holds the client's figures against.",
     );
     section.push(Block::Table(table));
     let parts = parts_table(summary);

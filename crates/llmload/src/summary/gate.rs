@@ -6,8 +6,7 @@
 use crate::error::ConfigError;
 use crate::stats::interval::{Basis, Ci, Method, Unit};
 use crate::stats::{Interval, Intervals};
-use crate::summary::identity::{matched, CaseKey, KeyedAttempt};
-use crate::summary::models::ModelSummary;
+use crate::summary::identity::CaseKey;
 use crate::summary::CaseSummary;
 use serde::Serialize;
 use std::fmt;
@@ -467,6 +466,10 @@ pub struct Check {
     /// The outcome.
     #[serde(flatten)]
     pub verdict: Verdict,
+    /// The server's own pace behind the metric, BASE to NEW, held against the client's change;
+    /// absent where the records carry no server timings for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_pace: Option<pace::PaceShift>,
 }
 
 impl Check {
@@ -480,68 +483,15 @@ impl Check {
     }
 }
 
-/// Every rule on every case that BASE (the first attempt) and each later attempt both ran, and
-/// in a mix of models on each model both have. Cases of one side only are no checks: the
-/// comparison lists them.
-pub fn evaluate(rules: &[Rule], attempts: &[KeyedAttempt]) -> Vec<Check> {
-    let mut checks = Vec::new();
-    for (key, cases) in matched(attempts) {
-        let Some(Some(base)) = cases.first() else {
-            continue;
-        };
-        for (i, new) in cases.iter().enumerate().skip(1) {
-            let Some(new) = new else { continue };
-            let check = |rule: &Rule, model: Option<&str>, verdict| Check {
-                case: base.id.clone(),
-                model: model.map(str::to_owned),
-                key: key.clone(),
-                new: i,
-                rule: rule.clone(),
-                verdict,
-            };
-            for rule in rules {
-                let series = attempts.get(i).and_then(|a| a.summary.repeats.as_ref());
-                let verdict = check_series(
-                    rule,
-                    (base, attempts[0].summary.repeats.as_ref()),
-                    (new, series),
-                );
-                checks.push(check(rule, None, verdict));
-            }
-            for (model, base_m, new_m) in shared_models(base, new) {
-                let (b, n) = (base_m.as_case(base), new_m.as_case(new));
-                for rule in rules {
-                    checks.push(check(
-                        rule,
-                        Some(model),
-                        check_series(rule, (&b, None), (&n, None)),
-                    ));
-                }
-            }
-        }
-    }
-    checks
-}
-
-/// The models both cases ran in their mix, by name, with each side's figures.
-fn shared_models<'a>(
-    base: &'a CaseSummary,
-    new: &'a CaseSummary,
-) -> Vec<(&'a str, &'a ModelSummary, &'a ModelSummary)> {
-    let (Some(b), Some(n)) = (&base.models, &new.models) else {
-        return Vec::new();
-    };
-    b.iter()
-        .filter_map(|bm| {
-            let nm = n.iter().find(|nm| nm.model == bm.model)?;
-            Some((bm.model.as_str(), bm, nm))
-        })
-        .collect()
-}
-
 pub mod change;
+pub mod drift;
+mod evaluate;
+pub mod pace;
 mod verdict;
-pub use verdict::{check, check_series, judge, Comparison, Verdict};
+pub use evaluate::{evaluate, evaluate_with};
+pub use verdict::{
+    check, check_series, check_series_with, check_with, judge, judge_with, Comparison, Verdict,
+};
 
 #[cfg(test)]
 mod tests;

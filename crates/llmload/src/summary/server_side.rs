@@ -38,6 +38,10 @@ pub struct ServerSideSummary {
     /// The client's TTFT cut into its parts, means over the same responses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttft_parts: Option<TtftParts>,
+    /// The server's own pace: its time per prompt token and per generated token
+    /// ([`super::pace`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pace: Option<super::pace::Pace>,
 }
 
 /// The client's TTFT cut into parts: the connection and the request's write (the client's own
@@ -158,6 +162,7 @@ pub struct ServerSideFigures {
     decode: Samples,
     delivery: Samples,
     parts: PartSums,
+    pace: super::pace::PaceFigures,
 }
 
 impl ServerSideFigures {
@@ -172,6 +177,7 @@ impl ServerSideFigures {
             self.sources.push(s.source);
         }
         self.exceeds += u32::from(s.ttft_exceeds_client);
+        self.pace.add(r, s, label);
         let delivery = r
             .ttft_ms
             .zip(s.ttft_ms)
@@ -206,6 +212,7 @@ impl ServerSideFigures {
             decode_ms: self.decode.distribution(),
             delivery_ms: self.delivery.distribution(),
             ttft_parts,
+            pace: self.pace.finish(),
         })
     }
 }

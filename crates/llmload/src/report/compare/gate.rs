@@ -5,6 +5,7 @@
 
 use super::letter;
 use crate::fmt::seconds;
+use crate::summary::gate::change::ToDecide;
 use crate::summary::gate::{Change, Check, Comparison, Figure, Kind, Rule, Verdict};
 use std::fmt::Write;
 
@@ -24,40 +25,19 @@ pub fn render(rules: &[Rule], checks: &[Check], strict: bool) -> String {
          case both ran; cases of one attempt only are listed above and not checked. Each figure \
          and each change has its {level} % confidence interval in brackets; a rule is \
          *regressed* only when the whole interval of the change is beyond its bound, *no \
-         change* when it lies on the good side, *inconclusive* when it straddles the bound.\n",
+         change* when it lies on the good side, *inconclusive* when it straddles the bound. \
+         *Between runs* says whether the variation from one run to the next is known (repeats, \
+         --history, a steady trend across the rounds) and, where it is, that it is in the \
+         interval; *server's pace* is the server's own time per token, BASE to NEW, beside the \
+         client's change.\n",
         quoted.join(", ")
     );
     out.push_str(
-        "| Case | NEW | Rule | BASE | NEW figure | Change | Verdict |\n\
-         |---|---|---|---|---|---|---|\n",
+        "| Case | NEW | Rule | BASE | NEW figure | Change | Verdict | Between runs | Server's pace \
+         |\n|---|---|---|---|---|---|---|---|---|\n",
     );
     for c in checks {
-        let kind = c.rule.metric.kind();
-        let (base, new, change, verdict) = match &c.verdict {
-            Verdict::NotCompared { reason } => ("–".into(), "–".into(), "–".into(), reason.clone()),
-            Verdict::Unfinished { .. } => (
-                "–".into(),
-                "–".into(),
-                "–".into(),
-                "**REGRESSED** (complete in BASE, incomplete in NEW)".into(),
-            ),
-            v => {
-                let Some(x) = v.comparison() else { continue };
-                (
-                    figure(kind, &x.base),
-                    figure(kind, &x.new),
-                    change(kind, &c.rule, x),
-                    verdict_text(v, x),
-                )
-            }
-        };
-        let _ = writeln!(
-            out,
-            "| {} | {} | `{}` | {base} | {new} | {change} | {verdict} |",
-            super::cell(&c.subject()),
-            letter(c.new),
-            c.rule.text,
-        );
+        row(&mut out, c);
     }
     let count = |name: &str| checks.iter().filter(|c| c.verdict.name() == name).count();
     let failed: Vec<&Check> = checks.iter().filter(|c| c.verdict.fails(strict)).collect();
@@ -90,8 +70,9 @@ pub fn render(rules: &[Rule], checks: &[Check], strict: bool) -> String {
     if !noisy.is_empty() {
         let _ = writeln!(
             out,
-            "\nBounds inside the noise floor (such a rule can never pass as no change; measure \
-             more rounds, a longer window, or --repeat): {}.",
+            "\nBounds inside the noise floor, on checks that did not pass (at this size such a \
+             rule cannot pass as no change; measure more rounds, a longer window, or --repeat): \
+             {}.",
             noisy.join("; ")
         );
     }
@@ -109,6 +90,45 @@ pub fn render(rules: &[Rule], checks: &[Check], strict: bool) -> String {
         let _ = writeln!(out, "- {}", failure_line(c));
     }
     out
+}
+
+/// One check's row of the gate's table: figures, change, verdict, between runs, server's pace.
+fn row(out: &mut String, c: &Check) {
+    let kind = c.rule.metric.kind();
+    let (base, new, change, verdict) = match &c.verdict {
+        Verdict::NotCompared { reason } => ("–".into(), "–".into(), "–".into(), reason.clone()),
+        Verdict::Unfinished { .. } => (
+            "–".into(),
+            "–".into(),
+            "–".into(),
+            "**REGRESSED** (complete in BASE, incomplete in NEW)".into(),
+        ),
+        v => {
+            let Some(x) = v.comparison() else { return };
+            (
+                figure(kind, &x.base),
+                figure(kind, &x.new),
+                change(kind, &c.rule, x),
+                verdict_text(v, x),
+            )
+        }
+    };
+    let between = c
+        .verdict
+        .comparison()
+        .and_then(|x| x.between_runs.as_ref())
+        .map_or_else(|| "–".to_owned(), |b| super::cell(&b.sentence));
+    let pace = c
+        .server_pace
+        .as_ref()
+        .map_or_else(|| "–".to_owned(), |p| super::cell(&p.sentence));
+    let _ = writeln!(
+        out,
+        "| {} | {} | `{}` | {base} | {new} | {change} | {verdict} | {between} | {pace} |",
+        super::cell(&c.subject()),
+        letter(c.new),
+        c.rule.text,
+    );
 }
 
 /// The gate's last line where nothing failed, `not_compared` of its `checks` not compared:
@@ -131,16 +151,18 @@ fn verdict_text(v: &Verdict, x: &Comparison) -> String {
         Verdict::Regressed(_) => "**REGRESSED**".into(),
         Verdict::Improved(_) => "improved".into(),
         Verdict::NoChange(_) => "no change".into(),
-        _ => match (&x.reason, x.samples_to_decide) {
+        _ => match (&x.reason, x.to_decide) {
             (Some(why), _) => format!("inconclusive: {why}"),
-            (None, Some(k)) => format!(
-                "inconclusive (about {}× the samples on both sides would likely decide)",
-                if k >= 10.0 {
-                    format!("{k:.0}")
-                } else {
-                    format!("{k:.1}")
-                }
+            (None, Some(ToDecide::Rounds { factor })) => format!(
+                "inconclusive (about {factor:.1}× the rounds on both sides would likely decide)"
             ),
+            (None, Some(ToDecide::Repeats { count })) => format!(
+                "inconclusive (the spread between runs dominates: about {count} repeats a side, \
+                 or an interleaved `llmload ab`, would likely decide)"
+            ),
+            (None, Some(ToDecide::TooClose)) => "inconclusive (this change is too close to the \
+                 bound to decide at any affordable size)"
+                .into(),
             (None, None) => "inconclusive (the change sits on the bound)".into(),
         },
     }
@@ -165,8 +187,21 @@ pub fn failure_line(c: &Check) -> String {
             None => return String::new(),
         },
     };
+    // Beside the change: whether the variation between runs is known, and the server's pace.
+    let context: Vec<&str> = [
+        x.between_runs.as_ref().map(|b| b.sentence.as_str()),
+        c.server_pace.as_ref().map(|p| p.sentence.as_str()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let context = if context.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", context.join("; "))
+    };
     format!(
-        "{} ({}): {} A {} → {} {}, {}: {} `{}`",
+        "{} ({}): {} A {} → {} {}, {}{context}: {} `{}`",
         c.subject(),
         c.key.describe(),
         c.rule.metric,
@@ -252,4 +287,43 @@ pub fn to_json(checks: &[Check], strict: bool) -> serde_json::Value {
         "checks_not_compared": count("not-compared"),
         "checks": checks,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::Interval;
+
+    fn figure(value: f64, half: f64) -> Figure {
+        Figure {
+            value,
+            n: 100,
+            of: "responses",
+            interval: Some(Interval {
+                low: value - half,
+                high: value + half,
+            }),
+            basis: None,
+            no_interval: None,
+        }
+    }
+
+    #[test]
+    fn a_change_next_to_its_bound_says_no_affordable_size_decides_it() {
+        let rule: Rule = "ttft_p50 > +10%".parse().expect("rule");
+        let v = crate::summary::gate::judge(&rule, figure(100.0, 15.0), figure(109.9, 16.5));
+        let x = v.comparison().expect("compared");
+        assert_eq!(
+            verdict_text(&v, x),
+            "inconclusive (this change is too close to the bound to decide at any affordable \
+             size)"
+        );
+        let v = crate::summary::gate::judge(&rule, figure(100.0, 8.0), figure(118.0, 9.44));
+        let x = v.comparison().expect("compared");
+        assert!(
+            verdict_text(&v, x).contains("× the rounds on both sides would likely decide"),
+            "{}",
+            verdict_text(&v, x)
+        );
+    }
 }

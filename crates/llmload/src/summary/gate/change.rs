@@ -37,36 +37,82 @@ fn errors(f: &Figure, z: f64, log: bool) -> Option<(f64, f64)> {
 /// The interval of the change from `base` to `new` in the unit of `bound` (percent of BASE, or
 /// the metric's unit), at `level`; `None` where a side has no interval.
 pub fn interval(bound: Change, base: &Figure, new: &Figure, level: f64) -> Option<Interval> {
+    interval_with(bound, base, new, level, Extra::NONE)
+}
+
+/// A variance the change holds beside the sides' own errors (the between-run term), on the
+/// interval's scale (logarithms for a relative bound), with its degrees of freedom.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Extra {
+    /// The variance.
+    pub variance: f64,
+    /// Its degrees of freedom (infinite: known exactly).
+    pub df: f64,
+}
+
+impl Extra {
+    /// No extra variance.
+    pub const NONE: Extra = Extra {
+        variance: 0.0,
+        df: f64::INFINITY,
+    };
+
+    /// The quantile for a change whose sides' errors are `within` (squared, summed) and this
+    /// variance beside them: the normal's for none, else Student's t at the Welch–Satterthwaite
+    /// degrees of freedom (the sides' errors taken as known).
+    fn quantile(self, within: f64, level: f64) -> f64 {
+        let z = z(level);
+        if self.variance <= 0.0 || !self.df.is_finite() {
+            return z;
+        }
+        let total = within + self.variance;
+        let df = total * total / (self.variance * self.variance / self.df.max(1.0));
+        crate::stats::interval::t_quantile(level, df).unwrap_or(z)
+    }
+}
+
+/// [`interval`] with the variance `extra` beside the sides' own errors.
+pub fn interval_with(
+    bound: Change,
+    base: &Figure,
+    new: &Figure,
+    level: f64,
+    extra: Extra,
+) -> Option<Interval> {
     let z = z(level);
     let log = matches!(bound, Change::Percent(_));
-    let combine = |below: f64, above: f64| (below * below + above * above).sqrt();
+    let half = |below: f64, above: f64| {
+        let within = below * below + above * above;
+        extra.quantile(within, level) * (within + extra.variance.max(0.0)).sqrt()
+    };
     if log {
         if let (Some(b), Some(n)) = (errors(base, z, true), errors(new, z, true)) {
             let change = new.value.ln() - base.value.ln();
             let percent = |x: f64| (x.exp() - 1.0) * 100.0;
             return Some(Interval {
-                low: percent(change - z * combine(n.0, b.1)),
-                high: percent(change + z * combine(n.1, b.0)),
+                low: percent(change - half(n.0, b.1)),
+                high: percent(change + half(n.1, b.0)),
             });
         }
         // A side at or near 0 (an error rate, a mean held at 0): the difference relative to
-        // BASE's figure.
+        // BASE's figure (an extra term on the logarithms has no meaning here, so none).
         if base.value <= 0.0 {
             return None;
         }
         let (b, n) = (errors(base, z, false)?, errors(new, z, false)?);
+        let combine = |below: f64, above: f64| z * (below * below + above * above).sqrt();
         let change = new.value - base.value;
         let scale = 100.0 / base.value;
         return Some(Interval {
-            low: (change - z * combine(n.0, b.1)) * scale,
-            high: (change + z * combine(n.1, b.0)) * scale,
+            low: (change - combine(n.0, b.1)) * scale,
+            high: (change + combine(n.1, b.0)) * scale,
         });
     }
     let (b, n) = (errors(base, z, false)?, errors(new, z, false)?);
     let change = new.value - base.value;
     Some(Interval {
-        low: change - z * combine(n.0, b.1),
-        high: change + z * combine(n.1, b.0),
+        low: change - half(n.0, b.1),
+        high: change + half(n.1, b.0),
     })
 }
 
@@ -154,9 +200,73 @@ pub fn call(op: Op, bound: Change, i: Interval) -> Call {
     }
 }
 
-/// For an inconclusive call: how many times the samples (on both sides) would likely narrow the
-/// interval enough to decide, the interval shrinking as one over the root of the samples; `None`
-/// where the change sits on the bound itself.
+/// The most rounds (or window) an inconclusive check asks for, as a multiple of what it had.
+pub const MOST_FACTOR: f64 = 10.0;
+
+/// The most repeats a side an inconclusive check asks for.
+pub const MOST_REPEATS: f64 = 20.0;
+
+/// What would likely decide an inconclusive check, in the unit that would decide it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(tag = "by", rename_all = "kebab-case")]
+pub enum ToDecide {
+    /// About `factor` × the rounds (or the window) on both sides: the within-run spread
+    /// dominates.
+    Rounds {
+        /// The multiple.
+        factor: f64,
+    },
+    /// About `count` repeats a side (`--repeat`, or an interleaved `ab` run): the between-run
+    /// spread dominates, which more rounds do not shrink.
+    Repeats {
+        /// Repeats a side.
+        count: u32,
+    },
+    /// Beyond [`MOST_FACTOR`] × the rounds, or [`MOST_REPEATS`] repeats where rounds cannot
+    /// decide: too close to the bound to decide at any affordable size.
+    TooClose,
+}
+
+/// For an inconclusive call of a change `change` whose interval is `i`: what would likely
+/// narrow the interval enough to decide, the interval shrinking as one over the root of the
+/// units. `between`: the share of the change's variance that is between runs (0 to 1), which
+/// more rounds do not shrink; `repeats`: the repeats a side the interval already rests on (1
+/// for single attempts). `None` where the change sits on the bound itself.
+pub fn to_decide(
+    change: f64,
+    bound: Change,
+    i: Interval,
+    between: f64,
+    repeats: usize,
+) -> Option<ToDecide> {
+    let factor = samples_to_decide(change, bound, i)?;
+    let between = between.clamp(0.0, 1.0);
+    let repeats = repeats.max(1) as f64;
+    // Rounds shrink only the within-run share: (1 − b) / m + b ≤ 1 / factor.
+    let need = 1.0 / factor - between;
+    if repeats <= 1.0 && need > 0.0 {
+        let rounds = (1.0 - between) / need;
+        return Some(if rounds <= MOST_FACTOR {
+            ToDecide::Rounds {
+                factor: rounds.max(1.0),
+            }
+        } else {
+            ToDecide::TooClose
+        });
+    }
+    // More rounds cannot narrow it enough; repeats shrink the whole: each is a new attempt.
+    let count = (repeats * factor).ceil().max(2.0);
+    Some(if count <= MOST_REPEATS {
+        ToDecide::Repeats {
+            count: crate::num::to_u32(count),
+        }
+    } else {
+        ToDecide::TooClose
+    })
+}
+
+/// How many times the units (on both sides) would likely narrow the interval `i` of `change`
+/// enough to decide against `bound`; `None` where the change sits on the bound itself.
 pub fn samples_to_decide(change: f64, bound: Change, i: Interval) -> Option<f64> {
     let t = bound_value(bound);
     let distance = (change - t).abs();
@@ -170,10 +280,21 @@ pub fn samples_to_decide(change: f64, bound: Change, i: Interval) -> Option<f64>
 }
 
 /// The smallest change the two sides could tell from none, were NEW measured as BASE was: the
-/// half-width of the change's interval between two copies of BASE, in the rule's unit.
-pub fn noise_floor(bound: Change, base: &Figure, level: f64) -> Option<f64> {
-    let i = interval(bound, base, base, level)?;
+/// half-width of the change's interval between two copies of BASE, in the rule's unit, with
+/// the between-run variance `extra`.
+pub fn noise_floor(bound: Change, base: &Figure, level: f64, extra: Extra) -> Option<f64> {
+    let i = interval_with(bound, base, base, level, extra)?;
     Some((i.high - i.low) / 2.0)
+}
+
+/// The sides' own variance of the change (squared standard errors, each side's mean of its
+/// lower and upper), on the interval's scale; `None` where a side has no interval.
+pub fn within_variance(bound: Change, base: &Figure, new: &Figure, level: f64) -> Option<f64> {
+    let z = z(level);
+    let log = matches!(bound, Change::Percent(_));
+    let (b, n) = (errors(base, z, log)?, errors(new, z, log)?);
+    let mean = |e: (f64, f64)| f64::midpoint(e.0 * e.0, e.1 * e.1);
+    Some(mean(b) + mean(n))
 }
 
 #[cfg(test)]
@@ -237,6 +358,40 @@ mod tests {
     }
 
     #[test]
+    fn what_decides_is_counted_in_its_unit_and_capped() {
+        let i = Interval {
+            low: -5.0,
+            high: 15.0,
+        };
+        let bound = Change::Percent(10.0);
+        // Within-run spread alone: 4× the rounds.
+        assert_eq!(
+            to_decide(5.0, bound, i, 0.0, 1),
+            Some(ToDecide::Rounds { factor: 4.0 })
+        );
+        // Half of it between runs: rounds shrink only the other half, 1 / (1/4 − 1/2) < 0,
+        // so only repeats decide: 4 a side.
+        assert_eq!(
+            to_decide(5.0, bound, i, 0.5, 1),
+            Some(ToDecide::Repeats { count: 4 })
+        );
+        // A tenth between runs: (0.9) / (0.25 − 0.1) = 6× the rounds.
+        let Some(ToDecide::Rounds { factor }) = to_decide(5.0, bound, i, 0.1, 1) else {
+            panic!("rounds decide");
+        };
+        assert!((factor - 6.0).abs() < 1e-9, "{factor}");
+        // Already 3 repeats a side: 12.
+        assert_eq!(
+            to_decide(5.0, bound, i, 1.0, 3),
+            Some(ToDecide::Repeats { count: 12 })
+        );
+        // Next to the bound: (10 / 0.1)² = 10,000×: too close, in either unit.
+        assert_eq!(to_decide(9.9, bound, i, 0.0, 1), Some(ToDecide::TooClose));
+        assert_eq!(to_decide(9.9, bound, i, 1.0, 2), Some(ToDecide::TooClose));
+        assert_eq!(to_decide(10.0, bound, i, 0.0, 1), None);
+    }
+
+    #[test]
     fn repeats_give_welchs_interval_of_the_change() {
         let base = [100.0, 110.0, 90.0, 105.0, 95.0];
         let same = [98.0, 108.0, 93.0, 104.0, 97.0];
@@ -291,7 +446,7 @@ mod tests {
     #[test]
     fn the_noise_floor_is_the_half_width_between_two_copies_of_base() {
         let base = figure(100.0, 90.0, 110.0);
-        let floor = noise_floor(Change::Percent(10.0), &base, 0.95).expect("floor");
+        let floor = noise_floor(Change::Percent(10.0), &base, 0.95, Extra::NONE).expect("floor");
         // √2 × ~10 %.
         assert!(floor > 13.0 && floor < 16.0, "{floor}");
         assert_eq!(
@@ -301,7 +456,8 @@ mod tests {
                     interval: None,
                     ..base
                 },
-                0.95
+                0.95,
+                Extra::NONE
             ),
             None
         );

@@ -4,7 +4,7 @@ use super::*;
 use crate::fixture;
 use crate::stats::interval::{Basis, Ci, Method, Unit};
 use crate::stats::{Interval, Intervals};
-use crate::summary::identity::{LengthKey, LoadKey};
+use crate::summary::identity::{KeyedAttempt, LengthKey, LoadKey};
 use std::collections::BTreeMap;
 
 fn rule(text: &str) -> Rule {
@@ -234,8 +234,8 @@ fn a_change_inside_the_noise_is_inconclusive_with_what_would_decide_it() {
     assert!(matches!(verdict, Verdict::Inconclusive(_)), "{verdict:?}");
     assert!(!verdict.fails(false) && verdict.fails(true));
     let c = comparison(&verdict);
-    let k = c.samples_to_decide.expect("decidable with more samples");
-    assert!(k > 10.0, "{k}");
+    // More than 10× the rounds: too close to the bound to decide at any affordable size.
+    assert_eq!(c.to_decide, Some(change::ToDecide::TooClose));
     // Two copies of BASE differ by up to ~21 %: a 10 % bound is inside that noise.
     let floor = c.noise_floor.expect("a noise floor");
     assert!(floor > 15.0 && floor < 30.0, "{floor}");
@@ -317,20 +317,23 @@ fn absent_figures_are_not_compared_and_a_case_left_unfinished_fails() {
     );
 }
 
-#[test]
-fn every_rule_is_checked_on_every_case_both_ran_and_one_sided_cases_are_no_checks() {
-    let key = |concurrency| CaseKey {
+/// The key of a case of 64 input tokens, 4 output, at `concurrency`.
+fn key(concurrency: u32) -> CaseKey {
+    CaseKey {
         input: LengthKey::fixed(64),
         load: LoadKey::Rounds { concurrency },
         output: LengthKey::fixed(4),
         shared_prefix_tokens: 0,
         prompts: None,
-
         batch: None,
         images: None,
         models: None,
         api: "llamacpp".into(),
-    };
+    }
+}
+
+#[test]
+fn every_rule_is_checked_on_every_case_both_ran_and_one_sided_cases_are_no_checks() {
     let attempt = |cases: Vec<(CaseSummary, u32)>| {
         let mut summary = fixture::report().summary;
         let keys: BTreeMap<String, CaseKey> =
@@ -358,4 +361,146 @@ fn every_rule_is_checked_on_every_case_both_ran_and_one_sided_cases_are_no_check
         .collect();
     assert_eq!(failed, [("one", "ttft_p50 > +10%")]);
     assert_eq!(checks.len(), 4);
+}
+
+/// An attempt of one case `case`, keyed at concurrency 1.
+fn one_case_attempt(case: CaseSummary) -> KeyedAttempt {
+    let mut summary = fixture::report().summary;
+    let keys = BTreeMap::from([(case.id.clone(), key(1))]);
+    summary.cases = vec![case];
+    summary.repeats = None;
+    KeyedAttempt { summary, keys }
+}
+
+/// [`case_with_ttft`] whose rounds are level (no trend).
+fn level_case(ttft_ms: f64) -> CaseSummary {
+    let mut c = case_with_ttft(ttft_ms);
+    for r in &mut c.rounds {
+        r.throughput_tps = 100.0;
+        r.complete = true;
+    }
+    c
+}
+
+#[test]
+fn a_history_s_spread_keeps_an_identical_pair_s_drift_from_regressing() {
+    let limit = [rule("ttft_p50 > +10%")];
+    let (base, new) = (
+        one_case_attempt(level_case(100.0)),
+        one_case_attempt(level_case(115.0)),
+    );
+    // Alone, two runs of the same server 15 % apart look like a regression.
+    let alone = evaluate(&limit, &[base.clone(), new.clone()]);
+    assert!(
+        matches!(alone[0].verdict, Verdict::Regressed(_)),
+        "{alone:?}"
+    );
+    let b = comparison(&alone[0].verdict)
+        .between_runs
+        .as_ref()
+        .expect("said");
+    assert_eq!(b.source, drift::Source::Unknown);
+    assert!(b.sentence.contains("unknown"), "{}", b.sentence);
+    // Four earlier attempts of the same server between 90 and 125 ms: that drift is known,
+    // enters the interval, and the same pair no longer regresses.
+    let history: Vec<KeyedAttempt> = [90.0, 115.0, 100.0, 125.0]
+        .iter()
+        .map(|&v| one_case_attempt(level_case(v)))
+        .collect();
+    let checks = evaluate_with(&limit, &[base.clone(), new.clone()], &history);
+    let c = comparison(&checks[0].verdict);
+    assert!(!checks[0].verdict.fails(false), "{:?}", checks[0].verdict);
+    let b = c.between_runs.as_ref().expect("said");
+    assert_eq!((b.source, b.in_interval), (drift::Source::History, true));
+    let i = c.interval.expect("an interval");
+    assert!(i.low < 10.0, "{i:?}");
+    // Under a bound wide enough for that drift, the pair is no change.
+    let wide = [rule("ttft_p50 > +150%")];
+    let checks = evaluate_with(&wide, &[base, new], &history);
+    assert!(
+        matches!(checks[0].verdict, Verdict::NoChange(_)),
+        "{checks:?}"
+    );
+}
+
+#[test]
+fn an_identical_pair_with_a_two_run_history_does_not_regress_and_says_what_it_knows() {
+    let limit = [rule("ttft_p50 > +10%"), rule("throughput < -10%")];
+    let pair = [
+        one_case_attempt(level_case(100.0)),
+        one_case_attempt(level_case(100.0)),
+    ];
+    let history = [
+        one_case_attempt(level_case(100.0)),
+        one_case_attempt(level_case(130.0)),
+    ];
+    for check in evaluate_with(&limit, &pair, &history) {
+        assert!(!check.verdict.fails(false), "{check:?}");
+        let b = comparison(&check.verdict)
+            .between_runs
+            .as_ref()
+            .expect("said");
+        assert_eq!(b.source, drift::Source::History, "{check:?}");
+    }
+}
+
+#[test]
+fn rounds_that_slow_steadily_put_their_drift_in_the_interval() {
+    let limit = [rule("ttft_p50 > +10%")];
+    let mut drifting = level_case(115.0);
+    let template = drifting.rounds[0].clone();
+    drifting.rounds = (0..8)
+        .map(|i| crate::summary::rounds::RoundSummary {
+            round: i + 1,
+            throughput_tps: 100.0 * 0.95f64.powi(i32::try_from(i).expect("small")),
+            ..template.clone()
+        })
+        .collect();
+    let base = one_case_attempt(level_case(100.0));
+    let checks = evaluate(&limit, &[base.clone(), one_case_attempt(drifting)]);
+    let c = comparison(&checks[0].verdict);
+    let b = c.between_runs.as_ref().expect("said");
+    assert_eq!(b.source, drift::Source::Trend, "{b:?}");
+    assert!(
+        b.sentence.contains("NEW's rounds drifted"),
+        "{}",
+        b.sentence
+    );
+    assert!(!checks[0].verdict.fails(false), "{:?}", checks[0].verdict);
+    // The same change on level rounds regresses.
+    let checks = evaluate(&limit, &[base, one_case_attempt(level_case(115.0))]);
+    assert!(matches!(checks[0].verdict, Verdict::Regressed(_)));
+}
+
+#[test]
+fn a_check_that_passed_never_says_its_rule_cannot_pass() {
+    // BASE wide (±15 %), NEW tight and 20 % faster: no change under +10 %, though two copies
+    // of BASE could differ by more than 10 %.
+    let verdict = check(
+        &rule("ttft_p50 > +10%"),
+        &case_with(100.0, 15.0),
+        &case_with_ttft(80.0),
+    );
+    assert!(matches!(verdict, Verdict::NoChange(_)), "{verdict:?}");
+    let c = comparison(&verdict);
+    assert!(c.noise_floor.expect("a floor") > 10.0);
+    assert!(!c.below_noise);
+}
+
+#[test]
+fn an_inconclusive_check_counts_what_would_decide_it_and_caps_it() {
+    use change::ToDecide;
+    let limit = rule("ttft_p50 > +10%");
+    // Just short of the bound with wide intervals: no affordable size decides it.
+    let verdict = check(&limit, &case_with(100.0, 15.0), &case_with(109.9, 16.5));
+    let c = comparison(&verdict);
+    assert_eq!(c.to_decide, Some(ToDecide::TooClose), "{c:?}");
+    assert_eq!(c.samples_to_decide, None);
+    // Far from it: a few times the rounds.
+    let verdict = check(&limit, &case_with(100.0, 8.0), &case_with(118.0, 9.44));
+    let c = comparison(&verdict);
+    assert!(
+        matches!(c.to_decide, Some(ToDecide::Rounds { factor }) if factor > 1.0 && factor <= 10.0),
+        "{c:?}"
+    );
 }

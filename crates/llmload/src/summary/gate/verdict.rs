@@ -1,7 +1,8 @@
 //! One rule on one case: the change from BASE to NEW, its interval (from the two figures' own
 //! intervals, or between two series of repeats), and the verdict it gives.
 
-use super::change;
+use super::change::{self, Extra, ToDecide};
+use super::drift::BetweenRuns;
 use super::{Change, Figure, Latency, Metric, Percentile, Rule};
 use crate::stats::Interval;
 use crate::summary::repeats::Series;
@@ -32,11 +33,46 @@ pub struct Comparison {
     /// unit (the half-width between two copies of BASE).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub noise_floor: Option<f64>,
-    /// Whether the rule's bound is inside the noise floor: it can then never pass as no change.
+    /// Whether the rule's bound is inside the noise floor and the check did not pass: at this
+    /// size it cannot pass as no change.
     pub below_noise: bool,
-    /// Inconclusive: how many times the samples on both sides would likely decide.
+    /// Inconclusive, where more rounds would likely decide: how many times the rounds (or the
+    /// window) on both sides.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub samples_to_decide: Option<f64>,
+    /// Inconclusive: what would likely decide it, in the unit that would (rounds, repeats), or
+    /// that it is too close to the bound to decide at any affordable size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_decide: Option<ToDecide>,
+    /// The variation between runs: whether it is known, its size, and whether it entered the
+    /// interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub between_runs: Option<BetweenRuns>,
+}
+
+impl Comparison {
+    /// Sets what would decide an inconclusive `call` (`between`: the between-run share of the
+    /// change's variance; `repeats`: repeats a side behind the interval), and whether the bound
+    /// is inside a noise floor the check did not pass.
+    fn decide(mut self, call: change::Call, bound: Change, between: f64, repeats: usize) -> Self {
+        self.to_decide = match (call, self.interval) {
+            (change::Call::Inconclusive, Some(i)) => {
+                change::to_decide(self.change, bound, i, between, repeats)
+            }
+            _ => None,
+        };
+        self.samples_to_decide = match self.to_decide {
+            Some(ToDecide::Rounds { factor }) => Some(factor),
+            _ => None,
+        };
+        // A check that passed (no change, improved) was told apart whatever the floor.
+        let passed = matches!(call, change::Call::NoChange | change::Call::Improved);
+        self.below_noise = !passed
+            && self
+                .noise_floor
+                .is_some_and(|f| change::bound_value(bound).abs() < f);
+        self
+    }
 }
 
 /// How one rule came out on one case.
@@ -104,6 +140,16 @@ impl Verdict {
 /// that ended, since a case with failures is never complete. A case complete in BASE and not in
 /// NEW fails every rule but the error rate's, which is compared.
 pub fn check(rule: &Rule, base: &CaseSummary, new: &CaseSummary) -> Verdict {
+    check_with(rule, base, new, None)
+}
+
+/// [`check`] with the between-run term `between` (known or not) in the interval.
+pub fn check_with(
+    rule: &Rule,
+    base: &CaseSummary,
+    new: &CaseSummary,
+    between: Option<BetweenRuns>,
+) -> Verdict {
     if rule.metric != Metric::ErrorRate && base.complete && !new.complete {
         return Verdict::Unfinished {
             reason: "complete in BASE, incomplete in NEW".into(),
@@ -154,7 +200,7 @@ pub fn check(rule: &Rule, base: &CaseSummary, new: &CaseSummary) -> Verdict {
             return Verdict::NotCompared { reason };
         }
     };
-    judge(rule, b, n)
+    judge_with(rule, b, n, between)
 }
 
 /// [`check`] where BASE and NEW may be series of repeats: where both have at least two
@@ -163,10 +209,21 @@ pub fn check(rule: &Rule, base: &CaseSummary, new: &CaseSummary) -> Verdict {
 /// figures' own intervals.
 pub fn check_series(
     rule: &Rule,
+    base: (&CaseSummary, Option<&Series>),
+    new: (&CaseSummary, Option<&Series>),
+) -> Verdict {
+    check_series_with(rule, base, new, None)
+}
+
+/// [`check_series`] with the between-run term `between` for figures that are not series of
+/// repeats (a Welch interval over repeats holds its own).
+pub fn check_series_with(
+    rule: &Rule,
     (base, base_series): (&CaseSummary, Option<&Series>),
     (new, new_series): (&CaseSummary, Option<&Series>),
+    between: Option<BetweenRuns>,
 ) -> Verdict {
-    let verdict = check(rule, base, new);
+    let verdict = check_with(rule, base, new, between);
     let Some(comparison) = verdict.comparison() else {
         return verdict;
     };
@@ -207,13 +264,12 @@ pub fn check_series(
             vn.len()
         ),
         reason: None,
-        below_noise: noise_floor.is_some_and(|f| change::bound_value(rule.bound).abs() < f),
         noise_floor,
-        samples_to_decide: (call == change::Call::Inconclusive)
-            .then(|| change::samples_to_decide(point, rule.bound, interval))
-            .flatten(),
+        between_runs: Some(BetweenRuns::repeats(rule.bound, &vb, &vn)),
         ..comparison.clone()
-    };
+    }
+    // Every unit of a Welch interval is a run: only more repeats narrow it.
+    .decide(call, rule.bound, 1.0, vb.len().min(vn.len()));
     verdict_of(call, comparison)
 }
 
@@ -229,6 +285,12 @@ fn verdict_of(call: change::Call, comparison: Comparison) -> Verdict {
 
 /// The verdict of `rule` on the figures `b` (BASE) and `n` (NEW).
 pub fn judge(rule: &Rule, b: Figure, n: Figure) -> Verdict {
+    judge_with(rule, b, n, None)
+}
+
+/// [`judge`] with the between-run term `between`: where it is known, its variance joins the
+/// change's, so that a regression must exceed it too.
+pub fn judge_with(rule: &Rule, b: Figure, n: Figure, between: Option<BetweenRuns>) -> Verdict {
     let change = match rule.bound {
         Change::Percent(_) if b.value == 0.0 => match n.value {
             0.0 => 0.0,
@@ -239,8 +301,19 @@ pub fn judge(rule: &Rule, b: Figure, n: Figure) -> Verdict {
         Change::Absolute(_) => n.value - b.value,
     };
     let level = crate::stats::interval::level();
-    let interval = change::interval(rule.bound, &b, &n, level).map(|i| i.holding(change));
-    let noise_floor = change::noise_floor(rule.bound, &b, level);
+    let extra = between.as_ref().map_or(Extra::NONE, |t| Extra {
+        variance: t.variance,
+        df: t.df,
+    });
+    let interval =
+        change::interval_with(rule.bound, &b, &n, level, extra).map(|i| i.holding(change));
+    let noise_floor = change::noise_floor(rule.bound, &b, level, extra);
+    let within = change::within_variance(rule.bound, &b, &n, level).unwrap_or(0.0);
+    let share = if extra.variance > 0.0 {
+        extra.variance / (within + extra.variance)
+    } else {
+        0.0
+    };
     let side = |f: &Figure| {
         f.basis
             .map_or_else(|| "no interval".to_owned(), |basis| basis.described())
@@ -259,10 +332,6 @@ pub fn judge(rule: &Rule, b: Figure, n: Figure) -> Verdict {
     let call = interval.map_or(change::Call::Inconclusive, |i| {
         change::call(rule.op, rule.bound, i)
     });
-    let samples_to_decide = match (call, interval) {
-        (change::Call::Inconclusive, Some(i)) => change::samples_to_decide(change, rule.bound, i),
-        _ => None,
-    };
     let comparison = Comparison {
         base: b,
         new: n,
@@ -271,9 +340,12 @@ pub fn judge(rule: &Rule, b: Figure, n: Figure) -> Verdict {
         level,
         test,
         reason,
-        below_noise: noise_floor.is_some_and(|f| change::bound_value(rule.bound).abs() < f),
+        below_noise: false,
         noise_floor,
-        samples_to_decide,
-    };
+        samples_to_decide: None,
+        to_decide: None,
+        between_runs: between,
+    }
+    .decide(call, rule.bound, share, 1);
     verdict_of(call, comparison)
 }
