@@ -1,0 +1,385 @@
+//! The search as a case source of the one pipeline: each block of a probe is a case, planned
+//! from the run's own template at the probe's load; when a block's case has run, its records
+//! are read back from `requests.jsonl` and tallied against every objective, and the probe's
+//! sequential test reads them at its looks.
+
+use super::search::{Search, Step};
+use super::sequential::{self, Block, Looks, LOOKS};
+use super::slo::{judged, Rule, Tally};
+use super::CapacityOptions;
+use crate::cases::CaseSource;
+use crate::config::{Config, ConfigError};
+use crate::record::{Record, Status};
+use crate::summary::capacity::{LoadUnit, RuleVerdict, Verdict};
+use crate::summary::CaseSummary;
+use crate::workload::length::Length;
+use crate::workload::schedule::Bound;
+use crate::workload::shape::{CasePlan, LoadPoint, ShapeTemplate};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// The fewest requests in a block, whatever the objectives.
+const MIN_BLOCK_REQUESTS: u64 = 20;
+
+/// What one block measured besides its tallies.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Figures {
+    /// Responses judged.
+    pub requests: u64,
+    /// Responses that completed.
+    pub ok: u64,
+    /// Output tokens of the completed responses.
+    pub output_tokens: u64,
+    /// From the first send to the last response, seconds.
+    pub window_s: f64,
+    /// The completed responses' complete-response times added up, ms.
+    pub response_ms: f64,
+}
+
+impl Figures {
+    /// Adds another block's.
+    pub fn add(&mut self, other: Figures) {
+        self.requests += other.requests;
+        self.ok += other.ok;
+        self.output_tokens += other.output_tokens;
+        self.window_s += other.window_s;
+        self.response_ms += other.response_ms;
+    }
+}
+
+/// One block: its tally of every rule and its figures.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockRun {
+    /// A tally per rule, in the rules' order.
+    pub tallies: Block,
+    /// What it measured.
+    pub figures: Figures,
+}
+
+/// The block of `records` (one case's), judged by `rules`.
+pub fn block_of(records: &[Record], rules: &[(Rule, String)]) -> BlockRun {
+    let counted: Vec<&Record> = records.iter().filter(|r| judged(r)).collect();
+    let tallies = rules
+        .iter()
+        .map(|(rule, _)| {
+            counted.iter().fold(Tally::default(), |mut t, r| {
+                t.add(rule.tally(r));
+                t
+            })
+        })
+        .collect();
+    let first = counted
+        .iter()
+        .map(|r| r.sent_s)
+        .fold(f64::INFINITY, f64::min);
+    let last = counted.iter().map(|r| r.last_seen()).fold(0.0, f64::max);
+    let ok: Vec<&&Record> = counted.iter().filter(|r| r.status == Status::Ok).collect();
+    BlockRun {
+        tallies,
+        figures: Figures {
+            requests: counted.len() as u64,
+            ok: ok.len() as u64,
+            output_tokens: ok.iter().map(|r| u64::from(r.generated_tokens())).sum(),
+            window_s: if last > first { last - first } else { 0.0 },
+            response_ms: ok.iter().filter_map(|r| r.e2e_ms).sum(),
+        },
+    }
+}
+
+/// One load the search measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Probe {
+    /// The load.
+    pub load: f64,
+    /// Its blocks, reused ones first.
+    pub blocks: Vec<BlockRun>,
+    /// The case id of each block run here.
+    pub case_ids: Vec<String>,
+    /// Blocks taken from `--resume`.
+    pub reused: usize,
+    /// The next look to read.
+    next_look: usize,
+    /// Every rule's verdict at the last look read.
+    pub verdicts: Vec<RuleVerdict>,
+    /// The probe's verdict at the last look read.
+    pub verdict: Verdict,
+    /// Decided, or at its cap.
+    pub done: bool,
+}
+
+/// `llmload capacity`'s cases.
+pub struct CapacitySource {
+    template: ShapeTemplate,
+    input: Length,
+    output: Length,
+    dataset: Option<String>,
+    /// What the load is counted in.
+    pub unit: LoadUnit,
+    /// Requests per user session (1 without sessions).
+    pub turns: u32,
+    /// The objectives.
+    pub rules: Vec<(Rule, String)>,
+    /// The probes' looks.
+    pub looks: Looks,
+    search: Search,
+    budget: Option<Duration>,
+    started: Option<Instant>,
+    records: PathBuf,
+    /// Every load measured, in the order measured.
+    pub probes: Vec<Probe>,
+    current: Option<usize>,
+    issued: Vec<CasePlan>,
+    pending: Option<(String, usize)>,
+    resumed: HashMap<String, Vec<Record>>,
+    /// Why the search stopped, and whether its answer is decided.
+    pub stop: Option<(bool, String)>,
+}
+
+impl CapacitySource {
+    /// The search over `config`'s workload, writing its records to `records`
+    /// (`requests.jsonl` of the attempt folder the run creates).
+    pub fn new(
+        config: &Config,
+        options: &CapacityOptions,
+        confidence: f64,
+        records: PathBuf,
+    ) -> Result<CapacitySource, ConfigError> {
+        let (input, output) = match (&config.input_tokens[..], &config.output_tokens[..]) {
+            ([input], [output]) => (input.clone(), output.clone()),
+            _ => return Err(ConfigError(
+                "capacity takes one --input-tokens and one --output-tokens (a distribution is fine)"
+                    .into(),
+            )),
+        };
+        if config.load.stages.is_some() || config.load.trace.is_some() || config.repeat.is_some() {
+            return Err(ConfigError(
+                "capacity sets the load itself: --stages, --trace and --repeat do not apply".into(),
+            ));
+        }
+        if options.rules.is_empty() {
+            return Err(ConfigError(
+                "capacity needs one --slo or more (e.g. --slo ttft_p99<2s)".into(),
+            ));
+        }
+        let template = config.template();
+        let (unit, turns) = match (template.session, config.is_open()) {
+            (_, true) => (LoadUnit::RateRps, template.session.map_or(1, |s| s.turns)),
+            (Some(spec), false) => (LoadUnit::Users, spec.turns),
+            (None, false) => (LoadUnit::Concurrency, 1),
+        };
+        let integer = unit != LoadUnit::RateRps;
+        let resolution = options
+            .resolution
+            .unwrap_or(if integer { 1.0 } else { 0.05 });
+        let start = if integer {
+            1.0
+        } else {
+            config.load.rate_rps.first().copied().unwrap_or(1.0)
+        };
+        Ok(CapacitySource {
+            dataset: config
+                .dataset
+                .as_ref()
+                .map(crate::config::DatasetConfig::id_name),
+            template,
+            input,
+            output,
+            unit,
+            turns,
+            rules: options.rules.clone(),
+            looks: Looks::at(confidence),
+            search: Search {
+                integer,
+                resolution,
+                max_load: options
+                    .max_load
+                    .unwrap_or(if integer { 1024.0 } else { 1e4 }),
+                start,
+            },
+            budget: options.budget,
+            started: None,
+            records,
+            probes: Vec::new(),
+            current: None,
+            issued: Vec::new(),
+            pending: None,
+            resumed: match &options.resume {
+                Some(dir) => read_by_case(&dir.join("requests.jsonl"))
+                    .map_err(|e| ConfigError(format!("--resume {}: {e}", dir.display())))?,
+                None => HashMap::new(),
+            },
+            stop: None,
+        })
+    }
+
+    /// The case plan of block `block` (from 1) at `load`.
+    fn plan(&self, load: f64, block: usize) -> CasePlan {
+        let point = if self.unit == LoadUnit::RateRps {
+            LoadPoint::Rate(load)
+        } else {
+            LoadPoint::Concurrency(crate::num::to_u32(load))
+        };
+        let mut template = self.template.clone();
+        template.bound = Some(template.bound.unwrap_or_else(|| self.block_bound(load)));
+        let mut plan = template
+            .plan(&self.input, point, &self.output)
+            .with_dataset(self.dataset.as_deref());
+        plan.case.id = format!("{}-b{block}", plan.case.id);
+        plan
+    }
+
+    /// A block's size where `--requests`/`--duration` do not set it: enough values for every
+    /// objective ([`Rule::block_values`]), two per place of a closed loop, 20 at least; with
+    /// sessions, the sessions that many requests take (one per user at least).
+    fn block_bound(&self, load: f64) -> Bound {
+        let values = self
+            .rules
+            .iter()
+            .map(|(rule, _)| rule.block_values())
+            .max()
+            .unwrap_or(0)
+            .max(MIN_BLOCK_REQUESTS);
+        let places = crate::num::to_u64(load);
+        Bound::Requests(match self.unit {
+            LoadUnit::Concurrency => values.max(2 * places),
+            LoadUnit::Users => values.div_ceil(u64::from(self.turns)).max(places),
+            LoadUnit::RateRps => values.div_ceil(u64::from(self.turns)),
+        })
+    }
+
+    /// Each probe's load and verdict, for the search.
+    pub fn verdicts(&self) -> Vec<(f64, Verdict)> {
+        self.probes
+            .iter()
+            .filter(|p| p.done)
+            .map(|p| (p.load, p.verdict))
+            .collect()
+    }
+
+    /// Reads the looks `probe` has reached.
+    fn evaluate(&mut self, index: usize) {
+        let looks = self.looks;
+        let probe = &mut self.probes[index];
+        while !probe.done && probe.blocks.len() >= looks.first * (probe.next_look + 1) {
+            let alpha = looks.alpha_at(probe.next_look);
+            let blocks: Vec<Block> = probe.blocks.iter().map(|b| b.tallies.clone()).collect();
+            probe.verdicts = sequential::judge_all(&self.rules, &blocks, alpha);
+            probe.verdict = sequential::overall(&probe.verdicts);
+            probe.next_look += 1;
+            probe.done = probe.verdict != Verdict::Undecided || probe.next_look == LOOKS;
+        }
+    }
+
+    /// A new probe at `load`, with the blocks `--resume` holds for it.
+    fn start_probe(&mut self, load: f64) -> usize {
+        let mut probe = Probe {
+            load,
+            blocks: Vec::new(),
+            case_ids: Vec::new(),
+            reused: 0,
+            next_look: 0,
+            verdicts: Vec::new(),
+            verdict: Verdict::Undecided,
+            done: false,
+        };
+        while probe.blocks.len() < self.looks.cap() {
+            let id = self.plan(load, probe.blocks.len() + 1).case.id;
+            match self.resumed.get(&id) {
+                Some(records) => probe.blocks.push(block_of(records, &self.rules)),
+                None => break,
+            }
+        }
+        probe.reused = probe.blocks.len();
+        self.probes.push(probe);
+        let index = self.probes.len() - 1;
+        self.evaluate(index);
+        index
+    }
+
+    /// Folds the block that just ran into its probe.
+    fn take_block(&mut self, id: &str, index: usize) -> Result<(), String> {
+        let mut records = Vec::new();
+        crate::attempt::records::for_each_record(&self.records, |r| {
+            if r.case == id {
+                records.push(r);
+            }
+        })
+        .map_err(|e| e.to_string())?;
+        let block = block_of(&records, &self.rules);
+        let probe = &mut self.probes[index];
+        probe.blocks.push(block);
+        probe.case_ids.push(id.to_owned());
+        self.evaluate(index);
+        Ok(())
+    }
+
+    /// The probe to run a block of next, or why the search stops.
+    fn probe_to_run(&mut self) -> Result<usize, (bool, String)> {
+        for _ in 0..256 {
+            if let Some(index) = self.current.filter(|&i| !self.probes[i].done) {
+                return Ok(index);
+            }
+            match self.search.next(&self.verdicts()) {
+                Step::Probe(load) => self.current = Some(self.start_probe(load)),
+                Step::Done { decided, why } => return Err((decided, why)),
+            }
+        }
+        Err((false, "the search made no progress".to_owned()))
+    }
+}
+
+/// The records of a `requests.jsonl`, by case.
+fn read_by_case(path: &std::path::Path) -> crate::error::Result<HashMap<String, Vec<Record>>> {
+    let mut by_case: HashMap<String, Vec<Record>> = HashMap::new();
+    crate::attempt::records::for_each_record(path, |r| {
+        by_case.entry(r.case.clone()).or_default().push(r);
+    })?;
+    Ok(by_case)
+}
+
+impl CaseSource for CapacitySource {
+    fn next(&mut self, done: &[CaseSummary]) -> Option<CasePlan> {
+        let started = *self.started.get_or_insert_with(Instant::now);
+        if let Some((id, index)) = self.pending.take() {
+            if !done.iter().any(|c| c.id == id) {
+                self.stop = Some((false, format!("block {id} did not run to its end")));
+            } else if let Err(e) = self.take_block(&id, index) {
+                self.stop = Some((false, format!("reading the records of {id}: {e}")));
+            }
+        }
+        if self.stop.is_some() {
+            return None;
+        }
+        if let Some(budget) = self.budget.filter(|b| started.elapsed() >= *b) {
+            self.stop = Some((
+                false,
+                format!(
+                    "the budget of {} is spent",
+                    humantime::format_duration(budget)
+                ),
+            ));
+            return None;
+        }
+        let index = match self.probe_to_run() {
+            Ok(index) => index,
+            Err(stop) => {
+                self.stop = Some(stop);
+                return None;
+            }
+        };
+        let probe = &self.probes[index];
+        let plan = self.plan(probe.load, probe.blocks.len() + 1);
+        self.pending = Some((plan.case.id.clone(), index));
+        self.issued.push(plan.clone());
+        Some(plan)
+    }
+
+    fn planned(&self) -> usize {
+        self.issued.len() + usize::from(self.stop.is_none())
+    }
+
+    fn plans(&self) -> Vec<CasePlan> {
+        self.issued.clone()
+    }
+}
