@@ -27,6 +27,8 @@ pub struct CapacityOptions {
     pub rules: Vec<(Rule, String)>,
     /// `--resolution`: whole loads, the widest bracket (1); rates, the ratio above 1 (0.05).
     pub resolution: Option<f64>,
+    /// `--start`: the first load [default: 1, or the first `--rate`].
+    pub start: Option<f64>,
     /// `--max-load`: the largest load the search may try.
     pub max_load: Option<f64>,
     /// `--budget`: the search stops starting blocks after this long.

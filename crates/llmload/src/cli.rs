@@ -311,6 +311,10 @@ pub struct CapacityArgs {
     /// [default: 1, or 5% for rates]
     #[arg(long, value_name = "N|SHARE", help_heading = "Capacity")]
     pub resolution: Option<String>,
+    /// The first load the search tries, e.g. near where the answer is expected [default: 1, or
+    /// the first --rate]
+    #[arg(long, value_name = "LOAD", help_heading = "Capacity")]
+    pub start: Option<f64>,
     /// The largest load the search may try [default: 1024, or 10000 requests/s]
     #[arg(long, value_name = "LOAD", help_heading = "Capacity")]
     pub max_load: Option<f64>,

@@ -74,22 +74,28 @@ impl Search {
         }
         match bracket(probes) {
             (_, None) => self.grow(probes),
-            (None, Some(failing)) => {
-                let lower = self.round(failing / 2.0);
-                if failing <= self.floor() || lower < self.floor() || probed(lower) {
-                    Step::Done {
-                        decided: failing <= self.floor(),
-                        why: format!(
-                            "the smallest load tried ({}) fails",
-                            crate::fmt::number(failing)
-                        ),
-                    }
-                } else {
-                    Step::Probe(lower)
-                }
-            }
-            (Some(passing), Some(failing)) => self.narrow(passing, failing, &probed),
+            (None, Some(failing)) => self.lower(failing, &probed),
+            (Some(passing), Some(failing)) => self.narrow(passing, failing, probes),
         }
+    }
+
+    /// Every load measured below the smallest that fails is undecided: halve it until a load
+    /// not measured yet, down to the floor.
+    fn lower(&self, failing: f64, probed: &dyn Fn(f64) -> bool) -> Step {
+        let mut lower = self.round(failing / 2.0);
+        while probed(lower) && lower > self.floor() && lower < failing {
+            lower = self.round(lower / 2.0);
+        }
+        if failing <= self.floor() || lower < self.floor() || lower >= failing || probed(lower) {
+            return Step::Done {
+                decided: failing <= self.floor(),
+                why: format!(
+                    "the smallest load that fails is {}, and none below it was decided to meet",
+                    crate::fmt::number(failing)
+                ),
+            };
+        }
+        Step::Probe(lower)
     }
 
     /// No load fails yet: double the largest, up to `max_load`.
@@ -111,8 +117,11 @@ impl Search {
     }
 
     /// Between a load that meets and one that fails: the geometric middle, or the nearest
-    /// unmeasured whole load to it; done when the two are within the resolution.
-    fn narrow(&self, passing: f64, failing: f64, probed: &dyn Fn(f64) -> bool) -> Step {
+    /// unmeasured whole load to it; done when the two are within the resolution, or when two
+    /// loads between them ran to their cap undecided (the loads near the boundary cannot be
+    /// told from it at this confidence, and each more would cost a whole cap).
+    fn narrow(&self, passing: f64, failing: f64, probes: &[(f64, Verdict)]) -> Step {
+        let probed = |load: f64| probes.iter().any(|(l, _)| (l - load).abs() < 1e-9);
         let narrow = if self.integer {
             failing - passing <= self.resolution + 1e-9
         } else {
@@ -122,6 +131,25 @@ impl Search {
             return Step::Done {
                 decided: true,
                 why: "the bracket is within the resolution".to_owned(),
+            };
+        }
+        let mut inside: Vec<f64> = probes
+            .iter()
+            .filter(|(l, v)| *v == Verdict::Undecided && passing < *l && *l < failing)
+            .map(|(l, _)| *l)
+            .collect();
+        inside.sort_by(f64::total_cmp);
+        let undecided: Vec<String> = inside.iter().map(|l| crate::fmt::number(*l)).collect();
+        if undecided.len() >= 2 {
+            return Step::Done {
+                decided: false,
+                why: format!(
+                    "{} ran to the probe's cap without a decision: the loads between {} and {} \
+                     cannot be told from the boundary at this confidence",
+                    undecided.join(" and "),
+                    crate::fmt::number(passing),
+                    crate::fmt::number(failing)
+                ),
             };
         }
         let middle = (passing * failing).sqrt();

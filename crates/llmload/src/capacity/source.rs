@@ -57,33 +57,50 @@ pub struct BlockRun {
     pub figures: Figures,
 }
 
-/// The block of `records` (one case's), judged by `rules`.
-pub fn block_of(records: &[Record], rules: &[(Rule, String)]) -> BlockRun {
-    let counted: Vec<&Record> = records.iter().filter(|r| judged(r)).collect();
+/// The block of `records` (one case's), judged by `rules`. With `users` closed users, the
+/// first turn of each user's first session is left out of the latency objectives: those all go
+/// at once when the block starts, a burst no steady load of users sends (unless nothing else
+/// is left, as when every session failed at its first turn).
+pub fn block_of(records: &[Record], rules: &[(Rule, String)], users: u64) -> BlockRun {
+    let first_session = records.iter().filter_map(|r| r.session).min().unwrap_or(0);
+    let opening =
+        |r: &Record| r.turn == Some(1) && r.session.is_some_and(|s| s < first_session + users);
+    let measured: Vec<&Record> = records.iter().filter(|r| judged(r)).collect();
+    let steady: Vec<&Record> = measured.iter().copied().filter(|r| !opening(r)).collect();
+    let tally = |rule: &Rule, over: &[&Record]| {
+        over.iter().fold(Tally::default(), |mut t, r| {
+            t.add(rule.tally(r));
+            t
+        })
+    };
     let tallies = rules
         .iter()
-        .map(|(rule, _)| {
-            counted.iter().fold(Tally::default(), |mut t, r| {
-                t.add(rule.tally(r));
-                t
-            })
+        .map(|(rule, _)| match rule {
+            Rule::Latency { .. } if !steady.is_empty() => tally(rule, &steady),
+            _ => tally(rule, &measured),
         })
         .collect();
-    let first = counted
+    BlockRun {
+        tallies,
+        figures: figures(&measured),
+    }
+}
+
+/// What `records` measured: the requests, the completed ones, their output tokens and
+/// response times, and the window from the first send to the last response.
+fn figures(records: &[&Record]) -> Figures {
+    let first = records
         .iter()
         .map(|r| r.sent_s)
         .fold(f64::INFINITY, f64::min);
-    let last = counted.iter().map(|r| r.last_seen()).fold(0.0, f64::max);
-    let ok: Vec<&&Record> = counted.iter().filter(|r| r.status == Status::Ok).collect();
-    BlockRun {
-        tallies,
-        figures: Figures {
-            requests: counted.len() as u64,
-            ok: ok.len() as u64,
-            output_tokens: ok.iter().map(|r| u64::from(r.generated_tokens())).sum(),
-            window_s: if last > first { last - first } else { 0.0 },
-            response_ms: ok.iter().filter_map(|r| r.e2e_ms).sum(),
-        },
+    let last = records.iter().map(|r| r.last_seen()).fold(0.0, f64::max);
+    let ok: Vec<&&Record> = records.iter().filter(|r| r.status == Status::Ok).collect();
+    Figures {
+        requests: records.len() as u64,
+        ok: ok.len() as u64,
+        output_tokens: ok.iter().map(|r| u64::from(r.generated_tokens())).sum(),
+        window_s: if last > first { last - first } else { 0.0 },
+        response_ms: ok.iter().filter_map(|r| r.e2e_ms).sum(),
     }
 }
 
@@ -108,6 +125,12 @@ pub struct Probe {
     pub done: bool,
 }
 
+/// How long a block of closed users starts sessions: four sessions' think time and 5 s more,
+/// 10 s at least.
+pub fn users_block(turns: u32, think: Duration) -> Duration {
+    (think * 4 * turns.saturating_sub(1) + Duration::from_secs(5)).max(Duration::from_secs(10))
+}
+
 /// `llmload capacity`'s cases.
 pub struct CapacitySource {
     template: ShapeTemplate,
@@ -118,6 +141,8 @@ pub struct CapacitySource {
     pub unit: LoadUnit,
     /// Requests per user session (1 without sessions).
     pub turns: u32,
+    /// The mean think time between a user's turns.
+    think: Duration,
     /// The objectives.
     pub rules: Vec<(Rule, String)>,
     /// The probes' looks.
@@ -172,11 +197,12 @@ impl CapacitySource {
         let resolution = options
             .resolution
             .unwrap_or(if integer { 1.0 } else { 0.05 });
-        let start = if integer {
+        let start = options.start.unwrap_or(if integer {
             1.0
         } else {
             config.load.rate_rps.first().copied().unwrap_or(1.0)
-        };
+        });
+        let think = template.session.map_or(Duration::ZERO, |s| s.think.mean());
         Ok(CapacitySource {
             dataset: config
                 .dataset
@@ -187,6 +213,7 @@ impl CapacitySource {
             output,
             unit,
             turns,
+            think,
             rules: options.rules.clone(),
             looks: Looks::at(confidence),
             search: Search {
@@ -230,8 +257,9 @@ impl CapacitySource {
     }
 
     /// A block's size where `--requests`/`--duration` do not set it: enough values for every
-    /// objective ([`Rule::block_values`]), two per place of a closed loop, 20 at least; with
-    /// sessions, the sessions that many requests take (one per user at least).
+    /// objective ([`Rule::block_values`]), two per place of a closed loop, 20 at least. Closed
+    /// users instead run for a while ([`users_block`]), so that each goes through several
+    /// sessions and the users keep cycling as a steady population does.
     fn block_bound(&self, load: f64) -> Bound {
         let values = self
             .rules
@@ -241,11 +269,20 @@ impl CapacitySource {
             .unwrap_or(0)
             .max(MIN_BLOCK_REQUESTS);
         let places = crate::num::to_u64(load);
-        Bound::Requests(match self.unit {
-            LoadUnit::Concurrency => values.max(2 * places),
-            LoadUnit::Users => values.div_ceil(u64::from(self.turns)).max(places),
-            LoadUnit::RateRps => values.div_ceil(u64::from(self.turns)),
-        })
+        match self.unit {
+            LoadUnit::Concurrency => Bound::Requests(values.max(2 * places)),
+            LoadUnit::Users => Bound::Duration(users_block(self.turns, self.think)),
+            LoadUnit::RateRps => Bound::Requests(values.div_ceil(u64::from(self.turns))),
+        }
+    }
+
+    /// The closed users of a load (0 unless the load is users).
+    fn users(&self, load: f64) -> u64 {
+        if self.unit == LoadUnit::Users {
+            crate::num::to_u64(load)
+        } else {
+            0
+        }
     }
 
     /// Each probe's load and verdict, for the search.
@@ -286,7 +323,11 @@ impl CapacitySource {
         while probe.blocks.len() < self.looks.cap() {
             let id = self.plan(load, probe.blocks.len() + 1).case.id;
             match self.resumed.get(&id) {
-                Some(records) => probe.blocks.push(block_of(records, &self.rules)),
+                Some(records) => {
+                    probe
+                        .blocks
+                        .push(block_of(records, &self.rules, self.users(load)))
+                }
                 None => break,
             }
         }
@@ -306,7 +347,8 @@ impl CapacitySource {
             }
         })
         .map_err(|e| e.to_string())?;
-        let block = block_of(&records, &self.rules);
+        let load = self.probes[index].load;
+        let block = block_of(&records, &self.rules, self.users(load));
         let probe = &mut self.probes[index];
         probe.blocks.push(block);
         probe.case_ids.push(id.to_owned());

@@ -59,8 +59,17 @@ impl CapacityArgs {
             .iter()
             .map(|text| Ok((text.parse::<Rule>()?, text.clone())))
             .collect::<Result<Vec<_>, ConfigError>>()?;
-        if let Some(max) = self.max_load.filter(|m| !(m.is_finite() && *m > 0.0)) {
-            return Err(ConfigError(format!("--max-load {max} must be above zero")));
+        for (flag, value) in [("--max-load", self.max_load), ("--start", self.start)] {
+            if let Some(v) = value.filter(|v| !(v.is_finite() && *v > 0.0)) {
+                return Err(ConfigError(format!("{flag} {v} must be above zero")));
+            }
+        }
+        if let (Some(start), Some(max)) = (self.start, self.max_load) {
+            if start > max {
+                return Err(ConfigError(format!(
+                    "--start {start} is above --max-load {max}"
+                )));
+            }
         }
         if let Some(price) = self
             .gpu_cost_per_hour
@@ -80,6 +89,7 @@ impl CapacityArgs {
                 .as_deref()
                 .map(parse_resolution)
                 .transpose()?,
+            start: self.start,
             max_load: self.max_load,
             budget: self
                 .budget

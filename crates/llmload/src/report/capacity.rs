@@ -140,3 +140,105 @@ pub fn section(report: &super::Report) -> Option<Section<'_>> {
     }
     Some(section)
 }
+
+/// An undecided answer with both ends of its bracket and a load between them, for tests.
+#[cfg(test)]
+pub(crate) fn example() -> Capacity {
+    use crate::summary::capacity::Verdict;
+    let verdict = |verdict, estimate: f64| RuleVerdict {
+        rule: "ttft_p90<30ms".into(),
+        verdict,
+        statistic: "share of blocks that meet TTFT p90 < 30 ms".into(),
+        estimate,
+        low: (estimate - 0.4).max(0.0),
+        high: (estimate + 0.4).min(1.0),
+        threshold: 0.5,
+        blocks: 7,
+        requests: 350,
+        pooled: Some(estimate),
+    };
+    let at = |load: f64, v: Verdict, estimate: f64| LoadAnswer {
+        load,
+        concurrency: load,
+        rate_rps: 8.0 * load,
+        users: None,
+        users_littles_law: None,
+        output_tps: 128.0 * load,
+        response_ms: 110.0,
+        cost_per_million_output_tokens: Some(1.5),
+        verdicts: vec![verdict(v, estimate)],
+        verdict: v,
+        blocks: 7,
+        reused_blocks: 0,
+    };
+    Capacity {
+        unit: LoadUnit::Concurrency,
+        confidence: 0.95,
+        slo: vec!["ttft_p90<30ms".into()],
+        decided: false,
+        answer: "Not decided to the resolution: 8 concurrent generations meet TTFT p90 < 30 ms \
+                 and 11 do not."
+            .into(),
+        max_passing: Some(at(8.0, Verdict::Meets, 1.0)),
+        first_failing: Some(at(11.0, Verdict::Fails, 0.0)),
+        probes: vec![
+            at(8.0, Verdict::Meets, 1.0),
+            at(9.0, Verdict::Undecided, 0.5),
+            at(11.0, Verdict::Fails, 0.0),
+        ],
+        saturation: None,
+        recommended_cap: None,
+        saturation_method: "2 loads measured; at least 3 are needed".into(),
+        stopped_because: "the budget of 10m is spent".into(),
+        continue_with: Some("llmload capacity --slo 'ttft_p90<30ms' --resume out/c/x".into()),
+        method: vec!["Each load is measured in blocks.".into()],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Report;
+
+    #[test]
+    fn the_section_leads_with_the_answer_and_lists_every_load() {
+        let mut summary = crate::fixture::report().summary;
+        summary.capacity = Some(example());
+        let report = Report::of(&summary);
+        let section = section(&report).expect("a capacity section");
+        assert_eq!(section.id, "capacity");
+        let Some(Block::Paragraph(first)) = section.blocks.first() else {
+            panic!("the answer comes first");
+        };
+        assert!(
+            first.starts_with("Not decided to the resolution: 8"),
+            "{first}"
+        );
+        let rows: Vec<usize> = section
+            .blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::Table(t) => Some(t.rows.len()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(rows, [3], "one row per load measured");
+        let text = crate::report::markdown::write(&[section]);
+        assert!(
+            text.contains("undecided 50.0% [10.0%, 90.0%] of 7 blocks"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Cost: 1.50 per million output tokens"),
+            "{text}"
+        );
+        assert!(text.contains("--resume out/c/x"), "{text}");
+        assert!(text.contains("Saturation: not placed"), "{text}");
+    }
+
+    #[test]
+    fn a_summary_without_a_search_has_no_section() {
+        let report = Report::of(&crate::fixture::report().summary);
+        assert!(section(&report).is_none());
+    }
+}

@@ -110,3 +110,23 @@ fn undecided_loads_are_stepped_around_and_leave_the_answer_undecided() {
         "{done:?}"
     );
 }
+
+#[test]
+fn below_a_first_failure_it_halves_past_undecided_loads() {
+    let search = Search {
+        start: 32.0,
+        ..concurrency()
+    };
+    let verdict = |load: f64| match load {
+        l if l <= 8.0 => Verdict::Meets,
+        l if l <= 32.0 => Verdict::Undecided,
+        _ => Verdict::Fails,
+    };
+    let (loads, done) = drive(&search, verdict);
+    assert_eq!(loads, [32.0, 64.0, 16.0, 8.0]);
+    // Two undecided loads inside the bracket: it is the answer, undecided.
+    assert!(
+        matches!(done, Step::Done { decided: false, ref why } if why.contains("16 and 32")),
+        "{done:?}"
+    );
+}
