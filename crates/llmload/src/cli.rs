@@ -298,8 +298,8 @@ pub struct CapacityArgs {
     /// The workload: every flag of `run` but the load, which the search sets.
     #[command(flatten)]
     pub run: RunArgs,
-    /// An objective: ttft_p99<2s, tpot_p50<50ms, e2e_p90<8s, itl_p99<100ms, ttft<2s@95%,
-    /// errors<1%; repeat it for several
+    /// An objective: `ttft_p99<2s`, `tpot_p50<50ms`, `e2e_p90<8s`, `itl_p99<100ms`,
+    /// `ttft<2s@95%`, `errors<1%`; repeat it for several
     #[arg(
         long = "slo",
         value_name = "RULE",

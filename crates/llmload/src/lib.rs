@@ -171,7 +171,7 @@ fn capacity_attempt_id() -> String {
     let stamp: String = humantime::format_rfc3339_seconds(now)
         .to_string()
         .chars()
-        .filter(|c| c.is_ascii_alphanumeric())
+        .filter(char::is_ascii_alphanumeric)
         .collect();
     let nanos = now
         .duration_since(std::time::UNIX_EPOCH)

@@ -9,6 +9,7 @@ use crate::fmt::number;
 use crate::summary::capacity::{Capacity, LoadAnswer, LoadUnit};
 use crate::summary::saturation::{self, Point, Shape, CAP_SHARE};
 use crate::summary::CaseSummary;
+use std::fmt::Write as _;
 use std::path::Path;
 
 /// What the answer needs besides the probes.
@@ -229,12 +230,13 @@ fn headline(capacity: &Capacity, source: &CapacitySource, think_s: Option<f64>) 
         ),
     };
     if let (Some(cap), Some(sat)) = (capacity.recommended_cap, capacity.saturation) {
-        line.push_str(&format!(
-            " Recommended cap: {} ({} × the saturation point {}).",
+        let _ = write!(
+            line,
+            " Recommended cap: {} ({} × the saturation point, C_sat ≈ {}).",
             number(cap),
             number(CAP_SHARE),
             number(sat)
-        ));
+        );
     }
     line
 }

@@ -68,13 +68,13 @@ impl Search {
 
     /// The next step after `probes` (each load measured, with its verdict).
     pub fn next(&self, probes: &[(f64, Verdict)]) -> Step {
-        let probed = |load: f64| probes.iter().any(|(l, _)| (l - load).abs() < 1e-9);
+        let measured = |load: f64| probes.iter().any(|(l, _)| (l - load).abs() < 1e-9);
         if probes.is_empty() {
             return Step::Probe(self.round(self.start.min(self.max_load)));
         }
         match bracket(probes) {
             (_, None) => self.grow(probes),
-            (None, Some(failing)) => self.lower(failing, &probed),
+            (None, Some(failing)) => self.lower(failing, &measured),
             (Some(passing), Some(failing)) => self.narrow(passing, failing, probes),
         }
     }
@@ -121,7 +121,7 @@ impl Search {
     /// loads between them ran to their cap undecided (the loads near the boundary cannot be
     /// told from it at this confidence, and each more would cost a whole cap).
     fn narrow(&self, passing: f64, failing: f64, probes: &[(f64, Verdict)]) -> Step {
-        let probed = |load: f64| probes.iter().any(|(l, _)| (l - load).abs() < 1e-9);
+        let measured = |load: f64| probes.iter().any(|(l, _)| (l - load).abs() < 1e-9);
         let narrow = if self.integer {
             failing - passing <= self.resolution + 1e-9
         } else {
@@ -157,10 +157,10 @@ impl Search {
             let inside =
                 (crate::num::to_u64(passing) + 1..crate::num::to_u64(failing)).map(|l| l as f64);
             inside
-                .filter(|&l| !probed(l))
+                .filter(|&l| !measured(l))
                 .min_by(|a, b| (a - middle).abs().total_cmp(&(b - middle).abs()))
         } else {
-            Some(middle).filter(|&l| !probed(l))
+            Some(middle).filter(|&l| !measured(l))
         };
         match candidate {
             Some(load) => Step::Probe(load),

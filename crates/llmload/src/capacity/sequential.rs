@@ -218,10 +218,10 @@ mod tests {
             judged: 20,
         };
         let alpha = looks.alpha_at(0);
-        let all_good = judge(&rule, "r", &vec![good; 7], alpha);
+        let all_good = judge(&rule, "r", &[good; 7], alpha);
         assert_eq!(all_good.verdict, Verdict::Meets);
         assert!(all_good.low > 0.5);
-        let all_bad = judge(&rule, "r", &vec![bad; 7], alpha);
+        let all_bad = judge(&rule, "r", &[bad; 7], alpha);
         assert_eq!(all_bad.verdict, Verdict::Fails);
         let mut split = vec![good; 4];
         split.extend([bad; 3]);

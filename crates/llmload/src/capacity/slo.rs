@@ -116,7 +116,7 @@ impl std::str::FromStr for Rule {
                 }
                 (metric, Some(q / 100.0))
             }
-            None => (&left[..], None),
+            None => (left, None),
         };
         let metric = Metric::parse(metric)
             .ok_or_else(|| bad(text, "the metric is one of ttft, tpot, e2e, itl, errors"))?;

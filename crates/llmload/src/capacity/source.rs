@@ -326,7 +326,7 @@ impl CapacitySource {
                 Some(records) => {
                     probe
                         .blocks
-                        .push(block_of(records, &self.rules, self.users(load)))
+                        .push(block_of(records, &self.rules, self.users(load)));
                 }
                 None => break,
             }

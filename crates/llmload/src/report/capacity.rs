@@ -7,6 +7,7 @@ use super::page::{Block, Section};
 use super::table::{Cell, Table};
 use crate::fmt::number;
 use crate::summary::capacity::{Capacity, LoadAnswer, LoadUnit, RuleVerdict};
+use std::fmt::Write as _;
 
 /// A share as a percentage, to 0.1 %.
 fn percent(share: f64) -> String {
@@ -81,15 +82,16 @@ fn at(name: &str, a: &LoadAnswer, unit: LoadUnit) -> String {
         }
     );
     if let (Some(users), Some(little)) = (a.users, a.users_littles_law) {
-        text.push_str(&format!(
+        let _ = write!(
+            text,
             " Little's law: requests/s × (think time + response time) = {} users, beside the {} \
              run.",
             number(little),
             number(users)
-        ));
+        );
     }
     if let Some(cost) = a.cost_per_million_output_tokens {
-        text.push_str(&format!(" Cost: {cost:.2} per million output tokens."));
+        let _ = write!(text, " Cost: {cost:.2} per million output tokens.");
     }
     text
 }

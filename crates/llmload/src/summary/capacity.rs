@@ -114,6 +114,10 @@ pub struct LoadAnswer {
     pub reused_blocks: usize,
 }
 
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
 fn is_zero(n: &usize) -> bool {
     *n == 0
 }
