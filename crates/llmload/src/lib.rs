@@ -152,7 +152,6 @@ pub async fn capacity(
     let answer = capacity::answer::answer(
         &source,
         &capacity::answer::Context {
-            cases: &result.summary.cases,
             options,
             confidence,
             think_s,

@@ -114,6 +114,24 @@ fn a_bound_between_eight_and_nine_in_flight_is_answered_eight_and_nine() {
         "{line}"
     );
     assert!(answer["continue_with"].is_null());
+    // The same search again, from this attempt: every block reused, nothing sent.
+    let folder = attempt_dir(dir.path(), "search");
+    let resume = folder.to_str().expect("UTF-8 path");
+    let (code, again) = capacity(
+        &sim.url,
+        dir.path(),
+        "again",
+        &["--slo", &bound, "--start", "4", "--resume", resume],
+    );
+    assert_eq!(code, 0, "{again}");
+    assert_eq!(again["max_passing"]["load"], 8.0, "{again}");
+    assert_eq!(again["first_failing"]["load"], 9.0, "{again}");
+    assert_eq!(
+        again["max_passing"]["reused_blocks"],
+        again["max_passing"]["blocks"]
+    );
+    let summary = json(&attempt_dir(dir.path(), "again").join("summary.json"));
+    assert_eq!(summary["cases"].as_array().map(Vec::len), Some(0));
 }
 
 #[test]
@@ -180,4 +198,46 @@ fn with_think_time_the_answer_is_in_users_with_littles_law_beside_it() {
         line.starts_with("Answer: about 8 users (thinking ~2 s"),
         "{line}"
     );
+}
+
+#[test]
+fn a_spent_budget_leaves_the_command_that_goes_on_and_it_reuses_the_blocks() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sim = eight_slots();
+    let search = ["--slo", "ttft_p90<1s", "--start", "8", "--max-load", "8"];
+    // The budget is spent after the first block: undecided, exit 3.
+    let mut first = search.to_vec();
+    first.extend(["--budget", "1ms"]);
+    let (code, answer) = capacity(&sim.url, dir.path(), "first", &first);
+    assert_eq!(code, 3, "{answer}");
+    assert_eq!(answer["decided"], false);
+    assert!(answer["max_passing"].is_null() && answer["first_failing"].is_null());
+    assert!(
+        answer["stopped_because"]
+            .as_str()
+            .expect("why")
+            .contains("budget"),
+        "{answer}"
+    );
+    let folder = attempt_dir(dir.path(), "first");
+    let command = answer["continue_with"].as_str().expect("how to go on");
+    assert!(
+        command.ends_with(&format!("--resume {}", folder.display())),
+        "{command}"
+    );
+    // Going on: the block measured is reused, the rest measured, and the load decided.
+    let mut again = search.to_vec();
+    let resume = folder.to_str().expect("UTF-8 path");
+    again.extend(["--resume", resume]);
+    let (code, answer) = capacity(&sim.url, dir.path(), "again", &again);
+    assert_eq!(code, 0, "{answer}");
+    let passing = &answer["max_passing"];
+    assert_eq!(passing["load"], 8.0, "{answer}");
+    assert_eq!(passing["reused_blocks"], 1, "{answer}");
+    assert_eq!(passing["blocks"], 7, "{answer}");
+    let cases = json(&attempt_dir(dir.path(), "again").join("summary.json"))["cases"]
+        .as_array()
+        .expect("cases")
+        .len();
+    assert_eq!(cases, 6, "only the blocks not measured before ran");
 }

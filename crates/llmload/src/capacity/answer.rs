@@ -8,14 +8,11 @@ use super::CapacityOptions;
 use crate::fmt::number;
 use crate::summary::capacity::{Capacity, LoadAnswer, LoadUnit};
 use crate::summary::saturation::{self, Point, Shape, CAP_SHARE};
-use crate::summary::CaseSummary;
 use std::fmt::Write as _;
 use std::path::Path;
 
 /// What the answer needs besides the probes.
 pub struct Context<'a> {
-    /// The run's case summaries (for the saturation fit).
-    pub cases: &'a [CaseSummary],
     /// The capacity options.
     pub options: &'a CapacityOptions,
     /// The confidence.
@@ -42,9 +39,16 @@ pub fn answer(source: &CapacitySource, context: &Context<'_>) -> Capacity {
         .stop
         .clone()
         .unwrap_or((false, "the run stopped before the search ended".to_owned()));
-    let fit = fit(&probes, context.cases, source.unit);
-    let saturation = fit.saturation.placed();
-    let recommended_cap = saturation.and(fit.recommended_cap.value);
+    let fit = (source.unit != LoadUnit::Users).then(|| fit(&probes, source.unit));
+    let saturation = fit.as_ref().and_then(|f| f.saturation.placed());
+    let saturation_method = fit.as_ref().map_or_else(
+        || {
+            "not fitted for users: the saturation model is one of requests in flight or arrivals \
+             per second"
+                .to_owned()
+        },
+        |f| f.saturation.method.clone(),
+    );
     let mut capacity = Capacity {
         unit: source.unit,
         confidence: context.confidence,
@@ -55,8 +59,17 @@ pub fn answer(source: &CapacitySource, context: &Context<'_>) -> Capacity {
         first_failing: find(failing),
         probes: answers,
         saturation,
-        recommended_cap,
-        saturation_method: fit.saturation.method.clone(),
+        saturation_range: fit
+            .as_ref()
+            .and_then(|f| f.saturation.low.zip(f.saturation.high))
+            .filter(|_| saturation.is_some())
+            .map(|(low, high)| [low, high]),
+        recommended_cap: saturation.and(fit.as_ref().and_then(|f| f.recommended_cap.value)),
+        cap_method: fit
+            .as_ref()
+            .filter(|_| saturation.is_some())
+            .map_or_else(String::new, |f| f.recommended_cap.method.clone()),
+        saturation_method,
         stopped_because,
         continue_with: (!decided).then(|| continue_with(context)),
         method: method(source),
@@ -118,24 +131,44 @@ fn load_answer(probe: &Probe, source: &CapacitySource, context: &Context<'_>) ->
 }
 
 /// The saturation analysis of the probes' throughput: one point per probe, its throughput the
-/// mean of its blocks' and their spread.
-fn fit(probes: &[&Probe], cases: &[CaseSummary], unit: LoadUnit) -> saturation::Analysis {
+/// mean of its blocks' (output tokens over each block's window, reused blocks included) and
+/// their spread.
+fn fit(probes: &[&Probe], unit: LoadUnit) -> saturation::Analysis {
     let points: Vec<Point> = probes
         .iter()
         .filter_map(|probe| {
-            let blocks: Vec<Point> = cases
+            let values: Vec<f64> = probe
+                .blocks
                 .iter()
-                .filter(|c| probe.case_ids.contains(&c.id))
-                .map(Point::of)
+                .filter(|b| b.figures.window_s > 0.0)
+                .map(|b| b.figures.output_tokens as f64 / b.figures.window_s)
                 .collect();
-            let mut point = blocks.first()?.clone();
-            let values: Vec<f64> = blocks.iter().map(|p| p.throughput_tps).collect();
             let spread = crate::stats::Spread::of(&values)?;
-            point.load = probe.load;
-            point.throughput_tps = spread.mean;
-            point.throughput_sd_tps = Some(spread.sd);
-            point.throughput_rounds = Some(values.len());
-            Some(point)
+            let mut total = Figures::default();
+            for block in &probe.blocks {
+                total.add(block.figures);
+            }
+            Some(Point {
+                load: probe.load,
+                throughput_tps: spread.mean,
+                throughput_sd_tps: Some(spread.sd),
+                throughput_rounds: Some(values.len()),
+                ttft_p50_ms: None,
+                ttft_p99_ms: None,
+                tpot_p99_ms: None,
+                ttft_n: None,
+                tpot_n: None,
+                e2e_p99_ms: None,
+                e2e_p50_ms: None,
+                e2e_n: None,
+                error_share: if total.requests > 0 {
+                    (total.requests - total.ok) as f64 / total.requests as f64
+                } else {
+                    0.0
+                },
+                achieved_concurrency_mean: None,
+                achieved_concurrency_peak: None,
+            })
         })
         .collect();
     let shape = if unit == LoadUnit::RateRps {
@@ -220,9 +253,15 @@ fn headline(capacity: &Capacity, source: &CapacitySource, think_s: Option<f64>) 
             passing_words(p),
             capacity.stopped_because
         ),
-        (None, Some(f)) => format!(
+        (None, Some(f)) if capacity.decided => format!(
             "Answer: even {} do not meet {rules} (decided at {level}).",
             unit.words(f.load)
+        ),
+        (None, Some(f)) => format!(
+            "Not decided: {} do not meet {rules} (decided at {level}), and no smaller load was \
+             decided to meet them ({}).",
+            unit.words(f.load),
+            capacity.stopped_because
         ),
         (None, None) => format!(
             "No answer: no load was decided ({}).",
@@ -230,9 +269,17 @@ fn headline(capacity: &Capacity, source: &CapacitySource, think_s: Option<f64>) 
         ),
     };
     if let (Some(cap), Some(sat)) = (capacity.recommended_cap, capacity.saturation) {
+        let lowered = match capacity.saturation_range {
+            Some([low, high]) if cap < (CAP_SHARE * sat).round() => format!(
+                ", lowered to stay below C_sat's range, {}–{}",
+                number(low),
+                number(high)
+            ),
+            _ => String::new(),
+        };
         let _ = write!(
             line,
-            " Recommended cap: {} ({} × the saturation point, C_sat ≈ {}).",
+            " Recommended cap: {} ({} × the saturation point, C_sat ≈ {}{lowered}).",
             number(cap),
             number(CAP_SHARE),
             number(sat)

@@ -123,10 +123,19 @@ pub fn section(report: &super::Report) -> Option<Section<'_>> {
     ));
     section.paragraph(match (capacity.saturation, capacity.recommended_cap) {
         (Some(sat), Some(cap)) => format!(
-            "Saturation (C_sat, fitted to the loads' throughput): {}; recommended cap: {} \
-             (0.7 × C_sat).",
+            "Saturation (C_sat, fitted to the loads' throughput): {}{} ({}); recommended cap: \
+             {} ({}).",
             number(sat),
-            number(cap)
+            capacity
+                .saturation_range
+                .map_or_else(String::new, |[l, h]| format!(
+                    " (range {}–{})",
+                    number(l),
+                    number(h)
+                )),
+            capacity.saturation_method,
+            number(cap),
+            capacity.cap_method
         ),
         _ => format!(
             "Saturation: not placed by the loads measured ({}).",
@@ -189,7 +198,9 @@ pub(crate) fn example() -> Capacity {
             at(11.0, Verdict::Fails, 0.0),
         ],
         saturation: None,
+        saturation_range: None,
         recommended_cap: None,
+        cap_method: String::new(),
         saturation_method: "2 loads measured; at least 3 are needed".into(),
         stopped_because: "the budget of 10m is spent".into(),
         continue_with: Some("llmload capacity --slo 'ttft_p90<30ms' --resume out/c/x".into()),

@@ -144,8 +144,15 @@ pub struct Capacity {
     /// The saturating load (`C_sat`) fitted to the probes' throughput, where the search
     /// crossed it.
     pub saturation: Option<f64>,
-    /// The recommended cap: 0.7 × `C_sat`, where there is one.
+    /// The range of `C_sat`: every breakpoint whose fit is within noise of the best.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saturation_range: Option<[f64; 2]>,
+    /// The recommended cap: 0.7 × `C_sat`, where there is one (the sweep's rule: rounded,
+    /// and kept below 0.8 × the low end of `C_sat`'s range).
     pub recommended_cap: Option<f64>,
+    /// How the cap was set.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cap_method: String,
     /// How the saturation point was found, or why there is none.
     pub saturation_method: String,
     /// Why the search stopped.
