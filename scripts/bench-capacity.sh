@@ -22,7 +22,8 @@
 # to start.
 #
 # Environment (defaults): CAPACITY_SEEDS (20), CAPACITY_MAX_LOAD (16), CAPACITY_SWEEP_REQUESTS
-# (1000), CAPACITY_CONFIDENCE (0.95), CAPACITY_KEEP (unset: the work folder is removed at exit).
+# (1000), CAPACITY_CONFIDENCE (0.95), CAPACITY_BIN (unset: a release build of this checkout),
+# CAPACITY_KEEP (unset: the work folder is removed at exit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,8 +32,11 @@ max_load="${CAPACITY_MAX_LOAD:-16}"
 sweep_requests="${CAPACITY_SWEEP_REQUESTS:-1000}"
 confidence="${CAPACITY_CONFIDENCE:-0.95}"
 
-cargo build --release -q -p llmload
-bin="$PWD/target/release/llmload"
+bin="${CAPACITY_BIN:-}"
+if [ -z "$bin" ]; then
+  cargo build --release -q -p llmload
+  bin="$PWD/target/release/llmload"
+fi
 work="$(mktemp -d)"
 sed 's/jitter = 0.0/jitter = 0.02/' crates/llmload-sim/profiles/cpu-tiny.toml >"$work/tiny.toml"
 sims=()
