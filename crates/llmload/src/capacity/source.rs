@@ -425,3 +425,69 @@ impl CaseSource for CapacitySource {
         self.issued.clone()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(texts: &[&str]) -> Vec<(Rule, String)> {
+        texts
+            .iter()
+            .map(|t| (t.parse().expect("rule"), (*t).to_owned()))
+            .collect()
+    }
+
+    /// The fixture's `in256-c2-out4`: measured TTFTs 45, 75 and 46 ms, and one timed out.
+    fn block_records() -> Vec<Record> {
+        crate::fixture::records()
+            .into_iter()
+            .filter(|r| r.case == "in256-c2-out4")
+            .collect()
+    }
+
+    #[test]
+    fn a_block_counts_measured_responses_and_a_failure_misses_every_bound() {
+        let block = block_of(
+            &block_records(),
+            &rules(&["ttft_p50<50ms", "errors<50%"]),
+            0,
+        );
+        assert_eq!(block.tallies[0], Tally { met: 2, judged: 4 });
+        assert_eq!(block.tallies[1], Tally { met: 3, judged: 4 });
+        assert_eq!(block.figures.requests, 4);
+        assert_eq!(block.figures.ok, 3);
+        assert_eq!(block.figures.output_tokens, 12);
+    }
+
+    #[test]
+    fn the_first_turn_of_each_users_first_session_is_left_out_of_latency_only() {
+        let mut records = block_records();
+        // Two users: sessions 10 and 11 open the block, session 12 follows.
+        for (r, (session, turn)) in records.iter_mut().filter(|r| r.round.is_some()).zip([
+            (10, 1),
+            (11, 1),
+            (10, 2),
+            (12, 1),
+        ]) {
+            r.session = Some(session);
+            r.turn = Some(turn);
+        }
+        let block = block_of(&records, &rules(&["ttft_p50<50ms", "errors<50%"]), 2);
+        // Left out: 45 ms and 75 ms; kept: 46 ms and the timed-out request.
+        assert_eq!(block.tallies[0], Tally { met: 1, judged: 2 });
+        assert_eq!(block.tallies[1], Tally { met: 3, judged: 4 });
+        assert_eq!(
+            block.figures.requests, 4,
+            "the throughput counts every response"
+        );
+    }
+
+    #[test]
+    fn a_block_of_users_runs_through_several_sessions_of_think_time() {
+        assert_eq!(
+            users_block(4, Duration::from_secs(5)),
+            Duration::from_secs(65)
+        );
+        assert_eq!(users_block(2, Duration::ZERO), Duration::from_secs(10));
+    }
+}
