@@ -48,9 +48,11 @@ trap cleanup EXIT
 
 workload=(--input-tokens 64 --output-tokens 16 --telemetry off -q)
 
-# start_sim NAME SEED [FAULT…]: an 8-slot simulator; prints its URL.
+# start_sim NAME SEED [FAULT…]: an 8-slot simulator; sets `url` (run it in this shell, not in a
+# substitution, so that `sims` keeps its process for the cleanup).
 start_sim() {
-  local name="$1" seed="$2" url=""
+  local name="$1" seed="$2"
+  url=""
   shift 2
   "$bin" sim --port 0 --seed "$seed" --profile "$work/tiny.toml" --slots 8 "$@" \
     >"$work/$name.log" 2>&1 &
@@ -60,7 +62,6 @@ start_sim() {
     [ -n "$url" ] && break
     sleep 0.1
   done
-  echo "$url"
 }
 
 now() { date +%s.%N; }
@@ -89,12 +90,12 @@ search() {
 
 : >"$work/results"
 for seed in $(seq "$seeds"); do
-  url="$(start_sim "plain$seed" "$seed")"
+  start_sim "plain$seed" "$seed"
   read -r swept swept_s < <(sweep "sweep$seed" "$url")
   read -r p p_s < <(search "p$seed" "$url" "ttft_p90<30ms")
   read -r a a_s < <(search "a$seed" "$url" "ttft<20ms@80%")
   kill "${sims[-1]}" 2>/dev/null || true
-  url="$(start_sim "faulty$seed" "$seed" --fault http503:rate=0.02)"
+  start_sim "faulty$seed" "$seed" --fault http503:rate=0.02
   read -r faulty faulty_s < <(sweep "faulty$seed" "$url" --timeout 150ms)
   read -r e e_s < <(search "e$seed" "$url" "errors<5%" --timeout 150ms)
   kill "${sims[-1]}" 2>/dev/null || true

@@ -338,3 +338,35 @@ fn method(source: &CapacitySource) -> Vec<String> {
     }
     lines
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_that_goes_on_replaces_any_resume_and_quotes_what_a_shell_would_read() {
+        let options = CapacityOptions {
+            command: [
+                "llmload",
+                "capacity",
+                "--slo",
+                "ttft_p90<30ms",
+                "--resume",
+                "old",
+            ]
+            .map(str::to_owned)
+            .to_vec(),
+            ..CapacityOptions::default()
+        };
+        let context = Context {
+            options: &options,
+            confidence: 0.95,
+            think_s: None,
+            dir: Path::new("out/c/it's"),
+        };
+        assert_eq!(
+            continue_with(&context),
+            r"llmload capacity --slo 'ttft_p90<30ms' --resume 'out/c/it'\''s'"
+        );
+    }
+}
