@@ -160,7 +160,10 @@ impl Search {
                 .filter(|&l| !measured(l))
                 .min_by(|a, b| (a - middle).abs().total_cmp(&(b - middle).abs()))
         } else {
-            Some(middle).filter(|&l| !measured(l))
+            // The middle, or where it was measured undecided, the middle of either half.
+            [middle, (passing * middle).sqrt(), (middle * failing).sqrt()]
+                .into_iter()
+                .find(|&l| !measured(l))
         };
         match candidate {
             Some(load) => Step::Probe(load),

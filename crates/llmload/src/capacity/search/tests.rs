@@ -130,3 +130,26 @@ fn below_a_first_failure_it_halves_past_undecided_loads() {
         "{done:?}"
     );
 }
+
+#[test]
+fn a_rate_measured_undecided_is_stepped_around_by_the_middles_of_its_halves() {
+    let search = Search {
+        integer: false,
+        resolution: 0.05,
+        max_load: 1000.0,
+        start: 16.0,
+    };
+    let verdict = |load: f64| match load {
+        l if l <= 40.0 => Verdict::Meets,
+        l if l <= 70.0 => Verdict::Undecided,
+        _ => Verdict::Fails,
+    };
+    let (loads, done) = drive(&search, verdict);
+    // 16, 32, 64 (undecided), 128; the middle of 32–128 is 64 again: the middles of its halves.
+    assert_eq!(loads[..4], [16.0, 32.0, 64.0, 128.0]);
+    assert!(
+        (loads[4] - (32.0f64 * 64.0).sqrt()).abs() < 1e-9,
+        "{loads:?}"
+    );
+    assert!(matches!(done, Step::Done { .. }), "{done:?}");
+}
