@@ -82,7 +82,39 @@ pub fn block_of(records: &[Record], rules: &[(Rule, String)], users: u64) -> Blo
         .collect();
     BlockRun {
         tallies,
-        figures: figures(&measured),
+        figures: if users > 0 {
+            steady_figures(&measured)
+        } else {
+            figures(&measured)
+        },
+    }
+}
+
+/// What closed users measured while all of them were in the load: from the first send to the
+/// last session's start (after it, users whose sessions end start no more, and the block
+/// drains), over the responses that ended in that stretch; the whole block where that stretch
+/// is empty.
+fn steady_figures(records: &[&Record]) -> Figures {
+    let first = records
+        .iter()
+        .map(|r| r.sent_s)
+        .fold(f64::INFINITY, f64::min);
+    let last_start = records
+        .iter()
+        .filter(|r| r.turn == Some(1))
+        .map(|r| r.sent_s)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let within: Vec<&Record> = records
+        .iter()
+        .copied()
+        .filter(|r| r.last_seen() <= last_start)
+        .collect();
+    if within.is_empty() || last_start <= first {
+        return figures(records);
+    }
+    Figures {
+        window_s: last_start - first,
+        ..figures(&within)
     }
 }
 
@@ -476,9 +508,13 @@ mod tests {
         // Left out: 45 ms and 75 ms; kept: 46 ms and the timed-out request.
         assert_eq!(block.tallies[0], Tally { met: 1, judged: 2 });
         assert_eq!(block.tallies[1], Tally { met: 3, judged: 4 });
-        assert_eq!(
-            block.figures.requests, 4,
-            "the throughput counts every response"
+        // The users' steady stretch ends at session 12's start (3.0 s): two responses ended by
+        // then, over 0.9 s from the first send.
+        assert_eq!(block.figures.requests, 2, "{:?}", block.figures);
+        assert!(
+            (block.figures.window_s - 0.9).abs() < 1e-9,
+            "{:?}",
+            block.figures
         );
     }
 
