@@ -5,6 +5,7 @@ use crate::sim::SimOptions;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+mod capacity;
 mod convert;
 
 /// Benchmark LLM inference servers under concurrent load, and tell the truth about what was measured.
@@ -80,6 +81,7 @@ impl Command {
         match self {
             Command::Run(a) => a.level.confidence,
             Command::Sweep(a) => a.run.level.confidence,
+            Command::Capacity(a) => a.run.level.confidence,
             Command::Report(a) => a.level.confidence,
             Command::Compare(a) => a.level.confidence,
             Command::Merge(a) => a.level.confidence,
@@ -101,6 +103,15 @@ pub enum Command {
     /// Step the load (--concurrency 1,2,4,8, --rate 1,2,4 or --auto) and find the saturation
     /// point, the recommended cap and the largest load meeting the SLO.
     Sweep(Box<SweepArgs>),
+    /// The largest load that meets objectives: a search decided at a confidence
+    ///
+    /// Takes every flag of `run` that describes the workload, and one --slo or more. The load
+    /// is requests kept in flight (closed-continuous) by default; users with --think-time
+    /// (sessions of --turns, 4 by default); requests/s with --arrival poisson|gamma. It grows
+    /// the load geometrically until one fails, then bisects to --resolution; each load runs in
+    /// blocks until a sequential test decides its verdict at --confidence, or its cap. Exit 0
+    /// when decided, 3 when not (with the command that goes on).
+    Capacity(Box<CapacityArgs>),
     /// Rebuild report.md, cases.csv and report.html of an attempt from its records alone.
     Report(ReportArgs),
     /// Attempts side by side, per matching case, with ratios to the first; never pooled.
@@ -293,6 +304,46 @@ pub struct RunArgs {
     /// The intervals' level.
     #[command(flatten)]
     pub level: Level,
+}
+
+/// `llmload capacity`'s flags: `run`'s, and the search's.
+#[derive(Debug, Default, Args)]
+pub struct CapacityArgs {
+    /// The workload: every flag of `run` but the load, which the search sets.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// An objective: `ttft_p99<2s`, `tpot_p50<50ms`, `e2e_p90<8s`, `itl_p99<100ms`,
+    /// `ttft<2s@95%`, `errors<1%`; repeat it for several
+    #[arg(
+        long = "slo",
+        value_name = "RULE",
+        required = true,
+        help_heading = "Capacity"
+    )]
+    pub slo: Vec<String>,
+    /// The bracket that answers: whole loads (1: neighbours) or a rate's ratio (5%)
+    /// [default: 1, or 5% for rates]
+    #[arg(long, value_name = "N|SHARE", help_heading = "Capacity")]
+    pub resolution: Option<String>,
+    /// The first load the search tries, e.g. near where the answer is expected [default: 1, or
+    /// the first --rate]
+    #[arg(long, value_name = "LOAD", help_heading = "Capacity")]
+    pub start: Option<f64>,
+    /// The largest load the search may try [default: 1024, or 10000 requests/s]
+    #[arg(long, value_name = "LOAD", help_heading = "Capacity")]
+    pub max_load: Option<f64>,
+    /// Stop starting blocks after this long, e.g. 20m; the best bracket so far is the answer
+    #[arg(long, value_name = "DURATION", help_heading = "Capacity")]
+    pub budget: Option<String>,
+    /// The price of a GPU per hour: the answer's cost per million output tokens
+    #[arg(long, value_name = "PRICE", help_heading = "Capacity")]
+    pub gpu_cost_per_hour: Option<f64>,
+    /// GPUs the price is paid for [default: 1]
+    #[arg(long, value_name = "N", help_heading = "Capacity")]
+    pub gpus: Option<u32>,
+    /// An earlier capacity attempt's folder: its blocks are reused at the same loads
+    #[arg(long, value_name = "ATTEMPT", help_heading = "Capacity")]
+    pub resume: Option<PathBuf>,
 }
 
 /// `llmload sweep`: every flag of `run`, the loads being the sweep's steps.

@@ -53,6 +53,7 @@ pub async fn execute(command: Command) -> Result<u8> {
             linger(&mut result, &config, &stop).await;
             Ok(exit_code(&result.summary.outcome))
         }
+        Command::Capacity(args) => capacity(&args).await,
         Command::Sim(args) => crate::sim::serve_until_stopped(&args).await.map(|()| 0),
         Command::Report(args) if args.dialect.is_some() => {
             let dialect = args
@@ -116,6 +117,54 @@ pub async fn execute(command: Command) -> Result<u8> {
             Ok(0)
         }
     }
+}
+
+/// `llmload capacity`: the search, then its answer (the capacity section, or with `--json` the
+/// `capacity` object); exit 0 when decided, 3 when not, 4 when stopped.
+async fn capacity(args: &crate::cli::CapacityArgs) -> Result<u8> {
+    let config = Config::resolve(args.settings()?)?;
+    crate::secrets::install(config.scrubber());
+    let options = args.options(command_line())?;
+    warn_at_start(&config);
+    let stop = interrupts();
+    let (mut result, answer) = crate::capacity(&config, &options, stop.clone()).await?;
+    if args.run.json {
+        out(&json(&answer))?;
+    } else {
+        out(&crate::report::terminal::capacity(
+            &result.summary,
+            crate::report::terminal::width(),
+        ))?;
+    }
+    records_line(&result.dir, config.quiet);
+    linger(&mut result, &config, &stop).await;
+    Ok(match result.summary.outcome.status {
+        OutcomeStatus::Stopped => 4,
+        _ if answer.decided => 0,
+        _ => 3,
+    })
+}
+
+/// The command line as given, for the line that continues a search: the values of
+/// `--api-key` and `--header` left out, and any secret the run knows scrubbed.
+fn command_line() -> Vec<String> {
+    let mut words = vec!["llmload".to_owned()];
+    let mut hide = false;
+    for word in std::env::args().skip(1) {
+        if hide {
+            words.push("'…'".to_owned());
+            hide = false;
+            continue;
+        }
+        hide = matches!(word.as_str(), "--api-key" | "--header" | "-H");
+        let word = if word.starts_with("--api-key=") || word.starts_with("--header=") {
+            format!("{}=…", word.split('=').next().unwrap_or_default())
+        } else {
+            word
+        };
+        words.push(crate::secrets::scrub(&word).into_owned());
+    }
+    words
 }
 
 /// Exit status of `llmload run` and `llmload sweep`.

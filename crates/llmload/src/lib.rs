@@ -24,6 +24,7 @@
 
 pub mod api;
 pub mod attempt;
+pub mod capacity;
 pub mod cases;
 pub mod cli;
 pub mod clock;
@@ -117,6 +118,65 @@ pub async fn sweep(
     result.summary.sweep = Some(section.clone());
     views::rewrite(&result.dir, &result.summary)?;
     Ok((result, section))
+}
+
+/// `llmload capacity`: the search's probes as the attempt's cases, then the answer in the
+/// summary and every view. The attempt's folder is named before it starts (`--attempt-id`, or
+/// one made here) so that the search can read each block's records back as it goes.
+pub async fn capacity(
+    config: &Config,
+    options: &capacity::CapacityOptions,
+    interrupted: StopSignal,
+) -> error::Result<(RunResult, summary::capacity::Capacity)> {
+    if !config.sharding.shard.is_whole() {
+        return Err(config::ConfigError(
+            "llmload capacity cannot be sharded: it chooses each load from the one before".into(),
+        )
+        .into());
+    }
+    let mut config = config.clone();
+    let id = config
+        .sharding
+        .attempt_id
+        .get_or_insert_with(capacity_attempt_id)
+        .clone();
+    let records = config
+        .out
+        .join(&config.name)
+        .join(&id)
+        .join("requests.jsonl");
+    let confidence = stats::interval::level();
+    let mut source = capacity::CapacitySource::new(&config, options, confidence, records)?;
+    let mut result = execute(&config, interrupted, &mut source).await?;
+    let think_s = config.load.session.map(|s| s.think.mean().as_secs_f64());
+    let answer = capacity::answer::answer(
+        &source,
+        &capacity::answer::Context {
+            options,
+            confidence,
+            think_s,
+            dir: &result.dir,
+        },
+    );
+    result.summary.capacity = Some(answer.clone());
+    views::rewrite(&result.dir, &result.summary)?;
+    Ok((result, answer))
+}
+
+/// A fresh attempt id for a capacity search: the time to the second and a suffix from the
+/// clock's nanoseconds and the process.
+fn capacity_attempt_id() -> String {
+    let now = std::time::SystemTime::now();
+    let stamp: String = humantime::format_rfc3339_seconds(now)
+        .to_string()
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect();
+    let nanos = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let suffix = (nanos ^ std::process::id().rotate_left(16)) & 0xffff;
+    format!("capacity-{stamp}-{suffix:04x}")
 }
 
 /// Runs the cases of `source` against `--url`, or against the built-in simulator started here.

@@ -4,6 +4,7 @@
 
 pub mod abandoned;
 pub mod bursts;
+pub mod capacity;
 pub mod client_check;
 mod counts;
 mod dataset;
@@ -553,6 +554,10 @@ pub struct Summary {
     /// cases above then combine the complete repeats alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeats: Option<repeats::Series>,
+    /// `llmload capacity`: the largest load that meets every objective and the first that
+    /// does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<capacity::Capacity>,
 }
 
 /// How prompt and generated tokens were counted.

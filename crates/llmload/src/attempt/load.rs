@@ -197,6 +197,8 @@ fn assemble(
             shard: previous.and_then(|p| p.shard.clone()),
             shards: previous.and_then(|p| p.shards.clone()),
             repeats,
+            // The search's answer rests on its blocks' records, read as it went: kept as found.
+            capacity: previous.and_then(|p| p.capacity.clone()),
         },
         last_activity_s: last_activity(records.iter()),
         records,

@@ -127,6 +127,7 @@ fn with_cases(summary: &Summary, cases: Option<Vec<CaseSummary>>) -> Summary {
     Summary {
         cases: cases.unwrap_or_default(),
         repeats: None,
+        capacity: None,
         sweep: None,
         ..summary.clone()
     }

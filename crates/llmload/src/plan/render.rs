@@ -29,6 +29,10 @@ pub fn render(plan: &Plan) -> String {
         out.push_str("\nThe measurements cover the question.\n");
     } else {
         out.push_str("\nThe measurements do not cover the whole question.\n");
+        out.push_str(
+            "`llmload capacity` answers it from scratch: it searches the load for the TTFT \
+             budget itself (--slo ttft_p99<BUDGET), decided at a confidence.\n",
+        );
     }
     if !plan.commands.is_empty() {
         out.push_str("To measure what is missing or narrow the answer, run:\n");

@@ -10,6 +10,7 @@
 //! incomplete case's partial figures) and [`dataset`] (the dataset named).
 
 pub mod abandoned;
+pub mod capacity;
 pub mod charts;
 pub mod compare;
 pub mod csv;
@@ -78,7 +79,7 @@ pub const FAILED_SHOWN: usize = 100;
 
 /// The page every format writes: its sections in order, each from the file of what it shows,
 /// those with nothing to show left out. A new section is a file and a line here.
-const SECTIONS: [fn(&Report) -> Option<Section<'_>>; 17] = [
+const SECTIONS: [fn(&Report) -> Option<Section<'_>>; 18] = [
     target::section,
     target::outcome,
     results_section::section,
@@ -87,6 +88,7 @@ const SECTIONS: [fn(&Report) -> Option<Section<'_>>; 17] = [
     models::section,
     repeats::page_section,
     saturation::section,
+    capacity::section,
     soak::section,
     energy::section,
     prefix_cache::section,

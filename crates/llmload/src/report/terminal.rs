@@ -45,11 +45,19 @@ pub fn results(summary: &Summary, width: u16) -> String {
 /// aligned, what its marks mean, the findings, and why the sweep stopped adding load; empty for
 /// a summary without a sweep.
 pub fn sweep(summary: &Summary, width: u16) -> String {
+    only(summary, "sweep", width)
+}
+
+/// What `llmload capacity` prints: the SIMULATED line where the target was one, then the
+/// capacity section (the answer, each load's verdicts, the method); empty without one.
+pub fn capacity(summary: &Summary, width: u16) -> String {
+    only(summary, "capacity", width)
+}
+
+/// The SIMULATED line and the blocks of the section `id` alone; empty where there is none.
+fn only(summary: &Summary, id: &str, width: u16) -> String {
     let report = Report::of(summary);
-    let Some(section) = super::sections(&report)
-        .into_iter()
-        .find(|s| s.id == "sweep")
-    else {
+    let Some(section) = super::sections(&report).into_iter().find(|s| s.id == id) else {
         return String::new();
     };
     let mut out = simulated_line(summary).to_owned();

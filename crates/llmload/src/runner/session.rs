@@ -138,6 +138,7 @@ impl<'a> Session<'a> {
             shard: None,
             shards: None,
             repeats: None,
+            capacity: None,
         };
         Ok(Session {
             config,

@@ -26,6 +26,7 @@ fn every_section() -> Report {
     let summary = &mut report.summary;
     summary.cases[0].models = models.cases[0].models.clone();
     summary.sweep = sweep.sweep;
+    summary.capacity = Some(crate::report::capacity::example());
     let case = summary.cases[0].clone();
     summary.repeats = Some(crate::summary::repeats::Series {
         planned: 2,
@@ -192,6 +193,7 @@ fn every_format_shows_the_same_sections_in_the_same_order() {
             "models",
             "repeats",
             "sweep",
+            "capacity",
             "soak",
             "energy",
             "prefix-cache",

@@ -1,0 +1,310 @@
+//! The sequential test of one load: when a probe may stop, and what its verdict is.
+//!
+//! A probe is read only at preset looks, after `k₀`, `2k₀`, `3k₀` and `4k₀` blocks, and look `l`
+//! (from 0) spends `α·2^-(l+1)` of the error allowed (`α = 1 − confidence`): the looks together
+//! spend less than `α`, so by the union bound every verdict the probe can reach, wherever it
+//! stops, is wrong with probability at most `α`. That is what lets it stop as soon as a look
+//! decides; reading an ordinary interval after every block and stopping when it excludes the
+//! bound would not hold its level.
+//!
+//! The unit is the block, not the request: responses under one load share the server's queue
+//! and are dependent, while blocks (each its own case) are taken to be independent. A latency
+//! objective is judged per block (did the block's share within the bound reach the share
+//! wanted?) and the blocks' verdicts by an exact binomial (Clopper–Pearson) interval on the
+//! share of blocks that meet it: the load meets the objective when that interval lies above
+//! one half, fails it when below. An error bound is judged on the responses themselves, an
+//! exact binomial interval on the error share against the bound: failures are taken to be
+//! independent (a burst of them makes the interval too narrow, which the report says).
+
+use super::slo::{Rule, Tally};
+use crate::summary::capacity::{RuleVerdict, Verdict};
+use statrs::distribution::{Beta, ContinuousCDF};
+
+/// How many looks a probe has; its cap is the last one's blocks.
+pub const LOOKS: usize = 4;
+
+/// The looks of a probe at one confidence.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Looks {
+    /// The error allowed over every look (1 − confidence).
+    pub alpha: f64,
+    /// The blocks at the first look; look `l` is after `(l + 1) × first`.
+    pub first: usize,
+}
+
+impl Looks {
+    /// The looks at `confidence`: the first after the fewest blocks whose unanimous verdict
+    /// decides at the first look's share of the error (`0.5^k ≤ α/4`, one side of `α/2`).
+    pub fn at(confidence: f64) -> Looks {
+        let alpha = (1.0 - confidence).clamp(1e-9, 0.5);
+        let mut first = 1;
+        while half_to(first) > alpha / 4.0 {
+            first += 1;
+        }
+        Looks { alpha, first }
+    }
+
+    /// The look that `blocks` blocks complete, if they complete one.
+    pub fn look_at(&self, blocks: usize) -> Option<usize> {
+        (blocks > 0 && blocks % self.first == 0 && blocks / self.first <= LOOKS)
+            .then(|| blocks / self.first - 1)
+    }
+
+    /// The error look `l` spends: `α·2^-(l+1)`.
+    pub fn alpha_at(&self, look: usize) -> f64 {
+        self.alpha * half_to(look + 1)
+    }
+
+    /// The most blocks a probe runs (its cap).
+    pub fn cap(&self) -> usize {
+        self.first * LOOKS
+    }
+}
+
+/// 0.5 to the power `k`.
+fn half_to(k: usize) -> f64 {
+    0.5f64.powi(i32::try_from(k).unwrap_or(i32::MAX))
+}
+
+/// An exact binomial (Clopper–Pearson) interval of `successes` in `trials` at error `alpha`
+/// (two-sided).
+pub fn clopper_pearson(successes: u64, trials: u64, alpha: f64) -> (f64, f64) {
+    if trials == 0 {
+        return (0.0, 1.0);
+    }
+    let (s, n) = (successes as f64, trials as f64);
+    let low = if successes == 0 {
+        0.0
+    } else {
+        Beta::new(s, n - s + 1.0).map_or(0.0, |b| b.inverse_cdf(alpha / 2.0))
+    };
+    let high = if successes >= trials {
+        1.0
+    } else {
+        Beta::new(s + 1.0, n - s).map_or(1.0, |b| b.inverse_cdf(1.0 - alpha / 2.0))
+    };
+    (low, high)
+}
+
+/// One block's tally of every rule, in the order of the rules.
+pub type Block = Vec<Tally>;
+
+/// Whether a block meets a latency rule: its share within the bound reaches the share wanted.
+fn block_meets(rule: &Rule, tally: Tally) -> bool {
+    match *rule {
+        Rule::Latency { share, .. } => tally.share().is_some_and(|s| s >= share),
+        Rule::Errors { share } => tally.share().is_some_and(|s| 1.0 - s <= share),
+    }
+}
+
+/// The verdict of `rule` over `blocks` (each a tally of this rule) at error `alpha`.
+pub fn judge(rule: &Rule, text: &str, blocks: &[Tally], alpha: f64) -> RuleVerdict {
+    let mut pooled = Tally::default();
+    for b in blocks {
+        pooled.add(*b);
+    }
+    let (estimate, (low, high), threshold, statistic, verdict);
+    match *rule {
+        Rule::Latency { .. } => {
+            let judged: Vec<&Tally> = blocks.iter().filter(|b| b.judged > 0).collect();
+            let meeting = judged.iter().filter(|b| block_meets(rule, ***b)).count();
+            let n = judged.len() as u64;
+            (low, high) = clopper_pearson(meeting as u64, n, alpha);
+            estimate = if n == 0 {
+                0.0
+            } else {
+                meeting as f64 / n as f64
+            };
+            threshold = 0.5;
+            statistic = format!("share of blocks that meet {rule}");
+            verdict = if n == 0 {
+                Verdict::Undecided
+            } else if low > threshold {
+                Verdict::Meets
+            } else if high < threshold {
+                Verdict::Fails
+            } else {
+                Verdict::Undecided
+            };
+        }
+        Rule::Errors { share } => {
+            let failed = pooled.judged - pooled.met;
+            (low, high) = clopper_pearson(failed, pooled.judged, alpha);
+            estimate = if pooled.judged == 0 {
+                0.0
+            } else {
+                failed as f64 / pooled.judged as f64
+            };
+            threshold = share;
+            statistic = "share of responses that failed".to_owned();
+            verdict = if pooled.judged == 0 {
+                Verdict::Undecided
+            } else if high < threshold {
+                Verdict::Meets
+            } else if low > threshold {
+                Verdict::Fails
+            } else {
+                Verdict::Undecided
+            };
+        }
+    }
+    RuleVerdict {
+        rule: text.to_owned(),
+        verdict,
+        statistic,
+        estimate,
+        low,
+        high,
+        threshold,
+        blocks: blocks.len(),
+        requests: usize::try_from(pooled.judged).unwrap_or(usize::MAX),
+        pooled: pooled.share(),
+    }
+}
+
+/// Every rule's verdict over a probe's blocks at `look`, and the probe's: it meets when every
+/// rule meets, fails when one fails, and is undecided otherwise.
+pub fn judge_all(rules: &[(Rule, String)], blocks: &[Block], alpha: f64) -> Vec<RuleVerdict> {
+    rules
+        .iter()
+        .enumerate()
+        .map(|(i, (rule, text))| {
+            let tallies: Vec<Tally> = blocks.iter().map(|b| b[i]).collect();
+            judge(rule, text, &tallies, alpha)
+        })
+        .collect()
+}
+
+/// The probe's verdict from its rules'.
+pub fn overall(verdicts: &[RuleVerdict]) -> Verdict {
+    if verdicts.iter().any(|v| v.verdict == Verdict::Fails) {
+        Verdict::Fails
+    } else if verdicts.iter().all(|v| v.verdict == Verdict::Meets) {
+        Verdict::Meets
+    } else {
+        Verdict::Undecided
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_looks_spend_less_than_alpha() {
+        let looks = Looks::at(0.95);
+        // 0.5^7 = 0.0078 ≤ 0.0125 < 0.5^6.
+        assert_eq!(looks.first, 7);
+        assert_eq!(looks.cap(), 28);
+        let spent: f64 = (0..LOOKS).map(|l| looks.alpha_at(l)).sum();
+        assert!(spent < 0.05, "{spent}");
+        assert_eq!(looks.look_at(7), Some(0));
+        assert_eq!(looks.look_at(14), Some(1));
+        assert_eq!(looks.look_at(8), None);
+        assert_eq!(looks.look_at(35), None);
+        assert_eq!(Looks::at(0.8).first, 5);
+    }
+
+    #[test]
+    fn unanimous_blocks_decide_at_the_first_look_and_a_split_does_not() {
+        let looks = Looks::at(0.95);
+        let rule: Rule = "ttft_p90<100ms".parse().expect("rule");
+        let good = Tally {
+            met: 19,
+            judged: 20,
+        };
+        let bad = Tally {
+            met: 10,
+            judged: 20,
+        };
+        let alpha = looks.alpha_at(0);
+        let all_good = judge(&rule, "r", &[good; 7], alpha);
+        assert_eq!(all_good.verdict, Verdict::Meets);
+        assert!(all_good.low > 0.5);
+        let all_bad = judge(&rule, "r", &[bad; 7], alpha);
+        assert_eq!(all_bad.verdict, Verdict::Fails);
+        let mut split = vec![good; 4];
+        split.extend([bad; 3]);
+        assert_eq!(judge(&rule, "r", &split, alpha).verdict, Verdict::Undecided);
+        // Six of seven is not enough at the first look's share of 5 %.
+        let mut six = vec![good; 6];
+        six.push(bad);
+        assert_eq!(judge(&rule, "r", &six, alpha).verdict, Verdict::Undecided);
+    }
+
+    #[test]
+    fn an_error_bound_is_judged_on_the_responses() {
+        let rule: Rule = "errors<5%".parse().expect("rule");
+        let alpha = 0.025;
+        let few = judge(
+            &rule,
+            "e",
+            &[Tally {
+                met: 999,
+                judged: 1000,
+            }],
+            alpha,
+        );
+        assert_eq!(few.verdict, Verdict::Meets);
+        let many = judge(
+            &rule,
+            "e",
+            &[Tally {
+                met: 800,
+                judged: 1000,
+            }],
+            alpha,
+        );
+        assert_eq!(many.verdict, Verdict::Fails);
+        let near = judge(
+            &rule,
+            "e",
+            &[Tally {
+                met: 95,
+                judged: 100,
+            }],
+            alpha,
+        );
+        assert_eq!(near.verdict, Verdict::Undecided);
+        assert!((many.estimate - 0.2).abs() < 1e-12);
+    }
+
+    #[test]
+    fn clopper_pearson_matches_known_values() {
+        // 0 of 10 at 95 %: the upper end is 1 − 0.025^(1/10) = 0.3085.
+        let (low, high) = clopper_pearson(0, 10, 0.05);
+        assert_eq!(low, 0.0);
+        assert!((high - 0.308_5).abs() < 1e-3, "{high}");
+        let (low, high) = clopper_pearson(5, 10, 0.05);
+        assert!((low - 0.187_1).abs() < 1e-3 && (high - 0.812_9).abs() < 1e-3);
+    }
+
+    #[test]
+    fn a_probe_fails_when_one_rule_fails_and_meets_when_all_do() {
+        let rules: Vec<(Rule, String)> = ["ttft_p90<1s", "errors<10%"]
+            .iter()
+            .map(|t| (t.parse().expect("rule"), (*t).to_owned()))
+            .collect();
+        let block = vec![
+            Tally {
+                met: 20,
+                judged: 20,
+            },
+            Tally {
+                met: 20,
+                judged: 20,
+            },
+        ];
+        let verdicts = judge_all(&rules, &vec![block; 7], Looks::at(0.95).alpha_at(0));
+        assert_eq!(overall(&verdicts), Verdict::Meets, "{verdicts:?}");
+        let block = vec![
+            Tally { met: 2, judged: 20 },
+            Tally {
+                met: 20,
+                judged: 20,
+            },
+        ];
+        let verdicts = judge_all(&rules, &vec![block; 7], Looks::at(0.95).alpha_at(0));
+        assert_eq!(overall(&verdicts), Verdict::Fails);
+    }
+}

@@ -1,0 +1,529 @@
+//! The search as a case source of the one pipeline: each block of a probe is a case, planned
+//! from the run's own template at the probe's load; when a block's case has run, its records
+//! are read back from `requests.jsonl` and tallied against every objective, and the probe's
+//! sequential test reads them at its looks.
+
+use super::search::{Search, Step};
+use super::sequential::{self, Block, Looks, LOOKS};
+use super::slo::{judged, Rule, Tally};
+use super::CapacityOptions;
+use crate::cases::CaseSource;
+use crate::config::{Config, ConfigError};
+use crate::record::{Record, Status};
+use crate::summary::capacity::{LoadUnit, RuleVerdict, Verdict};
+use crate::summary::CaseSummary;
+use crate::workload::length::Length;
+use crate::workload::schedule::Bound;
+use crate::workload::shape::{CasePlan, LoadPoint, ShapeTemplate};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// The fewest requests in a block, whatever the objectives.
+const MIN_BLOCK_REQUESTS: u64 = 20;
+
+/// What one block measured besides its tallies.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Figures {
+    /// Responses judged.
+    pub requests: u64,
+    /// Responses that completed.
+    pub ok: u64,
+    /// Output tokens of the completed responses.
+    pub output_tokens: u64,
+    /// From the first send to the last response, seconds.
+    pub window_s: f64,
+    /// The completed responses' complete-response times added up, ms.
+    pub response_ms: f64,
+}
+
+impl Figures {
+    /// Adds another block's.
+    pub fn add(&mut self, other: Figures) {
+        self.requests += other.requests;
+        self.ok += other.ok;
+        self.output_tokens += other.output_tokens;
+        self.window_s += other.window_s;
+        self.response_ms += other.response_ms;
+    }
+}
+
+/// One block: its tally of every rule and its figures.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockRun {
+    /// A tally per rule, in the rules' order.
+    pub tallies: Block,
+    /// What it measured.
+    pub figures: Figures,
+}
+
+/// The block of `records` (one case's), judged by `rules`. With `users` closed users, the
+/// first turn of each user's first session is left out of the latency objectives: those all go
+/// at once when the block starts, a burst no steady load of users sends (unless nothing else
+/// is left, as when every session failed at its first turn).
+pub fn block_of(records: &[Record], rules: &[(Rule, String)], users: u64) -> BlockRun {
+    let first_session = records.iter().filter_map(|r| r.session).min().unwrap_or(0);
+    let opening =
+        |r: &Record| r.turn == Some(1) && r.session.is_some_and(|s| s < first_session + users);
+    let measured: Vec<&Record> = records.iter().filter(|r| judged(r)).collect();
+    let steady: Vec<&Record> = measured.iter().copied().filter(|r| !opening(r)).collect();
+    let tally = |rule: &Rule, over: &[&Record]| {
+        over.iter().fold(Tally::default(), |mut t, r| {
+            t.add(rule.tally(r));
+            t
+        })
+    };
+    let tallies = rules
+        .iter()
+        .map(|(rule, _)| match rule {
+            Rule::Latency { .. } if !steady.is_empty() => tally(rule, &steady),
+            _ => tally(rule, &measured),
+        })
+        .collect();
+    BlockRun {
+        tallies,
+        figures: if users > 0 {
+            steady_figures(&measured)
+        } else {
+            figures(&measured)
+        },
+    }
+}
+
+/// What closed users measured while all of them were in the load: from the first send to the
+/// last session's start (after it, users whose sessions end start no more, and the block
+/// drains), over the responses that ended in that stretch; the whole block where that stretch
+/// is empty.
+fn steady_figures(records: &[&Record]) -> Figures {
+    let first = records
+        .iter()
+        .map(|r| r.sent_s)
+        .fold(f64::INFINITY, f64::min);
+    let last_start = records
+        .iter()
+        .filter(|r| r.turn == Some(1))
+        .map(|r| r.sent_s)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let within: Vec<&Record> = records
+        .iter()
+        .copied()
+        .filter(|r| r.last_seen() <= last_start)
+        .collect();
+    if within.is_empty() || last_start <= first {
+        return figures(records);
+    }
+    Figures {
+        window_s: last_start - first,
+        ..figures(&within)
+    }
+}
+
+/// What `records` measured: the requests, the completed ones, their output tokens and
+/// response times, and the window from the first send to the last response.
+fn figures(records: &[&Record]) -> Figures {
+    let first = records
+        .iter()
+        .map(|r| r.sent_s)
+        .fold(f64::INFINITY, f64::min);
+    let last = records.iter().map(|r| r.last_seen()).fold(0.0, f64::max);
+    let ok: Vec<&&Record> = records.iter().filter(|r| r.status == Status::Ok).collect();
+    Figures {
+        requests: records.len() as u64,
+        ok: ok.len() as u64,
+        output_tokens: ok.iter().map(|r| u64::from(r.generated_tokens())).sum(),
+        window_s: if last > first { last - first } else { 0.0 },
+        response_ms: ok.iter().filter_map(|r| r.e2e_ms).sum(),
+    }
+}
+
+/// One load the search measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Probe {
+    /// The load.
+    pub load: f64,
+    /// Its blocks, reused ones first.
+    pub blocks: Vec<BlockRun>,
+    /// The case id of each block run here.
+    pub case_ids: Vec<String>,
+    /// Blocks taken from `--resume`.
+    pub reused: usize,
+    /// The next look to read.
+    next_look: usize,
+    /// Every rule's verdict at the last look read.
+    pub verdicts: Vec<RuleVerdict>,
+    /// The probe's verdict at the last look read.
+    pub verdict: Verdict,
+    /// Decided, or at its cap.
+    pub done: bool,
+}
+
+/// How long a block of closed users starts sessions: four sessions' think time and 5 s more,
+/// 10 s at least.
+pub fn users_block(turns: u32, think: Duration) -> Duration {
+    (think * 4 * turns.saturating_sub(1) + Duration::from_secs(5)).max(Duration::from_secs(10))
+}
+
+/// `llmload capacity`'s cases.
+pub struct CapacitySource {
+    template: ShapeTemplate,
+    input: Length,
+    output: Length,
+    dataset: Option<String>,
+    /// What the load is counted in.
+    pub unit: LoadUnit,
+    /// Requests per user session (1 without sessions).
+    pub turns: u32,
+    /// The mean think time between a user's turns.
+    think: Duration,
+    /// The objectives.
+    pub rules: Vec<(Rule, String)>,
+    /// The probes' looks.
+    pub looks: Looks,
+    search: Search,
+    budget: Option<Duration>,
+    started: Option<Instant>,
+    records: PathBuf,
+    /// Every load measured, in the order measured.
+    pub probes: Vec<Probe>,
+    current: Option<usize>,
+    issued: Vec<CasePlan>,
+    pending: Option<(String, usize)>,
+    resumed: HashMap<String, Vec<Record>>,
+    /// Why the search stopped, and whether its answer is decided.
+    pub stop: Option<(bool, String)>,
+}
+
+impl CapacitySource {
+    /// The search over `config`'s workload, writing its records to `records`
+    /// (`requests.jsonl` of the attempt folder the run creates).
+    pub fn new(
+        config: &Config,
+        options: &CapacityOptions,
+        confidence: f64,
+        records: PathBuf,
+    ) -> Result<CapacitySource, ConfigError> {
+        let (input, output) = match (&config.input_tokens[..], &config.output_tokens[..]) {
+            ([input], [output]) => (input.clone(), output.clone()),
+            _ => return Err(ConfigError(
+                "capacity takes one --input-tokens and one --output-tokens (a distribution is fine)"
+                    .into(),
+            )),
+        };
+        if config.load.stages.is_some() || config.load.trace.is_some() || config.repeat.is_some() {
+            return Err(ConfigError(
+                "capacity sets the load itself: --stages, --trace and --repeat do not apply".into(),
+            ));
+        }
+        if options.rules.is_empty() {
+            return Err(ConfigError(
+                "capacity needs one --slo or more (e.g. --slo ttft_p99<2s)".into(),
+            ));
+        }
+        let template = config.template();
+        let (unit, turns) = match (template.session, config.is_open()) {
+            (_, true) => (LoadUnit::RateRps, template.session.map_or(1, |s| s.turns)),
+            (Some(spec), false) => (LoadUnit::Users, spec.turns),
+            (None, false) => (LoadUnit::Concurrency, 1),
+        };
+        let integer = unit != LoadUnit::RateRps;
+        let resolution = options
+            .resolution
+            .unwrap_or(if integer { 1.0 } else { 0.05 });
+        let start = options.start.unwrap_or(if integer {
+            1.0
+        } else {
+            config.load.rate_rps.first().copied().unwrap_or(1.0)
+        });
+        let think = template.session.map_or(Duration::ZERO, |s| s.think.mean());
+        Ok(CapacitySource {
+            dataset: config
+                .dataset
+                .as_ref()
+                .map(crate::config::DatasetConfig::id_name),
+            template,
+            input,
+            output,
+            unit,
+            turns,
+            think,
+            rules: options.rules.clone(),
+            looks: Looks::at(confidence),
+            search: Search {
+                integer,
+                resolution,
+                max_load: options
+                    .max_load
+                    .unwrap_or(if integer { 1024.0 } else { 1e4 }),
+                start,
+            },
+            budget: options.budget,
+            started: None,
+            records,
+            probes: Vec::new(),
+            current: None,
+            issued: Vec::new(),
+            pending: None,
+            resumed: match &options.resume {
+                Some(dir) => read_by_case(&dir.join("requests.jsonl"))
+                    .map_err(|e| ConfigError(format!("--resume {}: {e}", dir.display())))?,
+                None => HashMap::new(),
+            },
+            stop: None,
+        })
+    }
+
+    /// The case plan of block `block` (from 1) at `load`.
+    fn plan(&self, load: f64, block: usize) -> CasePlan {
+        let point = if self.unit == LoadUnit::RateRps {
+            LoadPoint::Rate(load)
+        } else {
+            LoadPoint::Concurrency(crate::num::to_u32(load))
+        };
+        let mut template = self.template.clone();
+        template.bound = Some(template.bound.unwrap_or_else(|| self.block_bound(load)));
+        let mut plan = template
+            .plan(&self.input, point, &self.output)
+            .with_dataset(self.dataset.as_deref());
+        plan.case.id = format!("{}-b{block}", plan.case.id);
+        plan
+    }
+
+    /// A block's size where `--requests`/`--duration` do not set it: enough values for every
+    /// objective ([`Rule::block_values`]), two per place of a closed loop, 20 at least. Closed
+    /// users instead run for a while ([`users_block`]), so that each goes through several
+    /// sessions and the users keep cycling as a steady population does.
+    fn block_bound(&self, load: f64) -> Bound {
+        let values = self
+            .rules
+            .iter()
+            .map(|(rule, _)| rule.block_values())
+            .max()
+            .unwrap_or(0)
+            .max(MIN_BLOCK_REQUESTS);
+        let places = crate::num::to_u64(load);
+        match self.unit {
+            LoadUnit::Concurrency => Bound::Requests(values.max(2 * places)),
+            LoadUnit::Users => Bound::Duration(users_block(self.turns, self.think)),
+            LoadUnit::RateRps => Bound::Requests(values.div_ceil(u64::from(self.turns))),
+        }
+    }
+
+    /// The closed users of a load (0 unless the load is users).
+    fn users(&self, load: f64) -> u64 {
+        if self.unit == LoadUnit::Users {
+            crate::num::to_u64(load)
+        } else {
+            0
+        }
+    }
+
+    /// Each probe's load and verdict, for the search.
+    pub fn verdicts(&self) -> Vec<(f64, Verdict)> {
+        self.probes
+            .iter()
+            .filter(|p| p.done)
+            .map(|p| (p.load, p.verdict))
+            .collect()
+    }
+
+    /// Reads the looks `probe` has reached.
+    fn evaluate(&mut self, index: usize) {
+        let looks = self.looks;
+        let probe = &mut self.probes[index];
+        while !probe.done && probe.blocks.len() >= looks.first * (probe.next_look + 1) {
+            let alpha = looks.alpha_at(probe.next_look);
+            let blocks: Vec<Block> = probe.blocks.iter().map(|b| b.tallies.clone()).collect();
+            probe.verdicts = sequential::judge_all(&self.rules, &blocks, alpha);
+            probe.verdict = sequential::overall(&probe.verdicts);
+            probe.next_look += 1;
+            probe.done = probe.verdict != Verdict::Undecided || probe.next_look == LOOKS;
+        }
+    }
+
+    /// A new probe at `load`, with the blocks `--resume` holds for it.
+    fn start_probe(&mut self, load: f64) -> usize {
+        let mut probe = Probe {
+            load,
+            blocks: Vec::new(),
+            case_ids: Vec::new(),
+            reused: 0,
+            next_look: 0,
+            verdicts: Vec::new(),
+            verdict: Verdict::Undecided,
+            done: false,
+        };
+        while probe.blocks.len() < self.looks.cap() {
+            let id = self.plan(load, probe.blocks.len() + 1).case.id;
+            match self.resumed.get(&id) {
+                Some(records) => {
+                    probe
+                        .blocks
+                        .push(block_of(records, &self.rules, self.users(load)));
+                }
+                None => break,
+            }
+        }
+        probe.reused = probe.blocks.len();
+        self.probes.push(probe);
+        let index = self.probes.len() - 1;
+        self.evaluate(index);
+        index
+    }
+
+    /// Folds the block that just ran into its probe.
+    fn take_block(&mut self, id: &str, index: usize) -> Result<(), String> {
+        let mut records = Vec::new();
+        crate::attempt::records::for_each_record(&self.records, |r| {
+            if r.case == id {
+                records.push(r);
+            }
+        })
+        .map_err(|e| e.to_string())?;
+        let load = self.probes[index].load;
+        let block = block_of(&records, &self.rules, self.users(load));
+        let probe = &mut self.probes[index];
+        probe.blocks.push(block);
+        probe.case_ids.push(id.to_owned());
+        self.evaluate(index);
+        Ok(())
+    }
+
+    /// The probe to run a block of next, or why the search stops.
+    fn probe_to_run(&mut self) -> Result<usize, (bool, String)> {
+        for _ in 0..256 {
+            if let Some(index) = self.current.filter(|&i| !self.probes[i].done) {
+                return Ok(index);
+            }
+            match self.search.next(&self.verdicts()) {
+                Step::Probe(load) => self.current = Some(self.start_probe(load)),
+                Step::Done { decided, why } => return Err((decided, why)),
+            }
+        }
+        Err((false, "the search made no progress".to_owned()))
+    }
+}
+
+/// The records of a `requests.jsonl`, by case.
+fn read_by_case(path: &std::path::Path) -> crate::error::Result<HashMap<String, Vec<Record>>> {
+    let mut by_case: HashMap<String, Vec<Record>> = HashMap::new();
+    crate::attempt::records::for_each_record(path, |r| {
+        by_case.entry(r.case.clone()).or_default().push(r);
+    })?;
+    Ok(by_case)
+}
+
+impl CaseSource for CapacitySource {
+    fn next(&mut self, done: &[CaseSummary]) -> Option<CasePlan> {
+        let started = *self.started.get_or_insert_with(Instant::now);
+        if let Some((id, index)) = self.pending.take() {
+            if !done.iter().any(|c| c.id == id) {
+                self.stop = Some((false, format!("block {id} did not run to its end")));
+            } else if let Err(e) = self.take_block(&id, index) {
+                self.stop = Some((false, format!("reading the records of {id}: {e}")));
+            }
+        }
+        if self.stop.is_some() {
+            return None;
+        }
+        if let Some(budget) = self.budget.filter(|b| started.elapsed() >= *b) {
+            self.stop = Some((
+                false,
+                format!(
+                    "the budget of {} is spent",
+                    humantime::format_duration(budget)
+                ),
+            ));
+            return None;
+        }
+        let index = match self.probe_to_run() {
+            Ok(index) => index,
+            Err(stop) => {
+                self.stop = Some(stop);
+                return None;
+            }
+        };
+        let probe = &self.probes[index];
+        let plan = self.plan(probe.load, probe.blocks.len() + 1);
+        self.pending = Some((plan.case.id.clone(), index));
+        self.issued.push(plan.clone());
+        Some(plan)
+    }
+
+    fn planned(&self) -> usize {
+        self.issued.len() + usize::from(self.stop.is_none())
+    }
+
+    fn plans(&self) -> Vec<CasePlan> {
+        self.issued.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(texts: &[&str]) -> Vec<(Rule, String)> {
+        texts
+            .iter()
+            .map(|t| (t.parse().expect("rule"), (*t).to_owned()))
+            .collect()
+    }
+
+    /// The fixture's `in256-c2-out4`: measured TTFTs 45, 75 and 46 ms, and one timed out.
+    fn block_records() -> Vec<Record> {
+        crate::fixture::records()
+            .into_iter()
+            .filter(|r| r.case == "in256-c2-out4")
+            .collect()
+    }
+
+    #[test]
+    fn a_block_counts_measured_responses_and_a_failure_misses_every_bound() {
+        let block = block_of(
+            &block_records(),
+            &rules(&["ttft_p50<50ms", "errors<50%"]),
+            0,
+        );
+        assert_eq!(block.tallies[0], Tally { met: 2, judged: 4 });
+        assert_eq!(block.tallies[1], Tally { met: 3, judged: 4 });
+        assert_eq!(block.figures.requests, 4);
+        assert_eq!(block.figures.ok, 3);
+        assert_eq!(block.figures.output_tokens, 12);
+    }
+
+    #[test]
+    fn the_first_turn_of_each_users_first_session_is_left_out_of_latency_only() {
+        let mut records = block_records();
+        // Two users: sessions 10 and 11 open the block, session 12 follows.
+        for (r, (session, turn)) in records.iter_mut().filter(|r| r.round.is_some()).zip([
+            (10, 1),
+            (11, 1),
+            (10, 2),
+            (12, 1),
+        ]) {
+            r.session = Some(session);
+            r.turn = Some(turn);
+        }
+        let block = block_of(&records, &rules(&["ttft_p50<50ms", "errors<50%"]), 2);
+        // Left out: 45 ms and 75 ms; kept: 46 ms and the timed-out request.
+        assert_eq!(block.tallies[0], Tally { met: 1, judged: 2 });
+        assert_eq!(block.tallies[1], Tally { met: 3, judged: 4 });
+        // The users' steady stretch ends at session 12's start (3.0 s): two responses ended by
+        // then, over 0.9 s from the first send.
+        assert_eq!(block.figures.requests, 2, "{:?}", block.figures);
+        assert!(
+            (block.figures.window_s - 0.9).abs() < 1e-9,
+            "{:?}",
+            block.figures
+        );
+    }
+
+    #[test]
+    fn a_block_of_users_runs_through_several_sessions_of_think_time() {
+        assert_eq!(
+            users_block(4, Duration::from_secs(5)),
+            Duration::from_secs(65)
+        );
+        assert_eq!(users_block(2, Duration::ZERO), Duration::from_secs(10));
+    }
+}

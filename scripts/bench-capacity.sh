@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# Coverage and cost of `llmload capacity`: how often the true boundary lies within the bracket
+# it answers, and how long its search takes against an exhaustive sweep of the same simulator.
+#
+#   scripts/bench-capacity.sh
+#
+# For each seed, an 8-slot simulator (`cpu-tiny` with 2 % step jitter, that seed) and three
+# objective shapes, closed-continuous, 64-token prompts, 16 output tokens:
+#
+#   percentile   --slo ttft_p90<30ms
+#   attainment   --slo ttft<20ms@80%
+#   errors       --slo errors<5%, against a simulator that also fails 2 % of requests
+#                (--fault http503:rate=0.02) and a client timeout of 150 ms, so that past the
+#                slots the queue makes requests time out
+#
+# The truth: an exhaustive sweep of the same simulator, every concurrency from 1 to
+# CAPACITY_MAX_LOAD (16), CAPACITY_SWEEP_REQUESTS (1000) requests each; the true boundary is the
+# largest load such that it and every load below it meet the objective over all its requests.
+# A search covers the truth when max_passing ≤ boundary < first_failing. Prints, per shape, the
+# coverage over the seeds, and each search's wall time beside the exhaustive sweep's (the sweep
+# is at resolution 1 too: every whole load). Asserts nothing; exits non-zero only if a run fails
+# to start.
+#
+# Environment (defaults): CAPACITY_SEEDS (20), CAPACITY_MAX_LOAD (16), CAPACITY_SWEEP_REQUESTS
+# (1000), CAPACITY_CONFIDENCE (0.95), CAPACITY_BIN (unset: a release build of this checkout),
+# CAPACITY_KEEP (unset: the work folder is removed at exit).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seeds="${CAPACITY_SEEDS:-20}"
+max_load="${CAPACITY_MAX_LOAD:-16}"
+sweep_requests="${CAPACITY_SWEEP_REQUESTS:-1000}"
+confidence="${CAPACITY_CONFIDENCE:-0.95}"
+
+bin="${CAPACITY_BIN:-}"
+if [ -z "$bin" ]; then
+  cargo build --release -q -p llmload
+  bin="$PWD/target/release/llmload"
+fi
+work="$(mktemp -d)"
+sed 's/jitter = 0.0/jitter = 0.02/' crates/llmload-sim/profiles/cpu-tiny.toml >"$work/tiny.toml"
+sims=()
+cleanup() {
+  for p in "${sims[@]}"; do kill "$p" 2>/dev/null || true; done
+  if [ -n "${CAPACITY_KEEP:-}" ]; then echo "work folder kept: $work"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+
+workload=(--input-tokens 64 --output-tokens 16 --telemetry off -q)
+
+# start_sim NAME SEED [FAULT…]: an 8-slot simulator; sets `url` (run it in this shell, not in a
+# substitution, so that `sims` keeps its process for the cleanup).
+start_sim() {
+  local name="$1" seed="$2"
+  url=""
+  shift 2
+  "$bin" sim --port 0 --seed "$seed" --profile "$work/tiny.toml" --slots 8 "$@" \
+    >"$work/$name.log" 2>&1 &
+  sims+=("$!")
+  for _ in $(seq 100); do
+    url="$(grep -o 'http://[0-9.:]*' "$work/$name.log" | head -1 || true)"
+    [ -n "$url" ] && break
+    sleep 0.1
+  done
+}
+
+now() { date +%s.%N; }
+
+# sweep NAME URL [FLAGS…]: every load from 1 to max_load; prints its attempt folder and time.
+sweep() {
+  local name="$1" url="$2" start
+  shift 2
+  start="$(now)"
+  "$bin" run --url "$url" --out "$work/out" --name "$name" "${workload[@]}" \
+    --arrival closed-continuous --concurrency "$(seq -s, 1 "$max_load")" \
+    --requests "$sweep_requests" "$@" >/dev/null || true
+  echo "$(ls -d "$work/out/$name"/*/ | head -1) $(echo "$(now) - $start" | bc)"
+}
+
+# search NAME URL SLO [FLAGS…]: one capacity search; prints its answer file and time.
+search() {
+  local name="$1" url="$2" slo="$3" start
+  shift 3
+  start="$(now)"
+  "$bin" capacity --url "$url" --out "$work/out" --name "$name" "${workload[@]}" \
+    --slo "$slo" --max-load "$max_load" --confidence "$confidence" --json "$@" \
+    >"$work/$name.json" || true
+  echo "$work/$name.json $(echo "$(now) - $start" | bc)"
+}
+
+: >"$work/results"
+for seed in $(seq "$seeds"); do
+  start_sim "plain$seed" "$seed"
+  read -r swept swept_s < <(sweep "sweep$seed" "$url")
+  read -r p p_s < <(search "p$seed" "$url" "ttft_p90<30ms")
+  read -r a a_s < <(search "a$seed" "$url" "ttft<20ms@80%")
+  kill "${sims[-1]}" 2>/dev/null || true
+  start_sim "faulty$seed" "$seed" --fault http503:rate=0.02
+  read -r faulty faulty_s < <(sweep "faulty$seed" "$url" --timeout 150ms)
+  read -r e e_s < <(search "e$seed" "$url" "errors<5%" --timeout 150ms)
+  kill "${sims[-1]}" 2>/dev/null || true
+  echo "percentile $swept $swept_s $p $p_s" >>"$work/results"
+  echo "attainment $swept $swept_s $a $a_s" >>"$work/results"
+  echo "errors $faulty $faulty_s $e $e_s" >>"$work/results"
+done
+
+python3 - "$work/results" <<'PY'
+import collections, json, os, sys
+
+def records(folder):
+    with open(os.path.join(folder, "requests.jsonl")) as f:
+        for line in f:
+            r = json.loads(line)
+            if r.get("phase") == "measured" and r.get("status") not in ("cancelled", "abandoned"):
+                yield r
+
+def load_of(case):
+    # in64-cc8-out16 → 8
+    return int(case.split("-cc")[1].split("-")[0])
+
+def meets(shape, rs):
+    ok = [r for r in rs if r["status"] == "ok"]
+    if shape == "errors":
+        return (len(rs) - len(ok)) / len(rs) <= 0.05
+    bound, share = (30.0, 0.90) if shape == "percentile" else (20.0, 0.80)
+    within = sum(1 for r in ok if r.get("ttft_ms") is not None and r["ttft_ms"] <= bound)
+    return within / len(rs) >= share
+
+def truth(shape, folder):
+    by_load = collections.defaultdict(list)
+    for r in records(folder):
+        by_load[load_of(r["case"])].append(r)
+    boundary = 0
+    for load in sorted(by_load):
+        if not meets(shape, by_load[load]):
+            break
+        boundary = load
+    return boundary
+
+rows = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    shape, swept, swept_s, answer, search_s = line.split()
+    try:
+        a = json.load(open(answer))
+    except (OSError, ValueError):
+        rows[shape].append((None, None, None, float(swept_s), float(search_s)))
+        continue
+    low = (a.get("max_passing") or {}).get("load", 0)
+    high = (a.get("first_failing") or {}).get("load", float("inf"))
+    rows[shape].append((truth(shape, swept), low, high, float(swept_s), float(search_s)))
+
+print(f"{'shape':<11} {'searches':>8} {'covered':>8} {'coverage':>9} {'search s':>9} {'sweep s':>8} {'ratio':>6}")
+for shape, rs in rows.items():
+    done = [r for r in rs if r[0] is not None]
+    covered = sum(1 for t, lo, hi, *_ in done if lo <= t < hi)
+    search = sum(r[4] for r in rs) / len(rs)
+    sweep = sum(r[3] for r in rs) / len(rs)
+    coverage = covered / len(done) if done else float("nan")
+    print(f"{shape:<11} {len(rs):>8} {covered:>8} {coverage:>9.0%} {search:>9.1f} {sweep:>8.1f} {search / sweep:>6.0%}")
+    for t, lo, hi, sw, se in rs:
+        print(f"    truth {t}, bracket [{lo}, {hi}), search {se:.1f} s, sweep {sw:.1f} s")
+print("coverage: the share of searches whose bracket [max passing, first failing) holds the")
+print("boundary of the exhaustive sweep; times are wall seconds, means over the seeds.")
+PY
