@@ -29,10 +29,8 @@ ALLOWED = {
     "crates/llmload/src/config/options.rs": 559,
     "crates/llmload/src/progress/view.rs": 515,
     "crates/llmload/src/report/charts.rs": 539,
-    "crates/llmload/src/summary.rs": 572,
-    "crates/llmload/src/summary/gate.rs": 545,
+    "crates/llmload/src/summary.rs": 580,
     "crates/llmload/src/summary/soak.rs": 506,
-    "crates/llmload/src/target.rs": 526,
     "crates/llmload/src/workload/shape.rs": 530,
     "crates/llmload/src/workload/source.rs": 562,
 }

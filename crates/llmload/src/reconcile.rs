@@ -16,6 +16,7 @@ pub mod shape;
 pub mod shares;
 mod terms;
 pub mod vllm;
+mod workload;
 
 use crate::record::{Phase, Record, Status};
 use crate::stats::interval::{self, Interval, Stat};
@@ -25,6 +26,8 @@ use dialect::Dialect;
 use serde::Serialize;
 use shape::OtherRun;
 use std::path::Path;
+pub use workload::WorkloadCheck;
+use workload::{close, median, workload};
 
 /// The whole reconciliation of one case.
 #[derive(Clone, Debug, Serialize)]
@@ -46,19 +49,6 @@ pub struct Reconciliation {
     pub metrics: Vec<MetricRow>,
     /// The confidence level of every interval.
     pub level: f64,
-}
-
-/// One property of the workload, on each side.
-#[derive(Clone, Debug, Serialize)]
-pub struct WorkloadCheck {
-    /// What is compared, e.g. `requests succeeded`, `prompt tokens (median)`.
-    pub what: String,
-    /// The other tool's.
-    pub other: Option<f64>,
-    /// llmload's.
-    pub llmload: Option<f64>,
-    /// They agree (within 2 % for lengths, exactly for counts).
-    pub same: bool,
 }
 
 /// One figure on each side and what separates them.
@@ -238,18 +228,6 @@ fn choose<'a, 'b>(
             ids()
         ))),
     }
-}
-
-/// Within 2 % of each other.
-fn close(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 0.02 * a.abs().max(b.abs())
-}
-
-/// The median of `values`, `None` without any.
-fn median(values: &[f64]) -> Option<f64> {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    (!sorted.is_empty()).then(|| percentile(&sorted, 0.5))
 }
 
 /// One response's values of a figure and the weight of each (1, or its tokens for a figure its
@@ -459,56 +437,6 @@ fn build(run: &OtherRun, case: &CaseSummary, records: &[&Record]) -> Reconciliat
         metrics,
         level: interval::level(),
     }
-}
-
-/// The workload on each side: what was sent and how much of it succeeded.
-fn workload(run: &OtherRun, case: &CaseSummary, records: &[&Record]) -> Vec<WorkloadCheck> {
-    let ours_prompt: Vec<f64> = records
-        .iter()
-        .map(|r| f64::from(r.prompt_tokens.unwrap_or(r.input_tokens)))
-        .collect();
-    let ours_output: Vec<f64> = records
-        .iter()
-        .map(|r| f64::from(r.generated_tokens()))
-        .collect();
-    let count = |n: usize| crate::num::count(n).into();
-    let mut checks = vec![
-        WorkloadCheck {
-            what: "requests succeeded".into(),
-            other: run.completed.map(|c| c as f64),
-            llmload: Some(count(records.len())),
-            same: false,
-        },
-        WorkloadCheck {
-            what: "concurrency".into(),
-            other: run.concurrency.map(|c| c as f64),
-            llmload: Some(f64::from(case.concurrency)),
-            same: false,
-        },
-    ];
-    let (prompts, outputs) = run.lengths();
-    if run.is_detailed() {
-        checks.push(WorkloadCheck {
-            what: "prompt tokens (median)".into(),
-            other: median(&prompts),
-            llmload: median(&ours_prompt),
-            same: false,
-        });
-        checks.push(WorkloadCheck {
-            what: "output tokens (median)".into(),
-            other: median(&outputs),
-            llmload: median(&ours_output),
-            same: false,
-        });
-    }
-    for check in &mut checks {
-        check.same = match (check.other, check.llmload) {
-            (Some(a), Some(b)) if check.what.contains("tokens") => close(a, b),
-            (Some(a), Some(b)) => (a - b).abs() < 0.5,
-            _ => true,
-        };
-    }
-    checks
 }
 
 #[cfg(test)]

@@ -33,6 +33,7 @@
 mod common;
 
 mod cancel;
+mod capacity;
 mod chunks;
 mod cli;
 mod compare_gate;
@@ -59,6 +60,7 @@ mod report;
 mod report_page;
 mod saturation;
 mod selfcheck;
+mod server_pace;
 mod sessions;
 mod shards;
 mod shared_prefix;

@@ -10,7 +10,7 @@
 
 #![expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 
-mod common;
+use crate::common;
 
 use common::{json, llmload, measured, run_against, LlamaServer, Simulator, SERIAL};
 use std::path::{Path, PathBuf};

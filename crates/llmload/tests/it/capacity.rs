@@ -4,7 +4,7 @@
 //! law beside them. Every assertion is on a load, a verdict or a structure, never a duration.
 #![expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 
-mod common;
+use crate::common;
 
 use common::{attempt_dir, json, llmload, run_against, Simulator};
 use serde_json::Value;
