@@ -5,7 +5,10 @@ use crate::sim::SimOptions;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+mod ab;
 mod convert;
+
+pub use ab::AbArgs;
 
 /// Benchmark LLM inference servers under concurrent load, and tell the truth about what was measured.
 #[derive(Debug, Parser)]
@@ -85,6 +88,7 @@ impl Command {
             Command::Merge(a) => a.level.confidence,
             Command::Plan(a) => a.level.confidence,
             Command::Reconcile(a) => a.level.confidence,
+            Command::Ab(a) => a.run.level.confidence,
             Command::Sim(_) => None,
         }
     }
@@ -105,6 +109,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Attempts side by side, per matching case, with ratios to the first; never pooled.
     Compare(CompareArgs),
+    /// Measure a base and a candidate interleaved in one attempt (blocks of rounds in a random
+    /// ABBA/BAAB order), both arms side by side, and gate on the paired changes (--fail-if).
+    Ab(Box<AbArgs>),
     /// Join the shard folders of one attempt (`run --shard I/N`) into one attempt folder, every
     /// figure rebuilt from their records.
     Merge(MergeArgs),

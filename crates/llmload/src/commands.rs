@@ -5,7 +5,7 @@
 //! Exit codes: 0 every case complete; 1 the run could not start or go on (unreachable server,
 //! I/O); 2 bad flags or campaign file; 3 finished with incomplete cases (`plan`: the
 //! measurements do not cover the whole question); 4 stopped (interrupted or by a guard); 5
-//! `compare`: a `--fail-if` rule broke (the regression gate).
+//! `compare` and `ab`: a `--fail-if` rule broke (the regression gate).
 
 use crate::attempt::keys;
 use crate::cli::Command;
@@ -90,6 +90,7 @@ pub async fn execute(command: Command) -> Result<u8> {
             let failed = checks.iter().any(|c| c.verdict.fails(strict));
             Ok(if failed { GATE_FAILED } else { 0 })
         }
+        Command::Ab(args) => ab(&args).await,
         Command::Plan(args) => {
             let question = Question::try_from(&args)?;
             let plan = crate::plan::plan(&args.dirs, &question)?;
@@ -115,6 +116,25 @@ pub async fn execute(command: Command) -> Result<u8> {
             Ok(0)
         }
     }
+}
+
+/// `llmload ab`: both arms interleaved, what it printed, its exit code: 5 when the paired gate
+/// fails, else the run's own.
+async fn ab(args: &crate::cli::AbArgs) -> Result<u8> {
+    let (configs, options) = args.resolve()?;
+    crate::secrets::install(configs[0].scrubber());
+    warn_at_start(&configs[0]);
+    let quiet = configs[0].quiet;
+    let stop = interrupts();
+    let result = crate::ab::ab(configs, &options, stop).await?;
+    out(&summary_text(&result.summary, args.run.json))?;
+    records_line(&result.dir, quiet);
+    let failed = result.summary.ab.as_ref().is_some_and(|s| s.failed());
+    Ok(if failed {
+        GATE_FAILED
+    } else {
+        exit_code(&result.summary.outcome)
+    })
 }
 
 /// Exit status of `llmload run` and `llmload sweep`.

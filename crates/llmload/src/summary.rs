@@ -16,6 +16,7 @@ mod label;
 pub use label::label;
 pub mod lengths;
 pub mod models;
+pub mod paired;
 pub mod per_token;
 pub mod phases;
 pub mod pooling;
@@ -550,6 +551,9 @@ pub struct Summary {
     /// cases above then combine the complete repeats alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeats: Option<repeats::Series>,
+    /// `llmload ab`: both arms side by side and the paired gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ab: Option<paired::AbSection>,
 }
 
 /// How prompt and generated tokens were counted.

@@ -197,6 +197,7 @@ fn assemble(
             shard: previous.and_then(|p| p.shard.clone()),
             shards: previous.and_then(|p| p.shards.clone()),
             repeats,
+            ab: previous.and_then(|p| p.ab.clone()),
         },
         last_activity_s: last_activity(records.iter()),
         records,

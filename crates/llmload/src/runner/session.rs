@@ -138,6 +138,7 @@ impl<'a> Session<'a> {
             shard: None,
             shards: None,
             repeats: None,
+            ab: None,
         };
         Ok(Session {
             config,
@@ -161,8 +162,21 @@ impl<'a> Session<'a> {
     /// Runs `plan`, case number `summary.cases.len() + 1` of `planned`, after the process check
     /// and the cool-down; returns whether the run goes on.
     pub async fn run_case(&mut self, plan: &CasePlan, planned: usize) -> bool {
-        self.run_load(std::slice::from_ref(plan), None, planned)
+        let warmup = self.config.warmup;
+        self.run_load(std::slice::from_ref(plan), None, planned, warmup)
             .await
+    }
+
+    /// `llmload ab`: runs `plan` (one block of a case) as [`Session::run_case`] does, with
+    /// `warmup` warmup requests (the arm's first block of a case warms it; the others do not).
+    pub async fn run_block(&mut self, plan: &CasePlan, planned: usize, warmup: u32) -> bool {
+        self.run_load(std::slice::from_ref(plan), None, planned, warmup)
+            .await
+    }
+
+    /// `llmload ab`: every record of this session says it was sent in `arm`.
+    pub fn set_arm(&mut self, arm: crate::record::Arm) {
+        self.runner.arm = Some(arm);
     }
 
     /// A staged load (`plans`, one per stage of `stages`) run as one load, after the process
@@ -172,7 +186,9 @@ impl<'a> Session<'a> {
         plans: &[CasePlan],
         stages: &[crate::workload::stages::Stage],
     ) -> bool {
-        self.run_load(plans, Some(stages), plans.len()).await
+        let warmup = self.config.warmup;
+        self.run_load(plans, Some(stages), plans.len(), warmup)
+            .await
     }
 
     /// One load (a case, or with `stages` a staged load of `plans`), its cases numbered on from
@@ -183,6 +199,7 @@ impl<'a> Session<'a> {
         plans: &[CasePlan],
         stages: Option<&[crate::workload::stages::Stage]>,
         planned: usize,
+        warmup: u32,
     ) -> bool {
         let guard = self.runner.guard.clone();
         let Some(first) = plans.first() else {
@@ -197,7 +214,7 @@ impl<'a> Session<'a> {
         let number = self.summary.cases.len() + 1;
         self.runner.progress.case(number, planned, plans);
         // On the heap: a load's future is large, and the whole run's would hold it.
-        let load = self.runner.run_load(plans, stages, self.config.warmup);
+        let load = self.runner.run_load(plans, stages, warmup);
         match Box::pin(load).await {
             Ok(runs) => {
                 for (plan, run) in plans.iter().zip(runs) {
@@ -207,6 +224,10 @@ impl<'a> Session<'a> {
                         let of = self.runner.repeat.zip(self.series.as_ref());
                         let line = match of {
                             Some((k, s)) => format!("repeat {k}/{}: {line}", s.planned()),
+                            None => line,
+                        };
+                        let line = match self.runner.arm {
+                            Some(arm) => format!("{}: {line}", arm.letter()),
                             None => line,
                         };
                         self.runner.progress.println(&line);
