@@ -89,7 +89,7 @@ impl Command {
             Command::Plan(a) => a.level.confidence,
             Command::Reconcile(a) => a.level.confidence,
             Command::Ab(a) => a.run.level.confidence,
-            Command::Sim(_) => None,
+            Command::Sim(_) | Command::DelayProxy(_) => None,
         }
     }
 }
@@ -102,6 +102,10 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Serve the built-in engine simulator until stopped.
     Sim(SimOptions),
+    /// A TCP proxy that delays what clients send by a constant, wandering or jumping amount,
+    /// until stopped (for testing and benchmarking the A/B gate).
+    #[command(hide = true)]
+    DelayProxy(crate::delay::DelayOptions),
     /// Step the load (--concurrency 1,2,4,8, --rate 1,2,4 or --auto) and find the saturation
     /// point, the recommended cap and the largest load meeting the SLO.
     Sweep(Box<SweepArgs>),

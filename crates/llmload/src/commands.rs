@@ -54,6 +54,7 @@ pub async fn execute(command: Command) -> Result<u8> {
             Ok(exit_code(&result.summary.outcome))
         }
         Command::Sim(args) => crate::sim::serve_until_stopped(&args).await.map(|()| 0),
+        Command::DelayProxy(args) => crate::delay::serve_until_stopped(&args).await.map(|()| 0),
         Command::Report(args) if args.dialect.is_some() => {
             let dialect = args
                 .dialect

@@ -31,6 +31,7 @@ pub mod clock;
 pub mod commands;
 pub mod config;
 pub mod console;
+pub mod delay;
 pub mod error;
 pub mod files;
 #[cfg(test)]

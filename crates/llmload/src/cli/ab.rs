@@ -56,8 +56,8 @@ pub struct AbArgs {
 }
 
 impl AbArgs {
-    /// Each arm's configuration (A's, then B's: the same options and seed, their own URL, and
-    /// B's own model and extra body where given) and what the comparison takes besides.
+    /// Each arm's configuration (A's, then B's: the same options, B's prompts from the next
+    /// seed, their own URL, and B's own model and extra body where given) and what the comparison takes besides.
     pub fn resolve(&self) -> Result<([Config; 2], AbOptions), ConfigError> {
         let settings = self.run.settings()?;
         if settings.target.url.is_some() {
@@ -70,7 +70,9 @@ impl AbArgs {
         let config_a = Config::resolve(a)?;
         let mut b = settings;
         b.target.url = Some(self.candidate_url.clone());
-        b.workload.seed = Some(config_a.seed);
+        // The next seed: prompts of the same lengths in other words, so that no prompt of one
+        // arm is in the other's prefix cache on a shared server.
+        b.workload.seed = Some(config_a.seed.wrapping_add(1));
         let mut differs = Vec::new();
         if let Some(model) = &self.b_model {
             b.target.model = Some(model.clone());

@@ -72,11 +72,26 @@ fn verdict_text(check: &PairedCheck) -> String {
     }
 }
 
+/// The unit a rule's change is written in: percent, or its metric's own.
+fn rule_unit(rule: &str) -> &'static str {
+    if rule.ends_with('%') {
+        " %"
+    } else if rule.starts_with("throughput") {
+        " tok/s"
+    } else if rule.starts_with("goodput") {
+        " req/s"
+    } else if rule.starts_with("error_rate") {
+        " (share)"
+    } else {
+        " ms"
+    }
+}
+
 /// The gate's table: each rule on each case, its paired change, the pairs and the verdict.
 fn checks_table(section: &AbSection) -> Table {
     let mut table = Table::new(["Rule", "Case", "Paired change", "Pairs", "Verdict"]);
     for check in &section.checks {
-        let unit = if check.rule.ends_with('%') { " %" } else { "" };
+        let unit = rule_unit(&check.rule);
         table.push([
             check.rule.clone(),
             check.case.clone(),
