@@ -53,7 +53,6 @@ struct Arm1 {
     config: Config,
     target: Target,
     prompts: PromptSource,
-    sampler: Option<Sampler>,
 }
 
 /// A case cut into blocks: its id, each block's plan, and the order of its pairs.
@@ -78,7 +77,7 @@ pub async fn ab(
         let b = set_up(config_b).await?;
         Ok::<_, Error>((a, b))
     };
-    let (mut a, mut b) = tokio::select! {
+    let ((a, sampler_a), (b, sampler_b)) = tokio::select! {
         ready = set_up => ready?,
         signal = interrupted.raised() => return Err(Error::Stopped(format!(
             "stopped by {signal} while setting up, before the attempt folder was created"
@@ -98,8 +97,20 @@ pub async fn ab(
     }
     let (planned, warmup, seed) = (plans.len(), a.config.warmup, a.config.seed);
     let mut sessions = [
-        start(&mut a, &arm_attempts[0], simulated, &interrupted, Arm::A)?,
-        start(&mut b, &arm_attempts[1], simulated, &interrupted, Arm::B)?,
+        start(
+            (&a, sampler_a),
+            &arm_attempts[0],
+            simulated,
+            &interrupted,
+            Arm::A,
+        )?,
+        start(
+            (&b, sampler_b),
+            &arm_attempts[1],
+            simulated,
+            &interrupted,
+            Arm::B,
+        )?,
     ];
     let write = |sessions: &[Session<'_>; 2]| -> Result<()> {
         for (session, at) in sessions.iter().zip(&arm_attempts) {
@@ -176,35 +187,30 @@ fn check(config: &Config, options: &AbOptions) -> Result<()> {
 }
 
 /// Connects an arm's target and prepares its prompts and telemetry.
-async fn set_up(config: Config) -> Result<Arm1> {
+async fn set_up(config: Config) -> Result<(Arm1, Sampler)> {
     let endpoint = endpoint(&config, config.url.as_deref().unwrap_or_default())?;
     let (target, prompts, sampler) = prepare(&config, endpoint).await?;
-    Ok(Arm1 {
-        config,
-        target,
-        prompts,
-        sampler: Some(sampler),
-    })
+    Ok((
+        Arm1 {
+            config,
+            target,
+            prompts,
+        },
+        sampler,
+    ))
 }
 
 /// Starts an arm's session in its attempt: every record it writes says `arm`.
 fn start<'a>(
-    arm1: &'a mut Arm1,
+    (arm1, sampler): (&'a Arm1, Sampler),
     attempt: &Attempt,
     simulated: bool,
     interrupted: &StopSignal,
     arm: Arm,
 ) -> Result<Session<'a>> {
-    let sampler = arm1.sampler.take().expect("each arm's session starts once");
-    let Arm1 {
-        config,
-        target,
-        prompts,
-        ..
-    } = arm1;
     let mut session = Session::start(
-        config,
-        (target, prompts),
+        &arm1.config,
+        (&arm1.target, &arm1.prompts),
         attempt,
         sampler,
         (simulated, interrupted.clone()),

@@ -91,7 +91,7 @@ pub async fn execute(command: Command) -> Result<u8> {
             let failed = checks.iter().any(|c| c.verdict.fails(strict));
             Ok(if failed { GATE_FAILED } else { 0 })
         }
-        Command::Ab(args) => ab(&args).await,
+        Command::Ab(args) => Box::pin(ab(&args)).await,
         Command::Plan(args) => {
             let question = Question::try_from(&args)?;
             let plan = crate::plan::plan(&args.dirs, &question)?;
@@ -127,10 +127,14 @@ async fn ab(args: &crate::cli::AbArgs) -> Result<u8> {
     warn_at_start(&configs[0]);
     let quiet = configs[0].quiet;
     let stop = interrupts();
-    let result = crate::ab::ab(configs, &options, stop).await?;
+    let result = Box::pin(crate::ab::ab(configs, &options, stop)).await?;
     out(&summary_text(&result.summary, args.run.json))?;
     records_line(&result.dir, quiet);
-    let failed = result.summary.ab.as_ref().is_some_and(|s| s.failed());
+    let failed = result
+        .summary
+        .ab
+        .as_ref()
+        .is_some_and(crate::summary::paired::AbSection::failed);
     Ok(if failed {
         GATE_FAILED
     } else {

@@ -148,7 +148,7 @@ async fn pass_on(
     let (mut client_read, mut client_write) = client.into_split();
     let (mut server_read, mut server_write) = server.into_split();
     let (send, mut receive) = tokio::sync::mpsc::channel::<(Instant, Vec<u8>)>(HELD);
-    let hold = async move {
+    let inbound = async move {
         let mut buffer = vec![0u8; CHUNK];
         loop {
             let n = client_read.read(&mut buffer).await?;
@@ -162,19 +162,19 @@ async fn pass_on(
             }
         }
     };
-    let release = async move {
+    let outbound = async move {
         while let Some((due, bytes)) = receive.recv().await {
             tokio::time::sleep_until(due).await;
             server_write.write_all(&bytes).await?;
         }
         server_write.shutdown().await
     };
-    let back = async move {
+    let returning = async move {
         tokio::io::copy(&mut server_read, &mut client_write).await?;
         client_write.shutdown().await
     };
-    let (held, released, returned) = tokio::join!(hold, release, back);
-    held.and(released)
+    let (read, written, returned) = tokio::join!(inbound, outbound, returning);
+    read.and(written)
         .and(returned)
         .context("passing a connection on")
 }

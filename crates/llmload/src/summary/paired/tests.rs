@@ -8,9 +8,9 @@ fn the_order_goes_in_balanced_twos_drawn_from_the_seed() {
         assert_eq!(order.len(), 9);
         for two in order.chunks(2) {
             assert_ne!(two[0][0], two[0][1], "a pair holds both arms");
-            if let [first, second] = two {
-                assert_eq!(first[0], second[1], "ABBA or BAAB: {two:?}");
-                assert_eq!(first[1], second[0], "ABBA or BAAB: {two:?}");
+            if let [[first_a, first_b], [second_a, second_b]] = two {
+                assert_eq!(first_a, second_b, "ABBA or BAAB: {two:?}");
+                assert_eq!(first_b, second_a, "ABBA or BAAB: {two:?}");
             }
         }
         let a_first = order.iter().filter(|p| p[0] == A).count();
