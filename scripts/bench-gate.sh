@@ -16,17 +16,17 @@
 #        A/B (identical) and A/C (slower) with `ttft_p50 > +10%` and `throughput < -10%`.
 # ab:    `llmload ab` on a real llama-server (as for llama): GATE_AB_PAIRS (5) times, an identical
 #        pair (both arms the server itself) and a pair whose candidate is the server behind
-#        `llmload delay-proxy --delay 200ms`; GATE_AB_ROUNDS (16) one-round blocks a side of one
-#        request each. Gates each with GATE_AB_RULES (default `ttft_p50 > +100ms` and
-#        `e2e_p50 > +100ms`: bounds in ms, since on a busy machine a 200 ms delay may be under
-#        10 % of a TTFT of seconds) on the paired blocks, and prints the machine's load
-#        (/proc/loadavg) before and after.
+#        `llmload delay-proxy --delay 200ms`; GATE_AB_ROUNDS (24) one-round blocks a side of one
+#        request each. Gates each with GATE_AB_RULES (comma-separated, default `ttft_p50 > +10%`
+#        and `e2e_p50 > +10%`; on a machine so busy that a TTFT takes seconds, 200 ms is under
+#        10 % of it and "inconclusive" is the right answer) on the paired blocks, and prints the
+#        machine's load (/proc/loadavg) before and after.
 # Prints, per pair, each rule's verdict and the gate's exit code, then the counts: pairs passed (no
 # rule regressed), exits of 5, verdicts by kind (improved among them). Asserts nothing; exits
 # non-zero only if a run fails.
 #
 # Environment (defaults): GATE_SIM_PAIRS (3), GATE_LLAMA_PAIRS (20), GATE_REPEATS (3),
-# GATE_SLOW_FLAGS (see above), GATE_AB_PAIRS (5), GATE_AB_ROUNDS (16), GATE_AB_RULES (see above), GATE_BIN (unset: a release build of llmload), GATE_KEEP (unset: the work folder is
+# GATE_SLOW_FLAGS (see above), GATE_AB_PAIRS (5), GATE_AB_ROUNDS (24), GATE_AB_RULES (see above), GATE_BIN (unset: a release build of llmload), GATE_KEEP (unset: the work folder is
 # removed at exit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,19 +61,27 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# start_bin NAME WHAT ARGS…: `llmload ARGS…` (a server, WHAT in the error) in the background;
+# prints its URL.
+start_bin() {
+  local name="$1" what="$2"
+  shift 2
+  setsid "$bin" "$@" >"$work/$name.log" 2>&1 &
+  echo "$!" >>"$work/pids"
+  for _ in $(seq 100); do
+    url="$(grep -o 'http://[0-9.:]*' "$work/$name.log" 2>/dev/null | head -1 || true)"
+    [ -n "$url" ] && { echo "$url"; return; }
+    sleep 0.1
+  done
+  echo "bench-gate: $what did not start" >&2
+  exit 1
+}
+
 # start_sim NAME ARGS…: a simulator in the background; prints its URL.
 start_sim() {
   local name="$1"
   shift
-  setsid "$bin" sim --port 0 "$@" >"$work/$name.log" 2>&1 &
-  echo "$!" >>"$work/pids"
-  for _ in $(seq 100); do
-    url="$(grep -o 'http://[0-9.:]*' "$work/$name.log" | head -1 || true)"
-    [ -n "$url" ] && { echo "$url"; return; }
-    sleep 0.1
-  done
-  echo "bench-gate: the simulator did not start" >&2
-  exit 1
+  start_bin "$name" "the simulator" sim --port 0 "$@"
 }
 
 # gate A B RULES…: compare's verdicts (one word per rule) and exit code, on one line.
@@ -172,15 +180,7 @@ fi
 start_proxy() {
   local name="$1"
   shift
-  setsid "$bin" delay-proxy "$@" >"$work/$name.log" 2>&1 &
-  echo "$!" >>"$work/pids"
-  for _ in $(seq 100); do
-    url="$(grep -o 'http://[0-9.:]*' "$work/$name.log" 2>/dev/null | head -1 || true)"
-    [ -n "$url" ] && { echo "$url"; return; }
-    sleep 0.1
-  done
-  echo "bench-gate: the delaying proxy did not start" >&2
-  exit 1
+  start_bin "$name" "the delaying proxy" delay-proxy "$@"
 }
 
 # ab_gate NAME BASE CANDIDATE FLAGS…: `llmload ab`'s verdicts (one word per rule) and exit code.
@@ -200,10 +200,10 @@ print(" ".join(c["rule"].split()[0] + "=" + c["verdict"] for c in checks), end="
 
 if [ "$what" = ab ] || [ "$what" = all ]; then
   ab_pairs="${GATE_AB_PAIRS:-5}"
-  flags=(--input-tokens 64 --concurrency 1 --output-tokens 8 --rounds "${GATE_AB_ROUNDS:-16}"
+  flags=(--input-tokens 64 --concurrency 1 --output-tokens 8 --rounds "${GATE_AB_ROUNDS:-24}"
     --telemetry off -q)
   rules=()
-  IFS=',' read -r -a ab_rules <<<"${GATE_AB_RULES:-ttft_p50 > +100ms,e2e_p50 > +100ms}"
+  IFS=',' read -r -a ab_rules <<<"${GATE_AB_RULES:-ttft_p50 > +10%,e2e_p50 > +10%}"
   for rule in "${ab_rules[@]}"; do rules+=(--fail-if "$rule"); done
   : >"$work/ab-same" && : >"$work/ab-slow"
   echo "load before: $(cat /proc/loadavg)"

@@ -62,8 +62,8 @@ struct Cut {
     order: Vec<[Arm; 2]>,
 }
 
-/// Runs `llmload ab`: `configs` are A's and B's (the same workload and seed; their own URL,
-/// model and extra body).
+/// Runs `llmload ab`: `configs` are A's and B's (the same workload; their own URL, model,
+/// extra body and prompts' seed).
 pub async fn ab(
     configs: [Config; 2],
     options: &AbOptions,
@@ -84,76 +84,107 @@ pub async fn ab(
         ))),
     };
     let cuts = cut(&a.config.plans(), options.block_rounds, a.config.seed);
-    let simulated = a.target.is_simulator() && b.target.is_simulator();
-    let attempt = Attempt::create(&a.config.out, &a.config.name)?;
-    let folder = a.config.out.join(&a.config.name);
-    let arm_attempts = [
-        Attempt::create_named(&folder, &attempt.id, Arm::A.letter())?,
-        Attempt::create_named(&folder, &attempt.id, Arm::B.letter())?,
-    ];
     let plans: Vec<CasePlan> = cuts.iter().flat_map(|c| c.blocks.clone()).collect();
-    for (arm, at) in [&a, &b].iter().zip(&arm_attempts) {
-        views::campaign(at, &arm.config, &arm.target, simulated, &plans)?;
-    }
-    let (planned, warmup, seed) = (plans.len(), a.config.warmup, a.config.seed);
+    let simulated = a.target.is_simulator() && b.target.is_simulator();
+    let folders = Folders::create([&a, &b], &plans, simulated)?;
+    let (planned, seed) = (plans.len(), a.config.seed);
     let mut sessions = [
         start(
             (&a, sampler_a),
-            &arm_attempts[0],
-            simulated,
-            &interrupted,
+            &folders.arms[0],
+            (simulated, &interrupted),
             Arm::A,
         )?,
         start(
             (&b, sampler_b),
-            &arm_attempts[1],
-            simulated,
-            &interrupted,
+            &folders.arms[1],
+            (simulated, &interrupted),
             Arm::B,
         )?,
     ];
-    let write = |sessions: &[Session<'_>; 2]| -> Result<()> {
-        for (session, at) in sessions.iter().zip(&arm_attempts) {
-            views::write(at, &session.summary)?;
-        }
-        let arms = [&sessions[0].summary, &sessions[1].summary];
-        let summary = combined(arms, &cuts, options, (seed, &attempt.id));
-        write_views(&attempt, &summary)
-    };
-    'cases: for cut in &cuts {
+    let write = |summaries: [&Summary; 2]| folders.write(summaries, &cuts, options, seed);
+    run_cases(&mut sessions, (&cuts, planned), a.config.warmup, &write).await?;
+    let [session_a, session_b] = sessions;
+    let summaries = [
+        session_a.finish(planned).await?,
+        session_b.finish(planned).await?,
+    ];
+    for (summary, at) in summaries.iter().zip(&folders.arms) {
+        views::write_html(at, summary)?;
+    }
+    let summary = write([&summaries[0], &summaries[1]])?;
+    Ok(AbResult {
+        dir: folders.attempt.dir,
+        summary,
+    })
+}
+
+/// Every case's pairs of blocks, each arm's first block of a case after `warmup` warmups;
+/// `write` after each case, and where the run stops.
+async fn run_cases(
+    sessions: &mut [Session<'_>; 2],
+    (cuts, planned): (&[Cut], usize),
+    warmup: u32,
+    write: &impl Fn([&Summary; 2]) -> Result<Summary>,
+) -> Result<()> {
+    for cut in cuts {
         let mut warmed = [false, false];
         for (k, pair) in cut.order.iter().enumerate() {
             for &arm in pair {
                 let i = usize::from(arm == Arm::B);
                 let warmup = if warmed[i] { 0 } else { warmup };
                 warmed[i] = true;
-                let go_on = sessions[i].run_block(&cut.blocks[k], planned, warmup).await;
-                if !go_on {
-                    write(&sessions)?;
-                    break 'cases;
+                if !sessions[i].run_block(&cut.blocks[k], planned, warmup).await {
+                    write([&sessions[0].summary, &sessions[1].summary])?;
+                    return Ok(());
                 }
             }
         }
-        write(&sessions)?;
+        write([&sessions[0].summary, &sessions[1].summary])?;
     }
-    let [session_a, session_b] = sessions;
-    let summary_a = session_a.finish(planned).await?;
-    let summary_b = session_b.finish(planned).await?;
-    for (summary, at) in [&summary_a, &summary_b].into_iter().zip(&arm_attempts) {
-        views::write(at, summary)?;
-        views::write_html(at, summary)?;
+    Ok(())
+}
+
+/// The attempt folder of the comparison and those of its arms (`A/`, `B/`) inside it.
+struct Folders {
+    attempt: Attempt,
+    arms: [Attempt; 2],
+}
+
+impl Folders {
+    /// Creates the folders and each arm's `campaign.json` (its cases the blocks of `plans`).
+    fn create(arms: [&Arm1; 2], plans: &[CasePlan], simulated: bool) -> Result<Folders> {
+        let config = &arms[0].config;
+        let attempt = Attempt::create(&config.out, &config.name)?;
+        let folder = config.out.join(&config.name);
+        let folders = Folders {
+            arms: [
+                Attempt::create_named(&folder, &attempt.id, Arm::A.letter())?,
+                Attempt::create_named(&folder, &attempt.id, Arm::B.letter())?,
+            ],
+            attempt,
+        };
+        for (arm, at) in arms.iter().zip(&folders.arms) {
+            views::campaign(at, &arm.config, &arm.target, simulated, plans)?;
+        }
+        Ok(folders)
     }
-    let summary = combined(
-        [&summary_a, &summary_b],
-        &cuts,
-        options,
-        (seed, &attempt.id),
-    );
-    write_views(&attempt, &summary)?;
-    Ok(AbResult {
-        dir: attempt.dir,
-        summary,
-    })
+
+    /// Writes each arm's views from its summary, then the comparison's (returned).
+    fn write(
+        &self,
+        summaries: [&Summary; 2],
+        cuts: &[Cut],
+        options: &AbOptions,
+        seed: u64,
+    ) -> Result<Summary> {
+        for (summary, at) in summaries.iter().zip(&self.arms) {
+            views::write(at, summary)?;
+        }
+        let summary = combined(summaries, cuts, options, (seed, &self.attempt.id));
+        write_views(&self.attempt, &summary)?;
+        Ok(summary)
+    }
 }
 
 /// What `llmload ab` cannot interleave, refused before anything is sent.
@@ -204,8 +235,7 @@ async fn set_up(config: Config) -> Result<(Arm1, Sampler)> {
 fn start<'a>(
     (arm1, sampler): (&'a Arm1, Sampler),
     attempt: &Attempt,
-    simulated: bool,
-    interrupted: &StopSignal,
+    (simulated, interrupted): (bool, &StopSignal),
     arm: Arm,
 ) -> Result<Session<'a>> {
     let mut session = Session::start(
