@@ -128,7 +128,15 @@ async fn ab(args: &crate::cli::AbArgs) -> Result<u8> {
     let quiet = configs[0].quiet;
     let stop = interrupts();
     let result = Box::pin(crate::ab::ab(configs, &options, stop)).await?;
-    out(&summary_text(&result.summary, args.run.json))?;
+    if quiet && !args.run.json {
+        // -q: the A/B section alone (both arms side by side, the gate).
+        let report = crate::report::Report::of(&result.summary);
+        let section: Vec<_> = crate::report::ab::section(&report).into_iter().collect();
+        let width = crate::report::terminal::width();
+        out(&crate::report::terminal::write(&section, width))?;
+    } else {
+        out(&summary_text(&result.summary, args.run.json))?;
+    }
     records_line(&result.dir, quiet);
     let failed = result
         .summary
