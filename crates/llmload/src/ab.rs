@@ -1,5 +1,6 @@
 //! `llmload ab`: the base (A) and the candidate (B) measured interleaved in one attempt. Each
-//! case's rounds are cut into blocks; the blocks go to A and B pair by pair in a randomized
+//! case's rounds (or a loop's window, in time slices) are cut into blocks; the blocks go to A
+//! and B pair by pair in a randomized
 //! balanced order (ABBA or BAAB, drawn from the seed and written down), so that whatever the
 //! machine does over the attempt falls on both arms alike. The gate then judges each pair's B
 //! against its A (`summary::paired`).
@@ -21,16 +22,20 @@ use crate::summary::paired::{block_order, AbCase, AbSection};
 use crate::summary::{OutcomeStatus, Summary};
 use crate::target::Target;
 use crate::telemetry::Sampler;
+use crate::workload::schedule::Bound;
 use crate::workload::shape::{CasePlan, Shape};
 use crate::workload::source::PromptSource;
 use crate::{endpoint, prepare, views};
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// What `llmload ab` takes besides each arm's configuration.
 #[derive(Clone, Debug)]
 pub struct AbOptions {
-    /// Measured rounds per block.
+    /// Measured rounds per block (closed rounds).
     pub block_rounds: u32,
+    /// The length of a block (continuous and open loops).
+    pub block_time: Duration,
     /// The gate's rules.
     pub rules: Vec<Rule>,
     /// `--fail-on inconclusive`.
@@ -83,7 +88,8 @@ pub async fn ab(
             "stopped by {signal} while setting up, before the attempt folder was created"
         ))),
     };
-    let cuts = cut(&a.config.plans(), options.block_rounds, a.config.seed);
+    let blocks = (options.block_rounds, options.block_time);
+    let cuts = cut(&a.config.plans(), blocks, a.config.seed);
     let plans: Vec<CasePlan> = cuts.iter().flat_map(|c| c.blocks.clone()).collect();
     let simulated = a.target.is_simulator() && b.target.is_simulator();
     let folders = Folders::create([&a, &b], &plans, simulated)?;
@@ -193,6 +199,9 @@ fn check(config: &Config, options: &AbOptions) -> Result<()> {
     if options.block_rounds == 0 {
         return refuse("--block-rounds needs 1 or more");
     }
+    if options.block_time < Duration::from_millis(100) {
+        return refuse("--block-time needs 100ms or more");
+    }
     if config.repeat.is_some() {
         return refuse(
             "takes no --repeat: its pairs of blocks already measure both arms many times over",
@@ -204,14 +213,16 @@ fn check(config: &Config, options: &AbOptions) -> Result<()> {
     if config.load.stages.is_some() {
         return refuse("takes no --stages: a staged load cannot be cut into blocks");
     }
-    if config
-        .plans()
-        .iter()
-        .any(|p| !matches!(p.shape, Shape::Rounds { .. }))
-    {
+    let sliced = |bound: &Bound| matches!(bound, Bound::Duration(_));
+    if !config.plans().iter().all(|p| match &p.shape {
+        Shape::Rounds { .. } => true,
+        Shape::ClosedContinuous { bound } | Shape::Open { bound, .. } => sliced(bound),
+        _ => false,
+    }) {
         return refuse(
-            "interleaves closed rounds (--arrival rounds) only: an open or continuous load \
-             cannot yet be cut into blocks",
+            "interleaves closed rounds, and continuous or open loops of a --duration (in time \
+             slices of --block-time); a trace, sessions or a loop bounded by --requests cannot \
+             be cut into blocks",
         );
     }
     Ok(())
@@ -252,33 +263,93 @@ fn start<'a>(
 
 /// Each case of `plans` cut into blocks of `block_rounds` rounds (the last one shorter where
 /// they do not divide), with the order of its pairs drawn from `seed` and the case's number.
-fn cut(plans: &[CasePlan], block_rounds: u32, seed: u64) -> Vec<Cut> {
+fn cut(plans: &[CasePlan], blocks: (u32, Duration), seed: u64) -> Vec<Cut> {
     plans
         .iter()
         .enumerate()
         .map(|(i, plan)| {
-            let rounds = match plan.shape {
-                Shape::Rounds { rounds } => rounds,
-                _ => block_rounds,
-            };
-            let sizes = block_sizes(rounds, block_rounds);
-            let blocks = sizes
+            let shapes = block_shapes(plan, blocks);
+            let cut_blocks = shapes
                 .iter()
                 .enumerate()
-                .map(|(k, &size)| {
+                .map(|(k, shape)| {
                     let mut block = plan.clone();
                     block.case.id = block_id(&plan.case.id, k + 1);
-                    block.shape = Shape::Rounds { rounds: size };
+                    block.shape = shape.clone();
+                    if k > 0 {
+                        // A loop's warmup stretch is its first block's alone.
+                        block.warmup_time = Duration::ZERO;
+                    }
                     block
                 })
                 .collect();
             Cut {
                 case: plan.case.id.clone(),
-                blocks,
-                order: block_order(sizes.len(), seed ^ (i as u64).rotate_left(32)),
+                blocks: cut_blocks,
+                order: block_order(shapes.len(), seed ^ (i as u64).rotate_left(32)),
             }
         })
         .collect()
+}
+
+/// The shape of each block of `plan`: closed rounds in blocks of `block_rounds` rounds; a
+/// continuous or open loop of a duration in time slices of `block_time` (the first one longer
+/// by the warmup stretch), the last one shorter where they do not divide.
+fn block_shapes(plan: &CasePlan, (block_rounds, block_time): (u32, Duration)) -> Vec<Shape> {
+    let slices = |bound: &Bound| match bound {
+        Bound::Duration(d) => time_slices(d.saturating_sub(plan.warmup_time), block_time)
+            .into_iter()
+            .enumerate()
+            .map(|(k, slice)| {
+                let warmup = if k == 0 {
+                    plan.warmup_time
+                } else {
+                    Duration::ZERO
+                };
+                Bound::Duration(slice + warmup)
+            })
+            .collect(),
+        Bound::Requests(_) => vec![*bound],
+    };
+    match &plan.shape {
+        Shape::Rounds { rounds } => block_sizes(*rounds, block_rounds)
+            .into_iter()
+            .map(|rounds| Shape::Rounds { rounds })
+            .collect(),
+        Shape::ClosedContinuous { bound } => slices(bound)
+            .into_iter()
+            .map(|bound| Shape::ClosedContinuous { bound })
+            .collect(),
+        Shape::Open {
+            process,
+            rate_rps,
+            bound,
+            max_in_flight,
+        } => slices(bound)
+            .into_iter()
+            .map(|bound| Shape::Open {
+                process: *process,
+                rate_rps: *rate_rps,
+                bound,
+                max_in_flight: *max_in_flight,
+            })
+            .collect(),
+        other => vec![other.clone()],
+    }
+}
+
+/// `window` cut into slices of `slice`, the last one shorter where they do not divide (none
+/// under a millisecond).
+fn time_slices(window: Duration, slice: Duration) -> Vec<Duration> {
+    let slice = slice.max(Duration::from_millis(1));
+    let mut out = Vec::new();
+    let mut left = window;
+    while left >= Duration::from_millis(1) {
+        let next = slice.min(left);
+        out.push(next);
+        left -= next;
+    }
+    out
 }
 
 /// `rounds` cut into blocks of `block` rounds, the last one shorter where they do not divide.
@@ -313,6 +384,7 @@ fn combined(
         candidate_differs: options.candidate_differs.clone(),
         seed,
         block_rounds: options.block_rounds,
+        blocks: blocks_text(cuts, options),
         level,
         cases: blocks.iter().map(|c| AbCase::of(c, level)).collect(),
         checks: checks(&options.rules, &blocks, level),
@@ -338,6 +410,24 @@ fn combined(
     }
 }
 
+/// What a block of `cuts` is, in words: "blocks of 2 rounds", "time slices of 5s".
+fn blocks_text(cuts: &[Cut], options: &AbOptions) -> String {
+    let looped = cuts
+        .iter()
+        .filter_map(|c| c.blocks.first())
+        .any(|b| !matches!(b.shape, Shape::Rounds { .. }));
+    if looped {
+        format!(
+            "time slices of {}",
+            humantime::format_duration(options.block_time)
+        )
+    } else if options.block_rounds == 1 {
+        "blocks of 1 round".to_owned()
+    } else {
+        format!("blocks of {} rounds", options.block_rounds)
+    }
+}
+
 /// The comparison's `summary.json`, `report.md` and `report.html`.
 fn write_views(attempt: &Attempt, summary: &Summary) -> Result<()> {
     attempt.write_json("summary.json", summary)?;
@@ -357,5 +447,14 @@ mod tests {
         assert_eq!(block_sizes(7, 3), [3, 3, 1]);
         assert_eq!(block_sizes(2, 5), [2]);
         assert_eq!(block_sizes(4, 1), [1, 1, 1, 1]);
+    }
+
+    #[test]
+    fn a_loops_window_is_cut_into_time_slices_the_last_one_shorter() {
+        let s = Duration::from_secs;
+        assert_eq!(time_slices(s(30), s(10)), [s(10), s(10), s(10)]);
+        assert_eq!(time_slices(s(25), s(10)), [s(10), s(10), s(5)]);
+        assert_eq!(time_slices(s(4), s(10)), [s(4)]);
+        assert!(time_slices(Duration::ZERO, s(10)).is_empty());
     }
 }

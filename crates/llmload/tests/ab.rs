@@ -199,7 +199,11 @@ fn ab_refuses_what_it_cannot_interleave() {
     );
     assert_refused(&["--fail-if", "ttft_p50 >> 1"], "--fail-if 'ttft_p50 >> 1'");
     assert_refused(
-        &["--arrival", "poisson", "--rate", "2", "--duration", "5s"],
-        "interleaves closed rounds",
+        &["--arrival", "poisson", "--rate", "2", "--requests", "20"],
+        "a loop bounded by --requests cannot be cut into blocks",
+    );
+    assert_refused(
+        &["--block-time", "10ms"],
+        "--block-time needs 100ms or more",
     );
 }

@@ -28,6 +28,12 @@ pub struct AbArgs {
     /// 100 for a p99).
     #[arg(long, value_name = "N", help_heading = "A/B")]
     pub block_rounds: Option<u32>,
+    /// The length of a block of a continuous or open loop [default: 5s]
+    ///
+    /// A loop of a --duration is cut into time slices of this long (the first one longer by
+    /// --warmup-time), given to A and B in pairs as blocks of rounds are.
+    #[arg(long, value_name = "DURATION", help_heading = "A/B")]
+    pub block_time: Option<String>,
     /// The model (or adapter) arm B's requests name, in place of --model.
     #[arg(long = "b-model", value_name = "NAME", help_heading = "A/B")]
     pub b_model: Option<String>,
@@ -57,7 +63,8 @@ pub struct AbArgs {
 
 impl AbArgs {
     /// Each arm's configuration (A's, then B's: the same options, B's prompts from the next
-    /// seed, their own URL, and B's own model and extra body where given) and what the comparison takes besides.
+    /// seed, their own URL, and B's own model and extra body where given) and what the
+    /// comparison takes besides.
     pub fn resolve(&self) -> Result<([Config; 2], AbOptions), ConfigError> {
         let settings = self.run.settings()?;
         if settings.target.url.is_some() {
@@ -101,6 +108,10 @@ impl AbArgs {
         let rules = self.rules()?;
         let options = AbOptions {
             block_rounds: self.block_rounds.unwrap_or(1),
+            block_time: crate::config::parse_duration(
+                "block-time",
+                self.block_time.as_deref().unwrap_or("5s"),
+            )?,
             rules,
             fail_on_inconclusive: self.fail_on == Some(FailOn::Inconclusive),
             candidate_differs: differs,

@@ -119,14 +119,14 @@ fn method_sentences(section: &AbSection) -> Vec<String> {
         }
     )];
     lines.push(format!(
-        "Both arms ran interleaved in one attempt, in blocks of {} round(s); each pair of \
-         adjacent blocks holds one block of each arm, in a random balanced order (ABBA or BAAB, \
-         drawn from seed {}). A figure of an arm is the median of its blocks' figures; the \
-         change is B's figure against A's within each pair (the geometric mean of the pairs' \
-         ratios), so that what the machine did over the attempt falls on both arms. It holds \
-         where the machine drifts slower than a pair of blocks and the arms do not interfere \
-         beyond that shared drift.",
-        section.block_rounds, section.seed
+        "Both arms ran interleaved in one attempt, in {}; each pair of adjacent blocks holds \
+         one block of each arm, in a random balanced order (ABBA or BAAB, drawn from seed {}). \
+         A figure of an arm is the median of its blocks' figures; the change is B's figure \
+         against A's within each pair (the geometric mean of the pairs' ratios), so that \
+         what the machine did over the attempt falls on both arms. It holds where the machine \
+         drifts slower than a pair of blocks and the arms do not interfere beyond that shared \
+         drift.",
+        section.blocks, section.seed
     ));
     lines
 }

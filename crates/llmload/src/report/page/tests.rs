@@ -161,6 +161,7 @@ fn ab_section(block: &crate::summary::CaseSummary) -> crate::summary::paired::Ab
         candidate_differs: vec!["model <b>".into()],
         seed: 1,
         block_rounds: 1,
+        blocks: "blocks of 1 round".into(),
         level: 0.95,
         cases: vec![crate::summary::paired::AbCase::of(&blocks[0], 0.95)],
         checks: checks(&rules, &blocks, 0.95),

@@ -29,8 +29,10 @@ pub struct AbSection {
     pub candidate_differs: Vec<String>,
     /// The seed the block orders were drawn from.
     pub seed: u64,
-    /// Measured rounds per block.
+    /// Measured rounds per block (closed rounds).
     pub block_rounds: u32,
+    /// What a block is, in words: "blocks of 1 round", "time slices of 5s".
+    pub blocks: String,
     /// The confidence level of every interval.
     pub level: f64,
     /// Per case: both arms and the paired changes.
