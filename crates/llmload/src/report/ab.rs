@@ -161,3 +161,72 @@ pub fn section(report: &super::Report) -> Option<Section<'_>> {
     }
     Some(section)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::summary::paired::{PairedMethod, PairedVerdict};
+
+    fn change(change: f64, low: f64, high: f64) -> PairedChange {
+        PairedChange {
+            change,
+            interval: Some(crate::stats::Interval { low, high }),
+            pairs: 12,
+            method: Some(PairedMethod::StudentT),
+            level: 0.95,
+        }
+    }
+
+    #[test]
+    fn each_case_shows_both_arms_the_paired_change_and_each_rules_verdict() {
+        let section = AbSection {
+            base_url: "http://a".into(),
+            candidate_url: "http://b".into(),
+            candidate_differs: vec!["model tuned".into()],
+            seed: 9,
+            block_rounds: 1,
+            blocks: "blocks of 1 round".into(),
+            level: 0.95,
+            cases: vec![AbCase {
+                case: "in64-c1-out8".into(),
+                order: "ABBA BAAB".into(),
+                pairs_planned: 4,
+                pairs_run: 4,
+                figures: vec![crate::summary::paired::section::ArmsFigure {
+                    metric: "ttft_p50".into(),
+                    a: 100.0,
+                    b: 150.0,
+                    change: change(50.0, 40.0, 61.0),
+                }],
+            }],
+            checks: vec![
+                PairedCheck {
+                    case: "in64-c1-out8".into(),
+                    rule: "ttft_p50 > +10%".into(),
+                    change: Some(change(50.0, 40.0, 61.0)),
+                    left_out: Vec::new(),
+                    verdict: PairedVerdict::Regressed,
+                },
+                PairedCheck {
+                    case: "in64-c1-out8".into(),
+                    rule: "e2e_p50 > +20ms".into(),
+                    change: Some(change(12.0, -3.0, 27.0)),
+                    left_out: Vec::new(),
+                    verdict: PairedVerdict::Inconclusive {
+                        pairs_to_decide: Some(40),
+                        why: "cannot tell: about 40 pairs would likely decide".into(),
+                    },
+                },
+            ],
+            fail_on_inconclusive: false,
+        };
+        assert!(section.failed());
+        let case = case_table(&section.cases[0]).markdown();
+        assert!(case.contains("| ttft_p50 | 100 ms | 150 ms | +50.0 % [+40.0, +61.0] | 12 |"));
+        let gate = checks_table(&section).markdown();
+        assert!(gate.contains("| ttft_p50 > +10% | in64-c1-out8 | +50.0 % [+40.0, +61.0]"));
+        assert!(gate.contains("| +12.0 ms [-3.0, +27.0] | 12 | inconclusive: cannot tell"));
+        let said = method_sentences(&section).join(" ");
+        assert!(said.contains("with its own model tuned") && said.contains("seed 9"));
+    }
+}
