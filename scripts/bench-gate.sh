@@ -2,7 +2,7 @@
 # The regression gate against noise: how often identical attempts pass `compare --fail-if`, and
 # whether a real slowdown is caught.
 #
-#   scripts/bench-gate.sh [sim|llama|all]     (default all)
+#   scripts/bench-gate.sh [sim|llama|ab|all]     (default all)
 #
 # sim:   the built-in simulator's engine profile (its step jitter on), GATE_SIM_PAIRS (3) seeds:
 #        per seed, two identical attempts A and B against one simulator, and C against a
@@ -14,11 +14,20 @@
 #        GATE_LLAMA_PAIRS (20) times three series (`run --repeat GATE_REPEATS`, default 3) one
 #        after the other: A and B on the first server, C on the slower one between them. Gates
 #        A/B (identical) and A/C (slower) with `ttft_p50 > +10%` and `throughput < -10%`.
-# Prints, per pair, each rule's verdict and compare's exit code, then the counts: pairs passed (no
-# rule regressed), verdicts by kind. Asserts nothing; exits non-zero only if a run fails.
+# ab:    `llmload ab` on a real llama-server (as for llama): GATE_AB_PAIRS (5) times, an identical
+#        pair (both arms the server itself) and a pair whose candidate is the server behind
+#        `llmload delay-proxy --delay 200ms`; GATE_AB_ROUNDS (24) one-round blocks a side of one
+#        request each. Gates each with GATE_AB_RULES (comma-separated, default `ttft_p50 > +10%`
+#        and `e2e_p50 > +10%`; on a machine so busy that a TTFT takes seconds, 200 ms is under
+#        10 % of it and "inconclusive" is the right answer) on the paired blocks, and prints the
+#        machine's load (/proc/loadavg) before and after.
+# Prints, per pair, each rule's verdict and the gate's exit code, then the counts: pairs passed (no
+# rule regressed), exits of 5, verdicts by kind (improved among them). Asserts nothing; exits
+# non-zero only if a run fails.
 #
 # Environment (defaults): GATE_SIM_PAIRS (3), GATE_LLAMA_PAIRS (20), GATE_REPEATS (3),
-# GATE_SLOW_FLAGS (see above), GATE_KEEP (unset: the work folder is removed at exit).
+# GATE_SLOW_FLAGS (see above), GATE_AB_PAIRS (5), GATE_AB_ROUNDS (24), GATE_AB_RULES (see above), GATE_BIN (unset: a release build of llmload), GATE_KEEP (unset: the work folder is
+# removed at exit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,8 +36,12 @@ sim_pairs="${GATE_SIM_PAIRS:-3}"
 llama_pairs="${GATE_LLAMA_PAIRS:-20}"
 repeats="${GATE_REPEATS:-3}"
 
-cargo build --release -q -p llmload
-bin="$PWD/target/release/llmload"
+if [ -n "${GATE_BIN:-}" ]; then
+  bin="$GATE_BIN"
+else
+  cargo build --release -q -p llmload
+  bin="$PWD/target/release/llmload"
+fi
 work="$(mktemp -d)"
 # The servers started (each the leader of its own process group), one pid a line: they are
 # started inside $(…), whose variables the script never sees.
@@ -48,19 +61,27 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# start_bin NAME WHAT ARGS…: `llmload ARGS…` (a server, WHAT in the error) in the background;
+# prints its URL.
+start_bin() {
+  local name="$1" what="$2"
+  shift 2
+  setsid "$bin" "$@" >"$work/$name.log" 2>&1 &
+  echo "$!" >>"$work/pids"
+  for _ in $(seq 100); do
+    url="$(grep -o 'http://[0-9.:]*' "$work/$name.log" 2>/dev/null | head -1 || true)"
+    [ -n "$url" ] && { echo "$url"; return; }
+    sleep 0.1
+  done
+  echo "bench-gate: $what did not start" >&2
+  exit 1
+}
+
 # start_sim NAME ARGS…: a simulator in the background; prints its URL.
 start_sim() {
   local name="$1"
   shift
-  setsid "$bin" sim --port 0 "$@" >"$work/$name.log" 2>&1 &
-  echo "$!" >>"$work/pids"
-  for _ in $(seq 100); do
-    url="$(grep -o 'http://[0-9.:]*' "$work/$name.log" | head -1 || true)"
-    [ -n "$url" ] && { echo "$url"; return; }
-    sleep 0.1
-  done
-  echo "bench-gate: the simulator did not start" >&2
-  exit 1
+  start_bin "$name" "the simulator" sim --port 0 "$@"
 }
 
 # gate A B RULES…: compare's verdicts (one word per rule) and exit code, on one line.
@@ -153,4 +174,53 @@ if [ "$what" = llama ] || [ "$what" = all ]; then
   done
   summary "llama-server, identical series (--repeat $repeats)" "$work/llama-same"
   summary "llama-server, slower (${slow_flags[*]}) against the series before it" "$work/llama-slow"
+fi
+
+# start_proxy NAME UPSTREAM FLAGS…: `llmload delay-proxy` in the background; prints its URL.
+start_proxy() {
+  local name="$1"
+  shift
+  start_bin "$name" "the delaying proxy" delay-proxy "$@"
+}
+
+# ab_gate NAME BASE CANDIDATE FLAGS…: `llmload ab`'s verdicts (one word per rule) and exit code.
+ab_gate() {
+  local name="$1" base="$2" candidate="$3"
+  shift 3
+  local code=0 json
+  json="$("$bin" ab "$base" "$candidate" --out "$work/out" --name "$name" --json "$@" \
+    2>"$work/$name.err")" || code=$?
+  python3 -c '
+import json, sys
+checks = json.loads(sys.argv[1])["ab"]["checks"]
+print(" ".join(c["rule"].split()[0] + "=" + c["verdict"] for c in checks), end="")
+' "$json"
+  echo " exit=$code"
+}
+
+if [ "$what" = ab ] || [ "$what" = all ]; then
+  ab_pairs="${GATE_AB_PAIRS:-5}"
+  flags=(--input-tokens 64 --concurrency 1 --output-tokens 8 --rounds "${GATE_AB_ROUNDS:-24}"
+    --telemetry off -q)
+  rules=()
+  IFS=',' read -r -a ab_rules <<<"${GATE_AB_RULES:-ttft_p50 > +10%,e2e_p50 > +10%}"
+  for rule in "${ab_rules[@]}"; do rules+=(--fail-if "$rule"); done
+  : >"$work/ab-same" && : >"$work/ab-slow"
+  echo "load before: $(cat /proc/loadavg)"
+  url="$(start_llama ab-llama)"
+  slow_url="$(start_proxy ab-slow "$url" --delay 200ms)"
+  for i in $(seq "$ab_pairs"); do
+    echo "ab pair $i, identical: $(ab_gate "ab$i-same" "$url" "$url" "${flags[@]}" "${rules[@]}" |
+      tee -a "$work/ab-same")"
+    echo "ab pair $i, candidate 200 ms slower: $(ab_gate "ab$i-slow" "$url" "$slow_url" \
+      "${flags[@]}" "${rules[@]}" | tee -a "$work/ab-slow")"
+  done
+  echo "load after: $(cat /proc/loadavg)"
+  for kind in same slow; do
+    label="identical"
+    [ "$kind" = slow ] && label="candidate 200 ms slower"
+    summary "ab on llama-server, $label" "$work/ab-$kind"
+    echo "  exits of 5: $(grep -c ' exit=5$' "$work/ab-$kind" || true); runs with an improved \
+verdict: $(grep -c '=improved' "$work/ab-$kind" || true)"
+  done
 fi

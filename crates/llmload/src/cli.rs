@@ -5,8 +5,11 @@ use crate::sim::SimOptions;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+mod ab;
 mod capacity;
 mod convert;
+
+pub use ab::AbArgs;
 
 /// Benchmark LLM inference servers under concurrent load, and tell the truth about what was measured.
 #[derive(Debug, Parser)]
@@ -87,7 +90,8 @@ impl Command {
             Command::Merge(a) => a.level.confidence,
             Command::Plan(a) => a.level.confidence,
             Command::Reconcile(a) => a.level.confidence,
-            Command::Sim(_) => None,
+            Command::Ab(a) => a.run.level.confidence,
+            Command::Sim(_) | Command::DelayProxy(_) => None,
         }
     }
 }
@@ -100,6 +104,10 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Serve the built-in engine simulator until stopped.
     Sim(SimOptions),
+    /// A TCP proxy that delays what clients send by a constant, wandering or jumping amount,
+    /// until stopped (for testing and benchmarking the A/B gate).
+    #[command(hide = true)]
+    DelayProxy(crate::delay::DelayOptions),
     /// Step the load (--concurrency 1,2,4,8, --rate 1,2,4 or --auto) and find the saturation
     /// point, the recommended cap and the largest load meeting the SLO.
     Sweep(Box<SweepArgs>),
@@ -116,6 +124,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Attempts side by side, per matching case, with ratios to the first; never pooled.
     Compare(CompareArgs),
+    /// Measure a base and a candidate interleaved in one attempt (blocks of rounds in a random
+    /// ABBA/BAAB order), both arms side by side, and gate on the paired changes (--fail-if).
+    Ab(Box<AbArgs>),
     /// Join the shard folders of one attempt (`run --shard I/N`) into one attempt folder, every
     /// figure rebuilt from their records.
     Merge(MergeArgs),

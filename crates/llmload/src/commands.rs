@@ -5,7 +5,7 @@
 //! Exit codes: 0 every case complete; 1 the run could not start or go on (unreachable server,
 //! I/O); 2 bad flags or campaign file; 3 finished with incomplete cases (`plan`: the
 //! measurements do not cover the whole question); 4 stopped (interrupted or by a guard); 5
-//! `compare`: a `--fail-if` rule broke (the regression gate).
+//! `compare` and `ab`: a `--fail-if` rule broke (the regression gate).
 
 use crate::attempt::keys;
 use crate::cli::Command;
@@ -53,8 +53,9 @@ pub async fn execute(command: Command) -> Result<u8> {
             linger(&mut result, &config, &stop).await;
             Ok(exit_code(&result.summary.outcome))
         }
-        Command::Capacity(args) => capacity(&args).await,
+        Command::Capacity(args) => Box::pin(capacity(&args)).await,
         Command::Sim(args) => crate::sim::serve_until_stopped(&args).await.map(|()| 0),
+        Command::DelayProxy(args) => crate::delay::serve_until_stopped(&args).await.map(|()| 0),
         Command::Report(args) if args.dialect.is_some() => {
             let dialect = args
                 .dialect
@@ -92,6 +93,7 @@ pub async fn execute(command: Command) -> Result<u8> {
             let failed = checks.iter().any(|c| c.verdict.fails(strict));
             Ok(if failed { GATE_FAILED } else { 0 })
         }
+        Command::Ab(args) => Box::pin(ab(&args)).await,
         Command::Plan(args) => {
             let question = Question::try_from(&args)?;
             let plan = crate::plan::plan_with_history(&args.dirs, &args.history, &question)?;
@@ -165,6 +167,37 @@ fn command_line() -> Vec<String> {
         words.push(crate::secrets::scrub(&word).into_owned());
     }
     words
+}
+
+/// `llmload ab`: both arms interleaved, what it printed, its exit code: 5 when the paired gate
+/// fails, else the run's own.
+async fn ab(args: &crate::cli::AbArgs) -> Result<u8> {
+    let (configs, options) = args.resolve()?;
+    crate::secrets::install(configs[0].scrubber());
+    warn_at_start(&configs[0]);
+    let quiet = configs[0].quiet;
+    let stop = interrupts();
+    let result = Box::pin(crate::ab::ab(configs, &options, stop)).await?;
+    if quiet && !args.run.json {
+        // -q: the A/B section alone (both arms side by side, the gate).
+        let report = crate::report::Report::of(&result.summary);
+        let section: Vec<_> = crate::report::ab::section(&report).into_iter().collect();
+        let width = crate::report::terminal::width();
+        out(&crate::report::terminal::write(&section, width))?;
+    } else {
+        out(&summary_text(&result.summary, args.run.json))?;
+    }
+    records_line(&result.dir, quiet);
+    let failed = result
+        .summary
+        .ab
+        .as_ref()
+        .is_some_and(crate::summary::paired::AbSection::failed);
+    Ok(if failed {
+        GATE_FAILED
+    } else {
+        exit_code(&result.summary.outcome)
+    })
 }
 
 /// Exit status of `llmload run` and `llmload sweep`.

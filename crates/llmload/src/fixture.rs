@@ -100,6 +100,7 @@ fn ok(
         server: None,
         shard: None,
         repeat: None,
+        arm: None,
         session: None,
         turn: None,
         turns: None,

@@ -22,6 +22,7 @@
     )
 )]
 
+pub mod ab;
 pub mod api;
 pub mod attempt;
 pub mod capacity;
@@ -31,6 +32,7 @@ pub mod clock;
 pub mod commands;
 pub mod config;
 pub mod console;
+pub mod delay;
 pub mod error;
 pub mod files;
 #[cfg(test)]
@@ -209,20 +211,7 @@ pub async fn measure<S: CaseSource>(
 ) -> error::Result<RunResult> {
     api::http1::raise_open_files_limit();
     let (board, metrics) = serve_metrics(config).await?;
-    let tokenizer = config
-        .tokenizer
-        .as_deref()
-        .map(tokenizer::Tokenizer::load)
-        .transpose()?;
-    let mut endpoint = Endpoint::build(
-        url,
-        config.api.unwrap_or(Api::Llamacpp),
-        (config.timeout, config.setup_timeout),
-        config.authorization().as_deref(),
-        &config.header_pairs(),
-        &config.tls,
-    )?;
-    endpoint.tokenizer = tokenizer.map(std::sync::Arc::new);
+    let endpoint = endpoint(config, url)?;
     let (target, prompts, sampler) = tokio::select! {
         ready = prepare(config, endpoint) => ready?,
         signal = interrupted.raised() => return Err(Error::Stopped(format!(
@@ -309,6 +298,25 @@ pub async fn measure<S: CaseSource>(
         summary,
         metrics,
     })
+}
+
+/// The endpoint of `url` as `config` says to reach it, with `--tokenizer`'s tokenizer.
+fn endpoint(config: &Config, url: &str) -> error::Result<Endpoint> {
+    let tokenizer = config
+        .tokenizer
+        .as_deref()
+        .map(tokenizer::Tokenizer::load)
+        .transpose()?;
+    let mut endpoint = Endpoint::build(
+        url,
+        config.api.unwrap_or(Api::Llamacpp),
+        (config.timeout, config.setup_timeout),
+        config.authorization().as_deref(),
+        &config.header_pairs(),
+        &config.tls,
+    )?;
+    endpoint.tokenizer = tokenizer.map(std::sync::Arc::new);
+    Ok(endpoint)
 }
 
 /// `--metrics-listen`: the board and its endpoint, listening before anything else is done (an

@@ -34,6 +34,34 @@ pub enum Phase {
     Measured,
 }
 
+/// `llmload ab`: the arm of the comparison a request was sent in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Arm {
+    /// The base (the first URL).
+    A,
+    /// The candidate (the second URL).
+    B,
+}
+
+impl Arm {
+    /// The other arm.
+    #[must_use]
+    pub fn other(self) -> Arm {
+        match self {
+            Arm::A => Arm::B,
+            Arm::B => Arm::A,
+        }
+    }
+
+    /// The arm's letter.
+    pub fn letter(self) -> &'static str {
+        match self {
+            Arm::A => "A",
+            Arm::B => "B",
+        }
+    }
+}
+
 /// How a request ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -181,6 +209,9 @@ pub struct Record {
     /// without `--repeat`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<u32>,
+    /// `llmload ab`: the arm the request was sent in; absent from other runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arm: Option<Arm>,
     /// Multi-turn sessions: the session's id within the attempt (from 0); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<u64>,
@@ -525,6 +556,7 @@ pub(crate) fn ok_record(
         server: None,
         shard: None,
         repeat: None,
+        arm: None,
         session: None,
         turn: None,
         turns: None,

@@ -73,6 +73,8 @@ pub struct Runner<'a> {
     pub settings: RunSettings,
     /// `--repeat`: the repeat of the series being run (from 1), written into every record.
     pub repeat: Option<u32>,
+    /// `llmload ab`: the arm this runner's requests go to, written into every record.
+    pub arm: Option<crate::record::Arm>,
     /// Where records go.
     sink: RecordSink,
     /// The attempt's time origin.
@@ -152,6 +154,7 @@ impl<'a> Runner<'a> {
             progress,
             settings,
             repeat: None,
+            arm: None,
             sink,
             origin,
             cancel,
@@ -422,6 +425,7 @@ impl Runner<'_> {
         let launched = meta.launched.map(|t| self.since(t));
         let mut record = exchange::record(meta, exchange, self.origin, self.settings.best_effort);
         record.repeat = self.repeat;
+        record.arm = self.arm;
         record
             .notes
             .extend(self.target.dropped_note.iter().cloned());

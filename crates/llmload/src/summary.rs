@@ -18,6 +18,7 @@ pub use label::label;
 pub mod lengths;
 pub mod models;
 pub mod pace;
+pub mod paired;
 pub mod per_token;
 pub mod phases;
 pub mod pooling;
@@ -558,6 +559,9 @@ pub struct Summary {
     /// does not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<capacity::Capacity>,
+    /// `llmload ab`: both arms side by side and the paired gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ab: Option<paired::AbSection>,
 }
 
 /// How prompt and generated tokens were counted.

@@ -199,6 +199,7 @@ fn assemble(
             repeats,
             // The search's answer rests on its blocks' records, read as it went: kept as found.
             capacity: previous.and_then(|p| p.capacity.clone()),
+            ab: previous.and_then(|p| p.ab.clone()),
         },
         last_activity_s: last_activity(records.iter()),
         records,

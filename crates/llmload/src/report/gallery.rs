@@ -19,6 +19,10 @@ fn chart<'a>(title: String, draw: impl Fn() -> Option<Figure> + 'a) -> Block<'a>
 /// The charts section; every attempt has one.
 pub fn section(report: &Report) -> Option<Section<'_>> {
     let summary = &report.summary;
+    if summary.ab.is_some() && summary.cases.is_empty() {
+        // `llmload ab`: each arm's charts are in its own attempt's report.html.
+        return None;
+    }
     let mut section = Section::new("charts", "Charts");
     let sessions_only =
         !summary.cases.is_empty() && summary.cases.iter().all(|c| c.sessions.is_some());

@@ -9,6 +9,7 @@
 //! Sentences several sections write alike: [`text`], [`partial`] (a case's counts and an
 //! incomplete case's partial figures) and [`dataset`] (the dataset named).
 
+pub mod ab;
 pub mod abandoned;
 pub mod capacity;
 pub mod charts;
@@ -79,9 +80,10 @@ pub const FAILED_SHOWN: usize = 100;
 
 /// The page every format writes: its sections in order, each from the file of what it shows,
 /// those with nothing to show left out. A new section is a file and a line here.
-const SECTIONS: [fn(&Report) -> Option<Section<'_>>; 18] = [
+const SECTIONS: [fn(&Report) -> Option<Section<'_>>; 19] = [
     target::section,
     target::outcome,
+    ab::section,
     results_section::section,
     incomplete::section,
     notes::section,

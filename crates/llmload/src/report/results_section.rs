@@ -23,6 +23,13 @@ const REFERENCE_NOTE: &str = "Complete cases only. TTFT: request sent → first 
 pub fn section(report: &Report) -> Option<Section<'_>> {
     let summary = &report.summary;
     let mut section = Section::new("results", "Results");
+    if summary.ab.is_some() && summary.cases.is_empty() {
+        section.paragraph(
+            "Each arm's results, block by block, are its own attempt beside this report: A/ and \
+             B/ (report.md, report.html, requests.jsonl).",
+        );
+        return Some(section);
+    }
     let lengths = Lengths::of(report);
     let reference = named(reference(summary), summary, &lengths);
     let window = window(summary);

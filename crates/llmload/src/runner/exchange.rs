@@ -379,6 +379,7 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: 
         server,
         shard: None,
         repeat: None,
+        arm: None,
         session: meta.turn.map(|t| t.session),
         turn: meta.turn.map(|t| t.turn),
         turns: meta.turn.map(|t| t.turns),

@@ -25,7 +25,10 @@ use std::sync::Arc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+mod described;
 mod series;
+
+use described::{dataset_used, live_info, output_counting};
 
 /// A run in progress: its runner, its watchers, and the summary so far.
 pub struct Session<'a> {
@@ -139,6 +142,7 @@ impl<'a> Session<'a> {
             shards: None,
             repeats: None,
             capacity: None,
+            ab: None,
         };
         Ok(Session {
             config,
@@ -162,8 +166,21 @@ impl<'a> Session<'a> {
     /// Runs `plan`, case number `summary.cases.len() + 1` of `planned`, after the process check
     /// and the cool-down; returns whether the run goes on.
     pub async fn run_case(&mut self, plan: &CasePlan, planned: usize) -> bool {
-        self.run_load(std::slice::from_ref(plan), None, planned)
+        let warmup = self.config.warmup;
+        self.run_load(std::slice::from_ref(plan), None, planned, warmup)
             .await
+    }
+
+    /// `llmload ab`: runs `plan` (one block of a case) as [`Session::run_case`] does, with
+    /// `warmup` warmup requests (the arm's first block of a case warms it; the others do not).
+    pub async fn run_block(&mut self, plan: &CasePlan, planned: usize, warmup: u32) -> bool {
+        self.run_load(std::slice::from_ref(plan), None, planned, warmup)
+            .await
+    }
+
+    /// `llmload ab`: every record of this session says it was sent in `arm`.
+    pub fn set_arm(&mut self, arm: crate::record::Arm) {
+        self.runner.arm = Some(arm);
     }
 
     /// A staged load (`plans`, one per stage of `stages`) run as one load, after the process
@@ -173,7 +190,9 @@ impl<'a> Session<'a> {
         plans: &[CasePlan],
         stages: &[crate::workload::stages::Stage],
     ) -> bool {
-        self.run_load(plans, Some(stages), plans.len()).await
+        let warmup = self.config.warmup;
+        self.run_load(plans, Some(stages), plans.len(), warmup)
+            .await
     }
 
     /// One load (a case, or with `stages` a staged load of `plans`), its cases numbered on from
@@ -184,6 +203,7 @@ impl<'a> Session<'a> {
         plans: &[CasePlan],
         stages: Option<&[crate::workload::stages::Stage]>,
         planned: usize,
+        warmup: u32,
     ) -> bool {
         let guard = self.runner.guard.clone();
         let Some(first) = plans.first() else {
@@ -198,7 +218,7 @@ impl<'a> Session<'a> {
         let number = self.summary.cases.len() + 1;
         self.runner.progress.case(number, planned, plans);
         // On the heap: a load's future is large, and the whole run's would hold it.
-        let load = self.runner.run_load(plans, stages, self.config.warmup);
+        let load = self.runner.run_load(plans, stages, warmup);
         match Box::pin(load).await {
             Ok(runs) => {
                 for (plan, run) in plans.iter().zip(runs) {
@@ -208,6 +228,10 @@ impl<'a> Session<'a> {
                         let of = self.runner.repeat.zip(self.series.as_ref());
                         let line = match of {
                             Some((k, s)) => format!("repeat {k}/{}: {line}", s.planned()),
+                            None => line,
+                        };
+                        let line = match self.runner.arm {
+                            Some(arm) => format!("{}: {line}", arm.letter()),
                             None => line,
                         };
                         self.runner.progress.println(&line);
@@ -426,60 +450,5 @@ pub fn stop_text(v: &crate::guard::Verdict) -> String {
     match v.rule {
         crate::guard::Rule::Interrupted => format!("stopped by {}", v.reason),
         _ => format!("stopped by the {} rule at {}: {}", v.rule, v.at, v.reason),
-    }
-}
-
-/// The dataset of a run, as the summary names it: its file's name (never its folder), length,
-/// digest and use.
-fn dataset_used(d: &crate::config::DatasetConfig) -> crate::summary::DatasetUsed {
-    crate::summary::DatasetUsed {
-        file: d.path.file_name().map_or_else(
-            || "(unnamed)".into(),
-            |n| crate::console::printable(&n.to_string_lossy()).into_owned(),
-        ),
-        bytes: d.dataset.bytes,
-        fnv1a64: d.dataset.digest.clone(),
-        entries: d.entries as u64,
-        lengths: d.lengths.as_str().to_owned(),
-        output: d.output.as_str().to_owned(),
-    }
-}
-
-/// What names the run on the live board: the attempt, the shard, the API and the model (as the
-/// reports show it: scrubbed, its controls written out, at most 128 characters).
-fn live_info(config: &Config, target: &Target, attempt: &Attempt) -> crate::live::Info {
-    let shard = config.sharding.shard;
-    let model = target.model.as_deref().unwrap_or_default();
-    let model = crate::console::printable(&crate::secrets::scrub(model))
-        .chars()
-        .take(128)
-        .collect();
-    crate::live::Info {
-        attempt_id: (config.sharding.attempt_id.clone()).unwrap_or_else(|| attempt.id.clone()),
-        shard: format!("{}/{}", shard.index, shard.count),
-        api: target.endpoint.api.name().to_owned(),
-        model,
-    }
-}
-
-/// How the tokens of each streamed chunk are counted against this target.
-fn output_counting(target: &Target) -> String {
-    if target.endpoint.api.is_pooling() {
-        "none generated (embeddings and rerank answer once; the server's usage counts the \
-         prompt tokens)"
-            .into()
-    } else if target.endpoint.api == crate::api::Api::Llamacpp {
-        "the server's token IDs on every event".into()
-    } else if target.reports_usage_per_chunk() {
-        "the server's usage on every chunk (continuous_usage_stats)".into()
-    } else if let Some(tokenizer) = &target.endpoint.tokenizer {
-        format!(
-            "the client's tokenizer ({}) on each chunk's text, after the stream",
-            tokenizer.source
-        )
-    } else {
-        "one token per chunk with text: the server does not say how many a chunk carries \
-         (--tokenizer counts them)"
-            .into()
     }
 }

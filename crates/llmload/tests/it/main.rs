@@ -32,6 +32,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod ab;
 mod cancel;
 mod capacity;
 mod chunks;

@@ -142,7 +142,33 @@ fn every_section() -> Report {
         }],
     });
     summary.shard = Some(sweep_shard());
+    summary.ab = Some(ab_section(&summary.cases[0]));
     report
+}
+
+/// `llmload ab`'s section over three pairs whose blocks are all `block`.
+fn ab_section(block: &crate::summary::CaseSummary) -> crate::summary::paired::AbSection {
+    use crate::record::Arm::{A, B};
+    use crate::summary::paired::section::{checks, CaseBlocks};
+    let order = [[A, B], [B, A], [A, B]];
+    let blocks = [CaseBlocks {
+        case: &block.id,
+        order: &order,
+        pairs: vec![(Some(block), Some(block)); 3],
+    }];
+    let rules = [("ttft_p50 > +10%").parse().expect("a rule")];
+    crate::summary::paired::AbSection {
+        base_url: "http://a".into(),
+        candidate_url: "http://b".into(),
+        candidate_differs: vec!["model <b>".into()],
+        seed: 1,
+        block_rounds: 1,
+        blocks: "blocks of 1 round".into(),
+        level: 0.95,
+        cases: vec![crate::summary::paired::AbCase::of(&blocks[0], 0.95)],
+        checks: checks(&rules, &blocks, 0.95),
+        fail_on_inconclusive: false,
+    }
 }
 
 /// A shard's own attempt: which part of which attempt it is.
@@ -187,6 +213,7 @@ fn every_format_shows_the_same_sections_in_the_same_order() {
         [
             "target",
             "outcome",
+            "ab",
             "results",
             "incomplete",
             "notes",
