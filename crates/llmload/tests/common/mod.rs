@@ -411,25 +411,34 @@ impl Simulator {
     }
 
     fn spawn(args: &[&str]) -> Simulator {
-        let mut child = Command::new("timeout")
-            .args(["--signal=KILL", "600", env!("CARGO_BIN_EXE_llmload"), "sim"])
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start llmload sim");
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let mut first = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut first)
-            .expect("read the first line");
-        let url = first
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
-            .to_owned();
+        let mut words = vec!["sim"];
+        words.extend_from_slice(args);
+        let (child, url) = listening(&words, "600");
         Simulator { child, url }
     }
+}
+
+/// Starts `llmload ARGS…` (under `timeout --signal=KILL SECONDS`), a server that prints
+/// `listening on URL` first: the child and its URL.
+pub fn listening(args: &[&str], seconds: &str) -> (Child, String) {
+    let mut child = Command::new("timeout")
+        .args(["--signal=KILL", seconds, env!("CARGO_BIN_EXE_llmload")])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start llmload {args:?}: {e}"));
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let mut first = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut first)
+        .expect("read the first line");
+    let url = first
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+        .to_owned();
+    (child, url)
 }
 
 impl Drop for Simulator {

@@ -11,8 +11,7 @@ use crate::common;
 
 use common::{llmload, Invocation, Simulator, SERIAL};
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::PoisonError;
 
 /// The gate's exit code.
@@ -27,23 +26,9 @@ struct Proxy {
 impl Proxy {
     /// A proxy in front of `upstream` with the schedule `flags`.
     fn start(upstream: &str, flags: &[&str]) -> Proxy {
-        let mut child = Command::new("timeout")
-            .args(["--signal=KILL", "300", env!("CARGO_BIN_EXE_llmload")])
-            .args(["delay-proxy", upstream])
-            .args(flags)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start llmload delay-proxy");
-        let mut first = String::new();
-        BufReader::new(child.stdout.take().expect("stdout is piped"))
-            .read_line(&mut first)
-            .expect("read the first line");
-        let url = first
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
-            .to_owned();
+        let mut args = vec!["delay-proxy", upstream];
+        args.extend_from_slice(flags);
+        let (child, url) = common::listening(&args, "300");
         Proxy { child, url }
     }
 }
