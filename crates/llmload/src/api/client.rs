@@ -499,7 +499,18 @@ fn on_event(
     }
     if let Some(timing) = &mut exchange.timing {
         timing.first_event.get_or_insert(now);
+        // In order on the wire: nothing before this event arrived later than it (see
+        // `TokenEvents::push`).
+        for mark in [&mut timing.head, &mut timing.first_event] {
+            if let Some(at) = mark {
+                *at = (*at).min(now);
+            }
+        }
     }
+    if let Some(first) = &mut exchange.first_answer {
+        *first = (*first).min(now);
+    }
+    exchange.token_events.arrived_by(now);
     match api.parse_event(data) {
         Ok(event) => {
             let tokens = event.tokens_after(exchange.streamed, exchange.usage_per_chunk);
