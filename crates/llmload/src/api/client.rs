@@ -501,10 +501,8 @@ fn on_event(
         timing.first_event.get_or_insert(now);
         // In order on the wire: nothing before this event arrived later than it (see
         // `TokenEvents::push`).
-        for mark in [&mut timing.head, &mut timing.first_event] {
-            if let Some(at) = mark {
-                *at = (*at).min(now);
-            }
+        for at in [&mut timing.head, &mut timing.first_event].into_iter().flatten() {
+            *at = (*at).min(now);
         }
     }
     if let Some(first) = &mut exchange.first_answer {
