@@ -501,7 +501,10 @@ fn on_event(
         timing.first_event.get_or_insert(now);
         // In order on the wire: nothing before this event arrived later than it (see
         // `TokenEvents::push`).
-        for at in [&mut timing.head, &mut timing.first_event].into_iter().flatten() {
+        for at in [&mut timing.head, &mut timing.first_event]
+            .into_iter()
+            .flatten()
+        {
             *at = (*at).min(now);
         }
     }
