@@ -66,7 +66,7 @@ pub(crate) struct EngineStopped;
 
 impl EngineHandle {
     /// Starts the engine task; it stops when `shutdown` is cancelled.
-    pub fn spawn(engine: Engine, time_scale: f64, shutdown: CancellationToken) -> Self {
+    pub(crate) fn spawn(engine: Engine, time_scale: f64, shutdown: CancellationToken) -> Self {
         let (submissions, receiver) = mpsc::channel(SUBMISSION_QUEUE);
         let slots = engine.slot_count();
         let slot_context_tokens = engine.slot_context_tokens();
@@ -92,7 +92,7 @@ impl EngineHandle {
     }
 
     /// Whether a request of this shape can ever run (same rule as the engine's).
-    pub fn check(
+    pub(crate) fn check(
         &self,
         prompt_tokens: usize,
         output_tokens: usize,
@@ -108,7 +108,7 @@ impl EngineHandle {
     }
 
     /// Hands a request to the engine; its progress arrives on the returned channel.
-    pub async fn submit(
+    pub(crate) async fn submit(
         &self,
         id: SequenceId,
         request: SequenceRequest,
@@ -127,7 +127,7 @@ impl EngineHandle {
     }
 
     /// The latest engine gauges.
-    pub fn status(&self) -> Status {
+    pub(crate) fn status(&self) -> Status {
         self.status.borrow().clone()
     }
 }

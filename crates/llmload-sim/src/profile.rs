@@ -97,7 +97,7 @@ pub enum Served {
 }
 
 /// The most adapters a profile may serve.
-pub const MAX_ADAPTERS: usize = 1024;
+pub(crate) const MAX_ADAPTERS: usize = 1024;
 
 fn default_prefill_chunk_tokens() -> usize {
     2048
@@ -116,10 +116,10 @@ fn default_chat_generation_prompt_tokens() -> usize {
 }
 
 /// The most slots a profile (or `--slots`) may have.
-pub const MAX_SLOTS: usize = 65_536;
+pub(crate) const MAX_SLOTS: usize = 65_536;
 
 /// The most tokens of context one slot may have.
-pub const MAX_CONTEXT_TOKENS: usize = 16 << 20;
+pub(crate) const MAX_CONTEXT_TOKENS: usize = 16 << 20;
 
 impl Profile {
     /// The built-in profile with this name, if there is one.

@@ -10,10 +10,10 @@ use std::collections::HashMap;
 use std::sync::{PoisonError, RwLock};
 
 /// Longest run of whitespace or of non-whitespace kept in one token, in characters.
-pub const MAX_TOKEN_CHARS: usize = 16;
+pub(crate) const MAX_TOKEN_CHARS: usize = 16;
 
 /// Text returned by `/detokenize` for an id the table has never seen.
-pub const UNKNOWN_TOKEN_TEXT: &str = " <unk>";
+pub(crate) const UNKNOWN_TOKEN_TEXT: &str = " <unk>";
 
 /// Entries the id → text table keeps at most; later new tokens still tokenize but do not
 /// detokenize (bounds the memory a client can make the server hold).
@@ -88,7 +88,7 @@ const VOCABULARY: &[&str] = &[
 ];
 
 /// Stable 31-bit id of a token's text (FNV-1a 64, high and low halves folded).
-pub fn token_id(text: &str) -> u32 {
+pub(crate) fn token_id(text: &str) -> u32 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for byte in text.as_bytes() {
         hash ^= u64::from(*byte);
@@ -100,7 +100,7 @@ pub fn token_id(text: &str) -> u32 {
 }
 
 /// Splits text into token strings; concatenating them gives back `text`.
-pub fn split(text: &str) -> Vec<&str> {
+pub(crate) fn split(text: &str) -> Vec<&str> {
     let mut tokens = Vec::new();
     let mut rest = text;
     while !rest.is_empty() {
@@ -172,7 +172,7 @@ impl Tokenizer {
 }
 
 /// The `index`-th token (0-based) generated for request `serial`: deterministic for a seed.
-pub fn generated_token(seed: u64, serial: u64, index: usize) -> (u32, &'static str) {
+pub(crate) fn generated_token(seed: u64, serial: u64, index: usize) -> (u32, &'static str) {
     let mut mix = seed ^ serial.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (index as u64);
     mix = (mix ^ (mix >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     mix = (mix ^ (mix >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);

@@ -10,7 +10,7 @@ use crate::report::Report;
 const CASES: [(u32, u32); 4] = [(64, 1), (64, 2), (256, 1), (256, 2)];
 
 /// The campaign of the fixture.
-pub fn campaign() -> Campaign {
+pub(crate) fn campaign() -> Campaign {
     Campaign {
         schema_version: 1,
         attempt_id: "20250101T000000Z-abcd".into(),
@@ -143,7 +143,7 @@ fn timed_out() -> Record {
 }
 
 /// Every record of the fixture, in the order a run would write them.
-pub fn records() -> Vec<Record> {
+pub(crate) fn records() -> Vec<Record> {
     vec![
         ok("in64-c1-out4", None, 0, 0.0, 12.0, 30.0),
         ok("in64-c1-out4", Some(1), 0, 0.1, 10.0, 28.0),
@@ -165,13 +165,13 @@ pub fn records() -> Vec<Record> {
 }
 
 /// The fixture's report, recomputed from its records as `llmload report` would.
-pub fn report() -> Report {
+pub(crate) fn report() -> Report {
     crate::attempt::load::from_records(&campaign(), records(), None)
 }
 
 /// The fixture with a mix of two models: each measured request of an odd round + index went to
 /// `adapter-a`, the others (warmups included) to `base`.
-pub fn mixed_models() -> Report {
+pub(crate) fn mixed_models() -> Report {
     let records = records()
         .into_iter()
         .map(|mut r| {
@@ -214,7 +214,7 @@ fn sweep_request(
 
 /// A sweep over concurrency 1, 2, 4, 8 (one round each) on two GPUs whose replayed telemetry
 /// crosses the 90 °C stop threshold at 1.5 s, before the fifth load (16) started.
-pub fn sweep_report() -> Report {
+pub(crate) fn sweep_report() -> Report {
     let mut campaign = campaign();
     campaign.attempt_id = "20250101T000000Z-5eep".into();
     campaign.config.rounds = 1;
@@ -307,7 +307,7 @@ fn readings() -> Vec<crate::telemetry::Reading> {
 }
 
 /// A reading with only the required fields.
-pub fn reading() -> crate::telemetry::Reading {
+pub(crate) fn reading() -> crate::telemetry::Reading {
     crate::telemetry::Reading {
         t_s: 0.0,
         gpu: 0,
@@ -326,7 +326,7 @@ pub fn reading() -> crate::telemetry::Reading {
 }
 
 /// The window figures of an open loop at 20 requests/s of `responses` responses in 1 s.
-pub fn open_loop(responses: u32) -> crate::summary::window::LoadSummary {
+pub(crate) fn open_loop(responses: u32) -> crate::summary::window::LoadSummary {
     serde_json::from_value(serde_json::json!({
         "shape": "poisson", "nominal_rate_rps": 20.0, "window_s": [0.0, 1.0],
         "requests_launched": responses, "completed_rps": responses,
@@ -338,7 +338,7 @@ pub fn open_loop(responses: u32) -> crate::summary::window::LoadSummary {
 
 /// The fixture with a mix in its first case, as `--input-tokens choice:64,128` and outputs of
 /// 8, 9, 10, …: its records alternate 64 and 128 prompt tokens, its summary says their mean.
-pub fn mixed_lengths() -> Report {
+pub(crate) fn mixed_lengths() -> Report {
     let mut report = report();
     let id = report.summary.cases[0].id.clone();
     let records = report.records.iter_mut().filter(|r| r.case == id);

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 /// Chained FNV-1a hashes of the full `block_tokens`-token blocks of `tokens`: block i's hash
 /// covers every token before it, so equal hashes mean equal prefixes.
-pub fn block_hashes(tokens: &[u32], block_tokens: usize) -> Vec<u64> {
+pub(super) fn block_hashes(tokens: &[u32], block_tokens: usize) -> Vec<u64> {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     tokens
         .chunks_exact(block_tokens.max(1))
@@ -24,7 +24,7 @@ pub fn block_hashes(tokens: &[u32], block_tokens: usize) -> Vec<u64> {
 
 /// Least-recently-used set of block hashes.
 #[derive(Debug)]
-pub struct PrefixCache {
+pub(super) struct PrefixCache {
     capacity_blocks: usize,
     clock: u64,
     last_use: HashMap<u64, u64>,
@@ -33,7 +33,7 @@ pub struct PrefixCache {
 
 impl PrefixCache {
     /// An empty cache holding at most `capacity_blocks` blocks.
-    pub fn new(capacity_blocks: usize) -> Self {
+    pub(super) fn new(capacity_blocks: usize) -> Self {
         Self {
             capacity_blocks,
             clock: 0,
@@ -43,7 +43,7 @@ impl PrefixCache {
     }
 
     /// Number of leading blocks of `blocks` in the cache; those blocks become most recent.
-    pub fn longest_prefix(&mut self, blocks: &[u64]) -> usize {
+    pub(super) fn longest_prefix(&mut self, blocks: &[u64]) -> usize {
         let hits = blocks
             .iter()
             .take_while(|hash| self.last_use.contains_key(hash))
@@ -55,7 +55,7 @@ impl PrefixCache {
     }
 
     /// Adds (or refreshes) blocks, evicting the least recently used beyond capacity.
-    pub fn insert(&mut self, blocks: &[u64]) {
+    pub(super) fn insert(&mut self, blocks: &[u64]) {
         for hash in blocks {
             self.touch(*hash);
         }

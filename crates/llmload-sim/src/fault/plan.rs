@@ -52,7 +52,11 @@ impl Default for FaultPlan {
 impl FaultPlan {
     /// Applies the selected kinds (the first of each kind wins) to a request of `prompt_tokens`
     /// tokens asking for `output_tokens`.
-    pub fn resolve(kinds: &[&FaultKind], prompt_tokens: usize, output_tokens: usize) -> Self {
+    pub(crate) fn resolve(
+        kinds: &[&FaultKind],
+        prompt_tokens: usize,
+        output_tokens: usize,
+    ) -> Self {
         let half = output_tokens / 2;
         let mut plan = FaultPlan::default();
         for kind in kinds {
@@ -119,7 +123,7 @@ struct InjectorState {
 
 impl FaultInjector {
     /// An injector for these specs; `rate` draws are seeded from `seed` and the spec's position.
-    pub fn new(specs: Vec<FaultSpec>, seed: u64) -> Self {
+    pub(crate) fn new(specs: Vec<FaultSpec>, seed: u64) -> Self {
         let rates = (0..specs.len() as u64)
             .map(|index| StdRng::seed_from_u64(seed ^ (index + 1).wrapping_mul(0x9e37_79b9)))
             .collect();
@@ -133,12 +137,12 @@ impl FaultInjector {
     }
 
     /// The specs, as configured.
-    pub fn specs(&self) -> &[FaultSpec] {
+    pub(crate) fn specs(&self) -> &[FaultSpec] {
         &self.specs
     }
 
     /// Serial number of the next generation request and the faults that hit it.
-    pub fn next(&self) -> (u64, Vec<&FaultKind>) {
+    pub(crate) fn next(&self) -> (u64, Vec<&FaultKind>) {
         let mut state = self
             .state
             .lock()

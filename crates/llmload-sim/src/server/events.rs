@@ -103,7 +103,7 @@ impl EventContext {
     }
 
     /// The chat stream's first, role-only chunk.
-    pub fn role_event(&self, out: &mut String) {
+    pub(super) fn role_event(&self, out: &mut String) {
         out.push_str("data: {");
         self.openai_head(out);
         out.push_str(
@@ -114,7 +114,7 @@ impl EventContext {
 
     /// One event carrying tokens `first..first + count`; `last` is set when the event carries
     /// the final token (`OpenAI` completions put the finish reason on it).
-    pub fn token_event(
+    pub(super) fn token_event(
         &self,
         out: &mut String,
         first: usize,
@@ -200,7 +200,7 @@ impl EventContext {
     /// Everything after the last token event: llama.cpp's final `stop: true` event, or the
     /// `OpenAI` finish chunk (unless a token chunk carried it), usage chunk (with the `timings`
     /// llama-server puts there) and `[DONE]`.
-    pub fn final_events(&self, out: &mut String, progress: &Progress, finish_sent: bool) {
+    pub(super) fn final_events(&self, out: &mut String, progress: &Progress, finish_sent: bool) {
         let stop = progress
             .finish
             .map_or(StopReason::Limit, |finish| finish.stop);
@@ -310,7 +310,7 @@ impl EventContext {
     }
 
     /// The whole answer of a non-streaming request.
-    pub fn complete_body(&self, progress: &Progress) -> String {
+    pub(super) fn complete_body(&self, progress: &Progress) -> String {
         let mut content = String::new();
         self.push_text(&mut content, 0, progress.generated);
         let stop = progress

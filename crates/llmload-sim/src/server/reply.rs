@@ -22,12 +22,12 @@ pub(crate) struct ApiError {
 
 impl ApiError {
     /// A 400 with this message.
-    pub fn bad_request(message: impl Into<String>) -> Self {
+    pub(super) fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, message)
     }
 
     /// An error with any status.
-    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+    pub(super) fn new(status: StatusCode, message: impl Into<String>) -> Self {
         Self {
             status,
             message: message.into(),
@@ -47,7 +47,7 @@ impl ApiError {
     }
 
     /// `{"error":{"code":N,"message":"..","type":".."}}` with the status.
-    pub fn into_response(self) -> Response<Body> {
+    pub(super) fn into_response(self) -> Response<Body> {
         let body = serde_json::json!({
             "error": {
                 "code": self.status.as_u16(),

@@ -58,7 +58,7 @@ impl Clock {
 
     /// Progress at this moment, given `sent` tokens are out. Zero-cost releases one event's
     /// tokens per call, so that every event is a write of its own.
-    pub fn progress(&self, sent: usize) -> Progress {
+    pub(super) fn progress(&self, sent: usize) -> Progress {
         let due = match self.schedule {
             Schedule::ZeroCost { .. } | Schedule::Engine => sent + self.per_event,
             Schedule::Fixed { ttft, itl } => {
@@ -164,7 +164,7 @@ pub(crate) struct TokenStream {
 
 impl TokenStream {
     /// A stream for one request.
-    pub fn new(context: EventContext, source: Source, plan: &FaultPlan) -> Self {
+    pub(super) fn new(context: EventContext, source: Source, plan: &FaultPlan) -> Self {
         Self {
             role_pending: context.api == Api::Chat,
             context,
@@ -183,7 +183,7 @@ impl TokenStream {
     }
 
     /// The response body.
-    pub fn into_body(self) -> Body {
+    pub(super) fn into_body(self) -> Body {
         let frames = stream::unfold(self, |mut state| async move {
             let frame = state.next_frame().await?;
             Some((frame.map(Frame::data), state))

@@ -11,7 +11,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 /// A running simulator; stops when dropped.
-pub struct Server {
+pub(crate) struct Server {
     pub base: String,
     pub client: reqwest::Client,
     shutdown: CancellationToken,
@@ -24,7 +24,7 @@ impl Drop for Server {
 }
 
 /// Starts a simulator with this profile, time scale and faults.
-pub async fn start(profile: &str, time_scale: f64, faults: &[&str]) -> Server {
+pub(crate) async fn start(profile: &str, time_scale: f64, faults: &[&str]) -> Server {
     let mut config = SimConfig::new(Profile::builtin(profile).expect("built in"));
     config.time_scale = time_scale;
     config.seed = 5;
@@ -36,7 +36,7 @@ pub async fn start(profile: &str, time_scale: f64, faults: &[&str]) -> Server {
 }
 
 /// Starts a simulator with a full config.
-pub async fn start_with(config: SimConfig) -> Server {
+pub(crate) async fn start_with(config: SimConfig) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let address = listener.local_addr().expect("address");
     let shutdown = CancellationToken::new();
@@ -52,7 +52,7 @@ pub async fn start_with(config: SimConfig) -> Server {
 }
 
 impl Server {
-    pub async fn post(&self, path: &str, body: Value) -> reqwest::Response {
+    pub(crate) async fn post(&self, path: &str, body: Value) -> reqwest::Response {
         self.client
             .post(format!("{}{path}", self.base))
             .json(&body)
@@ -61,7 +61,7 @@ impl Server {
             .expect("request sent")
     }
 
-    pub async fn get_json(&self, path: &str) -> Value {
+    pub(crate) async fn get_json(&self, path: &str) -> Value {
         let response = self
             .client
             .get(format!("{}{path}", self.base))
@@ -75,19 +75,19 @@ impl Server {
 
 /// One SSE event as received: its data and when it arrived.
 #[derive(Debug)]
-pub struct Event {
+pub(crate) struct Event {
     pub data: String,
     pub at: Instant,
 }
 
 impl Event {
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.data).expect("event data is JSON")
     }
 }
 
 /// Reads a stream to its end; `Err` carries the events received before the body failed.
-pub async fn read_events(mut response: reqwest::Response) -> Result<Vec<Event>, Vec<Event>> {
+pub(crate) async fn read_events(mut response: reqwest::Response) -> Result<Vec<Event>, Vec<Event>> {
     assert_eq!(
         response
             .headers()

@@ -7,7 +7,7 @@ use std::fmt;
 
 /// Whether a JSON string was non-empty (null reads as absent through `Option`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct NonEmpty(pub bool);
+pub(super) struct NonEmpty(pub bool);
 
 impl<'de> Deserialize<'de> for NonEmpty {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -31,7 +31,7 @@ impl<'de> Deserialize<'de> for NonEmpty {
 /// A field that is there (and not null), read without looking at its value: a number in it
 /// that no `f64` holds does not fail the event.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Present;
+pub(super) struct Present;
 
 impl<'de> Deserialize<'de> for Present {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -42,7 +42,7 @@ impl<'de> Deserialize<'de> for Present {
 
 /// The length of a JSON array.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Count(pub u32);
+pub(super) struct Count(pub u32);
 
 impl<'de> Deserialize<'de> for Count {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

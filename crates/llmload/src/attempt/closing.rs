@@ -21,7 +21,7 @@ pub(crate) struct Recorded {
 
 impl Recorded {
     /// Adds a launch of serial `index`.
-    pub fn add(&mut self, index: u32) {
+    pub(crate) fn add(&mut self, index: u32) {
         self.requests += 1;
         self.serials = Some(match self.serials {
             Some((lo, hi)) => (lo.min(index), hi.max(index)),

@@ -6,11 +6,11 @@ use crate::fmt::number;
 use crate::summary::saturation::{model, Point, Shape};
 
 /// `C_sat`'s range is narrow enough when its width is at most this share of `C_sat`.
-pub const NARROW: f64 = 0.25;
+pub(super) const NARROW: f64 = 0.25;
 
 /// What the refinement does next.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Step {
+pub(super) enum Step {
     /// Measure this load.
     Measure(f64),
     /// Stop refining, and why.
@@ -19,7 +19,7 @@ pub enum Step {
 
 /// The next step for the measured `points` (in load order) of a sweep of `shape`, with `budget`
 /// loads allowed in all and `max_load` the largest allowed.
-pub fn next(points: &[Point], shape: Shape, budget: usize, max_load: f64) -> Step {
+pub(super) fn next(points: &[Point], shape: Shape, budget: usize, max_load: f64) -> Step {
     let Some(fit) = model::fit(points, shape) else {
         return Step::Done("too few loads with throughput to fit C_sat".into());
     };

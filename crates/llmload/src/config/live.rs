@@ -20,10 +20,10 @@ pub struct Watch {
 }
 
 /// How often the heartbeat is printed when `--heartbeat` is not given.
-pub const HEARTBEAT: Duration = Duration::from_secs(30);
+pub(super) const HEARTBEAT: Duration = Duration::from_secs(30);
 
 /// The watch options resolved.
-pub fn watch(options: &WatchOptions) -> Result<Watch, ConfigError> {
+pub(super) fn watch(options: &WatchOptions) -> Result<Watch, ConfigError> {
     Ok(Watch {
         metrics: metrics(
             options.metrics_listen.as_deref(),
@@ -55,7 +55,7 @@ impl MetricsConfig {
 
 /// `--metrics-listen ADDR` and `--metrics-linger DURATION` resolved: off without an address; a
 /// linger without one is refused (it would keep nothing up).
-pub fn metrics(
+pub(super) fn metrics(
     listen: Option<&str>,
     linger: Option<&str>,
 ) -> Result<Option<MetricsConfig>, ConfigError> {

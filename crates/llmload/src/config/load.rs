@@ -7,7 +7,7 @@ use super::{
 };
 use crate::workload::schedule::Bound;
 use crate::workload::session::{SessionSpec, Think};
-pub use crate::workload::shape::Cancel;
+pub(super) use crate::workload::shape::Cancel;
 use crate::workload::shape::{Arrival, LoadPoint, ShapeTemplate, Slo};
 use crate::workload::stages::{self, LevelKind, Stage};
 use crate::workload::trace::{self, TraceEntry};

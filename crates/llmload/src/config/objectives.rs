@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The objectives of every request, and each model's where it has its own.
-pub type Objectives = (Slo, BTreeMap<String, Slo>);
+pub(super) type Objectives = (Slo, BTreeMap<String, Slo>);
 
 /// One flag's value: the objective of every request, and each model's.
 type Parsed = (Option<Duration>, BTreeMap<String, Duration>);

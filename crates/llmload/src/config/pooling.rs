@@ -5,7 +5,7 @@ use super::{bad, Config, ConfigError, Settings};
 use crate::api::Api;
 
 /// The most inputs one request may carry.
-pub const MAX_BATCH: u32 = 65_536;
+pub(super) const MAX_BATCH: u32 = 65_536;
 
 /// The inputs per request of each case: `--batch-size` (1 by default) for a pooling API, none
 /// for generation, where the flag is refused.

@@ -6,7 +6,7 @@
 use super::{bad, Config, ConfigError};
 
 /// The most repeats a series may declare.
-pub const MAX_REPEATS: u32 = 10_000;
+pub(super) const MAX_REPEATS: u32 = 10_000;
 
 /// Refuses a `--repeat` that no series can run, with the reason.
 pub(super) fn check(config: &Config) -> Result<(), ConfigError> {

@@ -52,7 +52,7 @@ fn runs(question: &Question, m: &Measured, kind: Kind, case: &CaseSummary) -> (V
 
 /// Widens `support`'s TTFT interval by the spread between runs where it is known, and says
 /// which it is in `between_runs`.
-pub fn apply(
+pub(super) fn apply(
     question: &Question,
     m: &Measured,
     kind: Kind,
@@ -77,7 +77,7 @@ pub fn apply(
 
 /// The prediction interval of one more run from `values` (k ≥ 2, all above 0), ms, and the
 /// runs' spread as a percent; `None` where it cannot be had.
-pub fn prediction(values: &[f64]) -> Option<(f64, f64, f64)> {
+pub(super) fn prediction(values: &[f64]) -> Option<(f64, f64, f64)> {
     if values.len() < 2 || values.iter().any(|v| *v <= 0.0 || !v.is_finite()) {
         return None;
     }

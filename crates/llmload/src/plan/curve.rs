@@ -65,7 +65,7 @@ impl CurveAnswer {
 }
 
 /// The answer of attempt `m` for `cases` (one prompt length, one kind of load).
-pub fn answer(
+pub(super) fn answer(
     question: &Question,
     m: &Measured,
     kind: Kind,

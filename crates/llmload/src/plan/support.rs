@@ -7,7 +7,7 @@ use serde::Serialize;
 
 /// The load shape of a case: what its load axis means.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// Closed rounds: C requests together.
     Rounds,
     /// Closed continuous: C kept in flight.
@@ -18,7 +18,7 @@ pub enum Kind {
 
 impl Kind {
     /// The kind of `case`.
-    pub fn of(case: &CaseSummary) -> Kind {
+    pub(crate) fn of(case: &CaseSummary) -> Kind {
         match &case.load {
             None => Kind::Rounds,
             Some(l) if l.nominal_rate_rps.is_some() => Kind::Open,
@@ -108,7 +108,7 @@ pub struct Support {
 /// Evaluates `case` against the budgets, with the interval of its TTFT percentile from the
 /// sorted `samples` of its responses' TTFTs (when they are the summary's); `None` when it was
 /// stopped before it could say.
-pub fn evaluate(
+pub(super) fn evaluate(
     question: &Question,
     kind: Kind,
     case: &CaseSummary,

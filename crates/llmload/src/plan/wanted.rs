@@ -54,7 +54,7 @@ pub struct WantedAnswer {
 /// interpolates between, at `load` on `slots` slots over `rounds` rounds (sorted, each full wave
 /// holds `rounds × slots` responses, faster than any of the next wave); `None` when it straddles
 /// two waves.
-pub fn wave_of_quantile(load: u32, slots: u32, rounds: usize, q: f64) -> Option<u32> {
+pub(super) fn wave_of_quantile(load: u32, slots: u32, rounds: usize, q: f64) -> Option<u32> {
     let n = rounds * load as usize;
     if n == 0 || slots == 0 {
         return None;
@@ -94,7 +94,7 @@ fn resting_on(
 }
 
 /// A wanted load against `points`; `None` when it is asked on another kind of load.
-pub fn answer(
+pub(super) fn answer(
     question: &Question,
     measured: &Measured,
     kind: Kind,

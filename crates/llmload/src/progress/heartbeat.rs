@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 /// The heartbeat line of `s`, `elapsed` into its load (no colour, no control character).
-pub fn heartbeat_line(s: &Snapshot, elapsed: Duration) -> String {
+pub(super) fn heartbeat_line(s: &Snapshot, elapsed: Duration) -> String {
     let mut parts = Vec::new();
     if let Some((k, n)) = s.repeat {
         parts.push(format!("repeat {k}/{n}"));

@@ -102,7 +102,7 @@ pub fn line(
 
 /// "elapsed 1m 30s · ETA 2m", with "(draining)" once a duration-bound load's time is over and
 /// requests are still in flight or waiting.
-pub fn elapsed_and_eta(s: &Snapshot, elapsed: Duration) -> String {
+pub(super) fn elapsed_and_eta(s: &Snapshot, elapsed: Duration) -> String {
     let whole = |d: Duration| crate::fmt::span(d.as_secs() as f64);
     let eta = s.eta(elapsed).map_or_else(
         || "ETA unknown".to_owned(),

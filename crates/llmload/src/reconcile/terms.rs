@@ -8,7 +8,7 @@ use crate::record::Record;
 use crate::stats::interval;
 
 /// What the records say of how the definitions differ on them.
-pub struct Definitions {
+pub(super) struct Definitions {
     /// Responses whose first event came before their first token (a chat stream's role chunk).
     role_chunks: usize,
     /// Responses.
@@ -22,7 +22,7 @@ pub struct Definitions {
 
 impl Definitions {
     /// What `records` say.
-    pub fn of(records: &[&Record]) -> Definitions {
+    pub(super) fn of(records: &[&Record]) -> Definitions {
         Definitions {
             role_chunks: records
                 .iter()
@@ -45,7 +45,7 @@ impl Definitions {
 
 /// The terms of `row`'s gap; `figure` is the tool's figure behind it (`throughput` for the
 /// output throughput).
-pub fn terms(
+pub(super) fn terms(
     row: &MetricRow,
     dialect: Dialect,
     figure: &str,

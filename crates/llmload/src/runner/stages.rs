@@ -27,7 +27,7 @@ pub(super) struct Segment<'p> {
 
 impl<'p> Segment<'p> {
     /// The whole load of `plan`, ending with its duration if it has one.
-    pub fn whole(plan: &'p CasePlan, bound: Bound) -> Segment<'p> {
+    pub(super) fn whole(plan: &'p CasePlan, bound: Bound) -> Segment<'p> {
         let end = match bound {
             Bound::Duration(d) => Some(d),
             Bound::Requests(_) => None,
@@ -40,7 +40,7 @@ impl<'p> Segment<'p> {
     }
 
     /// The index of the segment running at `offset` from the start of the load.
-    pub fn at(segments: &[Segment<'_>], offset: Duration) -> usize {
+    pub(super) fn at(segments: &[Segment<'_>], offset: Duration) -> usize {
         segments
             .partition_point(|s| s.start <= offset)
             .saturating_sub(1)

@@ -6,7 +6,7 @@ use crate::record::{Record, Status};
 
 /// Outcomes so far, and the first failure and unverified response met.
 #[derive(Clone, Debug, Default)]
-pub struct Tally {
+pub(super) struct Tally {
     /// The counts.
     pub counts: Counts,
     /// The first failed or invalid response's kind and message, at most 300 characters.
@@ -17,7 +17,7 @@ pub struct Tally {
 
 impl Tally {
     /// Counts one measured record.
-    pub fn add(&mut self, r: &Record) {
+    pub(super) fn add(&mut self, r: &Record) {
         let c = &mut self.counts;
         match r.status {
             Status::Ok => {

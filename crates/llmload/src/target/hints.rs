@@ -7,7 +7,7 @@ use crate::api::fetch::FetchError;
 use crate::api::Api;
 
 /// The clause after a failed setup request to `url` (`; …`), or nothing.
-pub fn fetch_hint(error: &FetchError, url: &str) -> String {
+pub(super) fn fetch_hint(error: &FetchError, url: &str) -> String {
     let tls = url.starts_with("https://");
     match error {
         FetchError::Connect { error, .. } => {
@@ -40,7 +40,7 @@ pub fn fetch_hint(error: &FetchError, url: &str) -> String {
 }
 
 /// The clause after a generation answered 404 on `api`'s path: the path, and the other APIs.
-pub fn not_found_hint(api: Api) -> String {
+pub(super) fn not_found_hint(api: Api) -> String {
     let others: Vec<&str> = <Api as clap::ValueEnum>::value_variants()
         .iter()
         .filter(|a| **a != api)

@@ -9,7 +9,7 @@ const BROWSER_HOSTS: [&str; 3] = ["google.com/", "googleapis.com/", "gvt1.com/"]
 
 /// Fails, saying how to install it, where Debian's `chromium` is not installed: a test of the
 /// page fails rather than pass unseen.
-pub fn assert_installed() {
+pub(crate) fn assert_installed() {
     let installed = std::process::Command::new("chromium")
         .arg("--version")
         .output()
@@ -23,7 +23,7 @@ pub fn assert_installed() {
 /// Runs headless Chromium on `page` with `args` (`--dump-dom`, `--screenshot=…`,
 /// `--window-size=…`) and the network cut off: every request goes to a closed loopback proxy
 /// and no name resolves. Returns what it printed and the URLs requested.
-pub fn run(page: &Path, profile: &Path, args: &[&str]) -> (String, Vec<String>) {
+pub(crate) fn run(page: &Path, profile: &Path, args: &[&str]) -> (String, Vec<String>) {
     let tag: String = args
         .concat()
         .chars()

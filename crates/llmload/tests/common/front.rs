@@ -12,7 +12,7 @@ use std::time::Duration;
 
 /// What a [`Front`] does with a generation request (`POST /completion`).
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Passes it on to llama-server, as every other request.
     Pass,
     /// Answers `503 Service Unavailable` itself: the server refuses every generation.
@@ -26,7 +26,7 @@ pub enum Mode {
 /// byte for byte, and the connections whose first request is a generation are counted (a
 /// request sent on a kept-alive connection opens none). In [`Mode::Refuse`] it answers those
 /// requests `503` instead.
-pub struct Front {
+pub(crate) struct Front {
     /// Base URL.
     pub url: String,
     generations: Arc<AtomicUsize>,
@@ -34,7 +34,7 @@ pub struct Front {
 
 impl Front {
     /// Starts a front for `upstream` (`http://host:port`) on a free loopback port.
-    pub fn start(upstream: &str, mode: Mode) -> Front {
+    pub(crate) fn start(upstream: &str, mode: Mode) -> Front {
         let upstream = upstream
             .strip_prefix("http://")
             .expect("an http:// URL")
@@ -55,7 +55,7 @@ impl Front {
     }
 
     /// Connections whose first request was a generation, so far.
-    pub fn generations(&self) -> usize {
+    pub(crate) fn generations(&self) -> usize {
         self.generations.load(Ordering::SeqCst)
     }
 }

@@ -15,14 +15,15 @@ use tokio::net::{TcpListener, TcpStream};
 
 /// A path prefix the server answers under as well as at its root: a base URL's path with a
 /// space in it, as it must arrive (percent-encoded).
-pub const PREFIX: &str = "/my%20api";
+pub(crate) const PREFIX: &str = "/my%20api";
 
 /// What [`Mode::Controls`] puts in its texts.
-pub const CONTROLS: &str = "\u{1b}]0;pwned\u{7}\u{1b}[2J\rerror: forged line\u{9b}31m\u{202e}";
+pub(crate) const CONTROLS: &str =
+    "\u{1b}]0;pwned\u{7}\u{1b}[2J\rerror: forged line\u{9b}31m\u{202e}";
 
 /// One request as the server received it.
 #[derive(Clone, Debug)]
-pub struct Seen {
+pub(crate) struct Seen {
     /// `GET`, `POST`, …
     pub method: String,
     /// The request target, e.g. `/completion`.
@@ -49,16 +50,18 @@ mod process;
 mod proxy;
 #[path = "hostile/strict.rs"]
 mod strict;
-pub use apis::Fault;
-pub use cut::OVERFLOW;
+pub(crate) use apis::Fault;
+pub(crate) use cut::OVERFLOW;
 use misframed::{echo, misframed};
-pub use mode::Mode;
-pub use process::{eventually, files_under, is_empty_or_absent, llmload_within, Finished, Running};
+pub(crate) use mode::Mode;
+pub(crate) use process::{
+    eventually, files_under, is_empty_or_absent, llmload_within, Finished, Running,
+};
 use proxy::final_event;
-pub use strict::TEMPLATE_TOKENS;
+pub(crate) use strict::TEMPLATE_TOKENS;
 
 /// A hostile server on a free loopback port; stopped when dropped.
-pub struct Server {
+pub(crate) struct Server {
     /// Base URL, e.g. `http://127.0.0.1:40123`.
     pub url: String,
     seen: Log,
@@ -67,7 +70,7 @@ pub struct Server {
 
 impl Server {
     /// Starts a server that behaves as `mode` says.
-    pub fn start(mode: Mode) -> Server {
+    pub(crate) fn start(mode: Mode) -> Server {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -87,7 +90,7 @@ impl Server {
     }
 
     /// Every request received so far.
-    pub fn requests(&self) -> Vec<Seen> {
+    pub(crate) fn requests(&self) -> Vec<Seen> {
         self.seen
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -95,12 +98,12 @@ impl Server {
     }
 
     /// Requests received so far for `path`.
-    pub fn count(&self, path: &str) -> usize {
+    pub(crate) fn count(&self, path: &str) -> usize {
         self.requests().iter().filter(|r| r.path == path).count()
     }
 
     /// Requests received so far, all paths.
-    pub fn total(&self) -> usize {
+    pub(crate) fn total(&self) -> usize {
         self.requests().len()
     }
 }

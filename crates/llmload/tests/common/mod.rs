@@ -3,9 +3,9 @@
 #![allow(dead_code)]
 #![expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 
-pub mod chromium;
-pub mod front;
-pub mod hostile;
+pub(crate) mod chromium;
+pub(crate) mod front;
+pub(crate) mod hostile;
 
 use serde_json::Value;
 use std::ffi::OsStr;
@@ -16,10 +16,10 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Tests that load a server run one at a time, so that timings do not interfere.
-pub static SERIAL: Mutex<()> = Mutex::new(());
+pub(crate) static SERIAL: Mutex<()> = Mutex::new(());
 
 /// A llama-server process, killed when dropped (and by `timeout` if the test process dies).
-pub struct LlamaServer {
+pub(crate) struct LlamaServer {
     child: Child,
     /// Base URL, e.g. `http://127.0.0.1:40123`.
     pub url: String,
@@ -60,12 +60,12 @@ fn installed() -> (String, String) {
 
 impl LlamaServer {
     /// Starts llama-server with 4 slots of 1,024 tokens and metrics, on a port the OS picks.
-    pub fn start() -> LlamaServer {
+    pub(crate) fn start() -> LlamaServer {
         LlamaServer::start_with(&[])
     }
 
     /// As [`LlamaServer::start`], with extra llama-server flags.
-    pub fn start_with(extra: &[&str]) -> LlamaServer {
+    pub(crate) fn start_with(extra: &[&str]) -> LlamaServer {
         let (server, model) = installed();
         let mut child = Command::new("timeout")
             .args([
@@ -163,11 +163,11 @@ fn stop(child: &mut Child) {
 
 /// What a start script (`scripts/start-vllm.sh`, `scripts/start-litellm.sh`) printed: its
 /// `NAME=value` lines.
-pub struct Started(String);
+pub(crate) struct Started(String);
 
 impl Started {
     /// Runs `command`, a start script, and checks that it succeeded.
-    pub fn run(command: &mut Command) -> Started {
+    pub(crate) fn run(command: &mut Command) -> Started {
         let output = command.output().expect("run the start script");
         let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
         assert!(
@@ -180,7 +180,7 @@ impl Started {
     }
 
     /// The value printed as `name=value` (`name` without the `=`).
-    pub fn get(&self, name: &str) -> String {
+    pub(crate) fn get(&self, name: &str) -> String {
         self.0
             .lines()
             .find_map(|l| l.strip_prefix(name)?.strip_prefix('='))
@@ -189,7 +189,7 @@ impl Started {
 }
 
 /// The outcome of one `llmload` invocation.
-pub struct Invocation {
+pub(crate) struct Invocation {
     /// Exit code.
     pub code: i32,
     /// Standard output.
@@ -199,12 +199,12 @@ pub struct Invocation {
 }
 
 /// Runs the llmload binary with `args`.
-pub fn llmload(args: &[&str]) -> Invocation {
+pub(crate) fn llmload(args: &[&str]) -> Invocation {
     llmload_with_env(args, &[])
 }
 
 /// Runs the llmload binary with `args` and the environment variables `env` set.
-pub fn llmload_with_env(args: &[&str], env: &[(&str, &str)]) -> Invocation {
+pub(crate) fn llmload_with_env(args: &[&str], env: &[(&str, &str)]) -> Invocation {
     let output = Command::new(env!("CARGO_BIN_EXE_llmload"))
         .args(args)
         .envs(env.iter().copied())
@@ -218,7 +218,7 @@ pub fn llmload_with_env(args: &[&str], env: &[(&str, &str)]) -> Invocation {
 }
 
 /// Starts the llmload binary with `args`, its output discarded: for a run a test stops itself.
-pub fn spawn_quiet<S: AsRef<OsStr>>(args: impl IntoIterator<Item = S>) -> Child {
+pub(crate) fn spawn_quiet<S: AsRef<OsStr>>(args: impl IntoIterator<Item = S>) -> Child {
     Command::new(env!("CARGO_BIN_EXE_llmload"))
         .args(args)
         .stdout(Stdio::null())
@@ -229,13 +229,23 @@ pub fn spawn_quiet<S: AsRef<OsStr>>(args: impl IntoIterator<Item = S>) -> Child 
 
 /// `llmload run --url URL --out OUT --name NAME --telemetry off EXTRA…`; returns the invocation
 /// and the attempt folder it made.
-pub fn run_against(out: &Path, name: &str, url: &str, extra: &[&str]) -> (Invocation, PathBuf) {
+pub(crate) fn run_against(
+    out: &Path,
+    name: &str,
+    url: &str,
+    extra: &[&str],
+) -> (Invocation, PathBuf) {
     against("run", out, name, url, extra)
 }
 
 /// `llmload sweep --url URL --out OUT --name NAME --telemetry off EXTRA…`; returns the
 /// invocation and the attempt folder it made.
-pub fn sweep_against(out: &Path, name: &str, url: &str, extra: &[&str]) -> (Invocation, PathBuf) {
+pub(crate) fn sweep_against(
+    out: &Path,
+    name: &str,
+    url: &str,
+    extra: &[&str],
+) -> (Invocation, PathBuf) {
     against("sweep", out, name, url, extra)
 }
 
@@ -264,7 +274,7 @@ fn against(
 }
 
 /// The single attempt folder under `out/name/`.
-pub fn attempt_dir(out: &Path, name: &str) -> PathBuf {
+pub(crate) fn attempt_dir(out: &Path, name: &str) -> PathBuf {
     let dirs: Vec<PathBuf> = std::fs::read_dir(out.join(name))
         .expect("campaign folder exists")
         .map(|e| e.expect("dir entry").path())
@@ -275,7 +285,7 @@ pub fn attempt_dir(out: &Path, name: &str) -> PathBuf {
 
 /// Waits (until `deadline`) for the attempt folder under `out/name/` whose `requests.jsonl` has a
 /// line holding `text`; panics past the deadline.
-pub fn until_recorded(out: &Path, name: &str, text: &str, deadline: Instant) -> PathBuf {
+pub(crate) fn until_recorded(out: &Path, name: &str, text: &str, deadline: Instant) -> PathBuf {
     loop {
         assert!(Instant::now() < deadline, "no record holding {text}");
         std::thread::sleep(Duration::from_millis(100));
@@ -291,7 +301,7 @@ pub fn until_recorded(out: &Path, name: &str, text: &str, deadline: Instant) -> 
 
 /// Sends `signal` (`-INT`, `-TERM`) to `child` and waits (until `deadline`) for its exit code;
 /// kills it and panics past the deadline.
-pub fn signal_and_wait(child: &mut Child, signal: &str, deadline: Instant) -> Option<i32> {
+pub(crate) fn signal_and_wait(child: &mut Child, signal: &str, deadline: Instant) -> Option<i32> {
     let sent = Command::new("kill")
         .args([signal, &child.id().to_string()])
         .status()
@@ -310,7 +320,7 @@ pub fn signal_and_wait(child: &mut Child, signal: &str, deadline: Instant) -> Op
 }
 
 /// The attempt folder under `out/name/` once the run has made it (the first one listed).
-pub fn attempt_so_far(out: &Path, name: &str) -> Option<PathBuf> {
+pub(crate) fn attempt_so_far(out: &Path, name: &str) -> Option<PathBuf> {
     std::fs::read_dir(out.join(name))
         .ok()
         .and_then(|mut d| d.next())
@@ -319,12 +329,12 @@ pub fn attempt_so_far(out: &Path, name: &str) -> Option<PathBuf> {
 }
 
 /// Reads a JSON file.
-pub fn json(path: &Path) -> Value {
+pub(crate) fn json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("file exists")).expect("valid JSON")
 }
 
 /// Reads a JSON-lines file.
-pub fn json_lines(path: &Path) -> Vec<Value> {
+pub(crate) fn json_lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .expect("file exists")
         .lines()
@@ -333,7 +343,7 @@ pub fn json_lines(path: &Path) -> Vec<Value> {
 }
 
 /// The measured records of an attempt folder.
-pub fn measured(dir: &Path) -> Vec<Value> {
+pub(crate) fn measured(dir: &Path) -> Vec<Value> {
     json_lines(&dir.join("requests.jsonl"))
         .into_iter()
         .filter(|r| r["phase"] == "measured")
@@ -341,13 +351,13 @@ pub fn measured(dir: &Path) -> Vec<Value> {
 }
 
 /// A count in a record, or a failed test that shows the value.
-pub fn count(v: &Value) -> u64 {
+pub(crate) fn count(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("a count: {v}"))
 }
 
 /// A vLLM server started by `scripts/start-vllm.sh FLAGS…` (or given by the environment
 /// variable named, and left running), stopped with SIGTERM (the whole server) when dropped.
-pub struct VllmServer {
+pub(crate) struct VllmServer {
     /// Base URL.
     pub url: String,
     pid: Option<String>,
@@ -355,7 +365,7 @@ pub struct VllmServer {
 
 impl VllmServer {
     /// The server at `$given`, else one started with `flags`.
-    pub fn start(given: &str, flags: &[&str]) -> VllmServer {
+    pub(crate) fn start(given: &str, flags: &[&str]) -> VllmServer {
         if let Ok(url) = std::env::var(given) {
             return VllmServer { url, pid: None };
         }
@@ -381,7 +391,7 @@ impl Drop for VllmServer {
 }
 
 /// `llmload run ARGS…` is a usage error (exit code 2) of one line that says `said`.
-pub fn assert_refused(flags: &[&str], said: &str) {
+pub(crate) fn assert_refused(flags: &[&str], said: &str) {
     let mut argv = vec!["run"];
     argv.extend_from_slice(flags);
     let run = llmload(&argv);
@@ -391,7 +401,7 @@ pub fn assert_refused(flags: &[&str], said: &str) {
 }
 
 /// A `llmload sim` process on a free loopback port, killed when dropped.
-pub struct Simulator {
+pub(crate) struct Simulator {
     child: Child,
     /// Base URL.
     pub url: String,
@@ -399,14 +409,14 @@ pub struct Simulator {
 
 impl Simulator {
     /// Starts `llmload sim --port 0` with `extra` arguments.
-    pub fn start(extra: &[&str]) -> Simulator {
+    pub(crate) fn start(extra: &[&str]) -> Simulator {
         let mut args = vec!["--port", "0"];
         args.extend_from_slice(extra);
         Simulator::spawn(&args)
     }
 
     /// Starts `llmload sim` with no `--port`: it picks a free port itself.
-    pub fn start_bare() -> Simulator {
+    pub(crate) fn start_bare() -> Simulator {
         Simulator::spawn(&[])
     }
 
@@ -420,7 +430,7 @@ impl Simulator {
 
 /// Starts `llmload ARGS…` (under `timeout --signal=KILL SECONDS`), a server that prints
 /// `listening on URL` first: the child and its URL.
-pub fn listening(args: &[&str], seconds: &str) -> (Child, String) {
+pub(crate) fn listening(args: &[&str], seconds: &str) -> (Child, String) {
     let mut child = Command::new("timeout")
         .args(["--signal=KILL", seconds, env!("CARGO_BIN_EXE_llmload")])
         .args(args)
@@ -451,7 +461,7 @@ impl Drop for Simulator {
 /// `request_id`, no two the same; every `ok` one has a `server` object from `source` whose TTFT
 /// (where given) is no longer than the client's and not flagged, with its prefill and decode.
 /// Returns how many `ok` records carry the server's TTFT.
-pub fn assert_ids_and_server_timings(records: &[Value], source: &str) -> usize {
+pub(crate) fn assert_ids_and_server_timings(records: &[Value], source: &str) -> usize {
     let ids: std::collections::HashSet<&str> = records
         .iter()
         .map(|r| {
@@ -490,7 +500,7 @@ pub fn assert_ids_and_server_timings(records: &[Value], source: &str) -> usize {
 /// before the head: it is taken when the write returns, and a fast server's head can be stamped
 /// by the kernel before that); a new connection's setup present, and its TLS handshake exactly
 /// when `tls`; a kept-alive one with no setup.
-pub fn assert_phases(record: &Value, tls: bool) -> bool {
+pub(crate) fn assert_phases(record: &Value, tls: bool) -> bool {
     let phases = &record["phases"];
     let at = |v: &Value| v.as_f64().unwrap_or_else(|| panic!("a number: {record}"));
     let last_token = record["event_ms"]
@@ -520,7 +530,7 @@ pub fn assert_phases(record: &Value, tls: bool) -> bool {
 
 /// A word-level tokenizer (each whitespace-separated word one token), as the simulator's
 /// generated text is tokenized.
-pub const WORDS_TOKENIZER: &str = r#"{"version":"1.0","truncation":null,"padding":null,
+pub(crate) const WORDS_TOKENIZER: &str = r#"{"version":"1.0","truncation":null,"padding":null,
     "added_tokens":[],"normalizer":null,"pre_tokenizer":{"type":"WhitespaceSplit"},
     "post_processor":null,"decoder":null,
     "model":{"type":"WordLevel","vocab":{"[UNK]":0},"unk_token":"[UNK]"}}"#;

@@ -108,7 +108,7 @@ pub(super) fn left_out(summary: &Summary) -> String {
 }
 
 /// The confidence level of the intervals drawn, in words ("95 %").
-pub fn level() -> String {
+pub(super) fn level() -> String {
     format!(
         "{} %",
         crate::fmt::number(crate::stats::interval::level() * 100.0)

@@ -169,7 +169,7 @@ fn verdict_text(v: &Verdict, x: &Comparison) -> String {
 }
 
 /// One failing check in words: case, metric, BASE figure (n), NEW figure (n), change, rule.
-pub fn failure_line(c: &Check) -> String {
+pub(super) fn failure_line(c: &Check) -> String {
     let kind = c.rule.metric.kind();
     let x = match &c.verdict {
         Verdict::Unfinished { reason } => {
@@ -272,7 +272,7 @@ fn change(kind: Kind, rule: &Rule, x: &Comparison) -> String {
 }
 
 /// The gate as JSON: whether it passed, counts by verdict, and every check with its figures.
-pub fn to_json(checks: &[Check], strict: bool) -> serde_json::Value {
+pub(super) fn to_json(checks: &[Check], strict: bool) -> serde_json::Value {
     let count = |name: &str| checks.iter().filter(|c| c.verdict.name() == name).count();
     let failed = checks.iter().filter(|c| c.verdict.fails(strict)).count();
     serde_json::json!({

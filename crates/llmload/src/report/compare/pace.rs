@@ -20,7 +20,7 @@ fn paces(case: &CaseSummary) -> Option<[Option<&Distribution>; 2]> {
 }
 
 /// The section, or nothing when no attempt's records carry the server's timings.
-pub fn render(out: &mut String, rows: &[(CaseKey, Vec<Option<&CaseSummary>>)]) {
+pub(super) fn render(out: &mut String, rows: &[(CaseKey, Vec<Option<&CaseSummary>>)]) {
     let any = rows
         .iter()
         .flat_map(|(_, cases)| cases.iter().flatten())

@@ -10,7 +10,7 @@ use crate::summary::CaseSummary;
 use std::fmt::Write;
 
 /// The section, or nothing when no attempt's records carry phases.
-pub fn render(out: &mut String, rows: &[(CaseKey, Vec<Option<&CaseSummary>>)]) {
+pub(super) fn render(out: &mut String, rows: &[(CaseKey, Vec<Option<&CaseSummary>>)]) {
     let any = rows
         .iter()
         .flat_map(|(_, cases)| cases.iter().flatten())
@@ -59,7 +59,7 @@ fn cells(case: Option<&CaseSummary>) -> String {
 }
 
 /// One attempt's phase figures of a case in the JSON: `null` without phases.
-pub fn to_json(case: &CaseSummary) -> serde_json::Value {
+pub(super) fn to_json(case: &CaseSummary) -> serde_json::Value {
     let Some(p) = &case.phases else {
         return serde_json::Value::Null;
     };

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 /// What one request does, each step timed from the one before, starting at its send.
 #[derive(Clone, Debug)]
-pub struct Script {
+pub(super) struct Script {
     /// The response head arrives this long after the send.
     pub head: Duration,
     /// Each token event, one token each, this long after the step before it.
@@ -24,7 +24,7 @@ pub struct Script {
 
 /// How a scripted request ends.
 #[derive(Clone, Debug)]
-pub enum End {
+pub(super) enum End {
     /// The final event, this long after the last token, with the counters the request asked
     /// for (its prompt's tokens, none cached, the tokens streamed).
     Done(Duration),
@@ -41,7 +41,7 @@ fn ms(n: u64) -> Duration {
 impl Script {
     /// A complete response: the head and first token `ttft` ms after the send, `tokens` tokens
     /// in all, `gap` ms apart, the final event with the last.
-    pub fn ok(ttft: u64, tokens: u32, gap: u64) -> Script {
+    pub(super) fn ok(ttft: u64, tokens: u32, gap: u64) -> Script {
         let mut gaps = vec![ms(0)];
         gaps.extend((1..tokens).map(|_| ms(gap)));
         Script {
@@ -53,13 +53,13 @@ impl Script {
 
     /// A complete response of `tokens` tokens that takes `total` ms from send to end, its
     /// tokens evenly apart (`total` a multiple of `tokens`).
-    pub fn lasting(total: u64, tokens: u32) -> Script {
+    pub(super) fn lasting(total: u64, tokens: u32) -> Script {
         let gap = total / u64::from(tokens);
         Script::ok(gap, tokens, gap)
     }
 
     /// An HTTP error `after` ms after the send, before any token.
-    pub fn http_error(after: u64, status: u16) -> Script {
+    pub(super) fn http_error(after: u64, status: u16) -> Script {
         Script {
             head: ms(after),
             gaps: Vec::new(),
@@ -74,7 +74,7 @@ impl Script {
     }
 
     /// A request whose head comes `head` ms after the send and then nothing.
-    pub fn hang(head: u64) -> Script {
+    pub(super) fn hang(head: u64) -> Script {
         Script {
             head: ms(head),
             gaps: Vec::new(),
@@ -85,7 +85,7 @@ impl Script {
 
 /// One call, as the fake saw it.
 #[derive(Clone, Debug)]
-pub struct Call {
+pub(super) struct Call {
     /// When it was sent.
     pub sent: Instant,
     /// When it ended (complete, failed, timed out or stopped).
@@ -99,7 +99,7 @@ pub struct Call {
 type Scripter = Box<dyn Fn(usize) -> Script + Send + Sync>;
 
 /// The fake: the `n`-th call (from 0, in the order calls arrive) plays `script(n)`.
-pub struct Fake {
+pub(super) struct Fake {
     script: Scripter,
     timeout: Duration,
     calls: AtomicUsize,
@@ -110,7 +110,7 @@ pub struct Fake {
 
 impl Fake {
     /// A fake whose `n`-th call plays `script(n)`, each within `timeout`.
-    pub fn new(
+    pub(super) fn new(
         timeout: Duration,
         script: impl Fn(usize) -> Script + Send + Sync + 'static,
     ) -> Fake {
@@ -125,19 +125,19 @@ impl Fake {
     }
 
     /// Every ended call, in the order they were made.
-    pub fn calls(&self) -> Vec<Call> {
+    pub(super) fn calls(&self) -> Vec<Call> {
         let mut log = self.log.lock().expect("the log").clone();
         log.sort_by_key(|(n, _)| *n);
         log.into_iter().map(|(_, call)| call).collect()
     }
 
     /// The most calls that were in flight at once.
-    pub fn most_in_flight(&self) -> usize {
+    pub(super) fn most_in_flight(&self) -> usize {
         self.most_in_flight.load(Ordering::SeqCst)
     }
 
     /// Calls made so far, ended or not.
-    pub fn made(&self) -> usize {
+    pub(super) fn made(&self) -> usize {
         self.calls.load(Ordering::SeqCst)
     }
 }

@@ -21,13 +21,13 @@ struct Bucket {
 
 /// The window's seconds.
 #[derive(Clone, Debug, Default)]
-pub struct Blocks {
+pub(super) struct Blocks {
     seconds: BTreeMap<i64, Bucket>,
 }
 
 /// The intervals of a window's rates.
 #[derive(Debug)]
-pub struct RateIntervals {
+pub(super) struct RateIntervals {
     /// Output tokens per second.
     pub throughput: Ci,
     /// `ok` responses completed per second.
@@ -47,13 +47,13 @@ fn second(t: Seconds) -> i64 {
 
 impl Blocks {
     /// `n` tokens arrived at `t` (inside the window).
-    pub fn tokens(&mut self, t: Seconds, n: u32) {
+    pub(super) fn tokens(&mut self, t: Seconds, n: u32) {
         self.seconds.entry(second(t)).or_default().tokens += f64::from(n);
     }
 
     /// A measured `ok` response completed at `d` (inside the window), meeting the objectives
     /// or not.
-    pub fn done(&mut self, d: Seconds, meets: Meets<bool>) {
+    pub(super) fn done(&mut self, d: Seconds, meets: Meets<bool>) {
         let b = self.seconds.entry(second(d)).or_default();
         b.completed += 1;
         b.met += u32::from(meets.streams);
@@ -62,7 +62,7 @@ impl Blocks {
 
     /// The rates' intervals over the window `[w0, w1]`, goodput's as for a path that `streams`
     /// or not.
-    pub fn intervals(&self, w0: Seconds, w1: Seconds, streams: bool) -> RateIntervals {
+    pub(super) fn intervals(&self, w0: Seconds, w1: Seconds, streams: bool) -> RateIntervals {
         let first = second(w0);
         let span = (second(w1.ceil()) - first).max(1);
         let blocks = i64::from(BLOCKS);

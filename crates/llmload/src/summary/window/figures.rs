@@ -20,7 +20,7 @@ use std::sync::Arc;
 /// instant on); and, for the concurrency figures, the span edges of ended requests that are later
 /// than the launch of the oldest request still in flight (whose own edges would come first).
 #[derive(Clone, Debug)]
-pub struct Figures {
+pub(super) struct Figures {
     w0: Seconds,
     /// The window ends at or after this instant, so every event up to it is settled.
     settled_to: Seconds,
@@ -108,7 +108,12 @@ impl Figures {
     /// A window starting at `w0`; `end` when it is already known (a duration-bound load), else
     /// the runner tells of later and later launches with [`Figures::settle_to`].
     /// `series_s`: cut the window into windows of this length (a soak series).
-    pub fn new(w0: Seconds, end: Option<Seconds>, slo: Slo, series_s: Option<Seconds>) -> Self {
+    pub(super) fn new(
+        w0: Seconds,
+        end: Option<Seconds>,
+        slo: Slo,
+        series_s: Option<Seconds>,
+    ) -> Self {
         Figures {
             w0,
             settled_to: end.unwrap_or(w0).max(w0),
@@ -137,14 +142,14 @@ impl Figures {
     }
 
     /// A request was launched at `at`: none of its span's edges is earlier.
-    pub fn launch(&mut self, at: Seconds) {
+    pub(super) fn launch(&mut self, at: Seconds) {
         self.latest_launch = self.latest_launch.max(at);
         *self.in_flight.entry(at.max(0.0).to_bits()).or_default() += 1;
     }
 
     /// Adds an ended request launched during the load (warmup time included); `launched`: when,
     /// as told to [`Figures::launch`] (none when replaying records after the run).
-    pub fn add(&mut self, r: &Record, launched: Option<Seconds>) {
+    pub(super) fn add(&mut self, r: &Record, launched: Option<Seconds>) {
         self.launched += 1;
         self.last_seen = self.last_seen.max(r.last_seen());
         self.fold(r);
@@ -266,7 +271,7 @@ impl Figures {
     }
 
     /// The window is now known to end at or after `t`: settles every event up to it.
-    pub fn settle_to(&mut self, t: Seconds) {
+    pub(super) fn settle_to(&mut self, t: Seconds) {
         let t = self.end.map_or(t, |end| t.min(end));
         self.settled_to = self.settled_to.max(t);
         self.sweep_edges();
@@ -293,7 +298,7 @@ impl Figures {
     }
 
     /// Token events, completions and span edges held until they can be settled.
-    pub fn unsettled(&self) -> usize {
+    pub(super) fn unsettled(&self) -> usize {
         let tails: usize = self
             .pending
             .iter()
@@ -345,7 +350,7 @@ impl Figures {
 
     /// The figures of the window ending at `w1`, and the soak bins with the span they cover (a
     /// stopped load's series ends where activity ended).
-    pub fn finish(
+    pub(super) fn finish(
         mut self,
         w1: Seconds,
         stopped: bool,

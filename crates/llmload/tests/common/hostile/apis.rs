@@ -10,7 +10,7 @@ use tokio::net::TcpStream;
 
 /// How a generation of [`Mode::Apis`](super::Mode::Apis) goes wrong.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fault {
+pub(crate) enum Fault {
     /// The final event, counting every token asked for, comes before any text.
     EndsFirst,
     /// The text comes in events without their `type` (Responses, Messages) or without their

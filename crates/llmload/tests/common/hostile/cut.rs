@@ -11,7 +11,7 @@ use tokio::io::AsyncWriteExt as _;
 use tokio::net::TcpStream;
 
 /// What [`Mode::Overflow`](super::Mode::Overflow) writes before it closes.
-pub const OVERFLOW: &str = "Requested tokens (2100) exceed context window of 2048";
+pub(crate) const OVERFLOW: &str = "Requested tokens (2100) exceed context window of 2048";
 
 /// The serial number at the end of a request's `X-Request-Id` (`ATTEMPT-N`).
 fn serial(request: &Request) -> Option<u64> {

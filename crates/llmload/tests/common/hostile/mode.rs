@@ -2,7 +2,7 @@
 
 /// How a server misbehaves.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Speaks llama-server's dialect correctly.
     Normal,
     /// Accepts connections, reads the request and never answers anything.

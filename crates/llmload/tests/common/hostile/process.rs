@@ -5,7 +5,7 @@ use super::*;
 
 /// How an llmload process ended.
 #[derive(Debug)]
-pub struct Finished {
+pub(crate) struct Finished {
     /// Exit code (`None` when killed by a signal).
     pub code: Option<i32>,
     /// Standard output.
@@ -17,7 +17,7 @@ pub struct Finished {
 }
 
 /// The llmload binary running as a child; killed if dropped before it ends.
-pub struct Running {
+pub(crate) struct Running {
     child: Child,
     started: Instant,
     readers: Option<(JoinHandle<String>, JoinHandle<String>)>,
@@ -33,7 +33,7 @@ fn read_all(mut from: impl std::io::Read + Send + 'static) -> JoinHandle<String>
 
 impl Running {
     /// Starts `llmload ARGS…` (without `LLMLOAD_API_KEY` from the environment).
-    pub fn start(args: &[&str]) -> Running {
+    pub(crate) fn start(args: &[&str]) -> Running {
         let mut child = Command::new(env!("CARGO_BIN_EXE_llmload"))
             .args(args)
             .env_remove("LLMLOAD_API_KEY")
@@ -52,7 +52,7 @@ impl Running {
     }
 
     /// Sends the signal `name` (`TERM`, `KILL`, …) with `kill`.
-    pub fn signal(&self, name: &str) {
+    pub(crate) fn signal(&self, name: &str) {
         let sent = Command::new("kill")
             .args([format!("-{name}"), self.child.id().to_string()])
             .status()
@@ -61,7 +61,7 @@ impl Running {
     }
 
     /// Waits for the exit; past `limit` the process is killed and the test fails.
-    pub fn wait(mut self, limit: Duration) -> Finished {
+    pub(crate) fn wait(mut self, limit: Duration) -> Finished {
         let status = loop {
             if let Some(status) = self.child.try_wait().expect("poll the child") {
                 break status;
@@ -103,12 +103,12 @@ impl Drop for Running {
 }
 
 /// `llmload ARGS…`, which must end within `limit`.
-pub fn llmload_within(args: &[&str], limit: Duration) -> Finished {
+pub(crate) fn llmload_within(args: &[&str], limit: Duration) -> Finished {
     Running::start(args).wait(limit)
 }
 
 /// Every file under `dir` (none when it does not exist).
-pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(folder) = pending.pop() {
@@ -128,12 +128,12 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Whether `dir` holds nothing at all (or does not exist).
-pub fn is_empty_or_absent(dir: &Path) -> bool {
+pub(crate) fn is_empty_or_absent(dir: &Path) -> bool {
     std::fs::read_dir(dir).map_or(true, |mut entries| entries.next().is_none())
 }
 
 /// Waits until `condition` holds, for at most `limit`; whether it did.
-pub fn eventually(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
+pub(crate) fn eventually(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + limit;
     while Instant::now() < end {
         if condition() {

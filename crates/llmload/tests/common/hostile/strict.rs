@@ -22,7 +22,7 @@ const KNOWN: [&str; 8] = [
 ];
 
 /// Tokens the chat template adds around the user's text.
-pub const TEMPLATE_TOKENS: u64 = 4;
+pub(crate) const TEMPLATE_TOKENS: u64 = 4;
 
 /// Answers `request` (after `/health`, the only endpoint besides `/v1/models`); `named`: whether
 /// a refusal names the fields.

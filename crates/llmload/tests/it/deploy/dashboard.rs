@@ -11,7 +11,7 @@ use std::process::Command;
 
 const DASHBOARD: &str = "deploy/grafana/llmload-live.json";
 
-pub fn dashboard() -> Value {
+pub(super) fn dashboard() -> Value {
     serde_json::from_str(&read(DASHBOARD)).expect("the dashboard is JSON")
 }
 
@@ -58,7 +58,7 @@ fn panels(d: &Value) -> &Vec<Value> {
     d["panels"].as_array().expect("panels")
 }
 
-pub fn exprs(d: &Value) -> Vec<(u64, String)> {
+pub(super) fn exprs(d: &Value) -> Vec<(u64, String)> {
     let mut all = Vec::new();
     for panel in panels(d) {
         let id = panel["id"].as_u64().expect("an id");

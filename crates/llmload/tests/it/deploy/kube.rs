@@ -7,13 +7,13 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Every YAML document of `text`, as JSON values.
-pub fn documents(text: &str) -> Vec<Value> {
+pub(super) fn documents(text: &str) -> Vec<Value> {
     serde_norway::Deserializer::from_str(text)
         .map(|doc| Value::deserialize(doc).unwrap_or_else(|e| panic!("YAML: {e}\n{text}")))
         .collect()
 }
 
-pub fn str_of<'a>(v: &'a Value, what: &str) -> &'a str {
+pub(super) fn str_of<'a>(v: &'a Value, what: &str) -> &'a str {
     v.as_str()
         .unwrap_or_else(|| panic!("{what}: a string, not {v}"))
 }
@@ -21,7 +21,7 @@ pub fn str_of<'a>(v: &'a Value, what: &str) -> &'a str {
 /// Kubernetes' expansion of `$(VAR)` in a container's command, args and env values: a defined
 /// variable is replaced by its value, `$$` is one literal `$`, and anything else (an undefined
 /// variable, an unclosed `$(`, a `$` before any other character) stays as it is.
-pub fn expand(text: &str, env: &BTreeMap<String, String>) -> String {
+pub(super) fn expand(text: &str, env: &BTreeMap<String, String>) -> String {
     let mut out = String::new();
     let mut rest = text;
     while let Some(at) = rest.find('$') {
@@ -65,7 +65,7 @@ pub fn expand(text: &str, env: &BTreeMap<String, String>) -> String {
 /// `env` entry in order (each may refer to those before it), then `JOB_COMPLETION_INDEX`, which
 /// the Job controller appends to the container's list. Entries from a secret are left out, as an
 /// optional secret that does not exist leaves them unset.
-pub fn pod_env(container: &Value, index: usize) -> BTreeMap<String, String> {
+pub(super) fn pod_env(container: &Value, index: usize) -> BTreeMap<String, String> {
     let mut env = BTreeMap::new();
     for entry in container["env"].as_array().expect("env is a list") {
         if let Some(value) = entry["value"].as_str() {
@@ -103,7 +103,7 @@ fn expansion_follows_the_kubernetes_rules() {
 }
 
 /// The Job's one container.
-pub fn container(job: &Value) -> &Value {
+pub(super) fn container(job: &Value) -> &Value {
     let containers = job["spec"]["template"]["spec"]["containers"]
         .as_array()
         .expect("containers");
@@ -112,7 +112,7 @@ pub fn container(job: &Value) -> &Value {
 }
 
 /// A container's arguments, as written (before expansion).
-pub fn args(container: &Value) -> Vec<&str> {
+pub(super) fn args(container: &Value) -> Vec<&str> {
     container["args"]
         .as_array()
         .expect("args is a list")
@@ -122,12 +122,12 @@ pub fn args(container: &Value) -> Vec<&str> {
 }
 
 /// The arguments of the Job's container.
-pub fn args_of(job: &Value) -> Vec<&str> {
+pub(super) fn args_of(job: &Value) -> Vec<&str> {
     args(container(job))
 }
 
 /// The value of `--flag=VALUE` among `args`.
-pub fn flag<'a>(args: &[&'a str], name: &str) -> &'a str {
+pub(super) fn flag<'a>(args: &[&'a str], name: &str) -> &'a str {
     let prefix = format!("{name}=");
     let values: Vec<&str> = args
         .iter()
@@ -138,7 +138,7 @@ pub fn flag<'a>(args: &[&'a str], name: &str) -> &'a str {
 }
 
 /// The mount whose path holds `path`, and the volume behind it.
-pub fn volume_of<'a>(job: &'a Value, path: &str) -> &'a Value {
+pub(super) fn volume_of<'a>(job: &'a Value, path: &str) -> &'a Value {
     let mounts = container(job)["volumeMounts"].as_array().expect("mounts");
     let mount = mounts
         .iter()

@@ -29,7 +29,7 @@ fn attempt_folders(root: &Path) -> Vec<PathBuf> {
 
 /// The Job's campaign, scaled down to a few seconds: 40 requests at 20 per second, of short
 /// prompts and answers, with everything else as the config map has it.
-pub fn small_campaign(config_map: &Value) -> String {
+pub(super) fn small_campaign(config_map: &Value) -> String {
     let text = str_of(&config_map["data"]["campaign.toml"], "campaign");
     let mut table: toml::Table = toml::from_str(text).expect("TOML");
     for key in ["duration", "warmup_time", "slo_ttft", "slo_tpot"] {
@@ -44,7 +44,7 @@ pub fn small_campaign(config_map: &Value) -> String {
 
 /// The Job's volumes as local folders: the config map's by `config`, the results claim's by
 /// `results`.
-pub fn local_mounts(job: &Value, config: &Path, results: &Path) -> Vec<(String, PathBuf)> {
+pub(super) fn local_mounts(job: &Value, config: &Path, results: &Path) -> Vec<(String, PathBuf)> {
     let volumes = job["spec"]["template"]["spec"]["volumes"]
         .as_array()
         .expect("volumes");
@@ -161,7 +161,7 @@ fn job_runs_locally_as_the_job_controller_would() {
 /// The TCP port process `pid` (or, under `timeout`, its child) listens on, once it listens
 /// (within 60 s): read from `/proc`, so that every server of a test takes the port the system
 /// picks and none is guessed.
-pub fn listening_port(pid: u32) -> u16 {
+pub(super) fn listening_port(pid: u32) -> u16 {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
         let children =
@@ -235,7 +235,7 @@ fn scrape_info(port: u16) -> String {
 /// `collect.sh --local ROOT --shards N`: merges the shard folders under `root` into `dest`;
 /// checks that the merged attempt holds the plan's `measured` requests, every shard there and
 /// completed, and returns its section on the shards.
-pub fn collect(root: &Path, shards: u64, dest: &Path, measured_total: usize) -> Value {
+pub(super) fn collect(root: &Path, shards: u64, dest: &Path, measured_total: usize) -> Value {
     let output = script(
         "collect.sh",
         &[

@@ -10,7 +10,7 @@ use std::path::Path;
 /// generated-token counter shows that it stopped generating for them when they closed (it grew
 /// by the others' tokens and about what the abandoned ones received, far short of what they
 /// asked), as the report says.
-pub fn assert_cancels(vllm: &Vllm, out: &Path) {
+pub(super) fn assert_cancels(vllm: &Vllm, out: &Path) {
     let campaign: Vec<&str> = "--input-tokens 64 --concurrency 2 --output-tokens 32 --rounds 3 \
          --seed 3 --cancel-after 4 --cancel-share 0.5"
         .split_whitespace()

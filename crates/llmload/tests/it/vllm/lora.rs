@@ -34,7 +34,7 @@ fn served(vllm: &Vllm) -> (String, Vec<String>) {
 
 /// 70/20/10 over the model and two adapters, 5 rounds of 4 requests of 64 prompt tokens and
 /// 16 output tokens, 3 warmups (one per model).
-pub fn assert_lora_mix(vllm: &Vllm, out: &Path) {
+pub(super) fn assert_lora_mix(vllm: &Vllm, out: &Path) {
     let (base, adapters) = served(vllm);
     assert!(
         adapters.len() >= 2,
