@@ -23,7 +23,6 @@ LIMIT = 500
 
 # Files over the limit when the check came in, with their non-test lines then.
 ALLOWED = {
-    "crates/llmload/src/api/client.rs": 581,
     "crates/llmload/src/api/http1.rs": 550,
     "crates/llmload/src/config/mod.rs": 591,
     "crates/llmload/src/config/options.rs": 559,
