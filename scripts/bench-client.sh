@@ -11,7 +11,9 @@
 # working tree, in a random order within each pair, on the same zero-cost simulator (this
 # build's, on CPU 1; llmload on CPU 0): completions and chat at concurrency 64. It prints, for
 # each figure, both builds' medians (min–max over the pairs) and the ratio working tree / REV of
-# each pair (median, min–max), with the load average. Nothing else runs in this mode.
+# each pair (median, min–max), with the load average. Then, in the same run, the TTFT bias at
+# 1,000 streams (the same number of alternated pairs) and one run of each build at 10,000
+# streams (complete, peak RSS). Nothing else runs in this mode.
 #
 # Builds in release mode and starts `llmload sim --schedule zero-cost` (every token at once, one
 # SSE event per token, written as fast as the connection takes them) pinned to one core with
@@ -201,6 +203,49 @@ for api in ("completions", "chat"):
               f"{spread(ratios, '×', 2):>26}")
 ok = {b: sorted({runs[b, a, i]["ok"] for a in ("completions", "chat") for i in range(1, pairs + 1)}) for b in ("old", "new")}
 print(f"responses complete per run: {old_name} {ok['old']}, working tree {ok['new']}; ratio = working tree / {old_name}, one per pair")
+PY
+  # TTFT bias at 1,000 streams against the fixed schedule, the same pairs; then 10,000 streams
+  # (one round, 256 tokens) once per build: complete, and its peak RSS.
+  echo
+  echo "TTFT bias (measured − scheduled 100 ms) at 1,000 streams, 1 round × 32 tokens, the fixed-schedule simulator; then 10,000 streams × 256 tokens against zero-cost, once per build."
+  start_sim "fixed:ttft_ms=100,itl_ms=20"
+  for i in $(seq "$pairs"); do
+    if [ $((RANDOM % 2)) = 0 ]; then order="old new"; else order="new old"; fi
+    for build in $order; do
+      if [ "$build" = old ]; then client="$old_bin"; else client="$bin"; fi
+      client="$client" run_llmload "bias-$build-$i" completions 1000 1 32
+    done
+  done
+  start_sim zero-cost
+  for build in old new; do
+    if [ "$build" = old ]; then client="$old_bin"; else client="$bin"; fi
+    client="$client" run_llmload "big-$build" completions 10000 1 256
+  done
+  python3 - "$work" "$pairs" "$old_name" <<'PY'
+import glob, json, statistics, sys
+work, pairs, old_name = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+def records(name):
+    return [json.loads(l) for f in glob.glob(f"{work}/{name}/*/requests.jsonl") for l in open(f) if l.strip()]
+def pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
+def bias(build, i):
+    ok = [r for r in records(f"bias-{build}-{i}") if r["phase"] == "measured" and r["status"] == "ok"]
+    t = [r["ttft_ms"] - 100 for r in ok]
+    return pct(t, .5), pct(t, .99), len(ok)
+b = {(build, i): bias(build, i) for build in ("old", "new") for i in range(1, pairs + 1)}
+for k, label in ((0, "TTFT bias p50"), (1, "TTFT bias p99")):
+    old = [b["old", i][k] for i in range(1, pairs + 1)]
+    new = [b["new", i][k] for i in range(1, pairs + 1)]
+    ratios = [n / o for n, o in zip(new, old) if o > 0]
+    fmt = lambda xs, u: f"{statistics.median(xs):.2f}{u} ({min(xs):.2f}–{max(xs):.2f})"
+    print(f"{'1,000 streams, ' + label:<34} {fmt(old, ' ms'):>26} {fmt(new, ' ms'):>26} {fmt(ratios, '×') if ratios else '–':>26}")
+print(f"responses complete per bias run: {old_name} {sorted({b['old', i][2] for i in range(1, pairs + 1)})}, "
+      f"working tree {sorted({b['new', i][2] for i in range(1, pairs + 1)})} (of 1,000)")
+for build, name in (("old", old_name), ("new", "working tree")):
+    rss_kb = int(open(f"{work}/big-{build}.time").read().split()[-1])
+    ok = sum(r["phase"] == "measured" and r["status"] == "ok" for r in records(f"big-{build}"))
+    print(f"10,000 streams, {name}: {ok:,} of 10,000 complete, peak RSS {rss_kb / 1024:.1f} MiB")
 PY
   echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
   exit 0
