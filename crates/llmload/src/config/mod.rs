@@ -30,9 +30,9 @@ mod combine;
 mod file;
 mod guarded;
 mod images;
-mod live;
 mod options;
-pub use live::{MetricsConfig, Watch};
+mod watch;
+pub use watch::{MetricsConfig, Watch};
 mod repeat;
 mod scrub;
 mod settings;
@@ -351,7 +351,7 @@ impl Config {
             cool_down_below_c: guard.cool_down_below_c,
             cool_down_timeout: guard.cool_down_timeout,
             sharding,
-            watch: live::watch(&settings.watch)?,
+            watch: watch::watch(&settings.watch)?,
         };
         let replaced = replaced_ids(&config.headers, config.traceparent);
         config.notes.extend(replaced);

@@ -465,7 +465,7 @@ pub struct Check {
     pub rule: Rule,
     /// The outcome.
     #[serde(flatten)]
-    pub verdict: Verdict,
+    pub verdict: GateVerdict,
     /// The server's own pace behind the metric, BASE to NEW, held against the client's change;
     /// absent where the records carry no server timings for it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -490,7 +490,7 @@ pub mod pace;
 mod verdict;
 pub use evaluate::{evaluate, evaluate_with};
 pub use verdict::{
-    check, check_series, check_series_with, check_with, judge, judge_with, Comparison, Verdict,
+    check, check_series, check_series_with, check_with, judge, judge_with, Comparison, GateVerdict,
 };
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 use super::letter;
 use crate::fmt::seconds;
 use crate::summary::gate::change::ToDecide;
-use crate::summary::gate::{Change, Check, Comparison, Figure, Kind, Rule, Verdict};
+use crate::summary::gate::{Change, Check, Comparison, Figure, GateVerdict, Kind, Rule};
 use std::fmt::Write;
 
 /// The gate's section: the rules, every check, the verdict (`strict`: inconclusive checks
@@ -96,8 +96,8 @@ pub fn render(rules: &[Rule], checks: &[Check], strict: bool) -> String {
 fn row(out: &mut String, c: &Check) {
     let kind = c.rule.metric.kind();
     let (base, new, change, verdict) = match &c.verdict {
-        Verdict::NotCompared { reason } => ("–".into(), "–".into(), "–".into(), reason.clone()),
-        Verdict::Unfinished { .. } => (
+        GateVerdict::NotCompared { reason } => ("–".into(), "–".into(), "–".into(), reason.clone()),
+        GateVerdict::Unfinished { .. } => (
             "–".into(),
             "–".into(),
             "–".into(),
@@ -146,11 +146,11 @@ fn passed(not_compared: usize, checks: usize) -> String {
 
 /// A compared verdict in words, with how many more samples would likely decide an
 /// inconclusive one, or why it cannot be tested.
-fn verdict_text(v: &Verdict, x: &Comparison) -> String {
+fn verdict_text(v: &GateVerdict, x: &Comparison) -> String {
     match v {
-        Verdict::Regressed(_) => "**REGRESSED**".into(),
-        Verdict::Improved(_) => "improved".into(),
-        Verdict::NoChange(_) => "no change".into(),
+        GateVerdict::Regressed(_) => "**REGRESSED**".into(),
+        GateVerdict::Improved(_) => "improved".into(),
+        GateVerdict::NoChange(_) => "no change".into(),
         _ => match (&x.reason, x.to_decide) {
             (Some(why), _) => format!("inconclusive: {why}"),
             (None, Some(ToDecide::Rounds { factor })) => format!(
@@ -172,7 +172,7 @@ fn verdict_text(v: &Verdict, x: &Comparison) -> String {
 pub(super) fn failure_line(c: &Check) -> String {
     let kind = c.rule.metric.kind();
     let x = match &c.verdict {
-        Verdict::Unfinished { reason } => {
+        GateVerdict::Unfinished { reason } => {
             return format!(
                 "{} ({}): {} not compared against {}: {reason}, breaks `{}`",
                 c.subject(),

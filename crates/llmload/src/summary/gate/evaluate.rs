@@ -2,7 +2,7 @@
 //! term (from `--history` and the rounds' trend, [`super::drift`]), its verdict, and the
 //! server's pace beside it ([`super::pace`]).
 
-use super::{check_series_with, drift, pace, Change, Check, Figure, Rule, Verdict};
+use super::{check_series_with, drift, pace, Change, Check, Figure, GateVerdict, Rule};
 use crate::summary::identity::{matched, CaseKey, KeyedAttempt};
 use crate::summary::models::ModelSummary;
 use crate::summary::CaseSummary;
@@ -40,7 +40,7 @@ pub fn evaluate_with(
         let history = earlier.get(&key).map_or(&[][..], Vec::as_slice);
         for (i, new) in cases.iter().enumerate().skip(1) {
             let Some(new) = new else { continue };
-            let check = |rule: &Rule, model: Option<&str>, verdict: Verdict| Check {
+            let check = |rule: &Rule, model: Option<&str>, verdict: GateVerdict| Check {
                 case: base.id.clone(),
                 model: model.map(str::to_owned),
                 key: key.clone(),
@@ -105,7 +105,7 @@ fn between_runs(
 /// change.
 fn server_pace(
     rule: &Rule,
-    verdict: &Verdict,
+    verdict: &GateVerdict,
     base: &CaseSummary,
     new: &CaseSummary,
 ) -> Option<pace::PaceShift> {
@@ -115,7 +115,10 @@ fn server_pace(
         Change::Absolute(_) if c.base.value != 0.0 => c.change / c.base.value.abs() * 100.0,
         Change::Absolute(_) => return None,
     };
-    let decided = matches!(verdict, Verdict::Regressed(_) | Verdict::Improved(_));
+    let decided = matches!(
+        verdict,
+        GateVerdict::Regressed(_) | GateVerdict::Improved(_)
+    );
     pace::shift(rule.metric, base, new, percent, decided)
 }
 

@@ -120,7 +120,10 @@ fn phase_metrics_parse_and_take_the_case_phases_with_their_n() {
     assert_eq!(comparison(&verdict).change, 30.0);
     assert_eq!(comparison(&verdict).base.n, head.n);
     // The fixture's few responses give the median no interval: the change cannot be told.
-    assert!(matches!(verdict, Verdict::Inconclusive(_)), "{verdict:?}");
+    assert!(
+        matches!(verdict, GateVerdict::Inconclusive(_)),
+        "{verdict:?}"
+    );
     let why = comparison(&verdict).reason.clone().unwrap_or_default();
     assert!(why.contains("too few for a 95 % interval"), "{why}");
     let mut without = base.clone();
@@ -128,7 +131,7 @@ fn phase_metrics_parse_and_take_the_case_phases_with_their_n() {
     let verdict = check(&rule("head_p50 > +20ms"), &without, &base);
     assert_eq!(
         verdict,
-        Verdict::NotCompared {
+        GateVerdict::NotCompared {
             reason: "not compared (absent in BASE)".into()
         }
     );
@@ -186,7 +189,7 @@ fn case_with_ttft(ttft_ms: f64) -> CaseSummary {
     case_with(ttft_ms, ttft_ms * 0.01)
 }
 
-fn comparison(v: &Verdict) -> &Comparison {
+fn comparison(v: &GateVerdict) -> &Comparison {
     v.comparison()
         .unwrap_or_else(|| panic!("not compared: {v:?}"))
 }
@@ -196,7 +199,7 @@ fn fifteen_percent_slower_regresses_a_ten_percent_rule_and_five_percent_is_no_ch
     let limit = rule("ttft_p50 > +10%");
     let base = case_with_ttft(100.0);
     let slower = check(&limit, &base, &case_with_ttft(115.0));
-    assert!(matches!(slower, Verdict::Regressed(_)), "{slower:?}");
+    assert!(matches!(slower, GateVerdict::Regressed(_)), "{slower:?}");
     assert!(slower.fails(false));
     let c = comparison(&slower);
     assert!((c.change - 15.0).abs() < 1e-9);
@@ -214,13 +217,13 @@ fn fifteen_percent_slower_regresses_a_ten_percent_rule_and_five_percent_is_no_ch
         c.test
     );
     let within = check(&limit, &base, &case_with_ttft(105.0));
-    assert!(matches!(within, Verdict::NoChange(_)), "{within:?}");
+    assert!(matches!(within, GateVerdict::NoChange(_)), "{within:?}");
     let faster = check(&limit, &base, &case_with_ttft(50.0));
-    assert!(matches!(faster, Verdict::Improved(_)), "{faster:?}");
+    assert!(matches!(faster, GateVerdict::Improved(_)), "{faster:?}");
     assert!(!faster.fails(true));
     let absolute = check(&rule("ttft_p50 > +20ms"), &base, &case_with_ttft(115.0));
     assert!(
-        matches!(absolute, Verdict::NoChange(_)),
+        matches!(absolute, GateVerdict::NoChange(_)),
         "15 ms is within 20 ms: {absolute:?}"
     );
 }
@@ -231,7 +234,10 @@ fn a_change_inside_the_noise_is_inconclusive_with_what_would_decide_it() {
     // ±15 % on each side: a 12 % slowdown cannot be told from one of under 10 %.
     let base = case_with(100.0, 15.0);
     let verdict = check(&limit, &base, &case_with(112.0, 16.8));
-    assert!(matches!(verdict, Verdict::Inconclusive(_)), "{verdict:?}");
+    assert!(
+        matches!(verdict, GateVerdict::Inconclusive(_)),
+        "{verdict:?}"
+    );
     assert!(!verdict.fails(false) && verdict.fails(true));
     let c = comparison(&verdict);
     // More than 10× the rounds: too close to the bound to decide at any affordable size.
@@ -242,7 +248,7 @@ fn a_change_inside_the_noise_is_inconclusive_with_what_would_decide_it() {
     assert!(c.below_noise);
     // The same change on tight intervals regresses.
     let tight = check(&limit, &case_with_ttft(100.0), &case_with_ttft(112.0));
-    assert!(matches!(tight, Verdict::Regressed(_)), "{tight:?}");
+    assert!(matches!(tight, GateVerdict::Regressed(_)), "{tight:?}");
     assert!(!comparison(&tight).below_noise);
 }
 
@@ -257,11 +263,11 @@ fn a_drop_in_throughput_regresses_a_below_rule() {
         i.high *= 0.8;
     }
     let verdict = check(&rule("throughput < -5%"), &base, &new);
-    assert!(matches!(verdict, Verdict::Regressed(_)), "{verdict:?}");
+    assert!(matches!(verdict, GateVerdict::Regressed(_)), "{verdict:?}");
     assert!((comparison(&verdict).change + 20.0).abs() < 1e-9);
     assert_eq!(comparison(&verdict).base.of, "rounds");
     let verdict = check(&rule("throughput < -40%"), &base, &new);
-    assert!(matches!(verdict, Verdict::NoChange(_)), "{verdict:?}");
+    assert!(matches!(verdict, GateVerdict::NoChange(_)), "{verdict:?}");
 }
 
 #[test]
@@ -270,7 +276,7 @@ fn absent_figures_are_not_compared_and_a_case_left_unfinished_fails() {
     let verdict = check(&rule("goodput < -5%"), &base, &base);
     assert_eq!(
         verdict,
-        Verdict::NotCompared {
+        GateVerdict::NotCompared {
             reason: "not compared (absent in BASE)".into()
         },
         "closed rounds have no goodput"
@@ -280,7 +286,7 @@ fn absent_figures_are_not_compared_and_a_case_left_unfinished_fails() {
     let verdict = check(&rule("tpot_p99 > +5%"), &base, &new);
     assert_eq!(
         verdict,
-        Verdict::NotCompared {
+        GateVerdict::NotCompared {
             reason: "not compared (absent in NEW)".into()
         }
     );
@@ -288,13 +294,16 @@ fn absent_figures_are_not_compared_and_a_case_left_unfinished_fails() {
     assert!(!incomplete.complete);
     // Complete in BASE, incomplete in NEW: the new attempt did not finish it, which fails.
     let verdict = check(&rule("ttft_p50 > +10%"), &base, &incomplete);
-    assert!(matches!(verdict, Verdict::Unfinished { .. }), "{verdict:?}");
+    assert!(
+        matches!(verdict, GateVerdict::Unfinished { .. }),
+        "{verdict:?}"
+    );
     assert!(verdict.fails(false));
     // Incomplete in BASE: nothing to hold NEW to.
     let verdict = check(&rule("ttft_p50 > +10%"), &incomplete, &base);
     assert_eq!(
         verdict,
-        Verdict::NotCompared {
+        GateVerdict::NotCompared {
             reason: "not compared (incomplete in BASE)".into()
         }
     );
@@ -303,7 +312,10 @@ fn absent_figures_are_not_compared_and_a_case_left_unfinished_fails() {
     // Wilson's intervals of both shares.
     let verdict = check(&rule("error_rate > +1pp"), &base, &incomplete);
     assert!(
-        matches!(verdict, Verdict::Regressed(_) | Verdict::Inconclusive(_)),
+        matches!(
+            verdict,
+            GateVerdict::Regressed(_) | GateVerdict::Inconclusive(_)
+        ),
         "{verdict:?}"
     );
     assert!(comparison(&verdict).base.interval.is_some());
@@ -356,7 +368,7 @@ fn every_rule_is_checked_on_every_case_both_ran_and_one_sided_cases_are_no_check
     let checks = evaluate(&rules, &[base, slow]);
     let failed: Vec<(&str, &str)> = checks
         .iter()
-        .filter(|c| matches!(c.verdict, Verdict::Regressed(_)))
+        .filter(|c| matches!(c.verdict, GateVerdict::Regressed(_)))
         .map(|c| (c.case.as_str(), c.rule.text.as_str()))
         .collect();
     assert_eq!(failed, [("one", "ttft_p50 > +10%")]);
@@ -392,7 +404,7 @@ fn a_history_s_spread_keeps_an_identical_pair_s_drift_from_regressing() {
     // Alone, two runs of the same server 15 % apart look like a regression.
     let alone = evaluate(&limit, &[base.clone(), new.clone()]);
     assert!(
-        matches!(alone[0].verdict, Verdict::Regressed(_)),
+        matches!(alone[0].verdict, GateVerdict::Regressed(_)),
         "{alone:?}"
     );
     let b = comparison(&alone[0].verdict)
@@ -418,7 +430,7 @@ fn a_history_s_spread_keeps_an_identical_pair_s_drift_from_regressing() {
     let wide = [rule("ttft_p50 > +150%")];
     let checks = evaluate_with(&wide, &[base, new], &history);
     assert!(
-        matches!(checks[0].verdict, Verdict::NoChange(_)),
+        matches!(checks[0].verdict, GateVerdict::NoChange(_)),
         "{checks:?}"
     );
 }
@@ -469,7 +481,7 @@ fn rounds_that_slow_steadily_put_their_drift_in_the_interval() {
     assert!(!checks[0].verdict.fails(false), "{:?}", checks[0].verdict);
     // The same change on level rounds regresses.
     let checks = evaluate(&limit, &[base, one_case_attempt(level_case(115.0))]);
-    assert!(matches!(checks[0].verdict, Verdict::Regressed(_)));
+    assert!(matches!(checks[0].verdict, GateVerdict::Regressed(_)));
 }
 
 #[test]
@@ -481,7 +493,7 @@ fn a_check_that_passed_never_says_its_rule_cannot_pass() {
         &case_with(100.0, 15.0),
         &case_with_ttft(80.0),
     );
-    assert!(matches!(verdict, Verdict::NoChange(_)), "{verdict:?}");
+    assert!(matches!(verdict, GateVerdict::NoChange(_)), "{verdict:?}");
     let c = comparison(&verdict);
     assert!(c.noise_floor.expect("a floor") > 10.0);
     assert!(!c.below_noise);

@@ -78,7 +78,7 @@ impl Comparison {
 /// How one rule came out on one case.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "verdict", rename_all = "kebab-case")]
-pub enum Verdict {
+pub enum GateVerdict {
     /// The change is beyond the rule's bound with the stated confidence: the gate fails.
     Regressed(Comparison),
     /// The change is beyond the bound the other way with the stated confidence.
@@ -101,12 +101,12 @@ pub enum Verdict {
     },
 }
 
-impl Verdict {
+impl GateVerdict {
     /// Whether this verdict fails the gate (`strict`: inconclusive ones too).
     pub fn fails(&self, strict: bool) -> bool {
         match self {
-            Verdict::Regressed(_) | Verdict::Unfinished { .. } => true,
-            Verdict::Inconclusive(_) => strict,
+            GateVerdict::Regressed(_) | GateVerdict::Unfinished { .. } => true,
+            GateVerdict::Inconclusive(_) => strict,
             _ => false,
         }
     }
@@ -114,10 +114,10 @@ impl Verdict {
     /// The comparison behind a verdict that compared.
     pub fn comparison(&self) -> Option<&Comparison> {
         match self {
-            Verdict::Regressed(c)
-            | Verdict::Improved(c)
-            | Verdict::NoChange(c)
-            | Verdict::Inconclusive(c) => Some(c),
+            GateVerdict::Regressed(c)
+            | GateVerdict::Improved(c)
+            | GateVerdict::NoChange(c)
+            | GateVerdict::Inconclusive(c) => Some(c),
             _ => None,
         }
     }
@@ -125,12 +125,12 @@ impl Verdict {
     /// The verdict's name, as `--json` writes it.
     pub fn name(&self) -> &'static str {
         match self {
-            Verdict::Regressed(_) => "regressed",
-            Verdict::Improved(_) => "improved",
-            Verdict::NoChange(_) => "no-change",
-            Verdict::Inconclusive(_) => "inconclusive",
-            Verdict::NotCompared { .. } => "not-compared",
-            Verdict::Unfinished { .. } => "unfinished",
+            GateVerdict::Regressed(_) => "regressed",
+            GateVerdict::Improved(_) => "improved",
+            GateVerdict::NoChange(_) => "no-change",
+            GateVerdict::Inconclusive(_) => "inconclusive",
+            GateVerdict::NotCompared { .. } => "not-compared",
+            GateVerdict::Unfinished { .. } => "unfinished",
         }
     }
 }
@@ -139,7 +139,7 @@ impl Verdict {
 /// are compared only where both cases are complete; the error rate wherever both have requests
 /// that ended, since a case with failures is never complete. A case complete in BASE and not in
 /// NEW fails every rule but the error rate's, which is compared.
-pub fn check(rule: &Rule, base: &CaseSummary, new: &CaseSummary) -> Verdict {
+pub fn check(rule: &Rule, base: &CaseSummary, new: &CaseSummary) -> GateVerdict {
     check_with(rule, base, new, None)
 }
 
@@ -149,9 +149,9 @@ pub fn check_with(
     base: &CaseSummary,
     new: &CaseSummary,
     between: Option<BetweenRuns>,
-) -> Verdict {
+) -> GateVerdict {
     if rule.metric != Metric::ErrorRate && base.complete && !new.complete {
-        return Verdict::Unfinished {
+        return GateVerdict::Unfinished {
             reason: "complete in BASE, incomplete in NEW".into(),
         };
     }
@@ -164,7 +164,7 @@ pub fn check_with(
             .collect();
         if !incomplete.is_empty() {
             let reason = format!("not compared (incomplete in {})", incomplete.join(" and "));
-            return Verdict::NotCompared { reason };
+            return GateVerdict::NotCompared { reason };
         }
     }
     let (b, n) = match (rule.metric.figure(base), rule.metric.figure(new)) {
@@ -197,7 +197,7 @@ pub fn check_with(
             } else {
                 format!("not compared (absent in {side})")
             };
-            return Verdict::NotCompared { reason };
+            return GateVerdict::NotCompared { reason };
         }
     };
     judge_with(rule, b, n, between)
@@ -211,7 +211,7 @@ pub fn check_series(
     rule: &Rule,
     base: (&CaseSummary, Option<&Series>),
     new: (&CaseSummary, Option<&Series>),
-) -> Verdict {
+) -> GateVerdict {
     check_series_with(rule, base, new, None)
 }
 
@@ -222,7 +222,7 @@ pub fn check_series_with(
     (base, base_series): (&CaseSummary, Option<&Series>),
     (new, new_series): (&CaseSummary, Option<&Series>),
     between: Option<BetweenRuns>,
-) -> Verdict {
+) -> GateVerdict {
     let verdict = check_with(rule, base, new, between);
     let Some(comparison) = verdict.comparison() else {
         return verdict;
@@ -274,23 +274,23 @@ pub fn check_series_with(
 }
 
 /// The verdict a call makes, holding `comparison`.
-fn verdict_of(call: change::Call, comparison: Comparison) -> Verdict {
+fn verdict_of(call: change::Call, comparison: Comparison) -> GateVerdict {
     match call {
-        change::Call::Regressed => Verdict::Regressed(comparison),
-        change::Call::Improved => Verdict::Improved(comparison),
-        change::Call::NoChange => Verdict::NoChange(comparison),
-        change::Call::Inconclusive => Verdict::Inconclusive(comparison),
+        change::Call::Regressed => GateVerdict::Regressed(comparison),
+        change::Call::Improved => GateVerdict::Improved(comparison),
+        change::Call::NoChange => GateVerdict::NoChange(comparison),
+        change::Call::Inconclusive => GateVerdict::Inconclusive(comparison),
     }
 }
 
 /// The verdict of `rule` on the figures `b` (BASE) and `n` (NEW).
-pub fn judge(rule: &Rule, b: Figure, n: Figure) -> Verdict {
+pub fn judge(rule: &Rule, b: Figure, n: Figure) -> GateVerdict {
     judge_with(rule, b, n, None)
 }
 
 /// [`judge`] with the between-run term `between`: where it is known, its variance joins the
 /// change's, so that a regression must exceed it too.
-pub fn judge_with(rule: &Rule, b: Figure, n: Figure, between: Option<BetweenRuns>) -> Verdict {
+pub fn judge_with(rule: &Rule, b: Figure, n: Figure, between: Option<BetweenRuns>) -> GateVerdict {
     let change = match rule.bound {
         Change::Percent(_) if b.value == 0.0 => match n.value {
             0.0 => 0.0,

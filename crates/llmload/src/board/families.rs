@@ -6,7 +6,7 @@ use super::text::{number_into, Format, Kind, Labels, Writer};
 use super::{lock, phase_name, status_name, Board, CaseCounts};
 use crate::guard::Rule;
 use crate::record::Phase;
-use crate::summary::client_check::Verdict;
+use crate::summary::client_check::ClientVerdict;
 use crate::telemetry::Reading;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -329,9 +329,12 @@ fn check(board: &Board, w: &mut Writer) {
     let help = "The client's self-check over the run so far: 1 for its verdict, 0 for the others.";
     w.family("llmload_client_check", Kind::Gauge, None, help);
     for (verdict, name) in [
-        (Verdict::Ok, "ok"),
-        (Verdict::ClientMayHaveDistorted, "client_may_have_distorted"),
-        (Verdict::TooShort, "too_short"),
+        (ClientVerdict::Ok, "ok"),
+        (
+            ClientVerdict::ClientMayHaveDistorted,
+            "client_may_have_distorted",
+        ),
+        (ClientVerdict::TooShort, "too_short"),
     ] {
         let labels = [("verdict", name)];
         w.sample(

@@ -1,9 +1,9 @@
-//! A series of repeats run by one session (`--repeat N`): the repeat being run numbers every
+//! A series of repeats run by one attempt run (`--repeat N`): the repeat being run numbers every
 //! record and keeps its cases apart; a repeat closes complete only when every case ran and
 //! nothing stopped or failed it. The summary written holds the series' cases (the complete
 //! repeats' records combined, by the same function `llmload report` uses) and the series.
 
-use super::{stop_text, Session};
+use super::{stop_text, AttemptRun};
 use crate::attempt::campaign::read_campaign;
 use crate::guard::Guard;
 use crate::record::Record;
@@ -12,7 +12,7 @@ use crate::summary::repeats::{RepeatRun, Series};
 use crate::summary::{CaseSummary, Outcome, OutcomeStatus, Summary};
 use crate::telemetry::{self, Reading};
 
-/// A series as a session runs it.
+/// A series as [`AttemptRun`] runs it.
 #[derive(Debug, Default)]
 pub(super) struct SeriesRun {
     /// The repeats closed so far.
@@ -25,7 +25,7 @@ pub(super) struct SeriesRun {
     pooled: Vec<CaseSummary>,
 }
 
-impl Session<'_> {
+impl AttemptRun<'_> {
     /// Begins repeat `k` of a series of `planned`: its records carry `k`, its cases are kept
     /// apart from the other repeats'.
     pub fn begin_repeat(&mut self, k: u32, planned: u32) {
@@ -72,7 +72,7 @@ impl Session<'_> {
         Ok(complete)
     }
 
-    /// The summary as it stands, to be written: without a series the session's own; with one,
+    /// The summary as it stands, to be written: without a series the attempt run's own; with one,
     /// the series' (see [`SeriesRun::summary`]).
     pub fn written(&self) -> Summary {
         match &self.series {

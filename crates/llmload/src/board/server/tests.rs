@@ -4,7 +4,7 @@ use tokio::net::TcpStream;
 
 async fn server() -> Server {
     let addr: SocketAddr = "127.0.0.1:0".parse().expect("address");
-    Server::bind(addr, Board::new(crate::live::flight::Flight::new()))
+    Server::bind(addr, Board::new(crate::board::flight::Flight::new()))
         .await
         .expect("binds")
 }

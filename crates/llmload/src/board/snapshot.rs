@@ -53,7 +53,7 @@ pub struct Snapshot {
     pub stages: Vec<(String, Duration)>,
     /// The requests launched, in flight and waiting, as a view read them from the transport's
     /// counters before drawing (the runner never sets them).
-    pub flight: Option<crate::live::flight::Counts>,
+    pub flight: Option<crate::board::flight::Counts>,
 }
 
 impl Snapshot {

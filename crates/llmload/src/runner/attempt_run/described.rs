@@ -1,4 +1,4 @@
-//! How a session describes its run: the dataset it used, what names it on the live board, and
+//! How an attempt run describes itself: the dataset it used, what names it on the live board, and
 //! how the tokens of each chunk are counted.
 
 use crate::attempt::Attempt;
@@ -23,14 +23,14 @@ pub(super) fn dataset_used(d: &crate::config::DatasetConfig) -> crate::summary::
 
 /// What names the run on the live board: the attempt, the shard, the API and the model (as the
 /// reports show it: scrubbed, its controls written out, at most 128 characters).
-pub(super) fn live_info(config: &Config, target: &Target, attempt: &Attempt) -> crate::live::Info {
+pub(super) fn live_info(config: &Config, target: &Target, attempt: &Attempt) -> crate::board::Info {
     let shard = config.sharding.shard;
     let model = target.model.as_deref().unwrap_or_default();
     let model = crate::console::printable(&crate::secrets::scrub(model))
         .chars()
         .take(128)
         .collect();
-    crate::live::Info {
+    crate::board::Info {
         attempt_id: (config.sharding.attempt_id.clone()).unwrap_or_else(|| attempt.id.clone()),
         shard: format!("{}/{}", shard.index, shard.count),
         api: target.endpoint.api.name().to_owned(),

@@ -4,10 +4,10 @@
 use crate::api::client::Transport;
 use crate::attempt::records::RecordSink;
 use crate::attempt::{Attempt, SCHEMA_VERSION};
+use crate::board::Board;
 use crate::config::Config;
 use crate::error::Context;
 use crate::guard::{Guard, StopSignal};
-use crate::live::Board;
 use crate::progress::{self, Progress};
 use crate::runner::ids::RequestIds;
 use crate::runner::monitors::Monitors;
@@ -31,7 +31,7 @@ mod series;
 use described::{dataset_used, live_info, output_counting};
 
 /// A run in progress: its runner, its watchers, and the summary so far.
-pub struct Session<'a> {
+pub struct AttemptRun<'a> {
     config: &'a Config,
     runner: Runner<'a>,
     monitors: Monitors,
@@ -50,7 +50,7 @@ pub struct Session<'a> {
     pub summary: Summary,
 }
 
-impl<'a> Session<'a> {
+impl<'a> AttemptRun<'a> {
     /// Starts the watchers and opens `requests.jsonl` in `attempt`; `simulated` marks the built-in
     /// simulator, `interrupted` fires on a stop signal, `board` (`--metrics-listen`) is fed as
     /// the progress line is.
@@ -61,7 +61,7 @@ impl<'a> Session<'a> {
         sampler: Sampler,
         (simulated, interrupted): (bool, StopSignal),
         board: Option<Arc<Board>>,
-    ) -> crate::error::Result<Session<'a>> {
+    ) -> crate::error::Result<AttemptRun<'a>> {
         let origin = Instant::now();
         let cancel = CancellationToken::new();
         let guard = Arc::new(Guard::new(config.limits.clone(), origin, cancel.clone()));
@@ -85,7 +85,7 @@ impl<'a> Session<'a> {
         };
         let flight = board
             .as_ref()
-            .map_or_else(crate::live::flight::Flight::new, |b| b.flight());
+            .map_or_else(crate::board::flight::Flight::new, |b| b.flight());
         let (progress, drawing) = Progress::start(show, guard.clone(), board.clone(), &flight);
         let reporter = progress.clone();
         let sink = RecordSink::create(&attempt.dir.join("requests.jsonl"))
@@ -144,7 +144,7 @@ impl<'a> Session<'a> {
             capacity: None,
             ab: None,
         };
-        Ok(Session {
+        Ok(AttemptRun {
             config,
             runner,
             monitors,
@@ -171,14 +171,14 @@ impl<'a> Session<'a> {
             .await
     }
 
-    /// `llmload ab`: runs `plan` (one block of a case) as [`Session::run_case`] does, with
+    /// `llmload ab`: runs `plan` (one block of a case) as [`AttemptRun::run_case`] does, with
     /// `warmup` warmup requests (the arm's first block of a case warms it; the others do not).
     pub async fn run_block(&mut self, plan: &CasePlan, planned: usize, warmup: u32) -> bool {
         self.run_load(std::slice::from_ref(plan), None, planned, warmup)
             .await
     }
 
-    /// `llmload ab`: every record of this session says it was sent in `arm`.
+    /// `llmload ab`: every record of this run says it was sent in `arm`.
     pub fn set_arm(&mut self, arm: crate::record::Arm) {
         self.runner.arm = Some(arm);
     }
@@ -287,7 +287,7 @@ impl<'a> Session<'a> {
     }
 
     /// Ends the run: the final process check, the watchers' summaries, the outcome; a series'
-    /// summary is its own (see [`Session::written`]).
+    /// summary is its own (see [`AttemptRun::written`]).
     pub async fn finish(mut self, planned: usize) -> crate::error::Result<Summary> {
         self.runner.progress.finish(self.drawing.take());
         let guard = self.runner.guard.clone();
@@ -342,7 +342,7 @@ impl<'a> Session<'a> {
     }
 }
 
-impl Session<'_> {
+impl AttemptRun<'_> {
     /// A shard's section with how its load began and what its part was, once it has.
     fn note_shard(&mut self) {
         if let Some(shard) = &mut self.summary.shard {
@@ -446,7 +446,7 @@ fn run_state(guard: &Guard, failure: Option<String>, going: bool) -> RunState {
 
 /// What stopped the run, in words: a signal plainly ("stopped by SIGINT (Ctrl-C)"), a guard's
 /// rule with where it fired and why.
-pub fn stop_text(v: &crate::guard::Verdict) -> String {
+pub fn stop_text(v: &crate::guard::StopVerdict) -> String {
     match v.rule {
         crate::guard::Rule::Interrupted => format!("stopped by {}", v.reason),
         _ => format!("stopped by the {} rule at {}: {}", v.rule, v.at, v.reason),
