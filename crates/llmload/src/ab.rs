@@ -3,7 +3,7 @@
 //! and B pair by pair in a randomized
 //! balanced order (ABBA or BAAB, drawn from the seed and written down), so that whatever the
 //! machine does over the attempt falls on both arms alike. The gate then judges each pair's B
-//! against its A (`summary::paired`).
+//! against its A (`compare::paired`).
 //!
 //! The attempt folder holds one attempt per arm, `A/` and `B/`, each a whole attempt whose
 //! cases are the blocks (`in64-c1-out16.b3`) and whose records say their arm, beside the
@@ -11,14 +11,15 @@
 
 use crate::api;
 use crate::attempt::Attempt;
+use crate::compare::gate::Rule;
+use crate::compare::paired::block_order;
+use crate::compare::paired::section::{ab_case, block_id, checks, pairs_of, CaseBlocks};
 use crate::config::{Config, ConfigError};
 use crate::error::{Error, Result};
 use crate::guard::StopSignal;
 use crate::record::Arm;
 use crate::runner::attempt_run::AttemptRun;
-use crate::summary::gate::Rule;
-use crate::summary::paired::section::{block_id, checks, pairs_of, CaseBlocks};
-use crate::summary::paired::{block_order, AbCase, AbSection};
+use crate::summary::ab::AbSection;
 use crate::summary::{OutcomeStatus, Summary};
 use crate::target::Target;
 use crate::telemetry::Sampler;
@@ -383,7 +384,7 @@ fn combined(
         block_rounds: options.block_rounds,
         blocks: blocks_text(cuts, options),
         level,
-        cases: blocks.iter().map(|c| AbCase::of(c, level)).collect(),
+        cases: blocks.iter().map(|c| ab_case(c, level)).collect(),
         checks: checks(&options.rules, &blocks, level),
         fail_on_inconclusive: options.fail_on_inconclusive,
     };

@@ -9,6 +9,8 @@
 //!   `Config`);
 //! - running it: `runner` (the attempt's run, pacer, exchange → record), `progress`, `selfcheck`,
 //!   `guard`, `board` (the `/metrics` board);
+//! - comparing attempts: `compare` (which cases match, the regression gate, `ab`'s paired gate,
+//!   what `llmload compare` prints);
 //! - the attempt folder: `attempt` (create, append, read back, rebuild);
 //! - results: `report` (pure renderers), `summary` (every result type and accumulator);
 //! - the leaves: `workload`, `target`, `api`, `telemetry`, `record`, `stats`, `fmt`.
@@ -32,6 +34,7 @@ pub mod cases;
 pub mod cli;
 pub mod clock;
 pub mod commands;
+pub mod compare;
 pub mod config;
 pub mod console;
 pub mod delay;

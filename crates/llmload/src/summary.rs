@@ -2,6 +2,7 @@
 //! defines them. Only `ok` responses enter distributions; a case is complete only when every
 //! planned round completed with every response `ok`.
 
+pub mod ab;
 pub mod abandoned;
 pub mod bursts;
 pub mod capacity;
@@ -10,15 +11,12 @@ mod counts;
 mod dataset;
 pub use counts::Counts;
 pub mod energy;
-pub mod gate;
-pub mod identity;
 pub mod itl;
 mod label;
 pub use label::label;
 pub mod lengths;
 pub mod models;
 pub mod pace;
-pub mod paired;
 pub mod per_token;
 pub mod phases;
 pub mod pooling;
@@ -561,7 +559,7 @@ pub struct Summary {
     pub capacity: Option<capacity::Capacity>,
     /// `llmload ab`: both arms side by side and the paired gate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ab: Option<paired::AbSection>,
+    pub ab: Option<ab::AbSection>,
 }
 
 /// How prompt and generated tokens were counted.

@@ -1,13 +1,13 @@
 //! The key of each case of an attempt, from its `campaign.json`: what `llmload compare` matches
-//! cases on (`summary::identity`). A campaign written before shapes were recorded ran closed
+//! cases on ([`super::identity`]). A campaign written before shapes were recorded ran closed
 //! rounds, the only shape there was then, at fixed lengths.
 
-use super::campaign::{
+use crate::attempt::campaign::{
     read_campaign, Campaign, CampaignCase, CampaignDataset, CaseLoad, LengthSpec,
 };
-use super::load::read;
+use crate::attempt::load::read;
+use crate::compare::identity::{CaseKey, KeyedAttempt, LengthKey, LoadKey};
 use crate::error::Context;
-use crate::summary::identity::{CaseKey, KeyedAttempt, LengthKey, LoadKey};
 use crate::summary::window::LoadShape;
 use crate::workload::schedule::Process;
 use std::collections::BTreeMap;

@@ -3,7 +3,7 @@
 //! server's pace beside it ([`super::pace`]).
 
 use super::{check_series_with, drift, pace, Change, Check, Figure, GateVerdict, Rule};
-use crate::summary::identity::{matched, CaseKey, KeyedAttempt};
+use crate::compare::identity::{matched, CaseKey, KeyedAttempt};
 use crate::summary::models::ModelSummary;
 use crate::summary::CaseSummary;
 use std::collections::BTreeMap;

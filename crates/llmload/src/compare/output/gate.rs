@@ -4,9 +4,9 @@
 //! rule).
 
 use super::letter;
+use crate::compare::gate::change::ToDecide;
+use crate::compare::gate::{Change, Check, Comparison, Figure, GateVerdict, Kind, Rule};
 use crate::fmt::seconds;
-use crate::summary::gate::change::ToDecide;
-use crate::summary::gate::{Change, Check, Comparison, Figure, GateVerdict, Kind, Rule};
 use std::fmt::Write;
 
 /// The gate's section: the rules, every check, the verdict (`strict`: inconclusive checks
@@ -311,14 +311,14 @@ mod tests {
     #[test]
     fn a_change_next_to_its_bound_says_no_affordable_size_decides_it() {
         let rule: Rule = "ttft_p50 > +10%".parse().expect("rule");
-        let v = crate::summary::gate::judge(&rule, figure(100.0, 15.0), figure(109.9, 16.5));
+        let v = crate::compare::gate::judge(&rule, figure(100.0, 15.0), figure(109.9, 16.5));
         let x = v.comparison().expect("compared");
         assert_eq!(
             verdict_text(&v, x),
             "inconclusive (this change is too close to the bound to decide at any affordable \
              size)"
         );
-        let v = crate::summary::gate::judge(&rule, figure(100.0, 8.0), figure(118.0, 9.44));
+        let v = crate::compare::gate::judge(&rule, figure(100.0, 8.0), figure(118.0, 9.44));
         let x = v.comparison().expect("compared");
         assert!(
             verdict_text(&v, x).contains("× the rounds on both sides would likely decide"),

@@ -188,7 +188,7 @@ pub fn check_with(
                 && case
                     .bursts
                     .as_ref()
-                    .is_some_and(super::super::bursts::Bursts::held_out)
+                    .is_some_and(crate::summary::bursts::Bursts::held_out)
             {
                 format!(
                     "not compared (not measurable in {side}: its tokens arrived in bursts, \

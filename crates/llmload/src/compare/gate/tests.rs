@@ -1,10 +1,10 @@
-//! Unit tests of `summary/gate.rs`: the grammar, and checks on hand-built figures.
+//! Unit tests of `compare/gate.rs`: the grammar, and checks on hand-built figures.
 
 use super::*;
+use crate::compare::identity::{KeyedAttempt, LengthKey, LoadKey};
 use crate::fixture;
 use crate::stats::interval::{Basis, Ci, Method, Unit};
 use crate::stats::{Interval, Intervals};
-use crate::summary::identity::{KeyedAttempt, LengthKey, LoadKey};
 use std::collections::BTreeMap;
 
 fn rule(text: &str) -> Rule {
@@ -462,7 +462,7 @@ fn rounds_that_slow_steadily_put_their_drift_in_the_interval() {
     let mut drifting = level_case(115.0);
     let template = drifting.rounds[0].clone();
     drifting.rounds = (0..8)
-        .map(|i| crate::summary::rounds::RoundSummary {
+        .map(|i| crate::summary::RoundSummary {
             round: i + 1,
             throughput_tps: 100.0 * 0.95f64.powi(i32::try_from(i).expect("small")),
             ..template.clone()

@@ -49,9 +49,9 @@ pub(super) fn to_json(found: &[Option<&CaseSummary>]) -> Vec<serde_json::Value> 
 
 #[cfg(test)]
 mod tests {
+    use crate::compare::gate::{evaluate, rules};
+    use crate::compare::identity::KeyedAttempt;
     use crate::fixture;
-    use crate::summary::gate::{evaluate, rules};
-    use crate::summary::identity::KeyedAttempt;
     use crate::workload::mix::ModelMix;
 
     /// The mixed fixture as compare reads it, its campaign naming the mix `mix`; with every
@@ -70,7 +70,7 @@ mod tests {
         campaign.config.mix = ModelMix::parse(mix).expect("a mix");
         KeyedAttempt {
             summary,
-            keys: crate::attempt::keys::keys(&campaign),
+            keys: crate::compare::keys::keys(&campaign),
         }
     }
 
@@ -127,7 +127,7 @@ mod tests {
         assert!(out.contains("Only in A:"), "{out}");
         assert!(out.contains("Only in B:"), "{out}");
         let mut plain = mixed("base:1,adapter-a:1", 1.0);
-        plain.keys = crate::attempt::keys::keys(&fixture::campaign());
+        plain.keys = crate::compare::keys::keys(&fixture::campaign());
         let out = super::super::render(&[mixed("base:1,adapter-a:1", 1.0), plain]);
         assert!(out.contains("Only in A:"), "{out}");
     }

@@ -10,12 +10,12 @@
 //! [`BOOTSTRAP_FROM`] pairs, and a bootstrap over the pairs (whole pairs resampled) from there.
 //! The verdict is the call of `compare`'s rule on that interval ([`change::call`]).
 
+use crate::compare::gate::{change, Change, Metric, Percentile, Rule};
 use crate::record::Arm;
 use crate::stats::interval::{bootstrap, t_quantile, Stat};
 use crate::stats::Interval;
-use crate::summary::gate::{change, Change, Metric, Percentile, Rule};
+use crate::summary::ab::{PairedChange, PairedCheck, PairedMethod, PairedVerdict};
 use crate::summary::CaseSummary;
-use serde::{Deserialize, Serialize};
 
 /// The fewest pairs a paired interval is computed from.
 pub const MIN_PAIRS: usize = 3;
@@ -24,44 +24,6 @@ pub const BOOTSTRAP_FROM: usize = 20;
 /// The most pairs an inconclusive check may advise; past it the change is too close to the
 /// bound to decide at any affordable size.
 pub const PAIRS_CAP: u64 = 1_000;
-
-/// How a paired interval was computed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PairedMethod {
-    /// Student's t over the pairs' values.
-    StudentT,
-    /// A bootstrap over the pairs (each resample draws whole pairs).
-    Bootstrap,
-}
-
-impl PairedMethod {
-    /// The method in words, for the views.
-    pub fn words(self) -> &'static str {
-        match self {
-            PairedMethod::StudentT => "Student's t over pairs",
-            PairedMethod::Bootstrap => "bootstrap over pairs",
-        }
-    }
-}
-
-/// The change from A to B over the pairs, in the unit of a rule's bound.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PairedChange {
-    /// Percent (the geometric mean of the pairs' B / A, minus one, times 100) or the mean of
-    /// the pairs' B − A, in the metric's unit.
-    pub change: f64,
-    /// Its confidence interval, in the same unit; absent under [`MIN_PAIRS`] pairs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interval: Option<Interval>,
-    /// The pairs it rests on.
-    pub pairs: usize,
-    /// How the interval was found; absent without one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub method: Option<PairedMethod>,
-    /// The confidence level.
-    pub level: f64,
-}
 
 /// The change from A to B over `pairs` (A's figure, B's figure) at `level`: relative (percent,
 /// on the logarithms) or absolute. Pairs with a figure of 0 or below have no logarithm and are
@@ -119,77 +81,6 @@ fn paired_interval(values: &[f64], level: f64) -> Option<(Interval, PairedMethod
         },
         PairedMethod::StudentT,
     ))
-}
-
-/// How a rule came out on the pairs of one case.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "verdict", rename_all = "kebab-case")]
-pub enum PairedVerdict {
-    /// The change is beyond the rule's bound with the stated confidence: the gate fails.
-    Regressed,
-    /// The change is beyond the bound the other way with the stated confidence.
-    Improved,
-    /// The change's interval lies on the good side of the bound.
-    NoChange,
-    /// Cannot tell: the interval straddles the bound, or there are too few pairs for one.
-    Inconclusive {
-        /// About how many pairs would decide, where that can be said.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pairs_to_decide: Option<u64>,
-        /// Why it cannot tell, in words.
-        why: String,
-    },
-    /// Not compared, and why (a figure no block has, a percentile too far out for a block).
-    NotCompared {
-        /// Why, in words.
-        reason: String,
-    },
-    /// A block of B did not finish what its pair's block of A did (failures, a stop).
-    Unfinished {
-        /// Why, in words.
-        reason: String,
-    },
-}
-
-impl PairedVerdict {
-    /// Whether this verdict fails the gate (`strict`: `--fail-on inconclusive`).
-    pub fn fails(&self, strict: bool) -> bool {
-        match self {
-            PairedVerdict::Regressed | PairedVerdict::Unfinished { .. } => true,
-            PairedVerdict::Inconclusive { .. } => strict,
-            _ => false,
-        }
-    }
-
-    /// The verdict's name, as `compare` writes it.
-    pub fn name(&self) -> &'static str {
-        match self {
-            PairedVerdict::Regressed => "regressed",
-            PairedVerdict::Improved => "improved",
-            PairedVerdict::NoChange => "no-change",
-            PairedVerdict::Inconclusive { .. } => "inconclusive",
-            PairedVerdict::NotCompared { .. } => "not-compared",
-            PairedVerdict::Unfinished { .. } => "unfinished",
-        }
-    }
-}
-
-/// One rule on the pairs of one case.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PairedCheck {
-    /// The case id.
-    pub case: String,
-    /// The rule, as `compare` writes it (`ttft_p50 > +10%`).
-    pub rule: String,
-    /// The paired change, where there is one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub change: Option<PairedChange>,
-    /// Pairs left out, and why (a block incomplete, a figure absent).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub left_out: Vec<String>,
-    /// The outcome.
-    #[serde(flatten)]
-    pub verdict: PairedVerdict,
 }
 
 /// The blocks of one pair: A's and B's (either absent where the run stopped before it).
@@ -344,7 +235,6 @@ pub fn order_text(order: &[[Arm; 2]]) -> String {
 }
 
 pub mod section;
-pub use section::{AbCase, AbSection};
 
 #[cfg(test)]
 mod tests;

@@ -5,8 +5,8 @@
 //! or the build moved; where it held, the client's change is beyond the server (the path).
 
 use super::{cell, letter};
+use crate::compare::identity::CaseKey;
 use crate::stats::Distribution;
-use crate::summary::identity::CaseKey;
 use crate::summary::CaseSummary;
 use std::fmt::Write;
 
@@ -110,10 +110,10 @@ mod tests {
     #[test]
     fn each_attempt_s_pace_is_shown_with_its_ratio_to_a() {
         let (a, b) = (with_pace(2.0, 40.0), with_pace(3.0, 30.0));
-        let key = crate::summary::identity::CaseKey {
-            input: crate::summary::identity::LengthKey::fixed(64),
-            load: crate::summary::identity::LoadKey::Rounds { concurrency: 1 },
-            output: crate::summary::identity::LengthKey::fixed(4),
+        let key = crate::compare::identity::CaseKey {
+            input: crate::compare::identity::LengthKey::fixed(64),
+            load: crate::compare::identity::LoadKey::Rounds { concurrency: 1 },
+            output: crate::compare::identity::LengthKey::fixed(4),
             shared_prefix_tokens: 0,
             prompts: None,
             batch: None,
@@ -134,9 +134,9 @@ mod tests {
         assert!(out.contains("| C | not in this attempt"), "{out}");
         let mut none = String::new();
         let plain = crate::fixture::report().summary.cases[0].clone();
-        let key = crate::summary::identity::CaseKey {
+        let key = crate::compare::identity::CaseKey {
             api: "chat".into(),
-            ..crate::attempt::keys::keys(&crate::fixture::campaign())
+            ..crate::compare::keys::keys(&crate::fixture::campaign())
                 .into_values()
                 .next()
                 .expect("a key")

@@ -3,10 +3,10 @@
 //! (NEW) both ran, complete on both sides. A check compares two given figures; it never runs
 //! anything. docs/usage.md states the grammar.
 
+use crate::compare::identity::CaseKey;
 use crate::error::ConfigError;
 use crate::stats::interval::{Basis, Ci, Method, Unit};
 use crate::stats::{Interval, Intervals};
-use crate::summary::identity::CaseKey;
 use crate::summary::CaseSummary;
 use serde::Serialize;
 use std::fmt;

@@ -4,8 +4,8 @@
 //! never pooled and an incomplete case gets none.
 
 use super::{cell, letter};
+use crate::compare::identity::CaseKey;
 use crate::report::phases::ms;
-use crate::summary::identity::CaseKey;
 use crate::summary::CaseSummary;
 use std::fmt::Write;
 

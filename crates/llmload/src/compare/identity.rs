@@ -2,7 +2,7 @@
 //! the load a server saw (the API, the load shape and its parameters, the input and output
 //! length specs, the shared system prompt), never only input × concurrency × output. How much was
 //! measured (rounds, duration, requests, warmup, seed) is not part of it. The keys are built from
-//! `campaign.json` (`attempt::keys`); matching them is here, pure.
+//! `campaign.json` (`compare::keys`); matching them is here, pure.
 
 use crate::fmt::thousands;
 use crate::summary::{CaseSummary, Summary};

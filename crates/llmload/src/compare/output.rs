@@ -1,18 +1,18 @@
 //! `llmload compare DIR DIR…`: attempts side by side, per matching case, with ratios of median
 //! TTFT, median complete response and aggregate throughput to the first attempt. Cases match on
-//! their whole key (`summary::identity`: API, load shape and its parameters, length specs,
+//! their whole key (`compare::identity`: API, load shape and its parameters, length specs,
 //! shared prefix); a case of some attempts only is listed, never dropped. Each row is one
 //! attempt's own figures: attempts are never pooled. Incomplete cases are labelled and get no
-//! ratio. With rules, the gate's section follows (`compare/gate.rs`).
+//! ratio. With rules, the gate's section follows (`output/gate.rs`).
 
 mod gate;
 mod models;
 mod pace;
 mod phases;
 
+use crate::compare::gate::Check;
+use crate::compare::identity::{matched, CaseKey, KeyedAttempt};
 use crate::fmt::seconds;
-use crate::summary::gate::Check;
-use crate::summary::identity::{matched, CaseKey, KeyedAttempt};
 use crate::summary::{CaseSummary, Summary};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -191,7 +191,7 @@ fn cells(case: Option<&CaseSummary>, base: Option<&CaseSummary>) -> String {
     if !case.complete {
         return format!(
             "incomplete ({}) | | | | | | {}",
-            super::text::completion(case),
+            crate::report::text::completion(case),
             case.counts.ok
         );
     }
@@ -208,7 +208,7 @@ fn cells(case: Option<&CaseSummary>, base: Option<&CaseSummary>) -> String {
     // Each figure with its interval's larger side, as in the results tables.
     let pm = |value: Option<f64>, interval: Option<crate::stats::Interval>| {
         value
-            .and_then(|v| super::results::plus_minus(v, interval))
+            .and_then(|v| crate::report::results::plus_minus(v, interval))
             .map_or_else(String::new, |pm| format!(" {pm}"))
     };
     let median_ci = |d: Option<&crate::stats::Distribution>| d?.ci.as_ref()?.median;
@@ -359,7 +359,7 @@ mod tests {
     fn keyed(summary: Summary) -> KeyedAttempt {
         KeyedAttempt {
             summary,
-            keys: crate::attempt::keys::keys(&fixture::campaign()),
+            keys: crate::compare::keys::keys(&fixture::campaign()),
         }
     }
 
@@ -412,7 +412,7 @@ mod tests {
     fn a_case_under_another_load_shape_is_listed_on_its_side_never_matched() {
         let mut second = second_attempt();
         let key = second.keys.get_mut("in64-c2-out4").expect("case");
-        key.load = crate::summary::identity::LoadKey::ClosedContinuous { concurrency: 2 };
+        key.load = crate::compare::identity::LoadKey::ClosedContinuous { concurrency: 2 };
         second.summary.api = "chat".into();
         second.summary.target_url = "http://elsewhere".into();
         let out = render(&[first_attempt(), second]);
@@ -515,11 +515,11 @@ mod tests {
     #[test]
     fn the_gate_calls_thin_figures_inconclusive_and_fails_on_them_only_when_asked() {
         let attempts = [first_attempt(), second_attempt()];
-        let rules: Vec<crate::summary::gate::Rule> = ["ttft_p50 > +50%", "goodput < -5%"]
+        let rules: Vec<crate::compare::gate::Rule> = ["ttft_p50 > +50%", "goodput < -5%"]
             .iter()
             .map(|r| r.parse().expect("rule"))
             .collect();
-        let checks = crate::summary::gate::evaluate(&rules, &attempts);
+        let checks = crate::compare::gate::evaluate(&rules, &attempts);
         assert_eq!(checks.len(), 6, "two rules × three shared cases");
         // TTFT doubled, but on 4 responses a side: no interval, so no regression is claimed.
         let out = render_gate(&rules, &checks, false);
