@@ -23,7 +23,7 @@ pub use dataset::DatasetConfig;
 pub(crate) use parse::optional_duration;
 pub use parse::parse_duration;
 use parse::{
-    as_optional_seconds, as_seconds, drop_fields, extra_body, parse_headers, redacted_json,
+    as_optional_seconds, as_seconds, bad, drop_fields, extra_body, parse_headers, redacted_json,
     replaced_ids, validate_optional_url,
 };
 mod combine;
@@ -52,10 +52,6 @@ use std::time::Duration;
 
 pub use crate::error::ConfigError;
 use crate::secrets::Header;
-
-fn bad<T>(message: impl Into<String>) -> Result<T, ConfigError> {
-    Err(ConfigError(message.into()))
-}
 
 /// The most tokens a request may send or ask for.
 pub const MAX_TOKENS: u32 = 10_000_000;

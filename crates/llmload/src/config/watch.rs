@@ -3,7 +3,9 @@
 //! changes what is measured, so none is written to `campaign.json` (the shards of one attempt
 //! on one machine listen on different ports and are still one configuration).
 
-use super::{bad, parse_duration, ConfigError, WatchOptions};
+use super::parse::{bad, parse_duration};
+use super::WatchOptions;
+use crate::error::ConfigError;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 

@@ -10,9 +10,10 @@
 //! its responses received inside the window over the window's length, as the case's own.
 
 use super::bursts::{Delivery, Held};
+use super::counts::Counts;
 use super::per_token::PerToken;
 use super::tally::Tally;
-use super::{CaseSummary, Counts};
+use super::CaseSummary;
 use crate::record::Record;
 use crate::stats::{Distribution, Samples, Spread};
 use serde::{Deserialize, Serialize};
