@@ -241,36 +241,13 @@ mod tests {
     #[test]
     fn an_error_bound_is_judged_on_the_responses() {
         let rule: Rule = "errors<5%".parse().expect("rule");
-        let alpha = 0.025;
-        let few = judge(
-            &rule,
-            "e",
-            &[Tally {
-                met: 999,
-                judged: 1000,
-            }],
-            alpha,
-        );
+        // One block of `judged` responses, `met` of them within the bound.
+        let one_block = |met, judged| judge(&rule, "e", &[Tally { met, judged }], 0.025);
+        let few = one_block(999, 1000);
         assert_eq!(few.verdict, SloVerdict::Meets);
-        let many = judge(
-            &rule,
-            "e",
-            &[Tally {
-                met: 800,
-                judged: 1000,
-            }],
-            alpha,
-        );
+        let many = one_block(800, 1000);
         assert_eq!(many.verdict, SloVerdict::Fails);
-        let near = judge(
-            &rule,
-            "e",
-            &[Tally {
-                met: 95,
-                judged: 100,
-            }],
-            alpha,
-        );
+        let near = one_block(95, 100);
         assert_eq!(near.verdict, SloVerdict::Undecided);
         assert!((many.estimate - 0.2).abs() < 1e-12);
     }
