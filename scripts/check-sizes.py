@@ -29,7 +29,6 @@ ALLOWED = {
     "crates/llmload/src/config/options.rs": 559,
     "crates/llmload/src/progress/view.rs": 515,
     "crates/llmload/src/report/charts.rs": 539,
-    "crates/llmload/src/summary.rs": 584,
     "crates/llmload/src/summary/soak.rs": 506,
     "crates/llmload/src/workload/shape.rs": 530,
     "crates/llmload/src/workload/source.rs": 562,

@@ -1,8 +1,8 @@
 //! `client_check` in `summary.json`: the client's own samples judged against fixed bounds. Did
 //! llmload keep up with what it measured? See [`Bounds`] for the lines drawn.
 
+use super::case::CaseSummary;
 use crate::api::http1::LagTally;
-use crate::summary::CaseSummary;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 

@@ -64,7 +64,7 @@ pub fn evaluate_with(
                 checks.push(check(rule, None, verdict));
             }
             for (model, base_m, new_m) in shared_models(base, new) {
-                let (b, n) = (base_m.as_case(base), new_m.as_case(new));
+                let (b, n) = (base.for_model(base_m), new.for_model(new_m));
                 for rule in rules {
                     let between = between_runs(rule, (&b, &n), &[], level);
                     checks.push(check(

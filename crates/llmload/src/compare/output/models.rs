@@ -5,7 +5,7 @@ use super::{case_json, figures, letter};
 use crate::summary::CaseSummary;
 
 /// A mix of models: each model any attempt's case ran, in name order, with each attempt's
-/// figures of it as a case of their own ([`crate::summary::models::ModelSummary::as_case`]), `None` where the attempt
+/// figures of it as a case of their own ([`crate::summary::CaseSummary::for_model`]), `None` where the attempt
 /// did not run the case or the model. Models are matched by name, never pooled.
 pub(super) fn by_model(cases: &[Option<&CaseSummary>]) -> Vec<(String, Vec<Option<CaseSummary>>)> {
     let names: std::collections::BTreeSet<&str> = cases
@@ -22,7 +22,7 @@ pub(super) fn by_model(cases: &[Option<&CaseSummary>]) -> Vec<(String, Vec<Optio
                 .map(|c| {
                     let c = (*c)?;
                     let m = c.models.as_ref()?.iter().find(|m| m.model == name)?;
-                    Some(m.as_case(c))
+                    Some(c.for_model(m))
                 })
                 .collect();
             (name.to_owned(), views)
