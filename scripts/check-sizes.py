@@ -25,7 +25,6 @@ LIMIT = 500
 ALLOWED = {
     "crates/llmload/src/api/client.rs": 581,
     "crates/llmload/src/api/http1.rs": 550,
-    "crates/llmload/src/config/options.rs": 559,
     "crates/llmload/src/progress/view.rs": 515,
     "crates/llmload/src/report/charts.rs": 539,
     "crates/llmload/src/summary/soak.rs": 506,
