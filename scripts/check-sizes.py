@@ -26,7 +26,6 @@ ALLOWED = {
     "crates/llmload/src/api/client.rs": 581,
     "crates/llmload/src/api/http1.rs": 550,
     "crates/llmload/src/progress/view.rs": 515,
-    "crates/llmload/src/report/charts.rs": 539,
     "crates/llmload/src/summary/soak.rs": 506,
     "crates/llmload/src/workload/shape.rs": 530,
     "crates/llmload/src/workload/source.rs": 562,
