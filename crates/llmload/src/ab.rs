@@ -3,7 +3,7 @@
 //! and B pair by pair in a randomized
 //! balanced order (ABBA or BAAB, drawn from the seed and written down), so that whatever the
 //! machine does over the attempt falls on both arms alike. The gate then judges each pair's B
-//! against its A (`summary::paired`).
+//! against its A (`compare::paired`).
 //!
 //! The attempt folder holds one attempt per arm, `A/` and `B/`, each a whole attempt whose
 //! cases are the blocks (`in64-c1-out16.b3`) and whose records say their arm, beside the
@@ -11,14 +11,15 @@
 
 use crate::api;
 use crate::attempt::Attempt;
+use crate::compare::gate::Rule;
+use crate::compare::paired::block_order;
+use crate::compare::paired::section::{ab_case, block_id, checks, pairs_of, CaseBlocks};
 use crate::config::{Config, ConfigError};
 use crate::error::{Error, Result};
 use crate::guard::StopSignal;
 use crate::record::Arm;
-use crate::runner::session::Session;
-use crate::summary::gate::Rule;
-use crate::summary::paired::section::{block_id, checks, pairs_of, CaseBlocks};
-use crate::summary::paired::{block_order, AbCase, AbSection};
+use crate::runner::attempt_run::AttemptRun;
+use crate::summary::ab::AbSection;
 use crate::summary::{OutcomeStatus, Summary};
 use crate::target::Target;
 use crate::telemetry::Sampler;
@@ -94,7 +95,7 @@ pub async fn ab(
     let simulated = a.target.is_simulator() && b.target.is_simulator();
     let folders = Folders::create([&a, &b], &plans, simulated)?;
     let (planned, seed) = (plans.len(), a.config.seed);
-    let mut sessions = [
+    let mut runs = [
         start(
             (&a, sampler_a),
             &folders.arms[0],
@@ -109,12 +110,9 @@ pub async fn ab(
         )?,
     ];
     let write = |summaries: [&Summary; 2]| folders.write(summaries, &cuts, options, seed);
-    run_cases(&mut sessions, (&cuts, planned), a.config.warmup, &write).await?;
-    let [session_a, session_b] = sessions;
-    let summaries = [
-        session_a.finish(planned).await?,
-        session_b.finish(planned).await?,
-    ];
+    run_cases(&mut runs, (&cuts, planned), a.config.warmup, &write).await?;
+    let [run_a, run_b] = runs;
+    let summaries = [run_a.finish(planned).await?, run_b.finish(planned).await?];
     for (summary, at) in summaries.iter().zip(&folders.arms) {
         views::write_html(at, summary)?;
     }
@@ -128,7 +126,7 @@ pub async fn ab(
 /// Every case's pairs of blocks, each arm's first block of a case after `warmup` warmups;
 /// `write` after each case, and where the run stops.
 async fn run_cases(
-    sessions: &mut [Session<'_>; 2],
+    runs: &mut [AttemptRun<'_>; 2],
     (cuts, planned): (&[Cut], usize),
     warmup: u32,
     write: &impl Fn([&Summary; 2]) -> Result<Summary>,
@@ -140,13 +138,13 @@ async fn run_cases(
                 let i = usize::from(arm == Arm::B);
                 let warmup = if warmed[i] { 0 } else { warmup };
                 warmed[i] = true;
-                if !sessions[i].run_block(&cut.blocks[k], planned, warmup).await {
-                    write([&sessions[0].summary, &sessions[1].summary])?;
+                if !runs[i].run_block(&cut.blocks[k], planned, warmup).await {
+                    write([&runs[0].summary, &runs[1].summary])?;
                     return Ok(());
                 }
             }
         }
-        write([&sessions[0].summary, &sessions[1].summary])?;
+        write([&runs[0].summary, &runs[1].summary])?;
     }
     Ok(())
 }
@@ -242,14 +240,14 @@ async fn set_up(config: Config) -> Result<(Arm1, Sampler)> {
     ))
 }
 
-/// Starts an arm's session in its attempt: every record it writes says `arm`.
+/// Starts an arm's run in its attempt: every record it writes says `arm`.
 fn start<'a>(
     (arm1, sampler): (&'a Arm1, Sampler),
     attempt: &Attempt,
     (simulated, interrupted): (bool, &StopSignal),
     arm: Arm,
-) -> Result<Session<'a>> {
-    let mut session = Session::start(
+) -> Result<AttemptRun<'a>> {
+    let mut run = AttemptRun::start(
         &arm1.config,
         (&arm1.target, &arm1.prompts),
         attempt,
@@ -257,8 +255,8 @@ fn start<'a>(
         (simulated, interrupted.clone()),
         None,
     )?;
-    session.set_arm(arm);
-    Ok(session)
+    run.set_arm(arm);
+    Ok(run)
 }
 
 /// Each case of `plans` cut into blocks of `block_rounds` rounds (the last one shorter where
@@ -386,7 +384,7 @@ fn combined(
         block_rounds: options.block_rounds,
         blocks: blocks_text(cuts, options),
         level,
-        cases: blocks.iter().map(|c| AbCase::of(c, level)).collect(),
+        cases: blocks.iter().map(|c| ab_case(c, level)).collect(),
         checks: checks(&options.rules, &blocks, level),
         fail_on_inconclusive: options.fail_on_inconclusive,
     };

@@ -7,15 +7,15 @@
 //! measurements do not cover the whole question); 4 stopped (interrupted or by a guard); 5
 //! `compare` and `ab`: a `--fail-if` rule broke (the regression gate).
 
-use crate::attempt::keys;
 use crate::cli::Command;
+use crate::compare::{self, gate, keys};
 use crate::config::Config;
 use crate::console;
 use crate::error::{Error, Result};
 use crate::guard::StopSignal;
 use crate::plan::Question;
-use crate::report::{compare, markdown};
-use crate::summary::{gate, Outcome, OutcomeStatus, Summary};
+use crate::report::markdown;
+use crate::summary::{Outcome, OutcomeStatus, Summary};
 
 /// `compare`'s exit code when a rule of the gate broke.
 pub const GATE_FAILED: u8 = 5;
@@ -192,7 +192,7 @@ async fn ab(args: &crate::cli::AbArgs) -> Result<u8> {
         .summary
         .ab
         .as_ref()
-        .is_some_and(crate::summary::paired::AbSection::failed);
+        .is_some_and(crate::summary::ab::AbSection::failed);
     Ok(if failed {
         GATE_FAILED
     } else {

@@ -90,7 +90,7 @@ impl std::fmt::Display for Rule {
 
 /// Why the campaign stopped.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Verdict {
+pub struct StopVerdict {
     /// Which rule fired.
     pub rule: Rule,
     /// What happened, in words.
@@ -139,7 +139,7 @@ pub struct Guard {
     limits: Limits,
     start: Instant,
     cancel: CancellationToken,
-    verdict: Mutex<Option<Verdict>>,
+    verdict: Mutex<Option<StopVerdict>>,
     /// The latest reading of each GPU.
     latest: Mutex<BTreeMap<u32, Reading>>,
     finished: AtomicU32,
@@ -161,12 +161,12 @@ impl Guard {
     }
 
     /// The verdict, once the guard has fired.
-    pub fn verdict(&self) -> Option<Verdict> {
+    pub fn verdict(&self) -> Option<StopVerdict> {
         self.verdict.lock().map_or(None, |v| v.clone())
     }
 
     /// Fires with `verdict` unless it already fired.
-    pub fn trip(&self, verdict: Verdict) {
+    pub fn trip(&self, verdict: StopVerdict) {
         if let Ok(mut slot) = self.verdict.lock() {
             if slot.is_none() {
                 *slot = Some(verdict);
@@ -185,11 +185,11 @@ impl Guard {
         }
     }
 
-    fn check_reading(&self, r: &Reading, at: &str) -> Option<Verdict> {
+    fn check_reading(&self, r: &Reading, at: &str) -> Option<StopVerdict> {
         let margin = r
             .margin_c
             .map_or("not reported".into(), |m| format!("{m} °C"));
-        let verdict = |rule: Rule, reason: String| Verdict {
+        let verdict = |rule: Rule, reason: String| StopVerdict {
             rule,
             reason,
             sample: Some(r.clone()),
@@ -217,7 +217,7 @@ impl Guard {
         let failed = self.failed.fetch_add(u32::from(bad), Ordering::Relaxed) + u32::from(bad);
         let at = "request".to_owned();
         if let Some(max) = self.limits.max_errors.filter(|&m| failed >= m) {
-            self.trip(Verdict {
+            self.trip(StopVerdict {
                 rule: Rule::Errors,
                 reason: format!("{failed} failed or invalid responses reached --max-errors {max}"),
                 sample: None,
@@ -229,7 +229,7 @@ impl Guard {
             .filter(|&m| finished >= 10 && f64::from(failed) / f64::from(finished) > m)
         {
             let rate = f64::from(failed) / f64::from(finished);
-            self.trip(Verdict { rule: Rule::ErrorRate, reason: format!("{failed} of {finished} responses failed or invalid ({rate:.3}), above --max-error-rate {max}"), sample: None, at });
+            self.trip(StopVerdict { rule: Rule::ErrorRate, reason: format!("{failed} of {finished} responses failed or invalid ({rate:.3}), above --max-error-rate {max}"), sample: None, at });
         }
     }
 
@@ -247,7 +247,7 @@ impl Guard {
             .max_duration
             .filter(|&m| self.start.elapsed() >= m)
         {
-            self.trip(Verdict {
+            self.trip(StopVerdict {
                 rule: Rule::Duration,
                 reason: format!(
                     "the campaign ran for --max-duration {}",

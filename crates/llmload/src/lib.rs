@@ -7,7 +7,10 @@
 //!   built-in simulator as a target), `merge` (the shards of one attempt joined);
 //! - what to run: `plan`, `cases` (the matrix, the sweep), `config` (settings → a validated
 //!   `Config`);
-//! - running it: `runner` (session, pacer, exchange → record), `progress`, `selfcheck`, `guard`;
+//! - running it: `runner` (the attempt's run, pacer, exchange → record), `progress`, `selfcheck`,
+//!   `guard`, `board` (the `/metrics` board);
+//! - comparing attempts: `compare` (which cases match, the regression gate, `ab`'s paired gate,
+//!   what `llmload compare` prints);
 //! - the attempt folder: `attempt` (create, append, read back, rebuild);
 //! - results: `report` (pure renderers), `summary` (every result type and accumulator);
 //! - the leaves: `workload`, `target`, `api`, `telemetry`, `record`, `stats`, `fmt`.
@@ -25,11 +28,13 @@
 pub mod ab;
 pub mod api;
 pub mod attempt;
+pub mod board;
 pub mod capacity;
 pub mod cases;
 pub mod cli;
 pub mod clock;
 pub mod commands;
+pub mod compare;
 pub mod config;
 pub mod console;
 pub mod delay;
@@ -39,7 +44,6 @@ pub mod files;
 pub(crate) mod fixture;
 pub mod fmt;
 pub mod guard;
-pub mod live;
 pub mod merge;
 pub mod num;
 pub mod plan;
@@ -66,7 +70,7 @@ use crate::cases::{CaseSource, Matrix, Sweep, SweepOptions};
 use crate::config::Config;
 use crate::error::Error;
 use crate::guard::StopSignal;
-use crate::runner::session::Session;
+use crate::runner::attempt_run::AttemptRun;
 use crate::summary::shards::ShardRun;
 use crate::summary::sweep::SweepSection;
 use crate::summary::Summary;
@@ -84,7 +88,7 @@ pub struct RunResult {
     /// What `summary.json` holds.
     pub summary: Summary,
     /// `--metrics-listen`: the endpoint, still serving the final figures.
-    pub metrics: Option<live::server::Server>,
+    pub metrics: Option<board::server::Server>,
 }
 
 /// Why `llmload sweep` takes no `--shard I/N` with N above 1.
@@ -224,7 +228,7 @@ pub async fn measure<S: CaseSource>(
         None => Attempt::create(&config.out, &config.name)?,
     };
     views::campaign(&attempt, config, &target, simulated, &source.plans())?;
-    let mut session = Session::start(
+    let mut run = AttemptRun::start(
         config,
         (&target, &prompts),
         &attempt,
@@ -233,7 +237,7 @@ pub async fn measure<S: CaseSource>(
         board.clone(),
     )?;
     let sharded = !config.sharding.shard.is_whole();
-    session.summary.shard = sharded.then(|| ShardRun {
+    run.summary.shard = sharded.then(|| ShardRun {
         index: config.sharding.shard.index,
         count: config.sharding.shard.count,
         attempt_id: config.sharding.attempt_id.clone().unwrap_or_default(),
@@ -247,44 +251,44 @@ pub async fn measure<S: CaseSource>(
     });
     if let Some(stages) = &config.load.stages {
         // A staged load is one load: every stage's case comes from the one run.
-        session.run_stages(&source.plans(), stages).await;
-        views::write(&attempt, &session.summary)?;
+        run.run_stages(&source.plans(), stages).await;
+        views::write(&attempt, &run.summary)?;
     } else if let Some(repeats) = config.repeat {
         // A series: the same cases, run again as each repeat ends complete.
         let plans = source.plans();
         for k in 1..=repeats {
-            session.begin_repeat(k, repeats);
+            run.begin_repeat(k, repeats);
             for plan in &plans {
-                let go_on = session.run_case(plan, plans.len()).await;
-                views::write(&attempt, &session.written())?;
+                let go_on = run.run_case(plan, plans.len()).await;
+                views::write(&attempt, &run.written())?;
                 if !go_on {
                     break;
                 }
             }
-            let go_on = session.end_repeat(plans.len())?;
+            let go_on = run.end_repeat(plans.len())?;
             // Closed: a run killed in the next repeat is rebuilt with this one as it ended.
-            views::write(&attempt, &session.written())?;
+            views::write(&attempt, &run.written())?;
             if !go_on {
                 break;
             }
         }
     } else {
         let mut listed = source.plans().len();
-        while let Some(plan) = source.next(&session.summary.cases) {
+        while let Some(plan) = source.next(&run.summary.cases) {
             // A sweep decides its cases as it goes: each is in `campaign.json` before it runs,
             // so that a run killed in it is rebuilt with it.
             if source.plans().len() != listed {
                 listed = source.plans().len();
                 views::campaign(&attempt, config, &target, simulated, &source.plans())?;
             }
-            let go_on = session.run_case(&plan, source.planned()).await;
-            views::write(&attempt, &session.summary)?;
+            let go_on = run.run_case(&plan, source.planned()).await;
+            views::write(&attempt, &run.summary)?;
             if !go_on {
                 break;
             }
         }
     }
-    let mut summary = session.finish(source.planned()).await?;
+    let mut summary = run.finish(source.planned()).await?;
     if let Some(shard) = &mut summary.shard {
         // After the load, so that the estimate neither delays its start nor adds to it.
         shard.clock = clock::estimate(&target.endpoint).await;
@@ -325,14 +329,14 @@ fn endpoint(config: &Config, url: &str) -> error::Result<Endpoint> {
 async fn serve_metrics(
     config: &Config,
 ) -> error::Result<(
-    Option<std::sync::Arc<live::Board>>,
-    Option<live::server::Server>,
+    Option<std::sync::Arc<board::Board>>,
+    Option<board::server::Server>,
 )> {
     let Some(metrics) = config.watch.metrics else {
         return Ok((None, None));
     };
-    let board = live::Board::new(live::flight::Flight::new());
-    let server = live::server::Server::bind(metrics.addr, board.clone()).await?;
+    let board = board::Board::new(board::flight::Flight::new());
+    let server = board::server::Server::bind(metrics.addr, board.clone()).await?;
     if !metrics.loopback() {
         console::note(format_args!(
             "note: --metrics-listen {}: /metrics is reachable from other machines (read-only, \

@@ -12,7 +12,7 @@ use crate::attempt::{rebuild, Attempt};
 use crate::config::ConfigError;
 use crate::error::Context;
 use crate::record::{Phase, Record};
-use crate::summary::client_check::Verdict;
+use crate::summary::client_check::ClientVerdict;
 use crate::summary::shards::{MergedShard, ShardRun, ShardsSection};
 use crate::summary::{Outcome, OutcomeStatus, RunState, Summary};
 use crate::RunResult;
@@ -302,7 +302,7 @@ fn section(
         if !complete {
             section.incomplete.push(shard.run.index);
         }
-        if check.is_some_and(|c| c.verdict == Verdict::ClientMayHaveDistorted) {
+        if check.is_some_and(|c| c.verdict == ClientVerdict::ClientMayHaveDistorted) {
             section.client_bound.push(shard.run.index);
         }
         section.shards.push(MergedShard {

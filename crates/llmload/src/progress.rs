@@ -11,9 +11,9 @@
 //!
 //! Colour only on a terminal, and never with `NO_COLOR` set.
 
+use crate::board::flight::Flight;
+use crate::board::Board;
 use crate::guard::Guard;
-use crate::live::flight::Flight;
-use crate::live::Board;
 use crate::record::Record;
 use crate::summary::client_check::ClientCheck;
 use crate::workload::shape::CasePlan;
@@ -28,7 +28,7 @@ mod heartbeat;
 mod line;
 pub mod recent;
 pub mod view;
-pub use crate::live::snapshot::{Planned, Snapshot, TTFT_WINDOW};
+pub use crate::board::snapshot::{Planned, Snapshot, TTFT_WINDOW};
 pub use case_line::case_line;
 pub use line::{line, use_color};
 

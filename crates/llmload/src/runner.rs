@@ -41,6 +41,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+pub mod attempt_run;
 mod closed;
 pub mod exchange;
 pub mod ids;
@@ -49,7 +50,6 @@ mod open;
 pub mod pacer;
 mod pooled;
 mod request;
-pub mod session;
 mod sessions;
 mod stages;
 mod start;

@@ -3,7 +3,6 @@
 
 pub mod campaign;
 pub(crate) mod closing;
-pub mod keys;
 pub mod load;
 pub mod rebuild;
 pub mod records;

@@ -295,7 +295,7 @@ impl<'a> Rebuilt<'a> {
         crate::summary::window::settle_stage(&mut load);
         summary.complete = finished && all_ok;
         summary.throughput_tps = Spread::with(load.throughput_tps, load.throughput_ci.clone());
-        crate::summary::pooling::settle(&mut summary);
+        summary.settle_pooling();
         summary.load = Some(load);
         summary
     }

@@ -2,7 +2,7 @@
 //! bisect in log space between the largest load that meets every objective and the smallest
 //! that fails, until the two are within the resolution. Pure: it reads the verdicts so far.
 
-use crate::summary::capacity::Verdict;
+use crate::summary::capacity::SloVerdict;
 
 /// The search's bounds.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -34,15 +34,15 @@ pub enum Step {
 }
 
 /// The bracket of `probes`: the largest load that meets below the smallest that fails.
-pub fn bracket(probes: &[(f64, Verdict)]) -> (Option<f64>, Option<f64>) {
+pub fn bracket(probes: &[(f64, SloVerdict)]) -> (Option<f64>, Option<f64>) {
     let failing = probes
         .iter()
-        .filter(|(_, v)| *v == Verdict::Fails)
+        .filter(|(_, v)| *v == SloVerdict::Fails)
         .map(|(l, _)| *l)
         .min_by(f64::total_cmp);
     let passing = probes
         .iter()
-        .filter(|(l, v)| *v == Verdict::Meets && failing.is_none_or(|f| *l < f))
+        .filter(|(l, v)| *v == SloVerdict::Meets && failing.is_none_or(|f| *l < f))
         .map(|(l, _)| *l)
         .max_by(f64::total_cmp);
     (passing, failing)
@@ -67,7 +67,7 @@ impl Search {
     }
 
     /// The next step after `probes` (each load measured, with its verdict).
-    pub fn next(&self, probes: &[(f64, Verdict)]) -> Step {
+    pub fn next(&self, probes: &[(f64, SloVerdict)]) -> Step {
         let measured = |load: f64| probes.iter().any(|(l, _)| (l - load).abs() < 1e-9);
         if probes.is_empty() {
             return Step::Probe(self.round(self.start.min(self.max_load)));
@@ -99,12 +99,12 @@ impl Search {
     }
 
     /// No load fails yet: double the largest, up to `max_load`.
-    fn grow(&self, probes: &[(f64, Verdict)]) -> Step {
+    fn grow(&self, probes: &[(f64, SloVerdict)]) -> Step {
         let largest = probes.iter().map(|(l, _)| *l).fold(0.0, f64::max);
         if largest >= self.max_load {
             let decided = probes
                 .iter()
-                .any(|(l, v)| *v == Verdict::Meets && (l - largest).abs() < 1e-9);
+                .any(|(l, v)| *v == SloVerdict::Meets && (l - largest).abs() < 1e-9);
             return Step::Done {
                 decided,
                 why: format!(
@@ -120,7 +120,7 @@ impl Search {
     /// unmeasured whole load to it; done when the two are within the resolution, or when two
     /// loads between them ran to their cap undecided (the loads near the boundary cannot be
     /// told from it at this confidence, and each more would cost a whole cap).
-    fn narrow(&self, passing: f64, failing: f64, probes: &[(f64, Verdict)]) -> Step {
+    fn narrow(&self, passing: f64, failing: f64, probes: &[(f64, SloVerdict)]) -> Step {
         let measured = |load: f64| probes.iter().any(|(l, _)| (l - load).abs() < 1e-9);
         let narrow = if self.integer {
             failing - passing <= self.resolution + 1e-9
@@ -135,7 +135,7 @@ impl Search {
         }
         let mut inside: Vec<f64> = probes
             .iter()
-            .filter(|(l, v)| *v == Verdict::Undecided && passing < *l && *l < failing)
+            .filter(|(l, v)| *v == SloVerdict::Undecided && passing < *l && *l < failing)
             .map(|(l, _)| *l)
             .collect();
         inside.sort_by(f64::total_cmp);

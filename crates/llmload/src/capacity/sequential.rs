@@ -17,7 +17,7 @@
 //! independent (a burst of them makes the interval too narrow, which the report says).
 
 use super::slo::{Rule, Tally};
-use crate::summary::capacity::{RuleVerdict, Verdict};
+use crate::summary::capacity::{RuleVerdict, SloVerdict};
 use statrs::distribution::{Beta, ContinuousCDF};
 
 /// How many looks a probe has; its cap is the last one's blocks.
@@ -118,13 +118,13 @@ pub fn judge(rule: &Rule, text: &str, blocks: &[Tally], alpha: f64) -> RuleVerdi
             threshold = 0.5;
             statistic = format!("share of blocks that meet {rule}");
             verdict = if n == 0 {
-                Verdict::Undecided
+                SloVerdict::Undecided
             } else if low > threshold {
-                Verdict::Meets
+                SloVerdict::Meets
             } else if high < threshold {
-                Verdict::Fails
+                SloVerdict::Fails
             } else {
-                Verdict::Undecided
+                SloVerdict::Undecided
             };
         }
         Rule::Errors { share } => {
@@ -138,13 +138,13 @@ pub fn judge(rule: &Rule, text: &str, blocks: &[Tally], alpha: f64) -> RuleVerdi
             threshold = share;
             statistic = "share of responses that failed".to_owned();
             verdict = if pooled.judged == 0 {
-                Verdict::Undecided
+                SloVerdict::Undecided
             } else if high < threshold {
-                Verdict::Meets
+                SloVerdict::Meets
             } else if low > threshold {
-                Verdict::Fails
+                SloVerdict::Fails
             } else {
-                Verdict::Undecided
+                SloVerdict::Undecided
             };
         }
     }
@@ -176,13 +176,13 @@ pub fn judge_all(rules: &[(Rule, String)], blocks: &[Block], alpha: f64) -> Vec<
 }
 
 /// The probe's verdict from its rules'.
-pub fn overall(verdicts: &[RuleVerdict]) -> Verdict {
-    if verdicts.iter().any(|v| v.verdict == Verdict::Fails) {
-        Verdict::Fails
-    } else if verdicts.iter().all(|v| v.verdict == Verdict::Meets) {
-        Verdict::Meets
+pub fn overall(verdicts: &[RuleVerdict]) -> SloVerdict {
+    if verdicts.iter().any(|v| v.verdict == SloVerdict::Fails) {
+        SloVerdict::Fails
+    } else if verdicts.iter().all(|v| v.verdict == SloVerdict::Meets) {
+        SloVerdict::Meets
     } else {
-        Verdict::Undecided
+        SloVerdict::Undecided
     }
 }
 
@@ -219,53 +219,36 @@ mod tests {
         };
         let alpha = looks.alpha_at(0);
         let all_good = judge(&rule, "r", &[good; 7], alpha);
-        assert_eq!(all_good.verdict, Verdict::Meets);
+        assert_eq!(all_good.verdict, SloVerdict::Meets);
         assert!(all_good.low > 0.5);
         let all_bad = judge(&rule, "r", &[bad; 7], alpha);
-        assert_eq!(all_bad.verdict, Verdict::Fails);
+        assert_eq!(all_bad.verdict, SloVerdict::Fails);
         let mut split = vec![good; 4];
         split.extend([bad; 3]);
-        assert_eq!(judge(&rule, "r", &split, alpha).verdict, Verdict::Undecided);
+        assert_eq!(
+            judge(&rule, "r", &split, alpha).verdict,
+            SloVerdict::Undecided
+        );
         // Six of seven is not enough at the first look's share of 5 %.
         let mut six = vec![good; 6];
         six.push(bad);
-        assert_eq!(judge(&rule, "r", &six, alpha).verdict, Verdict::Undecided);
+        assert_eq!(
+            judge(&rule, "r", &six, alpha).verdict,
+            SloVerdict::Undecided
+        );
     }
 
     #[test]
     fn an_error_bound_is_judged_on_the_responses() {
         let rule: Rule = "errors<5%".parse().expect("rule");
-        let alpha = 0.025;
-        let few = judge(
-            &rule,
-            "e",
-            &[Tally {
-                met: 999,
-                judged: 1000,
-            }],
-            alpha,
-        );
-        assert_eq!(few.verdict, Verdict::Meets);
-        let many = judge(
-            &rule,
-            "e",
-            &[Tally {
-                met: 800,
-                judged: 1000,
-            }],
-            alpha,
-        );
-        assert_eq!(many.verdict, Verdict::Fails);
-        let near = judge(
-            &rule,
-            "e",
-            &[Tally {
-                met: 95,
-                judged: 100,
-            }],
-            alpha,
-        );
-        assert_eq!(near.verdict, Verdict::Undecided);
+        // One block of `judged` responses, `met` of them within the bound.
+        let one_block = |met, judged| judge(&rule, "e", &[Tally { met, judged }], 0.025);
+        let few = one_block(999, 1000);
+        assert_eq!(few.verdict, SloVerdict::Meets);
+        let many = one_block(800, 1000);
+        assert_eq!(many.verdict, SloVerdict::Fails);
+        let near = one_block(95, 100);
+        assert_eq!(near.verdict, SloVerdict::Undecided);
         assert!((many.estimate - 0.2).abs() < 1e-12);
     }
 
@@ -296,7 +279,7 @@ mod tests {
             },
         ];
         let verdicts = judge_all(&rules, &vec![block; 7], Looks::at(0.95).alpha_at(0));
-        assert_eq!(overall(&verdicts), Verdict::Meets, "{verdicts:?}");
+        assert_eq!(overall(&verdicts), SloVerdict::Meets, "{verdicts:?}");
         let block = vec![
             Tally { met: 2, judged: 20 },
             Tally {
@@ -305,6 +288,6 @@ mod tests {
             },
         ];
         let verdicts = judge_all(&rules, &vec![block; 7], Looks::at(0.95).alpha_at(0));
-        assert_eq!(overall(&verdicts), Verdict::Fails);
+        assert_eq!(overall(&verdicts), SloVerdict::Fails);
     }
 }

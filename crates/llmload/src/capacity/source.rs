@@ -10,7 +10,7 @@ use super::CapacityOptions;
 use crate::cases::CaseSource;
 use crate::config::{Config, ConfigError};
 use crate::record::{Record, Status};
-use crate::summary::capacity::{LoadUnit, RuleVerdict, Verdict};
+use crate::summary::capacity::{LoadUnit, RuleVerdict, SloVerdict};
 use crate::summary::CaseSummary;
 use crate::workload::length::Length;
 use crate::workload::schedule::Bound;
@@ -152,7 +152,7 @@ pub struct Probe {
     /// Every rule's verdict at the last look read.
     pub verdicts: Vec<RuleVerdict>,
     /// The probe's verdict at the last look read.
-    pub verdict: Verdict,
+    pub verdict: SloVerdict,
     /// Decided, or at its cap.
     pub done: bool,
 }
@@ -318,7 +318,7 @@ impl CapacitySource {
     }
 
     /// Each probe's load and verdict, for the search.
-    pub fn verdicts(&self) -> Vec<(f64, Verdict)> {
+    pub fn verdicts(&self) -> Vec<(f64, SloVerdict)> {
         self.probes
             .iter()
             .filter(|p| p.done)
@@ -336,7 +336,7 @@ impl CapacitySource {
             probe.verdicts = sequential::judge_all(&self.rules, &blocks, alpha);
             probe.verdict = sequential::overall(&probe.verdicts);
             probe.next_look += 1;
-            probe.done = probe.verdict != Verdict::Undecided || probe.next_look == LOOKS;
+            probe.done = probe.verdict != SloVerdict::Undecided || probe.next_look == LOOKS;
         }
     }
 
@@ -349,7 +349,7 @@ impl CapacitySource {
             reused: 0,
             next_look: 0,
             verdicts: Vec::new(),
-            verdict: Verdict::Undecided,
+            verdict: SloVerdict::Undecided,
             done: false,
         };
         while probe.blocks.len() < self.looks.cap() {

@@ -120,7 +120,7 @@ impl AbArgs {
     }
 
     /// The gate's rules: `--fail-if`, then the `--thresholds` file's.
-    fn rules(&self) -> Result<Vec<crate::summary::gate::Rule>, ConfigError> {
+    fn rules(&self) -> Result<Vec<crate::compare::gate::Rule>, ConfigError> {
         let file = match &self.thresholds {
             Some(path) => Some((
                 path.display().to_string(),
@@ -134,6 +134,6 @@ impl AbArgs {
             None => None,
         };
         let file = file.as_ref().map(|(p, t)| (p.as_str(), t.as_str()));
-        crate::summary::gate::rules(&self.fail_if, file)
+        crate::compare::gate::rules(&self.fail_if, file)
     }
 }

@@ -3,9 +3,9 @@
 
 use super::{CompareArgs, PlanArgs, RunArgs, SweepArgs};
 use crate::cases::SweepOptions;
+use crate::compare::gate::Rule;
 use crate::config::{parse_duration, Combine, ConfigError, Settings};
 use crate::plan::{parse_budget, Question, Wanted};
-use crate::summary::gate::Rule;
 use crate::summary::sweep::StopRules;
 
 impl RunArgs {
@@ -76,7 +76,7 @@ impl CompareArgs {
             None => None,
         };
         let path = self.thresholds.as_ref().map(|p| p.display().to_string());
-        crate::summary::gate::rules(&self.fail_if, path.as_deref().zip(text.as_deref()))
+        crate::compare::gate::rules(&self.fail_if, path.as_deref().zip(text.as_deref()))
     }
 }
 

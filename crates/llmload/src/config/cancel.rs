@@ -1,7 +1,9 @@
 //! `--cancel-after N|DURATION` and `--cancel-share SHARE`: measured streams the client abandons
 //! on purpose, read and checked.
 
-use super::{bad, Config, ConfigError};
+use super::parse::bad;
+use super::Config;
+use crate::error::ConfigError;
 use crate::record::CancelAfter;
 use crate::workload::shape::Cancel;
 

@@ -1,8 +1,10 @@
 //! Config: prompts from a dataset (`--dataset`, `--dataset-lengths`, `--dataset-output`), read
 //! and checked once here.
 
-use super::{bad, ConfigError, LoadConfig, Settings};
+use super::parse::bad;
+use super::{LoadConfig, Settings};
 use crate::api::Api;
+use crate::error::ConfigError;
 use crate::workload::dataset::{Dataset, Lengths, Output};
 use serde::Serialize;
 use std::path::PathBuf;

@@ -3,7 +3,8 @@
 //! so that a device or a pipe (`/dev/zero`, `<(cmd)`) is refused as soon as it passes the bound.
 
 use super::options::Settings;
-use super::{bad, ConfigError};
+use super::parse::bad;
+use crate::error::ConfigError;
 use std::path::Path;
 
 impl Settings {

@@ -1,8 +1,10 @@
 //! The guard's options (`--telemetry`, its stop rules, the cool-down between cases), resolved.
 
 use super::parse::{optional_duration, parse_duration, parse_source};
-use super::{ConfigError, GuardOptions};
-use super::{Limits, Source};
+use super::GuardOptions;
+use crate::error::ConfigError;
+use crate::guard::Limits;
+use crate::telemetry::Source;
 use std::time::Duration;
 
 /// The guard's options, resolved: the telemetry source and its interval, the stop rules, and the

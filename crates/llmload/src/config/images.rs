@@ -1,7 +1,9 @@
 //! `--images` and `--image-size`: generated images in chat requests, a case per count and size.
 
-use super::{bad, Config, ConfigError, WorkloadOptions};
+use super::parse::bad;
+use super::{Config, WorkloadOptions};
 use crate::api::Api;
+use crate::error::ConfigError;
 use crate::workload::image::{parse_size, ImageSpec, MAX_IMAGES};
 
 /// The images of each case (count 0: a case without), `--images` × `--image-size`; empty

@@ -1,10 +1,10 @@
 //! Config: the load-shape settings (`--arrival`, `--rate`, `--duration`, `--requests`,
 //! `--max-in-flight`, `--warmup-time`, the SLOs, `--stages`), merged from flags and file and validated.
 
-use super::{
-    bad, optional_duration, ConfigError, LoadOptions, ObjectiveOptions, SessionOptions, Settings,
-    StagesSetting,
-};
+use super::parse::bad;
+use super::parse::optional_duration;
+use super::{LoadOptions, ObjectiveOptions, SessionOptions, Settings, StagesSetting};
+use crate::error::ConfigError;
 use crate::workload::schedule::Bound;
 use crate::workload::session::{SessionSpec, Think};
 pub(super) use crate::workload::shape::Cancel;

@@ -2,15 +2,12 @@
 //! so that the rest of the pipeline never sees a string standing in for an enum or a zero
 //! standing in for "unset".
 
-use crate::api::tls::{read_ca_certs, TlsOptions};
+use crate::api::tls::TlsOptions;
 use crate::api::Api;
 use crate::guard::Limits;
 use crate::telemetry::Source;
-use crate::workload::image::ImageSpec;
 use crate::workload::length::Length;
 use crate::workload::mix::ModelMix;
-use crate::workload::shape::{CasePlan, LoadPoint, ShapeTemplate};
-use crate::workload::trace::TraceEntry;
 pub use load::LoadConfig;
 
 mod cancel;
@@ -18,26 +15,28 @@ mod dataset;
 mod load;
 mod objectives;
 mod parse;
+mod plans;
 mod pooling;
 pub use dataset::DatasetConfig;
 pub(crate) use parse::optional_duration;
 pub use parse::parse_duration;
 use parse::{
-    as_optional_seconds, as_seconds, drop_fields, extra_body, parse_headers, redacted_json,
+    as_optional_seconds, as_seconds, bad, drop_fields, extra_body, parse_headers, redacted_json,
     replaced_ids, validate_optional_url,
 };
 mod combine;
 mod file;
 mod guarded;
 mod images;
-mod live;
 mod options;
-pub use live::{MetricsConfig, Watch};
+mod watch;
+pub use watch::{MetricsConfig, Watch};
 mod repeat;
 mod scrub;
 mod settings;
 mod sharding;
 mod sizes;
+mod validate;
 pub use combine::Combine;
 pub use options::{
     GuardOptions, LoadOptions, ObjectiveOptions, OutputOptions, RoundOptions, SessionOptions,
@@ -52,10 +51,6 @@ use std::time::Duration;
 
 pub use crate::error::ConfigError;
 use crate::secrets::Header;
-
-fn bad<T>(message: impl Into<String>) -> Result<T, ConfigError> {
-    Err(ConfigError(message.into()))
-}
 
 /// The most tokens a request may send or ask for.
 pub const MAX_TOKENS: u32 = 10_000_000;
@@ -351,121 +346,12 @@ impl Config {
             cool_down_below_c: guard.cool_down_below_c,
             cool_down_timeout: guard.cool_down_timeout,
             sharding,
-            watch: live::watch(&settings.watch)?,
+            watch: watch::watch(&settings.watch)?,
         };
         let replaced = replaced_ids(&config.headers, config.traceparent);
         config.notes.extend(replaced);
         config.validate()?;
         Ok(config)
-    }
-
-    /// A shared system prompt leaves room in every prompt for the nonce and one more token.
-    fn check_shared_prefix(&self) -> Result<(), ConfigError> {
-        let shared = self.load.system_prompt_tokens;
-        if shared == 0 {
-            return Ok(());
-        }
-        let floor =
-            shared.saturating_add(crate::num::count(crate::workload::prompt::NONCE_LEN) + 1);
-        let traced = self.load.trace_entries.iter().flat_map(|e| e.iter());
-        let shortest = self
-            .input_tokens
-            .iter()
-            .map(Length::min_tokens)
-            .chain(traced.map(|e| e.input_tokens))
-            .min()
-            .unwrap_or(0);
-        if shortest < floor {
-            return bad(format!(
-                "--system-prompt-tokens {shared} needs prompts of at least {floor} tokens (the \
-                 shared part, the {}-token nonce and one more); the shortest is {shortest}",
-                crate::workload::prompt::NONCE_LEN
-            ));
-        }
-        Ok(())
-    }
-
-    fn validate(&self) -> Result<(), ConfigError> {
-        if self.concurrency.is_empty() || self.concurrency.contains(&0) {
-            return bad("--concurrency needs one or more values above 0");
-        }
-        self.check_sizes()?;
-        pooling::check(self)?;
-        images::check(self)?;
-        if let Some(corpus) = &self.corpus {
-            match std::fs::metadata(corpus) {
-                Ok(m) if m.is_file() && m.len() > 0 => {}
-                Ok(_) => {
-                    return bad(format!(
-                        "--corpus {}: not a non-empty file",
-                        corpus.display()
-                    ))
-                }
-                Err(e) => return bad(format!("--corpus {}: {e}", corpus.display())),
-            }
-        }
-        if let Some(path) = &self.tls.ca_cert {
-            read_ca_certs(path).map_err(|e| ConfigError(e.to_string()))?;
-        }
-        self.load.validate()?;
-        dataset::check_prompts(self.dataset.as_ref(), &self.load, self.api)?;
-        self.check_shared_prefix()?;
-        repeat::check(self)?;
-        cancel::check(self)?;
-        self.check_sharding()?;
-        objectives::check(&self.load.model_slo, &self.mix_names())?;
-        if self.mix.is_some() && self.api == Some(Api::Llamacpp) {
-            return bad(
-                "a mix of models needs an API that names each request's model (--api \
-                 completions, chat, messages or responses): llama.cpp's /completion has no model",
-            );
-        }
-        if self.rounds == 0 {
-            return bad("--rounds must be at least 1");
-        }
-        if self.cool_down_below_c.is_some() && self.telemetry == Source::Off {
-            return bad("--cool-down-below needs GPU readings: --telemetry is off");
-        }
-        if self.name.is_empty() || self.name.contains(['/', '\\']) || self.name.starts_with('.') {
-            return bad(format!("--name {:?} cannot be a folder name", self.name));
-        }
-        if let Some(window) = self.series_window {
-            if window.is_zero() {
-                return bad("--series-window must be longer than 0");
-            }
-            if self.load.arrival == crate::workload::shape::Arrival::Rounds {
-                return bad("--series-window needs --arrival closed-continuous or an open loop");
-            }
-        }
-        if let Some(key) = &self.api_key {
-            if !crate::api::http1::is_field_value(&format!("Bearer {key}")) {
-                return bad("--api-key holds characters not allowed in a header");
-            }
-        }
-        for (flag, duration) in [
-            ("--timeout", self.timeout),
-            ("--setup-timeout", self.setup_timeout),
-            ("--telemetry-interval", self.telemetry_interval),
-        ] {
-            if duration.is_zero() {
-                return bad(format!("{flag} must be longer than 0"));
-            }
-        }
-        let finite = |v: Option<f64>| v.is_none_or(f64::is_finite);
-        if !(finite(self.limits.stop_temp_c)
-            && finite(self.limits.stop_margin_c)
-            && finite(self.cool_down_below_c))
-        {
-            return bad("--stop-temp, --stop-margin and --cool-down-below must be numbers");
-        }
-        if self
-            .limits
-            .max_error_rate
-            .is_some_and(|r| !(0.0..=1.0).contains(&r))
-        {
-            return bad("--max-error-rate is a share between 0 and 1");
-        }
-        Ok(())
     }
 
     /// The soak series' window length: `--series-window`, which is what asks for a soak; `None`
@@ -492,88 +378,6 @@ impl Config {
             .iter()
             .map(|h| (h.name.clone(), h.value.clone()))
             .collect()
-    }
-
-    /// Whether requests arrive on a schedule.
-    pub fn is_open(&self) -> bool {
-        self.load.is_open()
-    }
-
-    /// What every case shares.
-    pub fn template(&self) -> ShapeTemplate {
-        self.load.template(self.rounds)
-    }
-
-    /// The load points: rates for an open loop, else concurrencies.
-    pub fn load_points(&self) -> Vec<LoadPoint> {
-        self.load.points(&self.concurrency)
-    }
-
-    /// The matrix in the reference campaign's order: input tokens, then load (concurrency or rate), then output
-    /// tokens.
-    pub fn plans(&self) -> Vec<CasePlan> {
-        let dataset = self.dataset.as_ref().map(DatasetConfig::id_name);
-        self.matrix()
-            .into_iter()
-            .map(|p| p.with_dataset(dataset.as_deref()))
-            .collect()
-    }
-
-    /// The plans of [`Config::plans`] before a dataset names them.
-    fn matrix(&self) -> Vec<CasePlan> {
-        let template = self.template();
-        let batches: Vec<Option<u32>> = match &self.batch_size[..] {
-            [] => vec![None],
-            sizes => sizes.iter().copied().map(Some).collect(),
-        };
-        let images: Vec<Option<ImageSpec>> = match &self.images[..] {
-            [] => vec![None],
-            specs => specs.iter().map(|s| (s.count > 0).then_some(*s)).collect(),
-        };
-        if let Some(stages) = &self.load.stages {
-            let plans = template.stage_plans(stages, &self.input_tokens[0], &self.output_tokens[0]);
-            return plans
-                .into_iter()
-                .map(|p| p.with_batch(batches[0]).with_images(images[0]))
-                .collect();
-        }
-        if let Some(entries) = &self.load.trace_entries {
-            // A trace carries its own lengths: one case, named by their means.
-            let mean = |f: fn(&TraceEntry) -> u32| {
-                let total: f64 = entries.iter().map(|e| f64::from(f(e))).sum();
-                Length::Fixed(crate::num::to_u32(
-                    (total / entries.len() as f64).round().max(1.0),
-                ))
-            };
-            let point = self.load_points()[0];
-            let input = mean(|e| e.input_tokens);
-            return vec![template.plan(&input, point, &mean(|e| e.output_tokens))];
-        }
-        let mut plans: Vec<CasePlan> = Vec::new();
-        for input in &self.input_tokens {
-            for &point in &self.load_points() {
-                for output in &self.output_tokens {
-                    for (&batch, &image) in batches
-                        .iter()
-                        .flat_map(|b| images.iter().map(move |i| (b, i)))
-                    {
-                        let plan = template
-                            .plan(input, point, output)
-                            .with_batch(batch)
-                            .with_images(image);
-                        if !plans.iter().any(|p| p.case.id == plan.case.id) {
-                            plans.push(plan);
-                        }
-                    }
-                }
-            }
-        }
-        plans
-    }
-
-    /// The cases of [`Config::plans`], as the tables show them.
-    pub fn cases(&self) -> Vec<crate::workload::shape::Case> {
-        self.plans().into_iter().map(|p| p.case).collect()
     }
 }
 

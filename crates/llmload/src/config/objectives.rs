@@ -3,7 +3,8 @@
 //! comma-separated value: `500ms,adapter-a=300ms`. A model's objectives are the run's with its
 //! own in their place.
 
-use super::{bad, parse_duration, ConfigError};
+use super::parse::{bad, parse_duration};
+use crate::error::ConfigError;
 use crate::workload::shape::Slo;
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -1,4 +1,5 @@
-//! Every option of a run, declared once. Each group below is at the same time clap `Args` (its
+//! Every option of a run, declared once. Each group (below; the target's and the workload's in
+//! `options/target.rs` and `options/workload.rs`) is at the same time clap `Args` (its
 //! flags, under one `--help` heading) and serde `Deserialize` (the campaign file's keys, which
 //! are the flag names with `_` for `-`), all-optional, with its [`Combine`](super::Combine)
 //! derived from the fields. [`Settings`] holds the groups; [`Config::resolve`](super::Config::resolve)
@@ -9,193 +10,16 @@
 //! `resolve`, and its line in docs/usage.md (a test checks that the manual names every flag).
 
 use super::combine::options;
-use super::settings::{one_or_many, LengthItem, StagesSetting};
-use crate::api::Api;
+use super::settings::StagesSetting;
 use crate::workload::shape::Arrival;
 use clap::Args;
 use serde::Deserialize;
 use std::path::PathBuf;
 
-options! {
-    /// The server, how to reach it, and what it can be trusted to count.
-    #[derive(Args, Clone, Debug, Default, Deserialize)]
-    #[command(next_help_heading = "Target and API")]
-    #[serde(default)]
-    pub struct TargetOptions {
-        /// Base URL of the server, e.g. <http://127.0.0.1:8080> [default: the built-in simulator]
-        ///
-        /// Without it, the built-in simulator (profile seed-qwen3-8b) is started and measured,
-        /// and every output says so.
-        #[arg(long)]
-        pub url: Option<String>,
-        /// API to drive [default: picked from the server]
-        ///
-        /// llamacpp for llama-server and the built-in simulator, completions for any other server
-        /// that lists models at /v1/models.
-        #[arg(long, value_enum)]
-        pub api: Option<Api>,
-        /// Model name, or a weighted mix `NAME:WEIGHT,…` [default: the first one the server lists]
-        ///
-        /// A mix such as base:70,adapter-a:20,adapter-b:10 sends each measured request to one
-        /// of the models (a base model and its LoRA adapters, or several models of one server),
-        /// drawn from --seed; every figure is then reported per model and overall. Each name
-        /// must be one the server lists at /v1/models. A single name is taken as it is.
-        #[arg(long, value_name = "NAME|NAME:WEIGHT,…")]
-        pub model: Option<String>,
-        /// Bearer token sent as `Authorization: Bearer KEY`; never written to disk
-        #[arg(long, env = "LLMLOAD_API_KEY", hide_env_values = true)]
-        pub api_key: Option<String>,
-        /// Extra request header, `NAME:VALUE`; may be repeated
-        ///
-        /// Its value is written and printed as [redacted] unless the name is harmless (such as
-        /// User-Agent) or named by --show-header.
-        #[arg(long = "header", value_name = "NAME:VALUE")]
-        pub headers: Vec<String>,
-        /// A header whose value may be written and printed; may be repeated
-        ///
-        /// Values of other headers than a few harmless ones, such as User-Agent, are redacted.
-        #[arg(long = "show-header", value_name = "NAME")]
-        pub show_headers: Vec<String>,
-        /// Limit per request, from send to final event, e.g. 90s [default: 10m]
-        #[arg(long, value_name = "DURATION")]
-        pub timeout: Option<String>,
-        /// Limit for each setup request and /metrics scrape [default: 30s]
-        ///
-        /// Setup requests are /health, /props, /v1/models, /tokenize, …; connecting is included.
-        #[arg(long, value_name = "DURATION")]
-        pub setup_timeout: Option<String>,
-        /// A PEM file of certificates to trust besides the system's
-        ///
-        /// For an https:// server whose certificate a private CA signed (or a self-signed one).
-        #[arg(long, value_name = "FILE")]
-        pub ca_cert: Option<PathBuf>,
-        /// Do not check the https:// server's certificate or host name
-        ///
-        /// Traffic is still encrypted, but anyone in between could read it.
-        #[arg(long, num_args = 0, default_missing_value = "true")]
-        pub insecure: Option<bool>,
-        /// Fields merged into every request body, a JSON object
-        ///
-        /// For example '{"temperature": 0, "seed": 1}'; the prompt, the output length and
-        /// streaming stay llmload's. In the campaign file, a table.
-        #[arg(long, value_name = "JSON", value_parser = json_or_text)]
-        pub extra_body: Option<serde_json::Value>,
-        /// Leave an engine field out of every request body; may be repeated
-        ///
-        /// One of `ignore_eos`, `min_tokens`, `cache_prompt`, `stream_options` (or several, comma
-        /// separated): fields llmload sends beyond the API's own, which a strict server refuses.
-        /// Without `ignore_eos` and `min_tokens` the output may stop early: add --best-effort.
-        #[arg(long = "drop-field", value_name = "NAME", value_delimiter = ',')]
-        pub drop_field: Vec<String>,
-        /// The model's tokenizer.json, for counting on the client
-        ///
-        /// The client counts with it where the server does not: prompts on a server without
-        /// /tokenize or usage; the tokens of each chunk on a server that sends several per chunk
-        /// without saying how many.
-        #[arg(long, value_name = "FILE")]
-        pub tokenizer: Option<PathBuf>,
-        /// Measure a server that cannot be forced to the length or does not count
-        ///
-        /// For a hosted endpoint, or a gateway that drops fields: outputs as long as the server
-        /// makes them, tokens counted by the client where the server does not say, and every
-        /// such response marked unverified with its reason, never invalid for its length alone.
-        #[arg(long, num_args = 0, default_missing_value = "true")]
-        pub best_effort: Option<bool>,
-        /// Send a W3C traceparent header with every request too
-        ///
-        /// Every request carries an X-Request-Id unique within the attempt; with this, also a
-        /// traceparent (version 00, one trace id per attempt, a span per request, sampled), so
-        /// that a server or gateway that traces requests records them under the attempt.
-        #[arg(long, num_args = 0, default_missing_value = "true")]
-        pub traceparent: Option<bool>,
-    }
-}
-
-options! {
-    /// The prompts and outputs of each request.
-    #[derive(Args, Clone, Debug, Default, Deserialize)]
-    #[command(next_help_heading = "What to send")]
-    #[serde(default)]
-    pub struct WorkloadOptions {
-        /// Prompt lengths: a list (one case each) or one distribution [default: 2048,8192]
-        ///
-        /// A comma-separated list of token counts, one case each, or one distribution sampled
-        /// per request: `choice:32,256,1024`, `choice:32@0.5,256@0.5`, `uniform:MIN,MAX`,
-        /// `normal:MEAN,SD[,MIN,MAX]`, `lognormal:MEDIAN,SIGMA[,MIN,MAX]`.
-        #[arg(long, value_name = "N,…|SPEC")]
-        #[serde(deserialize_with = "one_or_many")]
-        pub input_tokens: Option<Vec<LengthItem>>,
-        /// Generated tokens per request, EOS ignored: a list or a distribution [default: 256]
-        ///
-        /// As for --input-tokens.
-        #[arg(long, value_name = "N,…|SPEC")]
-        #[serde(deserialize_with = "one_or_many")]
-        pub output_tokens: Option<Vec<LengthItem>>,
-        /// Embeddings and rerank: inputs per request, comma-separated, one case each [default: 1]
-        ///
-        /// --api embeddings sends this many inputs in each request, --api rerank this many
-        /// documents with its query; each input is --input-tokens long (for rerank, each
-        /// (query, document) pair as the server counts it).
-        #[arg(long, value_delimiter = ',', value_name = "B,…")]
-        pub batch_size: Option<Vec<u32>>,
-        /// Chat: images per request, comma-separated, one case each [default: 0]
-        ///
-        /// PNG images generated per request (each its own, the same for the same seed), sent
-        /// after the prompt's text as `image_url` parts with `data:` URLs; --api chat only. 0 is a
-        /// case without images.
-        #[arg(long, value_delimiter = ',', value_name = "N,…")]
-        pub images: Option<Vec<u32>>,
-        /// Chat images: `WIDTHxHEIGHT` in pixels, comma-separated, one case each [default: 224x224]
-        #[arg(long, value_delimiter = ',', value_name = "WxH,…")]
-        pub image_size: Option<Vec<String>>,
-        /// Open every prompt with the same S tokens, a shared system prompt [default: 0]
-        ///
-        /// The server may serve them from its prefix cache (it is allowed to for those tokens
-        /// alone), and the summary reports the hit rate its counters show. The rest of each
-        /// prompt stays unique.
-        #[arg(long, value_name = "S")]
-        pub system_prompt_tokens: Option<u32>,
-        /// Text to build prompts from [default: the bundled public-domain text]
-        #[arg(long, value_name = "FILE")]
-        pub corpus: Option<PathBuf>,
-        /// Prompts from a local dataset file
-        ///
-        /// JSONL lines of {"prompt"} or {"messages"}, or `ShareGPT` {"conversations"} (JSONL or
-        /// one JSON array).
-        #[arg(long, value_name = "FILE")]
-        pub dataset: Option<PathBuf>,
-        /// Dataset prompts: fit (to exactly --input-tokens) or as-is [default: fit]
-        ///
-        /// fit: cut or repeated to exactly --input-tokens, verified; as-is: sent unchanged, the
-        /// server's count recorded.
-        #[arg(long, value_name = "HOW")]
-        pub dataset_lengths: Option<crate::workload::dataset::Lengths>,
-        /// Dataset runs' output lengths: fixed or from-dataset [default: fixed]
-        ///
-        /// fixed: --output-tokens; from-dataset: each entry's answer, counted by the server's
-        /// tokenizer.
-        #[arg(long, value_name = "FROM")]
-        pub dataset_output: Option<crate::workload::dataset::Output>,
-        /// Replay a trace file (JSONL or CSV); implies --arrival trace
-        ///
-        /// JSONL lines of {"`offset_s`", "`input_tokens`", "`output_tokens`"}, or of
-        /// {"timestamp" (ms), "`input_length`", "`output_length`", "`hash_ids`"} whose shared
-        /// blocks become shared prompt prefixes; or CSV (by its .csv name or header) with the
-        /// header `TIMESTAMP,ContextTokens,GeneratedTokens` (the Azure LLM inference traces) or
-        /// `timestamp,input_length,output_length[,hash_ids]`.
-        #[arg(long, value_name = "FILE")]
-        pub trace: Option<PathBuf>,
-        /// Tokens per block of a trace's `hash_ids` [default: 512]
-        #[arg(long, value_name = "N")]
-        pub trace_block_tokens: Option<u32>,
-        /// Seed for prompts, lengths and schedules [default: a fresh one per attempt]
-        ///
-        /// The same seed reproduces the same prompts; the seed used is recorded in
-        /// campaign.json.
-        #[arg(long)]
-        pub seed: Option<u64>,
-    }
-}
+mod target;
+mod workload;
+pub use target::TargetOptions;
+pub use workload::WorkloadOptions;
 
 options! {
     /// How requests are launched.
@@ -545,16 +369,6 @@ impl Settings {
             .map(|a| a.get_id().as_str().to_owned())
             .collect()
     }
-}
-
-/// `--extra-body`: JSON when it parses, else the text itself, which `resolve` refuses with its
-/// own message.
-#[expect(
-    clippy::unnecessary_wraps,
-    reason = "clap's value parsers return a Result; this one takes any text"
-)]
-fn json_or_text(text: &str) -> Result<serde_json::Value, std::convert::Infallible> {
-    Ok(serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::String(text.to_owned())))
 }
 
 #[cfg(test)]

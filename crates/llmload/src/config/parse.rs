@@ -1,7 +1,15 @@
 //! Parsing and writing single settings: durations, URLs, headers, the extra body, the telemetry
 //! source; and how durations and redacted JSON are written into `campaign.json`.
 
-use super::{bad, ConfigError, Duration, Header, Source};
+use crate::error::ConfigError;
+use crate::secrets::Header;
+use crate::telemetry::Source;
+use std::time::Duration;
+
+/// A bad flag or campaign-file value: `message` as the one-line error.
+pub(super) fn bad<T>(message: impl Into<String>) -> Result<T, ConfigError> {
+    Err(ConfigError(message.into()))
+}
 
 pub(super) fn as_seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64())

@@ -1,8 +1,10 @@
 //! `--api embeddings` and `--api rerank`, and `--batch-size`: requests of several inputs,
 //! answered once, with nothing generated. What does not apply to them is refused in one line.
 
-use super::{bad, Config, ConfigError, Settings};
+use super::parse::bad;
+use super::{Config, Settings};
 use crate::api::Api;
+use crate::error::ConfigError;
 
 /// The most inputs one request may carry.
 pub(super) const MAX_BATCH: u32 = 65_536;

@@ -3,7 +3,9 @@
 //! loop's windows repeat by repeat), so a repeat must be a whole campaign run by this one
 //! process, whose cases each stand alone.
 
-use super::{bad, Config, ConfigError};
+use super::parse::bad;
+use super::Config;
+use crate::error::ConfigError;
 
 /// The most repeats a series may declare.
 pub(super) const MAX_REPEATS: u32 = 10_000;

@@ -2,7 +2,8 @@
 //! `"choice:32,256"` or a list) and stages (the flag's text or `[[stages]]` tables). The options
 //! themselves are declared in [`super::options`].
 
-use super::{bad, ConfigError};
+use super::parse::bad;
+use crate::error::ConfigError;
 use crate::workload::length::{self, Length};
 use crate::workload::stages::{self, LevelKind, Stage};
 use serde::{Deserialize, Deserializer};

@@ -1,7 +1,9 @@
 //! Config: sharding one attempt over several processes (`--shard I/N`, `--attempt-id`,
 //! `--start-at`), and what cannot be split honestly.
 
-use super::{bad, parse_duration, Config, ConfigError, Settings};
+use super::parse::{bad, parse_duration};
+use super::{Config, Settings};
+use crate::error::ConfigError;
 use crate::workload::shape::Arrival;
 use crate::workload::shard::Shard;
 use serde::{Serialize, Serializer};

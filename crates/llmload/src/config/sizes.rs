@@ -1,7 +1,9 @@
 //! What no run can afford, refused before anything is created: lengths and counts past their
 //! bounds, more streams than the process may open sockets for or the memory holds.
 
-use super::{bad, Config, ConfigError, MAX_ARRIVALS, MAX_ROUNDS, MAX_TOKENS};
+use super::parse::bad;
+use super::{Config, MAX_ARRIVALS, MAX_ROUNDS, MAX_TOKENS};
+use crate::error::ConfigError;
 use crate::workload::length::Length;
 
 /// This process's open-files limit, as high as it may raise it.

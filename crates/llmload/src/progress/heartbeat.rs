@@ -3,7 +3,7 @@
 //! and waiting, and the elapsed time, so that a long case is never minutes of silence.
 
 use super::Snapshot;
-use crate::live::flight::Flight;
+use crate::board::flight::Flight;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::sync::Arc;
@@ -67,7 +67,7 @@ pub(super) async fn beat(rx: watch::Receiver<Snapshot>, flight: Arc<Flight>, eve
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::live::flight::Counts;
+    use crate::board::flight::Counts;
 
     #[test]
     fn the_heartbeat_names_the_case_its_counts_what_is_in_flight_and_the_drain() {

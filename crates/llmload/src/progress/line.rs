@@ -122,7 +122,7 @@ pub(super) async fn draw(
     shared: Arc<Shared>,
     mut rx: watch::Receiver<Snapshot>,
     guard: Arc<Guard>,
-    flight: Arc<crate::live::flight::Flight>,
+    flight: Arc<crate::board::flight::Flight>,
 ) {
     // The terminal's own width (a `COLUMNS` the shell exports first), less one column.
     let width = usize::from(crate::console::width())

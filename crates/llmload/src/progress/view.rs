@@ -12,7 +12,7 @@
 use super::recent::{Recent, SLICE};
 use super::Snapshot;
 use crate::guard::Guard;
-use crate::summary::client_check::{ClientCheck, Verdict};
+use crate::summary::client_check::{ClientCheck, ClientVerdict};
 use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::{cursor, execute, terminal};
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -45,7 +45,7 @@ pub struct Sources {
     /// The case and its progress.
     pub snapshot: watch::Receiver<Snapshot>,
     /// The requests in flight and the open loop's arrivals that wait.
-    pub flight: Arc<crate::live::flight::Flight>,
+    pub flight: Arc<crate::board::flight::Flight>,
     /// The recent figures.
     pub recent: Arc<Mutex<Recent>>,
     /// The guard's readings, thresholds and verdict.
@@ -416,9 +416,9 @@ fn check_lines(check: Option<&ClientCheck>) -> Vec<String> {
         .cpu_share_max
         .map_or(String::new(), |c| format!(", CPU up to {:.0} %", c * 100.0));
     let head = match check.verdict {
-        Verdict::Ok => "ok so far",
-        Verdict::ClientMayHaveDistorted => "WARNING: the client may distort",
-        Verdict::TooShort => "too short to judge yet",
+        ClientVerdict::Ok => "ok so far",
+        ClientVerdict::ClientMayHaveDistorted => "WARNING: the client may distort",
+        ClientVerdict::TooShort => "too short to judge yet",
     };
     let mut lines = vec![format!("{head} ({} samples{cpu})", check.samples)];
     lines.extend(check.reasons.iter().take(2).cloned());

@@ -4,7 +4,7 @@
 
 use super::page::{Block, Section};
 use super::table::Table;
-use crate::summary::paired::{AbCase, AbSection, PairedChange, PairedCheck, PairedVerdict};
+use crate::summary::ab::{AbCase, AbSection, PairedChange, PairedCheck, PairedVerdict};
 
 /// A figure in its unit: ms for times, tok/s for throughput.
 fn value(metric: &str, v: f64) -> String {
@@ -165,7 +165,7 @@ pub fn section(report: &super::Report) -> Option<Section<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summary::paired::{PairedMethod, PairedVerdict};
+    use crate::summary::ab::{PairedMethod, PairedVerdict};
 
     fn change(change: f64, low: f64, high: f64) -> PairedChange {
         PairedChange {
@@ -192,7 +192,7 @@ mod tests {
                 order: "ABBA BAAB".into(),
                 pairs_planned: 4,
                 pairs_run: 4,
-                figures: vec![crate::summary::paired::section::ArmsFigure {
+                figures: vec![crate::summary::ab::ArmsFigure {
                     metric: "ttft_p50".into(),
                     a: 100.0,
                     b: 150.0,

@@ -155,7 +155,7 @@ pub fn section(report: &super::Report) -> Option<Section<'_>> {
 /// An undecided answer with both ends of its bracket and a load between them, for tests.
 #[cfg(test)]
 pub(crate) fn example() -> Capacity {
-    use crate::summary::capacity::Verdict;
+    use crate::summary::capacity::SloVerdict;
     let verdict = |verdict, estimate: f64| RuleVerdict {
         rule: "ttft_p90<30ms".into(),
         verdict,
@@ -168,7 +168,7 @@ pub(crate) fn example() -> Capacity {
         requests: 350,
         pooled: Some(estimate),
     };
-    let at = |load: f64, v: Verdict, estimate: f64| LoadAnswer {
+    let at = |load: f64, v: SloVerdict, estimate: f64| LoadAnswer {
         load,
         concurrency: load,
         rate_rps: 8.0 * load,
@@ -190,12 +190,12 @@ pub(crate) fn example() -> Capacity {
         answer: "Not decided to the resolution: 8 concurrent generations meet TTFT p90 < 30 ms \
                  and 11 do not."
             .into(),
-        max_passing: Some(at(8.0, Verdict::Meets, 1.0)),
-        first_failing: Some(at(11.0, Verdict::Fails, 0.0)),
+        max_passing: Some(at(8.0, SloVerdict::Meets, 1.0)),
+        first_failing: Some(at(11.0, SloVerdict::Fails, 0.0)),
         probes: vec![
-            at(8.0, Verdict::Meets, 1.0),
-            at(9.0, Verdict::Undecided, 0.5),
-            at(11.0, Verdict::Fails, 0.0),
+            at(8.0, SloVerdict::Meets, 1.0),
+            at(9.0, SloVerdict::Undecided, 0.5),
+            at(11.0, SloVerdict::Fails, 0.0),
         ],
         saturation: None,
         saturation_range: None,

@@ -1,8 +1,8 @@
 //! Human views of a summary. The report is one page built once ([`sections`]): an ordered list
 //! of format-neutral sections ([`page`]), each from the file of what it shows. The writers only
 //! write blocks, each in its syntax and with its escaping: [`markdown`] (`report.md`), [`html`]
-//! (`report.html`, which also draws the charts) and [`terminal`]. The data formats stand apart:
-//! [`csv`] (`cases.csv`) and [`compare`] (`llmload compare`).
+//! (`report.html`, which also draws the charts) and [`terminal`]. The data format stands apart:
+//! [`csv`] (`cases.csv`); what `llmload compare` prints is `compare::output`'s.
 //!
 //! Under the sections: the table model ([`table`]), a chart's canvas ([`plot`]) and the escaping
 //! of each format ([`markup`]).
@@ -13,7 +13,6 @@ pub mod ab;
 pub mod abandoned;
 pub mod capacity;
 pub mod charts;
-pub mod compare;
 pub mod csv;
 pub mod dataset;
 pub mod energy;

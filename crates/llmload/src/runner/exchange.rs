@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 /// The verdict of checking a response's counters against its request.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Verdict {
+pub struct CounterVerdict {
     /// Every counter was reported.
     pub verified: bool,
     /// Contradictions between counters and request; empty when valid.
@@ -65,7 +65,7 @@ pub const UNTOLD_HISTORY: &str = "the server cannot show the chat prompt's token
 
 /// Checks a complete response's counters: prompt processed in full, nothing from the cache but
 /// the `shared` tokens of a shared system prompt, exactly the requested number of output tokens.
-pub fn verify(counters: &Counters, streamed: u32, asked: Asked) -> Verdict {
+pub fn verify(counters: &Counters, streamed: u32, asked: Asked) -> CounterVerdict {
     let Asked {
         input,
         output,
@@ -76,13 +76,13 @@ pub fn verify(counters: &Counters, streamed: u32, asked: Asked) -> Verdict {
         lenient,
         client_counted,
     } = asked;
-    let mut v = Verdict {
+    let mut v = CounterVerdict {
         verified: true,
         problems: Vec::new(),
         notes: Vec::new(),
     };
     // A contradiction: invalid, or in best-effort mode a reason the response is unverified.
-    let contradiction = |v: &mut Verdict, text: String| {
+    let contradiction = |v: &mut CounterVerdict, text: String| {
         if lenient {
             v.verified = false;
             v.notes.push(format!("{text} (best effort: unverified)"));
@@ -183,7 +183,12 @@ fn output_check(
 
 /// How an exchange ended, as its record says it: the status, the kind and words of what went
 /// wrong, and the verdict on its counters (a complete response only).
-type Judged = (Status, Option<ErrorKind>, Option<String>, Option<Verdict>);
+type Judged = (
+    Status,
+    Option<ErrorKind>,
+    Option<String>,
+    Option<CounterVerdict>,
+);
 
 /// Judges an exchange of `streamed` tokens: its failure, else the verdict on its counters.
 fn judge(meta: &RequestMeta, exchange: &Exchange, streamed: u32, lenient: bool) -> Judged {
@@ -250,7 +255,7 @@ fn judge(meta: &RequestMeta, exchange: &Exchange, streamed: u32, lenient: bool) 
 }
 
 /// A complete response's status from its verdict: `ok`, or `invalid` with its problems.
-fn verdict(v: Verdict) -> Judged {
+fn verdict(v: CounterVerdict) -> Judged {
     if v.problems.is_empty() {
         (Status::Ok, None, None, Some(v))
     } else {
@@ -267,8 +272,8 @@ fn verdict(v: Verdict) -> Judged {
 /// Checks an embeddings or rerank answer: one result per input, sound results (vectors of one
 /// length, each index once), and the server's prompt count equal to what was sent (each input
 /// `input_tokens` long); without the count the answer is unverified.
-pub fn verify_pooled(pooled: &Pooled, meta: &RequestMeta, lenient: bool) -> Verdict {
-    let mut v = Verdict {
+pub fn verify_pooled(pooled: &Pooled, meta: &RequestMeta, lenient: bool) -> CounterVerdict {
+    let mut v = CounterVerdict {
         verified: true,
         problems: Vec::new(),
         notes: Vec::new(),

@@ -3,7 +3,7 @@
 
 use crate::attempt::Attempt;
 use crate::config::Config;
-use crate::guard::{Guard, Rule, StopSignal, Verdict};
+use crate::guard::{Guard, Rule, StopSignal, StopVerdict};
 use crate::target::Target;
 use crate::telemetry::server_metrics;
 use crate::telemetry::{Sampler, TelemetrySummary};
@@ -72,7 +72,7 @@ impl Monitors {
 
 async fn trip_on_interrupt(interrupted: StopSignal, guard: Arc<Guard>) {
     let signal = interrupted.raised().await;
-    guard.trip(Verdict {
+    guard.trip(StopVerdict {
         rule: Rule::Interrupted,
         reason: signal.to_owned(),
         sample: guard.latest(),

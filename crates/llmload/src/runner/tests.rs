@@ -9,7 +9,7 @@ use super::*;
 use crate::api::client::{Endpoint, Failure, TlsOptions};
 use crate::api::Api;
 use crate::attempt::records::read_records;
-use crate::guard::{Limits, Rule, Verdict};
+use crate::guard::{Limits, Rule, StopVerdict};
 use crate::progress::Progress;
 use crate::record::{Record, Status};
 use crate::summary::window;
@@ -251,7 +251,7 @@ async fn a_stop_mid_round_records_what_was_in_flight_as_cancelled_and_leaves_the
     // A stop (as Ctrl-C makes one) at 150 ms, in round 2.
     let stop = tokio::spawn(async move {
         tokio::time::sleep(ms(150)).await;
-        guard.trip(Verdict {
+        guard.trip(StopVerdict {
             rule: Rule::Interrupted,
             reason: "interrupted by a test".into(),
             sample: None,

@@ -33,7 +33,7 @@ impl LoadUnit {
 /// An objective's verdict at one load.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub enum SloVerdict {
     /// Decided: the load meets the objective.
     Meets,
     /// Decided: the load does not.
@@ -42,13 +42,13 @@ pub enum Verdict {
     Undecided,
 }
 
-impl Verdict {
+impl SloVerdict {
     /// The verdict in one word.
     pub fn word(self) -> &'static str {
         match self {
-            Verdict::Meets => "meets",
-            Verdict::Fails => "fails",
-            Verdict::Undecided => "undecided",
+            SloVerdict::Meets => "meets",
+            SloVerdict::Fails => "fails",
+            SloVerdict::Undecided => "undecided",
         }
     }
 }
@@ -59,7 +59,7 @@ pub struct RuleVerdict {
     /// The objective as given, e.g. `ttft_p90<500ms`.
     pub rule: String,
     /// The verdict at the confidence of the look that decided it (or of the last look).
-    pub verdict: Verdict,
+    pub verdict: SloVerdict,
     /// What the interval is of, in words (e.g. "share of blocks whose p90 TTFT is within
     /// 500 ms").
     pub statistic: String,
@@ -106,7 +106,7 @@ pub struct LoadAnswer {
     /// The verdict of every objective.
     pub verdicts: Vec<RuleVerdict>,
     /// Every objective met (decided), some failed (decided), or not decided.
-    pub verdict: Verdict,
+    pub verdict: SloVerdict,
     /// The blocks measured at this load, reused ones included.
     pub blocks: usize,
     /// Blocks taken from the attempt given to `--resume`.

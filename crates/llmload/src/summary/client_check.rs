@@ -1,8 +1,8 @@
 //! `client_check` in `summary.json`: the client's own samples judged against fixed bounds. Did
 //! llmload keep up with what it measured? See [`Bounds`] for the lines drawn.
 
+use super::case::CaseSummary;
 use crate::api::http1::LagTally;
-use crate::summary::CaseSummary;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -55,7 +55,7 @@ pub struct Sample {
 /// Whether the client kept up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub enum ClientVerdict {
     /// Every figure stayed inside its bound.
     Ok,
     /// Some bound was crossed: latencies may include the client's own delays.
@@ -134,7 +134,7 @@ pub struct ClientCheck {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_lag: Option<ReadLag>,
     /// The verdict.
-    pub verdict: Verdict,
+    pub verdict: ClientVerdict,
     /// Each bound crossed, in words with its figures.
     pub reasons: Vec<String>,
     /// The bounds applied.
@@ -144,7 +144,7 @@ pub struct ClientCheck {
 impl ClientCheck {
     /// What a reader should know, in one paragraph; `None` when the client kept up.
     pub fn warning(&self) -> Option<String> {
-        (self.verdict == Verdict::ClientMayHaveDistorted).then(|| {
+        (self.verdict == ClientVerdict::ClientMayHaveDistorted).then(|| {
             let effect = match self.read_lag {
                 // Token times are the kernel's: late reads stay out of them, late sends do not.
                 Some(_) => {
@@ -186,7 +186,7 @@ impl ClientCheck {
             .cpu_share_max
             .map_or("–".to_owned(), |s| format!("{:.0} %", s * 100.0));
         let verdict = match self.verdict {
-            Verdict::TooShort => "too short to judge",
+            ClientVerdict::TooShort => "too short to judge",
             _ => "ok, the client kept up",
         };
         format!(
@@ -224,11 +224,11 @@ pub fn assess(
     let needed = 2.max(samples.len().div_ceil(10));
     let reasons = figures.reasons(cores, needed, send_lag_p99_ms, bounds);
     let verdict = if !reasons.is_empty() {
-        Verdict::ClientMayHaveDistorted
+        ClientVerdict::ClientMayHaveDistorted
     } else if samples.len() < 2 {
-        Verdict::TooShort
+        ClientVerdict::TooShort
     } else {
-        Verdict::Ok
+        ClientVerdict::Ok
     };
     let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
     ClientCheck {

@@ -10,11 +10,11 @@
 //! its responses received inside the window over the window's length, as the case's own.
 
 use super::bursts::{Delivery, Held};
+use super::counts::Counts;
 use super::per_token::PerToken;
 use super::tally::Tally;
-use super::{CaseSummary, Counts};
 use crate::record::Record;
-use crate::stats::{Distribution, Samples, Spread};
+use crate::stats::{Distribution, Samples};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -58,48 +58,6 @@ pub struct ModelSummary {
     /// Why its first unverified `ok` response was not verified.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_unverified: Option<String>,
-}
-
-impl ModelSummary {
-    /// The model's figures as a case of their own, for the gate's checks: `case` with the
-    /// model's counts, distributions and throughput (which has no interval) and nothing of the
-    /// case's alone (phases, the server's account, sessions, energy, soak series).
-    pub fn as_case(&self, case: &CaseSummary) -> CaseSummary {
-        let load = case.load.clone().map(|mut load| {
-            load.throughput_tps = self.output_tps.unwrap_or(0.0);
-            load.throughput_ci = None;
-            load.completed_rps = self.completed_rps.unwrap_or(0.0);
-            load.completed_ci = None;
-            load.goodput_rps = self.goodput_rps;
-            load.goodput_ci = None;
-            load.slo_met_share = self.slo_met_share;
-            load
-        });
-        CaseSummary {
-            counts: self.counts.clone(),
-            ttft_ms: self.ttft_ms.clone(),
-            e2e_ms: self.e2e_ms.clone(),
-            itl_ms: self.itl_ms.clone(),
-            itl_unknown: None,
-            chunk_gap_ms: None,
-            tpot_ms: self.tpot_ms.clone(),
-            decode_rate_tps: self.decode_rate_tps.clone(),
-            throughput_tps: self.output_tps.and_then(|t| Spread::with(t, None)),
-            load,
-            series: None,
-            prefix_cache: None,
-            reasoning: None,
-            first_error: self.first_error.clone(),
-            first_unverified: self.first_unverified.clone(),
-            energy: None,
-            phases: None,
-            server: None,
-            sessions: None,
-            abandoned: None,
-            models: None,
-            ..case.clone()
-        }
-    }
 }
 
 /// One model's figures so far.

@@ -5,7 +5,6 @@
 //! processed per second (`throughput_tps`, as the case's throughput is for every case), and the
 //! inputs per second those tokens make.
 
-use super::CaseSummary;
 use crate::record::{Record, Status};
 use crate::stats::Spread;
 use serde::{Deserialize, Serialize};
@@ -81,18 +80,6 @@ impl PoolingSummary {
     }
 }
 
-/// Sets a pooling case's inputs per second from its throughput: called wherever the
-/// throughput is set (the case's rounds, a loop's window, a series of repeats).
-pub fn settle(case: &mut CaseSummary) {
-    let throughput = case.throughput_tps.clone();
-    let Some(pooling) = &mut case.pooling else {
-        return;
-    };
-    pooling.inputs_per_s = throughput
-        .zip(pooling.tokens_per_input())
-        .map(|(t, per)| t.scaled(1.0 / per));
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,7 +125,7 @@ mod tests {
         let mut case = crate::fixture::report().summary.cases[0].clone();
         case.pooling = figures.finish();
         case.throughput_tps = Spread::of(&[320.0, 480.0]);
-        settle(&mut case);
+        case.settle_pooling();
         let per_s = case.pooling.and_then(|p| p.inputs_per_s).expect("set");
         assert_eq!((per_s.mean, per_s.min, per_s.max), (12.5, 10.0, 15.0));
     }

@@ -3,10 +3,10 @@
 //! their records, and the variation between them is given per case for the headline figures.
 //! A repeat that was stopped or failed is listed with its reason and never pooled.
 
+use super::case::CaseSummary;
 use crate::stats::interval::Unit;
 use crate::stats::Spread;
 use crate::summary::window::{self, LoadSummary};
-use crate::summary::CaseSummary;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -269,7 +269,7 @@ pub fn combine(pooled: Vec<CaseSummary>, series: &Series) -> Vec<CaseSummary> {
                 } else {
                     Spread::with(load.throughput_tps, load.throughput_ci.clone())
                 };
-                super::pooling::settle(&mut case);
+                case.settle_pooling();
                 case.load = Some(load);
                 // A soak series is each repeat's own, in its run.
                 case.series = None;

@@ -5,8 +5,8 @@
 //! with, so that a finer grid narrows them rather than moves them. Each answer says how it was
 //! computed; when the data cannot support one, it says that instead of guessing.
 
+use super::case::CaseSummary;
 use crate::fmt::number;
-use crate::summary::CaseSummary;
 use crate::workload::shape::Slo;
 use serde::{Deserialize, Serialize};
 

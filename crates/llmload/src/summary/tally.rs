@@ -1,7 +1,7 @@
 //! Request outcomes counted one measured record at a time, with the first failure and the first
 //! unverified response in words: a case's, and each model's of a mix.
 
-use super::Counts;
+use super::counts::Counts;
 use crate::record::{Record, Status};
 
 /// Outcomes so far, and the first failure and unverified response met.

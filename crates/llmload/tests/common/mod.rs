@@ -392,7 +392,13 @@ impl Drop for VllmServer {
 
 /// `llmload run ARGS…` is a usage error (exit code 2) of one line that says `said`.
 pub(crate) fn assert_refused(flags: &[&str], said: &str) {
-    let mut argv = vec!["run"];
+    assert_command_refused(&["run"], flags, said);
+}
+
+/// `llmload COMMAND… ARGS…` (`command`: the subcommand and what it needs before the flags) is a
+/// usage error (exit code 2) of one line that says `said`.
+pub(crate) fn assert_command_refused(command: &[&str], flags: &[&str], said: &str) {
+    let mut argv = command.to_vec();
     argv.extend_from_slice(flags);
     let run = llmload(&argv);
     assert_eq!(run.code, 2, "{flags:?}: {}", run.stderr);

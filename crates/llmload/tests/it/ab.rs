@@ -44,12 +44,11 @@ impl Drop for Proxy {
 
 /// `llmload ab ARGS…` is a usage error (exit code 2) of one line that says `said`.
 fn assert_refused(flags: &[&str], said: &str) {
-    let mut argv = vec!["ab", "http://127.0.0.1:9", "http://127.0.0.1:9"];
-    argv.extend_from_slice(flags);
-    let run = llmload(&argv);
-    assert_eq!(run.code, 2, "{flags:?}: {}", run.stderr);
-    assert!(run.stderr.contains(said), "{flags:?}: {}", run.stderr);
-    assert_eq!(run.stderr.trim().lines().count(), 1, "{}", run.stderr);
+    common::assert_command_refused(
+        &["ab", "http://127.0.0.1:9", "http://127.0.0.1:9"],
+        flags,
+        said,
+    );
 }
 
 /// `llmload ab` of `base` against `candidate`, 24 pairs of one-round blocks, with two rules

@@ -2,7 +2,7 @@ use super::*;
 
 /// Runs the search against verdicts given by `verdict`, to its end: the loads probed and the
 /// last step.
-fn drive(search: &Search, verdict: impl Fn(f64) -> Verdict) -> (Vec<f64>, Step) {
+fn drive(search: &Search, verdict: impl Fn(f64) -> SloVerdict) -> (Vec<f64>, Step) {
     let mut probes = Vec::new();
     for _ in 0..64 {
         match search.next(&probes) {
@@ -22,12 +22,12 @@ fn concurrency() -> Search {
     }
 }
 
-fn by_boundary(boundary: f64) -> impl Fn(f64) -> Verdict {
+fn by_boundary(boundary: f64) -> impl Fn(f64) -> SloVerdict {
     move |load| {
         if load <= boundary {
-            Verdict::Meets
+            SloVerdict::Meets
         } else {
-            Verdict::Fails
+            SloVerdict::Fails
         }
     }
 }
@@ -99,9 +99,9 @@ fn a_first_load_that_fails_is_an_answer_and_no_failure_stops_at_the_cap() {
 fn undecided_loads_are_stepped_around_and_leave_the_answer_undecided() {
     // 9 and 10 cannot be decided: the bracket stays 8..11, and the search says so.
     let verdict = |load: f64| match load {
-        l if l <= 8.0 => Verdict::Meets,
-        l if l <= 10.0 => Verdict::Undecided,
-        _ => Verdict::Fails,
+        l if l <= 8.0 => SloVerdict::Meets,
+        l if l <= 10.0 => SloVerdict::Undecided,
+        _ => SloVerdict::Fails,
     };
     let (loads, done) = drive(&concurrency(), verdict);
     assert_eq!(loads, [1.0, 2.0, 4.0, 8.0, 16.0, 11.0, 9.0, 10.0]);
@@ -118,9 +118,9 @@ fn below_a_first_failure_it_halves_past_undecided_loads() {
         ..concurrency()
     };
     let verdict = |load: f64| match load {
-        l if l <= 8.0 => Verdict::Meets,
-        l if l <= 32.0 => Verdict::Undecided,
-        _ => Verdict::Fails,
+        l if l <= 8.0 => SloVerdict::Meets,
+        l if l <= 32.0 => SloVerdict::Undecided,
+        _ => SloVerdict::Fails,
     };
     let (loads, done) = drive(&search, verdict);
     assert_eq!(loads, [32.0, 64.0, 16.0, 8.0]);
@@ -140,9 +140,9 @@ fn a_rate_measured_undecided_is_stepped_around_by_the_middles_of_its_halves() {
         start: 16.0,
     };
     let verdict = |load: f64| match load {
-        l if l <= 40.0 => Verdict::Meets,
-        l if l <= 70.0 => Verdict::Undecided,
-        _ => Verdict::Fails,
+        l if l <= 40.0 => SloVerdict::Meets,
+        l if l <= 70.0 => SloVerdict::Undecided,
+        _ => SloVerdict::Fails,
     };
     let (loads, done) = drive(&search, verdict);
     // 16, 32, 64 (undecided), 128; the middle of 32–128 is 64 again: the middles of its halves.

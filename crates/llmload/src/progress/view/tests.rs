@@ -94,7 +94,7 @@ fn the_self_check_shows_its_verdict_and_why() {
         "too short to judge yet (0 samples)"
     );
     let mut bad = check.clone();
-    bad.verdict = Verdict::ClientMayHaveDistorted;
+    bad.verdict = ClientVerdict::ClientMayHaveDistorted;
     bad.cpu_share_max = Some(0.97);
     bad.reasons = vec!["llmload used 90 % or more of its 2 core(s)".into()];
     let lines = check_lines(Some(&bad));

@@ -147,9 +147,9 @@ fn every_section() -> Report {
 }
 
 /// `llmload ab`'s section over three pairs whose blocks are all `block`.
-fn ab_section(block: &crate::summary::CaseSummary) -> crate::summary::paired::AbSection {
+fn ab_section(block: &crate::summary::CaseSummary) -> crate::summary::ab::AbSection {
+    use crate::compare::paired::section::{ab_case, checks, CaseBlocks};
     use crate::record::Arm::{A, B};
-    use crate::summary::paired::section::{checks, CaseBlocks};
     let order = [[A, B], [B, A], [A, B]];
     let blocks = [CaseBlocks {
         case: &block.id,
@@ -157,7 +157,7 @@ fn ab_section(block: &crate::summary::CaseSummary) -> crate::summary::paired::Ab
         pairs: vec![(Some(block), Some(block)); 3],
     }];
     let rules = [("ttft_p50 > +10%").parse().expect("a rule")];
-    crate::summary::paired::AbSection {
+    crate::summary::ab::AbSection {
         base_url: "http://a".into(),
         candidate_url: "http://b".into(),
         candidate_differs: vec!["model <b>".into()],
@@ -165,7 +165,7 @@ fn ab_section(block: &crate::summary::CaseSummary) -> crate::summary::paired::Ab
         block_rounds: 1,
         blocks: "blocks of 1 round".into(),
         level: 0.95,
-        cases: vec![crate::summary::paired::AbCase::of(&blocks[0], 0.95)],
+        cases: vec![ab_case(&blocks[0], 0.95)],
         checks: checks(&rules, &blocks, 0.95),
         fail_on_inconclusive: false,
     }

@@ -21,7 +21,7 @@ fn judge(samples: &[Sample], cores: u32, send_lag: Option<f64>) -> ClientCheck {
 #[test]
 fn an_idle_client_is_ok() {
     let check = judge(&samples(0.3, 0.0, 0.6, 10), 2, Some(0.4));
-    assert_eq!(check.verdict, Verdict::Ok);
+    assert_eq!(check.verdict, ClientVerdict::Ok);
     assert!(check.reasons.is_empty() && check.warning().is_none());
     assert_eq!(check.cpu_share_max, Some(0.15));
     assert!(check.line().contains("kept up"), "{}", check.line());
@@ -30,7 +30,7 @@ fn an_idle_client_is_ok() {
 #[test]
 fn each_bound_is_a_reason_with_its_figures() {
     let busy = judge(&samples(1.96, 0.0, 0.5, 8), 2, None);
-    assert_eq!(busy.verdict, Verdict::ClientMayHaveDistorted);
+    assert_eq!(busy.verdict, ClientVerdict::ClientMayHaveDistorted);
     assert!(
         busy.reasons[0].contains("8 of 8 samples"),
         "{:?}",
@@ -61,13 +61,13 @@ fn one_busy_moment_is_not_a_verdict() {
     let mut mixed = samples(0.2, 0.0, 0.5, 20);
     mixed[0].cpu_cores = Some(2.0);
     mixed[1].timer_lag_ms = 40.0;
-    assert_eq!(judge(&mixed, 2, None).verdict, Verdict::Ok);
+    assert_eq!(judge(&mixed, 2, None).verdict, ClientVerdict::Ok);
     mixed[2].cpu_cores = Some(2.0);
     assert_eq!(
         judge(&mixed, 2, None).verdict,
-        Verdict::ClientMayHaveDistorted
+        ClientVerdict::ClientMayHaveDistorted
     );
-    assert_eq!(judge(&mixed[..1], 2, None).verdict, Verdict::TooShort);
+    assert_eq!(judge(&mixed[..1], 2, None).verdict, ClientVerdict::TooShort);
     let without_proc = vec![
         Sample {
             cpu_cores: None,
@@ -78,7 +78,10 @@ fn one_busy_moment_is_not_a_verdict() {
         3
     ];
     let check = judge(&without_proc, 2, None);
-    assert_eq!((check.verdict, check.cpu_share_mean), (Verdict::Ok, None));
+    assert_eq!(
+        (check.verdict, check.cpu_share_mean),
+        (ClientVerdict::Ok, None)
+    );
     assert_eq!(check.read_lag, None, "no stamped read, no read lag");
 }
 
@@ -102,7 +105,7 @@ fn read_lag_is_weighted_by_reads_and_shown_without_a_verdict() {
     assert_eq!(lag.reads, 400);
     assert!((lag.mean_ms - 0.4).abs() < 1e-12, "{lag:?}");
     assert_eq!((lag.max_ms, lag.over_1ms_share), (3.0, 0.1));
-    assert_eq!(check.verdict, Verdict::Ok);
+    assert_eq!(check.verdict, ClientVerdict::Ok);
     assert!(check
         .line()
         .contains("at most 3.0 ms, 10.0 % over 1 ms (n = 400 reads"));

@@ -3,7 +3,7 @@
 //! into at most [`BLOCKS`] equal blocks whose rates are averaged (batch means, Student's t over
 //! the blocks). Memory: one bucket per second of the window.
 
-use super::Meets;
+use super::meets::Meets;
 use crate::record::Seconds;
 use crate::stats::by_unit::BLOCKS;
 use crate::stats::interval::{Ci, Unit, MIN_UNITS};

@@ -1,6 +1,7 @@
 //! A mix of models: each model's part of a window, counted as the window's own figures are.
 
-use super::{LoadSummary, Meets};
+use super::meets::Meets;
+use crate::summary::load::LoadSummary;
 use crate::summary::models::ModelSummary;
 use std::collections::BTreeMap;
 

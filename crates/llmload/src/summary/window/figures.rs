@@ -1,12 +1,14 @@
 //! The window figures of one way of a case ([`super::WindowFigures`] keeps two until the case
 //! says whether its far-short responses are short).
 
-use super::{
-    blocks, judged, LoadShape, LoadSummary, Meets, ModelWindow, ModelWindows, OwnResponses,
-    SeriesPart, Sweep,
-};
+use super::blocks;
+use super::by_model::{ModelWindow, ModelWindows};
+use super::in_flight::Sweep;
+use super::meets::{judged, Meets};
+use super::SeriesPart;
 use crate::record::{Phase, Record, Seconds, Status};
 use crate::stats::Samples;
+use crate::summary::load::{LoadShape, LoadSummary, OwnResponses};
 use crate::summary::soak::SeriesBins;
 use crate::workload::shape::Slo;
 use std::cmp::Reverse;

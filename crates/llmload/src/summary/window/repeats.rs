@@ -5,9 +5,9 @@
 //! Student's t over the repeats (the independent unit). The latencies from `scheduled` and the
 //! send lag are over the responses of every complete repeat, as the case's other latencies are.
 
-use super::LoadSummary;
 use crate::stats::interval::{Ci, Unit};
 use crate::stats::Spread;
+use crate::summary::load::LoadSummary;
 
 /// The window figures of a series' case: `pooled` (summarised from the records of every
 /// complete repeat together, so its latency distributions are right but its window is not) with
