@@ -9,8 +9,9 @@
 //! the server's message. `ping`, `content_block_start` and `content_block_stop` carry nothing.
 
 use super::decode::{NonEmpty, Present};
+use super::request::GenerationRequest;
 use super::server_timings;
-use super::{error_message, parse_json, Counters, Event, EventError, GenerationRequest, Prompt};
+use super::{error_message, parse_json, Counters, Event, EventError, Prompt};
 use serde::Deserialize;
 use serde_json::json;
 use std::borrow::Cow;

@@ -6,8 +6,9 @@
 //! and the server's own timings of the response (`prompt_ms`, `predicted_ms`).
 
 use super::decode::{Count, NonEmpty};
+use super::request::GenerationRequest;
 use super::server_timings;
-use super::{error_message, parse_json, Counters, Event, EventError, GenerationRequest, Prompt};
+use super::{error_message, parse_json, Counters, Event, EventError, Prompt};
 use serde::Deserialize;
 use serde_json::json;
 

@@ -8,10 +8,9 @@
 //! `/v1/completions`, which carries the usage there).
 
 use super::decode::{NonEmpty, Present};
+use super::request::GenerationRequest;
 use super::server_timings;
-use super::{
-    error_message, parse_json, Api, Counters, Event, EventError, GenerationRequest, Prompt,
-};
+use super::{error_message, parse_json, Api, Counters, Event, EventError, Prompt};
 use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::json;

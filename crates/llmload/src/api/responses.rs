@@ -11,8 +11,9 @@
 //! (`response.created`, `…added`, `…done`) carry nothing measured.
 
 use super::decode::{NonEmpty, Present};
+use super::request::GenerationRequest;
 use super::server_timings;
-use super::{error_message, parse_json, Counters, Event, EventError, GenerationRequest, Prompt};
+use super::{error_message, parse_json, Counters, Event, EventError, Prompt};
 use serde::Deserialize;
 use serde_json::json;
 use std::borrow::Cow;
