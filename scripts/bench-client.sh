@@ -12,8 +12,8 @@
 # build's, on CPU 1; llmload on CPU 0): completions and chat at concurrency 64. It prints, for
 # each figure, both builds' medians (min–max over the pairs) and the ratio working tree / REV of
 # each pair (median, min–max), with the load average. Then, in the same run, the TTFT bias at
-# 1,000 streams (the same number of alternated pairs) and one run of each build at 10,000
-# streams (complete, peak RSS). Nothing else runs in this mode.
+# 1,000 streams and the peak RSS at 10,000 streams (complete or not), the same number of
+# alternated pairs each. Nothing else runs in this mode.
 #
 # Builds in release mode and starts `llmload sim --schedule zero-cost` (every token at once, one
 # SSE event per token, written as fast as the connection takes them) pinned to one core with
@@ -207,7 +207,7 @@ PY
   # TTFT bias at 1,000 streams against the fixed schedule, the same pairs; then 10,000 streams
   # (one round, 256 tokens) once per build: complete, and its peak RSS.
   echo
-  echo "TTFT bias (measured − scheduled 100 ms) at 1,000 streams, 1 round × 32 tokens, the fixed-schedule simulator; then 10,000 streams × 256 tokens against zero-cost, once per build."
+  echo "TTFT bias (measured − scheduled 100 ms) at 1,000 streams, 1 round × 32 tokens, the fixed-schedule simulator; then 10,000 streams × 256 tokens against zero-cost; $pairs alternated pairs each."
   start_sim "fixed:ttft_ms=100,itl_ms=20"
   for i in $(seq "$pairs"); do
     if [ $((RANDOM % 2)) = 0 ]; then order="old new"; else order="new old"; fi
@@ -217,9 +217,12 @@ PY
     done
   done
   start_sim zero-cost
-  for build in old new; do
-    if [ "$build" = old ]; then client="$old_bin"; else client="$bin"; fi
-    client="$client" run_llmload "big-$build" completions 10000 1 256
+  for i in $(seq "$pairs"); do
+    if [ $((RANDOM % 2)) = 0 ]; then order="old new"; else order="new old"; fi
+    for build in $order; do
+      if [ "$build" = old ]; then client="$old_bin"; else client="$bin"; fi
+      client="$client" run_llmload "big-$build-$i" completions 10000 1 256
+    done
   done
   python3 - "$work" "$pairs" "$old_name" <<'PY'
 import glob, json, statistics, sys
@@ -242,10 +245,16 @@ for k, label in ((0, "TTFT bias p50"), (1, "TTFT bias p99")):
     print(f"{'1,000 streams, ' + label:<34} {fmt(old, ' ms'):>26} {fmt(new, ' ms'):>26} {fmt(ratios, '×') if ratios else '–':>26}")
 print(f"responses complete per bias run: {old_name} {sorted({b['old', i][2] for i in range(1, pairs + 1)})}, "
       f"working tree {sorted({b['new', i][2] for i in range(1, pairs + 1)})} (of 1,000)")
-for build, name in (("old", old_name), ("new", "working tree")):
-    rss_kb = int(open(f"{work}/big-{build}.time").read().split()[-1])
-    ok = sum(r["phase"] == "measured" and r["status"] == "ok" for r in records(f"big-{build}"))
-    print(f"10,000 streams, {name}: {ok:,} of 10,000 complete, peak RSS {rss_kb / 1024:.1f} MiB")
+big = {(build, i): (int(open(f"{work}/big-{build}-{i}.time").read().split()[-1]) / 1024,
+                    sum(r["phase"] == "measured" and r["status"] == "ok" for r in records(f"big-{build}-{i}")))
+       for build in ("old", "new") for i in range(1, pairs + 1)}
+old = [big["old", i][0] for i in range(1, pairs + 1)]
+new = [big["new", i][0] for i in range(1, pairs + 1)]
+fmt = lambda xs, u: f"{statistics.median(xs):.1f}{u} ({min(xs):.1f}–{max(xs):.1f})"
+print(f"{'10,000 streams, peak RSS':<34} {fmt(old, ' MiB'):>26} {fmt(new, ' MiB'):>26} "
+      f"{fmt([n / o for n, o in zip(new, old)], '×'):>26}")
+print(f"responses complete per 10,000-stream run: {old_name} {sorted({big['old', i][1] for i in range(1, pairs + 1)})}, "
+      f"working tree {sorted({big['new', i][1] for i in range(1, pairs + 1)})}")
 PY
   echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
   exit 0

@@ -62,13 +62,20 @@ impl Distribution {
     /// only the ranks they read ([`order::select`]); the mean and sd are correctly rounded sums,
     /// the same for the same samples in any order.
     pub fn from_samples(samples: &mut [f64]) -> Option<Distribution> {
+        Distribution::from_keyed(samples, |x| *x)
+    }
+
+    /// [`Distribution::from_samples`] of the values `key` gives `items` (reordered in place):
+    /// labelled samples are summarised where they are, with no copy of their values.
+    pub fn from_keyed<T>(items: &mut [T], key: impl Fn(&T) -> f64 + Copy) -> Option<Distribution> {
+        let samples = items;
         if samples.is_empty() {
             return None;
         }
         let n = samples.len();
-        let mean = order::exact_sum(samples.iter().copied()) / n as f64;
+        let mean = order::exact_sum(samples.iter().map(key)) / n as f64;
         let sd = if n > 1 {
-            let ss = order::exact_sum(samples.iter().map(|x| (x - mean) * (x - mean)));
+            let ss = order::exact_sum(samples.iter().map(|x| (key(x) - mean) * (key(x) - mean)));
             (ss / (n - 1) as f64).sqrt()
         } else {
             0.0
@@ -81,8 +88,9 @@ impl Distribution {
             .collect();
         ranks.sort_unstable();
         ranks.dedup();
-        order::select(samples, &ranks);
-        let [median, p90, p95, p99] = quantiles.map(|q| percentile(samples, q));
+        order::select_by(samples, &ranks, key);
+        let [median, p90, p95, p99] =
+            quantiles.map(|q| interpolated(n, q, |rank| key(&samples[rank])));
         Some(Distribution {
             n,
             median,
@@ -90,8 +98,8 @@ impl Distribution {
             p95,
             p99,
             mean,
-            min: samples[0],
-            max: samples[n - 1],
+            min: key(&samples[0]),
+            max: key(&samples[n - 1]),
             sd,
             descriptive: descriptive(n),
             relative_error: None,

@@ -352,8 +352,9 @@ pub fn t_interval(values: &[f64], level: f64) -> Option<Interval> {
     if n < 2 {
         return None;
     }
-    let mean = values.iter().sum::<f64>() / n as f64;
-    let ss: f64 = values.iter().map(|x| (x - mean) * (x - mean)).sum();
+    // Correctly rounded sums: the same values give the same interval in any order.
+    let mean = super::order::exact_sum(values.iter().copied()) / n as f64;
+    let ss = super::order::exact_sum(values.iter().map(|x| (x - mean) * (x - mean)));
     let sd = (ss / (n - 1) as f64).sqrt();
     let t = t_quantile(level, (n - 1) as f64)?;
     let half = t * sd / (n as f64).sqrt();

@@ -15,24 +15,34 @@
 /// [`f64::total_cmp`] would: afterwards `values[r]` is the `r`-th smallest for each `r` in
 /// `ranks`. The other values are left in some order.
 pub fn select(values: &mut [f64], ranks: &[usize]) {
-    select_from(values, ranks, 0);
+    select_by(values, ranks, |x| *x);
 }
 
-/// [`select`] on `values`, the part of a larger slice that starts at `offset`; `ranks` are the
-/// larger slice's.
-fn select_from(values: &mut [f64], ranks: &[usize], offset: usize) {
+/// [`select`] on items ordered by the value `key` gives each.
+pub fn select_by<T>(values: &mut [T], ranks: &[usize], key: impl Fn(&T) -> f64 + Copy) {
+    select_from(values, ranks, 0, key);
+}
+
+/// [`select_by`] on `values`, the part of a larger slice that starts at `offset`; `ranks` are
+/// the larger slice's.
+fn select_from<T>(
+    values: &mut [T],
+    ranks: &[usize],
+    offset: usize,
+    key: impl Fn(&T) -> f64 + Copy,
+) {
     let Some(&at) = ranks.get(ranks.len() / 2) else {
         return;
     };
     let Some(local) = at.checked_sub(offset).filter(|&l| l < values.len()) else {
         return;
     };
-    values.select_nth_unstable_by(local, f64::total_cmp);
+    values.select_nth_unstable_by(local, |a, b| key(a).total_cmp(&key(b)));
     let below = ranks.partition_point(|&r| r < at);
     let through = ranks.partition_point(|&r| r <= at);
     let (left, right) = values.split_at_mut(local);
-    select_from(left, &ranks[..below], offset);
-    select_from(&mut right[1..], &ranks[through..], at + 1);
+    select_from(left, &ranks[..below], offset, key);
+    select_from(&mut right[1..], &ranks[through..], at + 1, key);
 }
 
 /// The sum of `values`, correctly rounded: it is the same for the same values in any order.

@@ -279,31 +279,25 @@ impl Samples {
         let labelled = self
             .unit
             .filter(|_| self.binned.is_some() || self.labels.len() == self.exact.len());
-        // The labels are given up as the (value, unit, response) triples are made, so that
-        // the largest distributions are not held three times over.
-        let labels = std::mem::take(&mut self.labels);
-        let pairs: Vec<(f64, u32, u32)> = match labelled {
-            None => Vec::new(),
-            Some(_) => self
-                .exact
-                .iter()
-                .zip(labels)
-                .map(|(&x, (o, r))| (x, o, r))
-                .collect(),
-        };
-        let mut d = match &self.binned {
-            Some(b) => b.distribution(),
-            None => Distribution::from_samples(&mut self.exact),
-        }?;
         let Some(unit) = labelled else {
-            return Some(d);
+            return match &self.binned {
+                Some(b) => b.distribution(),
+                None => Distribution::from_samples(&mut self.exact),
+            };
         };
-        // A reservoir's own figures, which its intervals are computed around.
-        let around = match &self.binned {
-            Some(_) => Distribution::from_samples(&mut self.exact),
-            None => None,
+        let mut pairs = joined(
+            std::mem::take(&mut self.exact),
+            std::mem::take(&mut self.labels),
+        );
+        // The exact form's figures come from the triples themselves; a reservoir's own figures
+        // are what its intervals are computed around.
+        let (mut d, around) = match &self.binned {
+            Some(b) => (
+                b.distribution()?,
+                Distribution::from_keyed(&mut pairs, |p| p.0),
+            ),
+            None => (Distribution::from_keyed(&mut pairs, |p| p.0)?, None),
         };
-        self.exact = Vec::new();
         d.ci = by_unit::intervals(pairs, unit, interval::level()).map(|mut ci| {
             match &around {
                 Some(around) => by_unit::centre(&mut ci, around, &d),
@@ -339,6 +333,23 @@ impl Samples {
             self.labels = Vec::new();
         }
     }
+}
+
+/// The (value, unit, response) triples of labelled samples, made a piece at a time from the
+/// end, each piece given back by the buffers it came from as it moves: the largest
+/// distributions are never held twice over (the triples' order is no part of any figure).
+fn joined(mut values: Vec<f64>, mut labels: Vec<(u32, u32)>) -> Vec<(f64, u32, u32)> {
+    /// Samples moved at a time.
+    const PIECE: usize = 8192;
+    let mut out = Vec::with_capacity(values.len());
+    while !values.is_empty() {
+        let at = values.len().saturating_sub(PIECE);
+        let tail = labels.drain(at.min(labels.len())..);
+        out.extend(values.drain(at..).zip(tail).map(|(x, (o, r))| (x, o, r)));
+        values.shrink_to_fit();
+        labels.shrink_to_fit();
+    }
+    out
 }
 
 /// Pushes `item`, growing `values` as a vector does but never past one more than
