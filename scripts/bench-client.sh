@@ -207,13 +207,13 @@ PY
   # TTFT bias at 1,000 streams against the fixed schedule, the same pairs; then 10,000 streams
   # (one round, 256 tokens) once per build: complete, and its peak RSS.
   echo
-  echo "TTFT bias (measured − scheduled 100 ms) at 1,000 streams, 1 round × 32 tokens, the fixed-schedule simulator; then 10,000 streams × 256 tokens against zero-cost; $pairs alternated pairs each."
+  echo "TTFT bias (measured − scheduled 100 ms) at 1,000 streams, 3 rounds × 32 tokens (3,000 requests a run, so that a p99 rests on 30), the fixed-schedule simulator; then 10,000 streams × 256 tokens against zero-cost; $pairs alternated pairs each."
   start_sim "fixed:ttft_ms=100,itl_ms=20"
   for i in $(seq "$pairs"); do
     if [ $((RANDOM % 2)) = 0 ]; then order="old new"; else order="new old"; fi
     for build in $order; do
       if [ "$build" = old ]; then client="$old_bin"; else client="$bin"; fi
-      client="$client" run_llmload "bias-$build-$i" completions 1000 1 32
+      client="$client" run_llmload "bias-$build-$i" completions 1000 3 32
     done
   done
   start_sim zero-cost
