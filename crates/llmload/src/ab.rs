@@ -186,7 +186,7 @@ impl Folders {
             views::write(at, summary)?;
         }
         let summary = combined(summaries, cuts, options, (seed, &self.attempt.id));
-        write_views(&self.attempt, &summary)?;
+        crate::views::write_comparison(&self.attempt, &summary)?;
         Ok(summary)
     }
 }
@@ -424,15 +424,6 @@ fn blocks_text(cuts: &[Cut], options: &AbOptions) -> String {
     } else {
         format!("blocks of {} rounds", options.block_rounds)
     }
-}
-
-/// The comparison's `summary.json`, `report.md` and `report.html`.
-fn write_views(attempt: &Attempt, summary: &Summary) -> Result<()> {
-    attempt.write_json("summary.json", summary)?;
-    let markdown = crate::report::markdown::render(summary);
-    attempt.write_text("report.md", &crate::console::printable(&markdown))?;
-    let html = crate::report::html::render(&crate::report::Report::of(summary));
-    attempt.write_text("report.html", &html)
 }
 
 #[cfg(test)]

@@ -37,6 +37,20 @@ pub fn write(attempt: &Attempt, summary: &Summary) -> crate::error::Result<()> {
 /// `report.md`, `cases.csv` and `report.html` (never `summary.json`, which stays as the run left
 /// it).
 pub fn regenerate(dir: &Path) -> crate::error::Result<Report> {
+    if let Some(summary) = comparison(dir)? {
+        // An `llmload ab` folder: each arm from its records, then the comparison's views from
+        // its summary (the paired figures were computed from the blocks as they ran).
+        for arm in ["A", "B"] {
+            regenerate(&dir.join(arm))?;
+        }
+        let attempt = Attempt {
+            id: summary.attempt_id.clone(),
+            dir: dir.to_path_buf(),
+            started_at: String::new(),
+        };
+        write_comparison(&attempt, &summary)?;
+        return Ok(Report::of(&summary));
+    }
     let report = load::read(dir)?;
     let attempt = Attempt {
         id: report.summary.attempt_id.clone(),
@@ -47,6 +61,36 @@ pub fn regenerate(dir: &Path) -> crate::error::Result<Report> {
     attempt.write_text("cases.csv", &csv::render(&report.summary))?;
     attempt.write_text("report.html", &html::render(&report))?;
     Ok(report)
+}
+
+/// The summary of an `llmload ab` comparison folder (no `campaign.json` of its own, a
+/// `summary.json` with an `ab` section); `None` for any other folder.
+fn comparison(dir: &Path) -> crate::error::Result<Option<Summary>> {
+    if dir.join("campaign.json").exists() {
+        return Ok(None);
+    }
+    let path = dir.join("summary.json");
+    let Ok(text) = crate::files::read_text(&path) else {
+        return Ok(None);
+    };
+    crate::attempt::check_schema(&path, &text)?;
+    let summary: Summary =
+        serde_json::from_str(&text).map_err(|source| crate::error::Error::Json {
+            what: format!("reading {}", path.display()),
+            source,
+        })?;
+    Ok(summary.ab.is_some().then_some(summary))
+}
+
+/// The views of an `llmload ab` comparison: `summary.json`, `report.md`, `report.html` and
+/// `cases.csv` (one row per case and figure, both arms and the paired change).
+pub fn write_comparison(attempt: &Attempt, summary: &Summary) -> crate::error::Result<()> {
+    attempt.write_json("summary.json", summary)?;
+    attempt.write_text("report.md", &markdown_file(summary))?;
+    if let Some(section) = &summary.ab {
+        attempt.write_text("cases.csv", &csv::ab::render(section))?;
+    }
+    attempt.write_text("report.html", &html::render(&Report::of(summary)))
 }
 
 /// Writes `report.html` at the end of a run, from its `summary` and the records it wrote. The

@@ -5,6 +5,7 @@
 
 use super::table::Table;
 
+pub mod ab;
 mod models;
 use crate::stats::{Distribution, Spread};
 use crate::summary::phases::PhaseSummary;

@@ -163,11 +163,35 @@ fn each_arm_is_an_attempt_whose_records_say_their_arm_and_the_order_is_recorded(
         assert_eq!(records.len(), 25, "{arm}");
         assert!(measured.iter().any(|r| r["case"] == "in64-c1-out8.b24"));
     }
-    for file in ["summary.json", "report.md", "report.html"] {
+    for file in ["summary.json", "report.md", "report.html", "cases.csv"] {
         assert!(dir.join(file).is_file(), "{file}");
     }
     let report = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
     assert!(report.contains("## A/B, interleaved"), "{report}");
+    // `llmload report` rebuilds the comparison's views and each arm's from what is on disk.
+    for file in ["report.md", "report.html", "cases.csv"] {
+        std::fs::remove_file(dir.join(file)).expect(file);
+        std::fs::remove_file(dir.join("B").join(file)).expect(file);
+    }
+    let rebuilt = llmload(&["report", dir.to_str().expect("a UTF-8 path")]);
+    assert_eq!(rebuilt.code, 0, "{}", rebuilt.stderr);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("report.md")).expect("report.md"),
+        report,
+        "the rebuilt report.md is the one the run wrote"
+    );
+    assert!(dir.join("report.html").is_file() && dir.join("B").join("report.md").is_file());
+    // cases.csv: a row per case and figure, both arms and the paired change; each rule's
+    // verdict on the row of the figure it names.
+    let csv = std::fs::read_to_string(dir.join("cases.csv")).expect("cases.csv");
+    let rows: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
+    assert!(rows[0].starts_with(&["case", "metric", "a", "b", "change"]), "{csv}");
+    let figures = summary["ab"]["cases"][0]["figures"].as_array().expect("figures");
+    assert_eq!(rows.len(), 1 + figures.len(), "{csv}");
+    let ttft = rows.iter().find(|r| r[1] == "ttft_p50").expect("a ttft_p50 row");
+    assert_eq!(ttft[0], "in64-c1-out8", "{csv}");
+    assert!(ttft[11].contains("ttft_p50") && !ttft[12].is_empty(), "{csv}");
+    assert_eq!(ttft[7], "24", "pairs: {csv}");
 }
 
 #[test]
