@@ -58,9 +58,9 @@ pub struct BlockRun {
 }
 
 /// The block of `records` (one case's), judged by `rules`. With `users` closed users, the
-/// first turn of each user's first session is left out of the latency objectives: those all go
-/// at once when the block starts, a burst no steady load of users sends (unless nothing else
-/// is left, as when every session failed at its first turn).
+/// first turn of each user's first session is left out of the latency objectives: those open
+/// the load (over one think time, the users staggered), a ramp no steady load of users sends
+/// (unless nothing else is left, as when every session failed at its first turn).
 pub fn block_of(records: &[Record], rules: &[(Rule, String)], users: u64) -> BlockRun {
     let first_session = records.iter().filter_map(|r| r.session).min().unwrap_or(0);
     let opening =
@@ -83,22 +83,28 @@ pub fn block_of(records: &[Record], rules: &[(Rule, String)], users: u64) -> Blo
     BlockRun {
         tallies,
         figures: if users > 0 {
-            steady_figures(&measured)
+            let all_in = measured
+                .iter()
+                .filter(|r| opening(r))
+                .map(|r| r.sent_s)
+                .fold(f64::NEG_INFINITY, f64::max);
+            steady_figures(&measured, all_in)
         } else {
             figures(&measured)
         },
     }
 }
 
-/// What closed users measured while all of them were in the load: from the first send to the
-/// last session's start (after it, users whose sessions end start no more, and the block
-/// drains), over the responses that ended in that stretch; the whole block where that stretch
-/// is empty.
-fn steady_figures(records: &[&Record]) -> Figures {
+/// What closed users measured while all of them were in the load: from `all_in`, the last
+/// user's first send (the users start staggered), or the first send, to the last session's
+/// start (after it, users whose sessions end start no more, and the block drains), over the
+/// responses that ended in that stretch; the whole block where that stretch is empty.
+fn steady_figures(records: &[&Record], all_in: f64) -> Figures {
     let first = records
         .iter()
         .map(|r| r.sent_s)
-        .fold(f64::INFINITY, f64::min);
+        .fold(f64::INFINITY, f64::min)
+        .max(all_in);
     let last_start = records
         .iter()
         .filter(|r| r.turn == Some(1))
@@ -107,7 +113,7 @@ fn steady_figures(records: &[&Record]) -> Figures {
     let within: Vec<&Record> = records
         .iter()
         .copied()
-        .filter(|r| r.last_seen() <= last_start)
+        .filter(|r| r.last_seen() > first && r.last_seen() <= last_start)
         .collect();
     if within.is_empty() || last_start <= first {
         return figures(records);
@@ -219,12 +225,17 @@ impl CapacitySource {
                 "capacity needs one --slo or more (e.g. --slo ttft_p99<2s)".into(),
             ));
         }
-        let template = config.template();
+        let mut template = config.template();
         let (unit, turns) = match (template.session, config.is_open()) {
             (_, true) => (LoadUnit::RateRps, template.session.map_or(1, |s| s.turns)),
             (Some(spec), false) => (LoadUnit::Users, spec.turns),
             (None, false) => (LoadUnit::Concurrency, 1),
         };
+        // Users arrive one by one (`--stagger`): started all at once, with a fixed think time
+        // they would keep in step, and their turns would come in waves no real users make.
+        if let (LoadUnit::Users, Some(spec)) = (unit, template.session.as_mut()) {
+            spec.stagger = true;
+        }
         let integer = unit != LoadUnit::RateRps;
         let resolution = options
             .resolution

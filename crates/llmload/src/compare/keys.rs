@@ -194,6 +194,7 @@ mod tests {
                     turn_input: Some(32),
                     think: "exp:2s".parse::<Think>().expect("a think time"),
                     history,
+                    stagger: false,
                 }),
             };
             let plan = template.plan(

@@ -413,10 +413,11 @@ fn session_spec(options: SessionOptions) -> Result<Option<SessionSpec>, ConfigEr
         think_time,
         history,
         sessions: _,
+        stagger,
     } = options;
     let Some(turns) = turns else {
-        if turn_input.is_some() || think_time.is_some() || history.is_some() {
-            return bad("--turn-input, --think-time and --history need --turns K");
+        if turn_input.is_some() || think_time.is_some() || history.is_some() || stagger.is_some() {
+            return bad("--turn-input, --think-time, --history and --stagger need --turns K");
         }
         return Ok(None);
     };
@@ -440,5 +441,6 @@ fn session_spec(options: SessionOptions) -> Result<Option<SessionSpec>, ConfigEr
         turn_input,
         think,
         history: history.unwrap_or_default(),
+        stagger: stagger.unwrap_or(false),
     }))
 }

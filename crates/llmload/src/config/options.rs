@@ -145,6 +145,14 @@ options! {
         /// sessions start until it ends and run to their last turn.
         #[arg(long, value_name = "N")]
         pub sessions: Option<u64>,
+        /// Closed sessions: start the first ones spread evenly over one mean think time
+        ///
+        /// Without it every place's first session starts at once, and with a fixed
+        /// --think-time the users then keep in step, their turns arriving in waves. With it,
+        /// the k-th of N places starts its first session k/N of a mean think time in, as users
+        /// arriving one by one would. `capacity` does this for users.
+        #[arg(long, num_args = 0, default_missing_value = "true")]
+        pub stagger: Option<bool>,
     }
 }
 

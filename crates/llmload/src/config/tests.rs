@@ -235,7 +235,7 @@ fn a_campaign_file_sets_sessions_and_their_cases_name_them() {
     std::fs::write(
         &path,
         "turns = 4\nturn_input = 64\nthink_time = \"uniform:1s..3s\"\nhistory = \"placeholder\"\n\
-         sessions = 6\ninput_tokens = [256]\nconcurrency = [2]\noutput_tokens = [32]\n",
+         sessions = 6\nstagger = true\ninput_tokens = [256]\nconcurrency = [2]\noutput_tokens = [32]\n",
     )
     .expect("write");
     let config =
@@ -257,6 +257,7 @@ fn a_campaign_file_sets_sessions_and_their_cases_name_them() {
     assert_eq!(spec.turns, 4);
     assert_eq!(spec.turn_input, Some(64));
     assert_eq!(spec.history, History::Placeholder);
+    assert!(spec.stagger);
     assert_eq!(
         spec.think,
         Think::Uniform(Duration::from_secs(1), Duration::from_secs(3))

@@ -126,6 +126,14 @@ impl super::Runner<'_> {
             (Bound::Duration(d), None) => (u64::MAX, Some(start + d)),
         };
         let parallel = u64::from(shared.plan.case.concurrency.max(1));
+        // `--stagger`: the k-th of the first `parallel` closed sessions is due k/parallel of a
+        // mean think time after the start.
+        let spread = (arrivals.is_none() && shared.spec.stagger).then(|| shared.spec.think.mean());
+        let staggered = |k: u64| {
+            spread
+                .filter(|_| k < parallel)
+                .map(|think| start + think.mul_f64(k as f64 / parallel as f64))
+        };
         let mut running = FuturesUnordered::new();
         let mut started = 0u64;
         let mut checks = tokio::time::interval(CHECK);
@@ -151,7 +159,7 @@ impl super::Runner<'_> {
                     stopped = true;
                     continue;
                 }
-                running.push(shared.session(started, None));
+                running.push(shared.session(started, staggered(started)));
                 started += 1;
                 continue;
             }

@@ -333,6 +333,7 @@ async fn a_session_sends_each_turn_after_the_answer_and_the_think_time() {
         turn_input: Some(4),
         think: Think::Fixed(ms(500)),
         history: History::Placeholder,
+        stagger: false,
     };
     let plan = plan(
         2,
@@ -366,6 +367,45 @@ async fn a_session_sends_each_turn_after_the_answer_and_the_think_time() {
         assert_eq!(r.status, Status::Ok);
     }
     assert!(!run.stopped);
+}
+
+#[tokio::test(start_paused = true)]
+async fn staggered_sessions_start_spread_over_one_think_time_and_keep_their_offsets() {
+    let rig = Rig::new();
+    let fake = Arc::new(Fake::new(ms(10_000), |_| Script::lasting(100, 4)));
+    let spec = SessionSpec {
+        turns: 2,
+        turn_input: Some(4),
+        think: Think::Fixed(ms(800)),
+        history: History::Placeholder,
+        stagger: true,
+    };
+    let plan = plan(
+        4,
+        Shape::Sessions {
+            process: None,
+            rate_rps: None,
+            bound: Bound::Requests(6),
+            spec,
+        },
+    );
+    let mut runner = rig.runner(&fake, Limits::default());
+    let origin = runner.origin;
+    runner.run_case(&plan, 0).await.expect("the case");
+    let mut sent = sends(&fake, origin);
+    sent.sort();
+    // Four places, 800 ms of thinking: the first sessions start 0, 200, 400 and 600 ms after
+    // the first, and each second turn 100 ms (the answer) and 800 ms later, so the offsets
+    // stay; the fifth and sixth sessions start at once as the first two end (1000, 1200 ms),
+    // their second turns 900 ms after.
+    let first = sent[0];
+    let want: Vec<Duration> = [
+        0, 200, 400, 600, 900, 1000, 1100, 1200, 1300, 1500, 1900, 2100,
+    ]
+    .map(ms)
+    .into();
+    let got: Vec<Duration> = sent.iter().map(|t| *t - first).collect();
+    assert_eq!(got, want);
 }
 
 #[tokio::test(start_paused = true)]

@@ -141,6 +141,10 @@ pub struct SessionSpec {
     pub think: Think,
     /// How previous answers stand in the history.
     pub history: History,
+    /// Closed sessions: the k-th of N places starts its first session k/N of a mean think time
+    /// in, instead of all at once (`--stagger`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stagger: bool,
 }
 
 /// A session's history in token IDs (the token APIs): each turn sends it whole, then its new

@@ -185,12 +185,23 @@ fn each_arm_is_an_attempt_whose_records_say_their_arm_and_the_order_is_recorded(
     // verdict on the row of the figure it names.
     let csv = std::fs::read_to_string(dir.join("cases.csv")).expect("cases.csv");
     let rows: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
-    assert!(rows[0].starts_with(&["case", "metric", "a", "b", "change"]), "{csv}");
-    let figures = summary["ab"]["cases"][0]["figures"].as_array().expect("figures");
+    assert!(
+        rows[0].starts_with(&["case", "metric", "a", "b", "change"]),
+        "{csv}"
+    );
+    let figures = summary["ab"]["cases"][0]["figures"]
+        .as_array()
+        .expect("figures");
     assert_eq!(rows.len(), 1 + figures.len(), "{csv}");
-    let ttft = rows.iter().find(|r| r[1] == "ttft_p50").expect("a ttft_p50 row");
+    let ttft = rows
+        .iter()
+        .find(|r| r[1] == "ttft_p50")
+        .expect("a ttft_p50 row");
     assert_eq!(ttft[0], "in64-c1-out8", "{csv}");
-    assert!(ttft[11].contains("ttft_p50") && !ttft[12].is_empty(), "{csv}");
+    assert!(
+        ttft[11].contains("ttft_p50") && !ttft[12].is_empty(),
+        "{csv}"
+    );
     assert_eq!(ttft[7], "24", "pairs: {csv}");
 }
 

@@ -136,6 +136,7 @@ async fn every_turn_of_a_session_goes_to_its_sessions_model() {
         turn_input: Some(4),
         think: Think::Fixed(ms(100)),
         history: History::Placeholder,
+        stagger: false,
     };
     let plan = plan(
         4,
