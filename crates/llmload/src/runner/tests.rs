@@ -404,7 +404,7 @@ async fn staggered_sessions_start_spread_over_one_think_time_and_keep_their_offs
     ]
     .map(ms)
     .into();
-    let got: Vec<Duration> = sent.iter().map(|t| *t - first).collect();
+    let got: Vec<Duration> = sent.iter().map(|t| t.saturating_sub(first)).collect();
     assert_eq!(got, want);
 }
 
