@@ -244,7 +244,7 @@ for k, label in ((0, "TTFT bias p50"), (1, "TTFT bias p99")):
     fmt = lambda xs, u: f"{statistics.median(xs):.2f}{u} ({min(xs):.2f}–{max(xs):.2f})"
     print(f"{'1,000 streams, ' + label:<34} {fmt(old, ' ms'):>26} {fmt(new, ' ms'):>26} {fmt(ratios, '×') if ratios else '–':>26}")
 print(f"responses complete per bias run: {old_name} {sorted({b['old', i][2] for i in range(1, pairs + 1)})}, "
-      f"working tree {sorted({b['new', i][2] for i in range(1, pairs + 1)})} (of 1,000)")
+      f"working tree {sorted({b['new', i][2] for i in range(1, pairs + 1)})} (of 3,000)")
 big = {(build, i): (int(open(f"{work}/big-{build}-{i}.time").read().split()[-1]) / 1024,
                     sum(r["phase"] == "measured" and r["status"] == "ok" for r in records(f"big-{build}-{i}")))
        for build in ("old", "new") for i in range(1, pairs + 1)}
