@@ -276,6 +276,18 @@ impl LoadConfig {
         if self.sessions.is_some() && self.duration.is_some() {
             return bad("give --sessions or --duration, not both");
         }
+        if let (Some(spec), Some(duration)) = (&self.session, self.duration) {
+            // The last staggered place starts its first session (N−1)/N of a mean think time
+            // in: a window no longer than one would end before every place had started.
+            if spec.stagger && duration <= spec.think.mean() {
+                return bad(format!(
+                    "--stagger spreads the first sessions over one mean think time ({}): give a \
+                     --duration longer than that (here {}), or leave out --stagger",
+                    humantime::format_duration(spec.think.mean()),
+                    humantime::format_duration(duration)
+                ));
+            }
+        }
         if self.max_in_flight.is_some() || !self.warmup_time.is_zero() {
             return bad(
                 "--max-in-flight and --warmup-time do not apply to sessions (a session's turns \

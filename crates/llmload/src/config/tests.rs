@@ -89,6 +89,26 @@ fn bad_values_are_one_line_errors() {
 }
 
 #[test]
+fn a_stagger_needs_a_window_longer_than_one_think_time() {
+    let staggered = |duration: &str| {
+        let mut a = args();
+        a.sessions.turns = Some(3);
+        a.sessions.think_time = Some("4s".into());
+        a.sessions.stagger = Some(true);
+        a.load.duration = Some(duration.into());
+        Config::resolve(a)
+    };
+    let e = staggered("4s").expect_err("refused").to_string();
+    assert!(
+        e.contains("--stagger") && e.contains("4s") && !e.contains('\n'),
+        "{e}"
+    );
+    let e = staggered("2s").expect_err("refused").to_string();
+    assert!(e.contains("--duration longer"), "{e}");
+    assert!(staggered("5s").is_ok());
+}
+
+#[test]
 fn unknown_file_keys_are_rejected() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("c.toml");

@@ -324,26 +324,38 @@ async fn the_guard_stops_the_run_at_max_errors_and_cancels_what_is_in_flight() {
     assert!(run.stopped);
 }
 
+/// A closed case of `sessions` sessions of `turns` turns (4-token turn inputs, placeholder
+/// history), `concurrency` side by side, with a fixed think time.
+fn sessions_plan(
+    concurrency: u32,
+    turns: u32,
+    think: Duration,
+    stagger: bool,
+    sessions: u64,
+) -> CasePlan {
+    let spec = SessionSpec {
+        turns,
+        turn_input: Some(4),
+        think: Think::Fixed(think),
+        history: History::Placeholder,
+        stagger,
+    };
+    plan(
+        concurrency,
+        Shape::Sessions {
+            process: None,
+            rate_rps: None,
+            bound: Bound::Requests(sessions),
+            spec,
+        },
+    )
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_session_sends_each_turn_after_the_answer_and_the_think_time() {
     let rig = Rig::new();
     let fake = Arc::new(Fake::new(ms(10_000), |_| Script::lasting(100, 4)));
-    let spec = SessionSpec {
-        turns: 3,
-        turn_input: Some(4),
-        think: Think::Fixed(ms(500)),
-        history: History::Placeholder,
-        stagger: false,
-    };
-    let plan = plan(
-        2,
-        Shape::Sessions {
-            process: None,
-            rate_rps: None,
-            bound: Bound::Requests(2),
-            spec,
-        },
-    );
+    let plan = sessions_plan(2, 3, ms(500), false, 2);
     let mut runner = rig.runner(&fake, Limits::default());
     let origin = runner.origin;
     let run = runner.run_case(&plan, 0).await.expect("the case");
@@ -373,22 +385,7 @@ async fn a_session_sends_each_turn_after_the_answer_and_the_think_time() {
 async fn staggered_sessions_start_spread_over_one_think_time_and_keep_their_offsets() {
     let rig = Rig::new();
     let fake = Arc::new(Fake::new(ms(10_000), |_| Script::lasting(100, 4)));
-    let spec = SessionSpec {
-        turns: 2,
-        turn_input: Some(4),
-        think: Think::Fixed(ms(800)),
-        history: History::Placeholder,
-        stagger: true,
-    };
-    let plan = plan(
-        4,
-        Shape::Sessions {
-            process: None,
-            rate_rps: None,
-            bound: Bound::Requests(6),
-            spec,
-        },
-    );
+    let plan = sessions_plan(4, 2, ms(800), true, 6);
     let mut runner = rig.runner(&fake, Limits::default());
     let origin = runner.origin;
     runner.run_case(&plan, 0).await.expect("the case");
