@@ -170,21 +170,28 @@ if [ -n "$against" ]; then
   rounds=$((quick ? 10 : 20))
   echo
   echo "$old_name against the working tree: $pairs pairs, each build's run in a random order within a pair; zero-cost simulator (this build's) on CPU 1, llmload on CPU 0; concurrency 64 × $rounds rounds, 128-token prompts, 256 tokens per answer, one token per event."
+  # alternate PREFIX I API CONCURRENCY ROUNDS OUTPUT: pair I, both builds' runs in a random
+  # order; each run named PREFIX-BUILD-I (BUILD old or new).
+  alternate() {
+    local prefix="$1" i="$2" order build client
+    shift 2
+    if [ $((RANDOM % 2)) = 0 ]; then order="old new"; else order="new old"; fi
+    for build in $order; do
+      if [ "$build" = old ]; then client="$old_bin"; else client="$bin"; fi
+      client="$client" run_llmload "$prefix-$build-$i" "$@"
+    done
+  }
   start_sim zero-cost
   for i in $(seq "$pairs"); do
     for api in completions chat; do
-      if [ $((RANDOM % 2)) = 0 ]; then order="old new"; else order="new old"; fi
-      for build in $order; do
-        if [ "$build" = old ]; then client="$old_bin"; else client="$bin"; fi
-        client="$client" run_llmload "ab-$build-$api-$i" "$api" 64 "$rounds" 256
-      done
+      alternate "ab-$api" "$i" "$api" 64 "$rounds" 256
     done
   done
   python3 - "$work" "$pairs" "$old_name" <<'PY'
 import glob, json, statistics, sys
 work, pairs, old_name = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 def run(build, api, i):
-    name = f"{work}/ab-{build}-{api}-{i}"
+    name = f"{work}/ab-{api}-{build}-{i}"
     user, sys_s, rss_kb = open(name + ".time").read().split()[-3:]
     records = [json.loads(l) for f in glob.glob(name + "/*/requests.jsonl") for l in open(f) if l.strip()]
     events = sum(r["token_events"] for r in records)
@@ -209,21 +216,9 @@ PY
   echo
   echo "TTFT bias (measured − scheduled 100 ms) at 1,000 streams, 3 rounds × 32 tokens (3,000 requests a run, so that a p99 rests on 30), the fixed-schedule simulator; then 10,000 streams × 256 tokens against zero-cost; $pairs alternated pairs each."
   start_sim "fixed:ttft_ms=100,itl_ms=20"
-  for i in $(seq "$pairs"); do
-    if [ $((RANDOM % 2)) = 0 ]; then order="old new"; else order="new old"; fi
-    for build in $order; do
-      if [ "$build" = old ]; then client="$old_bin"; else client="$bin"; fi
-      client="$client" run_llmload "bias-$build-$i" completions 1000 3 32
-    done
-  done
+  for i in $(seq "$pairs"); do alternate bias "$i" completions 1000 3 32; done
   start_sim zero-cost
-  for i in $(seq "$pairs"); do
-    if [ $((RANDOM % 2)) = 0 ]; then order="old new"; else order="new old"; fi
-    for build in $order; do
-      if [ "$build" = old ]; then client="$old_bin"; else client="$bin"; fi
-      client="$client" run_llmload "big-$build-$i" completions 10000 1 256
-    done
-  done
+  for i in $(seq "$pairs"); do alternate big "$i" completions 10000 1 256; done
   python3 - "$work" "$pairs" "$old_name" <<'PY'
 import glob, json, statistics, sys
 work, pairs, old_name = sys.argv[1], int(sys.argv[2]), sys.argv[3]
