@@ -23,9 +23,7 @@ LIMIT = 500
 
 # Files over the limit when the check came in, with their non-test lines then.
 ALLOWED = {
-    "crates/llmload/src/api/http1.rs": 550,
     "crates/llmload/src/progress/view.rs": 515,
-    "crates/llmload/src/summary/soak.rs": 506,
     "crates/llmload/src/workload/shape.rs": 530,
     "crates/llmload/src/workload/source.rs": 562,
 }
