@@ -2,6 +2,7 @@ use super::*;
 use crate::fixture;
 use crate::guard::Limits;
 use crate::record::{ok_record, ErrorKind, Status};
+use crate::summary::client_check::ClientVerdict;
 use ratatui::backend::TestBackend;
 use tokio_util::sync::CancellationToken;
 
