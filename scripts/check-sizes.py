@@ -23,7 +23,6 @@ LIMIT = 500
 
 # Files over the limit when the check came in, with their non-test lines then.
 ALLOWED = {
-    "crates/llmload/src/workload/source.rs": 562,
 }
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
