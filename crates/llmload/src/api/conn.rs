@@ -179,22 +179,33 @@ impl Conn {
             return read(&self.tcp, buffer).await;
         };
         loop {
-            match tls.session.reader().read(buffer) {
-                Ok(0) => return Ok((0, Instant::now())),
-                Ok(n) => return Ok((n, tls.arrived)),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                // Closed without `close_notify`: a closed connection, as over plain TCP.
-                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                    return Ok((0, Instant::now()));
-                }
-                Err(e) => return Err(e),
+            if let Some(read) = tls.plaintext(buffer) {
+                return read;
             }
-            // No plaintext left: the next ciphertext, then what it decrypts to.
-            let (n, arrived) = read(&self.tcp, &mut tls.incoming).await?;
-            tls.arrived = arrived;
-            tls.absorb(n)?;
-            // A key update asks for an answer.
-            tls.flush(&mut self.tcp).await?;
+            tls.take_in(&mut self.tcp).await?;
+        }
+    }
+
+    /// [`Conn::read`] into this thread's shared buffer ([`read_with`]): `take` gets what arrived
+    /// and when, or `(&[], now)` at the end of the stream, and its answer is returned. Over TLS
+    /// the ciphertext still goes through the connection's own buffer; the plaintext is handed on
+    /// from the shared one.
+    pub async fn read_with<T>(
+        &mut self,
+        mut take: impl FnMut(&[u8], Instant) -> T,
+    ) -> io::Result<T> {
+        let Some(tls) = self.tls.as_deref_mut() else {
+            return read_with(&self.tcp, take).await;
+        };
+        loop {
+            let handed = SHARED.with_borrow_mut(|buffer| {
+                let read = tls.plaintext(buffer)?;
+                Some(read.map(|(n, at)| take(&buffer[..n], at)))
+            });
+            if let Some(handed) = handed {
+                return handed;
+            }
+            tls.take_in(&mut self.tcp).await?;
         }
     }
 
@@ -256,6 +267,28 @@ impl Tls {
         }
     }
 
+    /// The plaintext waiting, read into `buffer` as [`Conn::read`] returns it; `None` when
+    /// there is none yet.
+    fn plaintext(&mut self, buffer: &mut [u8]) -> Option<io::Result<(usize, Instant)>> {
+        match self.session.reader().read(buffer) {
+            Ok(0) => Some(Ok((0, Instant::now()))),
+            Ok(n) => Some(Ok((n, self.arrived))),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
+            // Closed without `close_notify`: a closed connection, as over plain TCP.
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Some(Ok((0, Instant::now()))),
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    /// No plaintext left: the next ciphertext from `tcp`, decrypted, its arrival kept; then any
+    /// answer it asks for (a key update) written.
+    async fn take_in(&mut self, tcp: &mut TcpStream) -> io::Result<()> {
+        let (n, arrived) = read(tcp, &mut self.incoming).await?;
+        self.arrived = arrived;
+        self.absorb(n)?;
+        self.flush(tcp).await
+    }
+
     /// Writes out all the ciphertext rustls has queued.
     async fn flush(&mut self, tcp: &mut TcpStream) -> io::Result<()> {
         while self.session.wants_write() {
@@ -267,8 +300,15 @@ impl Tls {
     }
 }
 
-/// Bytes read from the socket at a time; a stream's whole receive memory.
+/// Bytes read from the socket at a time.
 pub const READ_BUFFER: usize = 4096;
+
+thread_local! {
+    /// The read buffer of every stream on this thread ([`read_with`]): a stream holds no receive
+    /// memory of its own while it waits, only while its bytes are handed on, which no other
+    /// stream of the thread can interleave with (the hand-on never waits).
+    static SHARED: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; READ_BUFFER]);
+}
 
 /// Reads what has arrived into `buffer`, waiting for at least one byte; 0 at the end of the
 /// stream. Returns the count and when the bytes arrived: the kernel's receive stamp of the latest
@@ -278,22 +318,48 @@ pub const READ_BUFFER: usize = 4096;
 pub async fn read(stream: &TcpStream, buffer: &mut [u8]) -> io::Result<(usize, Instant)> {
     loop {
         stream.readable().await?;
-        let mut got = None;
-        let outcome = stream.try_io(Interest::READABLE, || {
-            let (n, age) = stamp::receive(stream, buffer)?;
-            got = Some((n, age));
-            if n > 0 && n < buffer.len() {
-                // Drained: report "would block" so that the readiness is cleared.
-                return Err(io::ErrorKind::WouldBlock.into());
-            }
-            Ok(())
-        });
-        match (outcome, got) {
-            (_, Some((n, age))) => return Ok((n, arrival(age))),
-            (Err(e), None) if e.kind() == io::ErrorKind::WouldBlock => {}
-            (Err(e), None) => return Err(e),
-            (Ok(()), None) => return Ok((0, Instant::now())),
+        if let Some(read) = read_now(stream, buffer) {
+            return read;
         }
+    }
+}
+
+/// [`read`] into this thread's shared buffer, handing what arrived and when to `take` before
+/// anything else can use the buffer: `take`'s answer, `take(&[], now)` at the end of the stream.
+/// `take` is called once, and must not read a connection itself.
+pub async fn read_with<T>(
+    stream: &TcpStream,
+    mut take: impl FnMut(&[u8], Instant) -> T,
+) -> io::Result<T> {
+    loop {
+        stream.readable().await?;
+        let handed = SHARED.with_borrow_mut(|buffer| {
+            read_now(stream, buffer).map(|read| read.map(|(n, at)| take(&buffer[..n], at)))
+        });
+        if let Some(handed) = handed {
+            return handed;
+        }
+    }
+}
+
+/// One stamped read of what `stream` holds, readiness permitting: `None` when it turned out to
+/// hold nothing yet (the readiness cleared, to be waited for again).
+fn read_now(stream: &TcpStream, buffer: &mut [u8]) -> Option<io::Result<(usize, Instant)>> {
+    let mut got = None;
+    let outcome = stream.try_io(Interest::READABLE, || {
+        let (n, age) = stamp::receive(stream, buffer)?;
+        got = Some((n, age));
+        if n > 0 && n < buffer.len() {
+            // Drained: report "would block" so that the readiness is cleared.
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        Ok(())
+    });
+    match (outcome, got) {
+        (_, Some((n, age))) => Some(Ok((n, arrival(age)))),
+        (Err(e), None) if e.kind() == io::ErrorKind::WouldBlock => None,
+        (Err(e), None) => Some(Err(e)),
+        (Ok(()), None) => Some(Ok((0, Instant::now()))),
     }
 }
 
@@ -420,7 +486,12 @@ mod tests {
     /// not when the read returned. The kernel turns stamping on for everyone a moment after the
     /// first socket asks (a deferred switch), so the first segments may go unstamped: a few
     /// tries.
-    async fn timed_at_arrival(conn: &mut Conn, server: &mut (impl AsyncWrite + Unpin)) {
+    /// Through the caller's buffer (`read`), or the thread's shared one (`read_with`).
+    async fn timed_at_arrival(
+        conn: &mut Conn,
+        server: &mut (impl AsyncWrite + Unpin),
+        shared: bool,
+    ) {
         let mut lags = Vec::new();
         for _ in 0..20 {
             let before = Instant::now();
@@ -429,7 +500,16 @@ mod tests {
             // The client is busy for 80 ms before it reads: the bytes are already there.
             std::thread::sleep(Duration::from_millis(80));
             let mut buffer = [0u8; 64];
-            let (n, arrived) = conn.read(&mut buffer).await.expect("read");
+            let (n, arrived) = if shared {
+                conn.read_with(|bytes, at| {
+                    buffer[..bytes.len()].copy_from_slice(bytes);
+                    (bytes.len(), at)
+                })
+                .await
+                .expect("read")
+            } else {
+                conn.read(&mut buffer).await.expect("read")
+            };
             let returned = Instant::now();
             assert_eq!(&buffer[..n], b"data: early\n\n");
             // The wall-clock stamp converted to the monotonic clock: within a little of the
@@ -444,6 +524,32 @@ mod tests {
             }
         }
         panic!("every read was timed when it returned, not at arrival: {lags:?}");
+    }
+
+    /// A body longer than the shared buffer comes through `read_with` whole and in order, a
+    /// read at most a buffer long; after the server closes, `take` gets the end (no bytes).
+    async fn stream_through_the_shared_buffer(
+        conn: &mut Conn,
+        server: &mut (impl AsyncWrite + Unpin),
+    ) {
+        let body: Vec<u8> = (0..=250u8).cycle().take(3 * READ_BUFFER + 17).collect();
+        server.write_all(&body).await.expect("write");
+        server.shutdown().await.expect("close");
+        let mut got = Vec::new();
+        loop {
+            let n = conn
+                .read_with(|bytes, _| {
+                    got.extend_from_slice(bytes);
+                    bytes.len()
+                })
+                .await
+                .expect("read");
+            assert!(n <= READ_BUFFER, "{n}");
+            if n == 0 {
+                break;
+            }
+        }
+        assert_eq!(got, body);
     }
 
     #[tokio::test]
@@ -464,7 +570,9 @@ mod tests {
             None,
             "only the first request pays for the setup"
         );
-        timed_at_arrival(&mut conn, &mut server).await;
+        timed_at_arrival(&mut conn, &mut server, false).await;
+        timed_at_arrival(&mut conn, &mut server, true).await;
+        stream_through_the_shared_buffer(&mut conn, &mut server).await;
     }
 
     #[tokio::test]
@@ -480,7 +588,9 @@ mod tests {
             None,
             "only the first request pays for the setup"
         );
-        timed_at_arrival(&mut conn, &mut server).await;
+        timed_at_arrival(&mut conn, &mut server, false).await;
+        timed_at_arrival(&mut conn, &mut server, true).await;
+        stream_through_the_shared_buffer(&mut conn, &mut server).await;
     }
 
     #[tokio::test]

@@ -135,8 +135,10 @@ async fn talk(
     }
     timing.written = Some(Instant::now());
     exchange.timing = Some(timing);
-    let mut buffer = vec![0u8; http1::READ_BUFFER];
-    let (head, filled, arrived) = read_head(&mut conn, &mut buffer, reused).await?;
+    // The head's bytes (and the body's first) are gathered as they come; the body's later reads
+    // go through the thread's shared buffer, so a stream waiting for its next token holds no
+    // read buffer of its own.
+    let (head, buffer, arrived) = read_head(&mut conn, reused).await?;
     timing.head = Some(arrived);
     exchange.server_request_id.clone_from(&head.request_id);
     exchange.timing = Some(timing);
@@ -147,9 +149,7 @@ async fn talk(
     };
     // 204 and 205 are successes that carry no body: for a generation, an answer of nothing.
     if !(200..300).contains(&head.status) || matches!(head.status, 204 | 205) {
-        let body = reader
-            .error_body(&mut conn, &buffer[head.length..filled])
-            .await;
+        let body = reader.error_body(&mut conn, &buffer[head.length..]).await;
         return Err(Failure::Http {
             status: head.status,
             body,
@@ -157,7 +157,7 @@ async fn talk(
         .into());
     }
     if api.is_pooling() {
-        let first = &buffer[head.length..filled];
+        let first = &buffer[head.length..];
         read_answer(
             &mut conn,
             &mut reader.decoder,
@@ -170,22 +170,28 @@ async fn talk(
         return Ok((head.keep_alive && !reader.decoder.overran()).then_some(conn));
     }
     if let Some(kind) = head.content_type.as_deref().filter(|k| !is_event_stream(k)) {
-        let body = reader
-            .error_body(&mut conn, &buffer[head.length..filled])
-            .await;
+        let body = reader.error_body(&mut conn, &buffer[head.length..]).await;
         return Err(not_a_stream(head.status, kind, &body).into());
     }
-    reader.feed(api, &buffer[head.length..filled], arrived, exchange)?;
-    buffer.truncate(http1::READ_BUFFER);
+    reader.feed(api, &buffer[head.length..], arrived, exchange)?;
+    drop(buffer);
     while exchange.done.is_none() && !reader.decoder.done() {
-        let (n, now) = conn.read(&mut buffer).await.map_err(|e| {
-            Failure::Disconnected(format!("stream broke: {e}{}", reader.last_words(exchange)))
-        })?;
-        if n == 0 {
-            reader.finish(api, now, exchange)?;
+        // Fed where the bytes lie; `false` at the end of the stream.
+        let fed = conn
+            .read_with(|bytes, now| {
+                if bytes.is_empty() {
+                    reader.finish(api, now, exchange).map(|()| false)
+                } else {
+                    reader.feed(api, bytes, now, exchange).map(|()| true)
+                }
+            })
+            .await
+            .map_err(|e| {
+                Failure::Disconnected(format!("stream broke: {e}{}", reader.last_words(exchange)))
+            })?;
+        if !fed? {
             break;
         }
-        reader.feed(api, &buffer[..n], now, exchange)?;
     }
     if reader.decoder.done() && exchange.done.is_none() {
         reader.finish(api, Instant::now(), exchange)?;
@@ -208,9 +214,12 @@ async fn talk(
     // Let the connection see its end of body so it can be kept alive for the next request.
     let end = Instant::now() + Duration::from_millis(50);
     while !reader.decoder.done() {
-        match tokio::time::timeout_at(end, conn.read(&mut buffer)).await {
-            Ok(Ok((n, _))) if n > 0 => reader.skip(&buffer[..n]),
-            _ => return Ok(None),
+        let skipped = conn.read_with(|bytes, _| {
+            reader.skip(bytes);
+            !bytes.is_empty()
+        });
+        if !matches!(tokio::time::timeout_at(end, skipped).await, Ok(Ok(true))) {
+            return Ok(None);
         }
     }
     // Kept only if the server lets it be (no `Connection: close`) and sent nothing past the body.
@@ -290,17 +299,22 @@ fn stale_or(reused: bool, failure: Failure) -> Broken {
     }
 }
 
-/// Reads until the response head is whole, growing `buffer` as needed: the head, the bytes read
-/// so far and when the latest of them arrived.
+/// Reads until the response head is whole: the head, the bytes read so far (the head's and any
+/// after it) and when the latest of them arrived.
 async fn read_head(
     conn: &mut Conn,
-    buffer: &mut Vec<u8>,
     reused: bool,
-) -> Result<(http1::Head, usize, Instant), Broken> {
-    let mut filled = 0;
+) -> Result<(http1::Head, Vec<u8>, Instant), Broken> {
+    let mut buffer = Vec::new();
     loop {
-        let (n, arrived) = match conn.read(&mut buffer[filled..]).await {
-            Ok((0, _)) | Err(_) if filled == 0 => {
+        let read = conn
+            .read_with(|bytes, at| {
+                buffer.extend_from_slice(bytes);
+                (bytes.len(), at)
+            })
+            .await;
+        let arrived = match read {
+            Ok((0, _)) | Err(_) if buffer.is_empty() => {
                 let failure = Failure::Disconnected(
                     "the server closed the connection before answering".into(),
                 );
@@ -311,20 +325,15 @@ async fn read_head(
                     Failure::Disconnected("connection closed inside the response head".into());
                 return Err(failure.into());
             }
-            Ok(read) => read,
+            Ok((_, arrived)) => arrived,
             Err(e) => return Err(Failure::Disconnected(format!("stream broke: {e}")).into()),
         };
-        filled += n;
         // Interim heads (100, 103) come before the response proper: skip them.
-        while let Some(head) = http1::parse_head(&buffer[..filled]).map_err(Failure::Malformed)? {
+        while let Some(head) = http1::parse_head(&buffer).map_err(Failure::Malformed)? {
             if !http1::is_interim(head.status) {
-                return Ok((head, filled, arrived));
+                return Ok((head, buffer, arrived));
             }
-            buffer.copy_within(head.length..filled, 0);
-            filled -= head.length;
-        }
-        if filled == buffer.len() {
-            buffer.resize(filled * 2, 0);
+            buffer.drain(..head.length);
         }
     }
 }
