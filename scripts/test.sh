@@ -49,12 +49,14 @@ cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace --no-fail-fast
 # The vLLM group: ignored by a plain `cargo test` (it needs vLLM, which takes minutes to start).
 # The integration tests are one binary (tests/it): a group is selected by its module's path.
-cargo test -p llmload --test it -- --include-ignored --test-threads 1 vllm::
+# `--workspace` as above, so that the dependencies' features are those of the build above and
+# the test binary is not built again.
+cargo test --workspace --test it -- --include-ignored --test-threads 1 vllm::
 # vLLM's other endpoints: embeddings and rerank on pooling servers, images on a vision-language
 # model; each starts servers of its own, so they are ignored by a plain `cargo test` too.
-cargo test -p llmload --test it -- --include-ignored --test-threads 1 vllm_pooling:: vllm_vision::
+cargo test --workspace --test it -- --include-ignored --test-threads 1 vllm_pooling:: vllm_vision::
 # The gateway group: LiteLLM in front of llama-server; ignored by a plain `cargo test` like vLLM's.
-cargo test -p llmload --test it -- --include-ignored --test-threads 1 gateway::
+cargo test --workspace --test it -- --include-ignored --test-threads 1 gateway::
 # The image built by scripts/build-image.sh and two shards run as its containers: ignored by a
 # plain `cargo test` (it needs podman, installed above), run here, where it fails if podman cannot.
-cargo test -p llmload --test it -- --include-ignored deploy::image::
+cargo test --workspace --test it -- --include-ignored deploy::image::

@@ -20,10 +20,10 @@ if [ -n "$url" ]; then
 fi
 echo "vllm-tests: running the vLLM group against ${url:-a CPU vLLM started here}" >&2
 if [ -n "${LLMLOAD_VLLM_CACHING_URL:-}" ]; then
-  cargo test -p llmload --test it -- --include-ignored --test-threads 1 \
+  cargo test --workspace --test it -- --include-ignored --test-threads 1 \
     vllm::vllm_campaigns_open_loop_and_checks_without_prefix_caching
-  LLMLOAD_VLLM_URL="$LLMLOAD_VLLM_CACHING_URL" cargo test -p llmload --test it -- \
+  LLMLOAD_VLLM_URL="$LLMLOAD_VLLM_CACHING_URL" cargo test --workspace --test it -- \
     --include-ignored --test-threads 1 vllm::vllm_prefix_cache_serves_the_shared_prompt
 else
-  cargo test -p llmload --test it -- --include-ignored --test-threads 1 vllm::
+  cargo test --workspace --test it -- --include-ignored --test-threads 1 vllm::
 fi
