@@ -2,7 +2,7 @@
 # The regression gate against noise: how often identical attempts pass `compare --fail-if`, and
 # whether a real slowdown is caught.
 #
-#   scripts/bench-gate.sh [sim|llama|ab|all]     (default all)
+#   scripts/bench-gate.sh [sim|llama|ab|plan|all]     (default all)
 #
 # sim:   the built-in simulator's engine profile (its step jitter on), GATE_SIM_PAIRS (3) seeds:
 #        per seed, two identical attempts A and B against one simulator, and C against a
@@ -21,11 +21,21 @@
 #        and `e2e_p50 > +10%`; on a machine so busy that a TTFT takes seconds, 200 ms is under
 #        10 % of it and "inconclusive" is the right answer) on the paired blocks, and prints the
 #        machine's load (/proc/loadavg) before and after.
+# plan:  whether `llmload plan`'s interval holds a re-measurement, on a real llama-server (as for
+#        llama). GATE_PLAN_CASES (10) times: a series S (`--repeat GATE_REPEATS`) then a single
+#        attempt R, each of concurrency 1 and 4 (GATE_PLAN_ROUNDS, 12, rounds: 48 TTFTs at 4,
+#        enough for a p90's interval; 64-token prompts, 8 tokens out), and `plan
+#        --percentile p90` with a TTFT budget every load keeps, so that each answer rests on
+#        concurrency 4. Holds, per case: S's interval (widened by its
+#        repeats' spread) against R's p90; R's own interval (one attempt only) against the next
+#        R's; R's interval with the earlier Rs as --history against the next R's. Prints each
+#        answer's "Between runs" sentence kind and the counts of intervals that held.
 # Prints, per pair, each rule's verdict and the gate's exit code, then the counts: pairs passed (no
 # rule regressed), exits of 5, verdicts by kind (improved among them). Asserts nothing; exits
 # non-zero only if a run fails.
 #
 # Environment (defaults): GATE_SIM_PAIRS (3), GATE_LLAMA_PAIRS (20), GATE_REPEATS (3),
+# GATE_PLAN_CASES (10), GATE_PLAN_ROUNDS (12),
 # GATE_SLOW_FLAGS (see above), GATE_AB_PAIRS (5), GATE_AB_ROUNDS (24), GATE_AB_RULES (see above), GATE_BIN (unset: a release build of llmload), GATE_KEEP (unset: the work folder is
 # removed at exit).
 set -euo pipefail
@@ -223,4 +233,71 @@ if [ "$what" = ab ] || [ "$what" = all ]; then
     echo "  exits of 5: $(grep -c ' exit=5$' "$work/ab-$kind" || true); runs with an improved \
 verdict: $(grep -c '=improved' "$work/ab-$kind" || true)"
   done
+fi
+
+# plan_answer ATTEMPT FLAGS…: plan's answer at the typical length, one line: the load, the p90
+# TTFT, its interval's ends (ms) and which between-run sentence it gave (`repeats`, `history` or
+# `one`).
+plan_answer() {
+  local dir="$1"
+  shift
+  # Every load keeps the budget, so plan says the limit lies above them and exits 3.
+  { "$bin" plan "$dir" --prompt-tokens 64 --output-tokens 8 --ttft 120s --percentile p90 \
+    --json "$@" || true; } | python3 -c '
+import json, sys
+s = json.load(sys.stdin)["lengths"][0]["curves"][0]["support"]
+b = s["between_runs"]
+kind = "repeats" if "repeats of this attempt" in b else ("history" if "earlier" in b and "holds" in b else "one")
+# No interval (too few responses for one): both ends "nan", so that nothing is held.
+print(s["load"], s["ttft_ms"], s.get("ttft_low_ms", "nan"), s.get("ttft_high_ms", "nan"), kind)
+'
+}
+
+if [ "$what" = plan ] || [ "$what" = all ]; then
+  plan_cases="${GATE_PLAN_CASES:-10}"
+  flags=(--input-tokens 64 --output-tokens 8 --concurrency 1,4 --rounds "${GATE_PLAN_ROUNDS:-12}")
+  : >"$work/plan-rows"
+  echo "load before: $(cat /proc/loadavg)"
+  url="$(start_llama plan-llama)"
+  singles=()
+  for i in $(seq "$plan_cases"); do
+    series="$(attempt "plan$i-s" "$url" "${flags[@]}" --repeat "$repeats")"
+    single="$(attempt "plan$i-r" "$url" "${flags[@]}")"
+    history=()
+    for earlier in "${singles[@]}"; do history+=(--history "$earlier"); done
+    echo "$i series $(plan_answer "$series")" >>"$work/plan-rows"
+    echo "$i single $(plan_answer "$single")" >>"$work/plan-rows"
+    if [ "${#history[@]}" -gt 0 ]; then
+      echo "$i history $(plan_answer "$single" "${history[@]}")" >>"$work/plan-rows"
+    fi
+    singles+=("$single")
+    echo "plan case $i: $(grep "^$i " "$work/plan-rows" | cut -d' ' -f2- | tr '\n' ';')"
+  done
+  echo "load after: $(cat /proc/loadavg)"
+  python3 - "$work/plan-rows" <<'PY'
+import collections, sys
+rows = collections.defaultdict(dict)
+for line in open(sys.argv[1]):
+    i, what, load, ttft, low, high, kind = line.split()
+    rows[int(i)][what] = (float(load), float(ttft), float(low), float(high), kind)
+checks = collections.defaultdict(list)
+for i in sorted(rows):
+    r = rows[i]
+    # The series' interval against this case's single attempt, measured right after it.
+    checks["series (--repeat), against the single attempt after it"].append((r["series"], r["single"][1]))
+    nxt = rows.get(i + 1)
+    if nxt:
+        # A single attempt's interval (with and without history) against the next single one.
+        checks["single attempt, against the next single attempt"].append((r["single"], nxt["single"][1]))
+        if "history" in r:
+            checks["single attempt with --history, against the next"].append((r["history"], nxt["single"][1]))
+for label, cs in checks.items():
+    held = sum(1 for (load, _, low, high, _), truth in cs if low <= truth <= high)
+    kinds = collections.Counter(a[4] for a, _ in cs)
+    print(f"{label}: {held} of {len(cs)} intervals held the re-measured p90; between-run sentence: "
+          + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
+    for (load, ttft, low, high, kind), truth in cs:
+        mark = "held" if low <= truth <= high else "MISSED"
+        print(f"    concurrency {load:g}: {ttft:.0f} ms [{low:.0f}, {high:.0f}] ({kind}); re-measured {truth:.0f} ms: {mark}")
+PY
 fi
