@@ -94,7 +94,9 @@ start_sim() {
   start_bin "$name" "the simulator" sim --port 0 "$@"
 }
 
-# gate A B RULES…: compare's verdicts (one word per rule) and exit code, on one line.
+# gate A B RULES…: compare's verdicts (one word per rule, with where its between-run term came
+# from: `repeats`, `history`, `trend`, or `unknown` where the check says it is not known) and
+# exit code, on one line.
 gate() {
   local a="$1" b="$2"
   shift 2
@@ -103,7 +105,11 @@ gate() {
   python3 -c '
 import json, sys
 g = json.loads(sys.argv[1])["gate"]
-print(" ".join(c["rule"]["text"].split()[0] + "=" + c["verdict"] for c in g["checks"]), end="")
+def source(c):
+    b = c.get("between_runs")
+    return "unknown" if not b else str(b.get("source", "unknown"))
+print(" ".join(c["rule"]["text"].split()[0] + "=" + c["verdict"] + "(" + source(c) + ")"
+               for c in g["checks"]), end="")
 ' "$json"
   echo " exit=$code"
 }
@@ -123,8 +129,13 @@ summary() {
   total="$(wc -l <"$file")"
   passed="$(grep -c ' exit=0$' "$file" || true)"
   echo "$label: $passed of $total pairs passed the gate (exit 0)"
-  tr ' ' '\n' <"$file" | grep '=' | grep -v '^exit=' | sed 's/.*=//' | sort | uniq -c |
+  tr ' ' '\n' <"$file" | grep '=' | grep -v '^exit=' | sed 's/.*=//; s/(.*//' | sort | uniq -c |
     awk '{printf "  %s %s\n", $1, $2}'
+  # Where each check's between-run term came from (the gate's checks only).
+  if grep -q '(' "$file"; then
+    echo "  between-run term: $(tr ' ' '\n' <"$file" | grep -o '([a-z-]*)' | tr -d '()' | sort |
+      uniq -c | awk '{printf "%s%s %s", sep, $2, $1; sep = ", "}')"
+  fi
 }
 
 if [ "$what" = sim ] || [ "$what" = all ]; then
