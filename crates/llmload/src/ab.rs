@@ -211,6 +211,27 @@ fn check(config: &Config, options: &AbOptions) -> Result<()> {
     if config.load.stages.is_some() {
         return refuse("takes no --stages: a staged load cannot be cut into blocks");
     }
+    let level = crate::stats::interval::level();
+    let needed = crate::compare::paired::min_pairs(level);
+    if !options.rules.is_empty() {
+        let fewest = config
+            .plans()
+            .iter()
+            .filter_map(|p| match p.shape {
+                Shape::Rounds { rounds } => Some(rounds.div_ceil(options.block_rounds)),
+                _ => None,
+            })
+            .min();
+        if let Some(pairs) = fewest.filter(|&p| (p as usize) < needed) {
+            return refuse(&format!(
+                "{pairs} pair(s) of blocks a case cannot hold a {} % interval, so no rule could \
+                 be decided: {needed} pairs are needed (--rounds {} or more at --block-rounds {})",
+                crate::fmt::number(level * 100.0),
+                needed as u64 * u64::from(options.block_rounds),
+                options.block_rounds
+            ));
+        }
+    }
     let sliced = |bound: &Bound| matches!(bound, Bound::Duration(_));
     if !config.plans().iter().all(|p| match &p.shape {
         Shape::Rounds { .. } => true,

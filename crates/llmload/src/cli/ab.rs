@@ -22,10 +22,10 @@ pub struct AbArgs {
     pub run: RunArgs,
     /// Measured rounds per block [default: 1]
     ///
-    /// Each case's --rounds are cut into blocks of this many rounds; the blocks go to A and B
-    /// in pairs, in a random balanced order (ABBA or BAAB). Shorter blocks share the machine's
-    /// drift more closely; a block needs enough responses for a p90 or p99 rule (10 for a p90,
-    /// 100 for a p99).
+    /// Each case's --rounds (12 by default for `ab`) are cut into blocks of this many rounds;
+    /// the blocks go to A and B in pairs, in a random balanced order (ABBA or BAAB). Shorter
+    /// blocks share the machine's drift more closely; a block needs enough responses for a p90
+    /// or p99 rule (10 for a p90, 100 for a p99), and a rule needs 6 pairs at 95 %.
     #[arg(long, value_name = "N", help_heading = "A/B")]
     pub block_rounds: Option<u32>,
     /// The length of a block of a continuous or open loop [default: 5s]
@@ -61,12 +61,18 @@ pub struct AbArgs {
     pub fail_on: Option<FailOn>,
 }
 
+/// `llmload ab`'s measured rounds per case when `--rounds` is not given.
+const AB_ROUNDS: u32 = 12;
+
 impl AbArgs {
     /// Each arm's configuration (A's, then B's: the same options, B's prompts from the next
     /// seed, their own URL, and B's own model and extra body where given) and what the
     /// comparison takes besides.
     pub fn resolve(&self) -> Result<([Config; 2], AbOptions), ConfigError> {
-        let settings = self.run.settings()?;
+        let mut settings = self.run.settings()?;
+        // Enough pairs for the gate's interval at 95 % with room (the sign test's of 12 pairs
+        // is their 3rd and 10th values), where run's 3 rounds would give none.
+        settings.rounds.rounds.get_or_insert(AB_ROUNDS);
         if settings.target.url.is_some() {
             return Err(ConfigError(
                 "llmload ab takes its two URLs as BASE_URL and CANDIDATE_URL, not --url".into(),

@@ -4,32 +4,38 @@
 //! pairs alone, so that what the machine did over the attempt (a slow hour, a noisy neighbour)
 //! falls on both arms and cancels in each pair.
 //!
-//! A relative change is worked on the logarithms: each pair's `ln(B / A)`, their mean and its
-//! interval, turned back into percent (the geometric mean ratio minus one). An absolute change
-//! is each pair's `B − A`. The interval is Student's t over the pairs below
-//! [`BOOTSTRAP_FROM`] pairs, and a bootstrap over the pairs (whole pairs resampled) from there.
-//! The verdict is the call of `compare`'s rule on that interval ([`change::call`]).
+//! A relative change is worked on the logarithms: each pair's `ln(B / A)`, turned back into
+//! percent at the end. An absolute change is each pair's `B − A`. The change is the median of
+//! the pairs' values, and its interval the sign test's: the order statistics of the pairs'
+//! values that bound their median at the level ([`order_statistic`]). It assumes only that the
+//! pairs are independent; a few pairs caught in a burst of other work move it by no more than
+//! any other pair, where they would carry a mean (and a t or bootstrap interval of it) with
+//! them. The verdict is the call of `compare`'s rule on that interval ([`change::call`]).
 
 use crate::compare::gate::{change, Change, Metric, Percentile, Rule};
 use crate::record::Arm;
-use crate::stats::interval::{bootstrap, t_quantile, Stat};
+use crate::stats::interval::{order_statistic, order_statistic_ranks};
 use crate::stats::Interval;
 use crate::summary::ab::{PairedChange, PairedCheck, PairedMethod, PairedVerdict};
 use crate::summary::CaseSummary;
 
-/// The fewest pairs a paired interval is computed from.
-pub const MIN_PAIRS: usize = 3;
-/// From this many pairs on, the interval is a bootstrap over the pairs; below, Student's t.
-pub const BOOTSTRAP_FROM: usize = 20;
 /// The most pairs an inconclusive check may advise; past it the change is too close to the
 /// bound to decide at any affordable size.
 pub const PAIRS_CAP: u64 = 1_000;
+
+/// The fewest pairs whose sign-test interval exists at `level`: the smallest `n` with
+/// `2 · 2⁻ⁿ ≤ 1 − level` (6 at 95 %, 8 at 99 %).
+pub fn min_pairs(level: f64) -> usize {
+    (1..=64)
+        .find(|&n| order_statistic_ranks(n, 0.5, level).is_some())
+        .unwrap_or(64)
+}
 
 /// The change from A to B over `pairs` (A's figure, B's figure) at `level`: relative (percent,
 /// on the logarithms) or absolute. Pairs with a figure of 0 or below have no logarithm and are
 /// left out of a relative change; `None` when no pair is left.
 pub fn paired_change(relative: bool, pairs: &[(f64, f64)], level: f64) -> Option<PairedChange> {
-    let values: Vec<f64> = pairs
+    let mut values: Vec<f64> = pairs
         .iter()
         .filter(|(a, b)| !relative || (*a > 0.0 && *b > 0.0))
         .map(|&(a, b)| if relative { (b / a).ln() } else { b - a })
@@ -39,48 +45,26 @@ pub fn paired_change(relative: bool, pairs: &[(f64, f64)], level: f64) -> Option
     if n == 0 {
         return None;
     }
-    let mean = values.iter().sum::<f64>() / n as f64;
-    let (interval, method) = match paired_interval(&values, level) {
-        Some((i, m)) => (Some(i.holding(mean)), Some(m)),
-        None => (None, None),
+    values.sort_by(f64::total_cmp);
+    let median = if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        f64::midpoint(values[n / 2 - 1], values[n / 2])
     };
+    let interval = order_statistic(&values, 0.5, level);
     let scale = |x: f64| if relative { x.exp_m1() * 100.0 } else { x };
     Some(PairedChange {
-        change: scale(mean),
+        change: scale(median),
         interval: interval.map(|i| Interval {
             low: scale(i.low),
             high: scale(i.high),
         }),
         pairs: n,
-        method,
+        b_higher: Some(values.iter().filter(|&&v| v > 0.0).count()),
+        b_lower: Some(values.iter().filter(|&&v| v < 0.0).count()),
+        method: interval.map(|_| PairedMethod::SignTest),
         level,
     })
-}
-
-/// The interval of the mean of `values` (one per pair) and its method; `None` under
-/// [`MIN_PAIRS`] values.
-fn paired_interval(values: &[f64], level: f64) -> Option<(Interval, PairedMethod)> {
-    let n = values.len();
-    if n < MIN_PAIRS {
-        return None;
-    }
-    if n >= BOOTSTRAP_FROM {
-        let units: Vec<Vec<f64>> = values.iter().map(|&v| vec![v]).collect();
-        if let Some(Some(i)) = bootstrap(&units, &[Stat::Mean], level).first() {
-            return Some((*i, PairedMethod::Bootstrap));
-        }
-    }
-    let mean = values.iter().sum::<f64>() / n as f64;
-    let ss: f64 = values.iter().map(|x| (x - mean) * (x - mean)).sum();
-    let sd = (ss / (n - 1) as f64).sqrt();
-    let half = t_quantile(level, (n - 1) as f64)? * sd / (n as f64).sqrt();
-    Some((
-        Interval {
-            low: mean - half,
-            high: mean + half,
-        },
-        PairedMethod::StudentT,
-    ))
 }
 
 /// The blocks of one pair: A's and B's (either absent where the run stopped before it).
@@ -163,9 +147,11 @@ fn judge(rule: &Rule, change: Option<&PairedChange>, left_out: &[String]) -> Pai
         return PairedVerdict::Inconclusive {
             pairs_to_decide: None,
             why: format!(
-                "cannot tell from {} pair(s): an interval needs at least {MIN_PAIRS} (more \
+                "cannot tell from {} pair(s): an interval at {} % needs at least {} (more \
                  rounds: --rounds)",
-                change.pairs
+                change.pairs,
+                crate::fmt::number(change.level * 100.0),
+                min_pairs(change.level)
             ),
         };
     };

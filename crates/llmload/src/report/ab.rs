@@ -24,9 +24,10 @@ fn change_text(change: &PairedChange, unit: &str) -> String {
     }
 }
 
-/// The method in words: "Student's t over pairs, 95 %".
+/// The method in words, and how many pairs went each way where the attempt says: "sign test
+/// over pairs, 95 %; B higher in 20, lower in 4".
 fn method_text(change: &PairedChange) -> String {
-    change.method.map_or_else(
+    let method = change.method.map_or_else(
         || "too few pairs".to_owned(),
         |m| {
             format!(
@@ -35,7 +36,11 @@ fn method_text(change: &PairedChange) -> String {
                 crate::fmt::number(change.level * 100.0)
             )
         },
-    )
+    );
+    match (change.b_higher, change.b_lower) {
+        (Some(higher), Some(lower)) => format!("{method}; B higher in {higher}, lower in {lower}"),
+        _ => method,
+    }
 }
 
 /// One case's table: each figure in A, in B, the paired change B vs A and its interval, the
@@ -122,10 +127,11 @@ fn method_sentences(section: &AbSection) -> Vec<String> {
         "Both arms ran interleaved in one attempt, in {}; each pair of adjacent blocks holds \
          one block of each arm, in a random balanced order (ABBA or BAAB, drawn from seed {}). \
          A figure of an arm is the median of its blocks' figures; the change is B's figure \
-         against A's within each pair (the geometric mean of the pairs' ratios), so that \
-         what the machine did over the attempt falls on both arms. It holds where the machine \
-         drifts slower than a pair of blocks and the arms do not interfere beyond that shared \
-         drift.",
+         against A's within each pair (the median of the pairs' ratios or differences), so \
+         that what the machine did over the attempt falls on both arms. Its interval is the \
+         sign test's, which a few pairs caught in a burst of other work move no more than any \
+         other pair. It holds where the machine drifts slower than a pair of blocks and the \
+         arms do not interfere beyond that shared drift.",
         section.blocks, section.seed
     ));
     lines
@@ -172,7 +178,9 @@ mod tests {
             change,
             interval: Some(crate::stats::Interval { low, high }),
             pairs: 12,
-            method: Some(PairedMethod::StudentT),
+            b_higher: Some(10),
+            b_lower: Some(2),
+            method: Some(PairedMethod::SignTest),
             level: 0.95,
         }
     }
@@ -222,11 +230,15 @@ mod tests {
         };
         assert!(section.failed());
         let case = case_table(&section.cases[0]).markdown();
-        assert!(case.contains("| ttft_p50 | 100 ms | 150 ms | +50.0 % [+40.0, +61.0] | 12 |"));
+        assert!(case.contains(
+            "| ttft_p50 | 100 ms | 150 ms | +50.0 % [+40.0, +61.0] | 12 | sign test over pairs, \
+             95 %; B higher in 10, lower in 2 |"
+        ));
         let gate = checks_table(&section).markdown();
         assert!(gate.contains("| ttft_p50 > +10% | in64-c1-out8 | +50.0 % [+40.0, +61.0]"));
         assert!(gate.contains("| +12.0 ms [-3.0, +27.0] | 12 | inconclusive: cannot tell"));
         let said = method_sentences(&section).join(" ");
         assert!(said.contains("with its own model tuned") && said.contains("seed 9"));
+        assert!(said.contains("sign test"), "{said}");
     }
 }

@@ -72,9 +72,12 @@ pub struct ArmsFigure {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PairedMethod {
-    /// Student's t over the pairs' values.
+    /// The sign test's interval of the pairs' median: the order statistics that bound it.
+    SignTest,
+    /// Student's t over the pairs' values (attempts of earlier releases).
     StudentT,
-    /// A bootstrap over the pairs (each resample draws whole pairs).
+    /// A bootstrap over the pairs, each resample drawing whole pairs (attempts of earlier
+    /// releases).
     Bootstrap,
 }
 
@@ -82,6 +85,7 @@ impl PairedMethod {
     /// The method in words, for the views.
     pub fn words(self) -> &'static str {
         match self {
+            PairedMethod::SignTest => "sign test over pairs",
             PairedMethod::StudentT => "Student's t over pairs",
             PairedMethod::Bootstrap => "bootstrap over pairs",
         }
@@ -91,15 +95,23 @@ impl PairedMethod {
 /// The change from A to B over the pairs, in the unit of a rule's bound.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PairedChange {
-    /// Percent (the geometric mean of the pairs' B / A, minus one, times 100) or the mean of
-    /// the pairs' B − A, in the metric's unit.
+    /// Percent (the median of the pairs' B / A, minus one, times 100) or the median of the
+    /// pairs' B − A, in the metric's unit. (Attempts of earlier releases: the geometric mean
+    /// and the mean.)
     pub change: f64,
-    /// Its confidence interval, in the same unit; absent under `compare::paired::MIN_PAIRS`
+    /// Its confidence interval, in the same unit; absent under `compare::paired::min_pairs`
     /// pairs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval: Option<Interval>,
     /// The pairs it rests on.
     pub pairs: usize,
+    /// The pairs whose B figure is above A's; absent in attempts of earlier releases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub b_higher: Option<usize>,
+    /// The pairs whose B figure is below A's (the rest are equal); absent in attempts of
+    /// earlier releases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub b_lower: Option<usize>,
     /// How the interval was found; absent without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub method: Option<PairedMethod>,

@@ -199,10 +199,14 @@ fn each_arm_is_an_attempt_whose_records_say_their_arm_and_the_order_is_recorded(
         .expect("a ttft_p50 row");
     assert_eq!(ttft[0], "in64-c1-out8", "{csv}");
     assert!(
-        ttft[11].contains("ttft_p50") && !ttft[12].is_empty(),
+        ttft[13].contains("ttft_p50") && !ttft[14].is_empty(),
         "{csv}"
     );
     assert_eq!(ttft[7], "24", "pairs: {csv}");
+    // B above A in some pairs and below in others, the rest equal: 24 in all at most.
+    let count = |k: usize| ttft[k].parse::<usize>().expect("a count of pairs");
+    assert!(count(8) + count(9) <= 24, "{csv}");
+    assert_eq!(ttft[11], "sign test over pairs", "{csv}");
 }
 
 #[test]
@@ -224,5 +228,18 @@ fn ab_refuses_what_it_cannot_interleave() {
     assert_refused(
         &["--block-time", "10ms"],
         "--block-time needs 100ms or more",
+    );
+    // The sign test's 95 % interval needs 6 pairs: 5 could decide no rule.
+    assert_refused(
+        &[
+            "--rounds",
+            "10",
+            "--block-rounds",
+            "2",
+            "--fail-if",
+            "ttft_p50 > +10%",
+        ],
+        "5 pair(s) of blocks a case cannot hold a 95 % interval, so no rule could be decided: \
+         6 pairs are needed (--rounds 12 or more at --block-rounds 2)",
     );
 }

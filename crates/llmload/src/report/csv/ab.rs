@@ -6,7 +6,7 @@ use crate::report::table::Table;
 use crate::summary::ab::{AbSection, PairedCheck};
 
 /// The columns, in order.
-const COLUMNS: [&str; 13] = [
+const COLUMNS: [&str; 15] = [
     "case",
     "metric",
     "a",
@@ -15,6 +15,8 @@ const COLUMNS: [&str; 13] = [
     "change_low",
     "change_high",
     "pairs",
+    "b_higher",
+    "b_lower",
     "pairs_planned",
     "method",
     "level",
@@ -48,6 +50,8 @@ pub fn render(section: &AbSection) -> String {
                     .map(|i| i.high.to_string())
                     .unwrap_or_default(),
                 change.pairs.to_string(),
+                change.b_higher.map(|n| n.to_string()).unwrap_or_default(),
+                change.b_lower.map(|n| n.to_string()).unwrap_or_default(),
                 case.pairs_planned.to_string(),
                 change
                     .method
