@@ -105,6 +105,7 @@ fn ok(
         turn: None,
         turns: None,
         history_tokens: None,
+        graph: None,
         cancel_after: None,
         pooling: None,
         images: None,

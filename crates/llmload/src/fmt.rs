@@ -12,8 +12,8 @@ pub fn seconds(ms: Option<f64>) -> String {
 }
 
 /// A count with thousands separators, as the results tables write it ("8,192").
-pub fn thousands(n: u32) -> String {
-    let digits = n.to_string();
+pub fn thousands(n: impl Into<u64>) -> String {
+    let digits = n.into().to_string();
     let mut out = String::new();
     for (i, ch) in digits.chars().enumerate() {
         if i > 0 && (digits.len() - i) % 3 == 0 {

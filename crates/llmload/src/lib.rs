@@ -377,7 +377,13 @@ fn check_context(target: &Target, plans: &[CasePlan]) -> error::Result<()> {
                  more than the server's {limit} ({source}): lower --input-tokens or \
                  --output-tokens{}",
                 plan.case.id,
-                if matches!(plan.shape, crate::workload::shape::Shape::Sessions { .. }) {
+                if matches!(
+                    plan.shape,
+                    crate::workload::shape::Shape::Sessions { graph: Some(_), .. }
+                ) {
+                    " (a call's prompt holds its context's prompt and answer: shorter calls in \
+                     the --dag file)"
+                } else if matches!(plan.shape, crate::workload::shape::Shape::Sessions { .. }) {
                     " (a session's last turn holds every earlier turn: or fewer --turns, a \
                      shorter --turn-input)"
                 } else {

@@ -9,8 +9,10 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 mod check;
+mod graph;
 mod server;
 
+pub use graph::GraphCall;
 pub use server::{ServerTimings, TimingSource};
 
 /// Seconds since the attempt started.
@@ -226,6 +228,9 @@ pub struct Record {
     /// server could not show them (the response is then unverified).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history_tokens: Option<u32>,
+    /// `--dag`: the call's place in its session graph; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph: Option<GraphCall>,
     /// `--cancel-after`: the point at which the client was to abandon this request's stream
     /// (`abandoned` when it got there, `ok` when the response ended first); absent for the
     /// requests it was to read to the end.
@@ -395,6 +400,8 @@ pub struct RequestMeta {
     pub launched: Option<Instant>,
     /// Multi-turn sessions: the session and turn.
     pub turn: Option<TurnMeta>,
+    /// `--dag`: the call's place in its session graph.
+    pub graph: Option<GraphCall>,
     /// The id sent in the request's `X-Request-Id` header.
     pub request_id: Option<String>,
     /// `--cancel-after`: where the client abandons this request's stream.
@@ -501,6 +508,7 @@ pub(crate) fn test_meta() -> RequestMeta {
         scheduled: None,
         launched: None,
         turn: None,
+        graph: None,
         request_id: None,
         cancel_after: None,
         inputs: 0,
@@ -561,6 +569,7 @@ pub(crate) fn ok_record(
         turn: None,
         turns: None,
         history_tokens: None,
+        graph: None,
         cancel_after: None,
         pooling: None,
         images: None,

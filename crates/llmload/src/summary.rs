@@ -22,6 +22,7 @@ pub mod energy;
 pub mod itl;
 mod label;
 pub use label::label;
+pub mod graph;
 pub mod lengths;
 pub mod load;
 pub mod models;

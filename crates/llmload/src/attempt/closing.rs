@@ -42,6 +42,10 @@ fn planned(c: &CampaignCase, rounds: u32) -> Option<u64> {
             bound.requests()
         }
         // A bound on sessions: each sends its turns.
+        // A graph's sessions: the calls they send.
+        Some(CaseLoad::Sessions {
+            calls: Some(calls), ..
+        }) => Some(*calls),
         Some(CaseLoad::Sessions { bound, spec, .. }) => bound
             .requests()
             .map(|sessions| sessions * u64::from(spec.turns)),

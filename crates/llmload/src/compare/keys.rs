@@ -196,6 +196,7 @@ mod tests {
                     history,
                     stagger: false,
                 }),
+                graph: None,
             };
             let plan = template.plan(
                 &Length::Fixed(64),

@@ -3,10 +3,12 @@
 
 use super::parse::bad;
 use super::parse::optional_duration;
-use super::{LoadOptions, ObjectiveOptions, SessionOptions, Settings, StagesSetting};
+use super::sessions::{graph_replay, session_spec};
+use super::{LoadOptions, ObjectiveOptions, Settings, StagesSetting};
 use crate::error::ConfigError;
+use crate::workload::graph::GraphReplay;
 use crate::workload::schedule::Bound;
-use crate::workload::session::{SessionSpec, Think};
+use crate::workload::session::SessionSpec;
 pub(super) use crate::workload::shape::Cancel;
 use crate::workload::shape::{Arrival, LoadPoint, ShapeTemplate, Slo};
 use crate::workload::stages::{self, LevelKind, Stage};
@@ -58,6 +60,12 @@ pub struct LoadConfig {
     pub session: Option<SessionSpec>,
     /// Multi-turn sessions: how many per case.
     pub sessions: Option<u64>,
+    /// `--dag`: the session graphs the sessions replay.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::workload::graph::serialize_shared"
+    )]
+    pub graph: Option<Arc<GraphReplay>>,
     /// `--cancel-after`, `--cancel-share`: the streams the client abandons.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cancel: Option<Cancel>,
@@ -113,6 +121,7 @@ impl LoadConfig {
             )),
             None => None,
         };
+        let graph = graph_replay(&s.sessions)?.map(Arc::new);
         let stages = s
             .load
             .stages
@@ -162,8 +171,9 @@ impl LoadConfig {
         )?;
         Ok(LoadConfig {
             cancel: super::cancel::resolve(cancel_after.as_deref(), cancel_share)?,
-            session: session_spec(s.sessions.clone())?,
+            session: session_spec(s.sessions.clone(), graph.as_deref())?,
             sessions: s.sessions.sessions,
+            graph,
             stages,
             trace: s.workload.trace.clone(),
             trace_block_tokens,
@@ -392,6 +402,7 @@ impl LoadConfig {
             warmup_time: self.warmup_time,
             trace: self.trace.clone().zip(self.trace_entries.clone()),
             session: self.session,
+            graph: self.graph.clone(),
         }
     }
 
@@ -414,45 +425,4 @@ impl LoadConfig {
                 .collect()
         }
     }
-}
-
-/// The sessions of `--turns` and its companions; `None` without `--turns`, and an error for a
-/// companion given without it.
-fn session_spec(options: SessionOptions) -> Result<Option<SessionSpec>, ConfigError> {
-    let SessionOptions {
-        turns,
-        turn_input,
-        think_time,
-        history,
-        sessions: _,
-        stagger,
-    } = options;
-    let Some(turns) = turns else {
-        if turn_input.is_some() || think_time.is_some() || history.is_some() || stagger.is_some() {
-            return bad("--turn-input, --think-time, --history and --stagger need --turns K");
-        }
-        return Ok(None);
-    };
-    if turns < 2 {
-        return bad("--turns must be at least 2 (a session of one turn is a plain request)");
-    }
-    if turns > 1000 {
-        return bad("--turns must be at most 1000");
-    }
-    if turn_input == Some(0) {
-        return bad("--turn-input must be above 0");
-    }
-    let think = match &think_time {
-        Some(text) => text
-            .parse::<Think>()
-            .map_err(|e| ConfigError(format!("--think-time: {e}")))?,
-        None => Think::default(),
-    };
-    Ok(Some(SessionSpec {
-        turns,
-        turn_input,
-        think,
-        history: history.unwrap_or_default(),
-        stagger: stagger.unwrap_or(false),
-    }))
 }

@@ -33,6 +33,7 @@ mod watch;
 pub use watch::{MetricsConfig, Watch};
 mod repeat;
 mod scrub;
+mod sessions;
 mod settings;
 mod sharding;
 mod sizes;

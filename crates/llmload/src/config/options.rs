@@ -153,6 +153,22 @@ options! {
         /// arriving one by one would. `capacity` does this for users.
         #[arg(long, num_args = 0, default_missing_value = "true")]
         pub stagger: Option<bool>,
+        /// Session graphs of agents' calls: a JSONL file, one call a line
+        ///
+        /// Each call names its `session` and `call`, the calls it waits for (`after`), the wait
+        /// after the last of them (`wait_ms`, tool or think time), the call whose prompt and
+        /// answer its prompt extends (`context`, or none for a fresh context), its
+        /// `new_tokens` and `output_tokens`. Closed loops run --concurrency sessions in
+        /// parallel, open loops start sessions at --rate sessions/s; each of the file's
+        /// sessions runs once unless --sessions or --duration says otherwise.
+        #[arg(long, value_name = "FILE")]
+        pub dag: Option<PathBuf>,
+        /// Multiply every wait of a --dag file by this [default: 1]
+        #[arg(long, value_name = "FACTOR")]
+        pub dag_time_scale: Option<f64>,
+        /// Cap every wait of a --dag file (after the scale) at this, e.g. 30s; none by default
+        #[arg(long, value_name = "DURATION")]
+        pub dag_max_wait: Option<String>,
     }
 }
 

@@ -64,6 +64,22 @@ impl Config {
             let input = mean(|e| e.input_tokens);
             return vec![template.plan(&input, point, &mean(|e| e.output_tokens))];
         }
+        if let Some(replay) = &self.load.graph {
+            // A graph carries its own lengths: a case per load, its lengths the calls' means.
+            let calls = || replay.graph.sessions.iter().flat_map(|s| s.calls.iter());
+            let mean = |f: fn(&crate::workload::graph::GraphCall) -> u32| {
+                let total: f64 = calls().map(|c| f64::from(f(c))).sum();
+                Length::Fixed(crate::num::to_u32(
+                    (total / replay.calls.max(1) as f64).round().max(1.0),
+                ))
+            };
+            let (input, output) = (mean(|c| c.new_tokens), mean(|c| c.output_tokens));
+            return self
+                .load_points()
+                .into_iter()
+                .map(|point| template.plan(&input, point, &output))
+                .collect();
+        }
         let mut plans: Vec<CasePlan> = Vec::new();
         for input in &self.input_tokens {
             for &point in &self.load_points() {

@@ -80,9 +80,9 @@ mod tests {
     #[test]
     fn numbers_read_like_the_reference_table() {
         use crate::fmt::thousands;
-        assert_eq!(thousands(8192), "8,192");
-        assert_eq!(thousands(512), "512");
-        assert_eq!(thousands(1_000_000), "1,000,000");
+        assert_eq!(thousands(8192_u32), "8,192");
+        assert_eq!(thousands(512_u32), "512");
+        assert_eq!(thousands(1_000_000_u32), "1,000,000");
         assert_eq!(seconds(Some(190.4)), "0.19 s");
         assert_eq!(seconds(Some(12.34)), "12.3 ms");
         assert_eq!(seconds(None), "–");
@@ -104,6 +104,7 @@ mod tests {
             active_s: one(1.25),
             prompt_tokens: one(300.0),
             output_tokens: one(16.0),
+            graph: None,
             by_turn: vec![crate::summary::sessions::TurnSummary {
                 turn: 2,
                 n: 2,

@@ -18,6 +18,7 @@ pub mod dataset;
 pub mod energy;
 pub mod gallery;
 pub mod gpu;
+mod graph;
 pub mod html;
 pub mod incomplete;
 pub mod markdown;
@@ -79,7 +80,7 @@ pub const FAILED_SHOWN: usize = 100;
 
 /// The page every format writes: its sections in order, each from the file of what it shows,
 /// those with nothing to show left out. A new section is a file and a line here.
-const SECTIONS: [fn(&Report) -> Option<Section<'_>>; 19] = [
+const SECTIONS: [fn(&Report) -> Option<Section<'_>>; 20] = [
     target::section,
     target::outcome,
     ab::section,
@@ -92,6 +93,7 @@ const SECTIONS: [fn(&Report) -> Option<Section<'_>>; 19] = [
     capacity::section,
     soak::section,
     energy::section,
+    graph::section,
     prefix_cache::section,
     reasoning::section,
     abandoned::section,

@@ -474,6 +474,7 @@ mod tests {
             active_s: None,
             prompt_tokens: None,
             output_tokens: None,
+            graph: None,
             by_turn: Vec::new(),
         });
         let sessions = incomplete_line(&case);

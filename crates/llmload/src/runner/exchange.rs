@@ -389,6 +389,7 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: 
         turn: meta.turn.map(|t| t.turn),
         turns: meta.turn.map(|t| t.turns),
         history_tokens: meta.turn.and_then(|t| t.history_tokens),
+        graph: meta.graph,
         cancel_after: meta.cancel_after,
         images: meta.images,
         pooling: (meta.inputs > 0).then(|| Pooling {

@@ -38,6 +38,7 @@ impl Runner<'_> {
             scheduled,
             launched: None,
             turn: None,
+            graph: None,
             request_id: None,
             cancel_after: None,
             inputs: plan.case.batch.unwrap_or(0),

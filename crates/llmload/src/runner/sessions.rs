@@ -14,6 +14,7 @@ use crate::api::{Body, GenerationRequest};
 use crate::error::{Context, Error};
 use crate::record::{Phase, RequestMeta, TurnMeta};
 use crate::target::Target;
+use crate::workload::graph::GraphReplay;
 use crate::workload::prompt::splitmix64;
 use crate::workload::schedule::{self, Bound};
 use crate::workload::session::{History, SessionSpec};
@@ -51,6 +52,8 @@ struct Sessions<'a> {
     ids: Option<Arc<super::ids::RequestIds>>,
     /// A mix of models: each session's is drawn from it.
     mix: Option<Arc<crate::workload::mix::ModelMix>>,
+    /// `--dag`: each session replays the next of its graphs.
+    graph: Option<Arc<GraphReplay>>,
     ended: mpsc::UnboundedSender<(RequestMeta, Exchange)>,
 }
 
@@ -66,6 +69,7 @@ impl super::Runner<'_> {
             rate_rps,
             bound,
             spec,
+            graph,
         } = &plan.shape
         else {
             return Ok(());
@@ -84,6 +88,7 @@ impl super::Runner<'_> {
             extra_body: self.settings.extra_body.clone(),
             ids: self.settings.ids.clone(),
             mix: self.settings.mix.clone(),
+            graph: graph.clone(),
             ended,
         };
         let arrivals = match (process, rate_rps) {
@@ -190,6 +195,8 @@ impl super::Runner<'_> {
     }
 }
 
+mod graph;
+
 /// How long before its arrival an open-loop session starts building its first prompt.
 const AHEAD: Duration = Duration::from_millis(500);
 
@@ -197,8 +204,17 @@ const AHEAD: Duration = Duration::from_millis(500);
 const FAR: Duration = Duration::from_secs(86_400 * 365);
 
 impl Sessions<'_> {
-    /// The `index`-th session of the case, its first turn due at `arrival` (open) or at once.
+    /// The `index`-th session of the case, its first turn (or a graph's first calls) due at
+    /// `arrival` (open) or at once.
     async fn session(&self, index: u64, arrival: Option<Instant>) -> crate::error::Result<()> {
+        match &self.graph {
+            Some(graph) => self.graph_session(graph, index, arrival).await,
+            None => self.turns(index, arrival).await,
+        }
+    }
+
+    /// The `index`-th session of turns.
+    async fn turns(&self, index: u64, arrival: Option<Instant>) -> crate::error::Result<()> {
         let id = self.first_id + index;
         let mut conversation = self.prompts.conversation(self.target);
         let mut due = arrival;
@@ -246,6 +262,7 @@ impl Sessions<'_> {
                     turns: self.spec.turns,
                     history_tokens: built.history_tokens,
                 }),
+                graph: None,
                 request_id: request_id.as_ref().map(|r| r.id.clone()),
                 cancel_after: None,
                 inputs: 0,

@@ -187,6 +187,7 @@ mod tests {
             warmup_time: Duration::ZERO,
             trace: None,
             session: None,
+            graph: None,
         };
         let stages = stages::parse("2s:rate=5,3s:ramp:rate=10,1s:rate=10").expect("stages");
         let plans = template.stage_plans(&stages, &Length::Fixed(8), &Length::Fixed(4));

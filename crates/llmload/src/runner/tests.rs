@@ -3,6 +3,7 @@
 //! no time at all.
 
 mod fake;
+mod graph;
 mod mix;
 
 use super::*;
@@ -347,6 +348,7 @@ fn sessions_plan(
             rate_rps: None,
             bound: Bound::Requests(sessions),
             spec,
+            graph: None,
         },
     )
 }
@@ -419,6 +421,7 @@ async fn a_staged_load_runs_as_one_load_with_a_case_per_stage() {
         warmup_time: Duration::ZERO,
         trace: None,
         session: None,
+        graph: None,
     };
     let stages =
         crate::workload::stages::parse("100ms:concurrency=1,100ms:concurrency=2").expect("stages");

@@ -42,6 +42,9 @@ pub struct SessionSummary {
     pub output_tokens: Option<Distribution>,
     /// The figures of each turn index, from 1.
     pub by_turn: Vec<TurnSummary>,
+    /// `--dag`: the session graphs' own figures; absent for sessions of turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph: Option<super::graph::GraphSummary>,
 }
 
 /// The `ok` responses of one turn index.
@@ -69,6 +72,7 @@ pub struct TurnSummary {
 #[derive(Clone, Debug, Default)]
 pub struct SessionFigures {
     turns: u32,
+    graph: super::graph::GraphFigures,
     by_turn: BTreeMap<u32, TurnAcc>,
     sessions: BTreeMap<u64, SessionAcc>,
 }
@@ -107,6 +111,7 @@ impl SessionFigures {
         };
         let turns = r.turns.unwrap_or(turn);
         self.turns = self.turns.max(turns);
+        self.graph.add(r);
         let s = self.sessions.entry(id).or_insert(SessionAcc {
             turns,
             ok: 0,
@@ -186,6 +191,7 @@ impl SessionFigures {
         }
         let count = crate::num::count;
         Some(SessionSummary {
+            graph: self.graph.finish(),
             turns: self.turns,
             rate_rps: None,
             started: count(self.sessions.len()),

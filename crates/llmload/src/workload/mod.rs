@@ -5,6 +5,7 @@
 //! the target itself so that the lengths are exact in the server's own vocabulary.
 
 pub mod dataset;
+pub mod graph;
 pub mod image;
 pub mod length;
 pub mod mix;

@@ -139,6 +139,12 @@ pub enum Shape {
         /// The sessions' turns, message lengths, think time and history.
         #[serde(flatten)]
         spec: SessionSpec,
+        /// `--dag`: the session graphs each session replays, in turn.
+        #[serde(
+            skip_serializing_if = "Option::is_none",
+            serialize_with = "crate::workload::graph::serialize_shared"
+        )]
+        graph: Option<Arc<crate::workload::graph::GraphReplay>>,
     },
 }
 
@@ -274,6 +280,9 @@ impl CasePlan {
     /// a chat template adds).
     pub fn longest(&self) -> (u32, u32) {
         match &self.shape {
+            Shape::Sessions {
+                graph: Some(graph), ..
+            } => graph.graph.longest(),
             Shape::Sessions { spec, .. } => {
                 let (input, output) = (self.input.max_tokens(), self.output.max_tokens());
                 let later = spec.turn_input.unwrap_or(input).saturating_add(output);
@@ -328,6 +337,7 @@ mod tests {
             warmup_time: Duration::ZERO,
             trace: None,
             session: None,
+            graph: None,
         };
         let fixed = template.plan(
             &Length::Fixed(2048),

@@ -44,6 +44,7 @@ mod endpoints;
 mod energy;
 mod fuzz;
 mod gateway;
+mod graphs;
 mod guard;
 mod hostile;
 mod images;

@@ -178,6 +178,12 @@ pub enum CaseLoad {
         /// The sessions' turns, message lengths, think time and history.
         #[serde(flatten)]
         spec: SessionSpec,
+        /// `--dag`: the graph file the sessions replay; absent for sessions of turns.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dag: Option<std::path::PathBuf>,
+        /// `--dag` with a bound on sessions: the calls those sessions send.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        calls: Option<u64>,
     },
 }
 
@@ -215,11 +221,17 @@ impl CaseLoad {
                 rate_rps,
                 bound,
                 spec,
+                graph,
             } => CaseLoad::Sessions {
                 process: *process,
                 rate_rps: *rate_rps,
                 bound: CaseBound::of(*bound),
                 spec: *spec,
+                dag: graph.as_ref().map(|g| g.file.clone()),
+                calls: graph.as_ref().and_then(|g| match bound {
+                    crate::workload::schedule::Bound::Requests(n) => Some(g.calls_of(*n)),
+                    crate::workload::schedule::Bound::Duration(_) => None,
+                }),
             },
         }
     }

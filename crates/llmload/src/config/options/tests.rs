@@ -75,6 +75,10 @@ fn every_stated_default_is_the_one_resolve_applies() {
                 vec!["--dataset".into(), format!("{samples}/prompts.jsonl")]
             }
             "history" | "think-time" => vec!["--turns".into(), "2".into()],
+            "dag-time-scale" => vec![
+                "--dag".into(),
+                format!("{samples}/../../../docs/examples/agents.jsonl"),
+            ],
             "burstiness" => vec![
                 "--arrival".into(),
                 "gamma".into(),

@@ -130,6 +130,7 @@ fn every_section() -> Report {
         active_s: one(1.25),
         prompt_tokens: one(300.0),
         output_tokens: one(16.0),
+        graph: None,
         by_turn: vec![TurnSummary {
             turn: 1,
             n: 2,

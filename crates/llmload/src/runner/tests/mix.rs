@@ -145,6 +145,7 @@ async fn every_turn_of_a_session_goes_to_its_sessions_model() {
             rate_rps: None,
             bound: Bound::Requests(12),
             spec,
+            graph: None,
         },
     );
     let (rig, fake, _) = run_mix(&plan, 0, 3).await;
@@ -175,6 +176,7 @@ async fn a_staged_load_draws_every_launch_and_splits_each_stage_by_model() {
         warmup_time: Duration::ZERO,
         trace: None,
         session: None,
+        graph: None,
     };
     let stages =
         crate::workload::stages::parse("400ms:concurrency=2,400ms:concurrency=4").expect("stages");

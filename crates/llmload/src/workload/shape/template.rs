@@ -3,6 +3,7 @@
 //! multi-turn sessions.
 
 use super::{id_part, Arrival, Case, CasePlan, LoadPoint, Shape};
+use crate::workload::graph::GraphReplay;
 use crate::workload::length::Length;
 use crate::workload::schedule::{Bound, Process};
 use crate::workload::session::SessionSpec;
@@ -31,6 +32,8 @@ pub struct ShapeTemplate {
     pub trace: Option<(PathBuf, Arc<Vec<TraceEntry>>)>,
     /// `--turns` and the rest: every case is a case of multi-turn sessions.
     pub session: Option<SessionSpec>,
+    /// `--dag`, read: the sessions are its graphs.
+    pub graph: Option<Arc<GraphReplay>>,
 }
 
 impl ShapeTemplate {
@@ -162,9 +165,13 @@ impl ShapeTemplate {
         output: &Length,
         spec: SessionSpec,
     ) -> CasePlan {
-        let turns = spec.turns;
+        // A graph's sessions have calls of their own count, named by the file.
+        let turns = match &self.graph {
+            Some(_) => String::new(),
+            None => format!("x{}", spec.turns),
+        };
         let (process, rate_rps, concurrency, load_id) = match point {
-            LoadPoint::Concurrency(c) => (None, None, c, format!("c{c}x{turns}")),
+            LoadPoint::Concurrency(c) => (None, None, c, format!("c{c}{turns}")),
             LoadPoint::Rate(r) => {
                 let (process, name) = match self.arrival {
                     Arrival::Gamma => (
@@ -176,20 +183,31 @@ impl ShapeTemplate {
                     Arrival::Constant => (Process::Constant, "constant"),
                     _ => (Process::Poisson, "poisson"),
                 };
-                (Some(process), Some(r), 0, format!("{name}-r{r}x{turns}"))
+                (Some(process), Some(r), 0, format!("{name}-r{r}{turns}"))
             }
         };
-        let default = match point {
-            LoadPoint::Concurrency(c) => u64::from(c),
-            LoadPoint::Rate(_) => 10,
+        let default = match (point, &self.graph) {
+            (_, Some(g)) => g.sessions as u64,
+            (LoadPoint::Concurrency(c), None) => u64::from(c),
+            (LoadPoint::Rate(_), None) => 10,
+        };
+        let id = match &self.graph {
+            Some(g) => {
+                let stem = g
+                    .file
+                    .file_stem()
+                    .map_or_else(|| "dag".to_owned(), |s| s.to_string_lossy().into_owned());
+                format!("dag:{stem}-{load_id}")
+            }
+            None => format!(
+                "in{}-sessions-{load_id}-out{}",
+                id_part(input),
+                id_part(output)
+            ),
         };
         CasePlan {
             case: Case {
-                id: format!(
-                    "in{}-sessions-{load_id}-out{}",
-                    id_part(input),
-                    id_part(output)
-                ),
+                id,
                 input_tokens: input.nominal_tokens(),
                 concurrency,
                 output_tokens: output.nominal_tokens(),
@@ -203,6 +221,7 @@ impl ShapeTemplate {
                 rate_rps,
                 bound: self.bound.unwrap_or(Bound::Requests(default)),
                 spec,
+                graph: self.graph.clone(),
             },
             warmup_time: Duration::ZERO,
             stage: None,
