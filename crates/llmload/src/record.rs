@@ -228,9 +228,10 @@ pub struct Record {
     /// server could not show them (the response is then unverified).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history_tokens: Option<u32>,
-    /// `--dag`: the call's place in its session graph; absent otherwise.
+    /// `--dag`: the call's place in its session graph; absent otherwise (boxed: most records
+    /// have none, and a record's size counts where many are held).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub graph: Option<GraphCall>,
+    pub graph: Option<Box<GraphCall>>,
     /// `--cancel-after`: the point at which the client was to abandon this request's stream
     /// (`abandoned` when it got there, `ok` when the response ended first); absent for the
     /// requests it was to read to the end.
@@ -400,8 +401,8 @@ pub struct RequestMeta {
     pub launched: Option<Instant>,
     /// Multi-turn sessions: the session and turn.
     pub turn: Option<TurnMeta>,
-    /// `--dag`: the call's place in its session graph.
-    pub graph: Option<GraphCall>,
+    /// `--dag`: the call's place in its session graph (boxed, as the record's).
+    pub graph: Option<Box<GraphCall>>,
     /// The id sent in the request's `X-Request-Id` header.
     pub request_id: Option<String>,
     /// `--cancel-after`: where the client abandons this request's stream.

@@ -173,14 +173,14 @@ impl Sessions<'_> {
                 turns: crate::num::count(session.calls.len()),
                 history_tokens: built.history_tokens,
             }),
-            graph: Some(GraphCall {
+            graph: Some(Box::new(GraphCall {
                 session: session.name.clone(),
                 call: call.name.clone(),
                 after: names(&call.after),
                 context: call.context.map(|p| session.calls[p].name.clone()),
                 wait_ms: replay.wait(call).as_secs_f64() * 1e3,
                 final_answer: k == session.final_call,
-            }),
+            })),
             request_id: request_id.as_ref().map(|r| r.id.clone()),
             cancel_after: None,
             inputs: 0,

@@ -11,14 +11,14 @@ fn call(id: u64, name: &str, after: &[&str], sent_s: f64, history: u32, cached: 
     r.cached_tokens = Some(cached);
     r.prompt_tokens = Some(history + 10);
     r.input_tokens = history + 10;
-    r.graph = Some(GraphCall {
+    r.graph = Some(Box::new(GraphCall {
         session: format!("s{id}"),
         call: name.into(),
         after: after.iter().map(|&a| a.to_owned()).collect(),
         context: (!after.is_empty()).then(|| "root".to_owned()),
         wait_ms: 100.0,
         final_answer: name == "answer",
-    });
+    }));
     r
 }
 
