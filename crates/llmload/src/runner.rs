@@ -472,7 +472,7 @@ impl Runner<'_> {
         let transport = self.transport.clone();
         let cancel = self.cancel.clone();
         in_flight.spawn(async move {
-            let exchange = transport.exchange(&body, &cancel).await;
+            let exchange = transport.exchange(body, &cancel).await;
             (meta, exchange)
         });
     }

@@ -304,7 +304,7 @@ impl Target {
             // A batch of one input.
             body.inputs = 1;
         }
-        let exchange = self.endpoint.stream(&body, &CancellationToken::new()).await;
+        let exchange = self.endpoint.stream(body, &CancellationToken::new()).await;
         if let Some(failure) = exchange.failure {
             let hint = match failure {
                 crate::api::client::Failure::Http { status: 404, .. } => {

@@ -62,7 +62,7 @@ impl Tokenizer {
     /// How many tokens each chunk of `text` holds: `ends` are the byte offsets where chunks end,
     /// in order, the last one `text.len()`. A token belongs to the chunk its last byte came in,
     /// so a token split across two chunks counts in the second, when it was complete.
-    pub fn split(&self, text: &str, ends: &[usize]) -> Option<Vec<u32>> {
+    pub fn split(&self, text: &str, ends: &[u32]) -> Option<Vec<u32>> {
         let encoding = self.inner.encode(text, false).ok()?;
         let mut counts = vec![0u32; ends.len()];
         let mut chunk = 0;
@@ -70,7 +70,7 @@ impl Tokenizer {
             if end == 0 {
                 continue;
             }
-            while chunk + 1 < ends.len() && ends[chunk] < end {
+            while chunk + 1 < ends.len() && (ends[chunk] as usize) < end {
                 chunk += 1;
             }
             counts[chunk] = counts[chunk].saturating_add(1);
@@ -107,7 +107,10 @@ pub(crate) mod tests {
         assert_eq!(t.count(" the model answers", false), 3);
         // Chunks " the mo" | "del answers" | " with": "model" ends in the second chunk.
         let text = " the model answers with";
-        assert_eq!(t.split(text, &[7, 18, text.len()]), Some(vec![1, 2, 1]));
+        assert_eq!(
+            t.split(text, &[7, 18, u32::try_from(text.len()).expect("short")]),
+            Some(vec![1, 2, 1])
+        );
         // A chunk of whitespace alone holds no token.
         assert_eq!(t.split(" a  b", &[2, 3, 5]), Some(vec![1, 0, 1]));
     }

@@ -237,7 +237,7 @@ impl Endpoint {
     }
 
     /// Sends one streaming request and reads it to its end, its failure, its timeout or `cancel`.
-    pub async fn stream(&self, body: &Body, cancel: &CancellationToken) -> Exchange {
+    pub async fn stream(&self, body: Body, cancel: &CancellationToken) -> Exchange {
         let mut exchange = Exchange::new();
         exchange.token_cap = token_cap(body.output_tokens);
         match body.cancel_after {
@@ -246,7 +246,10 @@ impl Endpoint {
             None => {}
         }
         if self.tokenizer.is_some() && self.api != Api::Llamacpp {
-            exchange.text = Some(StreamText::default());
+            // One allocation for the chunks' ends too (a chunk a token, as most servers send).
+            let mut text = StreamText::default();
+            text.ends.reserve(body.output_tokens.min(1 << 16) as usize);
+            exchange.text = Some(text);
         }
         exchange.usage_per_chunk = body.usage_per_chunk;
         exchange.inputs = body.inputs;
@@ -263,9 +266,17 @@ impl Endpoint {
             .as_ref()
             .map(|id| self.ids.lines(id))
             .unwrap_or_default();
-        let request = self.origin.request(self.api.path(), &body.json, &lines);
-        let read = direct::read_direct(&self.origin, self.api, &request, &mut exchange);
-        exchange.failure = bounded(read, cancel, sent, timeout).await.err();
+        let request = self.origin.request(self.api.path(), body.json, &lines);
+        let failure = {
+            let read = std::pin::pin!(direct::read_direct(
+                &self.origin,
+                self.api,
+                request,
+                &mut exchange
+            ));
+            bounded(read, cancel, sent, timeout).await.err()
+        };
+        exchange.failure = failure;
         exchange.ended = Some(Instant::now());
         if matches!(exchange.failure, Some(Failure::Abandoned(_))) {
             exchange.abandoned.get_or_insert_with(Instant::now);
@@ -282,22 +293,25 @@ impl Endpoint {
 /// time on tokio's clock. [`Endpoint`] is the real one; the runner's tests script a fake.
 pub trait Transport: Send + Sync {
     /// Sends `body` and reads its stream to the end (see [`Endpoint::stream`]).
-    fn exchange<'a>(&'a self, body: &'a Body, cancel: &'a CancellationToken) -> Pending<'a>;
+    fn exchange<'a>(&'a self, body: Body, cancel: &'a CancellationToken) -> Pending<'a>;
 }
 
 /// An exchange under way.
 pub type Pending<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Exchange> + Send + 'a>>;
 
 impl Transport for Endpoint {
-    fn exchange<'a>(&'a self, body: &'a Body, cancel: &'a CancellationToken) -> Pending<'a> {
+    fn exchange<'a>(&'a self, body: Body, cancel: &'a CancellationToken) -> Pending<'a> {
         Box::pin(self.stream(body, cancel))
     }
 }
 
 /// `read` within an exchange's bounds: `cancel` first (a stop wins over everything), then the
 /// deadline `timeout` after `sent`, past which it fails as a timeout.
+///
+/// `read` comes pinned where its caller holds it: taken by value, an `async fn` keeps its
+/// argument and the copy it moved on both, which doubled the size of every stream's future.
 pub async fn bounded(
-    read: impl std::future::Future<Output = Result<(), Failure>>,
+    read: std::pin::Pin<&mut impl std::future::Future<Output = Result<(), Failure>>>,
     cancel: &CancellationToken,
     sent: Instant,
     timeout: Duration,
@@ -392,12 +406,13 @@ fn keep_text(text: &mut StreamText, api: Api, data: &[u8], counted: bool, cap: u
         return;
     }
     api.event_text(data, &mut text.text);
-    if text.text.len() > (cap as usize).saturating_mul(TEXT_BYTES_PER_TOKEN) {
+    let end = u32::try_from(text.text.len()).ok();
+    if let Some(end) = end.filter(|&end| end as usize <= answer_bound(cap)) {
+        text.ends.push(end);
+    } else {
         text.overflowed = true;
         text.text = String::new();
-        return;
     }
-    text.ends.push(text.text.len());
 }
 
 /// The innermost error message, which is the one that says what happened.

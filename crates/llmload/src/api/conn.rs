@@ -153,21 +153,32 @@ impl Conn {
 
     /// Writes all of `bytes`.
     pub async fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.send_parts(bytes, &[]).await
+    }
+
+    /// Writes all of `head`, then all of `body`, without joining them: one vectored write where
+    /// the socket takes both at once.
+    pub async fn send_parts(&mut self, head: &[u8], body: &[u8]) -> io::Result<()> {
         let Some(tls) = self.tls.as_deref_mut() else {
-            return self.tcp.write_all(bytes).await;
+            return write_parts(&mut self.tcp, head, body).await;
         };
-        let mut rest = bytes;
-        while !rest.is_empty() {
-            // The writer takes what fits under the send limit; the rest after a flush.
-            let n = tls.session.writer().write(rest)?;
-            tls.flush(&mut self.tcp).await?;
-            // Flushed, the queue is empty: a writer that takes nothing will never take more.
-            if n == 0 {
-                return Err(io::ErrorKind::WriteZero.into());
+        for mut rest in [head, body] {
+            while !rest.is_empty() {
+                // The writer takes what fits under the send limit; the rest after a flush.
+                let mut n = tls.session.writer().write(rest)?;
+                if n == 0 {
+                    tls.flush(&mut self.tcp).await?;
+                    n = tls.session.writer().write(rest)?;
+                    // Flushed, the queue is empty: a writer that takes nothing will never take
+                    // more.
+                    if n == 0 {
+                        return Err(io::ErrorKind::WriteZero.into());
+                    }
+                }
+                rest = &rest[n..];
             }
-            rest = &rest[n..];
         }
-        Ok(())
+        tls.flush(&mut self.tcp).await
     }
 
     /// Reads what has arrived into `buffer`, waiting for at least one byte; 0 at the end of the
@@ -298,6 +309,22 @@ impl Tls {
         }
         Ok(())
     }
+}
+
+/// Writes all of `head` and then all of `body` to `tcp`, both offered to each write.
+async fn write_parts(tcp: &mut TcpStream, mut head: &[u8], mut body: &[u8]) -> io::Result<()> {
+    while !head.is_empty() || !body.is_empty() {
+        let n = tcp
+            .write_vectored(&[io::IoSlice::new(head), io::IoSlice::new(body)])
+            .await?;
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        let from_head = n.min(head.len());
+        head = &head[from_head..];
+        body = &body[n - from_head..];
+    }
+    Ok(())
 }
 
 /// Bytes read from the socket at a time.
@@ -442,6 +469,16 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWrite};
     use tokio_rustls::{server::TlsStream, TlsAcceptor};
 
+    /// A plain TCP connection to a listener on loopback: both ends.
+    async fn plain_pair() -> (Conn, TcpStream) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let address = listener.local_addr().expect("address").to_string();
+        let (conn, accepted) = tokio::join!(Conn::open(&address, None), listener.accept());
+        (conn.expect("connect"), accepted.expect("accept").0)
+    }
+
     /// A TLS connection to a TLS server on loopback with a certificate made here: both ends.
     async fn tls_pair() -> (Conn, TlsStream<TcpStream>) {
         let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).expect("cert");
@@ -554,12 +591,7 @@ mod tests {
 
     #[tokio::test]
     async fn bytes_are_timed_when_they_arrived_not_when_they_were_read() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let address = listener.local_addr().expect("address").to_string();
-        let (conn, accepted) = tokio::join!(Conn::open(&address, None), listener.accept());
-        let (mut conn, (mut server, _)) = (conn.expect("connect"), accepted.expect("accept"));
+        let (mut conn, mut server) = plain_pair().await;
         assert!(!conn.is_tls());
         let setup = conn
             .take_setup()
@@ -591,6 +623,36 @@ mod tests {
         timed_at_arrival(&mut conn, &mut server, false).await;
         timed_at_arrival(&mut conn, &mut server, true).await;
         stream_through_the_shared_buffer(&mut conn, &mut server).await;
+    }
+
+    /// A head and a body arrive whole and in order, each larger than one write can take.
+    async fn sent_in_two_parts(conn: &mut Conn, server: &mut (impl AsyncReadExt + Unpin)) {
+        let head: Vec<u8> = (0..=250u8).cycle().take(3 * SEND_LIMIT + 7).collect();
+        let body: Vec<u8> = (0..=240u8)
+            .rev()
+            .cycle()
+            .take(160 * SEND_LIMIT + 3)
+            .collect();
+        let (sent, received) = tokio::join!(conn.send_parts(&head, &body), async {
+            let mut got = vec![0u8; head.len() + body.len()];
+            // Read slowly at first, so that the kernel's buffers fill and writes come up short.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let read = server.read_exact(&mut got);
+            tokio::time::timeout(Duration::from_secs(60), read)
+                .await
+                .map(|_| got)
+        });
+        sent.expect("send");
+        let received = received.expect("every byte sent arrives");
+        assert!(received == [head, body].concat(), "in order");
+    }
+
+    #[tokio::test]
+    async fn a_head_and_a_body_go_out_whole_and_in_order_over_tcp_and_tls() {
+        let (mut conn, mut server) = plain_pair().await;
+        sent_in_two_parts(&mut conn, &mut server).await;
+        let (mut conn, mut server) = tls_pair().await;
+        sent_in_two_parts(&mut conn, &mut server).await;
     }
 
     #[tokio::test]

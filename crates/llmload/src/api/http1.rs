@@ -26,6 +26,23 @@ use std::sync::{Arc, Mutex};
 mod body;
 pub use body::BodyDecoder;
 
+/// A streamed generation's request, written as its head and then its body: the body is the one
+/// the runner built, shared, not copied behind the head.
+#[derive(Debug)]
+pub struct Outgoing {
+    /// The request line and header lines, through the blank line.
+    pub head: Vec<u8>,
+    /// The JSON body.
+    pub body: bytes::Bytes,
+}
+
+impl Outgoing {
+    /// The request's bytes in one piece (what goes on the wire).
+    pub fn joined(&self) -> Vec<u8> {
+        [self.head.as_slice(), &self.body].concat()
+    }
+}
+
 /// Largest response head accepted.
 const MAX_HEAD: usize = 64 * 1024;
 
@@ -146,10 +163,21 @@ impl Origin {
         }
     }
 
-    /// The bytes of a streamed generation: a `POST` of `body` (JSON) to `path`, with `lines`
-    /// (header lines of this request alone, each ending in CRLF) after the origin's.
-    pub fn request(&self, path: &str, body: &[u8], lines: &str) -> Vec<u8> {
-        self.request_with(Method::Post, path, "text/event-stream", Some(body), lines)
+    /// A streamed generation: a `POST` of `body` (JSON) to `path`, with `lines` (header lines of
+    /// this request alone, each ending in CRLF) after the origin's. The body is not copied: it
+    /// goes out after the head, from where it already lies.
+    pub fn request(&self, path: &str, body: bytes::Bytes, lines: &str) -> Outgoing {
+        Outgoing {
+            head: self.head(
+                Method::Post,
+                path,
+                "text/event-stream",
+                Some(body.len()),
+                lines,
+                0,
+            ),
+            body,
+        }
     }
 
     /// The bytes of a request: `method` of `path` (under the base URL's path), with `body` as
@@ -174,8 +202,26 @@ impl Origin {
         body: Option<&[u8]>,
         lines: &str,
     ) -> Vec<u8> {
-        let body_len = body.map_or(0, <[u8]>::len);
-        let mut request = Vec::with_capacity(body_len + lines.len() + 256);
+        let length = body.map(<[u8]>::len);
+        let mut request = self.head(method, path, accept, length, lines, length.unwrap_or(0));
+        if let Some(body) = body {
+            request.extend_from_slice(body);
+        }
+        request
+    }
+
+    /// The head of a request (its request line and header lines, through the blank line) for a
+    /// body of `body_len` bytes where there is one, with `room` bytes to spare after it.
+    fn head(
+        &self,
+        method: Method,
+        path: &str,
+        accept: &str,
+        body_len: Option<usize>,
+        lines: &str,
+        room: usize,
+    ) -> Vec<u8> {
+        let mut request = Vec::with_capacity(room + self.header_lines.len() + lines.len() + 256);
         request.extend_from_slice(method.name().as_bytes());
         request.push(b' ');
         request.extend_from_slice(self.prefix.as_bytes());
@@ -184,17 +230,13 @@ impl Origin {
         request.extend_from_slice(self.header_lines.as_bytes());
         request.extend_from_slice(lines.as_bytes());
         let _ = write!(ByteWriter(&mut request), "Accept: {accept}\r\n");
-        if let Some(body) = body {
+        if let Some(length) = body_len {
             let _ = write!(
                 ByteWriter(&mut request),
-                "Content-Type: application/json\r\nContent-Length: {}\r\n",
-                body.len()
+                "Content-Type: application/json\r\nContent-Length: {length}\r\n"
             );
         }
         request.extend_from_slice(b"\r\n");
-        if let Some(body) = body {
-            request.extend_from_slice(body);
-        }
         request
     }
 

@@ -124,7 +124,7 @@ impl Drop for InFlight {
 }
 
 impl Transport for Counted {
-    fn exchange<'a>(&'a self, body: &'a Body, cancel: &'a CancellationToken) -> Pending<'a> {
+    fn exchange<'a>(&'a self, body: Body, cancel: &'a CancellationToken) -> Pending<'a> {
         Box::pin(async move {
             self.flight.began.fetch_add(1, Ordering::AcqRel);
             let _in_flight = InFlight(self.flight.clone());
@@ -142,7 +142,7 @@ mod tests {
     struct Never;
 
     impl Transport for Never {
-        fn exchange<'a>(&'a self, _: &'a Body, cancel: &'a CancellationToken) -> Pending<'a> {
+        fn exchange<'a>(&'a self, _: Body, cancel: &'a CancellationToken) -> Pending<'a> {
             Box::pin(async move {
                 cancel.cancelled().await;
                 Exchange::new()
@@ -177,7 +177,7 @@ mod tests {
         let body = Body::from_json(&serde_json::json!({}));
         let before = {
             let (t, b, c) = (transport.clone(), body.clone(), cancel.clone());
-            tokio::spawn(async move { t.exchange(&b, &c).await })
+            tokio::spawn(async move { t.exchange(b, &c).await })
         };
         while flight.in_flight() < 1 {
             tokio::task::yield_now().await;
@@ -186,11 +186,11 @@ mod tests {
         flight.new_load();
         let ended = {
             let (t, b, c) = (transport.clone(), body.clone(), cancel.clone());
-            tokio::spawn(async move { t.exchange(&b, &c).await })
+            tokio::spawn(async move { t.exchange(b, &c).await })
         };
         let dropped = {
             let (t, b, c) = (transport.clone(), body.clone(), CancellationToken::new());
-            tokio::spawn(async move { t.exchange(&b, &c).await })
+            tokio::spawn(async move { t.exchange(b, &c).await })
         };
         while flight.in_flight() < 3 {
             tokio::task::yield_now().await;

@@ -170,7 +170,7 @@ impl super::Runner<'_> {
         let runtime = tokio::runtime::Handle::current();
         Box::new(move || {
             runtime.spawn(async move {
-                let exchange = transport.exchange(&body, &cancel).await;
+                let exchange = transport.exchange(body, &cancel).await;
                 gate.release();
                 // The runner holds the receiver until every launched request has reported.
                 let _ = results.send((meta, exchange));

@@ -342,7 +342,7 @@ impl Sessions<'_> {
         let transport = self.transport.clone();
         let cancel = self.cancel.clone();
         meta.launched = Some(Instant::now());
-        let exchange = tokio::spawn(async move { transport.exchange(&body, &cancel).await })
+        let exchange = tokio::spawn(async move { transport.exchange(body, &cancel).await })
             .await
             .map_err(|e| Error::Internal(format!("a request task failed: {e}")))?;
         Ok((meta, exchange))

@@ -57,7 +57,7 @@ impl Target {
         let mut body = self.body(&self.one_token(&prompt));
         crate::api::drop_fields(&mut body, without);
         let body = crate::api::Body::from_json(&body);
-        let exchange = self.endpoint.stream(&body, &CancellationToken::new()).await;
+        let exchange = self.endpoint.stream(body, &CancellationToken::new()).await;
         match exchange.failure? {
             Failure::Http { status, body } if matches!(status, 400 | 422) => {
                 Some(Refusal { status, said: body })

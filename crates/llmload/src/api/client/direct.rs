@@ -5,7 +5,7 @@
 
 use super::{on_event, Exchange, Failure, StreamText, Timing};
 use crate::api::conn::Conn;
-use crate::api::http1::{self, BodyDecoder, Origin};
+use crate::api::http1::{self, BodyDecoder, Origin, Outgoing};
 use crate::api::sse::{Event, SseDecoder};
 use crate::api::{tls, Api};
 use crate::record::CancelAfter;
@@ -27,51 +27,53 @@ impl From<Failure> for Broken {
     }
 }
 
-/// The exchange of `request` (its bytes, from [`Origin::request`]): on a kept-alive connection
-/// if there is one, sent once more on a new connection if the server had closed it unseen.
+/// The exchange of `request` (from [`Origin::request`]): on a kept-alive connection if there is
+/// one, sent once more on a new connection if the server had closed it unseen. The request is
+/// let go once the response's head has come (a stream in flight holds no copy of what it sent).
 pub(super) async fn read_direct(
     origin: &Origin,
     api: Api,
-    request: &[u8],
+    request: Outgoing,
     exchange: &mut Exchange,
 ) -> Result<(), Failure> {
-    let (conn, reused) = origin
-        .connection()
-        .await
-        .map_err(|e| cannot_connect(origin, &e))?;
-    let responses = conn.responses();
-    let kept = match converse(conn, reused, api, request, exchange).await {
-        Err(Broken::Stale) => {
-            // The server closed it after the check found it open (the rare race).
-            origin.closed_after(responses);
-            exchange.retried = true;
-            *exchange = Exchange {
-                retried: true,
-                token_cap: exchange.token_cap,
-                abandon_at: exchange.abandon_at,
-                abandon_in: exchange.abandon_in,
-                usage_per_chunk: exchange.usage_per_chunk,
-                inputs: exchange.inputs,
-                text: exchange.text.take().map(|_| StreamText::default()),
-                answer: exchange.answer.take().map(|_| String::new()),
-                ..Exchange::new()
-            };
+    let mut request = Some(request);
+    let mut retry = false;
+    // One `converse` in the loop, not one per try: the future stays the size of one.
+    let kept = loop {
+        let connected = if retry {
             // The retry goes on a new connection: another kept one may be as stale.
-            let conn = origin
-                .fresh_connection()
-                .await
-                .map_err(|e| cannot_connect(origin, &e))?;
-            match converse(conn, false, api, request, exchange).await {
-                Err(Broken::Stale) => Err(Failure::Disconnected(
-                    "the server closed the connection before answering".into(),
-                )),
-                Err(Broken::Failed(failure)) => Err(failure),
-                Ok(kept) => Ok(kept),
+            origin.fresh_connection().await.map(|conn| (conn, false))
+        } else {
+            origin.connection().await
+        };
+        let (conn, reused) = connected.map_err(|e| cannot_connect(origin, &e))?;
+        let responses = conn.responses();
+        match converse(conn, reused, api, &mut request, exchange).await {
+            Err(Broken::Stale) if !retry => {
+                // The server closed it after the check found it open (the rare race).
+                origin.closed_after(responses);
+                retry = true;
+                *exchange = Exchange {
+                    retried: true,
+                    token_cap: exchange.token_cap,
+                    abandon_at: exchange.abandon_at,
+                    abandon_in: exchange.abandon_in,
+                    usage_per_chunk: exchange.usage_per_chunk,
+                    inputs: exchange.inputs,
+                    text: exchange.text.take().map(|_| StreamText::default()),
+                    answer: exchange.answer.take().map(|_| String::new()),
+                    ..Exchange::new()
+                };
             }
+            Err(Broken::Stale) => {
+                return Err(Failure::Disconnected(
+                    "the server closed the connection before answering".into(),
+                ))
+            }
+            Err(Broken::Failed(failure)) => return Err(failure),
+            Ok(kept) => break kept,
         }
-        Err(Broken::Failed(failure)) => Err(failure),
-        Ok(kept) => Ok(kept),
-    }?;
+    };
     if let Some(conn) = kept {
         origin.keep(conn);
     }
@@ -93,7 +95,7 @@ async fn converse(
     mut conn: Conn,
     reused: bool,
     api: Api,
-    request: &[u8],
+    request: &mut Option<Outgoing>,
     exchange: &mut Exchange,
 ) -> Result<Option<Conn>, Broken> {
     // The connection is open (its handshake done, over TLS): its setup is reported apart, and
@@ -105,31 +107,38 @@ async fn converse(
     };
     exchange.sent = Instant::now();
     exchange.timing = Some(timing);
-    let Some(ms) = exchange.abandon_in else {
-        return talk(conn, reused, api, request, exchange, timing).await;
-    };
     // `--cancel-after DURATION`: from the send, the read is dropped there, and the connection
-    // with it (closed, as a user's client closes it).
-    let at = exchange.sent + Duration::from_millis(ms);
+    // with it (closed, as a user's client closes it). (One `talk` either way: a stream's future
+    // is as large as its largest state, and 10,000 of them are in flight at once.)
+    let abandon = exchange.abandon_in;
+    let at = exchange.sent + Duration::from_millis(abandon.unwrap_or(0));
+    let talked = talk(conn, reused, api, request, exchange, timing);
+    let Some(ms) = abandon else {
+        return talked.await;
+    };
     tokio::select! {
         biased;
-        talked = talk(conn, reused, api, request, exchange, timing) => talked,
+        talked = talked => talked,
         () = tokio::time::sleep_until(at) => {
             Err(Broken::Failed(Failure::Abandoned(CancelAfter::Ms(ms))))
         }
     }
 }
 
-/// [`converse`] once the request's `sent` is taken: write it, read the answer.
+/// [`converse`] once the request's `sent` is taken: write it, read the answer. The request is
+/// dropped once the head has come: only a connection found stale before then sends it again.
 async fn talk(
     mut conn: Conn,
     reused: bool,
     api: Api,
-    request: &[u8],
+    request: &mut Option<Outgoing>,
     exchange: &mut Exchange,
     mut timing: Timing,
 ) -> Result<Option<Conn>, Broken> {
-    if let Err(e) = conn.send(request).await {
+    let Some(outgoing) = request.as_ref() else {
+        return Err(Failure::Disconnected("the request was already answered".into()).into());
+    };
+    if let Err(e) = conn.send_parts(&outgoing.head, &outgoing.body).await {
         let failure = Failure::Disconnected(format!("request failed: {e}"));
         return Err(stale_or(reused, failure));
     }
@@ -139,6 +148,7 @@ async fn talk(
     // go through the thread's shared buffer, so a stream waiting for its next token holds no
     // read buffer of its own.
     let (head, buffer, arrived) = read_head(&mut conn, reused).await?;
+    *request = None;
     timing.head = Some(arrived);
     exchange.server_request_id.clone_from(&head.request_id);
     exchange.timing = Some(timing);
@@ -149,7 +159,7 @@ async fn talk(
     };
     // 204 and 205 are successes that carry no body: for a generation, an answer of nothing.
     if !(200..300).contains(&head.status) || matches!(head.status, 204 | 205) {
-        let body = reader.error_body(&mut conn, &buffer[head.length..]).await;
+        let body = Box::pin(reader.error_body(&mut conn, &buffer[head.length..])).await;
         return Err(Failure::Http {
             status: head.status,
             body,
@@ -158,19 +168,20 @@ async fn talk(
     }
     if api.is_pooling() {
         let first = &buffer[head.length..];
-        read_answer(
+        // Boxed, as the error bodies are: a stream's future need not make room for them.
+        Box::pin(read_answer(
             &mut conn,
             &mut reader.decoder,
             first,
             arrived,
             api,
             exchange,
-        )
+        ))
         .await?;
         return Ok((head.keep_alive && !reader.decoder.overran()).then_some(conn));
     }
     if let Some(kind) = head.content_type.as_deref().filter(|k| !is_event_stream(k)) {
-        let body = reader.error_body(&mut conn, &buffer[head.length..]).await;
+        let body = Box::pin(reader.error_body(&mut conn, &buffer[head.length..])).await;
         return Err(not_a_stream(head.status, kind, &body).into());
     }
     reader.feed(api, &buffer[head.length..], arrived, exchange)?;

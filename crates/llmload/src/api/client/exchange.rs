@@ -86,8 +86,9 @@ pub struct Timing {
 pub struct StreamText {
     /// The text of the token-carrying chunks, in order.
     pub text: String,
-    /// The byte offset in `text` where each token-carrying chunk ended.
-    pub ends: Vec<usize>,
+    /// The byte offset in `text` where each token-carrying chunk ended (4 bytes a chunk: the
+    /// text is bounded far below 4 GiB).
+    pub ends: Vec<u32>,
     /// The server reported its tokens per chunk: nothing to count.
     pub counted_by_server: bool,
     /// The text outgrew its bound and was dropped.

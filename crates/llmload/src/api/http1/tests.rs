@@ -124,7 +124,9 @@ fn origins_of_plain_http_urls_only() {
     assert_eq!(origin.address, "127.0.0.1:8080");
     assert_eq!(origin.prefix, "/api");
     let lines = "X-Request-Id: a-1\r\n";
-    let request = String::from_utf8(origin.request("/v1/completions", b"{}", lines)).expect("text");
+    let outgoing = origin.request("/v1/completions", bytes::Bytes::from_static(b"{}"), lines);
+    assert!(outgoing.head.ends_with(b"Content-Length: 2\r\n\r\n"));
+    let request = String::from_utf8(outgoing.joined()).expect("text");
     assert!(request.starts_with("POST /api/v1/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"));
     assert!(request.contains("Authorization: Bearer k\r\nX-Request-Id: a-1\r\n"));
     assert!(request.ends_with("Content-Length: 2\r\n\r\n{}"));

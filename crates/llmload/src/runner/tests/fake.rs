@@ -143,7 +143,7 @@ impl Fake {
 }
 
 impl Transport for Fake {
-    fn exchange<'a>(&'a self, body: &'a Body, cancel: &'a CancellationToken) -> Pending<'a> {
+    fn exchange<'a>(&'a self, body: Body, cancel: &'a CancellationToken) -> Pending<'a> {
         Box::pin(async move {
             let n = self.calls.fetch_add(1, Ordering::SeqCst);
             let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
@@ -151,8 +151,11 @@ impl Transport for Fake {
             let script = (self.script)(n);
             let mut exchange = Exchange::new();
             let sent = exchange.sent;
-            let read = play(&script, body, &mut exchange);
-            exchange.failure = bounded(read, cancel, sent, self.timeout).await.err();
+            let failure = {
+                let read = std::pin::pin!(play(&script, &body, &mut exchange));
+                bounded(read, cancel, sent, self.timeout).await.err()
+            };
+            exchange.failure = failure;
             exchange.ended = Some(Instant::now());
             self.in_flight.fetch_sub(1, Ordering::SeqCst);
             let named: Option<serde_json::Value> = serde_json::from_slice(&body.json).ok();

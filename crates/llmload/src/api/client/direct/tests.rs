@@ -121,8 +121,8 @@ fn serve(
 /// twice.
 async fn request(origin: &Origin) -> (bool, bool) {
     let mut exchange = Exchange::new();
-    let bytes = origin.request(Api::Llamacpp.path(), b"{}", "");
-    read_direct(origin, Api::Llamacpp, &bytes, &mut exchange)
+    let bytes = origin.request(Api::Llamacpp.path(), bytes::Bytes::from_static(b"{}"), "");
+    read_direct(origin, Api::Llamacpp, bytes, &mut exchange)
         .await
         .expect("a whole stream");
     assert!(exchange.done.is_some());
@@ -218,8 +218,8 @@ fn answer_once(events: &'static str) -> Origin {
 /// One chat stream from `origin`.
 async fn chat(origin: &Origin) -> (Result<(), Failure>, Exchange) {
     let mut exchange = Exchange::new();
-    let bytes = origin.request(Api::Chat.path(), b"{}", "");
-    let result = read_direct(origin, Api::Chat, &bytes, &mut exchange).await;
+    let bytes = origin.request(Api::Chat.path(), bytes::Bytes::from_static(b"{}"), "");
+    let result = read_direct(origin, Api::Chat, bytes, &mut exchange).await;
     (result, exchange)
 }
 
@@ -255,4 +255,25 @@ async fn done_after_the_finish_reason_is_the_end_as_ever() {
     let (result, exchange) = chat(&answer_once(events)).await;
     assert!(result.is_ok(), "{result:?}");
     assert!(!exchange.ended_without_done && exchange.done.is_some());
+}
+
+/// A stream's future is what each of 10,000 in-flight requests holds for as long as it lasts:
+/// kept small (no future held twice, the rare paths boxed). An `async fn` that takes another
+/// future by value holds it twice, which once made this 5 KB.
+#[test]
+fn a_streams_future_stays_small() {
+    let endpoint = crate::api::client::Endpoint::build(
+        "http://127.0.0.1:1",
+        Api::Chat,
+        (Duration::from_secs(1), Duration::from_secs(1)),
+        None,
+        &[],
+        &crate::api::tls::TlsOptions::default(),
+    )
+    .expect("endpoint");
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let body = crate::api::Body::from_json(&serde_json::json!({}));
+    let stream = endpoint.stream(body, &cancel);
+    let size = std::mem::size_of_val(&stream);
+    assert!(size <= 3 * 1024, "{size} bytes");
 }
