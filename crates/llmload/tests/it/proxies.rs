@@ -266,22 +266,33 @@ fn through_haproxy_in_its_default_configuration_every_response_arrives_in_bursts
     assert_eq!(case["counts"]["ok"], 3, "{case}");
     assert_eq!(case["counts"]["unverified"], 0, "{case}");
     let bursts = &case["bursts"];
-    assert_eq!(
-        (&bursts["examined"], &bursts["buffered"]),
-        (&Value::from(3), &Value::from(3)),
-        "every response in bursts (the server's ms per token: {paces:?}): {case}"
-    );
-    assert!(bursts["kept"].is_null(), "the path buffers: {case}");
-    for figure in ["itl_ms", "tpot_ms", "decode_rate_tps", "chunk_gap_ms"] {
-        assert!(case[figure].is_null(), "{figure}: {case}");
-    }
-    let said = "in32-c1-out32: 3 of 3 responses arrived in a median of";
-    assert!(run.stdout.contains(said), "{}", run.stdout);
+    // A response whose server paced its tokens well inside HAProxy's 200 ms hold arrives in
+    // bursts; one paced slower than the hold (a heavily loaded machine decodes at up to 2 s a
+    // token) cannot, and nothing can be said of one near it.
+    let fast = paces.iter().filter(|&&p| p < 120.0).count();
+    let not_slow = paces.iter().filter(|&&p| p < 300.0).count();
+    let buffered = bursts["buffered"]
+        .as_u64()
+        .and_then(|n| usize::try_from(n).ok())
+        .expect("a count");
+    assert_eq!(bursts["examined"], 3, "{case}");
     assert!(
-        run.stdout.contains("HAProxy: `option http-no-delay`"),
-        "{}",
-        run.stdout
+        (fast..=not_slow).contains(&buffered),
+        "{buffered} in bursts; the server's ms per token: {paces:?}: {case}"
     );
+    if buffered == 3 {
+        assert!(bursts["kept"].is_null(), "the path buffers: {case}");
+        for figure in ["itl_ms", "tpot_ms", "decode_rate_tps", "chunk_gap_ms"] {
+            assert!(case[figure].is_null(), "{figure}: {case}");
+        }
+        let said = "in32-c1-out32: 3 of 3 responses arrived in a median of";
+        assert!(run.stdout.contains(said), "{}", run.stdout);
+        assert!(
+            run.stdout.contains("HAProxy: `option http-no-delay`"),
+            "{}",
+            run.stdout
+        );
+    }
     let timed = assert_ids_and_server_timings(&records, "llama-server timings");
     assert_eq!(timed, 3, "the server's timings came through: {records:?}");
 }
