@@ -243,32 +243,15 @@ impl Sessions<'_> {
                 .await
                 .with_context(|| format!("turn {turn} of session {id}"))?;
             let request_id = self.ids.as_ref().map(|ids| ids.next());
-            let meta = RequestMeta {
-                case: plan.case.id.clone(),
-                phase: Phase::Measured,
-                round: None,
-                index: u32::try_from(index).unwrap_or(u32::MAX),
-                input_tokens: built.input_tokens.unwrap_or(0),
-                output_tokens: output,
-                shared_tokens: self.prompts.shared_tokens(),
-                template_head: self.prompts.template_head(),
-                exact_input: built.input_tokens.is_some(),
-                dataset_entry: None,
-                scheduled: due,
-                launched: None,
-                turn: Some(TurnMeta {
-                    session: id,
-                    turn,
-                    turns: self.spec.turns,
-                    history_tokens: built.history_tokens,
-                }),
-                graph: None,
-                request_id: request_id.as_ref().map(|r| r.id.clone()),
-                cancel_after: None,
-                inputs: 0,
-                images: None,
-                model: model.clone(),
+            let turn_meta = TurnMeta {
+                session: id,
+                turn,
+                turns: self.spec.turns,
+                history_tokens: built.history_tokens,
             };
+            let mut meta = self.meta(index, &built, output, due, turn_meta);
+            meta.request_id = request_id.as_ref().map(|r| r.id.clone());
+            meta.model.clone_from(&model);
             let keep = self.spec.history == History::AsGenerated && turn < self.spec.turns;
             let mut body = self.body(&built.prompt, output, keep, model.as_deref());
             body.id = request_id;
@@ -312,6 +295,40 @@ impl Sessions<'_> {
 
     /// The body of a turn: caching allowed (the history is there to be cached), the answer's
     /// text kept when the history takes it.
+    /// The record's start for a session's request (a turn, or a call of a graph): the
+    /// session's `index`, its prompt as `built`, `output` tokens asked for, due at `due`. Its
+    /// ids, model and graph call are the caller's to set.
+    fn meta(
+        &self,
+        index: u64,
+        built: &crate::workload::source::Turn,
+        output: u32,
+        due: Option<Instant>,
+        turn: TurnMeta,
+    ) -> RequestMeta {
+        RequestMeta {
+            case: self.plan.case.id.clone(),
+            phase: Phase::Measured,
+            round: None,
+            index: u32::try_from(index).unwrap_or(u32::MAX),
+            input_tokens: built.input_tokens.unwrap_or(0),
+            output_tokens: output,
+            shared_tokens: self.prompts.shared_tokens(),
+            template_head: self.prompts.template_head(),
+            exact_input: built.input_tokens.is_some(),
+            dataset_entry: None,
+            scheduled: due,
+            launched: None,
+            turn: Some(turn),
+            graph: None,
+            request_id: None,
+            cancel_after: None,
+            inputs: 0,
+            images: None,
+            model: None,
+        }
+    }
+
     fn body(
         &self,
         prompt: &crate::api::Prompt,

@@ -11,7 +11,7 @@
 use super::{serials, Sessions};
 use crate::api::client::Exchange;
 use crate::error::Context;
-use crate::record::{GraphCall, Phase, RequestMeta, TurnMeta};
+use crate::record::{GraphCall, RequestMeta, TurnMeta};
 use crate::workload::graph::{GraphReplay, GraphSession};
 use crate::workload::session::History;
 use crate::workload::source::{Answer, Conversation};
@@ -154,39 +154,23 @@ impl Sessions<'_> {
             .with_context(|| format!("call {:?} of session {id}", call.name))?;
         let request_id = self.ids.as_ref().map(|ids| ids.next());
         let names = |ks: &[usize]| ks.iter().map(|&p| session.calls[p].name.clone()).collect();
-        let meta = RequestMeta {
-            case: self.plan.case.id.clone(),
-            phase: Phase::Measured,
-            round: None,
-            index: u32::try_from(index).unwrap_or(u32::MAX),
-            input_tokens: built.input_tokens.unwrap_or(0),
-            output_tokens: call.output_tokens,
-            shared_tokens: self.prompts.shared_tokens(),
-            template_head: self.prompts.template_head(),
-            exact_input: built.input_tokens.is_some(),
-            dataset_entry: None,
-            scheduled: due,
-            launched: None,
-            turn: Some(TurnMeta {
-                session: id,
-                turn: crate::num::count(k + 1),
-                turns: crate::num::count(session.calls.len()),
-                history_tokens: built.history_tokens,
-            }),
-            graph: Some(Box::new(GraphCall {
-                session: session.name.clone(),
-                call: call.name.clone(),
-                after: names(&call.after),
-                context: call.context.map(|p| session.calls[p].name.clone()),
-                wait_ms: replay.wait(call).as_secs_f64() * 1e3,
-                final_answer: k == session.final_call,
-            })),
-            request_id: request_id.as_ref().map(|r| r.id.clone()),
-            cancel_after: None,
-            inputs: 0,
-            images: None,
-            model: model.map(str::to_owned),
+        let turn = TurnMeta {
+            session: id,
+            turn: crate::num::count(k + 1),
+            turns: crate::num::count(session.calls.len()),
+            history_tokens: built.history_tokens,
         };
+        let mut meta = self.meta(index, &built, call.output_tokens, due, turn);
+        meta.graph = Some(Box::new(GraphCall {
+            session: session.name.clone(),
+            call: call.name.clone(),
+            after: names(&call.after),
+            context: call.context.map(|p| session.calls[p].name.clone()),
+            wait_ms: replay.wait(call).as_secs_f64() * 1e3,
+            final_answer: k == session.final_call,
+        }));
+        meta.request_id = request_id.as_ref().map(|r| r.id.clone());
+        meta.model = model.map(str::to_owned);
         let keep = self.spec.history == History::AsGenerated && call.extended;
         let mut body = self.body(&built.prompt, call.output_tokens, keep, model);
         body.id = request_id;
