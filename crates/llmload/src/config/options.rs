@@ -160,7 +160,9 @@ options! {
         /// answer its prompt extends (`context`, or none for a fresh context), its
         /// `new_tokens` and `output_tokens`. Closed loops run --concurrency sessions in
         /// parallel, open loops start sessions at --rate sessions/s; each of the file's
-        /// sessions runs once unless --sessions or --duration says otherwise.
+        /// sessions runs once unless --sessions or --duration says otherwise. Also read: the
+        /// KV-cache tester's agentic traces (a conversation a JSON object, sub-agents nested;
+        /// a file, or a folder of them) and AIPerf's trace rows with a `session_id`.
         #[arg(long, value_name = "FILE")]
         pub dag: Option<PathBuf>,
         /// Multiply every wait of a --dag file by this [default: 1]

@@ -14,6 +14,8 @@
 //! through others. A session's final answer is the call marked `"final": true`, else its last
 //! call (in the file's order) that no other waits for.
 
+mod foreign;
+
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::Path;
@@ -106,9 +108,45 @@ struct Line {
 }
 
 /// Reads and checks a graph file.
+/// A folder's files are read in name order, each a graph of its own sessions (the KV-cache
+/// tester keeps one conversation a file), within [`MAX_GRAPH_BYTES`] together.
 pub fn load(path: &Path) -> Result<Graph, GraphError> {
-    let text = super::read_bounded(path, MAX_GRAPH_BYTES, "a session graph").map_err(GraphError)?;
-    parse(&text).map_err(|e| GraphError(format!("{}: {e}", path.display())))
+    let files = if path.is_dir() {
+        let cannot = |e: std::io::Error| GraphError(format!("cannot read {}: {e}", path.display()));
+        let mut files: Vec<_> = std::fs::read_dir(path)
+            .map_err(cannot)?
+            .map(|entry| entry.map(|e| e.path()))
+            .collect::<Result<_, _>>()
+            .map_err(cannot)?;
+        files.retain(|f| f.is_file());
+        files.sort();
+        if files.is_empty() {
+            return Err(GraphError(format!(
+                "{}: no file in the folder",
+                path.display()
+            )));
+        }
+        files
+    } else {
+        vec![path.to_path_buf()]
+    };
+    let mut sessions = Vec::new();
+    let mut left = MAX_GRAPH_BYTES;
+    for file in &files {
+        let text = super::read_bounded(file, left, "a session graph").map_err(GraphError)?;
+        left = left.saturating_sub(text.len() as u64);
+        let graph = parse(&text).map_err(|e| GraphError(format!("{}: {e}", file.display())))?;
+        sessions.extend(graph.sessions);
+    }
+    let mut seen = std::collections::HashSet::new();
+    if let Some(twice) = sessions.iter().find(|s| !seen.insert(s.name.as_str())) {
+        return Err(GraphError(format!(
+            "{}: session {:?} appears in two files",
+            path.display(),
+            twice.name
+        )));
+    }
+    Ok(Graph { sessions })
 }
 
 /// A call as read, before its names are resolved.
@@ -123,16 +161,30 @@ struct Read {
     is_final: bool,
 }
 
-/// Parses a graph: each line a call, blank lines skipped.
+/// Parses a graph: each line a call, blank lines skipped; or another tool's layout
+/// ([`foreign`]).
 pub fn parse(text: &str) -> Result<Graph, String> {
+    let lines = match foreign::lines(text)? {
+        Some(lines) => lines,
+        None => text
+            .lines()
+            .enumerate()
+            .filter(|(_, raw)| !raw.trim().is_empty())
+            .map(|(k, raw)| {
+                serde_json::from_str(raw)
+                    .map(|l| (k + 1, l))
+                    .map_err(|e| format!("line {}: {e}", k + 1))
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    build(lines)
+}
+
+/// The graph of calls read (each with the line it came from).
+fn build(lines: Vec<(usize, Line)>) -> Result<Graph, String> {
     let mut order: Vec<String> = Vec::new();
     let mut sessions: HashMap<String, Vec<Read>> = HashMap::new();
-    for (k, raw) in text.lines().enumerate() {
-        let line = k + 1;
-        if raw.trim().is_empty() {
-            continue;
-        }
-        let l: Line = serde_json::from_str(raw).map_err(|e| format!("line {line}: {e}"))?;
+    for (line, l) in lines {
         let id = |what: &str, id: Id| {
             let t = id.text();
             if t.is_empty() || t.len() > MAX_ID || t.chars().any(char::is_control) {

@@ -2,7 +2,8 @@
 //! sessions of a plan, three research calls fanned out after it, an answer after all three)
 //! replayed with every call verified, the research calls overlapping, each call waiting for its
 //! last parent and its wait, each prompt extending its context's; the summary's TTFAT per
-//! session; and the usage errors.
+//! session; other tools' layouts the same way; and the usage errors.
+#![expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
 
 use crate::common;
 
@@ -20,32 +21,32 @@ fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("a number: {v}"))
 }
 
-#[test]
-fn the_example_graph_replays_fanned_out_verified_and_gives_ttfat_per_session() {
-    let out = tempfile::tempdir().expect("temp dir");
-    let example = example();
+/// The calls of a session, by name.
+type Calls = BTreeMap<String, Value>;
+
+/// Replays `graph` (a file or a folder) on the simulator with `concurrency` sessions at a time:
+/// the attempt folder and its sessions' calls, every one ok and verified.
+fn replay(out: &Path, graph: &Path, concurrency: &str) -> (PathBuf, BTreeMap<String, Calls>) {
     let result = llmload(&[
         "run",
         "--out",
-        out.path().to_str().expect("UTF-8 path"),
+        out.to_str().expect("UTF-8 path"),
         "--name",
         "g",
         "--telemetry",
         "off",
         "-q",
         "--dag",
-        example.to_str().expect("UTF-8 path"),
+        graph.to_str().expect("UTF-8 path"),
         "--concurrency",
-        "4",
+        concurrency,
         "--history",
         "placeholder",
     ]);
     assert_eq!(result.code, 0, "{}\n{}", result.stdout, result.stderr);
-    let dir = common::attempt_dir(out.path(), "g");
-    let records = measured(&dir);
-    assert_eq!(records.len(), 20, "4 sessions of 5 calls");
-    let mut sessions: BTreeMap<String, BTreeMap<String, Value>> = BTreeMap::new();
-    for r in &records {
+    let dir = common::attempt_dir(out, "g");
+    let mut sessions: BTreeMap<String, Calls> = BTreeMap::new();
+    for r in measured(&dir) {
         assert_eq!(
             (&r["status"], &r["verified"]),
             (&"ok".into(), &true.into()),
@@ -56,10 +57,38 @@ fn the_example_graph_replays_fanned_out_verified_and_gives_ttfat_per_session() {
         let call = g["call"].as_str().expect("a call").to_owned();
         sessions.entry(session).or_default().insert(call, r.clone());
     }
+    (dir, sessions)
+}
+
+/// When `r` ended, s.
+fn done(r: &Value) -> f64 {
+    f(&r["done_s"])
+}
+
+/// `call` was due `wait` s after the last of `parents` ended, and sent no earlier.
+fn waited(call: &Value, parents: &[&Value], wait: f64) {
+    let last = parents.iter().map(|r| done(r)).fold(0.0, f64::max);
+    let due = f(&call["scheduled_s"]);
+    assert!((due - last - wait).abs() < 1e-6, "{call}");
+    assert!(f(&call["sent_s"]) >= due, "{call}");
+}
+
+/// Each of `calls` was sent before any of them ended.
+fn overlapped(calls: &[&Value]) -> bool {
+    let last_sent = calls.iter().map(|r| f(&r["sent_s"])).fold(0.0, f64::max);
+    let first_done = calls.iter().map(|r| done(r)).fold(f64::INFINITY, f64::min);
+    last_sent < first_done
+}
+
+#[test]
+fn the_example_graph_replays_fanned_out_verified_and_gives_ttfat_per_session() {
+    let out = tempfile::tempdir().expect("temp dir");
+    let (dir, sessions) = replay(out.path(), &example(), "4");
+    let records = measured(&dir);
+    assert_eq!(records.len(), 20, "4 sessions of 5 calls");
     assert_eq!(sessions.len(), 4);
     for (name, calls) in &sessions {
         let plan = &calls["plan"];
-        let done = |r: &Value| f(&r["done_s"]);
         // The plan's 96 tokens and its 16-token answer (placeholder) are every other call's
         // context, the cache's eligible tokens; each adds its own.
         let context = n(&plan["prompt_tokens"]) + 16;
@@ -69,28 +98,14 @@ fn the_example_graph_replays_fanned_out_verified_and_gives_ttfat_per_session() {
             assert_eq!(n(&r["history_tokens"]), context, "{r}");
             assert_eq!(n(&r["prompt_tokens"]), context + 24, "{r}");
             assert!(n(&r["cached_tokens"]) <= context, "{r}");
-            // Due 100 ms after the plan ended, and sent no earlier.
-            let due = f(&r["scheduled_s"]);
-            assert!((due - done(plan) - 0.100).abs() < 1e-6, "{r}");
-            assert!(f(&r["sent_s"]) >= due, "{r}");
+            waited(r, &[plan], 0.100);
         }
-        // The three overlap: each was sent before any of them ended.
-        let last_sent = research.iter().map(|r| f(&r["sent_s"])).fold(0.0, f64::max);
-        let first_done = research
-            .iter()
-            .map(|r| done(r))
-            .fold(f64::INFINITY, f64::min);
         assert!(
-            last_sent < first_done,
+            overlapped(&research),
             "{name}: the research calls did not overlap"
         );
         let answer = &calls["answer"];
-        let last = research.iter().map(|r| done(r)).fold(0.0, f64::max);
-        assert!(
-            (f(&answer["scheduled_s"]) - last - 0.200).abs() < 1e-6,
-            "{answer}"
-        );
-        assert!(f(&answer["sent_s"]) >= f(&answer["scheduled_s"]));
+        waited(answer, &research, 0.200);
         assert_eq!(n(&answer["history_tokens"]), context, "{answer}");
         assert_eq!(n(&answer["prompt_tokens"]), context + 48, "{answer}");
         assert_eq!(answer["graph"]["final_answer"], true);
@@ -115,6 +130,73 @@ fn the_example_graph_replays_fanned_out_verified_and_gives_ttfat_per_session() {
         report.contains("Session graphs") && report.contains("TTFAT"),
         "{report}"
     );
+}
+
+/// The documentation's examples of other tools' layouts.
+fn examples(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/examples")
+        .join(name)
+}
+
+#[test]
+fn an_agent_trace_of_the_kv_cache_tester_replays_its_sub_agents_together_then_joins_them() {
+    let out = tempfile::tempdir().expect("temp dir");
+    // A folder of conversations, one a file, as the tester keeps them: the example, and the
+    // same conversation under another id on one line.
+    let folder = out.path().join("traces");
+    std::fs::create_dir(&folder).expect("folder");
+    let trace = std::fs::read_to_string(examples("agent-trace.json")).expect("example");
+    std::fs::write(folder.join("a.json"), &trace).expect("write");
+    let mut other: Value = serde_json::from_str(&trace).expect("JSON");
+    other["id"] = "coding-2".into();
+    std::fs::write(folder.join("b.json"), format!("{other}\n")).expect("write");
+    let (dir, sessions) = replay(&out.path().join("out"), &folder, "2");
+    assert_eq!(sessions.len(), 2);
+    for (name, calls) in &sessions {
+        assert_eq!(calls.len(), 5, "{name}");
+        let (first, last) = (&calls["r1"], &calls["r2"]);
+        let (a1, a2, a3) = (&calls["sa1/r1"], &calls["sa1/r2"], &calls["sa2/r1"]);
+        // The sub-agents start together after the first request, on fresh prompts.
+        waited(a1, &[first], 0.0);
+        waited(a3, &[first], 0.0);
+        assert!(
+            overlapped(&[a1, a3]),
+            "{name}: the sub-agents did not overlap"
+        );
+        assert_eq!((n(&a1["prompt_tokens"]), n(&a3["prompt_tokens"])), (64, 72));
+        // The first sub-agent's second request extends its first: 64 + 12 + 24.
+        waited(a2, &[a1], 0.100);
+        assert_eq!(n(&a2["prompt_tokens"]), 100, "{a2}");
+        assert_eq!(n(&a2["history_tokens"]), 76, "{a2}");
+        // The last waits for its predecessor and both sub-agents, and extends the first.
+        waited(last, &[first, a2, a3], 0.200);
+        assert_eq!(n(&last["prompt_tokens"]), 160, "{last}");
+        assert_eq!(last["graph"]["final_answer"], true);
+    }
+    let summary = json(&dir.join("summary.json"));
+    let g = &summary["cases"][0]["sessions"]["graph"];
+    assert_eq!((n(&g["sessions"]), n(&g["complete"])), (2, 2), "{g}");
+    assert_eq!(n(&g["ttfat_ms"]["n"]), 2, "{g}");
+}
+
+#[test]
+fn aiperf_trace_rows_with_sessions_replay_as_turns_after_their_delays() {
+    let out = tempfile::tempdir().expect("temp dir");
+    let (_, sessions) = replay(out.path(), &examples("aiperf-sessions.jsonl"), "3");
+    assert_eq!(
+        sessions.keys().collect::<Vec<_>>(),
+        ["chat-1", "chat-2", "row-5"]
+    );
+    let chat = &sessions["chat-1"];
+    waited(&chat["turn-2"], &[&chat["turn-1"]], 0.150);
+    // The second turn holds the first's 80 tokens and its answer, then 32 of its own.
+    assert_eq!(n(&chat["turn-2"]["prompt_tokens"]), 128);
+    assert_eq!(n(&chat["turn-2"]["history_tokens"]), 96);
+    let other = &sessions["chat-2"];
+    waited(&other["turn-2"], &[&other["turn-1"]], 0.100);
+    assert_eq!(n(&other["turn-2"]["prompt_tokens"]), 40, "a fresh prompt");
+    assert_eq!(sessions["row-5"].len(), 1);
 }
 
 #[test]
