@@ -39,6 +39,7 @@ pub mod sessions;
 pub mod shards;
 pub mod short;
 pub mod soak;
+pub mod speculative;
 pub mod sweep;
 mod tally;
 pub mod window;

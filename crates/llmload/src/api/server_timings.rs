@@ -8,7 +8,7 @@
 //! itself never fails on them: they are read apart from the fields that verify a response, and
 //! only where the event carries them.
 
-use crate::record::{ServerTimings, TimingSource};
+use crate::record::{Drafts, ServerTimings, TimingSource};
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use std::fmt;
@@ -161,6 +161,8 @@ struct LlamaTimings {
     predicted_n: Option<Number>,
     predicted_ms: Option<Number>,
     cache_n: Option<Number>,
+    draft_n: Option<Number>,
+    draft_n_accepted: Option<Number>,
 }
 
 /// llama-server's timings of the event `data` (its `timings` object): the prompt's processing
@@ -174,7 +176,7 @@ pub fn llama(data: &[u8]) -> Reported {
     let Ok(Carrier { timings: Some(t) }) = serde_json::from_slice::<Carrier>(data) else {
         return unreadable("timings");
     };
-    let (mut timings, [prompt_ms, _, predicted_ms, _, _], notes) = checked(
+    let (mut timings, [prompt_ms, _, predicted_ms, _, _, drafted, accepted], mut notes) = checked(
         TimingSource::LlamaServer,
         "timings",
         [
@@ -183,12 +185,34 @@ pub fn llama(data: &[u8]) -> Reported {
             ("predicted_ms", Kind::Duration, t.predicted_ms),
             ("predicted_n", Kind::Count, t.predicted_n),
             ("cache_n", Kind::Count, t.cache_n),
+            ("draft_n", Kind::Count, t.draft_n),
+            ("draft_n_accepted", Kind::Count, t.draft_n_accepted),
         ],
     );
     timings.prefill_ms = prompt_ms;
     timings.ttft_ms = prompt_ms;
     timings.decode_ms = predicted_ms;
+    timings.drafts = drafts(drafted, accepted, &mut notes);
     reported(timings, notes)
+}
+
+/// A response's speculative decoding from the server's counts (both read and whole): none where
+/// either is absent, and none, with a note, where more were accepted than drafted.
+fn drafts(drafted: Option<f64>, accepted: Option<f64>, notes: &mut Vec<String>) -> Option<Drafts> {
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "whole counts from 0 to 1e9, checked"
+    )]
+    let (drafted, accepted) = (drafted? as u64, accepted? as u64);
+    if accepted > drafted {
+        notes.push(format!(
+            "the server's timings: draft_n_accepted {accepted} exceeds draft_n {drafted}; the \
+             drafts are left out"
+        ));
+        return None;
+    }
+    Some(Drafts { drafted, accepted })
 }
 
 /// vLLM's per-request metrics, as far as llmload reads them.
@@ -264,6 +288,38 @@ mod tests {
                 "prompt_n"
             ]
         );
+    }
+
+    #[test]
+    fn llama_server_drafts_are_read_and_more_accepted_than_drafted_is_left_out() {
+        let speculating = br#"{"timings":{"prompt_n":6,"prompt_ms":401.7,"predicted_n":12,
+            "predicted_ms":1137.1,"draft_n":9,"draft_n_accepted":7}}"#;
+        let r = llama(speculating);
+        assert!(r.notes.is_empty(), "{:?}", r.notes);
+        let t = r.timings.expect("timings");
+        assert_eq!(
+            t.drafts,
+            Some(Drafts {
+                drafted: 9,
+                accepted: 7
+            })
+        );
+        assert_eq!(t.raw.get("draft_n_accepted"), Some(&7.0));
+        // Without drafting, none is claimed.
+        let plain = br#"{"timings":{"prompt_n":6,"prompt_ms":401.7}}"#;
+        assert_eq!(llama(plain).timings.expect("timings").drafts, None);
+        let absurd = br#"{"timings":{"prompt_ms":40,"draft_n":3,"draft_n_accepted":5}}"#;
+        let r = llama(absurd);
+        assert_eq!(r.timings.expect("timings").drafts, None);
+        assert_eq!(
+            r.notes,
+            [
+                "the server's timings: draft_n_accepted 5 exceeds draft_n 3; the drafts are left \
+              out"
+            ]
+        );
+        let half = br#"{"timings":{"prompt_ms":40,"draft_n":3,"draft_n_accepted":-1}}"#;
+        assert_eq!(llama(half).timings.expect("timings").drafts, None);
     }
 
     #[test]

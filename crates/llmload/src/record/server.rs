@@ -58,6 +58,20 @@ pub struct ServerTimings {
     /// an attribution error), and the record's notes say by how much.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ttft_exceeds_client: bool,
+    /// Speculative decoding: the draft tokens the server proposed for this response and those
+    /// it accepted; absent where the server reported no drafting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drafts: Option<Drafts>,
+}
+
+/// What a server's speculative decoding did for one response, in its own counts (llama-server's
+/// `draft_n` and `draft_n_accepted`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Drafts {
+    /// Tokens the draft proposed.
+    pub drafted: u64,
+    /// Of those, the tokens the target model accepted.
+    pub accepted: u64,
 }
 
 impl ServerTimings {
@@ -71,6 +85,7 @@ impl ServerTimings {
             decode_ms: None,
             raw: BTreeMap::new(),
             ttft_exceeds_client: false,
+            drafts: None,
         }
     }
 

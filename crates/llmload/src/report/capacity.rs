@@ -10,7 +10,7 @@ use crate::summary::capacity::{Capacity, LoadAnswer, LoadUnit, RuleVerdict};
 use std::fmt::Write as _;
 
 /// A share as a percentage, to 0.1 %.
-fn percent(share: f64) -> String {
+pub(super) fn percent(share: f64) -> String {
     format!("{:.1}%", share * 100.0)
 }
 

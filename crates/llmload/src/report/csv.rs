@@ -569,6 +569,7 @@ mod tests {
             decode_ms: one(90.0),
             delivery_ms: one(5.0),
             ttft_parts: Some(TtftParts::example()),
+            speculative: None,
             pace: None,
         });
         let case = &summary.cases[0];

@@ -204,6 +204,7 @@ mod tests {
             decode_ms: one(100.0),
             delivery_ms: one(4.0),
             ttft_parts: Some(crate::summary::server_side::TtftParts::example()),
+            speculative: None,
             pace: Some(crate::summary::pace::Pace {
                 prefill_ms_per_token: one(0.3125),
                 decode_ms_per_token: None,

@@ -41,6 +41,7 @@ pub mod server_side;
 pub mod sessions;
 pub mod shards;
 pub mod soak;
+pub mod speculative;
 pub mod table;
 pub mod target;
 pub mod terminal;
@@ -80,7 +81,7 @@ pub const FAILED_SHOWN: usize = 100;
 
 /// The page every format writes: its sections in order, each from the file of what it shows,
 /// those with nothing to show left out. A new section is a file and a line here.
-const SECTIONS: [fn(&Report) -> Option<Section<'_>>; 20] = [
+const SECTIONS: [fn(&Report) -> Option<Section<'_>>; 21] = [
     target::section,
     target::outcome,
     ab::section,
@@ -99,6 +100,7 @@ const SECTIONS: [fn(&Report) -> Option<Section<'_>>; 20] = [
     abandoned::section,
     phases::section,
     server_side::section,
+    speculative::section,
     shards::section,
     gallery::section,
 ];

@@ -42,6 +42,9 @@ pub struct ServerSideSummary {
     /// ([`super::pace`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pace: Option<super::pace::Pace>,
+    /// Speculative decoding, where the server reported its drafts ([`super::speculative`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speculative: Option<super::speculative::SpeculativeSummary>,
 }
 
 /// The client's TTFT cut into parts: the connection and the request's write (the client's own
@@ -163,6 +166,7 @@ pub struct ServerSideFigures {
     delivery: Samples,
     parts: PartSums,
     pace: super::pace::PaceFigures,
+    speculative: super::speculative::SpeculativeFigures,
 }
 
 impl ServerSideFigures {
@@ -178,6 +182,7 @@ impl ServerSideFigures {
         }
         self.exceeds += u32::from(s.ttft_exceeds_client);
         self.pace.add(r, s, label);
+        self.speculative.add(r, label);
         let delivery = r
             .ttft_ms
             .zip(s.ttft_ms)
@@ -213,6 +218,7 @@ impl ServerSideFigures {
             delivery_ms: self.delivery.distribution(),
             ttft_parts,
             pace: self.pace.finish(),
+            speculative: self.speculative.finish(),
         })
     }
 }

@@ -64,6 +64,12 @@ impl LlamaServer {
         LlamaServer::start_with(&[])
     }
 
+    /// As [`LlamaServer::start`], speculating: the model drafts for itself (`draft-simple`).
+    pub(crate) fn speculating() -> LlamaServer {
+        let (_, model) = installed();
+        LlamaServer::start_with(&["-md", &model, "--spec-type", "draft-simple"])
+    }
+
     /// As [`LlamaServer::start`], with extra llama-server flags.
     pub(crate) fn start_with(extra: &[&str]) -> LlamaServer {
         let (server, model) = installed();

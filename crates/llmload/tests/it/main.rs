@@ -68,6 +68,7 @@ mod shards;
 mod shared_prefix;
 mod simulator;
 mod soak;
+mod speculative;
 mod stages;
 mod tls;
 mod vllm;

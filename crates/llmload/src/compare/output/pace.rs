@@ -99,6 +99,7 @@ mod tests {
             decode_ms: None,
             delivery_ms: None,
             ttft_parts: None,
+            speculative: None,
             pace: Some(crate::summary::pace::Pace {
                 prefill_ms_per_token: one(prefill),
                 decode_ms_per_token: one(decode),

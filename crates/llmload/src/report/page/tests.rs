@@ -116,6 +116,7 @@ fn every_section() -> Report {
         decode_ms: one(100.0),
         delivery_ms: one(4.0),
         ttft_parts: Some(TtftParts::example()),
+        speculative: None,
         pace: None,
     });
     let sessions = &mut summary.cases[2];
