@@ -131,6 +131,7 @@ fn header() -> Vec<String> {
         columns.extend(PHASE_STATISTICS.iter().map(|s| format!("{name}_{s}")));
     }
     columns.extend(TTFT_PART_COLUMNS.map(String::from));
+    columns.extend(SPECULATIVE_COLUMNS.map(String::from));
     // Last, so that the columns before keep their places.
     columns.push("abandoned".into());
     columns.push("short".into());
@@ -172,12 +173,20 @@ const TTFT_PART_COLUMNS: [&str; 7] = [
     "ttft_parts_unavailable",
 ];
 
-/// The server's own account of a case and its TTFT's parts; empty where the server reported no
-/// timings.
+/// Speculative decoding: the server's drafted and accepted tokens and their pooled share.
+const SPECULATIVE_COLUMNS: [&str; 3] = [
+    "server_drafted_tokens",
+    "server_accepted_tokens",
+    "server_acceptance_rate",
+];
+
+/// The server's own account of a case, its TTFT's parts and its drafts; empty where the server
+/// reported no timings.
 fn server_cells(s: Option<&crate::summary::server_side::ServerSideSummary>) -> Vec<String> {
     let width = SERVER_COLUMNS.len()
         + SERVER_DISTRIBUTIONS.len() * PHASE_STATISTICS.len()
-        + TTFT_PART_COLUMNS.len();
+        + TTFT_PART_COLUMNS.len()
+        + SPECULATIVE_COLUMNS.len();
     let Some(s) = s else {
         return vec![String::new(); width];
     };
@@ -210,6 +219,14 @@ fn server_cells(s: Option<&crate::summary::server_side::ServerSideSummary>) -> V
                 p.unavailable.join(";"),
             ]);
         }
+    }
+    match &s.speculative {
+        None => cells.extend(vec![String::new(); SPECULATIVE_COLUMNS.len()]),
+        Some(d) => cells.extend([
+            d.drafted.to_string(),
+            d.accepted.to_string(),
+            figure(d.acceptance_rate),
+        ]),
     }
     cells
 }
