@@ -13,7 +13,7 @@ mod graph;
 mod server;
 
 pub use graph::GraphCall;
-pub use server::{Drafts, ServerTimings, TimingSource};
+pub use server::{Drafts, PrefixReset, ServerTimings, TimingSource};
 
 /// Seconds since the attempt started.
 pub type Seconds = f64;

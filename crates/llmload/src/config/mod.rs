@@ -151,6 +151,9 @@ pub struct Config {
     pub best_effort: bool,
     /// `--traceparent`: a W3C `traceparent` header on every request, besides its `X-Request-Id`.
     pub traceparent: bool,
+    /// `--reset-prefix-cache`: the server is asked to drop its prefix cache before each case.
+    #[serde(default)]
+    pub reset_prefix_cache: bool,
     /// Only the table on stdout, nothing on stderr but errors.
     pub quiet: bool,
     /// Where GPU readings come from.
@@ -283,6 +286,7 @@ impl Config {
             tokenizer,
             best_effort,
             traceparent,
+            reset_prefix_cache,
         } = settings.target;
         let guard = guarded::Guarded::resolve(settings.guard)?;
         let OutputOptions {
@@ -339,6 +343,7 @@ impl Config {
             tokenizer,
             best_effort: best_effort.unwrap_or(false),
             traceparent: traceparent.unwrap_or(false),
+            reset_prefix_cache: reset_prefix_cache.unwrap_or(false),
             quiet: quiet.unwrap_or(false),
             telemetry: guard.telemetry,
             telemetry_interval: guard.telemetry_interval,

@@ -149,3 +149,16 @@ mod tests {
         );
     }
 }
+
+/// What asking the server to drop its prefix cache before a case did (`--reset-prefix-cache`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrefixReset {
+    /// The requests it took, as sent (`POST /reset_prefix_cache`).
+    pub how: String,
+    /// Whether the server said it was done.
+    pub done: bool,
+    /// Why not, in one line: the server's refusal (its words reduced to one printable line) or
+    /// the failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+}

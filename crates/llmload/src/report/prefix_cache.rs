@@ -26,14 +26,36 @@ pub fn section(report: &Report) -> Option<Section<'_>> {
             ))
         })
         .collect();
-    if lines.is_empty() {
+    let resets: Vec<String> = report
+        .summary
+        .cases
+        .iter()
+        .filter_map(|case| {
+            let r = case.prefix_cache_reset.as_ref()?;
+            Some(match &r.refused {
+                None => format!("{}: dropped before the case ({})", case.id, r.how),
+                Some(why) => format!(
+                    "{}: not dropped: the server refused ({}: {why}); the case ran on whatever \
+                     its cache held",
+                    case.id, r.how
+                ),
+            })
+        })
+        .collect();
+    if lines.is_empty() && resets.is_empty() {
         return None;
     }
-    let mut section = Section::new("prefix-cache", "Shared system prompt");
-    section.note(
-        "The share of its tokens served from the prefix cache, from the server's cached-token \
-         counters over the ok responses.",
-    );
-    section.push(Block::List(lines));
+    let mut section = Section::new("prefix-cache", "Prefix cache");
+    if !lines.is_empty() {
+        section.note(
+            "Shared system prompt: the share of its tokens served from the prefix cache, from \
+             the server's cached-token counters over the ok responses.",
+        );
+        section.push(Block::List(lines));
+    }
+    if !resets.is_empty() {
+        section.note("--reset-prefix-cache: what the server did when asked before each case.");
+        section.push(Block::List(resets));
+    }
     Some(section)
 }

@@ -48,6 +48,8 @@ pub struct AttemptRun<'a> {
     board: Option<Arc<Board>>,
     /// The figures of the cases run so far, and the outcome as it stands.
     pub summary: Summary,
+    /// `--reset-prefix-cache`: what the reset before the coming case did.
+    reset: Option<crate::record::PrefixReset>,
 }
 
 impl<'a> AttemptRun<'a> {
@@ -160,6 +162,7 @@ impl<'a> AttemptRun<'a> {
             windows: Vec::new(),
             series: None,
             summary,
+            reset: None,
         })
     }
 
@@ -215,6 +218,17 @@ impl<'a> AttemptRun<'a> {
         if let Some(note) = cool_down(self.config, &guard).await {
             self.runner.progress.println(&note);
         }
+        if self.config.reset_prefix_cache {
+            let reset = self.runner.target.reset_prefix_cache().await;
+            if let Some(why) = &reset.refused {
+                self.runner.progress.println(&format!(
+                    "--reset-prefix-cache: the server did not drop its prefix cache before case \
+                     {} ({why}); the case runs anyway",
+                    first.case.id
+                ));
+            }
+            self.reset = Some(reset);
+        }
         let number = self.summary.cases.len() + 1;
         self.runner.progress.case(number, planned, plans);
         // On the heap: a load's future is large, and the whole run's would hold it.
@@ -265,6 +279,7 @@ impl<'a> AttemptRun<'a> {
             );
         let mut case = window::summarise(plan, run, &readings);
         case.complete |= idle;
+        case.prefix_cache_reset = self.reset.take();
         self.windows.push(Window::of(&case, round_spans));
         self.summary.cases.push(case);
         // Every case's, again: an earlier case's window may have been waiting for the

@@ -76,6 +76,10 @@ pub struct CaseSummary {
     /// prefix cache.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_cache: Option<PrefixCache>,
+    /// `--reset-prefix-cache`: what asking the server to drop its prefix cache before the case
+    /// did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_cache_reset: Option<crate::record::PrefixReset>,
     /// Reasoning models: what the responses that reasoned before answering did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<Reasoning>,
@@ -182,6 +186,7 @@ impl CaseSummary {
             load,
             series: None,
             prefix_cache: None,
+            prefix_cache_reset: None,
             reasoning: None,
             first_error: model.first_error.clone(),
             first_unverified: model.first_unverified.clone(),

@@ -218,6 +218,7 @@ impl Figures {
             load: None,
             series: None,
             prefix_cache: self.prefix.finish(),
+            prefix_cache_reset: None,
             first_error: self.tally.first_error,
             first_unverified: self.tally.first_unverified,
             energy: None,

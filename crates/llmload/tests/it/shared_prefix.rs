@@ -239,3 +239,94 @@ fn llama_server_chat_finds_a_shared_text_of_exactly_s_tokens() {
     let hits = &json(&dir.join("summary.json"))["cases"][0]["prefix_cache"];
     assert!(n(&hits["responses_hit"]) >= 2, "{hits}");
 }
+
+/// Two cases of one shared system prompt on llama-server (slot actions on): the second case's
+/// first request, alone on the server.
+fn second_case_first_request(out: &Path, name: &str, url: &str, reset: bool) -> (Value, Value) {
+    let mut extra = vec![
+        "--input-tokens",
+        "96",
+        "--system-prompt-tokens",
+        "64",
+        "--concurrency",
+        "1",
+        "--rounds",
+        "1",
+        "--warmup",
+        "0",
+        "--output-tokens",
+        "4,6",
+    ];
+    if reset {
+        extra.push("--reset-prefix-cache");
+    }
+    let (result, dir) = run_against(out, name, url, &extra);
+    assert_eq!(result.code, 0, "{}\n{}", result.stdout, result.stderr);
+    let records = measured(&dir);
+    let first = records
+        .iter()
+        .find(|r| r["case"] == "in96-c1-out6")
+        .unwrap_or_else(|| panic!("no request of the second case: {records:?}"))
+        .clone();
+    let summary = json(&dir.join("summary.json"));
+    (first, summary["cases"][1].clone())
+}
+
+#[test]
+fn reset_prefix_cache_empties_llama_servers_slots_before_each_case() {
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+    let out = tempfile::tempdir().expect("temp dir");
+    let slots = out.path().join("slots");
+    std::fs::create_dir(&slots).expect("folder");
+    // `--swa-full`: see above; `--slot-save-path`: llama-server's slot actions need it.
+    let slots = slots.to_str().expect("UTF-8");
+    let server = LlamaServer::start_with(&["--swa-full", "--slot-save-path", slots]);
+    // Without the reset, the second case's request finds the shared part in a slot.
+    let (kept, case) = second_case_first_request(out.path(), "kept", &server.url, false);
+    assert!(n(&kept["cached_tokens"]) > 0, "{kept}");
+    assert!(case["prefix_cache_reset"].is_null(), "{case}");
+    // With it, every slot is erased before the case: nothing comes from the cache.
+    let (reset, case) = second_case_first_request(out.path(), "reset", &server.url, true);
+    assert_eq!(n(&reset["cached_tokens"]), 0, "{reset}");
+    let done = &case["prefix_cache_reset"];
+    assert_eq!(done["done"], true, "{case}");
+    assert_eq!(done["how"], "POST /slots/N?action=erase for N from 0 to 3");
+    assert!(done["refused"].is_null());
+}
+
+#[test]
+fn a_server_that_will_not_reset_its_prefix_cache_is_named_and_the_case_runs() {
+    let sim = Simulator::start(&["--profile", "cpu-tiny"]);
+    let out = tempfile::tempdir().expect("temp dir");
+    let (result, dir) = run(
+        out.path(),
+        "refused",
+        &sim.url,
+        &[
+            "--input-tokens",
+            "64",
+            "--rounds",
+            "1",
+            "--reset-prefix-cache",
+        ],
+    );
+    assert_eq!(result.code, 0, "{}\n{}", result.stdout, result.stderr);
+    assert!(
+        result
+            .stderr
+            .contains("--reset-prefix-cache: the server did not drop its prefix cache"),
+        "{}",
+        result.stderr
+    );
+    let case = &json(&dir.join("summary.json"))["cases"][0];
+    assert_eq!(case["complete"], true, "{case}");
+    let refused = &case["prefix_cache_reset"];
+    assert_eq!(refused["done"], false, "{case}");
+    let why = refused["refused"].as_str().expect("why");
+    assert!(why.starts_with("slot 0: 404"), "{why}");
+    let report = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
+    assert!(
+        report.contains("not dropped: the server refused"),
+        "{report}"
+    );
+}

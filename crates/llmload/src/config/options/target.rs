@@ -98,6 +98,14 @@ options! {
         /// that a server or gateway that traces requests records them under the attempt.
         #[arg(long, num_args = 0, default_missing_value = "true")]
         pub traceparent: Option<bool>,
+        /// Before each case, ask the server to drop its prefix cache
+        ///
+        /// vLLM: `POST /reset_prefix_cache` (served with `VLLM_SERVER_DEV_MODE=1`); `SGLang`:
+        /// `POST /flush_cache`; llama-server: each slot erased (`POST /slots/N?action=erase`,
+        /// served with --slot-save-path). A server that refuses is named in the case's summary
+        /// and the report, and the case runs anyway.
+        #[arg(long, num_args = 0, default_missing_value = "true")]
+        pub reset_prefix_cache: Option<bool>,
     }
 }
 
