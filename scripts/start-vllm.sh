@@ -77,8 +77,9 @@ url="http://127.0.0.1:$port"
 
 # timeout(1) leads its own process group: at the deadline it kills the whole group (API server and
 # engine processes), and a SIGTERM sent to it is passed on to the group, which vLLM handles cleanly.
+# VLLM_SERVER_DEV_MODE=1 serves /reset_prefix_cache (llmload's --reset-prefix-cache).
 VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-2}" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
-  VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 \
+  VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 VLLM_SERVER_DEV_MODE="${VLLM_SERVER_DEV_MODE:-1}" \
   timeout --signal=KILL "$lifetime" "$py" "$launcher" serve "$model" \
   --host 127.0.0.1 --port "$port" --max-model-len 2048 --dtype bfloat16 --enforce-eager \
   --enable-prompt-tokens-details "$prefix_caching" ${optional[@]+"${optional[@]}"} \

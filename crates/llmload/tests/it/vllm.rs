@@ -490,6 +490,50 @@ fn vllm_prefix_cache_serves_the_shared_prompt_and_session_history_and_nothing_el
     for history in ["placeholder", "as-generated"] {
         assert_sessions_cache_their_history(&vllm, out.path(), history);
     }
+    assert_reset_empties_the_cache(&vllm, out.path());
+}
+
+/// Two cases of one shared system prompt, one request each: the second case's request takes the
+/// shared part from the cache, unless `--reset-prefix-cache` had vLLM drop it before the case.
+fn assert_reset_empties_the_cache(vllm: &Vllm, out: &Path) {
+    for reset in [false, true] {
+        let name = if reset { "reset" } else { "kept" };
+        let mut flags = vec![
+            "--system-prompt-tokens",
+            "256",
+            "--input-tokens",
+            "512",
+            "--concurrency",
+            "1",
+            "--rounds",
+            "1",
+            "--warmup",
+            "0",
+            "--output-tokens",
+            "4,6",
+        ];
+        if reset {
+            flags.push("--reset-prefix-cache");
+        }
+        let (run, dir) = run_against(out, name, &vllm.url, &flags);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let records = json_lines(&dir.join("requests.jsonl"));
+        let second = records
+            .iter()
+            .find(|r| r["case"] == "in512-c1-out6")
+            .unwrap_or_else(|| panic!("no request of the second case: {records:?}"));
+        let cached = second["cached_tokens"].as_u64().expect("cached tokens");
+        let case = &json(&dir.join("summary.json"))["cases"][1];
+        if reset {
+            assert_eq!(cached, 0, "{second}");
+            let done = &case["prefix_cache_reset"];
+            assert_eq!(done["done"], true, "{case}");
+            assert_eq!(done["how"], "POST /reset_prefix_cache", "{case}");
+        } else {
+            assert_eq!(cached, 256, "the whole shared part, two blocks: {second}");
+            assert!(case["prefix_cache_reset"].is_null(), "{case}");
+        }
+    }
 }
 
 /// Two chat sessions of three turns on vLLM with its prefix cache, the history sent back as
