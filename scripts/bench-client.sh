@@ -14,7 +14,8 @@
 # each pair (median, min–max), with the load average. Then, in the same run, the TTFT bias at
 # 1,000 streams and the peak RSS at 10,000 streams all open at once (complete or not, and how
 # many were open together, from the records), the same number of
-# alternated pairs each. Nothing else runs in this mode.
+# alternated pairs each; then each build's start-up (`--version`, 30 alternated runs) and binary
+# size. Nothing else runs in this mode.
 #
 # Builds in release mode and starts `llmload sim --schedule zero-cost` (every token at once, one
 # SSE event per token, written as fast as the connection takes them) pinned to one core with
@@ -270,6 +271,24 @@ print(f"responses complete per 10,000-stream run: {old_name} {sorted({big['old',
       f"working tree {sorted({big['new', i][1] for i in range(1, pairs + 1)})}; most streams open at once: "
       f"{old_name} {sorted({big['old', i][2] for i in range(1, pairs + 1)})}, "
       f"working tree {sorted({big['new', i][2] for i in range(1, pairs + 1)})}")
+PY
+  # Start-up and size, where users compare: `--version` (the process's whole life), each
+  # build alternately, 30 times; the binaries' sizes.
+  echo
+  python3 - "$old_bin" "$bin" "$old_name" <<'PY'
+import os, statistics, subprocess, sys, time
+old, new, old_name = sys.argv[1:4]
+times = {old: [], new: []}
+for _ in range(30):
+    for b in (old, new):
+        t = time.perf_counter()
+        subprocess.run([b, "--version"], stdout=subprocess.DEVNULL, check=True)
+        times[b].append((time.perf_counter() - t) * 1e3)
+fmt = lambda xs: f"{statistics.median(xs):.2f} ms ({min(xs):.2f}–{max(xs):.2f})"
+print(f"{'start-up, --version (30 each)':<34} {fmt(times[old]):>26} {fmt(times[new]):>26} "
+      f"{statistics.median(times[new]) / statistics.median(times[old]):>25.2f}×")
+size = lambda b: os.path.getsize(b) / 1e6
+print(f"{'binary size':<34} {size(old):>23.1f} MB {size(new):>23.1f} MB {size(new) / size(old):>25.2f}×")
 PY
   echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
   exit 0
