@@ -266,16 +266,21 @@ fn through_haproxy_in_its_default_configuration_every_response_arrives_in_bursts
     assert_eq!(case["counts"]["ok"], 3, "{case}");
     assert_eq!(case["counts"]["unverified"], 0, "{case}");
     let bursts = &case["bursts"];
-    // A response whose server paced its tokens well inside HAProxy's 200 ms hold arrives in
-    // bursts; one paced slower than the hold (a heavily loaded machine decodes at up to 2 s a
-    // token) cannot, and nothing can be said of one near it.
-    let fast = paces.iter().filter(|&&p| p < 120.0).count();
+    // A response whose server paced its tokens well inside HAProxy's 200 ms hold (under a
+    // third of it) arrives in bursts; one paced slower than the hold (a heavily loaded machine
+    // decodes at up to 2 s a token) cannot, and nothing can be said of one between.
+    let fast = paces.iter().filter(|&&p| p < 65.0).count();
     let not_slow = paces.iter().filter(|&&p| p < 300.0).count();
-    let buffered = bursts["buffered"]
-        .as_u64()
-        .and_then(|n| usize::try_from(n).ok())
-        .expect("a count");
-    assert_eq!(bursts["examined"], 3, "{case}");
+    // No `bursts` where no response came in bursts.
+    let buffered = if bursts.is_null() {
+        0
+    } else {
+        assert_eq!(bursts["examined"], 3, "{case}");
+        bursts["buffered"]
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .expect("a count")
+    };
     assert!(
         (fast..=not_slow).contains(&buffered),
         "{buffered} in bursts; the server's ms per token: {paces:?}: {case}"
