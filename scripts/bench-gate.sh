@@ -36,7 +36,8 @@
 #
 # Environment (defaults): GATE_SIM_PAIRS (3), GATE_LLAMA_PAIRS (20), GATE_REPEATS (3),
 # GATE_PLAN_CASES (10), GATE_PLAN_ROUNDS (12),
-# GATE_SLOW_FLAGS (see above), GATE_AB_PAIRS (5), GATE_AB_ROUNDS (24), GATE_AB_RULES (see above), GATE_BIN (unset: a release build of llmload), GATE_KEEP (unset: the work folder is
+# GATE_SLOW_FLAGS (see above), GATE_AB_PAIRS (5), GATE_AB_ROUNDS (24), GATE_AB_RULES (see above),
+# GATE_AB_LLAMA_FLAGS (more flags for ab's llama-server, e.g. `--threads 1`), GATE_BIN (unset: a release build of llmload), GATE_KEEP (unset: the work folder is
 # removed at exit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -228,7 +229,10 @@ if [ "$what" = ab ] || [ "$what" = all ]; then
   for rule in "${ab_rules[@]}"; do rules+=(--fail-if "$rule"); done
   : >"$work/ab-same" && : >"$work/ab-slow"
   echo "load before: $(cat /proc/loadavg)"
-  url="$(start_llama ab-llama)"
+  # GATE_AB_LLAMA_FLAGS: more llama-server flags; `--threads 1` beside a build, where two
+  # threads sharing one free core wait on each other (a request of 8 tokens took 17 s so).
+  read -r -a ab_llama_flags <<<"${GATE_AB_LLAMA_FLAGS:-}"
+  url="$(start_llama ab-llama ${ab_llama_flags[@]+"${ab_llama_flags[@]}"})"
   slow_url="$(start_proxy ab-slow "$url" --delay 200ms)"
   for i in $(seq "$ab_pairs"); do
     echo "ab pair $i, identical: $(ab_gate "ab$i-same" "$url" "$url" "${flags[@]}" "${rules[@]}" |
