@@ -34,10 +34,12 @@ if [ "${1:-}" = --vision ]; then
   shift
 fi
 prefix_caching=--no-enable-prefix-caching
+# With prefix caching, VLLM_SERVER_DEV_MODE=1 serves /reset_prefix_cache (--reset-prefix-cache).
+dev_mode="${VLLM_SERVER_DEV_MODE:-0}"
 lora=false
 while [ $# -gt 0 ]; do
   case "$1" in
-    --prefix-caching) prefix_caching=--enable-prefix-caching ;;
+    --prefix-caching) prefix_caching=--enable-prefix-caching; dev_mode=1 ;;
     --lora) lora=true ;;
     *) break ;;
   esac
@@ -77,9 +79,8 @@ url="http://127.0.0.1:$port"
 
 # timeout(1) leads its own process group: at the deadline it kills the whole group (API server and
 # engine processes), and a SIGTERM sent to it is passed on to the group, which vLLM handles cleanly.
-# VLLM_SERVER_DEV_MODE=1 serves /reset_prefix_cache (llmload's --reset-prefix-cache).
 VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-2}" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
-  VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 VLLM_SERVER_DEV_MODE="${VLLM_SERVER_DEV_MODE:-1}" \
+  VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 VLLM_SERVER_DEV_MODE="$dev_mode" \
   timeout --signal=KILL "$lifetime" "$py" "$launcher" serve "$model" \
   --host 127.0.0.1 --port "$port" --max-model-len 2048 --dtype bfloat16 --enforce-eager \
   --enable-prompt-tokens-details "$prefix_caching" ${optional[@]+"${optional[@]}"} \
