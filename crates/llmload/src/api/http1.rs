@@ -36,8 +36,10 @@ pub struct Outgoing {
     pub body: bytes::Bytes,
 }
 
+#[cfg(test)]
 impl Outgoing {
-    /// The request's bytes in one piece (what goes on the wire).
+    /// The request's bytes in one piece, as they go on the wire (for tests: the client sends the
+    /// two parts without joining them).
     pub fn joined(&self) -> Vec<u8> {
         [self.head.as_slice(), &self.body].concat()
     }
