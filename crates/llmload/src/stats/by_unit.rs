@@ -111,8 +111,27 @@ pub fn intervals(pairs: Vec<(f64, u32, u32)>, unit: Unit, level: f64) -> Option<
     Some(resampled(by_response, n, Unit::Response, level, Some(note)))
 }
 
-/// The distinct `key`s of `pairs`, in order: the units.
+/// The distinct `key`s of `pairs`, in order: the units. Keys within a range a few times the
+/// samples' number (rounds, seconds, responses: small consecutive numbers) are marked in a
+/// table, in O(n); others are sorted.
 fn keys(pairs: &[(f64, u32, u32)], key: &dyn Fn(&(f64, u32, u32)) -> u32) -> Vec<u32> {
+    let (low, high) = pairs
+        .iter()
+        .map(key)
+        .fold((u32::MAX, 0), |(l, h), k| (l.min(k), h.max(k)));
+    let Some(range) = high.checked_sub(low).map(|r| r as usize + 1) else {
+        return Vec::new();
+    };
+    if range <= 4 * pairs.len() + 64 {
+        let mut seen = vec![false; range];
+        for p in pairs {
+            seen[(key(p) - low) as usize] = true;
+        }
+        return (low..=high)
+            .zip(seen)
+            .filter_map(|(k, seen)| seen.then_some(k))
+            .collect();
+    }
     let mut keys: Vec<u32> = pairs.iter().map(key).collect();
     keys.sort_unstable();
     keys.dedup();
