@@ -217,7 +217,7 @@ struct TextDelta<'a> {
 /// Appends a chunk's generated text (reasoning, then answer, of every choice) to `out`. Read
 /// only when the client counts tokens itself: the stream loop never needs the text otherwise.
 pub fn text_of(data: &[u8], out: &mut String) {
-    let Ok(chunk) = serde_json::from_slice::<TextChunk<'_>>(data) else {
+    let Some(chunk) = super::from_json::<TextChunk<'_>>(data) else {
         return;
     };
     for choice in chunk.choices {
@@ -238,7 +238,7 @@ pub fn text_of(data: &[u8], out: &mut String) {
 /// Appends a chunk's answer text (of its first choice, reasoning left out) to `out`: a session's
 /// answer as generated, sent back in its history.
 pub fn answer_of(data: &[u8], out: &mut String) {
-    let Ok(chunk) = serde_json::from_slice::<TextChunk<'_>>(data) else {
+    let Some(chunk) = super::from_json::<TextChunk<'_>>(data) else {
         return;
     };
     if let Some(choice) = chunk.choices.into_iter().next() {
