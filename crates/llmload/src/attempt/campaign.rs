@@ -157,6 +157,9 @@ pub struct CampaignConfig {
     /// Time between live GPU readings, seconds (for the energy's sparseness rule).
     #[serde(default = "one_second")]
     pub telemetry_interval_s: f64,
+    /// `--gpu-cost-per-hour` and `--gpus`, for each case's cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<crate::summary::cost::Price>,
     /// `--shard`, `--attempt-id`, `--start-at`; absent from a merged attempt's campaign.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sharding: Option<CampaignSharding>,

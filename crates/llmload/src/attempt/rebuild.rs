@@ -152,6 +152,7 @@ pub(crate) fn cases(
         .unzip();
     let interval_s = campaign.config.telemetry_interval_s;
     energy::attach(&mut cases, &windows, telemetry, interval_s);
+    crate::summary::cost::attach(&mut cases, &windows, campaign.config.price);
     Ok(cases)
 }
 

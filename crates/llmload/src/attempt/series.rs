@@ -93,8 +93,9 @@ pub(crate) fn pooled(
     let interval_s = campaign.config.telemetry_interval_s;
     for case in cases.iter_mut().filter(|c| c.load.is_some()) {
         // A loop's energy is over its repeats' windows, not the time between them.
-        let window = windows_of(case, series);
-        energy::attach(std::slice::from_mut(case), &[window], telemetry, interval_s);
+        let window = [windows_of(case, series)];
+        energy::attach(std::slice::from_mut(case), &window, telemetry, interval_s);
+        crate::summary::cost::attach(std::slice::from_mut(case), &window, campaign.config.price);
     }
     Ok(cases)
 }

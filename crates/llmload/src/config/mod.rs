@@ -172,6 +172,10 @@ pub struct Config {
     /// The longest a cool-down waits.
     #[serde(rename = "cool_down_timeout_s", serialize_with = "as_seconds")]
     pub cool_down_timeout: Duration,
+    /// `--gpu-cost-per-hour` and `--gpus`: what the server's hardware costs, for each case's
+    /// cost per million tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<crate::summary::cost::Price>,
     /// `--shard`, `--attempt-id`, `--start-at`: which part of an attempt this process runs, and
     /// when its load begins.
     pub sharding: Sharding,
@@ -351,6 +355,7 @@ impl Config {
             series_window: optional_duration("series-window", series_window)?,
             cool_down_below_c: guard.cool_down_below_c,
             cool_down_timeout: guard.cool_down_timeout,
+            price: guard.price,
             sharding,
             watch: watch::watch(&settings.watch)?,
         };

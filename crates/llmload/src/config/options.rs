@@ -236,6 +236,16 @@ options! {
         /// The longest a cool-down may wait before the case starts anyway [default: 10m]
         #[arg(long, value_name = "DURATION")]
         pub cool_down_timeout: Option<String>,
+        /// Price of one GPU for an hour: each case's cost per million tokens
+        ///
+        /// In any currency (the figures are in the same). The cost of a case is the price ×
+        /// --gpus × its measurement window, over the tokens of its ok responses in that window:
+        /// output tokens, or the input tokens of embeddings and rerank.
+        #[arg(long, value_name = "PRICE")]
+        pub gpu_cost_per_hour: Option<f64>,
+        /// GPUs the server runs on, for --gpu-cost-per-hour [default: 1]
+        #[arg(long, value_name = "N")]
+        pub gpus: Option<u32>,
     }
 }
 

@@ -6,6 +6,7 @@
 use super::table::Table;
 
 pub mod ab;
+mod hardware;
 mod models;
 use crate::stats::{Distribution, Spread};
 use crate::summary::phases::PhaseSummary;
@@ -113,6 +114,7 @@ fn header() -> Vec<String> {
         ]
         .map(String::from),
     );
+    columns.extend(hardware::COST_COLUMNS.map(String::from));
     columns.extend(
         [
             "phase_responses",
@@ -298,7 +300,8 @@ fn row(summary: &Summary, case: &CaseSummary) -> Vec<String> {
     let rates = super::results::Rates::of(case);
     let figure = |v: Option<f64>| v.map_or_else(String::new, |v| v.to_string());
     cells.extend([figure(rates.requests_per_s), figure(rates.total_tps)]);
-    cells.extend(energy_cells(case.energy.as_ref()));
+    cells.extend(hardware::energy_cells(case.energy.as_ref()));
+    cells.extend(hardware::cost_cells(case.cost.as_ref()));
     cells.extend(phase_cells(case.phases.as_ref()));
     cells.extend(session_cells(case.sessions.as_ref()));
     cells.extend(server_cells(case.server.as_ref()));
@@ -409,26 +412,6 @@ fn quantile_cells(d: Option<&Distribution>) -> Vec<String> {
             d.p99.to_string(),
         ],
     }
-}
-
-/// The window, the total energy, the readings it rests on and the output tokens per joule;
-/// empty without power readings, and all but the window empty when the energy is unavailable.
-fn energy_cells(e: Option<&crate::summary::energy::Energy>) -> [String; 4] {
-    let Some(e) = e else {
-        return Default::default();
-    };
-    let figure = |v: Option<f64>| v.map_or_else(String::new, |v| v.to_string());
-    let readings: u32 = e.gpus.iter().map(|g| g.readings).sum();
-    [
-        e.window_s.to_string(),
-        figure(e.total_j),
-        if e.total_j.is_some() {
-            readings.to_string()
-        } else {
-            String::new()
-        },
-        figure(e.output_tokens_per_joule),
-    ]
 }
 
 fn distribution_cells(d: Option<&Distribution>) -> Vec<String> {

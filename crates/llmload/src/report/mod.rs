@@ -13,6 +13,7 @@ pub mod ab;
 pub mod abandoned;
 pub mod capacity;
 pub mod charts;
+pub mod cost;
 pub mod csv;
 pub mod dataset;
 pub mod energy;
@@ -81,7 +82,7 @@ pub const FAILED_SHOWN: usize = 100;
 
 /// The page every format writes: its sections in order, each from the file of what it shows,
 /// those with nothing to show left out. A new section is a file and a line here.
-const SECTIONS: [fn(&Report) -> Option<Section<'_>>; 21] = [
+const SECTIONS: [fn(&Report) -> Option<Section<'_>>; 22] = [
     target::section,
     target::outcome,
     ab::section,
@@ -94,6 +95,7 @@ const SECTIONS: [fn(&Report) -> Option<Section<'_>>; 21] = [
     capacity::section,
     soak::section,
     energy::section,
+    cost::section,
     graph::section,
     prefix_cache::section,
     reasoning::section,

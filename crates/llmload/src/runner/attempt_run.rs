@@ -280,7 +280,13 @@ impl<'a> AttemptRun<'a> {
         let mut case = window::summarise(plan, run, &readings);
         case.complete |= idle;
         case.prefix_cache_reset = self.reset.take();
-        self.windows.push(Window::of(&case, round_spans));
+        let window = Window::of(&case, round_spans);
+        crate::summary::cost::attach(
+            std::slice::from_mut(&mut case),
+            std::slice::from_ref(&window),
+            self.config.price,
+        );
+        self.windows.push(window);
         self.summary.cases.push(case);
         // Every case's, again: an earlier case's window may have been waiting for the
         // reading after its end.

@@ -94,6 +94,10 @@ pub struct CaseSummary {
     /// joule, or why there is no figure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy: Option<case_energy::Energy>,
+    /// With `--gpu-cost-per-hour`: the GPUs' price over the measurement window, per million
+    /// tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<super::case_cost::Cost>,
     /// Where the time went: a new connection's setup apart, then each mark from `sent`; absent
     /// when the records do not carry it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -191,6 +195,7 @@ impl CaseSummary {
             first_error: model.first_error.clone(),
             first_unverified: model.first_unverified.clone(),
             energy: None,
+            cost: None,
             phases: None,
             server: None,
             sessions: None,

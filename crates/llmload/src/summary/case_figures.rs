@@ -222,6 +222,7 @@ impl Figures {
             first_error: self.tally.first_error,
             first_unverified: self.tally.first_unverified,
             energy: None,
+            cost: None,
             phases: self.phases.finish(),
             server: self.server.finish(),
             sessions: self.sessions.finish(streams),

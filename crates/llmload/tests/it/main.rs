@@ -38,6 +38,7 @@ mod capacity;
 mod chunks;
 mod cli;
 mod compare_gate;
+mod cost;
 mod datasets;
 mod deploy;
 mod endpoints;

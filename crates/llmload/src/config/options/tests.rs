@@ -89,6 +89,7 @@ fn every_stated_default_is_the_one_resolve_applies() {
             "cancel-share" => vec!["--cancel-after".into(), "4".into()],
             "metrics-linger" => vec!["--metrics-listen".into(), "0".into()],
             "batch-size" => vec!["--api".into(), "embeddings".into()],
+            "gpus" => vec!["--gpu-cost-per-hour".into(), "2".into()],
             "images" => vec!["--api".into(), "chat".into()],
             "image-size" => vec!["--api".into(), "chat".into(), "--images".into(), "1".into()],
             _ => vec![],
