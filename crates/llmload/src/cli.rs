@@ -346,12 +346,6 @@ pub struct CapacityArgs {
     /// Stop starting blocks after this long, e.g. 20m; the best bracket so far is the answer
     #[arg(long, value_name = "DURATION", help_heading = "Capacity")]
     pub budget: Option<String>,
-    /// The price of a GPU per hour: the answer's cost per million output tokens
-    #[arg(long, value_name = "PRICE", help_heading = "Capacity")]
-    pub gpu_cost_per_hour: Option<f64>,
-    /// GPUs the price is paid for [default: 1]
-    #[arg(long, value_name = "N", help_heading = "Capacity")]
-    pub gpus: Option<u32>,
     /// An earlier capacity attempt's folder: its blocks are reused at the same loads
     #[arg(long, value_name = "ATTEMPT", help_heading = "Capacity")]
     pub resume: Option<PathBuf>,

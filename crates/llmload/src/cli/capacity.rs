@@ -71,17 +71,9 @@ impl CapacityArgs {
                 )));
             }
         }
-        if let Some(price) = self
-            .gpu_cost_per_hour
-            .filter(|p| !(p.is_finite() && *p >= 0.0))
-        {
-            return Err(ConfigError(format!(
-                "--gpu-cost-per-hour {price} must be zero or more"
-            )));
-        }
-        if self.gpus == Some(0) {
-            return Err(ConfigError("--gpus must be 1 or more".into()));
-        }
+        // `run`'s --gpu-cost-per-hour and --gpus (checked where the run's settings are
+        // resolved): each block's cost, and the answer's.
+        let guard = self.settings()?.guard;
         Ok(CapacityOptions {
             rules,
             resolution: self
@@ -96,8 +88,8 @@ impl CapacityArgs {
                 .as_deref()
                 .map(|b| crate::config::parse_duration("budget", b))
                 .transpose()?,
-            gpu_cost_per_hour: self.gpu_cost_per_hour,
-            gpus: self.gpus.unwrap_or(1),
+            gpu_cost_per_hour: guard.gpu_cost_per_hour,
+            gpus: guard.gpus.unwrap_or(1),
             resume: self.resume.clone(),
             command,
         })
