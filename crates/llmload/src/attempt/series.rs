@@ -108,17 +108,19 @@ fn windows_of(case: &CaseSummary, series: &Series) -> Window {
         .filter_map(|r| r.cases.iter().find(|c| c.id == case.id))
         .filter_map(|c| c.load.as_ref());
     let mut spans = Vec::new();
-    let mut tokens = 0.0;
+    let (mut tokens, mut responses) = (0.0, 0.0);
     for load in loads {
         let [a, b] = load.window_s;
         spans.push((a, b));
         tokens += (load.throughput_tps * (b - a).max(1e-9)).round();
+        responses += (load.completed_rps * (b - a).max(1e-9)).round();
     }
     spans.sort_by(|x, y| x.0.total_cmp(&y.0));
     Window {
         spans,
         output_tokens: crate::num::to_u64(tokens),
         tokens_verified: case.counts.unverified == 0,
+        responses: crate::num::to_u64(responses),
     }
 }
 

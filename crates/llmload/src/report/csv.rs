@@ -111,6 +111,7 @@ fn header() -> Vec<String> {
             "energy_j",
             "energy_readings",
             "output_tokens_per_joule",
+            "joules_per_request",
         ]
         .map(String::from),
     );

@@ -7,12 +7,13 @@ use crate::summary::energy::Energy;
 use crate::summary::Summary;
 
 /// The table's columns.
-pub const COLUMNS: [&str; 7] = [
+pub const COLUMNS: [&str; 8] = [
     "Case",
     "Window",
     "Energy",
     "Mean power",
     "Tokens per joule",
+    "Joules per request",
     "Readings",
     "Method",
 ];
@@ -23,7 +24,7 @@ pub const NOTE: &str = "Energy: per GPU, ∫ power dt over the case's measuremen
     linearly between the readings around it; summed over the GPUs. Closed rounds: over the span \
     of each round (first send → last ok completion), the spans of the round throughput. Output \
     tokens per joule: the throughput's output tokens of the ok responses in the window ÷ the \
-    energy (embeddings and rerank: the prompt tokens the server processed, their throughput's). No figure where the readings are too sparse (see the reason).";
+    energy (embeddings and rerank: the prompt tokens the server processed, their throughput's). Joules per request: the energy ÷ the ok responses in the window. No figure where the readings are too sparse (see the reason).";
 
 /// The table: one row per case with an energy (none without power readings), in run order.
 pub fn table(summary: &Summary) -> Table {
@@ -38,7 +39,7 @@ pub fn table(summary: &Summary) -> Table {
 
 /// The row of case `id`, whose tokens are output tokens when it `generates` (else the prompt
 /// tokens of embeddings or rerank).
-fn row(id: &str, e: &Energy, generates: bool) -> [String; 7] {
+fn row(id: &str, e: &Energy, generates: bool) -> [String; 8] {
     let window = format!("{:.2} s", e.window_s);
     let (Some(total), None) = (e.total_j, &e.unavailable) else {
         let why = e.unavailable.as_deref().unwrap_or("no figure");
@@ -46,6 +47,7 @@ fn row(id: &str, e: &Energy, generates: bool) -> [String; 7] {
         return [
             id.to_owned(),
             window,
+            none(),
             none(),
             none(),
             none(),
@@ -82,6 +84,10 @@ fn row(id: &str, e: &Energy, generates: bool) -> [String; 7] {
         e.mean_power_w
             .map_or_else(|| "–".to_owned(), |w| format!("{w:.1} W")),
         per_joule,
+        e.joules_per_request.map_or_else(
+            || "–".to_owned(),
+            |j| format!("{} ({} responses)", joules(j), e.responses),
+        ),
         e.gpus.iter().map(|g| g.readings).sum::<u32>().to_string(),
         e.method.clone().unwrap_or_default(),
     ]
@@ -133,6 +139,8 @@ mod tests {
             total_j: Some(600.0),
             mean_power_w: Some(300.0),
             output_tokens_per_joule: Some(1.0),
+            responses: 24,
+            joules_per_request: Some(25.0),
             method: Some("trapezoid over 42 readings of 2 GPUs, edges interpolated".into()),
             unavailable: None,
         }
@@ -144,18 +152,21 @@ mod tests {
         assert_eq!(row[2], "600.0 J (GPU 0 400.0 J, GPU 1 200.0 J)");
         assert_eq!(row[3], "300.0 W");
         assert_eq!(row[4], "1.000 (600 output tokens)");
-        assert_eq!(row[5], "42");
+        assert_eq!(row[5], "25.0 J (24 responses)");
+        assert_eq!(row[6], "42");
         let sparse = Energy {
             gpus: Vec::new(),
             total_j: None,
             mean_power_w: None,
             output_tokens_per_joule: None,
+            joules_per_request: None,
             method: None,
             unavailable: Some("GPU 0: a gap".into()),
             ..energy()
         };
         let row = super::row("c", &sparse, true);
         assert_eq!(row[2], "–");
-        assert_eq!(row[6], "unavailable: GPU 0: a gap");
+        assert_eq!(row[5], "–");
+        assert_eq!(row[7], "unavailable: GPU 0: a gap");
     }
 }

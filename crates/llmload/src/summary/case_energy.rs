@@ -25,6 +25,12 @@ pub struct Energy {
     /// `output_tokens / total_j`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tokens_per_joule: Option<f64>,
+    /// The `ok` responses in the window.
+    #[serde(default)]
+    pub responses: u64,
+    /// `total_j / responses`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub joules_per_request: Option<f64>,
     /// How the integral was taken, with the readings it rests on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub method: Option<String>,

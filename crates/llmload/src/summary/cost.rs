@@ -70,6 +70,7 @@ mod tests {
             spans,
             output_tokens: tokens,
             tokens_verified: true,
+            responses: 1,
         }
     }
 

@@ -22,6 +22,9 @@ pub struct Window {
     pub output_tokens: u64,
     /// Whether those responses were all verified.
     pub tokens_verified: bool,
+    /// The `ok` responses in the spans (closed rounds: of their rounds; a loop: completed
+    /// inside its window, as its completed requests per second count them).
+    pub responses: u64,
 }
 
 impl Window {
@@ -34,10 +37,12 @@ impl Window {
             let [a, b] = load.window_s;
             // The throughput is these tokens over this length: the product gives them back.
             let tokens = load.throughput_tps * (b - a).max(1e-9);
+            let responses = load.completed_rps * (b - a).max(1e-9);
             return Window {
                 spans: vec![(a, b)],
                 output_tokens: crate::num::to_u64(tokens.round()),
                 tokens_verified,
+                responses: crate::num::to_u64(responses.round()),
             };
         }
         round_spans.sort_by(|x, y| x.0.total_cmp(&y.0));
@@ -45,6 +50,7 @@ impl Window {
             spans: round_spans,
             output_tokens: case.rounds.iter().map(|r| r.output_tokens).sum(),
             tokens_verified,
+            responses: case.rounds.iter().map(|r| u64::from(r.responses_ok)).sum(),
         }
     }
 }
@@ -101,6 +107,8 @@ fn over(window: &Window, series: &BTreeMap<u32, Series>, interval_s: Seconds) ->
         total_j: None,
         mean_power_w: None,
         output_tokens_per_joule: None,
+        responses: window.responses,
+        joules_per_request: None,
         method: None,
         unavailable: None,
     };
@@ -113,6 +121,8 @@ fn over(window: &Window, series: &BTreeMap<u32, Series>, interval_s: Seconds) ->
             energy.mean_power_w = Some(total / window_s);
             energy.output_tokens_per_joule =
                 (total > 0.0).then(|| window.output_tokens as f64 / total);
+            energy.joules_per_request =
+                (window.responses > 0).then(|| total / window.responses as f64);
             energy.method = Some(format!(
                 "trapezoid over {used} readings of {} GPU{}, edges interpolated",
                 gpus.len(),

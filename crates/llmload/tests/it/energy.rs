@@ -98,6 +98,11 @@ fn assert_300_watts(dir: &Path, case: &Value, tokens: u64) {
     #[expect(clippy::cast_precision_loss, reason = "a few hundred tokens")]
     let per_joule = tokens as f64 / total;
     assert!(close(f(&e["output_tokens_per_joule"]), per_joule), "{e}");
+    let responses = e["responses"].as_u64().expect("responses");
+    assert!(responses > 0, "{e}");
+    #[expect(clippy::cast_precision_loss, reason = "a few dozen responses")]
+    let per_request = total / responses as f64;
+    assert!(close(f(&e["joules_per_request"]), per_request), "{e}");
     assert_eq!(e["tokens_verified"], true);
     for gpu in e["gpus"].as_array().expect("GPUs") {
         let n = f(&gpu["readings"]);
@@ -156,6 +161,12 @@ fn closed_rounds_at_300_watts_take_300_watts_times_their_rounds() {
         .iter()
         .map(|r| r["output_tokens"].as_u64().expect("tokens"))
         .sum();
+    // The responses behind the joules per request: the rounds' ok ones.
+    let responses: u64 = rounds
+        .iter()
+        .map(|r| r["responses_ok"].as_u64().expect("responses"))
+        .sum();
+    assert_eq!(case["energy"]["responses"], responses, "{case}");
     assert_300_watts(&dir, case, tokens);
     assert_rebuilds_the_same_energy(&dir, &summary);
 }

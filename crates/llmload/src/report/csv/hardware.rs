@@ -34,7 +34,7 @@ pub(super) fn cost_cells(c: Option<&crate::summary::cost::Cost>) -> [String; 8] 
 
 /// The window, the total energy, the readings it rests on and the output tokens per joule;
 /// empty without power readings, and all but the window empty when the energy is unavailable.
-pub(super) fn energy_cells(e: Option<&crate::summary::energy::Energy>) -> [String; 4] {
+pub(super) fn energy_cells(e: Option<&crate::summary::energy::Energy>) -> [String; 5] {
     let Some(e) = e else {
         return Default::default();
     };
@@ -49,5 +49,6 @@ pub(super) fn energy_cells(e: Option<&crate::summary::energy::Energy>) -> [Strin
             String::new()
         },
         figure(e.output_tokens_per_joule),
+        figure(e.joules_per_request),
     ]
 }

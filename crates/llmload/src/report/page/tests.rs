@@ -74,6 +74,8 @@ fn every_section() -> Report {
         total_j: Some(1_000.0),
         mean_power_w: Some(100.0),
         output_tokens_per_joule: Some(0.12),
+        responses: 12,
+        joules_per_request: Some(1_000.0 / 12.0),
         method: Some("trapezoidal".into()),
         unavailable: None,
     });

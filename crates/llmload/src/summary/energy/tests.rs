@@ -26,6 +26,7 @@ fn window(spans: &[(f64, f64)], output_tokens: u64) -> Window {
         spans: spans.to_vec(),
         output_tokens,
         tokens_verified: true,
+        responses: 4,
     }
 }
 
@@ -58,6 +59,9 @@ fn a_linear_ramp_gives_the_exact_integral_with_the_edges_interpolated() {
     let e = of(&window(&[(0.5, 3.5)], 36), &readings, 1.0).expect("power readings");
     assert!(close(e.total_j.expect("a figure"), 360.0), "{e:?}");
     assert!(close(e.output_tokens_per_joule.expect("per J"), 0.1));
+    // Four responses in the window: 90 J each.
+    assert_eq!(e.responses, 4);
+    assert!(close(e.joules_per_request.expect("per request"), 90.0));
     assert_eq!(e.gpus[0].readings, 5, "0, 1, 2, 3 and 4 s");
 }
 
