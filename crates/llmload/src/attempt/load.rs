@@ -210,7 +210,7 @@ fn assemble(
 }
 
 /// The measured records the HTML page draws, slimmed to what it reads (token times dropped but
-/// the last): per case, the first [`TIMELINE_MAX`], and the failed ones among the first
+/// the last; no server timings, ids or session-graph call): per case, the first [`TIMELINE_MAX`], and the failed ones among the first
 /// [`FAILED_SHOWN`] failures; with the latest activity of any record.
 pub fn records_for_html(path: &Path) -> crate::error::Result<(Vec<Record>, Option<f64>)> {
     let mut kept = Vec::new();
@@ -234,6 +234,12 @@ pub fn records_for_html(path: &Path) -> crate::error::Result<(Vec<Record>, Optio
             r.event_ms = r.event_ms.last().copied().into_iter().collect();
             r.event_tokens = Vec::new();
             r.notes = Vec::new();
+            // Nothing on the page reads a record's server timings, ids or call: the sections
+            // that show them read the summary.
+            r.server = None;
+            r.request_id = None;
+            r.server_request_id = None;
+            r.graph = None;
             kept.push(r);
         }
     })?;
