@@ -210,8 +210,9 @@ fn assemble(
 }
 
 /// The measured records the HTML page draws, slimmed to what it reads (token times dropped but
-/// the last; no server timings, ids or session-graph call): per case, the first [`TIMELINE_MAX`], and the failed ones among the first
-/// [`FAILED_SHOWN`] failures; with the latest activity of any record.
+/// the last; no server timings, ids or session-graph call): per case, the first
+/// [`TIMELINE_MAX`], and the failed ones among the first [`FAILED_SHOWN`] failures; with the
+/// latest activity of any record.
 pub fn records_for_html(path: &Path) -> crate::error::Result<(Vec<Record>, Option<f64>)> {
     let mut kept = Vec::new();
     let mut last: Option<f64> = None;
