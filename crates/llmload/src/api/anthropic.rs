@@ -172,7 +172,7 @@ struct TextDelta<'a> {
 /// Appends an event's generated text (reasoning, answer and tool arguments) to `out`, for the
 /// client's tokenizer.
 pub fn text_of(data: &[u8], out: &mut String) {
-    if let Ok(TextEvent { delta: Some(d) }) = serde_json::from_slice(data) {
+    if let Some(TextEvent { delta: Some(d) }) = super::from_json(data) {
         for part in [d.thinking, d.text, d.partial_json].into_iter().flatten() {
             out.push_str(&part);
         }
@@ -181,7 +181,7 @@ pub fn text_of(data: &[u8], out: &mut String) {
 
 /// Appends an event's answer text (reasoning left out) to `out`: a session's answer.
 pub fn answer_of(data: &[u8], out: &mut String) {
-    if let Ok(TextEvent { delta: Some(d) }) = serde_json::from_slice(data) {
+    if let Some(TextEvent { delta: Some(d) }) = super::from_json(data) {
         if let Some(text) = d.text {
             out.push_str(&text);
         }

@@ -389,21 +389,17 @@ fn parse_json<'a, T: Deserialize<'a>>(data: &'a [u8]) -> Result<T, EventError> {
         let shown = String::from_utf8_lossy(&data[..data.len().min(120)]);
         EventError::Malformed(format!("{e} in {shown:?}"))
     };
-    let text = as_text(data).map_err(|e| malformed(&e))?;
+    // The UTF-8 checked once, whole, so that serde reads text and does not check each key and
+    // string again (read from bytes, the checks of a chunk's many short keys cost more than the
+    // rest of its lexing).
+    let text = std::str::from_utf8(data).map_err(|e| malformed(&e))?;
     serde_json::from_str(text).map_err(|e| malformed(&e))
 }
 
-/// `data` as text, its UTF-8 checked once, so that serde reads it as text and does not check
-/// each key and string again (read from bytes, the checks of the many short keys of a chunk
-/// cost more than the rest of its lexing).
-fn as_text(data: &[u8]) -> Result<&str, std::str::Utf8Error> {
-    std::str::from_utf8(data)
-}
-
-/// `data` read as JSON into `T`, or `None` (the text of a chunk, where a chunk that does not
-/// parse has none).
+/// `data` read as JSON into `T` as [`parse_json`] reads it, or `None` (the text of an event,
+/// where an event that does not parse has none).
 fn from_json<'a, T: Deserialize<'a>>(data: &'a [u8]) -> Option<T> {
-    serde_json::from_str(as_text(data).ok()?).ok()
+    serde_json::from_str(std::str::from_utf8(data).ok()?).ok()
 }
 
 /// The message of an `"error"` field, whatever its shape (string or object), flattened to one

@@ -161,10 +161,10 @@ struct TextEvent<'a> {
 /// Appends an event's generated text (reasoning, answer and tool arguments) to `out`, for the
 /// client's tokenizer.
 pub fn text_of(data: &[u8], out: &mut String) {
-    if let Ok(TextEvent {
+    if let Some(TextEvent {
         kind: Some(_),
         delta: Some(d),
-    }) = serde_json::from_slice(data)
+    }) = super::from_json(data)
     {
         out.push_str(&d);
     }
@@ -172,10 +172,10 @@ pub fn text_of(data: &[u8], out: &mut String) {
 
 /// Appends an event's answer text (reasoning left out) to `out`: a session's answer.
 pub fn answer_of(data: &[u8], out: &mut String) {
-    if let Ok(TextEvent {
+    if let Some(TextEvent {
         kind: Some(kind),
         delta: Some(d),
-    }) = serde_json::from_slice(data)
+    }) = super::from_json(data)
     {
         if kind == "response.output_text.delta" {
             out.push_str(&d);

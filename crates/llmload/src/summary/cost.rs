@@ -22,7 +22,7 @@ impl Price {
     /// input tokens. `throughput`: the interval of the case's throughput, tokens per second,
     /// where it has one.
     pub fn cost(self, window: &Window, generates: bool, throughput: Option<&Ci>) -> Cost {
-        let window_s: f64 = window.spans.iter().map(|(a, b)| (b - a).max(0.0)).sum();
+        let window_s = window.length_s();
         let window_cost = self.per_second() * window_s;
         let per_million = |tokens_per_s: f64| self.per_second() / tokens_per_s * 1e6;
         let interval = throughput.and_then(|ci| {

@@ -28,6 +28,11 @@ pub struct Window {
 }
 
 impl Window {
+    /// The spans' total length, seconds.
+    pub fn length_s(&self) -> Seconds {
+        self.spans.iter().map(|(a, b)| (b - a).max(0.0)).sum()
+    }
+
     /// The window of `case`: its measurement window when it has one (continuous and open
     /// loops), else `round_spans` (closed rounds, from [`super::CaseFigures::round_spans`]),
     /// with the same output tokens as its throughput.
@@ -98,7 +103,7 @@ fn over(window: &Window, series: &BTreeMap<u32, Series>, interval_s: Seconds) ->
     if series.is_empty() {
         return None;
     }
-    let window_s: Seconds = window.spans.iter().map(|(a, b)| (b - a).max(0.0)).sum();
+    let window_s = window.length_s();
     let mut energy = Energy {
         window_s,
         output_tokens: window.output_tokens,

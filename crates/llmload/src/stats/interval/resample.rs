@@ -124,8 +124,8 @@ impl Pool {
         }
     }
 
-    /// Samples of the resample that holds unit `u` `weight` times, for each of `picked`, among
-    /// the first `row · stride` of the pool.
+    /// Samples of the resample that holds each unit `u` `weights[u]` times, among the first
+    /// `row · stride` of the pool.
     fn weight_before(&self, row: usize, weights: &[u64]) -> u64 {
         let counts = &self.before[row * self.k..(row + 1) * self.k];
         // Over every unit, picked or not: a dense pass the compiler vectorises costs less
