@@ -59,7 +59,7 @@ pub fn regenerate(dir: &Path) -> crate::error::Result<Report> {
     };
     attempt.write_text("report.md", &markdown_file(&report.summary))?;
     attempt.write_text("cases.csv", &csv::render(&report.summary))?;
-    attempt.write_text("report.html", &html::render(&report))?;
+    attempt.write_pieces("report.html", |emit| html::render_into(&report, emit))?;
     Ok(report)
 }
 
@@ -90,14 +90,16 @@ pub fn write_comparison(attempt: &Attempt, summary: &Summary) -> crate::error::R
     if let Some(section) = &summary.ab {
         attempt.write_text("cases.csv", &csv::ab::render(section))?;
     }
-    attempt.write_text("report.html", &html::render(&Report::of(summary)))
+    let report = Report::of(summary);
+    attempt.write_pieces("report.html", |emit| html::render_into(&report, emit))
 }
 
 /// Writes `report.html` at the end of a run, from its `summary` and the records it wrote. The
 /// records are read one at a time and only those the page draws are kept (see
 /// [`records_for_html`]), so that a long run's file is never held whole.
 pub fn write_html(attempt: &Attempt, summary: &Summary) -> crate::error::Result<()> {
-    let (records, last_activity_s) = records_for_html(&attempt.dir.join("requests.jsonl"))?;
+    let (records, last_activity_s) =
+        records_for_html(&attempt.dir.join("requests.jsonl"), &summary.cases)?;
     let report = Report {
         summary: summary.clone(),
         records,
@@ -108,7 +110,7 @@ pub fn write_html(attempt: &Attempt, summary: &Summary) -> crate::error::Result<
             .map(|c| c.config.limits.thresholds())
             .unwrap_or_default(),
     };
-    attempt.write_text("report.html", &html::render(&report))
+    attempt.write_pieces("report.html", |emit| html::render_into(&report, emit))
 }
 
 /// Writes `summary` as `summary.json` and every view of it into the attempt folder `dir` (after

@@ -57,7 +57,7 @@ pub fn read(dir: &Path) -> crate::error::Result<Report> {
         rebuild::End::Recorded
     };
     let cases = rebuilt(&campaign, (previous.as_ref(), end), &telemetry, &mut replay)?;
-    let (records, last_activity_s) = records_for_html(&path)?;
+    let (records, last_activity_s) = records_for_html(&path, &cases.0)?;
     let mut report = assemble(&campaign, cases, records, previous.as_ref());
     report.last_activity_s = last_activity_s;
     let still_running = previous
@@ -213,8 +213,18 @@ fn assemble(
 /// the last; no server timings, ids or session-graph call): per case, the first
 /// [`TIMELINE_MAX`], and the failed ones among the first [`FAILED_SHOWN`] failures; with the
 /// latest activity of any record.
-pub fn records_for_html(path: &Path) -> crate::error::Result<(Vec<Record>, Option<f64>)> {
-    let mut kept = Vec::new();
+///
+/// `cases` (the summary's, where there is one) sizes the list once, to the records it says
+/// there are: a list that grows by doubling holds twice its records while it moves.
+pub fn records_for_html(
+    path: &Path,
+    cases: &[CaseSummary],
+) -> crate::error::Result<(Vec<Record>, Option<f64>)> {
+    let expected = cases
+        .iter()
+        .map(|c| (c.counts.measured() as usize).min(TIMELINE_MAX + FAILED_SHOWN))
+        .sum();
+    let mut kept = Vec::with_capacity(expected);
     let mut last: Option<f64> = None;
     let mut seen: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     crate::attempt::records::for_each_record(path, |mut r| {
@@ -282,7 +292,7 @@ mod tests {
             }
             sink.append(&r).expect("append");
         }
-        let (kept, last) = records_for_html(&path).expect("readable");
+        let (kept, last) = records_for_html(&path, &[]).expect("readable");
         // The first TIMELINE_MAX, then the first FAILED_SHOWN failures after them.
         assert_eq!(kept.len(), TIMELINE_MAX + FAILED_SHOWN);
         assert!(

@@ -95,15 +95,31 @@ impl Attempt {
     /// Writes `text` to `file` in the attempt folder (atomically), every secret sent scrubbed
     /// from it (a server may have echoed one).
     pub fn write_text(&self, file: &str, text: &str) -> crate::error::Result<()> {
-        let text = crate::secrets::scrub(text);
-        let text = text.as_ref();
+        self.write_pieces(file, |emit| emit(text))
+    }
+
+    /// Writes to `file` in the attempt folder (atomically) the pieces `write` passes to its
+    /// `emit`, each scrubbed of every secret sent and written as it comes: a page is never held
+    /// whole. A piece must be whole text (a secret is looked for within a piece, not across two).
+    pub fn write_pieces(
+        &self,
+        file: &str,
+        write: impl FnOnce(&mut dyn FnMut(&str) -> std::io::Result<()>) -> std::io::Result<()>,
+    ) -> crate::error::Result<()> {
+        use std::io::Write;
         let path = self.dir.join(file);
         let temp = self.dir.join(format!(".{file}.tmp"));
         // A failed write (a full disk) leaves no temporary file behind, and the message names
         // the file that was being written.
         // A stop signal meanwhile removes it too ([`crate::files::remove_scratch_for_exit`]).
         crate::files::scratch(&temp);
-        let written = std::fs::write(&temp, text).and_then(|()| std::fs::rename(&temp, &path));
+        let written = std::fs::File::create(&temp)
+            .and_then(|f| {
+                let mut out = std::io::BufWriter::new(f);
+                write(&mut |piece| out.write_all(crate::secrets::scrub(piece).as_bytes()))?;
+                out.flush()
+            })
+            .and_then(|()| std::fs::rename(&temp, &path));
         if written.is_err() {
             let _ = std::fs::remove_file(&temp);
         }

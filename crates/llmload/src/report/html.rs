@@ -34,6 +34,29 @@ pub fn render(report: &Report) -> String {
 
 /// `sections` as the page of `report`.
 pub fn write(report: &Report, sections: &[Section<'_>]) -> String {
+    let mut page = String::new();
+    let _ = write_into(report, sections, &mut |piece| {
+        page.push_str(piece);
+        Ok(())
+    });
+    page
+}
+
+/// Writes the whole page of `report` through `emit`, a block at a time: no more than a block
+/// (a chart's SVG at most) is held at once.
+pub fn render_into(
+    report: &Report,
+    emit: &mut dyn FnMut(&str) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    write_into(report, &super::sections(report), emit)
+}
+
+/// `sections` as the page of `report`, through `emit` a block at a time.
+fn write_into(
+    report: &Report,
+    sections: &[Section<'_>],
+    emit: &mut dyn FnMut(&str) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let mut out = String::new();
     let title = format!("llmload report: {}", report.summary.attempt_id);
     let _ = write!(
@@ -52,6 +75,8 @@ pub fn write(report: &Report, sections: &[Section<'_>]) -> String {
         );
         for block in &section.blocks {
             write_block(&mut out, block);
+            emit(&out)?;
+            out.clear();
         }
         out.push_str("</section>\n");
     }
@@ -62,7 +87,7 @@ pub fn write(report: &Report, sections: &[Section<'_>]) -> String {
          sample size, is in <code>cases.csv</code> beside this file.</p></footer>\n</body>\n</html>\n",
         env!("CARGO_PKG_VERSION"),
     );
-    out
+    emit(&out)
 }
 
 /// One block as HTML.

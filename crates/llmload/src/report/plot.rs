@@ -90,6 +90,9 @@ pub const COLORS: [RGBColor; 8] = [
     RGBColor(127, 127, 127),
 ];
 
+/// The SVG namespace attribute, which inline SVG needs not.
+const NAMESPACE: &str = r#" xmlns="http://www.w3.org/2000/svg""#;
+
 /// Draws into a fresh SVG of `size` pixels and returns it as an element to inline in HTML.
 pub fn svg(
     size: (u32, u32),
@@ -103,7 +106,10 @@ pub fn svg(
         root.present()?;
     }
     // Inline SVG needs no namespace, and the page then names no external address at all.
-    Ok(out.replacen(r#" xmlns="http://www.w3.org/2000/svg""#, "", 1))
+    if let Some(at) = out.find(NAMESPACE) {
+        out.replace_range(at..at + NAMESPACE.len(), "");
+    }
+    Ok(out)
 }
 
 /// Writes `message` in the middle of an empty chart.
