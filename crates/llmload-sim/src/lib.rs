@@ -153,6 +153,7 @@ pub async fn serve(
         time_scale: config.time_scale,
         schedule: config.schedule,
         hosted: config.hosted,
+        generating: Arc::default(),
         profile,
     });
     server::accept_loop(listener, state, shutdown).await;

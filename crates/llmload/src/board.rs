@@ -110,6 +110,7 @@ pub fn phase_name(phase: Phase) -> &'static str {
     match phase {
         Phase::Warmup => "warmup",
         Phase::Measured => "measured",
+        Phase::Canary => "canary",
     }
 }
 

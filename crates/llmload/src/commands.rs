@@ -23,17 +23,7 @@ pub const GATE_FAILED: u8 = 5;
 /// Runs `command`; returns its exit code.
 pub async fn execute(command: Command) -> Result<u8> {
     match command {
-        Command::Run(args) => {
-            let config = Config::resolve(args.settings()?)?;
-            crate::secrets::install(config.scrubber());
-            warn_at_start(&config);
-            let stop = interrupts();
-            let mut result = crate::run(&config, stop.clone()).await?;
-            out(&results_text(&result.summary, args.json, config.quiet))?;
-            records_line(&result.dir, config.quiet);
-            linger(&mut result, &config, &stop).await;
-            Ok(exit_code(&result.summary.outcome))
-        }
+        Command::Run(args) => run(&args).await,
         Command::Sweep(args) => {
             let options = (&*args).try_into()?;
             let config = Config::resolve(args.run.settings()?)?;
@@ -206,6 +196,39 @@ pub fn exit_code(outcome: &Outcome) -> u8 {
         OutcomeStatus::Completed => 0,
         OutcomeStatus::Failed | OutcomeStatus::Running => 3,
         OutcomeStatus::Stopped => 4,
+    }
+}
+
+/// `llmload run`: the run, what it printed, its exit code.
+async fn run(args: &crate::cli::RunArgs) -> Result<u8> {
+    let config = Config::resolve(args.settings()?)?;
+    crate::secrets::install(config.scrubber());
+    warn_at_start(&config);
+    let stop = interrupts();
+    let mut result = crate::run(&config, stop.clone()).await?;
+    out(&results_text(&result.summary, args.json, config.quiet))?;
+    records_line(&result.dir, config.quiet);
+    linger(&mut result, &config, &stop).await;
+    Ok(canary_code(
+        &result.summary,
+        exit_code(&result.summary.outcome),
+    ))
+}
+
+/// `--canary-fail`'s exit code: a case's canaries diverged in a larger share than it allows.
+pub const CANARIES_FAILED: u8 = 6;
+
+/// `code`, or [`CANARIES_FAILED`] where the run otherwise completed and a case's canaries
+/// failed their check.
+fn canary_code(summary: &crate::summary::Summary, code: u8) -> u8 {
+    let failed = summary
+        .cases
+        .iter()
+        .any(|c| c.canaries.as_ref().is_some_and(|c| c.check_failed));
+    if code == 0 && failed {
+        CANARIES_FAILED
+    } else {
+        code
     }
 }
 

@@ -106,6 +106,7 @@ fn ok(
         turns: None,
         history_tokens: None,
         graph: None,
+        canary: None,
         cancel_after: None,
         pooling: None,
         images: None,

@@ -8,6 +8,9 @@
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+pub mod canary;
+mod phase;
+pub use phase::{Arm, Phase};
 mod check;
 mod graph;
 mod server;
@@ -24,44 +27,6 @@ pub type Seconds = f64;
 )]
 fn is_zero(n: &u32) -> bool {
     *n == 0
-}
-
-/// Whether a request was measured.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Phase {
-    /// Unmeasured request before a case's rounds.
-    Warmup,
-    /// Part of a measured round.
-    Measured,
-}
-
-/// `llmload ab`: the arm of the comparison a request was sent in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum Arm {
-    /// The base (the first URL).
-    A,
-    /// The candidate (the second URL).
-    B,
-}
-
-impl Arm {
-    /// The other arm.
-    #[must_use]
-    pub fn other(self) -> Arm {
-        match self {
-            Arm::A => Arm::B,
-            Arm::B => Arm::A,
-        }
-    }
-
-    /// The arm's letter.
-    pub fn letter(self) -> &'static str {
-        match self {
-            Arm::A => "A",
-            Arm::B => "B",
-        }
-    }
 }
 
 /// How a request ended.
@@ -250,6 +215,10 @@ pub struct Record {
     /// the two together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<Images>,
+    /// `--canaries`: the canary prompt, its output and its comparison with the reference;
+    /// absent from every other request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canary: Option<Box<canary::Canary>>,
 }
 
 /// An embeddings or rerank request: several inputs (documents, for rerank) of `input_tokens`
@@ -414,6 +383,8 @@ pub struct RequestMeta {
     pub images: Option<Images>,
     /// A mix of models: the model the request names.
     pub model: Option<String>,
+    /// `--canaries`: the canary this request is (its prompt, whether it is the reference).
+    pub canary: Option<Box<canary::Canary>>,
 }
 
 impl Record {
@@ -510,6 +481,7 @@ pub(crate) fn test_meta() -> RequestMeta {
         launched: None,
         turn: None,
         graph: None,
+        canary: None,
         request_id: None,
         cancel_after: None,
         inputs: 0,
@@ -571,6 +543,7 @@ pub(crate) fn ok_record(
         turns: None,
         history_tokens: None,
         graph: None,
+        canary: None,
         cancel_after: None,
         pooling: None,
         images: None,

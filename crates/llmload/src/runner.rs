@@ -28,20 +28,19 @@ use crate::summary::window::{CaseRun, WindowFigures};
 use crate::target::Target;
 use crate::workload::prompt::splitmix64;
 use crate::workload::schedule::{self, Bound};
-use crate::workload::shape::{CasePlan, Shape, Slo};
-use crate::workload::shard::Shard;
+use crate::workload::shape::{CasePlan, Shape};
 use crate::workload::source::PromptSource;
 use crate::workload::stages::Stage;
 use crate::workload::trace::{self, TraceEntry};
-use pacer::PacerClock;
-use std::path::PathBuf;
+pub use settings::RunSettings;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 pub mod attempt_run;
+pub mod canaries;
 mod closed;
 pub mod exchange;
 pub mod ids;
@@ -51,6 +50,7 @@ pub mod pacer;
 mod pooled;
 mod request;
 mod sessions;
+mod settings;
 mod stages;
 mod start;
 
@@ -91,39 +91,10 @@ pub struct Runner<'a> {
     load_start: Option<LoadStart>,
     /// What this shard's part of its load was: open-loop arrivals or closed-loop streams.
     share: Option<Share>,
-}
-
-/// The knobs of a run, the same for every case of it.
-#[derive(Clone, Debug, Default)]
-pub struct RunSettings {
-    /// Seed for prompt offsets, sampled lengths and arrival schedules.
-    pub seed: u64,
-    /// Objectives for goodput over a continuous or open loop's window.
-    pub slo: Slo,
-    /// A mix of models: the objectives of the models that have their own.
-    pub model_slo: Arc<std::collections::BTreeMap<String, Slo>>,
-    /// Soak runs: the length of the windows the measurement window is cut into.
-    pub series_window: Option<Duration>,
-    /// Fields merged into every request body (`--extra-body`).
-    pub extra_body: Option<serde_json::Value>,
-    /// `--best-effort`: lengths that differ from the request make a response unverified, not
-    /// invalid.
-    pub best_effort: bool,
-    /// `--shard`: the part of each load this process runs (0/1: all of it).
-    pub shard: Shard,
-    /// `--start-at`: the wall-clock instant the first load begins, waited for.
-    pub start_at: Option<SystemTime>,
-    /// A shard: the file the load's start is written to the moment the load begins, so that a
-    /// shard killed before its summary still says when it began.
-    pub start_file: Option<PathBuf>,
-    /// The clock open-loop launches keep.
-    pub pacer: PacerClock,
-    /// Where each request's ids come from; `None` sends none.
-    pub ids: Option<Arc<ids::RequestIds>>,
-    /// `--cancel-after`: the measured streams the client abandons, and where.
-    pub cancel: Option<crate::workload::shape::Cancel>,
-    /// `--model` with a mix: the models each request's is drawn from.
-    pub mix: Option<Arc<crate::workload::mix::ModelMix>>,
+    /// `--canaries`: each prompt's reference, once sent (`None` where it failed).
+    canary_references: Vec<Option<crate::record::canary::Canary>>,
+    /// Canaries sent beside the load so far (the next one's prompt, in turn).
+    canaries_sent: u64,
 }
 
 /// A shard's part of a load.
@@ -163,6 +134,8 @@ impl<'a> Runner<'a> {
             begun: false,
             load_start: None,
             share: None,
+            canary_references: Vec::new(),
+            canaries_sent: 0,
         }
     }
 
@@ -284,7 +257,7 @@ impl Runner<'_> {
             }
             let meta = self.meta(plan, Phase::Warmup, None, index, None);
             // `run` has no window yet: a single warmup's phase keeps it out of the figures.
-            self.launch(vec![(meta, Some(0))], run).await?;
+            self.launch(vec![(meta, Some(0))], None, run).await?;
         }
         Ok(true)
     }
@@ -365,6 +338,7 @@ impl Runner<'_> {
         run: &mut CaseRun,
     ) -> crate::error::Result<()> {
         self.begin(Instant::now()).await;
+        self.canary_references(plan, run).await?;
         for round in 1..=rounds {
             let at = format!("before round {round} of case {}", plan.case.id);
             if self.guard.process_check(&at) {
@@ -380,7 +354,10 @@ impl Runner<'_> {
                     )
                 })
                 .collect();
-            self.launch(requests, run).await?;
+            let canary = self
+                .round_canary(plan, round, plan.case.concurrency)
+                .await?;
+            self.launch(requests, canary, run).await?;
         }
         Ok(())
     }
@@ -424,6 +401,7 @@ impl Runner<'_> {
     ) -> crate::error::Result<()> {
         let launched = meta.launched.map(|t| self.since(t));
         let mut record = exchange::record(meta, exchange, self.origin, self.settings.best_effort);
+        self.judge_canary(&mut record);
         record.repeat = self.repeat;
         record.arm = self.arm;
         record
@@ -432,6 +410,11 @@ impl Runner<'_> {
         self.sink
             .append(&record)
             .context("writing requests.jsonl")?;
+        if record.phase == Phase::Canary {
+            // Beside the load, in none of its figures (and not shown as the load's progress).
+            run.figures.add_canary(&record);
+            return Ok(());
+        }
         self.progress.record(&record);
         if record.phase == Phase::Measured {
             self.guard.observe_record(&record);
@@ -447,9 +430,11 @@ impl Runner<'_> {
 
     /// Builds every prompt, then sends all requests at once; their records are written and
     /// folded into `run` as they end.
+    /// A canary built already goes with them.
     async fn launch(
         &mut self,
         requests: Vec<(RequestMeta, Option<u32>)>,
+        canary: Option<(RequestMeta, Body)>,
         run: &mut CaseRun,
     ) -> crate::error::Result<()> {
         let mut requests = requests;
@@ -459,6 +444,9 @@ impl Runner<'_> {
         }
         let mut in_flight = InFlight::new();
         for ((meta, _), body) in requests.into_iter().zip(bodies) {
+            self.spawn(&mut in_flight, meta, body);
+        }
+        if let Some((meta, body)) = canary {
             self.spawn(&mut in_flight, meta, body);
         }
         while !in_flight.is_empty() {

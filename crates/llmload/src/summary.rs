@@ -10,6 +10,7 @@
 pub mod ab;
 pub mod abandoned;
 pub mod bursts;
+pub mod canaries;
 pub mod capacity;
 mod case;
 mod case_cost;

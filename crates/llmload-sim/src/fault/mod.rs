@@ -15,6 +15,7 @@
 //! | `fake-cache` | `tokens` (half the prompt) | report T cached prompt tokens; timing unchanged |
 //! | `multi-token` | `k` (4) | K tokens per event |
 //! | `slow-first-byte` | `ms` (1,000) | delay the response headers by M ms |
+//! | `corrupt` | `inflight` (2), `after` (half) | the first token from K on generated while N or more generation requests are in flight (itself counted) comes out wrong, and every token after it: output right alone and wrong under load |
 //! | `reasoning` | `tokens` (half the output) | the first T tokens are reasoning (chat: `delta.reasoning_content`), unless the request's `chat_template_kwargs.enable_thinking` is `false` |
 //!
 //! Fault durations are wall-clock: the time scale does not apply to them. Several specs combine;
@@ -92,6 +93,15 @@ pub enum FaultKind {
     SlowFirstByte {
         /// Delay in wall-clock milliseconds.
         delay_ms: u64,
+    },
+    /// From `after_tokens` on, the first token generated while `in_flight` or more generation
+    /// requests are in flight (itself counted) comes out wrong, and every token after it: the
+    /// output is right alone and wrong under load, as a kernel bug that shows only in batches.
+    Corrupt {
+        /// Generation requests in flight (with this one) from which the output is corrupted.
+        in_flight: usize,
+        /// Tokens generated right before the first wrong one (default: half the output).
+        after_tokens: Option<usize>,
     },
     /// Think before answering: the first tokens are reasoning, as a reasoning model's are.
     Reasoning {
@@ -206,13 +216,20 @@ fn parse_kind(name: &str, pairs: &mut Vec<(&str, &str)>) -> Result<FaultKind, St
         "reasoning" => FaultKind::Reasoning {
             tokens: count("tokens")?,
         },
+        "corrupt" => match count("inflight")?.unwrap_or(2) {
+            0 => return Err("`inflight=0`: a request is in flight with itself at least".to_owned()),
+            in_flight => FaultKind::Corrupt {
+                in_flight,
+                after_tokens: count("after")?,
+            },
+        },
         "slow-first-byte" => FaultKind::SlowFirstByte {
             delay_ms: count("ms")?.map_or(DEFAULT_FIRST_BYTE_DELAY_MS, |ms| ms as u64),
         },
         _ => {
             return Err(format!(
                 "unknown kind `{name}` (kinds: http429, http500, http503, drop, stall, \
-                 malformed, early-eos, fake-cache, multi-token, slow-first-byte, reasoning)"
+                 malformed, early-eos, fake-cache, multi-token, slow-first-byte, reasoning, corrupt)"
             ))
         }
     };
@@ -269,6 +286,14 @@ impl fmt::Display for FaultSpec {
             FaultKind::Reasoning { tokens } => {
                 params.extend(tokens.map(|t| format!("tokens={t}")));
                 "reasoning"
+            }
+            FaultKind::Corrupt {
+                in_flight,
+                after_tokens,
+            } => {
+                params.push(format!("inflight={in_flight}"));
+                params.extend(after_tokens.map(|k| format!("after={k}")));
+                "corrupt"
             }
         };
         match &self.selector {
@@ -328,6 +353,7 @@ mod tests {
             "slow-first-byte:ms=100",
             "early-eos:after=0",
             "malformed",
+            "corrupt:inflight=3,after=5",
         ] {
             let spec = FaultSpec::parse(text).expect("valid");
             let shown = spec.to_string();

@@ -31,6 +31,9 @@ pub(crate) struct FaultPlan {
     pub first_byte_delay: Option<Duration>,
     /// The first tokens that are reasoning.
     pub reasoning_tokens: Option<usize>,
+    /// Corrupted output: from this many generation requests in flight (with this one), the
+    /// tokens from this index on.
+    pub corrupt: Option<(usize, usize)>,
 }
 
 impl Default for FaultPlan {
@@ -45,6 +48,7 @@ impl Default for FaultPlan {
             tokens_per_event: 1,
             first_byte_delay: None,
             reasoning_tokens: None,
+            corrupt: None,
         }
     }
 }
@@ -101,6 +105,13 @@ impl FaultPlan {
                 FaultKind::Reasoning { tokens } => {
                     let tokens = tokens.unwrap_or(half).min(output_tokens);
                     plan.reasoning_tokens = plan.reasoning_tokens.or(Some(tokens));
+                }
+                FaultKind::Corrupt {
+                    in_flight,
+                    after_tokens,
+                } => {
+                    let corrupt = (*in_flight, after_tokens.unwrap_or(half));
+                    plan.corrupt = plan.corrupt.or(Some(corrupt));
                 }
             }
         }

@@ -38,6 +38,16 @@ pub(crate) struct EventContext {
     pub time_scale: f64,
     /// Cached tokens to report instead of the real ones (fake-cache fault).
     pub fake_cached_tokens: Option<usize>,
+    /// What the generated text is drawn from: the serial number, or the prompt's tokens for a
+    /// greedy request (the same prompt, the same text).
+    pub text_key: u64,
+    /// The corrupt fault: from which token, at how many generation requests in flight, and
+    /// where they are counted.
+    pub corrupt: Option<(usize, usize, std::sync::Arc<std::sync::atomic::AtomicUsize>)>,
+    /// The corrupt fault: the first token that came out wrong, once one has.
+    pub corrupt_from: std::sync::OnceLock<usize>,
+    /// Counts this request among those in flight for as long as its answer lives.
+    pub in_flight: Option<std::sync::Arc<super::Generating>>,
 }
 
 fn put(out: &mut String, args: fmt::Arguments<'_>) {
@@ -95,10 +105,26 @@ impl EventContext {
         );
     }
 
+    /// Generated token `index`: its id and text.
+    fn token(&self, index: usize) -> (u32, &'static str) {
+        if let (None, Some((after, in_flight, count))) = (self.corrupt_from.get(), &self.corrupt) {
+            // A token generated while the batch is large enough comes out wrong, and so does
+            // every one after it (the output has parted from the right one).
+            if index >= *after && count.load(std::sync::atomic::Ordering::SeqCst) >= *in_flight {
+                let _ = self.corrupt_from.set(index);
+            }
+        }
+        match self.corrupt_from.get() {
+            // Another draw of the same vocabulary: a wrong token, as a corrupted kernel's.
+            Some(&from) if index >= from => generated_token(!self.seed, self.text_key, index),
+            _ => generated_token(self.seed, self.text_key, index),
+        }
+    }
+
     fn push_text(&self, out: &mut String, first: usize, count: usize) {
         // Vocabulary words need no JSON escaping (checked by a test).
         for index in first..first + count {
-            out.push_str(generated_token(self.seed, self.serial, index).1);
+            out.push_str(self.token(index).1);
         }
     }
 
@@ -131,7 +157,7 @@ impl EventContext {
                     out.push_str(",\"tokens\":[");
                     for index in first..first + count {
                         let separator = if index == first { "" } else { "," };
-                        let id = generated_token(self.seed, self.serial, index).0;
+                        let id = self.token(index).0;
                         put(out, format_args!("{separator}{id}"));
                     }
                     out.push(']');
@@ -290,7 +316,7 @@ impl EventContext {
             .map_or(StopReason::Limit, |finish| finish.stop);
         let tokens: Vec<u32> = if with_tokens && self.return_tokens {
             (0..progress.generated)
-                .map(|index| generated_token(self.seed, self.serial, index).0)
+                .map(|index| self.token(index).0)
                 .collect()
         } else {
             Vec::new()
@@ -353,6 +379,10 @@ mod tests {
             reasoning_tokens: 0,
             time_scale: 2.0,
             fake_cached_tokens: None,
+            text_key: 3,
+            corrupt: None,
+            corrupt_from: std::sync::OnceLock::new(),
+            in_flight: None,
         }
     }
 

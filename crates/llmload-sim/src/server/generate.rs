@@ -52,6 +52,7 @@ async fn run(
     // Every generation request gets a serial number, well-formed or not, so `index=` and
     // `every=` count requests as the server received them.
     let (serial, kinds) = state.faults.next();
+    let generating = super::Generating::start(&state.generating);
     let mut generation = request::parse(api, body, &state.tokenizer, &state.profile)?;
     if state.hosted {
         generation.ignore_eos = false;
@@ -91,7 +92,11 @@ async fn run(
         .engine
         .check(prompt_tokens, max_tokens, generation.slot)
         .map_err(|rejection| ApiError::bad_request(rejection.to_string()))?;
-    let context = state.event_context(api, serial, &generation, &plan);
+    let mut context = state.event_context(api, serial, &generation, &plan);
+    context.corrupt = plan
+        .corrupt
+        .map(|(in_flight, after)| (after, in_flight, Arc::clone(&state.generating)));
+    context.in_flight = Some(Arc::new(generating));
     let eos_after = plan
         .eos_after
         .or_else(|| state.draw_eos(serial, &generation));
@@ -199,6 +204,13 @@ pub(crate) async fn wait_for_finish(
     }
 }
 
+/// A key of `prompt`'s tokens (FNV-1a): a greedy request's text is drawn from it.
+fn prompt_key(prompt: &[u32]) -> u64 {
+    prompt.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &token| {
+        (hash ^ u64::from(token)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
 impl State {
     /// What the events of this request need to know.
     fn event_context(
@@ -231,6 +243,14 @@ impl State {
                 .unwrap_or(0),
             time_scale: self.time_scale,
             fake_cached_tokens: plan.fake_cached_tokens,
+            text_key: if generation.greedy {
+                prompt_key(&generation.prompt)
+            } else {
+                serial
+            },
+            corrupt: None,
+            corrupt_from: std::sync::OnceLock::new(),
+            in_flight: None,
         }
     }
 

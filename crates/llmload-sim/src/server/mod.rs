@@ -52,6 +52,26 @@ pub(crate) struct State {
     pub schedule: crate::Schedule,
     /// Playing a hosted endpoint (see [`crate::SimConfig::hosted`]).
     pub hosted: bool,
+    /// Generation requests in flight: from their arrival to their answer's end.
+    pub generating: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// One generation request counted in flight until dropped.
+#[derive(Debug)]
+pub(crate) struct Generating(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl Generating {
+    /// Counts one more request in `count` until the guard is dropped.
+    pub(crate) fn start(count: &std::sync::Arc<std::sync::atomic::AtomicUsize>) -> Self {
+        count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Generating(std::sync::Arc::clone(count))
+    }
+}
+
+impl Drop for Generating {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// What a hosted endpoint does not have.

@@ -51,6 +51,9 @@ pub(crate) struct Generation {
     pub return_tokens: bool,
     /// The model asked for (`OpenAI` APIs), if named.
     pub model: Option<String>,
+    /// Greedy decoding asked for (`temperature` 0): the text is a function of the prompt alone,
+    /// as a model's greedy output is.
+    pub greedy: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -162,6 +165,7 @@ struct Body {
     return_tokens: bool,
     chat_template_kwargs: Option<serde_json::Value>,
     model: Option<String>,
+    temperature: Option<f64>,
 }
 
 /// Parses a generation request body of `api`, tokenizing text prompts.
@@ -220,6 +224,7 @@ pub(crate) fn parse(
             .is_some_and(|k| k["enable_thinking"] == serde_json::Value::Bool(false)),
         return_tokens: body.return_tokens,
         model: body.model,
+        greedy: body.temperature == Some(0.0),
     })
 }
 

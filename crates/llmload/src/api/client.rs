@@ -370,6 +370,8 @@ fn on_event(
                 if let Some(answer) = &mut exchange.answer {
                     if answer.len() <= answer_bound(exchange.token_cap) {
                         api.answer_text(data, answer);
+                        let end = u32::try_from(answer.len()).unwrap_or(u32::MAX);
+                        exchange.answer_ends.push(end);
                     }
                 }
                 if event.reasoning {

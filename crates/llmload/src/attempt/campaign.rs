@@ -160,6 +160,9 @@ pub struct CampaignConfig {
     /// `--gpu-cost-per-hour` and `--gpus`, for each case's cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub price: Option<crate::summary::cost::Price>,
+    /// `--canaries`, `--canary-fail`: the canaries beside the rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canaries: Option<crate::config::canaries::Canaries>,
     /// `--shard`, `--attempt-id`, `--start-at`; absent from a merged attempt's campaign.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sharding: Option<CampaignSharding>,

@@ -110,6 +110,9 @@ pub(crate) fn cases(
     let singles = campaign.config.warmup as usize;
     let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
     replay(&mut |r| {
+        if r.phase == Phase::Canary {
+            return;
+        }
         let s = seen.entry(r.case.clone()).or_default();
         s.warmups += usize::from(r.phase == Phase::Warmup);
         if r.phase == Phase::Measured {
@@ -153,6 +156,10 @@ pub(crate) fn cases(
     let interval_s = campaign.config.telemetry_interval_s;
     energy::attach(&mut cases, &windows, telemetry, interval_s);
     crate::summary::cost::attach(&mut cases, &windows, campaign.config.price);
+    crate::summary::canaries::check(
+        &mut cases,
+        campaign.config.canaries.and_then(|c| c.fail_above),
+    );
     Ok(cases)
 }
 
@@ -198,6 +205,11 @@ impl<'a> Rebuilt<'a> {
     /// (measured, or warmups after the `singles` sent one at a time) into the window figures;
     /// every one into the series.
     fn add(&mut self, r: &Record, singles: usize) {
+        if r.phase == Phase::Canary {
+            // Beside the load, in none of its figures.
+            self.figures.add_canary(r);
+            return;
+        }
         let measured = r.phase == Phase::Measured;
         self.warmups += usize::from(!measured);
         if measured {

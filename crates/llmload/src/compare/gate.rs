@@ -161,7 +161,7 @@ impl Metric {
                 (ended > 0).then(|| {
                     let level = crate::stats::interval::level();
                     Figure {
-                        interval: Some(wilson(failed, ended, level)),
+                        interval: Some(crate::stats::interval::wilson(failed, ended, level)),
                         basis: Some(Basis {
                             level,
                             method: Method::Wilson,
@@ -294,21 +294,6 @@ impl Figure {
             ..self
         }
     }
-}
-
-/// Wilson's score interval of a share `k` of `n` at `level`.
-fn wilson(k: u32, n: u32, level: f64) -> Interval {
-    let z = change::z(level);
-    let (k, n) = (f64::from(k), f64::from(n));
-    let p = k / n;
-    let z2 = z * z;
-    let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
-    let half = z / (1.0 + z2 / n) * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
-    Interval {
-        low: (centre - half).max(0.0),
-        high: (centre + half).min(1.0),
-    }
-    .holding(p)
 }
 
 /// Which way a change breaks a rule.

@@ -10,6 +10,7 @@ use crate::workload::length::Length;
 use crate::workload::mix::ModelMix;
 pub use load::LoadConfig;
 
+pub mod canaries;
 mod cancel;
 mod dataset;
 mod load;
@@ -154,6 +155,9 @@ pub struct Config {
     /// `--reset-prefix-cache`: the server is asked to drop its prefix cache before each case.
     #[serde(default)]
     pub reset_prefix_cache: bool,
+    /// `--canaries`: output canaries beside the rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canaries: Option<canaries::Canaries>,
     /// Only the table on stdout, nothing on stderr but errors.
     pub quiet: bool,
     /// Where GPU readings come from.
@@ -303,6 +307,8 @@ impl Config {
             rounds,
             warmup,
             repeat,
+            canaries,
+            canary_fail,
         } = settings.rounds;
         let duration = |flag: &str, given: Option<String>, default: &str| {
             parse_duration(flag, given.as_deref().unwrap_or(default))
@@ -348,6 +354,7 @@ impl Config {
             best_effort: best_effort.unwrap_or(false),
             traceparent: traceparent.unwrap_or(false),
             reset_prefix_cache: reset_prefix_cache.unwrap_or(false),
+            canaries: canaries::resolve(canaries, canary_fail)?,
             quiet: quiet.unwrap_or(false),
             telemetry: guard.telemetry,
             telemetry_interval: guard.telemetry_interval,

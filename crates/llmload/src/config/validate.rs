@@ -64,6 +64,7 @@ impl Config {
         self.check_shared_prefix()?;
         repeat::check(self)?;
         cancel::check(self)?;
+        super::canaries::check(self)?;
         self.check_sharding()?;
         objectives::check(&self.load.model_slo, &self.mix_names())?;
         if self.mix.is_some() && self.api == Some(Api::Llamacpp) {

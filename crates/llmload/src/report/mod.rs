@@ -11,6 +11,7 @@
 
 pub mod ab;
 pub mod abandoned;
+pub mod canaries;
 pub mod capacity;
 pub mod charts;
 pub mod cost;
@@ -82,7 +83,7 @@ pub const FAILED_SHOWN: usize = 100;
 
 /// The page every format writes: its sections in order, each from the file of what it shows,
 /// those with nothing to show left out. A new section is a file and a line here.
-const SECTIONS: [fn(&Report) -> Option<Section<'_>>; 22] = [
+const SECTIONS: [fn(&Report) -> Option<Section<'_>>; 23] = [
     target::section,
     target::outcome,
     ab::section,
@@ -96,6 +97,7 @@ const SECTIONS: [fn(&Report) -> Option<Section<'_>>; 22] = [
     soak::section,
     energy::section,
     cost::section,
+    canaries::section,
     graph::section,
     prefix_cache::section,
     reasoning::section,

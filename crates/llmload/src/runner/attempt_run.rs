@@ -92,26 +92,7 @@ impl<'a> AttemptRun<'a> {
         let reporter = progress.clone();
         let sink = RecordSink::create(&attempt.dir.join("requests.jsonl"))
             .context("creating requests.jsonl")?;
-        let settings = RunSettings {
-            seed: config.seed,
-            slo: config.load.slo,
-            model_slo: Arc::new(config.load.model_slo.clone()),
-            series_window: config.series_window_length(),
-            extra_body: config.extra_body.clone(),
-            best_effort: config.best_effort,
-            shard: config.sharding.shard,
-            start_at: config.sharding.start_at,
-            start_file: (!config.sharding.shard.is_whole())
-                .then(|| attempt.dir.join(crate::attempt::START_FILE)),
-            pacer: PacerClock::Thread,
-            ids: Some(Arc::new(RequestIds::new(
-                config.sharding.attempt_id.as_deref().unwrap_or(&attempt.id),
-                (!config.sharding.shard.is_whole()).then_some(config.sharding.shard.index),
-                config.traceparent,
-            ))),
-            cancel: config.load.cancel,
-            mix: config.mix.clone().map(Arc::new),
-        };
+        let settings = run_settings(config, attempt);
         let transport: Arc<dyn Transport> = Arc::new(target.endpoint.clone());
         let runner = Runner::new(
             (target, prompts),
@@ -286,6 +267,9 @@ impl<'a> AttemptRun<'a> {
             std::slice::from_ref(&window),
             self.config.price,
         );
+        if let Some(canaries) = &mut case.canaries {
+            canaries.check(self.config.canaries.and_then(|c| c.fail_above));
+        }
         self.windows.push(window);
         self.summary.cases.push(case);
         // Every case's, again: an earlier case's window may have been waiting for the
@@ -471,5 +455,30 @@ pub fn stop_text(v: &crate::guard::StopVerdict) -> String {
     match v.rule {
         crate::guard::Rule::Interrupted => format!("stopped by {}", v.reason),
         _ => format!("stopped by the {} rule at {}: {}", v.rule, v.at, v.reason),
+    }
+}
+
+/// The knobs of a run, the same for every case of it, from `config`.
+fn run_settings(config: &Config, attempt: &Attempt) -> RunSettings {
+    RunSettings {
+        seed: config.seed,
+        slo: config.load.slo,
+        model_slo: Arc::new(config.load.model_slo.clone()),
+        series_window: config.series_window_length(),
+        extra_body: config.extra_body.clone(),
+        best_effort: config.best_effort,
+        shard: config.sharding.shard,
+        start_at: config.sharding.start_at,
+        start_file: (!config.sharding.shard.is_whole())
+            .then(|| attempt.dir.join(crate::attempt::START_FILE)),
+        pacer: PacerClock::Thread,
+        ids: Some(Arc::new(RequestIds::new(
+            config.sharding.attempt_id.as_deref().unwrap_or(&attempt.id),
+            (!config.sharding.shard.is_whole()).then_some(config.sharding.shard.index),
+            config.traceparent,
+        ))),
+        cancel: config.load.cancel,
+        mix: config.mix.clone().map(Arc::new),
+        canaries: config.canaries,
     }
 }

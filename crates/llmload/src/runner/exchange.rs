@@ -399,6 +399,10 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: 
             dimension: exchange.pooled.as_ref().and_then(|p| p.dimension),
         }),
         model: meta.model,
+        canary: meta.canary.map(|mut c| {
+            super::canaries::with_output(&mut c, exchange);
+            c
+        }),
     }
 }
 

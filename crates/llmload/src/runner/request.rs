@@ -44,6 +44,7 @@ impl Runner<'_> {
             inputs: plan.case.batch.unwrap_or(0),
             images: plan.case.images.map(crate::record::Images::from),
             model: None,
+            canary: None,
         }
     }
 
@@ -103,11 +104,13 @@ impl Runner<'_> {
         if let (Some(mix), None) = (&self.settings.mix, &meta.model) {
             // Warmups go to the models in turn, measured requests to the one drawn for them.
             let model = match meta.phase {
-                Phase::Warmup => mix.warmup(meta.index),
+                // A canary prompt always goes to the same model, its reference's.
+                Phase::Warmup | Phase::Canary => mix.warmup(meta.index),
                 Phase::Measured => mix.pick(self.settings.seed, serial),
             };
             meta.model = Some(model.to_owned());
         }
+        let canary_extra = self.extra_for(meta.phase);
         let request = GenerationRequest {
             prompt: &built.prompt,
             output_tokens: meta.output_tokens,
@@ -115,7 +118,7 @@ impl Runner<'_> {
             model: meta.model.as_deref().or(self.target.model.as_deref()),
             cache_prompt: meta.shared_tokens > 0 || !blocks.is_empty(),
             usage_per_chunk: self.target.reports_usage_per_chunk(),
-            extra: self.settings.extra_body.as_ref(),
+            extra: canary_extra.as_ref().or(self.settings.extra_body.as_ref()),
         };
         let mut json = self.target.body(&request);
         if let Some(images) = &mut meta.images {

@@ -326,6 +326,7 @@ impl Sessions<'_> {
             inputs: 0,
             images: None,
             model: None,
+            canary: None,
         }
     }
 

@@ -13,6 +13,7 @@ use crate::attempt::records::read_records;
 use crate::guard::{Limits, Rule, StopVerdict};
 use crate::progress::Progress;
 use crate::record::{Record, Status};
+use crate::runner::pacer::PacerClock;
 use crate::summary::window;
 use crate::workload::length::Length;
 use crate::workload::schedule::Process;

@@ -382,5 +382,21 @@ pub enum Stat {
 mod resample;
 pub use resample::{bootstrap, bootstrap_tagged, bootstrap_weighted};
 
+/// Wilson's score interval of a share `k` of `n` at a two-sided `level` (`n` > 0).
+pub fn wilson(k: u32, n: u32, level: f64) -> Interval {
+    use statrs::distribution::{ContinuousCDF, Normal};
+    let z = Normal::new(0.0, 1.0).map_or(1.96, |n| n.inverse_cdf(0.5 + level / 2.0));
+    let (k, n) = (f64::from(k), f64::from(n));
+    let p = k / n;
+    let z2 = z * z;
+    let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
+    let half = z / (1.0 + z2 / n) * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    Interval {
+        low: (centre - half).max(0.0),
+        high: (centre + half).min(1.0),
+    }
+    .holding(p)
+}
+
 #[cfg(test)]
 mod tests;

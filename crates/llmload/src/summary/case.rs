@@ -98,6 +98,9 @@ pub struct CaseSummary {
     /// tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<super::case_cost::Cost>,
+    /// `--canaries`: the canaries sent beside the case's rounds against their references.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canaries: Option<super::canaries::CanarySummary>,
     /// Where the time went: a new connection's setup apart, then each mark from `sent`; absent
     /// when the records do not carry it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -196,6 +199,7 @@ impl CaseSummary {
             first_unverified: model.first_unverified.clone(),
             energy: None,
             cost: None,
+            canaries: None,
             phases: None,
             server: None,
             sessions: None,

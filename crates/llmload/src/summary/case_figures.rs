@@ -21,12 +21,17 @@ use std::collections::BTreeMap;
 /// two ways from the case's first far-short response until the case says whether those are
 /// short ([`short`]).
 #[derive(Debug, Default)]
-pub struct CaseFigures(short::Judged<Figures>);
+pub struct CaseFigures(short::Judged<Figures>, super::canaries::CanaryFigures);
 
 impl CaseFigures {
     /// Adds one measured record.
     pub fn add(&mut self, r: &Record) {
         self.0.add(r, Figures::add);
+    }
+
+    /// Adds a canary record (`--canaries`), which no figure of the load holds.
+    pub fn add_canary(&mut self, r: &Record) {
+        self.1.add(r);
     }
 
     /// Adds a warmup record, which no figure holds: only what a server's counters hold beside
@@ -67,6 +72,7 @@ impl CaseFigures {
         let (figures, far_short) = self.0.finish();
         let mut summary = figures.finish(case, rounds_planned);
         summary.far_short = far_short;
+        summary.canaries = self.1.finish();
         summary
     }
 }
@@ -223,6 +229,7 @@ impl Figures {
             first_unverified: self.tally.first_unverified,
             energy: None,
             cost: None,
+            canaries: None,
             phases: self.phases.finish(),
             server: self.server.finish(),
             sessions: self.sessions.finish(streams),

@@ -33,6 +33,7 @@
 mod common;
 
 mod ab;
+mod canaries;
 mod cancel;
 mod capacity;
 mod chunks;

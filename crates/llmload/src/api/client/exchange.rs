@@ -45,6 +45,8 @@ pub struct Exchange {
     pub counted_by_client: Option<String>,
     /// A session's answer text, kept when its body asked (within the same bound as `text`).
     pub answer: Option<String>,
+    /// With `answer`: its length in bytes after each token event.
+    pub answer_ends: Vec<u32>,
     /// Where the time went on the connection, once the request had one.
     pub timing: Option<Timing>,
     /// When a chunk said its `finish_reason`, or the last event after it: a stream that ends
@@ -126,6 +128,7 @@ impl Exchange {
             text: None,
             counted_by_client: None,
             answer: None,
+            answer_ends: Vec::new(),
             timing: None,
             server_request_id: None,
             server: None,

@@ -3,6 +3,7 @@
 //! turns its own), the record says the same, and the same seed draws the same.
 
 use super::*;
+use crate::runner::pacer::PacerClock;
 use crate::workload::mix::ModelMix;
 
 fn mix() -> Arc<ModelMix> {

@@ -1,0 +1,171 @@
+//! `--canaries N`: N fixed prompts decoded greedily, each sent alone once before the first
+//! load for its reference output, then one beside each measured round (the prompts in turn).
+//! A canary is a record of phase `canary`, compared with its reference as it ends
+//! ([`crate::record::canary::compare`]) and in no figure of the load.
+
+use super::{InFlight, Runner};
+use crate::api::client::Exchange;
+use crate::api::{Api, Body};
+use crate::config::canaries;
+use crate::record::canary::{self, Canary};
+use crate::record::{Phase, Record, RequestMeta, Status};
+use crate::summary::window::CaseRun;
+use crate::workload::shape::CasePlan;
+
+/// Serial numbers of the canary prompts: far from the load's, the same in every case.
+const SERIAL_BASE: u64 = 1 << 40;
+
+/// `canary` with the output `exchange` kept (at most [`canary::TEXT_BOUND`] bytes of it).
+pub(super) fn with_output(canary: &mut Canary, exchange: &Exchange) {
+    let text = exchange.answer.as_deref().unwrap_or_default();
+    let mut cut = text.len().min(canary::TEXT_BOUND);
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    text[..cut].clone_into(&mut canary.text);
+    canary.ends = exchange
+        .answer_ends
+        .iter()
+        .copied()
+        .take_while(|&end| end as usize <= cut)
+        .collect();
+}
+
+/// The sampling fields of a canary's body: greedy decoding, and a fixed seed where the API
+/// takes one; merged over `--extra-body`.
+fn greedy(extra: Option<&serde_json::Value>, api: Api) -> serde_json::Value {
+    let mut body = match extra {
+        Some(serde_json::Value::Object(fields)) => fields.clone(),
+        _ => serde_json::Map::new(),
+    };
+    body.insert("temperature".into(), 0.into());
+    if matches!(api, Api::Completions | Api::Chat | Api::Llamacpp) {
+        body.insert("seed".into(), 0.into());
+    }
+    serde_json::Value::Object(body)
+}
+
+impl Runner<'_> {
+    /// The body's extra fields: a canary's greedy ones, else `--extra-body`.
+    pub(super) fn extra_for(&self, phase: Phase) -> Option<serde_json::Value> {
+        (phase == Phase::Canary)
+            .then(|| greedy(self.settings.extra_body.as_ref(), self.target.endpoint.api))
+    }
+
+    /// Sends each canary prompt alone, once, for its reference (before the first load with
+    /// canaries; nothing when they are sent already or the run has none).
+    pub(super) async fn canary_references(
+        &mut self,
+        plan: &CasePlan,
+        run: &mut CaseRun,
+    ) -> crate::error::Result<()> {
+        let Some(settings) = self.settings.canaries else {
+            return Ok(());
+        };
+        if !self.canary_references.is_empty() {
+            return Ok(());
+        }
+        self.canary_references = vec![None; settings.count as usize];
+        for prompt in 0..settings.count {
+            let at = format!("before reference canary {}", prompt + 1);
+            if self.guard.process_check(&at) {
+                break;
+            }
+            let (meta, body) = self.canary(plan, prompt, None, 0).await?;
+            let mut in_flight = InFlight::new();
+            self.spawn(&mut in_flight, meta, body);
+            while !in_flight.is_empty() {
+                self.settle_next(&mut in_flight, run).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The canary of `round` (the prompts in turn), beside `beside` requests of the load;
+    /// `None` for a run without canaries.
+    pub(super) async fn round_canary(
+        &mut self,
+        plan: &CasePlan,
+        round: u32,
+        beside: u32,
+    ) -> crate::error::Result<Option<(RequestMeta, Body)>> {
+        let Some(settings) = self.settings.canaries else {
+            return Ok(None);
+        };
+        let prompt = u32::try_from(self.canaries_sent % u64::from(settings.count.max(1)))
+            .unwrap_or_default();
+        self.canaries_sent += 1;
+        Ok(Some(self.canary(plan, prompt, Some(round), beside).await?))
+    }
+
+    /// Canary `prompt`'s request: a reference when `round` is `None`.
+    async fn canary(
+        &mut self,
+        plan: &CasePlan,
+        prompt: u32,
+        round: Option<u32>,
+        beside: u32,
+    ) -> crate::error::Result<(RequestMeta, Body)> {
+        let (input_tokens, output_tokens) = self
+            .settings
+            .canaries
+            .map_or((canaries::INPUT_TOKENS, canaries::OUTPUT_TOKENS), |c| {
+                (c.input_tokens, c.output_tokens)
+            });
+        let mut meta = self.meta(plan, Phase::Canary, round, prompt, None);
+        meta.input_tokens = input_tokens;
+        meta.output_tokens = output_tokens;
+        meta.images = None;
+        meta.canary = Some(Box::new(Canary {
+            prompt,
+            reference: round.is_none(),
+            beside,
+            ..Canary::default()
+        }));
+        // The prompt's own serial number, so that the same prompt is built every time.
+        let serial = self.serial;
+        self.serial = SERIAL_BASE + u64::from(prompt);
+        let body = self.body(&mut meta, None, &[]).await;
+        self.serial = serial;
+        let mut body = body?;
+        body.keep_answer = true;
+        Ok((meta, body))
+    }
+
+    /// A canary record as it ends: a complete reference is kept, any other canary compared
+    /// with its prompt's reference.
+    pub(super) fn judge_canary(&mut self, record: &mut Record) {
+        let Some(canary) = record.canary.as_deref_mut() else {
+            return;
+        };
+        let slot = self.canary_references.get_mut(canary.prompt as usize);
+        let ok = record.status == Status::Ok;
+        match slot {
+            Some(slot) if canary.reference && ok => *slot = Some(canary.clone()),
+            Some(Some(reference)) if !canary.reference && ok => {
+                canary.compared = Some(canary::compare(reference, canary));
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_canary_decodes_greedily_over_the_extra_body() {
+        let extra = serde_json::json!({"temperature": 0.8, "top_k": 5});
+        let body = greedy(Some(&extra), Api::Chat);
+        assert_eq!(
+            body,
+            serde_json::json!({"temperature": 0, "top_k": 5, "seed": 0})
+        );
+        // The Anthropic and Responses APIs take no seed.
+        assert_eq!(
+            greedy(None, Api::Messages),
+            serde_json::json!({"temperature": 0})
+        );
+    }
+}

@@ -1,0 +1,199 @@
+//! Output canaries end to end (`--canaries`, `--canary-fail`) on the simulator, whose greedy
+//! output is a function of the prompt and whose `corrupt` fault makes a token wrong only while
+//! enough requests are in flight: detected under load and never alone, nothing on the clean
+//! simulator, every view and `llmload report` saying the same, and the check's exit code.
+#![expect(clippy::expect_used, reason = "tests fail loudly on a broken fixture")]
+
+use crate::common;
+
+use common::{assert_refused, json, llmload, run_against, Simulator};
+use serde_json::Value;
+
+/// The canary records of `dir`'s requests.jsonl.
+fn canaries(dir: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("requests.jsonl"))
+        .expect("records")
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("a record"))
+        .filter(|r| r["phase"] == "canary")
+        .collect()
+}
+
+/// Closed rounds at 1 and 6 streams, 3 canary prompts, 4 rounds, on `sim`.
+fn run(sim: &Simulator, name: &str, extra: &[&str]) -> (common::Invocation, std::path::PathBuf) {
+    let out = tempfile::tempdir().expect("temp dir").keep();
+    let mut args = vec![
+        "--api",
+        "chat",
+        "--input-tokens",
+        "32",
+        "--concurrency",
+        "1,6",
+        // The load's answers outlast the canaries' first tokens by far: with 6 streams, at least
+        // 3 are in flight while every canary generates its first dozen tokens.
+        "--output-tokens",
+        "96",
+        "--rounds",
+        "4",
+        "--canaries",
+        "3",
+    ];
+    args.extend_from_slice(extra);
+    run_against(&out, name, &sim.url, &args)
+}
+
+#[test]
+fn a_corruption_under_load_is_caught_beside_the_load_and_never_alone() {
+    // Token 2 on comes out wrong while 3 or more requests are in flight; 10 ms per token.
+    let sim = Simulator::start(&[
+        "--profile",
+        "cpu-tiny",
+        "--schedule",
+        "fixed:ttft_ms=20,itl_ms=10",
+        "--fault",
+        "corrupt:inflight=3,after=2",
+    ]);
+    let (done, dir) = run(&sim, "corrupt", &["--canary-fail", "0.1"]);
+    assert_eq!(done.code, 6, "{}\n{}", done.stdout, done.stderr);
+    let summary = json(&dir.join("summary.json"));
+    let alone = &summary["cases"][0];
+    let loaded = &summary["cases"][1];
+    assert_eq!(alone["id"], "in32-c1-out96");
+    // Beside one stream: 2 in flight, never 3. Every canary as it was alone.
+    let c = &alone["canaries"];
+    assert_eq!(
+        (c["sent"].as_u64(), c["compared"].as_u64()),
+        (Some(4), Some(4)),
+        "{c}"
+    );
+    assert_eq!(
+        (c["diverged"].as_u64(), c["verdict"].as_str()),
+        (Some(0), Some("same")),
+        "{c}"
+    );
+    assert!(c.get("check_failed").is_none(), "{c}");
+    // Beside six: every canary diverged, at token event 2 (early: within the first 4).
+    let c = &loaded["canaries"];
+    assert_eq!(
+        (c["compared"].as_u64(), c["diverged"].as_u64()),
+        (Some(4), Some(4)),
+        "{c}"
+    );
+    assert_eq!(c["beside"], 6);
+    assert_eq!(c["first_divergence"], 2);
+    assert_eq!(
+        (c["verdict"].as_str(), c["early"].as_u64()),
+        (Some("early"), Some(4)),
+        "{c}"
+    );
+    assert!(c["diverging"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .all(|d| d["at"] == 2));
+    assert_eq!(
+        (c["share"].as_f64(), c["check_failed"].as_bool()),
+        (Some(1.0), Some(true))
+    );
+    let [low, high] = [&c["interval"][0], &c["interval"][1]].map(|v| v.as_f64().expect("bound"));
+    assert!(low > 0.4 && (high - 1.0).abs() < 1e-12, "{c}");
+    // The canaries are in no figure: each case's responses are its rounds' alone.
+    assert_eq!(alone["counts"]["ok"], 4);
+    assert_eq!(loaded["counts"]["ok"], 24);
+    // The records: 3 references sent alone first, then a canary per round, prompts in turn.
+    let records = canaries(&dir);
+    assert_eq!(records.len(), 3 + 8);
+    for (i, r) in records.iter().take(3).enumerate() {
+        assert_eq!(r["canary"]["reference"], true, "{r}");
+        assert_eq!(r["canary"]["prompt"], i);
+        assert_eq!(r["output_tokens"], 32);
+    }
+    let prompts: Vec<u64> = records[3..]
+        .iter()
+        .map(|r| r["canary"]["prompt"].as_u64().expect("prompt"))
+        .collect();
+    assert_eq!(prompts, [0, 1, 2, 0, 1, 2, 0, 1]);
+    // Prompt 0 beside six streams (its third canary) against its reference: a diverging canary's text differs from it after its
+    // second event.
+    let under_load = &records[3 + 6]["canary"];
+    let reference = &records[0]["canary"];
+    assert_eq!(under_load["prompt"], reference["prompt"]);
+    let cut = usize::try_from(reference["ends"][1].as_u64().expect("end")).expect("small");
+    let (a, b) = (
+        reference["text"].as_str().expect("text"),
+        under_load["text"].as_str().expect("text"),
+    );
+    assert_eq!(a[..cut], b[..cut]);
+    assert_ne!(a, b);
+    // Every view says it; `llmload report` rebuilds the same from the records.
+    let report = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
+    assert!(report.contains("Output canaries"), "{report}");
+    assert!(report.contains("4 of 4 (100 %"), "{report}");
+    assert!(
+        report.contains("above --canary-fail 0.1: FAILED"),
+        "{report}"
+    );
+    let page = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
+    assert!(page.contains("id=\"canaries-failed\""));
+    let rebuilt = llmload(&["report", dir.to_str().expect("UTF-8"), "--json"]);
+    assert_eq!(rebuilt.code, 0, "{}", rebuilt.stderr);
+    let rebuilt: Value = serde_json::from_str(&rebuilt.stdout).expect("JSON");
+    for i in 0..2 {
+        assert_eq!(
+            rebuilt["cases"][i]["canaries"],
+            summary["cases"][i]["canaries"]
+        );
+    }
+}
+
+#[test]
+fn the_clean_simulator_gives_every_canary_its_reference_output() {
+    let sim = Simulator::start(&[
+        "--profile",
+        "cpu-tiny",
+        "--schedule",
+        "fixed:ttft_ms=20,itl_ms=2",
+    ]);
+    let (done, dir) = run(&sim, "clean", &["--canary-fail", "0"]);
+    assert_eq!(done.code, 0, "{}\n{}", done.stdout, done.stderr);
+    let summary = json(&dir.join("summary.json"));
+    for case in summary["cases"].as_array().expect("cases") {
+        let c = &case["canaries"];
+        assert_eq!(
+            (c["compared"].as_u64(), c["diverged"].as_u64()),
+            (Some(4), Some(0)),
+            "{c}"
+        );
+        assert_eq!(c["verdict"], "same");
+    }
+    let report = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
+    assert!(report.contains("within --canary-fail 0"), "{report}");
+}
+
+#[test]
+fn canaries_the_run_cannot_send_are_refused_in_one_line() {
+    let url = ["--url", "http://127.0.0.1:9"];
+    for (flags, said) in [
+        (&["--canaries", "0"][..], "--canaries 0: 1 to 100"),
+        (
+            &["--canary-fail", "0.1"][..],
+            "--canary-fail needs --canaries",
+        ),
+        (
+            &["--canaries", "2", "--canary-fail", "1"][..],
+            "--canary-fail 1: a share",
+        ),
+        (
+            &["--canaries", "2", "--arrival", "poisson", "--rate", "2"][..],
+            "--canaries go beside closed rounds",
+        ),
+        (
+            &["--canaries", "2", "--api", "embeddings"][..],
+            "an embeddings or rerank API generates none",
+        ),
+    ] {
+        let mut argv = url.to_vec();
+        argv.extend_from_slice(flags);
+        assert_refused(&argv, said);
+    }
+}
