@@ -115,8 +115,11 @@ impl EventContext {
             }
         }
         match self.corrupt_from.get() {
-            // Another draw of the same vocabulary: a wrong token, as a corrupted kernel's.
-            Some(&from) if index >= from => generated_token(!self.seed, self.text_key, index),
+            // Another draw of the same vocabulary: a wrong token, as a corrupted kernel's, and
+            // another for each request (corruption reads whatever the blocks hold).
+            Some(&from) if index >= from => {
+                generated_token(!self.seed, self.text_key ^ self.serial, index)
+            }
             _ => generated_token(self.seed, self.text_key, index),
         }
     }

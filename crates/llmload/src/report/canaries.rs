@@ -24,8 +24,9 @@ pub const NOTE: &str = "Canaries (--canaries): fixed prompts of 64 tokens decode
     complete, as their reference did. Diverged: those whose text differed from the reference's, \
     with Wilson's interval of the share. First divergence: the earliest token event (from 0) \
     whose text differed. A divergence in the first quarter of the output or its first 4 events \
-    is early and looks like corruption; a later one is the usual batch non-invariance of \
-    floating point. Canaries are in no figure of the load; the one beside each round makes it \
+    is early and looks like corruption, unless each prompt diverged to the same other output \
+    every time (stable: a batch's numerics flipping a near tie); a later one is the usual batch \
+    non-invariance of floating point. Canaries are in no figure of the load; the one beside each round makes it \
     one request more than the round's.";
 
 /// The table: one row per case with canaries, in run order.
@@ -131,6 +132,8 @@ mod tests {
             interval: Some([0.15, 0.85]),
             level: 0.95,
             early: 0,
+            repeated: 0,
+            varied: 0,
             beside: 8,
             first_divergence: (diverged > 0).then_some(10),
             verdict: if diverged > 0 {

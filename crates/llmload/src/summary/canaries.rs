@@ -24,6 +24,12 @@ pub struct CanaryFigures {
     /// Per compared canary: its prompt, where it diverged (if it did), the events compared and
     /// the load beside it.
     compared: Vec<(u32, Option<u32>, u32, u32)>,
+    /// Per prompt, a hash of the first output of it that diverged.
+    first_other: std::collections::BTreeMap<u32, u64>,
+    /// Diverging canaries that gave the same other output as an earlier one of their prompt.
+    repeated: u32,
+    /// Diverging canaries that gave another output than an earlier diverging one of theirs.
+    varied: u32,
 }
 
 impl CanaryFigures {
@@ -40,11 +46,21 @@ impl CanaryFigures {
             self.failed += 1;
             return;
         }
-        match canary.compared {
-            Some(c) => self
-                .compared
-                .push((canary.prompt, c.diverged_at, c.events, canary.beside)),
-            None => self.uncompared += 1,
+        let Some(c) = canary.compared else {
+            self.uncompared += 1;
+            return;
+        };
+        self.compared
+            .push((canary.prompt, c.diverged_at, c.events, canary.beside));
+        if c.diverged_at.is_some() {
+            let text = fnv(canary.text.as_bytes());
+            match self.first_other.get(&canary.prompt) {
+                Some(&first) if first == text => self.repeated += 1,
+                Some(_) => self.varied += 1,
+                None => {
+                    self.first_other.insert(canary.prompt, text);
+                }
+            }
         }
     }
 
@@ -73,6 +89,7 @@ impl CanaryFigures {
             _ if compared == 0 => Verdict::Unknown,
             (0, _) => Verdict::Same,
             (_, 0) => Verdict::Late,
+            _ if self.varied == 0 && self.repeated > 0 => Verdict::Stable,
             _ => Verdict::Early,
         };
         Some(CanarySummary {
@@ -87,6 +104,8 @@ impl CanaryFigures {
                 .map(|i| [i.low, i.high]),
             level: LEVEL,
             early,
+            repeated: self.repeated,
+            varied: self.varied,
             beside: self.compared.iter().map(|c| c.3).max().unwrap_or(0),
             first_divergence: diverging.first().map(|d| d.at),
             verdict,
@@ -118,6 +137,13 @@ pub struct CanarySummary {
     pub level: f64,
     /// Of the diverging ones, those that diverged early (see [`EARLY_EVENTS`]).
     pub early: u32,
+    /// Diverging canaries whose output was the same other output as an earlier diverging one
+    /// of their prompt in this case.
+    #[serde(default)]
+    pub repeated: u32,
+    /// Diverging canaries whose output differed from an earlier diverging one of their prompt.
+    #[serde(default)]
+    pub varied: u32,
     /// The load's requests in flight beside each canary (the round's concurrency).
     pub beside: u32,
     /// The earliest token event at which a canary diverged.
@@ -170,7 +196,10 @@ pub enum Verdict {
     Same,
     /// Some diverged, all late: floating point's batch non-invariance, as usual.
     Late,
-    /// Some diverged early: wrong output under load.
+    /// Some diverged early, but each prompt to the same other output every time it diverged
+    /// (one did at least twice): a batch's numerics flipping a near tie at the start.
+    Stable,
+    /// Some diverged early, to outputs that vary (or each seen once): wrong output under load.
     Early,
     /// None could be compared.
     Unknown,
@@ -185,13 +214,24 @@ impl Verdict {
                 "diverged late only: the usual batch non-invariance of floating point (a batch \
                  of another size sums in another order, and a near tie between two tokens flips)"
             }
+            Verdict::Stable => {
+                "diverged early, but each prompt to the same other output every time: a batch's \
+                 numerics flipping a near tie between two tokens, not corruption (which varies)"
+            }
             Verdict::Early => {
-                "diverged early: output under load that differs from the output alone from its \
-                 first tokens looks like corruption, not rounding"
+                "diverged early, to outputs that vary or were seen once: output under load that \
+                 differs from the output alone from its first tokens looks like corruption"
             }
             Verdict::Unknown => "no canary could be compared with its reference",
         }
     }
+}
+
+/// FNV-1a of `bytes`: outputs told apart without keeping them.
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
+        (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 #[cfg(test)]
@@ -266,5 +306,27 @@ mod tests {
         assert_eq!(s.verdict, Verdict::Same);
         s.check(Some(0.0));
         assert!(!s.check_failed);
+    }
+
+    #[test]
+    fn the_same_other_output_every_time_is_stable_and_a_varying_one_is_not() {
+        let with_text = |at: u32, text: &str| {
+            let mut r = canary(1, Some(at), Status::Ok);
+            if let Some(c) = r.canary.as_mut() {
+                c.text = text.to_owned();
+            }
+            r
+        };
+        let mut f = CanaryFigures::default();
+        f.add(&with_text(1, " is the power"));
+        f.add(&canary(0, None, Status::Ok));
+        f.add(&with_text(1, " is the power"));
+        let s = f.finish().expect("sent");
+        assert_eq!((s.repeated, s.varied, s.verdict), (1, 0, Verdict::Stable));
+        let mut f = CanaryFigures::default();
+        f.add(&with_text(1, " is the power"));
+        f.add(&with_text(1, " garbage"));
+        let s = f.finish().expect("sent");
+        assert_eq!((s.repeated, s.varied, s.verdict), (0, 1, Verdict::Early));
     }
 }

@@ -91,6 +91,12 @@ fn a_corruption_under_load_is_caught_beside_the_load_and_never_alone() {
         .expect("list")
         .iter()
         .all(|d| d["at"] == 2));
+    // Prompt 1 went twice beside six streams, and its corrupted outputs differ: not stable.
+    assert_eq!(
+        (c["repeated"].as_u64(), c["varied"].as_u64()),
+        (Some(0), Some(1)),
+        "{c}"
+    );
     assert_eq!(
         (c["share"].as_f64(), c["check_failed"].as_bool()),
         (Some(1.0), Some(true))
@@ -196,4 +202,77 @@ fn canaries_the_run_cannot_send_are_refused_in_one_line() {
         argv.extend_from_slice(flags);
         assert_refused(&argv, said);
     }
+}
+
+/// Rounds at 1 and 4 streams on llama-server with `extra` flags, 2 canary prompts, 4 rounds;
+/// each case's canary summary and the report.
+fn on_llama_server(extra: &[&str], name: &str) -> (Vec<Value>, String) {
+    let server = common::LlamaServer::start_with(extra);
+    let out = tempfile::tempdir().expect("temp dir");
+    let (done, dir) = run_against(
+        out.path(),
+        name,
+        &server.url,
+        &[
+            "--api",
+            "completions",
+            "--input-tokens",
+            "32",
+            "--output-tokens",
+            "32",
+            "--concurrency",
+            "1,4",
+            "--rounds",
+            "4",
+            "--canaries",
+            "2",
+            "--timeout",
+            "10m",
+        ],
+    );
+    assert_eq!(done.code, 0, "{}\n{}", done.stdout, done.stderr);
+    let summary = json(&dir.join("summary.json"));
+    let report = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
+    let canaries = summary["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .map(|c| c["canaries"].clone())
+        .collect();
+    (canaries, report)
+}
+
+#[test]
+fn llama_server_gives_its_greedy_outputs_again_one_slot_at_a_time_and_says_what_four_do() {
+    let _serial = common::SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // One slot: every request computed alone, as its reference was. The same output each time.
+    let (cases, _) = on_llama_server(&["-np", "1"], "one-slot");
+    for c in &cases {
+        assert_eq!(
+            (c["compared"].as_u64(), c["diverged"].as_u64()),
+            (Some(4), Some(0)),
+            "{c}"
+        );
+        assert_eq!(c["verdict"], "same");
+    }
+    // Four slots: batches of 2 and 5. Whatever they do, every canary is compared, each
+    // divergence is within the output and in the list, and the report names the verdict.
+    let (cases, report) = on_llama_server(&[], "four-slots");
+    for (c, beside) in cases.iter().zip([1, 4]) {
+        assert_eq!(c["compared"].as_u64(), Some(4), "{c}");
+        assert_eq!(c["beside"], beside, "{c}");
+        let diverging = c["diverging"].as_array().expect("a list");
+        assert_eq!(diverging.len() as u64, c["diverged"].as_u64().expect("n"));
+        assert!(diverging
+            .iter()
+            .all(|d| d["at"].as_u64() < d["events"].as_u64()));
+        let verdict = c["verdict"].as_str().expect("a verdict");
+        assert!(
+            ["same", "late", "stable", "early"].contains(&verdict),
+            "{c}"
+        );
+    }
+    assert!(report.contains("Output canaries"), "{report}");
 }
