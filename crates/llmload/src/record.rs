@@ -16,7 +16,7 @@ mod graph;
 mod server;
 
 pub use graph::GraphCall;
-pub use server::{Drafts, PrefixReset, ServerTimings, TimingSource};
+pub use server::{Drafts, PrefixReset, ServerCall, ServerProfile, ServerTimings, TimingSource};
 
 /// Seconds since the attempt started.
 pub type Seconds = f64;

@@ -48,6 +48,7 @@ pub mod monitors;
 mod open;
 pub mod pacer;
 mod pooled;
+mod profile;
 mod request;
 mod sessions;
 mod settings;
@@ -95,6 +96,8 @@ pub struct Runner<'a> {
     canary_references: Vec<Option<crate::record::canary::Canary>>,
     /// Canaries sent beside the load so far (the next one's prompt, in turn).
     canaries_sent: u64,
+    /// `--profile-server`: whether the round to profile has run.
+    profiled: bool,
 }
 
 /// A shard's part of a load.
@@ -136,6 +139,7 @@ impl<'a> Runner<'a> {
             share: None,
             canary_references: Vec::new(),
             canaries_sent: 0,
+            profiled: false,
         }
     }
 
@@ -357,7 +361,13 @@ impl Runner<'_> {
             let canary = self
                 .round_canary(plan, round, plan.case.concurrency)
                 .await?;
-            self.launch(requests, canary, run).await?;
+            match self.profiles(plan.case.concurrency, round) {
+                Some(at) => {
+                    self.profiled_round((requests, canary), run, (at, round))
+                        .await?;
+                }
+                None => self.launch(requests, canary, run).await?,
+            }
         }
         Ok(())
     }

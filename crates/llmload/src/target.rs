@@ -323,6 +323,7 @@ impl Target {
 mod fields;
 mod hints;
 mod models;
+mod profile;
 mod reset;
 use models::{check_model, first_model, keep_models};
 

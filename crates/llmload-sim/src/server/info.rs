@@ -77,7 +77,12 @@ pub(crate) fn models(state: &State) -> Response<Body> {
 /// `GET /metrics`: llama-server's Prometheus names.
 pub(crate) fn metrics(state: &State) -> Response<Body> {
     let status = state.engine.status();
-    let running = status.busy.iter().filter(|busy| **busy).count();
+    // Under a fixed or zero-cost schedule the engine runs nothing: every request in flight is.
+    let running = if state.schedule == crate::Schedule::Engine {
+        status.busy.iter().filter(|busy| **busy).count()
+    } else {
+        state.generating.load(std::sync::atomic::Ordering::SeqCst)
+    };
     let series: [(&str, &str, &str, String); 5] = [
         (
             "prompt_tokens_total",

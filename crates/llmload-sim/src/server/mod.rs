@@ -83,6 +83,8 @@ const NOT_HOSTED: &[&str] = &[
     "/detokenize",
     "/completion",
     "/completions",
+    "/start_profile",
+    "/stop_profile",
 ];
 
 /// Accepts connections until `shutdown` is cancelled.
@@ -160,6 +162,10 @@ async fn handle(
             (Some(Outcome::Drop), _) => return Err(Dropped),
             (None, "/tokenize") => info::tokenize(&state, &posted),
             (None, "/detokenize") => info::detokenize(&state, &posted),
+            // vLLM's and SGLang's profiler: nothing to profile here, so nothing is written.
+            (None, "/start_profile" | "/stop_profile") => {
+                Ok(reply::json_response(StatusCode::OK, &serde_json::json!({})))
+            }
             (None, _) => Err(unrouted(path, false)),
         };
         return Ok(response.unwrap_or_else(ApiError::into_response));
@@ -194,6 +200,8 @@ fn unrouted(path: &str, generation: bool) -> ApiError {
         "/metrics",
         "/tokenize",
         "/detokenize",
+        "/start_profile",
+        "/stop_profile",
     ];
     if generation || KNOWN.contains(&path) {
         ApiError::new(

@@ -238,7 +238,15 @@ impl<'a> Rebuilt<'a> {
     fn finish(mut self, campaign: &Campaign, telemetry: &[Reading]) -> (CaseSummary, Window) {
         let round_spans = self.figures.round_spans();
         let unproven = self.unproven.take();
+        // What the server was asked outside the load is in no record: kept from the run's word.
+        let asked = self
+            .before
+            .map(|b| (b.prefix_cache_reset.clone(), b.server_profile.clone()));
         let mut summary = self.summary(campaign, telemetry);
+        if let Some((reset, profile)) = asked {
+            summary.prefix_cache_reset = reset;
+            summary.server_profile = profile;
+        }
         if let Some(why) = unproven {
             summary.complete = false;
             summary.incomplete_reason = Some(why);

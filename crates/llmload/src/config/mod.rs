@@ -155,6 +155,9 @@ pub struct Config {
     /// `--reset-prefix-cache`: the server is asked to drop its prefix cache before each case.
     #[serde(default)]
     pub reset_prefix_cache: bool,
+    /// `--profile-server N`: the server's profiler over one round, from N running requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_server: Option<u32>,
     /// `--canaries`: output canaries beside the rounds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub canaries: Option<canaries::Canaries>,
@@ -295,6 +298,7 @@ impl Config {
             best_effort,
             traceparent,
             reset_prefix_cache,
+            profile_server,
         } = settings.target;
         let guard = guarded::Guarded::resolve(settings.guard)?;
         let OutputOptions {
@@ -355,6 +359,7 @@ impl Config {
             traceparent: traceparent.unwrap_or(false),
             reset_prefix_cache: reset_prefix_cache.unwrap_or(false),
             canaries: canaries::resolve(canaries, canary_fail)?,
+            profile_server,
             quiet: quiet.unwrap_or(false),
             telemetry: guard.telemetry,
             telemetry_interval: guard.telemetry_interval,

@@ -151,8 +151,12 @@ mod tests {
 }
 
 /// What asking the server to drop its prefix cache before a case did (`--reset-prefix-cache`).
+pub type PrefixReset = ServerCall;
+
+/// What asking the server to do something outside the load did: drop its prefix cache
+/// (`--reset-prefix-cache`), start or stop its profiler (`--profile-server`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PrefixReset {
+pub struct ServerCall {
     /// The requests it took, as sent (`POST /reset_prefix_cache`).
     pub how: String,
     /// Whether the server said it was done.
@@ -161,4 +165,36 @@ pub struct PrefixReset {
     /// the failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused: Option<String>,
+}
+
+/// `--profile-server N`: the server's profiler around the first round of the first case of N or
+/// more streams, started once the server said it was running N requests.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServerProfile {
+    /// The round profiled.
+    pub round: u32,
+    /// The running requests it waited for.
+    pub at: u32,
+    /// The gauge of the server's `/metrics` read for them (`vllm:num_requests_running`, …);
+    /// absent where it has none, and the profiler started once the round's requests were sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gauge: Option<String>,
+    /// The gauge's reading when the profiler was asked to start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running: Option<f64>,
+    /// When it was asked to start, seconds since the attempt started; absent when the server
+    /// never ran that many during the round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_s: Option<f64>,
+    /// What asking it to start did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<ServerCall>,
+    /// When it was asked to stop (the round's end), seconds since the attempt started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_s: Option<f64>,
+    /// What asking it to stop did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<ServerCall>,
+    /// Where the profile goes: the server writes it on its own machine.
+    pub location: String,
 }

@@ -34,6 +34,7 @@ pub mod phases;
 pub mod plot;
 pub mod pooling;
 pub mod prefix_cache;
+pub mod profile;
 pub mod reasoning;
 pub mod repeats;
 pub mod results;
@@ -83,7 +84,7 @@ pub const FAILED_SHOWN: usize = 100;
 
 /// The page every format writes: its sections in order, each from the file of what it shows,
 /// those with nothing to show left out. A new section is a file and a line here.
-const SECTIONS: [fn(&Report) -> Option<Section<'_>>; 23] = [
+const SECTIONS: [fn(&Report) -> Option<Section<'_>>; 24] = [
     target::section,
     target::outcome,
     ab::section,
@@ -104,6 +105,7 @@ const SECTIONS: [fn(&Report) -> Option<Section<'_>>; 23] = [
     abandoned::section,
     phases::section,
     server_side::section,
+    profile::section,
     speculative::section,
     shards::section,
     gallery::section,

@@ -247,7 +247,7 @@ impl<'a> AttemptRun<'a> {
     }
 
     /// Summarises a case that ran and adds it to the summary.
-    fn add_case(&mut self, plan: &CasePlan, run: crate::summary::window::CaseRun) {
+    fn add_case(&mut self, plan: &CasePlan, mut run: crate::summary::window::CaseRun) {
         let round_spans = run.figures.round_spans();
         let readings = telemetry::written(&self.dir);
         // A shard whose part of the load is empty (fewer streams or arrivals than shards) did
@@ -258,7 +258,9 @@ impl<'a> AttemptRun<'a> {
                 self.runner.share(),
                 Some(Share::Streams(0) | Share::Arrivals(0))
             );
+        let profile = run.profile.take();
         let mut case = window::summarise(plan, run, &readings);
+        case.server_profile = profile;
         case.complete |= idle;
         case.prefix_cache_reset = self.reset.take();
         let window = Window::of(&case, round_spans);
@@ -480,5 +482,6 @@ fn run_settings(config: &Config, attempt: &Attempt) -> RunSettings {
         cancel: config.load.cancel,
         mix: config.mix.clone().map(Arc::new),
         canaries: config.canaries,
+        profile_server: config.profile_server,
     }
 }

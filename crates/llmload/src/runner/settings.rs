@@ -41,4 +41,6 @@ pub struct RunSettings {
     pub mix: Option<Arc<crate::workload::mix::ModelMix>>,
     /// `--canaries`: the canary prompts, sent beside each measured round.
     pub canaries: Option<crate::config::canaries::Canaries>,
+    /// `--profile-server N`: profile the first round of the first case of N or more streams.
+    pub profile_server: Option<u32>,
 }

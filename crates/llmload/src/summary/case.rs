@@ -80,6 +80,9 @@ pub struct CaseSummary {
     /// did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_cache_reset: Option<crate::record::PrefixReset>,
+    /// `--profile-server`: the server's profiler around a round of the case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_profile: Option<crate::record::ServerProfile>,
     /// Reasoning models: what the responses that reasoned before answering did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<Reasoning>,
@@ -194,6 +197,7 @@ impl CaseSummary {
             series: None,
             prefix_cache: None,
             prefix_cache_reset: None,
+            server_profile: None,
             reasoning: None,
             first_error: model.first_error.clone(),
             first_unverified: model.first_unverified.clone(),

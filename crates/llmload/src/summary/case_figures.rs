@@ -225,6 +225,7 @@ impl Figures {
             series: None,
             prefix_cache: self.prefix.finish(),
             prefix_cache_reset: None,
+            server_profile: None,
             first_error: self.tally.first_error,
             first_unverified: self.tally.first_unverified,
             energy: None,

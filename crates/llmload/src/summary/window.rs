@@ -29,6 +29,8 @@ pub struct CaseRun {
     pub stopped: bool,
     /// Open loop: the scheduling priority the pacer thread got.
     pub pacer_priority: Option<&'static str>,
+    /// `--profile-server`: the server's profiler around a round of this case.
+    pub profile: Option<crate::record::ServerProfile>,
 }
 
 /// The summary of one case: per round for closed rounds, over the window otherwise, with its soak

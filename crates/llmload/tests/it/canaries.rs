@@ -204,9 +204,9 @@ fn canaries_the_run_cannot_send_are_refused_in_one_line() {
     }
 }
 
-/// Rounds at 1 and 4 streams on llama-server with `extra` flags, 2 canary prompts, 4 rounds;
-/// each case's canary summary and the report.
-fn on_llama_server(extra: &[&str], name: &str) -> (Vec<Value>, String) {
+/// Rounds at 1 and 4 streams on llama-server with `extra` flags, 2 canary prompts, 4 rounds,
+/// the server's profiler asked for at 4 running; each case's canary summary and the report.
+fn on_llama_server(extra: &[&str], name: &str) -> (Vec<Value>, String, Value) {
     let server = common::LlamaServer::start_with(extra);
     let out = tempfile::tempdir().expect("temp dir");
     let (done, dir) = run_against(
@@ -226,6 +226,8 @@ fn on_llama_server(extra: &[&str], name: &str) -> (Vec<Value>, String) {
             "4",
             "--canaries",
             "2",
+            "--profile-server",
+            "4",
             "--timeout",
             "10m",
         ],
@@ -233,13 +235,14 @@ fn on_llama_server(extra: &[&str], name: &str) -> (Vec<Value>, String) {
     assert_eq!(done.code, 0, "{}\n{}", done.stdout, done.stderr);
     let summary = json(&dir.join("summary.json"));
     let report = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
+    let profile = summary["cases"][1]["server_profile"].clone();
     let canaries = summary["cases"]
         .as_array()
         .expect("cases")
         .iter()
         .map(|c| c["canaries"].clone())
         .collect();
-    (canaries, report)
+    (canaries, report, profile)
 }
 
 #[test]
@@ -248,7 +251,9 @@ fn llama_server_gives_its_greedy_outputs_again_one_slot_at_a_time_and_says_what_
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     // One slot: every request computed alone, as its reference was. The same output each time.
-    let (cases, _) = on_llama_server(&["-np", "1"], "one-slot");
+    let (cases, _, profile) = on_llama_server(&["-np", "1"], "one-slot");
+    // One slot never runs 4: the profiler was never asked.
+    assert!(profile["start"].is_null(), "{profile}");
     for c in &cases {
         assert_eq!(
             (c["compared"].as_u64(), c["diverged"].as_u64()),
@@ -259,7 +264,15 @@ fn llama_server_gives_its_greedy_outputs_again_one_slot_at_a_time_and_says_what_
     }
     // Four slots: batches of 2 and 5. Whatever they do, every canary is compared, each
     // divergence is within the output and in the list, and the report names the verdict.
-    let (cases, report) = on_llama_server(&[], "four-slots");
+    // With its profiler asked for: llama-server has none, says so, and the run goes on.
+    let (cases, report, profile) = on_llama_server(&[], "four-slots");
+    assert_eq!(
+        profile["gauge"], "llamacpp:requests_processing",
+        "{profile}"
+    );
+    assert_eq!(profile["start"]["done"], false, "{profile}");
+    assert!(profile["start"]["refused"].is_string(), "{profile}");
+    assert!(profile["stop"].is_null(), "{profile}");
     for (c, beside) in cases.iter().zip([1, 4]) {
         assert_eq!(c["compared"].as_u64(), Some(4), "{c}");
         assert_eq!(c["beside"], beside, "{c}");

@@ -58,6 +58,7 @@ mod metrics;
 mod model_mix;
 mod plan;
 mod pooling;
+mod profile_server;
 mod proxies;
 mod repeats;
 mod report;

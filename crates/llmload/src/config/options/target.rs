@@ -106,6 +106,14 @@ options! {
         /// and the report, and the case runs anyway.
         #[arg(long, num_args = 0, default_missing_value = "true")]
         pub reset_prefix_cache: Option<bool>,
+        /// Profile the server over one round, once its /metrics says N requests are running
+        ///
+        /// The first measured round of the first case of N or more streams: once the server's
+        /// running-requests gauge reaches N, `POST /start_profile` (vLLM, `SGLang`); at the
+        /// round's end, `POST /stop_profile`. The profile stays on the server's machine. A
+        /// server that refuses is named, and the run goes on. Closed rounds.
+        #[arg(long, value_name = "N")]
+        pub profile_server: Option<u32>,
     }
 }
 
