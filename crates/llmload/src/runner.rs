@@ -94,8 +94,6 @@ pub struct Runner<'a> {
     share: Option<Share>,
     /// `--canaries`: each prompt's reference, once sent (`None` where it failed).
     canary_references: Vec<Option<crate::record::canary::Canary>>,
-    /// Canaries sent beside the load so far (the next one's prompt, in turn).
-    canaries_sent: u64,
     /// `--profile-server`: whether the round to profile has run.
     profiled: bool,
 }
@@ -138,7 +136,6 @@ impl<'a> Runner<'a> {
             load_start: None,
             share: None,
             canary_references: Vec::new(),
-            canaries_sent: 0,
             profiled: false,
         }
     }
@@ -358,18 +355,15 @@ impl Runner<'_> {
                     )
                 })
                 .collect();
-            let canary = self
-                .round_canary(plan, round, plan.case.concurrency)
-                .await?;
             match self.profiles(plan.case.concurrency, round) {
                 Some(at) => {
-                    self.profiled_round((requests, canary), run, (at, round))
+                    self.profiled_round((requests, None), run, (at, round))
                         .await?;
                 }
-                None => self.launch(requests, canary, run).await?,
+                None => self.launch(requests, None, run).await?,
             }
         }
-        Ok(())
+        self.canary_rounds(plan, run).await
     }
 
     /// A load's window figures, its window starting at `warmup_end` and ending at `end` (or at

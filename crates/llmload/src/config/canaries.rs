@@ -89,8 +89,8 @@ pub(super) fn check(config: &Config) -> Result<(), ConfigError> {
     let load = &config.load;
     if load.arrival != Arrival::Rounds || load.session.is_some() || load.stages.is_some() {
         return bad(
-            "--canaries go beside closed rounds (a canary per round); this load is not one \
-             (open and continuous loops, sessions and stages have no rounds)",
+            "--canaries go with closed rounds (canary rounds after each case's rounds); this \
+             load has none (open and continuous loops, sessions and stages have no rounds)",
         );
     }
     Ok(())

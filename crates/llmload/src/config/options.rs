@@ -106,13 +106,14 @@ options! {
         /// repeat that is stopped or fails is listed, never combined. Closed rounds only.
         #[arg(long, value_name = "N")]
         pub repeat: Option<u32>,
-        /// Output canaries: N fixed greedy prompts, sent alone first, then one beside each round
+        /// Output canaries: N fixed greedy prompts, sent alone first, then under each case's load
         ///
         /// Each canary (64 prompt tokens, 32 generated, temperature 0, a fixed seed where the
-        /// API takes one) is sent alone once for its reference output, then the prompts in turn
-        /// beside each measured round. Its output under load is compared with the reference:
-        /// each case says how many diverged and where first. Canaries are in no figure of the
-        /// load. Closed rounds of a generation API.
+        /// API takes one) is sent alone once for its reference output; after each case's
+        /// measured rounds, each prompt goes twice in canary rounds, with the case's
+        /// concurrency less one other requests beside it. Its output under load is compared
+        /// with the reference: each case says how many diverged and where first. Canary rounds
+        /// are in no figure of the load. Closed rounds of a generation API.
         #[arg(long, value_name = "N")]
         pub canaries: Option<u32>,
         /// With --canaries: fail a case whose canaries diverged in a larger share (exit 6)

@@ -1,6 +1,7 @@
 //! `--canaries N`: a canary request's place in the run and what it generated. A canary is one of
 //! N fixed prompts, decoded greedily; each is sent alone before the load for its reference
-//! output, then beside the load's rounds. The output under load is compared with the reference:
+//! output, then in canary rounds under each case's load. The output under load is compared with
+//! the reference:
 //! where it first differs is the canary's divergence. Canaries are records of their own phase,
 //! in no figure of the load.
 
@@ -19,8 +20,7 @@ pub struct Canary {
     /// with.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reference: bool,
-    /// The load's requests in flight when it was sent (the round's concurrency); 0 for a
-    /// reference.
+    /// The other requests sent with it (the case's concurrency less one); 0 for a reference.
     #[serde(default)]
     pub beside: u32,
     /// The generated text (at most [`TEXT_BOUND`] bytes).

@@ -19,15 +19,15 @@ pub const COLUMNS: [&str; 6] = [
 /// What the table's figures are, in one paragraph.
 pub const NOTE: &str = "Canaries (--canaries): fixed prompts of 64 tokens decoded greedily \
     (temperature 0, a fixed seed where the API takes one), 32 tokens each, sent alone before \
-    the load for their reference outputs, then one beside each measured round (the prompts in \
-    turn). Beside: the load's requests in flight with it. Compared: the canaries that ended \
+    the load for their reference outputs, then after each case's measured rounds in canary \
+    rounds, each prompt twice, with the case's load beside it. Beside: the other requests sent \
+    with each canary (the case's concurrency less one). Compared: the canaries that ended \
     complete, as their reference did. Diverged: those whose text differed from the reference's, \
     with Wilson's interval of the share. First divergence: the earliest token event (from 0) \
     whose text differed. A divergence in the first quarter of the output or its first 4 events \
     is early and looks like corruption, unless each prompt diverged to the same other output \
     every time (stable: a batch's numerics flipping a near tie); a later one is the usual batch \
-    non-invariance of floating point. Canaries are in no figure of the load; the one beside each round makes it \
-    one request more than the round's.";
+    non-invariance of floating point. Canary rounds are in no figure of the load.";
 
 /// The table: one row per case with canaries, in run order.
 pub fn table(summary: &crate::summary::Summary) -> Table {

@@ -1,5 +1,6 @@
 //! `--canaries N`: N fixed prompts decoded greedily, each sent alone once before the first
-//! load for its reference output, then one beside each measured round (the prompts in turn).
+//! load for its reference output, then in canary rounds after each case's measured rounds, each
+//! with the case's load (its concurrency less one other requests) beside it.
 //! A canary is a record of phase `canary`, compared with its reference as it ends
 //! ([`crate::record::canary::compare`]) and in no figure of the load.
 
@@ -11,6 +12,10 @@ use crate::record::canary::{self, Canary};
 use crate::record::{Phase, Record, RequestMeta, Status};
 use crate::summary::window::CaseRun;
 use crate::workload::shape::CasePlan;
+
+/// Canary rounds of each prompt per case: twice, so that a prompt that diverges can be seen to
+/// diverge the same way again, or not.
+const ROUNDS_PER_PROMPT: u32 = 2;
 
 /// Serial numbers of the canary prompts: far from the load's, the same in every case.
 const SERIAL_BASE: u64 = 1 << 40;
@@ -46,9 +51,10 @@ fn greedy(extra: Option<&serde_json::Value>, api: Api) -> serde_json::Value {
 }
 
 impl Runner<'_> {
-    /// The body's extra fields: a canary's greedy ones, else `--extra-body`.
-    pub(super) fn extra_for(&self, phase: Phase) -> Option<serde_json::Value> {
-        (phase == Phase::Canary)
+    /// The body's extra fields: a canary's greedy ones, else (`None`) `--extra-body`.
+    pub(super) fn extra_for(&self, meta: &RequestMeta) -> Option<serde_json::Value> {
+        meta.canary
+            .is_some()
             .then(|| greedy(self.settings.extra_body.as_ref(), self.target.endpoint.api))
     }
 
@@ -81,21 +87,39 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// The canary of `round` (the prompts in turn), beside `beside` requests of the load;
-    /// `None` for a run without canaries.
-    pub(super) async fn round_canary(
+    /// The case's canary rounds, after its measured ones: each prompt twice (the prompts in
+    /// turn), each canary with the case's concurrency less one requests of load beside it, so
+    /// that the server runs the case's load with the canary in it. The load beside a canary is
+    /// of phase `canary` too, and in no figure; the measured rounds have no canary in them.
+    pub(super) async fn canary_rounds(
         &mut self,
         plan: &CasePlan,
-        round: u32,
-        beside: u32,
-    ) -> crate::error::Result<Option<(RequestMeta, Body)>> {
+        run: &mut CaseRun,
+    ) -> crate::error::Result<()> {
         let Some(settings) = self.settings.canaries else {
-            return Ok(None);
+            return Ok(());
         };
-        let prompt = u32::try_from(self.canaries_sent % u64::from(settings.count.max(1)))
-            .unwrap_or_default();
-        self.canaries_sent += 1;
-        Ok(Some(self.canary(plan, prompt, Some(round), beside).await?))
+        let beside = plan.case.concurrency.saturating_sub(1);
+        for k in 0..settings.count * ROUNDS_PER_PROMPT {
+            let at = format!("before canary round {} of case {}", k + 1, plan.case.id);
+            if self.guard.process_check(&at) {
+                run.stopped = true;
+                return Ok(());
+            }
+            let load = (0..beside)
+                .map(|index| {
+                    (
+                        self.meta(plan, Phase::Canary, Some(k + 1), index, None),
+                        None,
+                    )
+                })
+                .collect();
+            let canary = self
+                .canary(plan, k % settings.count, Some(k + 1), beside)
+                .await?;
+            self.launch(load, Some(canary), run).await?;
+        }
+        Ok(())
     }
 
     /// Canary `prompt`'s request: a reference when `round` is `None`.

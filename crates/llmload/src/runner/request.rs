@@ -110,7 +110,7 @@ impl Runner<'_> {
             };
             meta.model = Some(model.to_owned());
         }
-        let canary_extra = self.extra_for(meta.phase);
+        let canary_extra = self.extra_for(meta);
         let request = GenerationRequest {
             prompt: &built.prompt,
             output_tokens: meta.output_tokens,

@@ -39,7 +39,7 @@ pub struct RunSettings {
     pub cancel: Option<crate::workload::shape::Cancel>,
     /// `--model` with a mix: the models each request's is drawn from.
     pub mix: Option<Arc<crate::workload::mix::ModelMix>>,
-    /// `--canaries`: the canary prompts, sent beside each measured round.
+    /// `--canaries`: the canary prompts, in canary rounds after each case's measured rounds.
     pub canaries: Option<crate::config::canaries::Canaries>,
     /// `--profile-server N`: profile the first round of the first case of N or more streams.
     pub profile_server: Option<u32>,

@@ -1,10 +1,11 @@
-//! `--canaries N`: a case's canaries against their references. Each canary sent beside a round
-//! of the load is compared with its prompt's reference, sent alone before the load
+//! `--canaries N`: a case's canaries against their references. Each canary sent under the case's
+//! load (its canary rounds) is compared with its prompt's reference, sent alone before the load
 //! ([`crate::record::canary`]); the case's summary says how many diverged, with the interval of
 //! that share, and where each first diverged. An early divergence (in the first quarter of the
 //! output, or within its first [`EARLY_EVENTS`] events) looks like corruption; a late one is the
 //! usual batch non-invariance of floating point (a batch of another size sums in another order,
-//! and a near tie between two tokens can flip, after which the outputs part).
+//! and a near tie between two tokens can flip, after which the outputs part); an early one that
+//! comes the same way each time a prompt goes is such a flip too (stable).
 
 use crate::record::{Phase, Record, Status};
 use serde::{Deserialize, Serialize};
@@ -119,7 +120,7 @@ impl CanaryFigures {
 /// What a case's canaries showed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CanarySummary {
-    /// Canaries sent beside the case's rounds.
+    /// Canaries sent in the case's canary rounds.
     pub sent: u32,
     /// Of those, the ones that failed (no output to compare).
     pub failed: u32,
@@ -144,7 +145,7 @@ pub struct CanarySummary {
     /// Diverging canaries whose output differed from an earlier diverging one of their prompt.
     #[serde(default)]
     pub varied: u32,
-    /// The load's requests in flight beside each canary (the round's concurrency).
+    /// The other requests sent with each canary (the case's concurrency less one).
     pub beside: u32,
     /// The earliest token event at which a canary diverged.
     pub first_divergence: Option<u32>,

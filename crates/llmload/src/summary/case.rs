@@ -101,7 +101,7 @@ pub struct CaseSummary {
     /// tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<super::case_cost::Cost>,
-    /// `--canaries`: the canaries sent beside the case's rounds against their references.
+    /// `--canaries`: the case's canaries, sent under its load, against their references.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub canaries: Option<super::canaries::CanarySummary>,
     /// Where the time went: a new connection's setup apart, then each mark from `sent`; absent
