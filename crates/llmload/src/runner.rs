@@ -228,9 +228,13 @@ impl Runner<'_> {
             None => self.streamed(first),
         };
         match (streamed, &first.shape) {
-            (Some(load), _) => {
+            (Some(load), shape) => {
                 let reached = self.run_streamed(&load, &mut runs).await?;
                 runs.truncate(reached);
+                let whole = stages.is_none() && reached == 1 && !self.cancel.is_cancelled();
+                if whole && matches!(shape, Shape::ClosedContinuous { .. }) {
+                    self.canary_rounds(first, &mut runs[0]).await?;
+                }
             }
             (None, Shape::Rounds { rounds }) => self.rounds(first, *rounds, &mut runs[0]).await?,
             (None, Shape::Sessions { .. }) => self.sessions(first, &mut runs[0]).await?,

@@ -87,10 +87,12 @@ pub(super) fn check(config: &Config) -> Result<(), ConfigError> {
         );
     }
     let load = &config.load;
-    if load.arrival != Arrival::Rounds || load.session.is_some() || load.stages.is_some() {
+    let closed = matches!(load.arrival, Arrival::Rounds | Arrival::ClosedContinuous);
+    if !closed || load.session.is_some() || load.stages.is_some() {
         return bad(
-            "--canaries go with closed rounds (canary rounds after each case's rounds); this \
-             load has none (open and continuous loops, sessions and stages have no rounds)",
+            "--canaries go with closed rounds and continuous loops (canary rounds at each \
+             case's concurrency after its load); open loops, sessions and stages have no one \
+             concurrency",
         );
     }
     Ok(())

@@ -113,7 +113,7 @@ options! {
         /// measured rounds, each prompt goes twice in canary rounds, with the case's
         /// concurrency less one other requests beside it. Its output under load is compared
         /// with the reference: each case says how many diverged and where first. Canary rounds
-        /// are in no figure of the load. Closed rounds of a generation API.
+        /// are in no figure of the load. Closed rounds and continuous loops of a generation API.
         #[arg(long, value_name = "N")]
         pub canaries: Option<u32>,
         /// With --canaries: fail a case whose canaries diverged in a larger share (exit 6)

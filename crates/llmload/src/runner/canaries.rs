@@ -87,7 +87,8 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// The case's canary rounds, after its measured ones: each prompt twice (the prompts in
+    /// The case's canary rounds, after its measured rounds or its continuous loop: each prompt
+    /// twice (the prompts in
     /// turn), each canary with the case's concurrency less one requests of load beside it, so
     /// that the server runs the case's load with the canary in it. The load beside a canary is
     /// of phase `canary` too, and in no figure; the measured rounds have no canary in them.
@@ -99,6 +100,8 @@ impl Runner<'_> {
         let Some(settings) = self.settings.canaries else {
             return Ok(());
         };
+        // A continuous loop's first case sends the references after its loop (alone still).
+        self.canary_references(plan, run).await?;
         let beside = plan.case.concurrency.saturating_sub(1);
         for k in 0..settings.count * ROUNDS_PER_PROMPT {
             let at = format!("before canary round {} of case {}", k + 1, plan.case.id);

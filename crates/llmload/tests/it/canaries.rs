@@ -178,6 +178,58 @@ fn a_corruption_under_load_is_caught_beside_the_load_and_never_alone() {
 }
 
 #[test]
+fn a_continuous_loop_gets_its_canary_rounds_after_its_window() {
+    let sim = Simulator::start(&[
+        "--profile",
+        "cpu-tiny",
+        "--schedule",
+        "fixed:ttft_ms=20,itl_ms=10",
+        "--fault",
+        "corrupt:inflight=3,after=2",
+    ]);
+    let out = tempfile::tempdir().expect("temp dir");
+    let (done, dir) = run_against(
+        out.path(),
+        "loop",
+        &sim.url,
+        &[
+            "--arrival",
+            "closed-continuous",
+            "--concurrency",
+            "6",
+            "--requests",
+            "30",
+            "--input-tokens",
+            "32",
+            "--output-tokens",
+            "64",
+            "--canaries",
+            "2",
+        ],
+    );
+    assert_eq!(done.code, 0, "{}\n{}", done.stdout, done.stderr);
+    let case = &json(&dir.join("summary.json"))["cases"][0];
+    let c = &case["canaries"];
+    assert_eq!(
+        (
+            c["compared"].as_u64(),
+            c["diverged"].as_u64(),
+            c["beside"].as_u64()
+        ),
+        (Some(4), Some(4), Some(5)),
+        "{c}"
+    );
+    // The loop's 30 requests, and nothing of its canary rounds.
+    assert_eq!(case["counts"]["ok"], 30, "{case}");
+    let records = canaries(&dir);
+    assert_eq!(
+        records.len(),
+        2 + 4 * 6,
+        "2 references, 4 canary rounds of 6"
+    );
+}
+
+#[test]
 fn the_clean_simulator_gives_every_canary_its_reference_output() {
     let sim = Simulator::start(&[
         "--profile",
@@ -216,7 +268,7 @@ fn canaries_the_run_cannot_send_are_refused_in_one_line() {
         ),
         (
             &["--canaries", "2", "--arrival", "poisson", "--rate", "2"][..],
-            "--canaries go with closed rounds",
+            "--canaries go with closed rounds and continuous loops",
         ),
         (
             &["--canaries", "2", "--api", "embeddings"][..],
