@@ -77,17 +77,22 @@ fn assert_records(dir: &std::path::Path) {
     assert_ne!(a, b);
 }
 
-#[test]
-fn a_corruption_under_load_is_caught_beside_the_load_and_never_alone() {
-    // Token 2 on comes out wrong while 3 or more requests are in flight; 10 ms per token.
-    let sim = Simulator::start(&[
+/// A simulator whose tokens from the third on come out wrong while 3 or more requests are in
+/// flight (another wrong output each time); 20 ms to the first token, then 10 ms a token.
+fn corrupting() -> Simulator {
+    Simulator::start(&[
         "--profile",
         "cpu-tiny",
         "--schedule",
         "fixed:ttft_ms=20,itl_ms=10",
         "--fault",
         "corrupt:inflight=3,after=2",
-    ]);
+    ])
+}
+
+#[test]
+fn a_corruption_under_load_is_caught_beside_the_load_and_never_alone() {
+    let sim = corrupting();
     let (done, dir) = run(&sim, "corrupt", &["--canary-fail", "0.1"]);
     assert_eq!(done.code, 6, "{}\n{}", done.stdout, done.stderr);
     let summary = json(&dir.join("summary.json"));
@@ -179,14 +184,7 @@ fn a_corruption_under_load_is_caught_beside_the_load_and_never_alone() {
 
 #[test]
 fn a_continuous_loop_gets_its_canary_rounds_after_its_window() {
-    let sim = Simulator::start(&[
-        "--profile",
-        "cpu-tiny",
-        "--schedule",
-        "fixed:ttft_ms=20,itl_ms=10",
-        "--fault",
-        "corrupt:inflight=3,after=2",
-    ]);
+    let sim = corrupting();
     let out = tempfile::tempdir().expect("temp dir");
     let (done, dir) = run_against(
         out.path(),
