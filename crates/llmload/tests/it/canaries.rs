@@ -116,8 +116,10 @@ fn a_corruption_under_load_is_caught_beside_the_load_and_never_alone() {
         "{c}"
     );
     assert!(c.get("check_failed").is_none(), "{c}");
-    // With 5 others beside it: every canary diverged, at token event 2 (early: within the
-    // first 4), each prompt to another output each time (the corruption varies): early.
+    // With 5 others beside it: every canary diverged, from token event 2 on (the first token
+    // generated while 3 were in flight: event 2 when the others arrived with it, later when a
+    // busy machine sent them late), each prompt to another output each time (the corruption
+    // varies), so not stable.
     let c = &loaded["canaries"];
     assert_eq!(
         (
@@ -128,17 +130,18 @@ fn a_corruption_under_load_is_caught_beside_the_load_and_never_alone() {
         (Some(6), Some(6), Some(5)),
         "{c}"
     );
-    assert_eq!(c["first_divergence"], 2);
-    assert_eq!(
-        (c["verdict"].as_str(), c["early"].as_u64()),
-        (Some("early"), Some(6)),
-        "{c}"
-    );
-    assert!(c["diverging"]
+    let at: Vec<u64> = c["diverging"]
         .as_array()
         .expect("list")
         .iter()
-        .all(|d| d["at"] == 2));
+        .map(|d| d["at"].as_u64().expect("a position"))
+        .collect();
+    assert!(at.iter().all(|&a| (2..32).contains(&a)), "{c}");
+    assert_eq!(c["first_divergence"].as_u64(), at.iter().min().copied());
+    assert!(
+        ["early", "late"].contains(&c["verdict"].as_str().expect("verdict")),
+        "{c}"
+    );
     assert_eq!(
         (c["repeated"].as_u64(), c["varied"].as_u64()),
         (Some(0), Some(3)),
