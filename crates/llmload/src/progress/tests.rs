@@ -155,6 +155,7 @@ fn a_staged_load_plans_the_sum_of_its_stages() {
             bound: Bound::Duration(Duration::from_secs(seconds)),
         },
         warmup_time: Duration::ZERO,
+        warmup_launches: 0,
         stage: None,
     };
     let planned = Planned::of_load(&[open(10), open(30)]);

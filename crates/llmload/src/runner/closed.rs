@@ -77,7 +77,7 @@ impl super::Runner<'_> {
             last_launch = now;
             meta.launched = Some(now);
             meta.case.clone_from(&segments[segment].plan.case.id);
-            meta.phase = if now < warmup_end {
+            meta.phase = if now < warmup_end || index < first.warmup_launches {
                 Phase::Warmup
             } else {
                 Phase::Measured

@@ -109,6 +109,7 @@ fn plan(concurrency: u32, shape: Shape) -> CasePlan {
         output: Length::Fixed(4),
         shape,
         warmup_time: Duration::ZERO,
+        warmup_launches: 0,
         stage: None,
     }
 }

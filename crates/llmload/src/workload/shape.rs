@@ -229,6 +229,10 @@ pub struct CasePlan {
     /// Open and continuous loops: launches in this first stretch of the load are warmup.
     #[serde(rename = "warmup_s", serialize_with = "seconds")]
     pub warmup_time: Duration,
+    /// Continuous loops: the first this many launches are warmup too (`capacity`'s blocks:
+    /// each starts from an idle server, and its first launches measure the ramp, not the load).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub warmup_launches: u64,
     /// A staged load: which stage of it this case is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stage: Option<StageLabel>,
@@ -320,6 +324,14 @@ impl LoadPoint {
             LoadPoint::Rate(r) => *r,
         }
     }
+}
+
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if hands the field by reference"
+)]
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

@@ -92,6 +92,7 @@ impl ShapeTemplate {
             output: output.clone(),
             shape,
             warmup_time: self.warmup_time,
+            warmup_launches: 0,
             stage: None,
         }
     }
@@ -224,6 +225,7 @@ impl ShapeTemplate {
                 graph: self.graph.clone(),
             },
             warmup_time: Duration::ZERO,
+            warmup_launches: 0,
             stage: None,
         }
     }
