@@ -61,23 +61,9 @@ pub(super) fn resolve(
     }))
 }
 
-/// Refuses canaries the run cannot send (they go beside closed rounds of a generation API), and
-/// a `--profile-server` no round can meet.
+/// Refuses canaries the run cannot send: they go with closed rounds and continuous loops of a
+/// generation API.
 pub(super) fn check(config: &Config) -> Result<(), ConfigError> {
-    if let Some(at) = config.profile_server {
-        let load = &config.load;
-        if at == 0 {
-            return bad("--profile-server 0: profile from 1 or more running requests");
-        }
-        if load.arrival != Arrival::Rounds || load.session.is_some() || load.stages.is_some() {
-            return bad("--profile-server profiles a round: it goes with closed rounds");
-        }
-        if !config.concurrency.iter().any(|&c| c >= at) {
-            return bad(format!(
-                "--profile-server {at}: no case has {at} or more streams (--concurrency)"
-            ));
-        }
-    }
     if config.canaries.is_none() {
         return Ok(());
     }

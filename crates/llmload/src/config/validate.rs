@@ -9,6 +9,7 @@ use crate::api::Api;
 use crate::error::ConfigError;
 use crate::telemetry::Source;
 use crate::workload::length::Length;
+use crate::workload::shape::Arrival;
 
 impl Config {
     /// A shared system prompt leaves room in every prompt for the nonce and one more token.
@@ -32,6 +33,27 @@ impl Config {
                 "--system-prompt-tokens {shared} needs prompts of at least {floor} tokens (the \
                  shared part, the {}-token nonce and one more); the shortest is {shortest}",
                 crate::workload::prompt::NONCE_LEN
+            ));
+        }
+        Ok(())
+    }
+
+    /// Refuses a `--profile-server N` no round can meet: it profiles a round of N or more
+    /// streams.
+    fn check_profile_server(&self) -> Result<(), ConfigError> {
+        let Some(at) = self.profile_server else {
+            return Ok(());
+        };
+        let load = &self.load;
+        if at == 0 {
+            return bad("--profile-server 0: profile from 1 or more running requests");
+        }
+        if load.arrival != Arrival::Rounds || load.session.is_some() || load.stages.is_some() {
+            return bad("--profile-server profiles a round: it goes with closed rounds");
+        }
+        if !self.concurrency.iter().any(|&c| c >= at) {
+            return bad(format!(
+                "--profile-server {at}: no case has {at} or more streams (--concurrency)"
             ));
         }
         Ok(())
@@ -65,6 +87,7 @@ impl Config {
         repeat::check(self)?;
         cancel::check(self)?;
         super::canaries::check(self)?;
+        self.check_profile_server()?;
         self.check_sharding()?;
         objectives::check(&self.load.model_slo, &self.mix_names())?;
         if self.mix.is_some() && self.api == Some(Api::Llamacpp) {

@@ -7,10 +7,6 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Bytes of a canary's text kept (a canary asks for few tokens; a server that sends far more
-/// text is cut here, and a text cut short is compared no further than its shorter side).
-pub const TEXT_BOUND: usize = 16 * 1024;
-
 /// One canary request: which prompt, whether it was the reference, and its output.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Canary {
@@ -23,7 +19,8 @@ pub struct Canary {
     /// The other requests sent with it (the case's concurrency less one); 0 for a reference.
     #[serde(default)]
     pub beside: u32,
-    /// The generated text (at most [`TEXT_BOUND`] bytes).
+    /// The generated text (within the client's bound on a stream's text: 64 bytes a token
+    /// asked for and its slack).
     #[serde(default)]
     pub text: String,
     /// The text's length in bytes after each token event: where each event's text ends.

@@ -4,10 +4,10 @@
 //! A canary is a record of phase `canary`, compared with its reference as it ends
 //! ([`crate::record::canary::compare`]) and in no figure of the load.
 
-use super::{InFlight, Runner};
+use super::Runner;
 use crate::api::client::Exchange;
 use crate::api::{Api, Body};
-use crate::config::canaries;
+use crate::config::canaries::Canaries;
 use crate::record::canary::{self, Canary};
 use crate::record::{Phase, Record, RequestMeta, Status};
 use crate::summary::window::CaseRun;
@@ -20,20 +20,14 @@ const ROUNDS_PER_PROMPT: u32 = 2;
 /// Serial numbers of the canary prompts: far from the load's, the same in every case.
 const SERIAL_BASE: u64 = 1 << 40;
 
-/// `canary` with the output `exchange` kept (at most [`canary::TEXT_BOUND`] bytes of it).
+/// `canary` with the output `exchange` kept (within the client's bound on a stream's text).
 pub(super) fn with_output(canary: &mut Canary, exchange: &Exchange) {
-    let text = exchange.answer.as_deref().unwrap_or_default();
-    let mut cut = text.len().min(canary::TEXT_BOUND);
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    text[..cut].clone_into(&mut canary.text);
-    canary.ends = exchange
-        .answer_ends
-        .iter()
-        .copied()
-        .take_while(|&end| end as usize <= cut)
-        .collect();
+    exchange
+        .answer
+        .as_deref()
+        .unwrap_or_default()
+        .clone_into(&mut canary.text);
+    canary.ends.clone_from(&exchange.answer_ends);
 }
 
 /// The sampling fields of a canary's body: greedy decoding, and a fixed seed where the API
@@ -77,12 +71,8 @@ impl Runner<'_> {
             if self.guard.process_check(&at) {
                 break;
             }
-            let (meta, body) = self.canary(plan, prompt, None, 0).await?;
-            let mut in_flight = InFlight::new();
-            self.spawn(&mut in_flight, meta, body);
-            while !in_flight.is_empty() {
-                self.settle_next(&mut in_flight, run).await?;
-            }
+            let canary = self.canary(plan, settings, prompt, (None, 0)).await?;
+            self.launch(Vec::new(), Some(canary), run).await?;
         }
         Ok(())
     }
@@ -118,30 +108,25 @@ impl Runner<'_> {
                 })
                 .collect();
             let canary = self
-                .canary(plan, k % settings.count, Some(k + 1), beside)
+                .canary(plan, settings, k % settings.count, (Some(k + 1), beside))
                 .await?;
             self.launch(load, Some(canary), run).await?;
         }
         Ok(())
     }
 
-    /// Canary `prompt`'s request: a reference when `round` is `None`.
+    /// Canary `prompt`'s request in `round` with `beside` others: a reference when `round` is
+    /// `None`.
     async fn canary(
         &mut self,
         plan: &CasePlan,
+        settings: Canaries,
         prompt: u32,
-        round: Option<u32>,
-        beside: u32,
+        (round, beside): (Option<u32>, u32),
     ) -> crate::error::Result<(RequestMeta, Body)> {
-        let (input_tokens, output_tokens) = self
-            .settings
-            .canaries
-            .map_or((canaries::INPUT_TOKENS, canaries::OUTPUT_TOKENS), |c| {
-                (c.input_tokens, c.output_tokens)
-            });
         let mut meta = self.meta(plan, Phase::Canary, round, prompt, None);
-        meta.input_tokens = input_tokens;
-        meta.output_tokens = output_tokens;
+        meta.input_tokens = settings.input_tokens;
+        meta.output_tokens = settings.output_tokens;
         meta.images = None;
         meta.canary = Some(Box::new(Canary {
             prompt,

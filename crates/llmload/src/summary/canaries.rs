@@ -54,7 +54,7 @@ impl CanaryFigures {
         self.compared
             .push((canary.prompt, c.diverged_at, c.events, canary.beside));
         if c.diverged_at.is_some() {
-            let text = fnv(canary.text.as_bytes());
+            let text = crate::workload::shard::fnv1a(canary.text.as_bytes());
             match self.first_other.get(&canary.prompt) {
                 Some(&first) if first == text => self.repeated += 1,
                 Some(_) => self.varied += 1,
@@ -226,13 +226,6 @@ impl Verdict {
             Verdict::Unknown => "no canary could be compared with its reference",
         }
     }
-}
-
-/// FNV-1a of `bytes`: outputs told apart without keeping them.
-fn fnv(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
-        (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
 }
 
 #[cfg(test)]
