@@ -23,7 +23,10 @@
 #
 # Environment (defaults): CAPACITY_SEEDS (20), CAPACITY_MAX_LOAD (16), CAPACITY_SWEEP_REQUESTS
 # (1000), CAPACITY_CONFIDENCE (0.95), CAPACITY_BIN (unset: a release build of this checkout),
-# CAPACITY_KEEP (unset: the work folder is removed at exit).
+# CAPACITY_KEEP (unset: the work folder is removed at exit), CAPACITY_JOBS (1): seeds run at
+# once, each on simulators of its own. The simulators sleep out their schedules, so a seed's work
+# is mostly waiting; with more than one job the runs share the CPUs, each time is still that
+# run's own wall time, and the load averages at the start and the end are printed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,6 +34,7 @@ seeds="${CAPACITY_SEEDS:-20}"
 max_load="${CAPACITY_MAX_LOAD:-16}"
 sweep_requests="${CAPACITY_SWEEP_REQUESTS:-1000}"
 confidence="${CAPACITY_CONFIDENCE:-0.95}"
+jobs="${CAPACITY_JOBS:-1}"
 
 bin="${CAPACITY_BIN:-}"
 if [ -z "$bin" ]; then
@@ -40,8 +44,9 @@ fi
 work="$(mktemp -d)"
 sed 's/jitter = 0.0/jitter = 0.02/' crates/llmload-sim/profiles/cpu-tiny.toml >"$work/tiny.toml"
 sims=()
+: >"$work/pids"
 cleanup() {
-  for p in "${sims[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${sims[@]}" $(cat "$work/pids"); do kill "$p" 2>/dev/null || true; done
   if [ -n "${CAPACITY_KEEP:-}" ]; then echo "work folder kept: $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
@@ -57,6 +62,7 @@ start_sim() {
   "$bin" sim --port 0 --seed "$seed" --profile "$work/tiny.toml" --slots 8 "$@" \
     >"$work/$name.log" 2>&1 &
   sims+=("$!")
+  echo "$!" >>"$work/pids"
   for _ in $(seq 100); do
     url="$(grep -o 'http://[0-9.:]*' "$work/$name.log" | head -1 || true)"
     [ -n "$url" ] && break
@@ -89,7 +95,9 @@ search() {
 }
 
 : >"$work/results"
-for seed in $(seq "$seeds"); do
+# one_seed SEED: the two sweeps and three searches of one seed, into results.SEED.
+one_seed() {
+  local seed="$1" swept swept_s p p_s a a_s faulty faulty_s e e_s
   start_sim "plain$seed" "$seed"
   read -r swept swept_s < <(sweep "sweep$seed" "$url")
   read -r p p_s < <(search "p$seed" "$url" "ttft_p90<30ms")
@@ -99,10 +107,26 @@ for seed in $(seq "$seeds"); do
   read -r faulty faulty_s < <(sweep "faulty$seed" "$url" --timeout 150ms)
   read -r e e_s < <(search "e$seed" "$url" "errors<5%" --timeout 150ms)
   kill "${sims[-1]}" 2>/dev/null || true
-  echo "percentile $swept $swept_s $p $p_s" >>"$work/results"
-  echo "attainment $swept $swept_s $a $a_s" >>"$work/results"
-  echo "errors $faulty $faulty_s $e $e_s" >>"$work/results"
+  {
+    echo "percentile $swept $swept_s $p $p_s"
+    echo "attainment $swept $swept_s $a $a_s"
+    echo "errors $faulty $faulty_s $e $e_s"
+  } >"$work/results.$seed"
+}
+
+echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg); $jobs seed(s) at once"
+running=0
+for seed in $(seq "$seeds"); do
+  one_seed "$seed" &
+  running=$((running + 1))
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
 done
+wait
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+for seed in $(seq "$seeds"); do cat "$work/results.$seed" >>"$work/results" 2>/dev/null || true; done
 
 python3 - "$work/results" <<'PY'
 import collections, json, os, sys
