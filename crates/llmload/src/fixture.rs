@@ -41,6 +41,7 @@ pub(crate) fn campaign() -> Campaign {
             simulated: true,
             server: serde_json::Value::Null,
             dropped_fields: Vec::new(),
+            replicas: Vec::new(),
         },
     }
 }
@@ -99,6 +100,7 @@ fn ok(
         server_request_id: None,
         server: None,
         shard: None,
+        replica: None,
         repeat: None,
         arm: None,
         session: None,

@@ -222,6 +222,20 @@ pub async fn measure<S: CaseSource>(
             "stopped by {signal} while setting up, before the attempt folder was created"
         ))),
     };
+    let mut target = target;
+    target.replicas = config
+        .replicas
+        .urls
+        .iter()
+        .map(|url| {
+            let mut replica = reach(config, url, target.endpoint.api)?;
+            replica.tokenizer.clone_from(&target.endpoint.tokenizer);
+            if target.endpoint.keeps_no_connection() {
+                replica.keep_no_connection();
+            }
+            Ok(replica)
+        })
+        .collect::<error::Result<_>>()?;
     let simulated = simulated || target.is_simulator();
     let attempt = match &config.sharding.attempt_id {
         Some(id) => Attempt::create_named(&config.out, &config.name, &shard_folder(config, id))?,
@@ -311,15 +325,25 @@ fn endpoint(config: &Config, url: &str) -> error::Result<Endpoint> {
         .as_deref()
         .map(tokenizer::Tokenizer::load)
         .transpose()?;
+    let mut endpoint = reach(config, url, config.api.unwrap_or(Api::Llamacpp))?;
+    endpoint.tokenizer = tokenizer.map(std::sync::Arc::new);
+    Ok(endpoint)
+}
+
+/// The endpoint of `url` speaking `api`, as `config` says to reach it (its headers, key, TLS,
+/// timeouts and `--session-header`), without a tokenizer.
+fn reach(config: &Config, url: &str, api: Api) -> error::Result<Endpoint> {
     let mut endpoint = Endpoint::build(
         url,
-        config.api.unwrap_or(Api::Llamacpp),
+        api,
         (config.timeout, config.setup_timeout),
         config.authorization().as_deref(),
         &config.header_pairs(),
         &config.tls,
     )?;
-    endpoint.tokenizer = tokenizer.map(std::sync::Arc::new);
+    endpoint
+        .session_header
+        .clone_from(&config.replicas.session_header);
     Ok(endpoint)
 }
 

@@ -172,6 +172,9 @@ pub struct Record {
     /// A merged attempt: the shard (from 0) that sent the request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<u32>,
+    /// Several `--url`: the replica (from 0, in the order given) the request went to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<u16>,
     /// `--repeat`: the repeat of the series the request belongs to (from 1); absent from a run
     /// without `--repeat`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -536,6 +539,7 @@ pub(crate) fn ok_record(
         server_request_id: None,
         server: None,
         shard: None,
+        replica: None,
         repeat: None,
         arm: None,
         session: None,

@@ -35,6 +35,7 @@ pub mod phases;
 pub mod pooling;
 mod prefix_cache;
 pub mod repeats;
+pub mod replicas;
 mod rounds;
 pub mod saturation;
 pub mod server_side;
@@ -166,8 +167,12 @@ pub struct Summary {
     pub schema_version: u32,
     /// The attempt this summarises.
     pub attempt_id: String,
-    /// Target URL (or the simulator's).
+    /// Target URL (or the simulator's); with several `--url`, the first.
     pub target_url: String,
+    /// Several `--url`: each replica's base URL, in the order given; a case's `replicas` name
+    /// them by index.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<String>,
     /// API driven.
     pub api: String,
     /// Model, as sent or as the server named it.

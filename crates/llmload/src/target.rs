@@ -28,6 +28,9 @@ pub struct Target {
     pub drop_fields: Vec<String>,
     /// What every record says of the fields left out, and why; `None` when none was.
     pub dropped_note: Option<String>,
+    /// Several `--url`: an endpoint for each replica, in the order given (the first at the
+    /// same URL as `endpoint`); empty with one.
+    pub replicas: Vec<Endpoint>,
 }
 
 impl Target {
@@ -141,6 +144,7 @@ impl Target {
             extra_body,
             drop_fields: Vec::new(),
             dropped_note: None,
+            replicas: Vec::new(),
         })
     }
 

@@ -19,9 +19,10 @@ pub use super::conn::Setup;
 use super::http1::{self, Origin};
 pub use super::tls::TlsOptions;
 pub use super::token_events::TokenEvents;
-use super::{tls, Api, Body, EventError, RequestId};
+use super::{session_key, tls, Api, Body, EventError, RequestId};
 use crate::record::{CancelAfter, ErrorKind};
 use crate::tokenizer::Tokenizer;
+use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -110,6 +111,8 @@ pub struct Endpoint {
     pub tokenizer: Option<Arc<Tokenizer>>,
     /// Which of a request's ids go in its headers: those the user's `--header` does not set.
     ids: IdHeaders,
+    /// `--session-header NAME`: a request of a session carries its session id in this header.
+    pub session_header: Option<String>,
 }
 
 /// Which of a request's ids llmload writes in its headers: a header the user gave
@@ -170,6 +173,11 @@ impl Endpoint {
     /// ([`Origin::keep_none`]).
     pub fn keep_no_connection(&self) {
         self.origin.keep_none();
+    }
+
+    /// Whether the streams keep no connection ([`Endpoint::keep_no_connection`], or learnt).
+    pub fn keeps_no_connection(&self) -> bool {
+        self.origin.keeps_none()
     }
 
     /// An endpoint at `base_url` with its own HTTP client: `authorization` and `headers`
@@ -233,6 +241,7 @@ impl Endpoint {
             origin: Arc::new(origin),
             tokenizer: None,
             ids,
+            session_header: None,
         })
     }
 
@@ -261,11 +270,14 @@ impl Endpoint {
             .token_events
             .reserve(body.output_tokens.min(1 << 16) as usize);
         let (sent, timeout) = (exchange.sent, self.timeout);
-        let lines = body
+        let mut lines = body
             .id
             .as_ref()
             .map(|id| self.ids.lines(id))
             .unwrap_or_default();
+        if let (Some(name), Some(session)) = (&self.session_header, body.session) {
+            let _ = write!(lines, "{name}: {}\r\n", session_key(session));
+        }
         let request = self.origin.request(self.api.path(), body.json, &lines);
         let failure = {
             let read = std::pin::pin!(direct::read_direct(

@@ -134,6 +134,11 @@ impl Origin {
         self.closes_after_response.store(true, Ordering::Relaxed);
     }
 
+    /// Whether no connection is kept ([`Origin::keep_none`], or learnt).
+    pub fn keeps_none(&self) -> bool {
+        self.closes_after_response.load(Ordering::Relaxed)
+    }
+
     /// Learns from a kept connection the server closed after `responses` responses: closed after
     /// its first, it says the server closes every connection after a response.
     pub fn closed_after(&self, responses: u32) {

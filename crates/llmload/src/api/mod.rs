@@ -15,6 +15,7 @@ pub mod http1;
 pub mod llamacpp;
 pub mod openai;
 pub mod pooling;
+pub mod replicas;
 mod request;
 pub mod responses;
 pub mod server_timings;
@@ -224,6 +225,14 @@ pub struct Body {
     /// A pooling API (embeddings, rerank): the inputs the body carries, one result due for
     /// each; 0 for generation.
     pub inputs: u32,
+    /// The attempt's session this request belongs to (sessions, session graphs): the key of
+    /// `--balance session-sticky` and the value of `--session-header`.
+    pub session: Option<u64>,
+}
+
+/// The value a session's requests carry in `--session-header`: the attempt's session id.
+pub fn session_key(session: u64) -> String {
+    format!("session-{session}")
 }
 
 /// The ids one generation request carries in its headers, so that it can be found in the
@@ -254,6 +263,7 @@ impl Body {
             id: None,
             cancel_after: None,
             inputs: 0,
+            session: None,
         }
     }
 

@@ -319,6 +319,9 @@ pub struct CampaignTarget {
     /// server at setup under `--best-effort`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dropped_fields: Vec<String>,
+    /// Several `--url`: each replica's base URL, in the order given (the first is `url`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<String>,
 }
 
 impl CampaignTarget {
@@ -331,6 +334,7 @@ impl CampaignTarget {
             simulated,
             server: target.server.clone(),
             dropped_fields: target.drop_fields.clone(),
+            replicas: target.replicas.iter().map(|e| e.base_url.clone()).collect(),
         }
     }
 }

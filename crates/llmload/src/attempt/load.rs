@@ -185,6 +185,7 @@ fn assemble(
             schema_version: campaign.schema_version,
             attempt_id: campaign.attempt_id.clone(),
             target_url: target.url.clone(),
+            replicas: target.replicas.clone(),
             api: target.api.name().to_owned(),
             model: target.model.clone(),
             simulated: target.simulated,

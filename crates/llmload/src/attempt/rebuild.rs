@@ -317,7 +317,7 @@ impl<'a> Rebuilt<'a> {
         summary.complete = finished && all_ok;
         summary.throughput_tps = Spread::with(load.throughput_tps, load.throughput_ci.clone());
         summary.settle_pooling();
-        summary.load = Some(load);
+        summary.load = Some(Box::new(load));
         summary
     }
 }

@@ -79,10 +79,10 @@ impl AbArgs {
             ));
         }
         let mut a = settings.clone();
-        a.target.url = Some(self.base_url.clone());
+        a.target.url = Some(vec![self.base_url.clone()]);
         let config_a = Config::resolve(a)?;
         let mut b = settings;
-        b.target.url = Some(self.candidate_url.clone());
+        b.target.url = Some(vec![self.candidate_url.clone()]);
         // The next seed: prompts of the same lengths in other words, so that no prompt of one
         // arm is in the other's prefix cache on a shared server.
         b.workload.seed = Some(config_a.seed.wrapping_add(1));

@@ -23,7 +23,7 @@ pub(crate) use parse::optional_duration;
 pub use parse::parse_duration;
 use parse::{
     as_optional_seconds, as_seconds, bad, drop_fields, extra_body, parse_headers, redacted_json,
-    replaced_ids, validate_optional_url,
+    replaced_ids,
 };
 mod combine;
 mod file;
@@ -63,6 +63,20 @@ pub const MAX_ROUNDS: u32 = 1_000_000;
 /// The most arrivals a continuous or open loop may schedule per case.
 pub const MAX_ARRIVALS: u64 = 10_000_000;
 
+/// Where the load goes when it goes to several servers, and what a session's requests carry.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Replicas {
+    /// Several `--url`: every replica's base URL (the first is [`Config::url`]), in the order
+    /// given; empty with one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub urls: Vec<String>,
+    /// `--balance`: how requests are spread over the replicas.
+    pub balance: crate::api::replicas::Balance,
+    /// `--session-header`: the header that carries a session's id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_header: Option<String>,
+}
+
 /// A validated campaign.
 #[derive(Clone, Debug, Serialize)]
 #[expect(
@@ -72,8 +86,11 @@ pub const MAX_ARRIVALS: u64 = 10_000_000;
 pub struct Config {
     /// Campaign name (a folder name).
     pub name: String,
-    /// Server base URL without trailing slash; `None` = the built-in simulator.
+    /// Server base URL without trailing slash; `None` = the built-in simulator. With several
+    /// `--url`, the first.
     pub url: Option<String>,
+    /// Several `--url`, `--balance`, `--session-header`.
+    pub replicas: Replicas,
     /// API to drive; `None` picks it from what the server is.
     pub api: Option<Api>,
     /// Model for `OpenAI` APIs: the one given, or the first of a mix (setup requests name it).
@@ -283,6 +300,8 @@ impl Config {
         // compile; the others were resolved above.
         let TargetOptions {
             url,
+            balance,
+            session_header,
             api,
             model,
             api_key,
@@ -317,7 +336,8 @@ impl Config {
         let duration = |flag: &str, given: Option<String>, default: &str| {
             parse_duration(flag, given.as_deref().unwrap_or(default))
         };
-        let (url, url_credentials, url_note) = validate_optional_url(url.as_deref())?;
+        let ((url, url_credentials, url_note), replicas) =
+            parse::urls(&url.unwrap_or_default(), balance, session_header)?;
         let (model, mix, warmup) = model_mix(model, warmup)?;
         let mut config = Config {
             load,
@@ -332,6 +352,7 @@ impl Config {
             drop_fields: drop_fields(drop_field)?,
             name: name.unwrap_or_else(|| "campaign".into()),
             url,
+            replicas,
             notes: url_note.into_iter().collect(),
             url_credentials_set: url_credentials.is_some(),
             url_credentials,

@@ -1,6 +1,7 @@
 //! Parsing and writing single settings: durations, URLs, headers, the extra body, the telemetry
 //! source; and how durations and redacted JSON are written into `campaign.json`.
 
+use crate::api::replicas::Balance;
 use crate::error::ConfigError;
 use crate::secrets::Header;
 use crate::telemetry::Source;
@@ -57,6 +58,91 @@ pub(super) fn validate_optional_url(url: Option<&str>) -> Result<CheckedUrl, Con
         Some((url, credentials, note)) => (Some(url), credentials, note),
         None => (None, None, None),
     })
+}
+
+/// `--url` (once or more), `--balance` and `--session-header`: the first URL checked, every
+/// replica's URL, the session header's name.
+pub(super) fn urls(
+    urls: &[String],
+    balance: Option<Balance>,
+    session_header: Option<String>,
+) -> Result<(CheckedUrl, super::Replicas), ConfigError> {
+    let first = validate_optional_url(urls.first().map(String::as_str))?;
+    let replicas = super::Replicas {
+        urls: replicas(urls, first.1.as_deref(), balance)?,
+        balance: balance.unwrap_or_default(),
+        session_header: session_header
+            .map(|name| self::session_header(&name))
+            .transpose()?,
+    };
+    Ok((first, replicas))
+}
+
+/// Several `--url`: each checked as one ([`validate_url`]), none twice, all with the first's
+/// credentials (`credentials`); empty with one URL, where `--balance` is refused.
+fn replicas(
+    urls: &[String],
+    credentials: Option<&str>,
+    balance: Option<Balance>,
+) -> Result<Vec<String>, ConfigError> {
+    if urls.len() < 2 {
+        // The default, given, balances nothing and changes nothing.
+        if let Some(balance) = balance.filter(|b| *b != Balance::default()) {
+            return bad(format!(
+                "--balance {} needs two or more --url (replicas to spread the load over)",
+                balance.name()
+            ));
+        }
+        return Ok(Vec::new());
+    }
+    if urls.len() > 64 {
+        return bad(format!(
+            "--url given {} times: at most 64 replicas",
+            urls.len()
+        ));
+    }
+    let mut checked: Vec<String> = Vec::with_capacity(urls.len());
+    for given in urls {
+        let (url, own, _) = validate_url(given)?;
+        if own.as_deref() != credentials {
+            return bad(format!(
+                "--url {}: every replica takes the first --url's credentials (or none)",
+                shorten(&crate::secrets::redact_url(&url))
+            ));
+        }
+        if checked.contains(&url) {
+            return bad(format!(
+                "--url {} is given twice: each replica once",
+                shorten(&crate::secrets::redact_url(&url))
+            ));
+        }
+        checked.push(url);
+    }
+    Ok(checked)
+}
+
+/// `--session-header NAME`: a header name HTTP allows, and not one llmload sets itself.
+fn session_header(name: &str) -> Result<String, ConfigError> {
+    let name = name.trim();
+    if !crate::api::http1::is_field_name(name) {
+        return bad(format!(
+            "--session-header {}: not an HTTP header name",
+            shorten(name)
+        ));
+    }
+    let taken = [
+        "authorization",
+        "x-request-id",
+        "traceparent",
+        "content-type",
+        "host",
+    ];
+    if taken.contains(&name.to_ascii_lowercase().as_str()) {
+        return bad(format!(
+            "--session-header {name}: llmload sets that header itself; name another"
+        ));
+    }
+    Ok(name.to_owned())
 }
 
 /// `--url`: an `http` or `https` URL with a host, its scheme and host in lower case and its

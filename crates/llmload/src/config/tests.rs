@@ -5,7 +5,7 @@ use super::*;
 
 fn args() -> Settings {
     let mut settings = Settings::default();
-    settings.target.url = Some("http://127.0.0.1:8080/".into());
+    settings.target.url = Some(vec!["http://127.0.0.1:8080/".into()]);
     settings
 }
 
@@ -52,11 +52,11 @@ fn bad_values_are_one_line_errors() {
     type Change = Box<dyn Fn(&mut Settings)>;
     let cases: Vec<(Change, &str)> = vec![
         (
-            Box::new(|a| a.target.url = Some("ftp://x".into())),
+            Box::new(|a| a.target.url = Some(vec!["ftp://x".into()])),
             "scheme",
         ),
         (
-            Box::new(|a| a.target.url = Some("not a url".into())),
+            Box::new(|a| a.target.url = Some(vec!["not a url".into()])),
             "--url",
         ),
         (
@@ -300,7 +300,7 @@ fn a_campaign_file_sets_sessions_and_their_cases_name_them() {
 fn a_url_has_one_form_and_its_api_root_is_taken_off() {
     let url = |given: &str| {
         let mut settings = Settings::default();
-        settings.target.url = Some(given.into());
+        settings.target.url = Some(vec![given.into()]);
         Config::resolve(settings).map(|c| (c.url.unwrap_or_default(), c.notes))
     };
     // Schemes and hosts are case-insensitive; a path is percent-encoded once, here.

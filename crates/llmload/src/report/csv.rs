@@ -303,9 +303,9 @@ fn row(summary: &Summary, case: &CaseSummary) -> Vec<String> {
     cells.extend([figure(rates.requests_per_s), figure(rates.total_tps)]);
     cells.extend(hardware::energy_cells(case.energy.as_ref()));
     cells.extend(hardware::cost_cells(case.cost.as_ref()));
-    cells.extend(phase_cells(case.phases.as_ref()));
-    cells.extend(session_cells(case.sessions.as_ref()));
-    cells.extend(server_cells(case.server.as_ref()));
+    cells.extend(phase_cells(case.phases.as_deref()));
+    cells.extend(session_cells(case.sessions.as_deref()));
+    cells.extend(server_cells(case.server.as_deref()));
     cells.extend(tail_cells(&case.counts, case.pooling.as_ref()));
     cells
 }
@@ -560,7 +560,7 @@ mod tests {
         use crate::summary::server_side::{ServerSideSummary, TtftParts};
         let mut summary = fixture::report().summary;
         let one = |v: f64| crate::stats::Distribution::from_samples(&mut [v]);
-        summary.cases[0].server = Some(ServerSideSummary {
+        summary.cases[0].server = Some(Box::new(ServerSideSummary {
             responses: 2,
             sources: vec![crate::record::TimingSource::LlamaServer],
             ttft_exceeds_client: 0,
@@ -572,7 +572,7 @@ mod tests {
             ttft_parts: Some(TtftParts::example()),
             speculative: None,
             pace: None,
-        });
+        }));
         let case = &summary.cases[0];
         let cells: std::collections::HashMap<String, String> =
             header().into_iter().zip(row(&summary, case)).collect();

@@ -93,7 +93,7 @@ mod tests {
         let mut summary = crate::fixture::report().summary;
         assert!(!render(&summary).contains("Multi-turn sessions"));
         let one = |v: f64| crate::stats::Distribution::from_samples(&mut [v]);
-        summary.cases[0].sessions = Some(crate::summary::sessions::SessionSummary {
+        summary.cases[0].sessions = Some(Box::new(crate::summary::sessions::SessionSummary {
             turns: 2,
             rate_rps: None,
             started: 3,
@@ -115,7 +115,7 @@ mod tests {
                 cached_tokens: 240,
                 hit_rate: Some(0.6),
             }],
-        });
+        }));
         let text = render(&summary);
         assert!(
             text.contains("3 sessions of 2 turns started, 2 complete, 1 incomplete (sessions 7)"),
@@ -194,7 +194,7 @@ mod tests {
             "no server timings, no section"
         );
         let one = |v: f64| crate::stats::Distribution::from_samples(&mut [v]);
-        summary.cases[0].server = Some(ServerSideSummary {
+        summary.cases[0].server = Some(Box::new(ServerSideSummary {
             responses: 3,
             sources: vec![TimingSource::Vllm],
             ttft_exceeds_client: 1,
@@ -209,7 +209,7 @@ mod tests {
                 prefill_ms_per_token: one(0.3125),
                 decode_ms_per_token: None,
             }),
-        });
+        }));
         let text = render(&summary);
         let at = text
             .find("## The server's own account")

@@ -37,6 +37,7 @@ pub mod prefix_cache;
 pub mod profile;
 pub mod reasoning;
 pub mod repeats;
+pub mod replicas;
 pub mod results;
 pub mod results_section;
 pub mod saturation;
@@ -84,7 +85,7 @@ pub const FAILED_SHOWN: usize = 100;
 
 /// The page every format writes: its sections in order, each from the file of what it shows,
 /// those with nothing to show left out. A new section is a file and a line here.
-const SECTIONS: [fn(&Report) -> Option<Section<'_>>; 24] = [
+const SECTIONS: [fn(&Report) -> Option<Section<'_>>; 25] = [
     target::section,
     target::outcome,
     ab::section,
@@ -92,6 +93,7 @@ const SECTIONS: [fn(&Report) -> Option<Section<'_>>; 24] = [
     incomplete::section,
     notes::section,
     models::section,
+    replicas::section,
     repeats::page_section,
     saturation::section,
     capacity::section,

@@ -19,7 +19,7 @@ fn cases(summary: &Summary) -> impl Iterator<Item = (&CaseSummary, &PhaseSummary
     summary
         .cases
         .iter()
-        .filter_map(|c| c.phases.as_ref().map(|p| (c, p)))
+        .filter_map(|c| c.phases.as_deref().map(|p| (c, p)))
 }
 
 fn median(d: Option<&Distribution>) -> Option<f64> {

@@ -35,7 +35,7 @@ pub fn table(summary: &Summary) -> Table {
         let Some(pooling) = &case.pooling else {
             continue;
         };
-        let load = case.load.as_ref().map_or_else(
+        let load = case.load.as_deref().map_or_else(
             || format!("c={}", case.concurrency),
             super::text::window_load,
         );

@@ -397,10 +397,10 @@ mod tests {
         let mut load = window_figures(&[], (0.0, 1.0), &crate::workload::shape::Slo::default());
         load.shape = LoadShape::Trace;
         load.nominal_rate_rps = Some(5.993_690_851_735_016);
-        summary.cases[0].load = Some(load.clone());
+        summary.cases[0].load = Some(Box::new(load.clone()));
         load.shape = LoadShape::Poisson;
         load.nominal_rate_rps = Some(0.15 * 3.0);
-        summary.cases[1].load = Some(load);
+        summary.cases[1].load = Some(Box::new(load));
         let table = window(&summary);
         assert_eq!(table.rows[0].cells[0].text, "trace at 5.994 req/s");
         assert_eq!(table.rows[1].cells[0].text, "poisson at 0.45 req/s");

@@ -108,7 +108,7 @@ fn cases(summary: &Summary) -> Vec<(&CaseSummary, &SessionSummary)> {
     summary
         .cases
         .iter()
-        .filter_map(|c| c.sessions.as_ref().map(|s| (c, s)))
+        .filter_map(|c| c.sessions.as_deref().map(|s| (c, s)))
         .collect()
 }
 

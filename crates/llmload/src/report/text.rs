@@ -429,7 +429,7 @@ mod tests {
         assert_eq!(window_load(&load), "stage 1/3: closed-continuous, c=4");
         let mut case = crate::fixture::report().summary.cases[0].clone();
         case.complete = false;
-        case.load = Some(load);
+        case.load = Some(Box::new(load));
         assert!(
             incomplete_line(&case).contains(" × stage 1/3: closed-continuous, c=4 × "),
             "{}",
@@ -452,7 +452,7 @@ mod tests {
         load.shape = LoadShape::Poisson;
         load.nominal_rate_rps = Some(20.0);
         load.requests_launched = 3;
-        case.load = Some(load.clone());
+        case.load = Some(Box::new(load.clone()));
         case.concurrency = 0;
         let open = incomplete_line(&case);
         assert!(
@@ -460,10 +460,10 @@ mod tests {
             "{open}"
         );
         load.shape = LoadShape::Trace;
-        case.load = Some(load);
+        case.load = Some(Box::new(load));
         assert!(incomplete_line(&case).contains(" × a trace's arrivals × "));
         case.load = None;
-        case.sessions = Some(SessionSummary {
+        case.sessions = Some(Box::new(SessionSummary {
             turns: 3,
             rate_rps: Some(0.5),
             started: 4,
@@ -476,7 +476,7 @@ mod tests {
             output_tokens: None,
             graph: None,
             by_turn: Vec::new(),
-        });
+        }));
         let sessions = incomplete_line(&case);
         assert!(
             sessions.contains(" × 0.5 sessions/s × ") && !sessions.contains("concurrent"),

@@ -264,7 +264,7 @@ mod tests {
         let mut report = fixture::report();
         let case = &mut report.summary.cases[1];
         case.rounds.clear();
-        case.load = Some(fixture::open_loop(4));
+        case.load = Some(Box::new(fixture::open_loop(4)));
         let caption = timeline(&report, &Lengths::of(&report)).caption;
         assert!(
             caption.contains("64 input tokens, 20 requests/s, 4 output tokens"),

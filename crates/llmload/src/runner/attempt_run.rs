@@ -93,7 +93,14 @@ impl<'a> AttemptRun<'a> {
         let sink = RecordSink::create(&attempt.dir.join("requests.jsonl"))
             .context("creating requests.jsonl")?;
         let settings = run_settings(config, attempt);
-        let transport: Arc<dyn Transport> = Arc::new(target.endpoint.clone());
+        let transport: Arc<dyn Transport> = if target.replicas.is_empty() {
+            Arc::new(target.endpoint.clone())
+        } else {
+            Arc::new(crate::api::replicas::Replicas::new(
+                target.replicas.clone(),
+                config.replicas.balance,
+            ))
+        };
         let runner = Runner::new(
             (target, prompts),
             flight.counted(transport),
@@ -106,6 +113,7 @@ impl<'a> AttemptRun<'a> {
             schema_version: SCHEMA_VERSION,
             attempt_id: attempt.id.clone(),
             target_url: target.endpoint.base_url.clone(),
+            replicas: target.replicas.iter().map(|e| e.base_url.clone()).collect(),
             api: target.endpoint.api.name().to_owned(),
             model: target.model.clone(),
             simulated,

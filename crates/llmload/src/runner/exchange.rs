@@ -383,6 +383,7 @@ pub fn record(meta: RequestMeta, exchange: &Exchange, origin: Instant, lenient: 
         server_request_id: exchange.server_request_id.clone(),
         server,
         shard: None,
+        replica: exchange.replica,
         repeat: None,
         arm: None,
         session: meta.turn.map(|t| t.session),

@@ -255,6 +255,7 @@ impl Sessions<'_> {
             let keep = self.spec.history == History::AsGenerated && turn < self.spec.turns;
             let mut body = self.body(&built.prompt, output, keep, model.as_deref());
             body.id = request_id;
+            body.session = Some(id);
             if let Some(at) = due {
                 tokio::select! {
                     () = tokio::time::sleep_until(at) => {}

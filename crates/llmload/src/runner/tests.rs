@@ -57,6 +57,7 @@ impl Rig {
                 extra_body: None,
                 drop_fields: Vec::new(),
                 dropped_note: None,
+                replicas: Vec::new(),
             },
             prompts: PromptSource::of_tokens((1..=256).collect()),
         }

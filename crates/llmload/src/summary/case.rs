@@ -27,7 +27,7 @@ pub struct CaseSummary {
     pub output_tokens: u32,
     /// Where a dataset set the lengths: the distributions of what was sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sent: Option<lengths::Sent>,
+    pub sent: Option<Box<lengths::Sent>>,
     /// Rounds planned.
     pub rounds_planned: u32,
     /// Every planned round is complete.
@@ -68,7 +68,7 @@ pub struct CaseSummary {
     pub counts: Counts,
     /// Continuous and open loops: figures over the measurement window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub load: Option<load::LoadSummary>,
+    pub load: Option<Box<load::LoadSummary>>,
     /// Soak runs: the measurement window cut into windows, and the drift from first to last.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub series: Option<soak::Series>,
@@ -85,7 +85,7 @@ pub struct CaseSummary {
     pub server_profile: Option<crate::record::ServerProfile>,
     /// Reasoning models: what the responses that reasoned before answering did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reasoning: Option<Reasoning>,
+    pub reasoning: Option<Box<Reasoning>>,
     /// The first failed or invalid measured response's kind and message (the server's words, at
     /// most 300 characters), so that a failing case says why where it is shown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -107,17 +107,17 @@ pub struct CaseSummary {
     /// Where the time went: a new connection's setup apart, then each mark from `sent`; absent
     /// when the records do not carry it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub phases: Option<phases::PhaseSummary>,
+    pub phases: Option<Box<phases::PhaseSummary>>,
     /// The server's own timings of the `ok` responses, where it reported them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server: Option<server_side::ServerSideSummary>,
+    pub server: Option<Box<server_side::ServerSideSummary>>,
     /// Multi-turn sessions: the figures of each turn index and of whole sessions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sessions: Option<sessions::SessionSummary>,
+    pub sessions: Option<Box<sessions::SessionSummary>>,
     /// `--cancel-after`: the streams the client abandoned, and the others' figures with an
     /// abandonment during them and without.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub abandoned: Option<abandoned::Abandonment>,
+    pub abandoned: Option<Box<abandoned::Abandonment>>,
     /// Embeddings and rerank: a case of requests answered once, with nothing generated; TTFT,
     /// ITL, TPOT and the decode rate do not apply, and `throughput_tps` counts the prompt tokens
     /// the server processed.
@@ -130,6 +130,9 @@ pub struct CaseSummary {
     /// A mix of models (`--model NAME:WEIGHT,…`): the case's figures per model, in name order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub models: Option<Vec<models::ModelSummary>>,
+    /// Several `--url`: the figures of each replica the case's requests went to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<Vec<super::replicas::ReplicaSummary>>,
 }
 
 /// Reasoning and answer told apart, over the `ok` responses that carried reasoning.

@@ -101,6 +101,8 @@ struct Figures {
     images: Option<crate::record::Images>,
     /// A mix of models: the figures of each.
     models: models::ModelFigures,
+    /// Several `--url`: the figures of each replica.
+    replicas: models::ReplicaFigures,
 }
 
 impl Figures {
@@ -108,6 +110,7 @@ impl Figures {
     fn add(&mut self, r: &Record) {
         self.tally.add(r);
         self.models.count(r);
+        self.replicas.count(r);
         self.sessions.add(r);
         self.abandoned.add(r);
         self.pooling.add(r);
@@ -141,6 +144,7 @@ impl Figures {
             .into_iter()
             .for_each(|v| self.e2e.push_in(v, label));
         self.models.add_ok(r, buffered.as_ref());
+        self.replicas.add_ok(r, buffered.as_ref());
         self.lengths.add(r);
         if buffered.is_some() {
             held.per_token.add(r, label);
@@ -195,6 +199,8 @@ impl Figures {
             .map(|r| r.duration_s)
             .sum();
         let models = self.models.finish(streams, (spans > 0.0).then_some(spans));
+        let replicas =
+            super::replicas::finish(self.replicas, streams, (spans > 0.0).then_some(spans));
         let per_token = self.per_token;
         // Before ITL's own figures, which take its gaps.
         let chunk_gap_ms = per_token.chunk_gaps().distribution();
@@ -205,7 +211,7 @@ impl Figures {
             input_tokens,
             concurrency: case.concurrency,
             output_tokens,
-            sent,
+            sent: sent.map(Box::new),
             rounds_planned,
             complete,
             incomplete_reason: None,
@@ -231,15 +237,18 @@ impl Figures {
             energy: None,
             cost: None,
             canaries: None,
-            phases: self.phases.finish(),
-            server: self.server.finish(),
-            sessions: self.sessions.finish(streams),
-            abandoned: self.abandoned.finish(),
+            phases: self.phases.finish().map(Box::new),
+            server: self.server.finish().map(Box::new),
+            sessions: self.sessions.finish(streams).map(Box::new),
+            abandoned: self.abandoned.finish().map(Box::new),
             models,
-            reasoning: (!self.reasoning_tokens.is_empty()).then(|| Reasoning {
-                responses: crate::num::count(self.reasoning_tokens.len()),
-                tokens: self.reasoning_tokens.distribution(),
-                time_to_answer_ms: self.time_to_answer.distribution(),
+            replicas,
+            reasoning: (!self.reasoning_tokens.is_empty()).then(|| {
+                Box::new(Reasoning {
+                    responses: crate::num::count(self.reasoning_tokens.len()),
+                    tokens: self.reasoning_tokens.distribution(),
+                    time_to_answer_ms: self.time_to_answer.distribution(),
+                })
             }),
             pooling: self.pooling.finish(),
             images: self.images,

@@ -71,23 +71,49 @@ struct OneModel {
     output_tokens: u64,
 }
 
-/// The figures of each model of a case, by name; empty when no record named a model.
-#[derive(Clone, Debug, Default)]
-pub struct ModelFigures {
-    models: BTreeMap<String, OneModel>,
+/// The figures of each part of a case, by the key each record gives (`key`): its model, or the
+/// replica it went to; empty when no record gave one.
+#[derive(Clone, Debug)]
+pub struct Split<K> {
+    key: fn(&Record) -> Option<K>,
+    parts: BTreeMap<K, OneModel>,
 }
 
-impl ModelFigures {
-    /// Counts one measured record under its model, if it names one.
+/// The figures of each model of a case, by name.
+pub type ModelFigures = Split<String>;
+
+/// The figures of each replica of a case (several `--url`), by replica.
+pub type ReplicaFigures = Split<u16>;
+
+impl Default for ModelFigures {
+    fn default() -> Self {
+        Split {
+            key: |r| r.model.clone(),
+            parts: BTreeMap::new(),
+        }
+    }
+}
+
+impl Default for ReplicaFigures {
+    fn default() -> Self {
+        Split {
+            key: |r| r.replica,
+            parts: BTreeMap::new(),
+        }
+    }
+}
+
+impl<K: Ord> Split<K> {
+    /// Counts one measured record under its key, if it has one.
     pub fn count(&mut self, r: &Record) {
-        if let Some(model) = &r.model {
-            self.models.entry(model.clone()).or_default().tally.add(r);
+        if let Some(key) = (self.key)(r) {
+            self.parts.entry(key).or_default().tally.add(r);
         }
     }
 
     /// Adds an `ok` response already counted, `buffered` its delivery where it came in bursts.
     pub fn add_ok(&mut self, r: &Record, buffered: Option<&Delivery>) {
-        let Some(m) = r.model.as_ref().and_then(|m| self.models.get_mut(m)) else {
+        let Some(m) = (self.key)(r).and_then(|k| self.parts.get_mut(&k)) else {
             return;
         };
         let label = super::label(r, m.tally.counts.ok);
@@ -106,22 +132,22 @@ impl ModelFigures {
         m.output_tokens += u64::from(r.generated_tokens());
     }
 
-    /// Each model's summary, in name order: `streams` says whether the case's path streams (the
-    /// buffered responses' figures are then kept), `span_s` the summed spans of its rounds.
-    /// `None` when no record named a model.
-    pub fn finish(self, streams: bool, span_s: Option<f64>) -> Option<Vec<ModelSummary>> {
-        if self.models.is_empty() {
+    /// Each part's summary in key order, its `model` empty: `streams` says whether the case's
+    /// path streams (the buffered responses' figures are then kept), `span_s` the summed spans
+    /// of its rounds. `None` when no record gave a key.
+    pub fn finish_parts(
+        self,
+        streams: bool,
+        span_s: Option<f64>,
+    ) -> Option<Vec<(K, ModelSummary)>> {
+        if self.parts.is_empty() {
             return None;
         }
-        let total: u32 = self
-            .models
-            .values()
-            .map(|m| m.tally.counts.measured())
-            .sum();
+        let total: u32 = self.parts.values().map(|m| m.tally.counts.measured()).sum();
         let summaries = self
-            .models
+            .parts
             .into_iter()
-            .map(|(model, mut m)| {
+            .map(|(key, mut m)| {
                 if streams {
                     let held = std::mem::take(&mut m.held);
                     m.ttft.merge(held.ttft);
@@ -129,8 +155,8 @@ impl ModelFigures {
                 }
                 let (itl_ms, _) = m.per_token.itl.finish();
                 let measured = m.tally.counts.measured();
-                ModelSummary {
-                    model,
+                let summary = ModelSummary {
+                    model: String::new(),
                     share: if total > 0 {
                         f64::from(measured) / f64::from(total)
                     } else {
@@ -149,10 +175,25 @@ impl ModelFigures {
                     counts: m.tally.counts,
                     first_error: m.tally.first_error,
                     first_unverified: m.tally.first_unverified,
-                }
+                };
+                (key, summary)
             })
             .collect();
         Some(summaries)
+    }
+}
+
+impl ModelFigures {
+    /// Each model's summary, in name order (see [`Split::finish_parts`]); `None` when no
+    /// record named a model.
+    pub fn finish(self, streams: bool, span_s: Option<f64>) -> Option<Vec<ModelSummary>> {
+        let parts = self.finish_parts(streams, span_s)?;
+        Some(
+            parts
+                .into_iter()
+                .map(|(model, summary)| ModelSummary { model, ..summary })
+                .collect(),
+        )
     }
 }
 

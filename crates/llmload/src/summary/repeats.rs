@@ -260,9 +260,9 @@ pub fn combine(pooled: Vec<CaseSummary>, series: &Series) -> Vec<CaseSummary> {
                 let each: Vec<&LoadSummary> = of_each
                     .iter()
                     .flatten()
-                    .filter_map(|c| c.load.as_ref())
+                    .filter_map(|c| c.load.as_deref())
                     .collect();
-                let load = window::repeats::combine(pooled, &each);
+                let load = window::repeats::combine(*pooled, &each);
                 case.throughput_tps = if each.len() > 1 {
                     let values: Vec<f64> = each.iter().map(|l| l.throughput_tps).collect();
                     Spread::over(&values, Unit::Repeat)
@@ -270,7 +270,7 @@ pub fn combine(pooled: Vec<CaseSummary>, series: &Series) -> Vec<CaseSummary> {
                     Spread::with(load.throughput_tps, load.throughput_ci.clone())
                 };
                 case.settle_pooling();
-                case.load = Some(load);
+                case.load = Some(Box::new(load));
                 // A soak series is each repeat's own, in its run.
                 case.series = None;
             }

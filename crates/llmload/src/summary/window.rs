@@ -89,7 +89,7 @@ pub fn summarise(plan: &CasePlan, run: CaseRun, readings: &[Reading]) -> CaseSum
     summary.complete = !run.stopped && all_ok;
     summary.throughput_tps = Spread::with(load.throughput_tps, load.throughput_ci.clone());
     summary.settle_pooling();
-    summary.load = Some(load);
+    summary.load = Some(Box::new(load));
     summary.series = series.map(|(bins, span)| bins.finish(span, readings, streams));
     summary
 }

@@ -431,3 +431,12 @@ async fn stream_tokens(
     out.extend_from_slice(&final_event(prompt_n, predicted_n));
     stream.write_all(&out).await
 }
+
+/// The values of the header `name` in a request head, any case.
+pub(crate) fn header_values<'a>(head: &'a str, name: &str) -> Vec<&'a str> {
+    head.lines()
+        .filter_map(|line| line.split_once(':'))
+        .filter(|(n, _)| n.trim().eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.trim())
+        .collect()
+}

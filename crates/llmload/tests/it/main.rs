@@ -61,6 +61,7 @@ mod pooling;
 mod profile_server;
 mod proxies;
 mod repeats;
+mod replicas;
 mod report;
 mod report_page;
 mod saturation;

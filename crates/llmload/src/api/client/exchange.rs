@@ -65,6 +65,8 @@ pub struct Exchange {
     /// When the client stopped reading it (its end, failure, timeout or cancel), however it
     /// ended: a request that failed occupied its connection until then.
     pub ended: Option<Instant>,
+    /// Which of several `--url`s served it (0-based, in the order given); `None` with one.
+    pub replica: Option<u16>,
 }
 
 /// Where one exchange's time went on its connection: the setup of a new connection (before
@@ -137,6 +139,7 @@ impl Exchange {
             inputs: 0,
             pooled: None,
             ended: None,
+            replica: None,
         }
     }
 

@@ -107,6 +107,7 @@ fn campaign_of(config: &Config) -> Campaign {
         simulated: false,
         server: json!({"kind": "vllm", "props": {"n_ctx": 4096}}),
         dropped_fields: Vec::new(),
+        replicas: Vec::new(),
     };
     let fingerprint = crate::views::fingerprint(config);
     Campaign::new(config, &attempt, target, &config.plans(), fingerprint).expect("a campaign")

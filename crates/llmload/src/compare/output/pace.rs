@@ -89,7 +89,7 @@ mod tests {
     fn with_pace(prefill: f64, decode: f64) -> CaseSummary {
         let mut case = crate::fixture::report().summary.cases[0].clone();
         let one = |v: f64| Distribution::from_samples(&mut [v, v]);
-        case.server = Some(crate::summary::server_side::ServerSideSummary {
+        case.server = Some(Box::new(crate::summary::server_side::ServerSideSummary {
             responses: 2,
             sources: vec![crate::record::TimingSource::LlamaServer],
             ttft_exceeds_client: 0,
@@ -104,7 +104,7 @@ mod tests {
                 prefill_ms_per_token: one(prefill),
                 decode_ms_per_token: one(decode),
             }),
-        });
+        }));
         case
     }
 

@@ -15,9 +15,24 @@ options! {
         /// Base URL of the server, e.g. <http://127.0.0.1:8080> [default: the built-in simulator]
         ///
         /// Without it, the built-in simulator (profile seed-qwen3-8b) is started and measured,
-        /// and every output says so.
-        #[arg(long)]
-        pub url: Option<String>,
+        /// and every output says so. Given more than once, the load goes to several replicas
+        /// of one model (--balance); the first is asked what it serves.
+        #[arg(long, value_name = "URL")]
+        #[serde(deserialize_with = "one_or_more")]
+        pub url: Option<Vec<String>>,
+        /// How requests are spread over several --url [default: round-robin]
+        ///
+        /// round-robin: each request to the next in turn; least-in-flight: to the one with the
+        /// fewest requests in flight; session-sticky: every request of a session (--turns,
+        /// --dag) to one replica, picked from its session id, the others in turn.
+        #[arg(long, value_enum)]
+        pub balance: Option<crate::api::replicas::Balance>,
+        /// A header that carries each session's id, for a router's affinity, e.g. X-Session-ID
+        ///
+        /// Every request of a session (--turns, --dag) carries `NAME: session-N`, N the
+        /// attempt's session id, so that a KV-aware router can keep a session on one replica.
+        #[arg(long, value_name = "NAME")]
+        pub session_header: Option<String>,
         /// API to drive [default: picked from the server]
         ///
         /// llamacpp for llama-server and the built-in simulator, completions for any other server
@@ -125,4 +140,18 @@ options! {
 )]
 fn json_or_text(text: &str) -> Result<serde_json::Value, std::convert::Infallible> {
     Ok(serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::String(text.to_owned())))
+}
+
+/// A campaign file's `url`: one URL, or a list of them (replicas).
+fn one_or_more<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Urls {
+        One(String),
+        More(Vec<String>),
+    }
+    Ok(Option::<Urls>::deserialize(d)?.map(|u| match u {
+        Urls::One(url) => vec![url],
+        Urls::More(urls) => urls,
+    }))
 }

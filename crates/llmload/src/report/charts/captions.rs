@@ -132,7 +132,7 @@ mod tests {
     fn an_open_loop_point_rests_on_its_window_s_responses_never_on_rounds() {
         let summary = fixture::report().summary;
         let mut open = summary.cases[0].clone();
-        open.load = Some(fixture::open_loop(19));
+        open.load = Some(Box::new(fixture::open_loop(19)));
         open.counts.ok = 19;
         let closed = &summary.cases[0];
         let rounds = closed.throughput_tps.as_ref().expect("rounds").n;

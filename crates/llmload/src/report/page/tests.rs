@@ -86,17 +86,17 @@ fn every_section() -> Report {
         hit_rate: 64.0 / 96.0,
         responses_hit: 2,
     });
-    first.reasoning = Some(Reasoning {
+    first.reasoning = Some(Box::new(Reasoning {
         responses: 2,
         tokens: one(40.0),
         time_to_answer_ms: one(80.0),
-    });
+    }));
     let others = || Others {
         n: 1,
         ttft_ms: one(20.0),
         tpot_ms: one(2.0),
     };
-    first.abandoned = Some(Abandonment {
+    first.abandoned = Some(Box::new(Abandonment {
         after: crate::record::CancelAfter::Tokens(2),
         planned: 1,
         abandoned: 1,
@@ -107,8 +107,8 @@ fn every_section() -> Report {
         clear: others(),
         partial: None,
         others_generated_tokens: 0,
-    });
-    first.server = Some(ServerSideSummary {
+    }));
+    first.server = Some(Box::new(ServerSideSummary {
         responses: 3,
         sources: vec![crate::record::TimingSource::Vllm],
         ttft_exceeds_client: 0,
@@ -120,9 +120,9 @@ fn every_section() -> Report {
         ttft_parts: Some(TtftParts::example()),
         speculative: None,
         pace: None,
-    });
+    }));
     let sessions = &mut summary.cases[2];
-    sessions.sessions = Some(SessionSummary {
+    sessions.sessions = Some(Box::new(SessionSummary {
         turns: 2,
         rate_rps: None,
         started: 2,
@@ -144,7 +144,7 @@ fn every_section() -> Report {
             cached_tokens: 0,
             hit_rate: Some(0.0),
         }],
-    });
+    }));
     summary.shard = Some(sweep_shard());
     summary.ab = Some(ab_section(&summary.cases[0]));
     report

@@ -174,6 +174,7 @@ impl Sessions<'_> {
         let keep = self.spec.history == History::AsGenerated && call.extended;
         let mut body = self.body(&built.prompt, call.output_tokens, keep, model);
         body.id = request_id;
+        body.session = Some(id);
         if let Some(at) = due {
             tokio::select! {
                 () = tokio::time::sleep_until(at) => {}

@@ -288,7 +288,7 @@ fn the_campaign_is_an_open_loop_llmload_campaign() {
     let mut settings = llmload::config::Settings::read(&file).expect("a campaign file");
     // Resolved as a pod resolves it, with the arguments the Job adds: a shard holds its share of
     // the attempt's rate and in-flight cap.
-    settings.target.url = Some("http://vllm.inference:8000".into());
+    settings.target.url = Some(vec!["http://vllm.inference:8000".into()]);
     settings.sharding.shard = Some("0/4".into());
     settings.sharding.attempt_id = Some("a1".into());
     settings.sharding.start_at = Some("+2m".into());

@@ -25,15 +25,6 @@ fn run_of_four(url: &str, out: &Path, extra: &[&str]) -> Finished {
     run_of(url, out, ("3", "1"), extra)
 }
 
-/// The values of the header `name` in a request head, any case.
-fn header_values<'a>(head: &'a str, name: &str) -> Vec<&'a str> {
-    head.lines()
-        .filter_map(|line| line.split_once(':'))
-        .filter(|(n, _)| n.trim().eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.trim())
-        .collect()
-}
-
 #[test]
 fn every_request_carries_its_own_id_and_traceparent_and_the_record_keeps_it() {
     let server = Server::start(Mode::Normal);

@@ -19,8 +19,8 @@ mod streams;
 
 use common::{attempt_dir, json, json_lines, Simulator};
 use hostile::{
-    eventually, files_under, is_empty_or_absent, llmload_within, Finished, Mode, Running, Seen,
-    Server,
+    eventually, files_under, header_values, is_empty_or_absent, llmload_within, Finished, Mode,
+    Running, Seen, Server,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
