@@ -49,6 +49,17 @@ fn overview(configured: u32, g: &GraphSummary) -> Vec<String> {
         lines.push(format!(
             "Sessions in flight over the case's span: {achieved:.2} on average{asked}."
         ));
+        if !g.in_flight_slices.is_empty() {
+            let slices: Vec<String> = g
+                .in_flight_slices
+                .iter()
+                .map(|m| format!("{m:.1}"))
+                .collect();
+            lines.push(format!(
+                "In each twentieth of the span, from first send to last end: {}.",
+                slices.join(", ")
+            ));
+        }
     }
     if let Some(i) = &g.interactivity_tps {
         lines.push(format!(

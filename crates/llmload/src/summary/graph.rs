@@ -17,6 +17,28 @@ const LISTED: usize = 50;
 /// A call whose cache served less than this share of its eligible tokens is named a miss.
 pub const MISS_BELOW: f64 = 0.5;
 
+/// The slices of a case's span over which sessions in flight are averaged.
+pub const SLICES: usize = 20;
+
+/// The mean number of `spans` (start, end) covering each of `slices` equal slices of
+/// [`first`, `last`].
+fn in_slices(spans: &[(f64, f64)], (first, last): (f64, f64), slices: usize) -> Vec<f64> {
+    if last <= first || slices == 0 {
+        return Vec::new();
+    }
+    let width = (last - first) / slices as f64;
+    (0..slices)
+        .map(|k| {
+            let (from, to) = (first + width * k as f64, first + width * (k + 1) as f64);
+            let covered: f64 = spans
+                .iter()
+                .map(|&(a, b)| (b.min(to) - a.max(from)).max(0.0))
+                .sum();
+            covered / width
+        })
+        .collect()
+}
+
 /// A case's session graphs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GraphSummary {
@@ -35,6 +57,10 @@ pub struct GraphSummary {
     /// The mean of sessions in flight over the case's span (first send → last end): the
     /// session-level concurrency achieved.
     pub sessions_in_flight: Option<f64>,
+    /// The mean of sessions in flight in each of [`SLICES`] equal slices of that span, in
+    /// order: whether the concurrency asked for held from start to end.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub in_flight_slices: Vec<f64>,
     /// TTFT of the calls that wait for none (the sessions' first), ms.
     pub first_call_ttft_ms: Option<Distribution>,
     /// TTFT of the calls that wait for others, ms.
@@ -264,6 +290,11 @@ impl GraphFigures {
             .values()
             .map(|s| (s.last_end - s.first_sent).max(0.0))
             .sum();
+        let spans: Vec<(f64, f64)> = self
+            .sessions
+            .values()
+            .map(|s| (s.first_sent, s.last_end))
+            .collect();
         let count = crate::num::count;
         Some(GraphSummary {
             sessions: count(self.sessions.len()),
@@ -272,6 +303,7 @@ impl GraphFigures {
             waits_ms: waits.distribution(),
             interactivity_tps: interactivity.distribution(),
             sessions_in_flight: (last > first).then(|| busy / (last - first)),
+            in_flight_slices: in_slices(&spans, (first, last), SLICES),
             first_call_ttft_ms: self.first_ttft.distribution(),
             later_call_ttft_ms: self.later_ttft.distribution(),
             eligible_tokens: self.eligible,

@@ -70,6 +70,9 @@ fn ttfat_waits_and_the_eligible_cache_come_from_the_calls() {
     assert_eq!(rows, [(0, Some(800.0)), (1, None)]);
     // Both sessions ran from 0 to 0.9 s: two in flight on average.
     assert_eq!(g.sessions_in_flight, Some(2.0));
+    assert_eq!(g.in_flight_slices.len(), super::SLICES);
+    let mean = g.in_flight_slices.iter().sum::<f64>() / super::SLICES as f64;
+    assert!((mean - 2.0).abs() < 1e-9, "{:?}", g.in_flight_slices);
 }
 
 #[test]
@@ -77,4 +80,15 @@ fn no_graph_call_no_summary() {
     let mut figures = GraphFigures::default();
     figures.add(&ok_record(0.0, None, vec![1.0]));
     assert!(figures.finish().is_none());
+}
+
+#[test]
+fn sessions_in_flight_are_averaged_per_slice_of_the_span() {
+    // Two sessions over [0, 10]: one for the whole span, one for its second half.
+    let slices = super::in_slices(&[(0.0, 10.0), (5.0, 10.0)], (0.0, 10.0), 4);
+    assert_eq!(slices, vec![1.0, 1.0, 2.0, 2.0]);
+    // One across a slice's edge counts for the time it covers in each.
+    let slices = super::in_slices(&[(1.0, 4.0)], (0.0, 4.0), 2);
+    assert_eq!(slices, vec![0.5, 1.0]);
+    assert!(super::in_slices(&[], (3.0, 3.0), 4).is_empty());
 }
