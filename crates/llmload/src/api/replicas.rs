@@ -80,13 +80,24 @@ impl Replicas {
     }
 }
 
+/// A request counted in flight at its replica from its pick until it ends or is dropped.
+struct InFlight<'a>(&'a AtomicU32);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 impl Transport for Replicas {
     fn exchange<'a>(&'a self, body: Body, cancel: &'a CancellationToken) -> Pending<'a> {
         let index = self.pick(&body);
+        // Counted at once, so that the picks made before this request starts see it.
+        self.in_flight[index].fetch_add(1, Ordering::Relaxed);
+        let counted = InFlight(&self.in_flight[index]);
         Box::pin(async move {
-            self.in_flight[index].fetch_add(1, Ordering::Relaxed);
+            let _counted = counted;
             let mut exchange = self.endpoints[index].stream(body, cancel).await;
-            self.in_flight[index].fetch_sub(1, Ordering::Relaxed);
             exchange.replica = u16::try_from(index).ok();
             exchange
         })
@@ -158,6 +169,25 @@ mod tests {
         let picked: Vec<usize> = (0..4).map(|_| r.pick(&body(None))).collect();
         assert!(picked.iter().all(|&i| i == 0 || i == 1), "{picked:?}");
         assert!(picked.contains(&0) && picked.contains(&1), "{picked:?}");
+    }
+
+    #[test]
+    fn a_request_is_in_flight_from_its_pick_to_its_drop() {
+        let r = Replicas::new(endpoints(2), Balance::LeastInFlight);
+        let cancel = CancellationToken::new();
+        let first = r.exchange(body(None), &cancel);
+        let (a, b) = (
+            r.in_flight[0].load(Ordering::Relaxed),
+            r.in_flight[1].load(Ordering::Relaxed),
+        );
+        assert_eq!(a + b, 1, "counted before it is polled");
+        // The next goes to the other replica, although the first has not started.
+        let second = r.exchange(body(None), &cancel);
+        assert_eq!(r.in_flight[0].load(Ordering::Relaxed), 1);
+        assert_eq!(r.in_flight[1].load(Ordering::Relaxed), 1);
+        drop((first, second));
+        assert_eq!(r.in_flight[0].load(Ordering::Relaxed), 0);
+        assert_eq!(r.in_flight[1].load(Ordering::Relaxed), 0);
     }
 
     #[test]

@@ -38,6 +38,24 @@ impl Config {
         Ok(())
     }
 
+    /// Refuses what asks one server for something with several `--url`: their caches and
+    /// profilers are each their own.
+    fn check_replicas(&self) -> Result<(), ConfigError> {
+        if self.replicas.urls.is_empty() {
+            return Ok(());
+        }
+        if self.reset_prefix_cache {
+            return bad(
+                "--reset-prefix-cache with several --url: each replica keeps its own cache; \
+                 reset them before the run, or measure one replica",
+            );
+        }
+        if self.profile_server.is_some() {
+            return bad("--profile-server with several --url: profile one replica at a time");
+        }
+        Ok(())
+    }
+
     /// Refuses a `--profile-server N` no round can meet: it profiles a round of N or more
     /// streams.
     fn check_profile_server(&self) -> Result<(), ConfigError> {
@@ -88,6 +106,7 @@ impl Config {
         cancel::check(self)?;
         super::canaries::check(self)?;
         self.check_profile_server()?;
+        self.check_replicas()?;
         self.check_sharding()?;
         objectives::check(&self.load.model_slo, &self.mix_names())?;
         if self.mix.is_some() && self.api == Some(Api::Llamacpp) {

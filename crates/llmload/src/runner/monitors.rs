@@ -42,13 +42,18 @@ impl Monitors {
                     stop.clone(),
                 ))
             },
-            scraper: tokio::spawn(server_metrics::scrape(
-                std::sync::Arc::new(target.endpoint.setup.sibling()),
-                (config.telemetry_interval, config.setup_timeout),
-                attempt.dir.clone(),
-                origin,
-                stop.clone(),
-            )),
+            // One replica's counters are not the load's: with several, none is read.
+            scraper: if target.replicas.is_empty() {
+                tokio::spawn(server_metrics::scrape(
+                    std::sync::Arc::new(target.endpoint.setup.sibling()),
+                    (config.telemetry_interval, config.setup_timeout),
+                    attempt.dir.clone(),
+                    origin,
+                    stop.clone(),
+                ))
+            } else {
+                tokio::spawn(async { server_metrics::ServerMetricsSummary::default() })
+            },
             watcher: tokio::spawn(trip_on_interrupt(interrupted, guard.clone())),
             stop,
         }

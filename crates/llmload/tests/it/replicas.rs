@@ -286,6 +286,20 @@ fn replicas_are_refused_where_they_cannot_be_honoured() {
         &[&one[..], &["--session-header", "X-Request-Id"]].concat(),
         "llmload sets that header itself",
     );
+    let two = [
+        "--url",
+        "http://127.0.0.1:9",
+        "--url",
+        "http://127.0.0.1:10",
+    ];
+    assert_refused(
+        &[&two[..], &["--reset-prefix-cache"]].concat(),
+        "--reset-prefix-cache with several --url",
+    );
+    assert_refused(
+        &[&two[..], &["--profile-server", "1"]].concat(),
+        "--profile-server with several --url",
+    );
 }
 
 /// llama-server's own generated-token counter.
