@@ -12,21 +12,31 @@
 #   errors       --slo errors<5%, against a simulator that also fails 2 % of requests
 #                (--fault http503:rate=0.02) and a client timeout of 150 ms, so that past the
 #                slots the queue makes requests time out
+#   open         --slo ttft_p90<50ms with Poisson arrivals (--arrival poisson): the answer in
+#                requests/s, to capacity's default resolution (5 %)
 #
 # The truth: an exhaustive sweep of the same simulator, every concurrency from 1 to
 # CAPACITY_MAX_LOAD (16), CAPACITY_SWEEP_REQUESTS (1000) requests each; the true boundary is the
 # largest load such that it and every load below it meet the objective over all its requests.
-# A search covers the truth when max_passing ≤ boundary < first_failing. Prints, per shape, the
-# coverage over the seeds, and each search's wall time beside the exhaustive sweep's (the sweep
-# is at resolution 1 too: every whole load). Asserts nothing; exits non-zero only if a run fails
-# to start.
+# A search covers the truth when max_passing ≤ boundary < first_failing. For the open loop the
+# truth is a sweep of rates from CAPACITY_OPEN_FROM (45) requests/s up by 5 % a step,
+# CAPACITY_OPEN_STEPS (13) of them, CAPACITY_OPEN_REQUESTS (1000) requests each, TTFT counted
+# from each request's scheduled time as capacity counts it: the bound is crossed between the
+# last rate that (with every rate below it) meets it and the next; the search covers it when its
+# bracket overlaps that interval (max passing below the first failing rate of the sweep, first
+# failing above its last passing one). Prints, per shape, the coverage over the seeds, and each
+# search's wall time beside the exhaustive sweep's (the sweep is at resolution 1 too: every whole
+# load). Asserts nothing; exits non-zero only if a run fails to start.
 #
 # Environment (defaults): CAPACITY_SEEDS (20), CAPACITY_MAX_LOAD (16), CAPACITY_SWEEP_REQUESTS
-# (1000), CAPACITY_CONFIDENCE (0.95), CAPACITY_BIN (unset: a release build of this checkout),
-# CAPACITY_KEEP (unset: the work folder is removed at exit), CAPACITY_JOBS (1): seeds run at
-# once, each on simulators of its own. The simulators sleep out their schedules, so a seed's work
-# is mostly waiting; with more than one job the runs share the CPUs, each time is still that
-# run's own wall time, and the load averages at the start and the end are printed.
+# (1000), CAPACITY_OPEN_SEEDS (all: the open loop on the first N seeds), CAPACITY_CONFIDENCE
+# (0.95), CAPACITY_BIN (unset: a release build of this checkout), CAPACITY_KEEP (unset: the work
+# folder is removed at exit), CAPACITY_JOBS (1): seeds run at once, each on simulators of its
+# own. The simulators sleep out their schedules, so a seed's work is mostly waiting; with more
+# than one job the runs share the CPUs, each time is still that run's own wall time, and the
+# load averages at the start and the end are printed. The truth is the simulator's state over a
+# long run: a busy machine's scheduling delays can move it (a closed loop's requests in step at
+# the slots' edge fall out of step), so run it on an otherwise idle machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,6 +45,10 @@ max_load="${CAPACITY_MAX_LOAD:-16}"
 sweep_requests="${CAPACITY_SWEEP_REQUESTS:-1000}"
 confidence="${CAPACITY_CONFIDENCE:-0.95}"
 jobs="${CAPACITY_JOBS:-1}"
+open_from="${CAPACITY_OPEN_FROM:-45}"
+open_steps="${CAPACITY_OPEN_STEPS:-13}"
+open_requests="${CAPACITY_OPEN_REQUESTS:-1000}"
+open_seeds="${CAPACITY_OPEN_SEEDS:-$seeds}"
 
 bin="${CAPACITY_BIN:-}"
 if [ -z "$bin" ]; then
@@ -83,13 +97,15 @@ sweep() {
   echo "$(ls -d "$work/out/$name"/*/ | head -1) $(echo "$(now) - $start" | bc)"
 }
 
-# search NAME URL SLO [FLAGS…]: one capacity search; prints its answer file and time.
+# search NAME URL SLO [FLAGS…]: one capacity search; prints its answer file and time. The load
+# goes up to max_load (16 in flight), or 400 requests/s with --arrival.
 search() {
-  local name="$1" url="$2" slo="$3" start
+  local name="$1" url="$2" slo="$3" start most="$max_load"
   shift 3
+  [[ " $* " == *" --arrival "* ]] && most=400
   start="$(now)"
   "$bin" capacity --url "$url" --out "$work/out" --name "$name" "${workload[@]}" \
-    --slo "$slo" --max-load "$max_load" --confidence "$confidence" --json "$@" \
+    --slo "$slo" --max-load "$most" --confidence "$confidence" --json "$@" \
     >"$work/$name.json" || true
   echo "$work/$name.json $(echo "$(now) - $start" | bc)"
 }
@@ -107,7 +123,27 @@ one_seed() {
   read -r faulty faulty_s < <(sweep "faulty$seed" "$url" --timeout 150ms)
   read -r e e_s < <(search "e$seed" "$url" "errors<5%" --timeout 150ms)
   kill "${sims[-1]}" 2>/dev/null || true
+  local rates start open open_s o o_s
+  if [ "$seed" -gt "$open_seeds" ]; then
+    {
+      echo "percentile $swept $swept_s $p $p_s"
+      echo "attainment $swept $swept_s $a $a_s"
+      echo "errors $faulty $faulty_s $e $e_s"
+    } >"$work/results.$seed"
+    return
+  fi
+  start_sim "open$seed" "$seed"
+  rates="$(python3 -c "print(','.join(f'{$open_from * 1.05 ** k:.3f}' for k in range($open_steps)))")"
+  start="$(now)"
+  "$bin" run --url "$url" --out "$work/out" --name "rates$seed" "${workload[@]}" \
+    --arrival poisson --rate "$rates" --requests "$open_requests" --seed "$seed" >/dev/null || true
+  open="$(ls -d "$work/out/rates$seed"/*/ | head -1)"
+  open_s="$(echo "$(now) - $start" | bc)"
+  read -r o o_s < <(search "o$seed" "$url" "ttft_p90<50ms" --arrival poisson \
+    --rate "$open_from" --seed "$seed")
+  kill "${sims[-1]}" 2>/dev/null || true
   {
+    echo "open $open $open_s $o $o_s"
     echo "percentile $swept $swept_s $p $p_s"
     echo "attainment $swept $swept_s $a $a_s"
     echo "errors $faulty $faulty_s $e $e_s"
@@ -161,6 +197,29 @@ def truth(shape, folder):
         boundary = load
     return boundary
 
+def rate_of(case):
+    # in64-poisson-r47.25-out16 → 47.25
+    return float(case.split("-r")[1].split("-")[0])
+
+def open_truth(folder):
+    # (last passing rate, first failing rate): TTFT from the scheduled time, p90 < 50 ms, a
+    # failed request missing the bound.
+    by_rate = collections.defaultdict(list)
+    for r in records(folder):
+        by_rate[rate_of(r["case"])].append(r)
+    passing = 0.0
+    for rate in sorted(by_rate):
+        rs = by_rate[rate]
+        within = 0
+        for r in rs:
+            if r["status"] == "ok" and r.get("first_token_s") is not None:
+                if (r["first_token_s"] - r["scheduled_s"]) * 1e3 < 50.0:
+                    within += 1
+        if within / len(rs) < 0.90:
+            return passing, rate
+        passing = rate
+    return passing, float("inf")
+
 rows = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     shape, swept, swept_s, answer, search_s = line.split()
@@ -171,12 +230,20 @@ for line in open(sys.argv[1]):
         continue
     low = (a.get("max_passing") or {}).get("load", 0)
     high = (a.get("first_failing") or {}).get("load", float("inf"))
-    rows[shape].append((truth(shape, swept), low, high, float(swept_s), float(search_s)))
+    if shape == "open":
+        rows[shape].append((open_truth(swept), low, high, float(swept_s), float(search_s)))
+    else:
+        rows[shape].append((truth(shape, swept), low, high, float(swept_s), float(search_s)))
+
+def covers(t, lo, hi):
+    if isinstance(t, tuple):
+        return lo < t[1] and hi > t[0]
+    return lo <= t < hi
 
 print(f"{'shape':<11} {'searches':>8} {'covered':>8} {'coverage':>9} {'search s':>9} {'sweep s':>8} {'ratio':>6}")
 for shape, rs in rows.items():
     done = [r for r in rs if r[0] is not None]
-    covered = sum(1 for t, lo, hi, *_ in done if lo <= t < hi)
+    covered = sum(1 for t, lo, hi, *_ in done if covers(t, lo, hi))
     search = sum(r[4] for r in rs) / len(rs)
     sweep = sum(r[3] for r in rs) / len(rs)
     coverage = covered / len(done) if done else float("nan")
@@ -184,5 +251,6 @@ for shape, rs in rows.items():
     for t, lo, hi, sw, se in rs:
         print(f"    truth {t}, bracket [{lo}, {hi}), search {se:.1f} s, sweep {sw:.1f} s")
 print("coverage: the share of searches whose bracket [max passing, first failing) holds the")
-print("boundary of the exhaustive sweep; times are wall seconds, means over the seeds.")
+print("boundary of the exhaustive sweep (open: overlaps the sweep's (last passing, first failing]")
+print("rates); times are wall seconds, means over the seeds.")
 PY
