@@ -163,6 +163,7 @@ impl Search {
             // The middle, or where it was measured undecided, the middle of either half.
             [middle, (passing * middle).sqrt(), (middle * failing).sqrt()]
                 .into_iter()
+                .map(|l| tidy(l, passing, failing))
                 .find(|&l| !measured(l))
         };
         match candidate {
@@ -177,6 +178,17 @@ impl Search {
                 ),
             },
         }
+    }
+}
+
+/// A rate between `passing` and `failing` to four significant digits (as case ids and reports
+/// show it), where that stays strictly between them; else `load` as it is.
+fn tidy(load: f64, passing: f64, failing: f64) -> f64 {
+    let rounded = format!("{load:.3e}").parse::<f64>().unwrap_or(load);
+    if passing < rounded && rounded < failing {
+        rounded
+    } else {
+        load
     }
 }
 

@@ -147,9 +147,17 @@ fn a_rate_measured_undecided_is_stepped_around_by_the_middles_of_its_halves() {
     let (loads, done) = drive(&search, verdict);
     // 16, 32, 64 (undecided), 128; the middle of 32–128 is 64 again: the middles of its halves.
     assert_eq!(loads[..4], [16.0, 32.0, 64.0, 128.0]);
-    assert!(
-        (loads[4] - (32.0f64 * 64.0).sqrt()).abs() < 1e-9,
-        "{loads:?}"
-    );
+    // √(32 × 64) = 45.2548…, to four significant digits.
+    assert!((loads[4] - 45.25).abs() < 1e-9, "{loads:?}");
     assert!(matches!(done, Step::Done { .. }), "{done:?}");
+}
+
+#[test]
+fn a_rate_between_two_is_written_to_four_significant_digits_where_that_stays_between() {
+    assert!((super::tidy(56.568_542_494_923_804, 40.0, 80.0) - 56.57).abs() < 1e-9);
+    assert!((super::tidy(0.123_456, 0.1, 0.2) - 0.1235).abs() < 1e-12);
+    // Rounded onto an end of the bracket: kept as it is.
+    assert!((super::tidy(100.04, 100.0, 100.05) - 100.04).abs() < 1e-12);
+    let exact = 100.000_4;
+    assert!((super::tidy(exact, 100.0, 100.001) - exact).abs() < 1e-12);
 }
