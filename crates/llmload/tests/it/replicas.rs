@@ -254,6 +254,50 @@ fn json_lines_lenient(path: &Path) -> usize {
 }
 
 #[test]
+fn capacity_spreads_every_block_over_the_replicas() {
+    let a = Simulator::start(&["--profile", "cpu-tiny", "--slots", "4"]);
+    let b = Simulator::start(&["--profile", "cpu-tiny", "--slots", "4"]);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let run = llmload(&[
+        "capacity",
+        "--url",
+        &a.url,
+        "--url",
+        &b.url,
+        "--slo",
+        "errors<50%",
+        "--max-load",
+        "4",
+        "--input-tokens",
+        "16",
+        "--output-tokens",
+        "4",
+        "--telemetry",
+        "off",
+        "-q",
+        "--json",
+        "--out",
+        utf8(tmp.path()),
+        "--name",
+        "c",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let summary = json(&attempt_dir(tmp.path(), "c").join("summary.json"));
+    assert_eq!(
+        summary["capacity"]["max_passing"]["load"], 4.0,
+        "{}",
+        run.stdout
+    );
+    let cases = summary["cases"].as_array().expect("blocks");
+    assert!(cases.len() >= 3, "{}", cases.len());
+    for case in cases {
+        assert_replicas_add_up(case);
+        let replicas = case["replicas"].as_array().expect("replicas");
+        assert_eq!(replicas.len(), 2, "{case}");
+    }
+}
+
+#[test]
 fn replicas_are_refused_where_they_cannot_be_honoured() {
     let one = ["--url", "http://127.0.0.1:9"];
     assert_refused(
