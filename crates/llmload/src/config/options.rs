@@ -180,6 +180,16 @@ options! {
         /// a file, or a folder of them) and AIPerf's trace rows with a `session_id`.
         #[arg(long, value_name = "FILE")]
         pub dag: Option<PathBuf>,
+        /// Session graphs of agents made up from a spec, KEY=VALUE,… (instead of --dag)
+        ///
+        /// Each session an agent: a first call (system prompt and task), a tool loop (`loops`,
+        /// each call extending the last with `tool_tokens` after `tool` time), fan-outs to
+        /// sub-agents every `fanout_every` loop calls (`fanout` of them, `sub_loops` calls
+        /// each, fresh contexts, the agent waiting for all), a fresh context every `compact`
+        /// calls (`system` + `summary` tokens), and an answer after `think`. Also `sessions`,
+        /// `task`, `output`, `seed`; ranges as LOW-HIGH, times as --think-time's.
+        #[arg(long, value_name = "SPEC")]
+        pub dag_synth: Option<String>,
         /// Multiply every wait of a --dag file by this [default: 1]
         #[arg(long, value_name = "FACTOR")]
         pub dag_time_scale: Option<f64>,

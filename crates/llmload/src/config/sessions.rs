@@ -3,18 +3,22 @@
 use super::parse::{bad, optional_duration};
 use super::SessionOptions;
 use crate::error::ConfigError;
+use crate::workload::graph::synth::Spec;
 use crate::workload::graph::GraphReplay;
 use crate::workload::session::{SessionSpec, Think};
 
 /// `--dag` read, with its scale and cap; `None` without it, and an error for a companion given
 /// without it.
 pub(super) fn graph_replay(options: &SessionOptions) -> Result<Option<GraphReplay>, ConfigError> {
-    let Some(file) = &options.dag else {
+    if options.dag.is_some() && options.dag_synth.is_some() {
+        return bad("--dag FILE and --dag-synth SPEC: give one graph or the other");
+    }
+    if options.dag.is_none() && options.dag_synth.is_none() {
         if options.dag_time_scale.is_some() || options.dag_max_wait.is_some() {
-            return bad("--dag-time-scale and --dag-max-wait need --dag FILE");
+            return bad("--dag-time-scale and --dag-max-wait need --dag FILE or --dag-synth");
         }
         return Ok(None);
-    };
+    }
     if options.turns.is_some() || options.turn_input.is_some() || options.think_time.is_some() {
         return bad(
             "--dag sets each call's length and wait: --turns, --turn-input and --think-time do \
@@ -29,6 +33,15 @@ pub(super) fn graph_replay(options: &SessionOptions) -> Result<Option<GraphRepla
         return bad("--dag-time-scale must be from 0 to 1000");
     }
     let cap = optional_duration("dag-max-wait", options.dag_max_wait.clone())?;
+    if let Some(spec) = &options.dag_synth {
+        let spec: Spec = spec
+            .parse()
+            .map_err(|e| ConfigError(format!("--dag-synth {e}")))?;
+        return GraphReplay::synth(&spec, scale, cap)
+            .map(Some)
+            .map_err(|e| ConfigError(format!("--dag-synth made a graph it cannot read: {e}")));
+    }
+    let file = options.dag.as_deref().unwrap_or(std::path::Path::new(""));
     GraphReplay::load(file, scale, cap)
         .map(Some)
         .map_err(|e| ConfigError(format!("--dag {e}")))
@@ -48,6 +61,7 @@ pub(super) fn session_spec(
         sessions: _,
         stagger,
         dag: _,
+        dag_synth: _,
         dag_time_scale: _,
         dag_max_wait: _,
     } = options;

@@ -15,6 +15,7 @@
 //! call (in the file's order) that no other waits for.
 
 mod foreign;
+pub mod synth;
 
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -424,6 +425,24 @@ impl GraphReplay {
         let graph = load(file)?;
         Ok(GraphReplay {
             file: file.to_path_buf(),
+            sessions: graph.sessions.len(),
+            calls: graph.calls(),
+            graph,
+            time_scale,
+            max_wait_ms: max_wait.map(|d| d.as_secs_f64() * 1e3),
+        })
+    }
+
+    /// The graph `spec` makes (`--dag-synth`), its waits scaled and capped as a file's; named
+    /// `synth` in case ids.
+    pub fn synth(
+        spec: &synth::Spec,
+        time_scale: f64,
+        max_wait: Option<Duration>,
+    ) -> Result<GraphReplay, GraphError> {
+        let graph = parse(&synth::lines(spec)).map_err(GraphError)?;
+        Ok(GraphReplay {
+            file: std::path::PathBuf::from("synth"),
             sessions: graph.sessions.len(),
             calls: graph.calls(),
             graph,

@@ -7,10 +7,11 @@
 
 use crate::common;
 
-use common::{count as n, json, llmload, measured};
+use common::{count as n, json, llmload, measured, LlamaServer, SERIAL};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::PoisonError;
 
 /// The repository's example graph.
 fn example() -> PathBuf {
@@ -219,4 +220,173 @@ fn a_graph_that_cannot_run_is_refused_in_one_line() {
         &["--dag", example, "--dag-time-scale=-1"],
         "--dag-time-scale must be from 0 to 1000",
     );
+}
+
+/// The example graph against llama-server (4 slots, its prompt cache on), 2 sessions at a time:
+/// every call verified; the summary's eligible and cached tokens are the sums of the calls'
+/// own (the server's `cache_n` against the context each extends); every call served under half
+/// its eligible context is counted, and named in the summary and the report, never averaged
+/// away.
+#[test]
+fn on_llama_server_each_call_that_missed_its_context_is_named() {
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+    let server = LlamaServer::start();
+    let out = tempfile::tempdir().expect("temp dir");
+    let result = llmload(&[
+        "run",
+        "--url",
+        &server.url,
+        "--out",
+        out.path().to_str().expect("UTF-8 path"),
+        "--name",
+        "g",
+        "--telemetry",
+        "off",
+        "-q",
+        "--dag",
+        example().to_str().expect("UTF-8 path"),
+        "--concurrency",
+        "2",
+        "--history",
+        "placeholder",
+    ]);
+    assert_eq!(result.code, 0, "{}\n{}", result.stdout, result.stderr);
+    let dir = common::attempt_dir(out.path(), "g");
+    let records = measured(&dir);
+    assert_eq!(records.len(), 20, "4 sessions of 5 calls");
+    let (mut eligible, mut cached, mut missed) = (0, 0, Vec::new());
+    for r in &records {
+        assert_eq!(
+            (&r["status"], &r["verified"]),
+            (&"ok".into(), &true.into()),
+            "{r}"
+        );
+        if r["graph"]["context"].is_null() {
+            continue;
+        }
+        let (e, c) = (
+            n(&r["history_tokens"]),
+            n(&r["cached_tokens"]).min(n(&r["history_tokens"])),
+        );
+        eligible += e;
+        cached += c;
+        if 2 * c < e {
+            missed.push((
+                r["graph"]["session"]
+                    .as_str()
+                    .expect("a session")
+                    .to_owned(),
+                r["graph"]["call"].as_str().expect("a call").to_owned(),
+            ));
+        }
+    }
+    let graph = &json(&dir.join("summary.json"))["cases"][0]["sessions"]["graph"];
+    assert_eq!(n(&graph["eligible_tokens"]), eligible, "{graph}");
+    assert_eq!(n(&graph["cached_tokens"]), cached, "{graph}");
+    assert_eq!(n(&graph["miss_count"]), missed.len() as u64, "{graph}");
+    let listed: Vec<(String, String)> = graph["misses"]
+        .as_array()
+        .expect("the misses")
+        .iter()
+        .map(|m| {
+            (
+                m["session"].as_str().expect("a session").to_owned(),
+                m["call"].as_str().expect("a call").to_owned(),
+            )
+        })
+        .collect();
+    let mut expected = missed.clone();
+    expected.sort();
+    let mut got = listed.clone();
+    got.sort();
+    assert_eq!(got, expected, "every miss named");
+    let report = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
+    for (session, call) in &missed {
+        let named = format!("session {session}, call {call}: ");
+        assert!(report.contains(&named), "{named} not in {report}");
+    }
+    assert_eq!(
+        report.contains("missed the cache they were eligible for"),
+        !missed.is_empty()
+    );
+}
+
+/// `--dag-synth`: agents made up from a spec, replayed on the simulator as a file is: every call
+/// verified, each fan-out's sub-agents overlapping, each call due its wait after its last parent
+/// and extending its context's prompt and answer; the same spec makes the same calls.
+#[test]
+fn a_synthetic_graph_is_replayed_as_a_file_is() {
+    let out = tempfile::tempdir().expect("temp dir");
+    let spec = "sessions=3,loops=4,fanout_every=2,fanout=3,sub_loops=1,tool=20ms,output=8,\
+                tool_tokens=16,system=64,task=16,compact=4,summary=32";
+    let run = |name: &str| {
+        let result = llmload(&[
+            "run",
+            "--out",
+            out.path().to_str().expect("UTF-8 path"),
+            "--name",
+            name,
+            "--telemetry",
+            "off",
+            "-q",
+            "--dag-synth",
+            spec,
+            "--concurrency",
+            "3",
+            "--history",
+            "placeholder",
+        ]);
+        assert_eq!(result.code, 0, "{}\n{}", result.stdout, result.stderr);
+        common::attempt_dir(out.path(), name)
+    };
+    let dir = run("s");
+    let records = measured(&dir);
+    // Per agent: m1, m2, m3 (after 3 sub-agents), m4, m5 (after 3 more), the answer.
+    assert_eq!(records.len(), 3 * (6 + 6));
+    let mut by: BTreeMap<(String, String), Value> = BTreeMap::new();
+    for r in &records {
+        assert_eq!(
+            (&r["status"], &r["verified"]),
+            (&"ok".into(), &true.into()),
+            "{r}"
+        );
+        let g = &r["graph"];
+        let key = (
+            g["session"].as_str().expect("s").to_owned(),
+            g["call"].as_str().expect("c").to_owned(),
+        );
+        by.insert(key, r.clone());
+    }
+    for agent in ["agent-1", "agent-2", "agent-3"] {
+        let call = |c: &str| &by[&(agent.to_owned(), c.to_owned())];
+        let subs: Vec<&Value> = (1..=3).map(|j| call(&format!("m3/s{j}/c1"))).collect();
+        assert!(overlapped(&subs), "{agent}: the sub-agents did not overlap");
+        waited(call("m3"), &subs, 0.0);
+        waited(call("m2"), &[call("m1")], 0.020);
+        // m2 extends m1: its history is m1's prompt and 8-token answer.
+        assert_eq!(n(&call("m2")["history_tokens"]), 80 + 8);
+        assert_eq!(n(&call("m1")["prompt_tokens"]), 80);
+        // Compaction after 4 calls on one context: m5 starts afresh (system + summary).
+        assert_eq!(n(&call("m5")["prompt_tokens"]), 96, "{}", call("m5"));
+        assert_eq!(n(&call("answer")["history_tokens"]), 96 + 8);
+    }
+    let graph = &json(&dir.join("summary.json"))["cases"][0]["sessions"]["graph"];
+    assert_eq!(graph["complete"], 3, "{graph}");
+    // The same spec, the same calls.
+    let again = measured(&run("t"));
+    let shape = |rs: &[Value]| {
+        let mut v: Vec<(String, String, u64)> = rs
+            .iter()
+            .map(|r| {
+                (
+                    r["graph"]["session"].to_string(),
+                    r["graph"]["call"].to_string(),
+                    n(&r["prompt_tokens"]),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(shape(&records), shape(&again));
 }

@@ -541,7 +541,81 @@ fn vllm_prefix_cache_serves_the_shared_prompt_and_session_history_and_nothing_el
     for history in ["placeholder", "as-generated"] {
         assert_sessions_cache_their_history(&vllm, out.path(), history);
     }
+    assert_graph_calls_hit_their_context(&vllm, out.path());
     assert_reset_empties_the_cache(&vllm, out.path());
+}
+
+/// A session graph (`--dag`): a 300-token plan, two research calls fanned out after it and an
+/// answer after both, each extending the plan. vLLM's cache serves whole blocks of 128 tokens:
+/// of the 316 eligible (the plan's prompt and its 16-token answer) two blocks, 256, where the
+/// plan's prompt is still cached; every call verified, each call's figures per call id, and no
+/// call named as a miss (under half its eligible context served).
+fn assert_graph_calls_hit_their_context(vllm: &Vllm, out: &Path) {
+    let graph = out.join("graph.jsonl");
+    let mut lines = Vec::new();
+    for session in ["s1", "s2"] {
+        let call = |name: &str, after: &[&str], new: u32, output: u32| {
+            let mut c = serde_json::json!({
+                "session": session, "call": name, "new_tokens": new, "output_tokens": output
+            });
+            if !after.is_empty() {
+                c["after"] = after.into();
+                c["context"] = "plan".into();
+            }
+            c.to_string()
+        };
+        lines.push(call("plan", &[], 300, 16));
+        lines.push(call("r1", &["plan"], 24, 8));
+        lines.push(call("r2", &["plan"], 24, 8));
+        lines.push(call("answer", &["r1", "r2"], 48, 8));
+    }
+    let lines = lines.join("\n") + "\n";
+    std::fs::write(&graph, lines).expect("write the graph");
+    let (run, dir) = run_against(
+        out,
+        "graph",
+        &vllm.url,
+        &[
+            "--dag",
+            graph.to_str().expect("UTF-8 path"),
+            "--concurrency",
+            "2",
+            "--history",
+            "placeholder",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let records = measured(&dir);
+    assert_eq!(records.len(), 8);
+    for r in &records {
+        assert_eq!(
+            (&r["status"], &r["verified"]),
+            (&"ok".into(), &true.into()),
+            "{r}"
+        );
+        let call = r["graph"]["call"].as_str().expect("a call");
+        let (cached, eligible) = (n(&r["cached_tokens"]), n(&r["history_tokens"]));
+        if call == "plan" {
+            assert_eq!(n(&r["prompt_tokens"]), 300, "{r}");
+            continue;
+        }
+        assert_eq!(eligible, 316, "the plan's prompt and answer: {r}");
+        assert!(cached <= eligible && cached % 128 == 0, "{r}");
+        assert!(cached >= 128, "the plan's prompt came from the cache: {r}");
+    }
+    let graph = &json(&dir.join("summary.json"))["cases"][0]["sessions"]["graph"];
+    assert_eq!(graph["complete"], 2, "{graph}");
+    assert_eq!(graph["miss_count"], 0, "{graph}");
+    let by_call: Vec<&str> = graph["by_call"]
+        .as_array()
+        .expect("per call")
+        .iter()
+        .map(|c| c["call"].as_str().expect("a call id"))
+        .collect();
+    for call in ["plan", "r1", "r2", "answer"] {
+        assert!(by_call.contains(&call), "{by_call:?}");
+    }
+    assert!(f(&graph["eligible_hit_rate"]) >= 0.4, "{graph}");
 }
 
 /// Two cases of one shared system prompt, one request each: the second case's request takes the
