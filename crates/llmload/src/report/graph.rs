@@ -187,6 +187,33 @@ pub(super) fn section(report: &Report) -> Option<Section<'_>> {
             ));
             section.push(Block::List(lines));
         }
+        if g.beyond_count > 0 {
+            let mut lines: Vec<String> = g
+                .beyond
+                .iter()
+                .map(|m| {
+                    format!(
+                        "session {}, call {}: {} tokens from the cache, {} cacheable",
+                        crate::console::printable(&m.session),
+                        crate::console::printable(&m.call),
+                        m.cached_tokens,
+                        m.eligible_tokens
+                    )
+                })
+                .collect();
+            if g.beyond_count as usize > lines.len() {
+                lines.push(format!(
+                    "and {} more",
+                    g.beyond_count as usize - lines.len()
+                ));
+            }
+            section.paragraph(format!(
+                "{} call(s) were served more from the cache than their context held (a prompt \
+                 the cache should not have known, or a server's count that is off):",
+                g.beyond_count
+            ));
+            section.push(Block::List(lines));
+        }
     }
     Some(section)
 }

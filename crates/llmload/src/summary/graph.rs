@@ -80,6 +80,18 @@ pub struct GraphSummary {
     pub misses: Vec<CacheMiss>,
     /// Calls whose cache served under half their eligible tokens, in all.
     pub miss_count: u32,
+    /// Calls the server said it served more of from its cache than they could have been: their
+    /// context (or, on a fresh context, the shared system prompt) was all that was cacheable;
+    /// `eligible_tokens` is that (the first 50).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub beyond: Vec<CacheMiss>,
+    /// Such calls in all.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub beyond_count: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The `ok` responses of one call id.
@@ -142,6 +154,8 @@ pub struct GraphFigures {
     cached: u64,
     misses: Vec<CacheMiss>,
     miss_count: u32,
+    beyond: Vec<CacheMiss>,
+    beyond_count: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -227,6 +241,19 @@ impl GraphFigures {
         c.prompt
             .push(f64::from(r.prompt_tokens.unwrap_or(r.input_tokens)));
         let eligible = r.history_tokens.filter(|_| g.context.is_some());
+        // What the cache may serve: the context, or on a fresh one the shared system prompt.
+        let cacheable = eligible.unwrap_or(0).max(r.shared_tokens);
+        if let Some(cached) = r.cached_tokens.filter(|&c| c > cacheable) {
+            self.beyond_count += 1;
+            if self.beyond.len() < LISTED {
+                self.beyond.push(CacheMiss {
+                    session: g.session.clone(),
+                    call: g.call.clone(),
+                    eligible_tokens: cacheable,
+                    cached_tokens: cached,
+                });
+            }
+        }
         if let Some(e) = eligible {
             c.eligible_tokens.push(f64::from(e));
         }
@@ -340,6 +367,8 @@ impl GraphFigures {
                 .collect(),
             misses: self.misses,
             miss_count: self.miss_count,
+            beyond: self.beyond,
+            beyond_count: self.beyond_count,
         })
     }
 }

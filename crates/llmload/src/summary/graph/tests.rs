@@ -92,3 +92,28 @@ fn sessions_in_flight_are_averaged_per_slice_of_the_span() {
     assert_eq!(slices, vec![0.5, 1.0]);
     assert!(super::in_slices(&[], (3.0, 3.0), 4).is_empty());
 }
+
+#[test]
+fn a_call_served_more_than_it_could_have_been_is_named() {
+    let mut figures = GraphFigures::default();
+    // A fresh call: only the shared system prompt (32) is cacheable; 48 served is beyond it.
+    let mut root = call(0, "root", &[], 0.0, 0, 48);
+    root.shared_tokens = 32;
+    figures.add(&root);
+    // Within its context: not named.
+    figures.add(&call(0, "tool", &["root"], 0.3, 50, 50));
+    // Beyond its context of 50.
+    figures.add(&call(0, "answer", &["tool"], 0.7, 50, 64));
+    // A fresh call served its shared prompt alone: not named.
+    let mut other = call(1, "root", &[], 0.0, 0, 32);
+    other.shared_tokens = 32;
+    figures.add(&other);
+    let g = figures.finish().expect("graphs");
+    let named: Vec<(&str, u32, u32)> = g
+        .beyond
+        .iter()
+        .map(|m| (m.call.as_str(), m.cached_tokens, m.eligible_tokens))
+        .collect();
+    assert_eq!(named, [("root", 48, 32), ("answer", 64, 50)]);
+    assert_eq!(g.beyond_count, 2);
+}
