@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
     clippy::trivially_copy_pass_by_ref,
     reason = "serde's skip_serializing_if hands the field by reference"
 )]
-fn is_zero(n: &u32) -> bool {
+pub(super) fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 

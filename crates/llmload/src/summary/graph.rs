@@ -86,12 +86,8 @@ pub struct GraphSummary {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub beyond: Vec<CacheMiss>,
     /// Such calls in all.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "super::counts::is_zero")]
     pub beyond_count: u32,
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
 }
 
 /// The `ok` responses of one call id.

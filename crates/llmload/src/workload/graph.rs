@@ -433,24 +433,6 @@ impl GraphReplay {
         })
     }
 
-    /// The graph `spec` makes (`--dag-synth`), its waits scaled and capped as a file's; named
-    /// `synth` in case ids.
-    pub fn synth(
-        spec: &synth::Spec,
-        time_scale: f64,
-        max_wait: Option<Duration>,
-    ) -> Result<GraphReplay, GraphError> {
-        let graph = parse(&synth::lines(spec)).map_err(GraphError)?;
-        Ok(GraphReplay {
-            file: std::path::PathBuf::from("synth"),
-            sessions: graph.sessions.len(),
-            calls: graph.calls(),
-            graph,
-            time_scale,
-            max_wait_ms: max_wait.map(|d| d.as_secs_f64() * 1e3),
-        })
-    }
-
     /// The calls `n` sessions send: the file's sessions in turn, from the first.
     pub fn calls_of(&self, n: u64) -> u64 {
         let sessions = &self.graph.sessions;

@@ -308,5 +308,25 @@ pub fn lines(spec: &Spec) -> String {
     out
 }
 
+impl super::GraphReplay {
+    /// The graph `spec` makes (`--dag-synth`), its waits scaled and capped as a file's; named
+    /// `synth` in case ids.
+    pub fn synth(
+        spec: &Spec,
+        time_scale: f64,
+        max_wait: Option<Duration>,
+    ) -> Result<super::GraphReplay, super::GraphError> {
+        let graph = super::parse(&lines(spec)).map_err(super::GraphError)?;
+        Ok(super::GraphReplay {
+            file: std::path::PathBuf::from("synth"),
+            sessions: graph.sessions.len(),
+            calls: graph.calls(),
+            graph,
+            time_scale,
+            max_wait_ms: max_wait.map(|d| d.as_secs_f64() * 1e3),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests;
