@@ -254,14 +254,19 @@ fn on_llama_server_each_call_that_missed_its_context_is_named() {
     let dir = common::attempt_dir(out.path(), "g");
     let records = measured(&dir);
     assert_eq!(records.len(), 20, "4 sessions of 5 calls");
-    let (mut eligible, mut cached, mut missed) = (0, 0, Vec::new());
+    let (mut eligible, mut cached, mut missed, mut beyond) = (0, 0, Vec::new(), 0);
     for r in &records {
         assert_eq!(
             (&r["status"], &r["verified"]),
             (&"ok".into(), &true.into()),
             "{r}"
         );
-        if r["graph"]["context"].is_null() {
+        let fresh = r["graph"]["context"].is_null();
+        let cacheable = if fresh { 0 } else { n(&r["history_tokens"]) };
+        if n(&r["cached_tokens"]) > cacheable {
+            beyond += 1;
+        }
+        if fresh {
             continue;
         }
         let (e, c) = (
@@ -284,6 +289,11 @@ fn on_llama_server_each_call_that_missed_its_context_is_named() {
     assert_eq!(n(&graph["eligible_tokens"]), eligible, "{graph}");
     assert_eq!(n(&graph["cached_tokens"]), cached, "{graph}");
     assert_eq!(n(&graph["miss_count"]), missed.len() as u64, "{graph}");
+    assert_eq!(
+        graph["beyond_count"].as_u64().unwrap_or(0),
+        beyond,
+        "{graph}"
+    );
     let listed: Vec<(String, String)> = graph["misses"]
         .as_array()
         .expect("the misses")
