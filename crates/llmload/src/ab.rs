@@ -26,7 +26,7 @@ use crate::telemetry::Sampler;
 use crate::workload::schedule::Bound;
 use crate::workload::shape::{CasePlan, Shape};
 use crate::workload::source::PromptSource;
-use crate::{endpoint, prepare, views};
+use crate::{endpoint, prepare, replicas, views};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -250,7 +250,8 @@ fn check(config: &Config, options: &AbOptions) -> Result<()> {
 /// Connects an arm's target and prepares its prompts and telemetry.
 async fn set_up(config: Config) -> Result<(Arm1, Sampler)> {
     let endpoint = endpoint(&config, config.url.as_deref().unwrap_or_default())?;
-    let (target, prompts, sampler) = prepare(&config, endpoint).await?;
+    let (mut target, prompts, sampler) = prepare(&config, endpoint).await?;
+    target.replicas = replicas(&config, &target)?;
     Ok((
         Arm1 {
             config,

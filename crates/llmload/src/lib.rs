@@ -223,19 +223,7 @@ pub async fn measure<S: CaseSource>(
         ))),
     };
     let mut target = target;
-    target.replicas = config
-        .replicas
-        .urls
-        .iter()
-        .map(|url| {
-            let mut replica = reach(config, url, target.endpoint.api)?;
-            replica.tokenizer.clone_from(&target.endpoint.tokenizer);
-            if target.endpoint.keeps_no_connection() {
-                replica.keep_no_connection();
-            }
-            Ok(replica)
-        })
-        .collect::<error::Result<_>>()?;
+    target.replicas = replicas(config, &target)?;
     let simulated = simulated || target.is_simulator();
     let attempt = match &config.sharding.attempt_id {
         Some(id) => Attempt::create_named(&config.out, &config.name, &shard_folder(config, id))?,
@@ -316,6 +304,24 @@ pub async fn measure<S: CaseSource>(
         summary,
         metrics,
     })
+}
+
+/// Several `--url`: an endpoint for each replica, as the first was set up (its API, its
+/// tokenizer, whether connections are kept); none with one.
+fn replicas(config: &Config, target: &Target) -> error::Result<Vec<Endpoint>> {
+    config
+        .replicas
+        .urls
+        .iter()
+        .map(|url| {
+            let mut replica = reach(config, url, target.endpoint.api)?;
+            replica.tokenizer.clone_from(&target.endpoint.tokenizer);
+            if target.endpoint.keeps_no_connection() {
+                replica.keep_no_connection();
+            }
+            Ok(replica)
+        })
+        .collect()
 }
 
 /// The endpoint of `url` as `config` says to reach it, with `--tokenizer`'s tokenizer.

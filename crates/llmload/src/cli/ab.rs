@@ -10,11 +10,12 @@ use std::path::PathBuf;
 /// `llmload ab`: two targets measured interleaved in one attempt, and the paired gate.
 #[derive(Debug, Args)]
 pub struct AbArgs {
-    /// The base: arm A's server URL.
+    /// The base: arm A's server URL (or its replicas' URLs, comma-separated).
     #[arg(value_name = "BASE_URL")]
     pub base_url: String,
     /// The candidate: arm B's server URL (the base's own, with --b-model or --b-extra-body, to
-    /// compare two models, adapters or request fields on one server).
+    /// compare two models, adapters or request fields on one server; or replicas' URLs,
+    /// comma-separated).
     #[arg(value_name = "CANDIDATE_URL")]
     pub candidate_url: String,
     /// Every option of the run (the same for both arms), under its heading.
@@ -79,10 +80,12 @@ impl AbArgs {
             ));
         }
         let mut a = settings.clone();
-        a.target.url = Some(vec![self.base_url.clone()]);
+        // An arm of several replicas: its URLs comma-separated, spread by --balance.
+        let urls = |given: &str| given.split(',').map(|u| u.trim().to_owned()).collect();
+        a.target.url = Some(urls(&self.base_url));
         let config_a = Config::resolve(a)?;
         let mut b = settings;
-        b.target.url = Some(vec![self.candidate_url.clone()]);
+        b.target.url = Some(urls(&self.candidate_url));
         // The next seed: prompts of the same lengths in other words, so that no prompt of one
         // arm is in the other's prefix cache on a shared server.
         b.workload.seed = Some(config_a.seed.wrapping_add(1));

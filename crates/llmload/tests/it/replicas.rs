@@ -298,6 +298,53 @@ fn capacity_spreads_every_block_over_the_replicas() {
 }
 
 #[test]
+fn each_arm_of_ab_may_be_several_replicas() {
+    let sims: Vec<Simulator> = (0..4)
+        .map(|_| Simulator::start(&["--profile", "cpu-tiny", "--slots", "2"]))
+        .collect();
+    let base = format!("{},{}", sims[0].url, sims[1].url);
+    let candidate = format!("{},{}", sims[2].url, sims[3].url);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let run = llmload(&[
+        "ab",
+        &base,
+        &candidate,
+        "--input-tokens",
+        "16",
+        "--output-tokens",
+        "4",
+        "--concurrency",
+        "2",
+        "--rounds",
+        "4",
+        "--telemetry",
+        "off",
+        "-q",
+        "--out",
+        utf8(tmp.path()),
+        "--name",
+        "ab",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let dir = attempt_dir(tmp.path(), "ab");
+    let mut seen: BTreeSet<(String, u64)> = BTreeSet::new();
+    for arm in ["A", "B"] {
+        for r in json_lines(&dir.join(arm).join("requests.jsonl"))
+            .iter()
+            .filter(|r| r["phase"] == "measured")
+        {
+            assert_eq!(r["status"], "ok", "{r}");
+            seen.insert((arm.to_owned(), n(&r["replica"])));
+        }
+    }
+    let expected: BTreeSet<(String, u64)> = ["A", "B"]
+        .iter()
+        .flat_map(|arm| [0, 1].map(|k| ((*arm).to_owned(), k)))
+        .collect();
+    assert_eq!(seen, expected, "each arm's requests over its two replicas");
+}
+
+#[test]
 fn replicas_are_refused_where_they_cannot_be_honoured() {
     let one = ["--url", "http://127.0.0.1:9"];
     assert_refused(
