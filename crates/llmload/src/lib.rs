@@ -216,13 +216,12 @@ pub async fn measure<S: CaseSource>(
     api::http1::raise_open_files_limit();
     let (board, metrics) = serve_metrics(config).await?;
     let endpoint = endpoint(config, url)?;
-    let (target, prompts, sampler) = tokio::select! {
+    let (mut target, prompts, sampler) = tokio::select! {
         ready = prepare(config, endpoint) => ready?,
         signal = interrupted.raised() => return Err(Error::Stopped(format!(
             "stopped by {signal} while setting up, before the attempt folder was created"
         ))),
     };
-    let mut target = target;
     target.replicas = replicas(config, &target)?;
     let simulated = simulated || target.is_simulator();
     let attempt = match &config.sharding.attempt_id {

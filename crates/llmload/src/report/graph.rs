@@ -164,56 +164,58 @@ pub(super) fn section(report: &Report) -> Option<Section<'_>> {
         }
         section.push(Block::Table(calls(g)));
         section.push(Block::Table(sessions(g)));
-        if g.miss_count > 0 {
-            let mut lines: Vec<String> = g
-                .misses
-                .iter()
-                .map(|m| {
-                    format!(
-                        "session {}, call {}: {} of {} eligible tokens from the cache",
-                        crate::console::printable(&m.session),
-                        crate::console::printable(&m.call),
-                        m.cached_tokens,
-                        m.eligible_tokens
-                    )
-                })
-                .collect();
-            if g.miss_count as usize > lines.len() {
-                lines.push(format!("and {} more", g.miss_count as usize - lines.len()));
-            }
-            section.paragraph(format!(
-                "{} call(s) missed the cache they were eligible for:",
-                g.miss_count
-            ));
-            section.push(Block::List(lines));
-        }
-        if g.beyond_count > 0 {
-            let mut lines: Vec<String> = g
-                .beyond
-                .iter()
-                .map(|m| {
-                    format!(
-                        "session {}, call {}: {} tokens from the cache, {} cacheable",
-                        crate::console::printable(&m.session),
-                        crate::console::printable(&m.call),
-                        m.cached_tokens,
-                        m.eligible_tokens
-                    )
-                })
-                .collect();
-            if g.beyond_count as usize > lines.len() {
-                lines.push(format!(
-                    "and {} more",
-                    g.beyond_count as usize - lines.len()
-                ));
-            }
-            section.paragraph(format!(
-                "{} call(s) were served more from the cache than their context held (a prompt \
-                 the cache should not have known, or a server's count that is off):",
-                g.beyond_count
-            ));
-            section.push(Block::List(lines));
-        }
+        named_calls(
+            &mut section,
+            (&g.misses, g.miss_count),
+            "missed the cache they were eligible for",
+            |m| {
+                format!(
+                    "{} of {} eligible tokens from the cache",
+                    m.cached_tokens, m.eligible_tokens
+                )
+            },
+        );
+        named_calls(
+            &mut section,
+            (&g.beyond, g.beyond_count),
+            "were served more from the cache than their context held (a prompt the cache \
+             should not have known, or a server's count that is off)",
+            |m| {
+                format!(
+                    "{} tokens from the cache, {} cacheable",
+                    m.cached_tokens, m.eligible_tokens
+                )
+            },
+        );
     }
     Some(section)
+}
+
+/// The calls `listed` (of `count` in all) by name, each with `what` of it, after a sentence
+/// saying they `did`; nothing when there are none.
+fn named_calls(
+    section: &mut Section<'_>,
+    (listed, count): (&[crate::summary::graph::CacheMiss], u32),
+    did: &str,
+    what: impl Fn(&crate::summary::graph::CacheMiss) -> String,
+) {
+    if count == 0 {
+        return;
+    }
+    let mut lines: Vec<String> = listed
+        .iter()
+        .map(|m| {
+            format!(
+                "session {}, call {}: {}",
+                crate::console::printable(&m.session),
+                crate::console::printable(&m.call),
+                what(m)
+            )
+        })
+        .collect();
+    if count as usize > lines.len() {
+        lines.push(format!("and {} more", count as usize - lines.len()));
+    }
+    section.paragraph(format!("{count} call(s) {did}:"));
+    section.push(Block::List(lines));
 }
