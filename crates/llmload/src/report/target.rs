@@ -13,9 +13,18 @@ pub fn section(report: &Report) -> Option<Section<'_>> {
     let summary = &report.summary;
     let mut section = Section::new("target", "Target");
     let model = summary.model.as_deref().unwrap_or("(not named)");
+    let target = if summary.replicas.is_empty() {
+        summary.target_url.clone()
+    } else {
+        format!(
+            "{} replicas ({}; set up from the first)",
+            summary.replicas.len(),
+            summary.replicas.join(", ")
+        )
+    };
     section.paragraph(format!(
-        "Target: {}, API {}, model {model}",
-        summary.target_url, summary.api
+        "Target: {target}, API {}, model {model}",
+        summary.api
     ));
     let started = report
         .started_at

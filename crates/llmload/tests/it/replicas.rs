@@ -150,6 +150,12 @@ fn a_sessions_requests_stay_on_one_replica_and_carry_its_id() {
     }
     let report = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
     assert!(report.contains("## Per replica"), "{report}");
+    let target = format!(
+        "Target: 2 replicas ({}, {}; set up from the first)",
+        a.url.trim_end_matches('/'),
+        b.url.trim_end_matches('/')
+    );
+    assert!(report.contains(&target), "{report}");
     assert!(report.contains("(all replicas)"));
     assert!(!report.contains("failed"), "no replica failed");
 }
