@@ -30,7 +30,8 @@
 #
 # Environment (defaults): CAPACITY_SEEDS (20), CAPACITY_MAX_LOAD (16), CAPACITY_SWEEP_REQUESTS
 # (1000), CAPACITY_OPEN_SEEDS (all: the open loop on the first N seeds), CAPACITY_CONFIDENCE
-# (0.95), CAPACITY_BIN (unset: a release build of this checkout), CAPACITY_KEEP (unset: the work
+# (0.95), CAPACITY_OPEN_ONLY (unset: set, the open loop alone), CAPACITY_BIN (unset: a release
+# build of this checkout), CAPACITY_KEEP (unset: the work
 # folder is removed at exit), CAPACITY_JOBS (1): seeds run at once, each on simulators of its
 # own. The simulators sleep out their schedules, so a seed's work is mostly waiting; with more
 # than one job the runs share the CPUs, each time is still that run's own wall time, and the
@@ -49,6 +50,9 @@ open_from="${CAPACITY_OPEN_FROM:-45}"
 open_steps="${CAPACITY_OPEN_STEPS:-13}"
 open_requests="${CAPACITY_OPEN_REQUESTS:-1000}"
 open_seeds="${CAPACITY_OPEN_SEEDS:-$seeds}"
+# CAPACITY_OPEN_ONLY=1: the open loop alone (its seeds, none of the closed shapes).
+closed=1
+if [ -n "${CAPACITY_OPEN_ONLY:-}" ]; then closed=""; fi
 
 bin="${CAPACITY_BIN:-}"
 if [ -z "$bin" ]; then
@@ -114,22 +118,25 @@ search() {
 # one_seed SEED: the two sweeps and three searches of one seed, into results.SEED.
 one_seed() {
   local seed="$1" swept swept_s p p_s a a_s faulty faulty_s e e_s
-  start_sim "plain$seed" "$seed"
-  read -r swept swept_s < <(sweep "sweep$seed" "$url")
-  read -r p p_s < <(search "p$seed" "$url" "ttft_p90<30ms")
-  read -r a a_s < <(search "a$seed" "$url" "ttft<20ms@80%")
-  kill "${sims[-1]}" 2>/dev/null || true
-  start_sim "faulty$seed" "$seed" --fault http503:rate=0.02
-  read -r faulty faulty_s < <(sweep "faulty$seed" "$url" --timeout 150ms)
-  read -r e e_s < <(search "e$seed" "$url" "errors<5%" --timeout 150ms)
-  kill "${sims[-1]}" 2>/dev/null || true
-  local rates start open open_s o o_s
-  if [ "$seed" -gt "$open_seeds" ]; then
+  : >"$work/results.$seed"
+  if [ -n "$closed" ]; then
+    start_sim "plain$seed" "$seed"
+    read -r swept swept_s < <(sweep "sweep$seed" "$url")
+    read -r p p_s < <(search "p$seed" "$url" "ttft_p90<30ms")
+    read -r a a_s < <(search "a$seed" "$url" "ttft<20ms@80%")
+    kill "${sims[-1]}" 2>/dev/null || true
+    start_sim "faulty$seed" "$seed" --fault http503:rate=0.02
+    read -r faulty faulty_s < <(sweep "faulty$seed" "$url" --timeout 150ms)
+    read -r e e_s < <(search "e$seed" "$url" "errors<5%" --timeout 150ms)
+    kill "${sims[-1]}" 2>/dev/null || true
     {
       echo "percentile $swept $swept_s $p $p_s"
       echo "attainment $swept $swept_s $a $a_s"
       echo "errors $faulty $faulty_s $e $e_s"
-    } >"$work/results.$seed"
+    } >>"$work/results.$seed"
+  fi
+  local rates start open open_s o o_s
+  if [ "$seed" -gt "$open_seeds" ]; then
     return
   fi
   start_sim "open$seed" "$seed"
@@ -142,12 +149,7 @@ one_seed() {
   read -r o o_s < <(search "o$seed" "$url" "ttft_p90<50ms" --arrival poisson \
     --rate "$open_from" --seed "$seed")
   kill "${sims[-1]}" 2>/dev/null || true
-  {
-    echo "open $open $open_s $o $o_s"
-    echo "percentile $swept $swept_s $p $p_s"
-    echo "attainment $swept $swept_s $a $a_s"
-    echo "errors $faulty $faulty_s $e $e_s"
-  } >"$work/results.$seed"
+  echo "open $open $open_s $o $o_s" >>"$work/results.$seed"
 }
 
 echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg); $jobs seed(s) at once"

@@ -9,6 +9,7 @@
 //! `requests.jsonl`; [`answer`] turns the probes into `summary.json`'s `capacity`.
 
 pub mod answer;
+pub mod blocks;
 pub mod search;
 pub mod sequential;
 pub mod slo;

@@ -2,8 +2,9 @@
 //! figures and cost, the bracket, the saturation point fitted to the probes' throughput and
 //! the cap, and the one line that answers.
 
+use super::blocks::Figures;
 use super::search::bracket;
-use super::source::{CapacitySource, Figures, Probe};
+use super::source::{CapacitySource, Probe};
 use super::CapacityOptions;
 use crate::fmt::number;
 use crate::summary::capacity::{Capacity, LoadAnswer, LoadUnit};
@@ -127,6 +128,7 @@ fn load_answer(probe: &Probe, source: &CapacitySource, context: &Context<'_>) ->
         verdict: probe.verdict,
         blocks: probe.blocks.len(),
         reused_blocks: probe.reused,
+        out_of_reach: probe.out_of_reach,
     }
 }
 

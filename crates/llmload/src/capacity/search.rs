@@ -118,7 +118,7 @@ impl Search {
 
     /// Between a load that meets and one that fails: the geometric middle, or the nearest
     /// unmeasured whole load to it; done when the two are within the resolution, or when two
-    /// loads between them ran to their cap undecided (the loads near the boundary cannot be
+    /// loads between them were left undecided (the loads near the boundary cannot be
     /// told from it at this confidence, and each more would cost a whole cap).
     fn narrow(&self, passing: f64, failing: f64, probes: &[(f64, SloVerdict)]) -> Step {
         let measured = |load: f64| probes.iter().any(|(l, _)| (l - load).abs() < 1e-9);
@@ -144,8 +144,8 @@ impl Search {
             return Step::Done {
                 decided: false,
                 why: format!(
-                    "{} ran to the probe's cap without a decision: the loads between {} and {} \
-                     cannot be told from the boundary at this confidence",
+                    "{} were left undecided (at the probe's cap, or out of its reach): the \
+                     loads between {} and {} cannot be told from the boundary at this confidence",
                     undecided.join(" and "),
                     crate::fmt::number(passing),
                     crate::fmt::number(failing)

@@ -3,13 +3,14 @@
 //! are read back from `requests.jsonl` and tallied against every objective, and the probe's
 //! sequential test reads them at its looks.
 
+use super::blocks::{block_of, segments_of, BlockRun};
 use super::search::{Search, Step};
-use super::sequential::{self, Block, Looks, LOOKS};
-use super::slo::{judged, Rule, Tally};
+use super::sequential::{self, Block, Blocks, Looks, LOOKS};
+use super::slo::Rule;
 use super::CapacityOptions;
 use crate::cases::CaseSource;
 use crate::config::{Config, ConfigError};
-use crate::record::{Record, Status};
+use crate::record::Record;
 use crate::summary::capacity::{LoadUnit, RuleVerdict, SloVerdict};
 use crate::summary::CaseSummary;
 use crate::workload::length::Length;
@@ -22,125 +23,9 @@ use std::time::{Duration, Instant};
 /// The fewest requests in a block, whatever the objectives.
 const MIN_BLOCK_REQUESTS: u64 = 20;
 
-/// What one block measured besides its tallies.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Figures {
-    /// Responses judged.
-    pub requests: u64,
-    /// Responses that completed.
-    pub ok: u64,
-    /// Output tokens of the completed responses.
-    pub output_tokens: u64,
-    /// From the first send to the last response, seconds.
-    pub window_s: f64,
-    /// The completed responses' complete-response times added up, ms.
-    pub response_ms: f64,
-}
-
-impl Figures {
-    /// Adds another block's.
-    pub fn add(&mut self, other: Figures) {
-        self.requests += other.requests;
-        self.ok += other.ok;
-        self.output_tokens += other.output_tokens;
-        self.window_s += other.window_s;
-        self.response_ms += other.response_ms;
-    }
-}
-
-/// One block: its tally of every rule and its figures.
-#[derive(Clone, Debug, PartialEq)]
-pub struct BlockRun {
-    /// A tally per rule, in the rules' order.
-    pub tallies: Block,
-    /// What it measured.
-    pub figures: Figures,
-}
-
-/// The block of `records` (one case's), judged by `rules`. With `users` closed users, the
-/// first turn of each user's first session is left out of the latency objectives: those open
-/// the load (over one think time, the users staggered), a ramp no steady load of users sends
-/// (unless nothing else is left, as when every session failed at its first turn).
-pub fn block_of(records: &[Record], rules: &[(Rule, String)], users: u64) -> BlockRun {
-    let first_session = records.iter().filter_map(|r| r.session).min().unwrap_or(0);
-    let opening =
-        |r: &Record| r.turn == Some(1) && r.session.is_some_and(|s| s < first_session + users);
-    let measured: Vec<&Record> = records.iter().filter(|r| judged(r)).collect();
-    let steady: Vec<&Record> = measured.iter().copied().filter(|r| !opening(r)).collect();
-    let tally = |rule: &Rule, over: &[&Record]| {
-        over.iter().fold(Tally::default(), |mut t, r| {
-            t.add(rule.tally(r));
-            t
-        })
-    };
-    let tallies = rules
-        .iter()
-        .map(|(rule, _)| match rule {
-            Rule::Latency { .. } if !steady.is_empty() => tally(rule, &steady),
-            _ => tally(rule, &measured),
-        })
-        .collect();
-    BlockRun {
-        tallies,
-        figures: if users > 0 {
-            let all_in = measured
-                .iter()
-                .filter(|r| opening(r))
-                .map(|r| r.sent_s)
-                .fold(f64::NEG_INFINITY, f64::max);
-            steady_figures(&measured, all_in)
-        } else {
-            figures(&measured)
-        },
-    }
-}
-
-/// What closed users measured while all of them were in the load: from `all_in`, the last
-/// user's first send (the users start staggered), or the first send, to the last session's
-/// start (after it, users whose sessions end start no more, and the block drains), over the
-/// responses that ended in that stretch; the whole block where that stretch is empty.
-fn steady_figures(records: &[&Record], all_in: f64) -> Figures {
-    let first = records
-        .iter()
-        .map(|r| r.sent_s)
-        .fold(f64::INFINITY, f64::min)
-        .max(all_in);
-    let last_start = records
-        .iter()
-        .filter(|r| r.turn == Some(1))
-        .map(|r| r.sent_s)
-        .fold(f64::NEG_INFINITY, f64::max);
-    let within: Vec<&Record> = records
-        .iter()
-        .copied()
-        .filter(|r| r.last_seen() > first && r.last_seen() <= last_start)
-        .collect();
-    if within.is_empty() || last_start <= first {
-        return figures(records);
-    }
-    Figures {
-        window_s: last_start - first,
-        ..figures(&within)
-    }
-}
-
-/// What `records` measured: the requests, the completed ones, their output tokens and
-/// response times, and the window from the first send to the last response.
-fn figures(records: &[&Record]) -> Figures {
-    let first = records
-        .iter()
-        .map(|r| r.sent_s)
-        .fold(f64::INFINITY, f64::min);
-    let last = records.iter().map(|r| r.last_seen()).fold(0.0, f64::max);
-    let ok: Vec<&&Record> = records.iter().filter(|r| r.status == Status::Ok).collect();
-    Figures {
-        requests: records.len() as u64,
-        ok: ok.len() as u64,
-        output_tokens: ok.iter().map(|r| u64::from(r.generated_tokens())).sum(),
-        window_s: if last > first { last - first } else { 0.0 },
-        response_ms: ok.iter().filter_map(|r| r.e2e_ms).sum(),
-    }
-}
+/// The shortest segment of an open loop, and the shortest warmup before its first.
+const MIN_SEGMENT: Duration = Duration::from_millis(500);
+const MIN_WARMUP: Duration = Duration::from_secs(1);
 
 /// One load the search measured.
 #[derive(Clone, Debug, PartialEq)]
@@ -159,8 +44,11 @@ pub struct Probe {
     pub verdicts: Vec<RuleVerdict>,
     /// The probe's verdict at the last look read.
     pub verdict: SloVerdict,
-    /// Decided, or at its cap.
+    /// Decided, or at its cap, or stopped undecided before it (out of reach).
     pub done: bool,
+    /// Stopped undecided before its cap: its segments straddle the bound too widely for the cap
+    /// to decide them ([`sequential::out_of_reach`]).
+    pub out_of_reach: bool,
 }
 
 /// How long a block of closed users starts sessions: four sessions' think time and 5 s more,
@@ -283,7 +171,27 @@ impl CapacitySource {
         })
     }
 
-    /// The case plan of block `block` (from 1) at `load`.
+    /// How the blocks of a probe relate: an open loop's (one request per arrival) are
+    /// consecutive segments of one arrival process, a case per look; others a case each.
+    pub fn kind(&self) -> Blocks {
+        if self.unit == LoadUnit::RateRps && self.turns == 1 {
+            Blocks::Consecutive {
+                per_process: self.looks.first,
+            }
+        } else {
+            Blocks::Independent
+        }
+    }
+
+    /// The blocks one case holds: a look's for consecutive segments, else one.
+    fn per_case(&self) -> usize {
+        match self.kind() {
+            Blocks::Consecutive { per_process } => per_process,
+            Blocks::Independent => 1,
+        }
+    }
+
+    /// The case plan of the case whose first block is `block` (from 1) at `load`.
     fn plan(&self, load: f64, block: usize) -> CasePlan {
         let point = if self.unit == LoadUnit::RateRps {
             LoadPoint::Rate(load)
@@ -292,19 +200,45 @@ impl CapacitySource {
         };
         let mut template = self.template.clone();
         let ramp = self.ramp(load);
-        // The ramp's launches come on top of the block's measured ones.
-        template.bound = Some(
-            match template.bound.unwrap_or_else(|| self.block_bound(load)) {
-                Bound::Requests(n) => Bound::Requests(n + ramp),
-                bound @ Bound::Duration(_) => bound,
-            },
-        );
+        let per_case = self.per_case();
+        let block_bound = template.bound.unwrap_or_else(|| self.block_bound(load));
+        let mut warmup_time = Duration::ZERO;
+        template.bound = Some(match block_bound {
+            // The ramp's launches come on top of the block's measured ones.
+            Bound::Requests(n) if per_case == 1 => Bound::Requests(n + ramp),
+            bound @ Bound::Duration(_) if per_case == 1 => bound,
+            // A look's segments after a warmup that fills the queue: one segment's time, a
+            // second at least, its arrivals on top of the segments'.
+            Bound::Requests(n) => {
+                warmup_time = Duration::from_secs_f64(n as f64 / load).max(MIN_WARMUP);
+                let warmup = (warmup_time.as_secs_f64() * load).ceil();
+                Bound::Requests(n * per_case as u64 + crate::num::to_u64(warmup))
+            }
+            Bound::Duration(d) => {
+                warmup_time = d.max(MIN_WARMUP);
+                Bound::Duration(warmup_time + d * u32::try_from(per_case).unwrap_or(1))
+            }
+        });
         let mut plan = template
             .plan(&self.input, point, &self.output)
             .with_dataset(self.dataset.as_deref());
         plan.warmup_launches = ramp;
-        plan.case.id = format!("{}-b{block}", plan.case.id);
+        if per_case > 1 {
+            plan.warmup_time = warmup_time;
+            plan.case.id = format!("{}-b{block}-{}", plan.case.id, block + per_case - 1);
+        } else {
+            plan.case.id = format!("{}-b{block}", plan.case.id);
+        }
         plan
+    }
+
+    /// The blocks of one case's `records` at `load`: the case's block, or its consecutive
+    /// segments ([`segments_of`]).
+    fn blocks_of(&self, records: &[Record], load: f64) -> Vec<BlockRun> {
+        match self.per_case() {
+            1 => vec![block_of(records, &self.rules, self.users(load))],
+            parts => segments_of(records, &self.rules, parts),
+        }
     }
 
     /// A closed loop's block starts from an idle server: its first launches (one per place)
@@ -335,6 +269,10 @@ impl CapacitySource {
         match self.unit {
             LoadUnit::Concurrency => Bound::Requests(values.max(2 * places)),
             LoadUnit::Users => Bound::Duration(users_block(self.turns, self.think)),
+            LoadUnit::RateRps if matches!(self.kind(), Blocks::Consecutive { .. }) => {
+                let floor = (MIN_SEGMENT.as_secs_f64() * load).ceil();
+                Bound::Requests(values.max(crate::num::to_u64(floor)))
+            }
             LoadUnit::RateRps => Bound::Requests(values.div_ceil(u64::from(self.turns))),
         }
     }
@@ -359,15 +297,37 @@ impl CapacitySource {
 
     /// Reads the looks `probe` has reached.
     fn evaluate(&mut self, index: usize) {
-        let looks = self.looks;
+        let (looks, kind) = (self.looks, self.kind());
         let probe = &mut self.probes[index];
         while !probe.done && probe.blocks.len() >= looks.first * (probe.next_look + 1) {
             let alpha = looks.alpha_at(probe.next_look);
-            let blocks: Vec<Block> = probe.blocks.iter().map(|b| b.tallies.clone()).collect();
-            probe.verdicts = sequential::judge_all(&self.rules, &blocks, alpha);
+            // The look's own blocks: reused ones beyond it are read at the later looks, as
+            // they were when first measured.
+            let seen = looks.first * (probe.next_look + 1);
+            let blocks: Vec<Block> = probe.blocks[..seen]
+                .iter()
+                .map(|b| b.tallies.clone())
+                .collect();
+            probe.verdicts = sequential::judge_all(&self.rules, &blocks, alpha, kind);
             probe.verdict = sequential::overall(&probe.verdicts);
             probe.next_look += 1;
-            probe.done = probe.verdict != SloVerdict::Undecided || probe.next_look == LOOKS;
+            probe.out_of_reach = matches!(kind, Blocks::Consecutive { .. })
+                && probe.verdict == SloVerdict::Undecided
+                && probe.next_look < LOOKS
+                && self.rules.iter().enumerate().all(|(i, (rule, _))| {
+                    let verdict = &probe.verdicts[i];
+                    verdict.verdict != SloVerdict::Undecided
+                        || matches!(rule, Rule::Latency { .. })
+                            && sequential::out_of_reach(
+                                &blocks.iter().map(|b| b[i]).collect::<Vec<_>>(),
+                                verdict.threshold,
+                                looks.cap(),
+                                looks.alpha_at(LOOKS - 1),
+                            )
+                });
+            probe.done = probe.verdict != SloVerdict::Undecided
+                || probe.next_look == LOOKS
+                || probe.out_of_reach;
         }
     }
 
@@ -382,15 +342,12 @@ impl CapacitySource {
             verdicts: Vec::new(),
             verdict: SloVerdict::Undecided,
             done: false,
+            out_of_reach: false,
         };
         while probe.blocks.len() < self.looks.cap() {
             let id = self.plan(load, probe.blocks.len() + 1).case.id;
             match self.resumed.get(&id) {
-                Some(records) => {
-                    probe
-                        .blocks
-                        .push(block_of(records, &self.rules, self.users(load)));
-                }
+                Some(records) => probe.blocks.extend(self.blocks_of(records, load)),
                 None => break,
             }
         }
@@ -411,9 +368,9 @@ impl CapacitySource {
         })
         .map_err(|e| e.to_string())?;
         let load = self.probes[index].load;
-        let block = block_of(&records, &self.rules, self.users(load));
+        let blocks = self.blocks_of(&records, load);
         let probe = &mut self.probes[index];
-        probe.blocks.push(block);
+        probe.blocks.extend(blocks);
         probe.case_ids.push(id.to_owned());
         self.evaluate(index);
         Ok(())
@@ -492,62 +449,6 @@ impl CaseSource for CapacitySource {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn rules(texts: &[&str]) -> Vec<(Rule, String)> {
-        texts
-            .iter()
-            .map(|t| (t.parse().expect("rule"), (*t).to_owned()))
-            .collect()
-    }
-
-    /// The fixture's `in256-c2-out4`: measured TTFTs 45, 75 and 46 ms, and one timed out.
-    fn block_records() -> Vec<Record> {
-        crate::fixture::records()
-            .into_iter()
-            .filter(|r| r.case == "in256-c2-out4")
-            .collect()
-    }
-
-    #[test]
-    fn a_block_counts_measured_responses_and_a_failure_misses_every_bound() {
-        let block = block_of(
-            &block_records(),
-            &rules(&["ttft_p50<50ms", "errors<50%"]),
-            0,
-        );
-        assert_eq!(block.tallies[0], Tally { met: 2, judged: 4 });
-        assert_eq!(block.tallies[1], Tally { met: 3, judged: 4 });
-        assert_eq!(block.figures.requests, 4);
-        assert_eq!(block.figures.ok, 3);
-        assert_eq!(block.figures.output_tokens, 12);
-    }
-
-    #[test]
-    fn the_first_turn_of_each_users_first_session_is_left_out_of_latency_only() {
-        let mut records = block_records();
-        // Two users: sessions 10 and 11 open the block, session 12 follows.
-        for (r, (session, turn)) in records.iter_mut().filter(|r| r.round.is_some()).zip([
-            (10, 1),
-            (11, 1),
-            (10, 2),
-            (12, 1),
-        ]) {
-            r.session = Some(session);
-            r.turn = Some(turn);
-        }
-        let block = block_of(&records, &rules(&["ttft_p50<50ms", "errors<50%"]), 2);
-        // Left out: 45 ms and 75 ms; kept: 46 ms and the timed-out request.
-        assert_eq!(block.tallies[0], Tally { met: 1, judged: 2 });
-        assert_eq!(block.tallies[1], Tally { met: 3, judged: 4 });
-        // The users' steady stretch ends at session 12's start (3.0 s): two responses ended by
-        // then, over 0.9 s from the first send.
-        assert_eq!(block.figures.requests, 2, "{:?}", block.figures);
-        assert!(
-            (block.figures.window_s - 0.9).abs() < 1e-9,
-            "{:?}",
-            block.figures
-        );
-    }
 
     #[test]
     fn a_block_of_users_runs_through_several_sessions_of_think_time() {

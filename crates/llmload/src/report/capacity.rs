@@ -49,7 +49,11 @@ fn probes(capacity: &Capacity) -> Table {
     for p in &capacity.probes {
         let mut cells = vec![
             Cell::new(number(p.load)),
-            Cell::new(p.verdict.word()),
+            Cell::new(if p.out_of_reach {
+                format!("{} (out of reach)", p.verdict.word())
+            } else {
+                p.verdict.word().to_owned()
+            }),
             Cell::new(number(p.concurrency)),
             Cell::new(format!("{:.2}", p.rate_rps)),
             Cell::new(format!("{:.1}", p.output_tps)),
@@ -181,6 +185,7 @@ pub(crate) fn example() -> Capacity {
         verdict: v,
         blocks: 7,
         reused_blocks: 0,
+        out_of_reach: false,
     };
     Capacity {
         unit: LoadUnit::Concurrency,
@@ -194,7 +199,10 @@ pub(crate) fn example() -> Capacity {
         first_failing: Some(at(11.0, SloVerdict::Fails, 0.0)),
         probes: vec![
             at(8.0, SloVerdict::Meets, 1.0),
-            at(9.0, SloVerdict::Undecided, 0.5),
+            LoadAnswer {
+                out_of_reach: true,
+                ..at(9.0, SloVerdict::Undecided, 0.5)
+            },
             at(11.0, SloVerdict::Fails, 0.0),
         ],
         saturation: None,
@@ -245,6 +253,7 @@ mod tests {
             text.contains("Cost: 1.50 per million output tokens"),
             "{text}"
         );
+        assert!(text.contains("| undecided (out of reach) |"), "{text}");
         assert!(text.contains("--resume out/c/x"), "{text}");
         assert!(text.contains("Saturation: not placed"), "{text}");
     }

@@ -112,6 +112,10 @@ pub struct LoadAnswer {
     /// Blocks taken from the attempt given to `--resume`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reused_blocks: usize,
+    /// Left undecided before the probe's cap: an open loop's segments straddled the bound too
+    /// widely for the cap's blocks to decide it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub out_of_reach: bool,
 }
 
 #[expect(

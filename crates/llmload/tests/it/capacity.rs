@@ -244,3 +244,88 @@ fn a_spent_budget_leaves_the_command_that_goes_on_and_it_reuses_the_blocks() {
         .len();
     assert_eq!(cases, 6, "only the blocks not measured before ran");
 }
+
+#[test]
+fn an_open_loops_look_is_one_arrival_process_cut_into_consecutive_segments() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sim = eight_slots();
+    // One load, 8 requests/s, blocks of 10 requests: each look is 7 segments after a warmup of
+    // one segment's time (1.25 s, 10 arrivals more); the load meets over two looks at least.
+    let search = [
+        "--slo",
+        "ttft_p90<2s",
+        "--arrival",
+        "poisson",
+        "--rate",
+        "8",
+        "--max-load",
+        "8",
+        "--requests",
+        "10",
+    ];
+    let (code, answer) = capacity(&sim.url, dir.path(), "open", &search);
+    assert_eq!(code, 0, "decided: {answer}");
+    assert_eq!(answer["unit"], "rate_rps");
+    let passing = &answer["max_passing"];
+    assert_eq!(passing["load"], 8.0, "{answer}");
+    assert_eq!(passing["blocks"], 14, "{answer}");
+    let verdict = &passing["verdicts"][0];
+    assert_eq!(verdict["verdict"], "meets", "{verdict}");
+    assert!(
+        verdict["statistic"]
+            .as_str()
+            .expect("statistic")
+            .contains("batch means over consecutive segments)"),
+        "{verdict}"
+    );
+    assert_eq!(verdict["threshold"], 0.9, "{verdict}");
+    // One case a look, each with its warmup arrivals all scheduled before its measured ones.
+    let folder = attempt_dir(dir.path(), "open");
+    let cases = json(&folder.join("summary.json"))["cases"].clone();
+    let ids: Vec<&str> = cases
+        .as_array()
+        .expect("cases")
+        .iter()
+        .map(|c| c["id"].as_str().expect("id"))
+        .collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert!(ids[0].ends_with("-r8-out64-b1-7"), "{ids:?}");
+    assert!(ids[1].ends_with("-r8-out64-b8-14"), "{ids:?}");
+    let records: Vec<Value> = std::fs::read_to_string(folder.join("requests.jsonl"))
+        .expect("records")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a record"))
+        .collect();
+    let mut measured_in_all = 0;
+    for id in &ids {
+        // The loop's arrivals (a single `--warmup` request sent before the loop has no
+        // scheduled time).
+        let scheduled = |phase: &str| -> Vec<f64> {
+            records
+                .iter()
+                .filter(|r| r["case"] == *id && r["phase"] == phase)
+                .filter_map(|r| r["scheduled_s"].as_f64())
+                .collect()
+        };
+        let (warmup, measured) = (scheduled("warmup"), scheduled("measured"));
+        assert_eq!(warmup.len() + measured.len(), 80, "{id}: {records:?}");
+        assert!(!warmup.is_empty() && !measured.is_empty(), "{id}");
+        let last_warmup = warmup.iter().copied().fold(f64::MIN, f64::max);
+        assert!(
+            measured.iter().all(|&m| m > last_warmup),
+            "{id}: {warmup:?} {measured:?}"
+        );
+        measured_in_all += measured.len();
+    }
+    assert_eq!(verdict["requests"], measured_in_all, "{verdict}");
+    // Going on from it: the cases are cut into the same 14 segments, nothing sent.
+    let mut again = search.to_vec();
+    let resume = folder.to_str().expect("UTF-8 path");
+    again.extend(["--resume", resume]);
+    let (code, answer) = capacity(&sim.url, dir.path(), "again", &again);
+    assert_eq!(code, 0, "{answer}");
+    assert_eq!(answer["max_passing"]["reused_blocks"], 14, "{answer}");
+    assert_eq!(answer["max_passing"]["verdicts"][0], *verdict);
+    let summary = json(&attempt_dir(dir.path(), "again").join("summary.json"));
+    assert_eq!(summary["cases"].as_array().map(Vec::len), Some(0));
+}
