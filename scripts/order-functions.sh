@@ -44,20 +44,17 @@ for path in files:
     after_call = False
     for line in open(path):
         line = line.rstrip("\n")
-        m = re.match(r"^(c?ob)=\((\d+)\)(?: (.*))?$", line)
+        m = re.match(r"^(c?)(ob|fn)=\((\d+)\)(?: (.*))?$", line)
         if m:
-            kind, key, name = m.groups()
+            called, what, key, name = m.groups()
+            table = objects if what == "ob" else names
             if name:
-                objects[key] = name
-            if kind == "ob":
+                table[key] = name
+            if called:
+                continue
+            if what == "ob":
                 here = objects.get(key)
-            continue
-        m = re.match(r"^(c?fn)=\((\d+)\)(?: (.*))?$", line)
-        if m:
-            kind, key, name = m.groups()
-            if name:
-                names[key] = name
-            if kind == "fn":
+            else:
                 current = names[key] if here and here.endswith("/llmload") else None
                 if current is not None:
                     cost[current] += 0

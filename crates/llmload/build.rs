@@ -36,15 +36,8 @@ fn lld_by_default() -> bool {
     let Ok(out) = Command::new(rustc).arg("--version").output() else {
         return false;
     };
-    let text = String::from_utf8_lossy(&out.stdout);
     // "rustc 1.95.0 (…)"
-    let minor = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.split('.').nth(1))
-        .and_then(|m| m.parse::<u32>().ok());
-    text.split_whitespace()
-        .nth(1)
-        .is_some_and(|v| v.starts_with("1."))
-        && minor.is_some_and(|m| m >= 90)
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut version = text.split_whitespace().nth(1).unwrap_or("").split('.');
+    version.next() == Some("1") && version.next().and_then(|m| m.parse::<u32>().ok()) >= Some(90)
 }

@@ -4,6 +4,7 @@
 use super::sequential::Block;
 use super::slo::{judged, Rule, Tally};
 use crate::record::{Record, Status};
+use std::borrow::Borrow;
 
 /// What one block measured besides its tallies.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -44,11 +45,16 @@ pub struct BlockRun {
 /// first turn of each user's first session is left out of the latency objectives: those open
 /// the load (over one think time, the users staggered), a ramp no steady load of users sends
 /// (unless nothing else is left, as when every session failed at its first turn).
-pub fn block_of(records: &[Record], rules: &[(Rule, String)], users: u64) -> BlockRun {
-    let first_session = records.iter().filter_map(|r| r.session).min().unwrap_or(0);
+pub fn block_of<R: Borrow<Record>>(
+    records: &[R],
+    rules: &[(Rule, String)],
+    users: u64,
+) -> BlockRun {
+    let records = records.iter().map(Borrow::borrow);
+    let first_session = records.clone().filter_map(|r| r.session).min().unwrap_or(0);
     let opening =
         |r: &Record| r.turn == Some(1) && r.session.is_some_and(|s| s < first_session + users);
-    let measured: Vec<&Record> = records.iter().filter(|r| judged(r)).collect();
+    let measured: Vec<&Record> = records.filter(|r| judged(r)).collect();
     let steady: Vec<&Record> = measured.iter().copied().filter(|r| !opening(r)).collect();
     let tally = |rule: &Rule, over: &[&Record]| {
         over.iter().fold(Tally::default(), |mut t, r| {
@@ -139,11 +145,8 @@ pub fn segments_of(records: &[Record], rules: &[(Rule, String)], parts: usize) -
     let n = measured.len();
     (0..parts)
         .map(|i| {
-            let part: Vec<Record> = measured[i * n / parts..(i + 1) * n / parts]
-                .iter()
-                .map(|r| (*r).clone())
-                .collect();
-            let mut block = block_of(&part, rules, 0);
+            let part = &measured[i * n / parts..(i + 1) * n / parts];
+            let mut block = block_of(part, rules, 0);
             block.figures.window_s = if n == 0 {
                 0.0
             } else {
@@ -243,11 +246,7 @@ mod tests {
         assert!((sum.window_s - whole.figures.window_s).abs() < 1e-9);
         // The last scheduled first: the first part holds the file's last two measured.
         let last_two: Vec<&Record> = records.iter().filter(|r| judged(r)).skip(2).collect();
-        let first = block_of(
-            &last_two.iter().map(|r| (*r).clone()).collect::<Vec<_>>(),
-            &rules,
-            0,
-        );
+        let first = block_of(&last_two, &rules, 0);
         assert_eq!(parts[0].tallies, first.tallies);
         assert_eq!(parts[0].figures.ok, first.figures.ok);
     }
