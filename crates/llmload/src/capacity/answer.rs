@@ -293,10 +293,16 @@ fn headline(capacity: &Capacity, source: &CapacitySource, think_s: Option<f64>) 
 /// How the verdicts were reached.
 fn method(source: &CapacitySource) -> Vec<String> {
     let looks = source.looks;
+    let consecutive = matches!(source.kind(), super::sequential::Blocks::Consecutive { .. });
     let mut lines = vec![format!(
-        "Each load is measured in blocks (each its own case) and read at {} preset looks, after \
+        "Each load is measured in blocks ({}) and read at {} preset looks, after \
          {}, {}, {} and {} blocks; look l spends α·2^-(l+1) of α = {} (less than α in all), so a \
          verdict holds at its level wherever the probe stopped.",
+        if consecutive {
+            "each look one arrival process: a warmup, then its blocks as consecutive segments"
+        } else {
+            "each its own case"
+        },
         super::sequential::LOOKS,
         looks.first,
         looks.first * 2,
@@ -305,6 +311,21 @@ fn method(source: &CapacitySource) -> Vec<String> {
         number(looks.alpha)
     )];
     if source
+        .rules
+        .iter()
+        .any(|(r, _)| matches!(r, super::Rule::Latency { .. }))
+        && consecutive
+    {
+        lines.push(
+            "A latency objective is judged on the share of all the load's responses within the \
+             bound: the segments' mean share with a Student-t interval (batch means), never \
+             narrower than the responses' binomial one; a load meets only over two looks (two \
+             arrival processes), and one whose segments straddle the bound too widely for the \
+             last look to decide stops undecided (out of reach); a failed response misses every \
+             latency bound."
+                .to_owned(),
+        );
+    } else if source
         .rules
         .iter()
         .any(|(r, _)| matches!(r, super::Rule::Latency { .. }))

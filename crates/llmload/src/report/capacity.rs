@@ -18,6 +18,8 @@ pub(super) fn percent(share: f64) -> String {
 fn verdict_text(v: &RuleVerdict) -> String {
     let over = if v.statistic.starts_with("share of blocks") {
         format!("of {} blocks", v.blocks)
+    } else if v.statistic.starts_with("share of responses within") {
+        format!("of {} responses within ({} segments)", v.requests, v.blocks)
     } else {
         format!("of {} responses failed", v.requests)
     };
@@ -122,7 +124,8 @@ pub fn section(report: &super::Report) -> Option<Section<'_>> {
     section.table("Loads measured", probes(capacity));
     section.note(format!(
         "Each objective's cell: its verdict at {} %, the estimate and its interval (the share of \
-         blocks that meet it, or the share of responses that failed).",
+         blocks that meet it, of an open loop's responses within the bound, or of the responses \
+         that failed).",
         number(capacity.confidence * 100.0)
     ));
     section.paragraph(match (capacity.saturation, capacity.recommended_cap) {
@@ -256,6 +259,28 @@ mod tests {
         assert!(text.contains("| undecided (out of reach) |"), "{text}");
         assert!(text.contains("--resume out/c/x"), "{text}");
         assert!(text.contains("Saturation: not placed"), "{text}");
+    }
+
+    #[test]
+    fn an_open_loops_cell_counts_responses_within_the_bound_not_failures() {
+        let verdict = RuleVerdict {
+            rule: "ttft_p90<50ms".into(),
+            verdict: crate::summary::capacity::SloVerdict::Meets,
+            statistic: "share of responses within the bound of TTFT p90 < 50 ms (batch means \
+                        over consecutive segments)"
+                .into(),
+            estimate: 0.966,
+            low: 0.922,
+            high: 1.0,
+            threshold: 0.9,
+            blocks: 14,
+            requests: 701,
+            pooled: Some(0.966),
+        };
+        assert_eq!(
+            verdict_text(&verdict),
+            "meets 96.6% [92.2%, 100.0%] of 701 responses within (14 segments)"
+        );
     }
 
     #[test]
