@@ -228,14 +228,23 @@ for line in open(sys.argv[1]):
     try:
         a = json.load(open(answer))
     except (OSError, ValueError):
-        rows[shape].append((None, None, None, float(swept_s), float(search_s)))
+        rows[shape].append((None, None, None, float(swept_s), float(search_s), "no answer"))
         continue
     low = (a.get("max_passing") or {}).get("load", 0)
     high = (a.get("first_failing") or {}).get("load", float("inf"))
-    if shape == "open":
-        rows[shape].append((open_truth(swept), low, high, float(swept_s), float(search_s)))
+    # How the answer ended: decided, undecided, or taken back by the re-measurement; and how
+    # the bracket's ends fared when re-measured side by side.
+    again = [((a.get(end) or {}).get("remeasured") or {}).get("verdict", "-")
+             for end in ("max_passing", "first_failing")]
+    if a.get("decided"):
+        how = "decided"
+    elif a.get("stopped_because", "").startswith("the boundary moved"):
+        how = "moved"
     else:
-        rows[shape].append((truth(shape, swept), low, high, float(swept_s), float(search_s)))
+        how = "undecided"
+    how += " (re-measured: " + ", ".join(again) + ")" if again != ["-", "-"] else ""
+    t = open_truth(swept) if shape == "open" else truth(shape, swept)
+    rows[shape].append((t, low, high, float(swept_s), float(search_s), how))
 
 def covers(t, lo, hi):
     if isinstance(t, tuple):
@@ -250,8 +259,10 @@ for shape, rs in rows.items():
     sweep = sum(r[3] for r in rs) / len(rs)
     coverage = covered / len(done) if done else float("nan")
     print(f"{shape:<11} {len(rs):>8} {covered:>8} {coverage:>9.0%} {search:>9.1f} {sweep:>8.1f} {search / sweep:>6.0%}")
-    for t, lo, hi, sw, se in rs:
-        print(f"    truth {t}, bracket [{lo}, {hi}), search {se:.1f} s, sweep {sw:.1f} s")
+    ends = collections.Counter(r[5].split(" ")[0] for r in rs)
+    print("    answers: " + ", ".join(f"{n} {how}" for how, n in sorted(ends.items())))
+    for t, lo, hi, sw, se, how in rs:
+        print(f"    truth {t}, bracket [{lo}, {hi}), {how}, search {se:.1f} s, sweep {sw:.1f} s")
 print("coverage: the share of searches whose bracket [max passing, first failing) holds the")
 print("boundary of the exhaustive sweep (open: overlaps the sweep's (last passing, first failing]")
 print("rates); times are wall seconds, means over the seeds.")

@@ -10,6 +10,7 @@
 
 pub mod answer;
 pub mod blocks;
+pub mod remeasure;
 pub mod search;
 pub mod sequential;
 pub mod slo;

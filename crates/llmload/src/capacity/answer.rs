@@ -7,7 +7,7 @@ use super::search::bracket;
 use super::source::{CapacitySource, Probe};
 use super::CapacityOptions;
 use crate::fmt::number;
-use crate::summary::capacity::{Capacity, LoadAnswer, LoadUnit};
+use crate::summary::capacity::{Capacity, LoadAnswer, LoadUnit, Remeasurement, SloVerdict};
 use crate::summary::saturation::{self, Point, Shape, CAP_SHARE};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -72,11 +72,22 @@ pub fn answer(source: &CapacitySource, context: &Context<'_>) -> Capacity {
             .map_or_else(String::new, |f| f.recommended_cap.method.clone()),
         saturation_method,
         stopped_because,
-        continue_with: (!decided).then(|| continue_with(context)),
+        // The boundary moved: going on from these blocks would read them again.
+        continue_with: (!decided && !moved(source)).then(|| continue_with(context)),
         method: method(source),
     };
     capacity.answer = headline(&capacity, source, context.think_s);
     capacity
+}
+
+/// Whether an end of the bracket was re-measured the other way.
+fn moved(source: &CapacitySource) -> bool {
+    let (passing, failing) = bracket(&source.verdicts());
+    source.probes.iter().any(|p| {
+        let again = p.remeasured.as_ref().and_then(|r| r.verdict);
+        (Some(p.load) == passing && again == Some(SloVerdict::Fails))
+            || (Some(p.load) == failing && again == Some(SloVerdict::Meets))
+    })
 }
 
 /// One probe's figures: its rate, throughput and mean response over its blocks' windows, the
@@ -129,6 +140,14 @@ fn load_answer(probe: &Probe, source: &CapacitySource, context: &Context<'_>) ->
         blocks: probe.blocks.len(),
         reused_blocks: probe.reused,
         out_of_reach: probe.out_of_reach,
+        remeasured: probe.remeasured.as_ref().and_then(|r| {
+            Some(Remeasurement {
+                verdict: r.verdict?,
+                verdicts: r.verdicts.clone(),
+                blocks: r.blocks.len(),
+                reused_blocks: r.reused,
+            })
+        }),
     }
 }
 
@@ -237,15 +256,36 @@ fn headline(capacity: &Capacity, source: &CapacitySource, think_s: Option<f64>) 
         ),
         _ => unit.words(a.load),
     };
+    let again = |p: &LoadAnswer, f: &LoadAnswer| {
+        let (pa, fa) = (p.remeasured.as_ref()?, f.remeasured.as_ref()?);
+        Some((
+            format!(
+                "re-measured side by side, {} {} and {} {}",
+                number(p.load),
+                pa.verdict.word(),
+                number(f.load),
+                fa.verdict.word()
+            ),
+            pa.verdict == SloVerdict::Fails || fa.verdict == SloVerdict::Meets,
+        ))
+    };
     let mut line = match (&capacity.max_passing, &capacity.first_failing) {
         (Some(p), Some(f)) if capacity.decided => format!(
-            "Answer: {} meet {rules}; {} do not (decided at {level}).",
+            "Answer: {} meet {rules}; {} do not (decided at {level}{}).",
             passing_words(p),
-            number(f.load)
+            number(f.load),
+            again(p, f).map_or_else(String::new, |(text, _)| format!("; {text}"))
+        ),
+        (Some(p), Some(f)) if again(p, f).is_some_and(|(_, moved)| moved) => format!(
+            "Not decided: the boundary moved while it was measured. In the search {} met {rules} \
+             and {} did not (each decided at {level}); {}.",
+            passing_words(p),
+            number(f.load),
+            again(p, f).map_or_else(String::new, |(text, _)| text)
         ),
         (Some(p), Some(f)) => format!(
             "Not decided to the resolution: {} meet {rules} and {} do not (each decided at \
-             {level}); the loads between could not be told apart ({}).",
+             {level}); the search stopped: {}.",
             passing_words(p),
             number(f.load),
             capacity.stopped_because
@@ -350,6 +390,17 @@ fn method(source: &CapacitySource) -> Vec<String> {
                 .to_owned(),
         );
     }
+    lines.push(format!(
+        "Once the search decides, the bracket's two loads are measured again side by side ({}), \
+         each judged on those blocks alone at the first look's error: a verdict the other way \
+         takes the decision back (the boundary moved while it was measured). The check never \
+         makes a decision, so it spends none of α.",
+        if consecutive {
+            "one arrival process of each in turn, two each"
+        } else {
+            "one block of each in turn"
+        }
+    ));
     if source.unit == LoadUnit::Users {
         lines.push(
             "Users are closed sessions of turns with think time between them; Little's law, \

@@ -4,7 +4,8 @@
 //! sequential test reads them at its looks.
 
 use super::blocks::{block_of, segments_of, BlockRun};
-use super::search::{Search, Step};
+use super::remeasure::{Remeasure, Remeasured};
+use super::search::Search;
 use super::sequential::{self, Block, Blocks, Looks, LOOKS};
 use super::slo::Rule;
 use super::CapacityOptions;
@@ -49,6 +50,8 @@ pub struct Probe {
     /// Stopped undecided before its cap: its segments straddle the bound too widely for the cap
     /// to decide them ([`sequential::out_of_reach`]).
     pub out_of_reach: bool,
+    /// Measured again beside the other end of the bracket ([`super::remeasure`]).
+    pub remeasured: Option<Remeasured>,
 }
 
 /// How long a block of closed users starts sessions: four sessions' think time and 5 s more,
@@ -81,7 +84,10 @@ pub struct CapacitySource {
     pub probes: Vec<Probe>,
     current: Option<usize>,
     issued: Vec<CasePlan>,
-    pending: Option<(String, usize)>,
+    /// The case running: its id, its probe, and whether it re-measures.
+    pending: Option<(String, usize, bool)>,
+    /// The bracket's loads measured again, once the search has decided.
+    remeasure: Option<Remeasure>,
     resumed: HashMap<String, Vec<Record>>,
     /// Why the search stopped, and whether its answer is decided.
     pub stop: Option<(bool, String)>,
@@ -162,6 +168,7 @@ impl CapacitySource {
             current: None,
             issued: Vec::new(),
             pending: None,
+            remeasure: None,
             resumed: match &options.resume {
                 Some(dir) => read_by_case(&dir.join("requests.jsonl"))
                     .map_err(|e| ConfigError(format!("--resume {}: {e}", dir.display())))?,
@@ -191,8 +198,10 @@ impl CapacitySource {
         }
     }
 
-    /// The case plan of the case whose first block is `block` (from 1) at `load`.
-    fn plan(&self, load: f64, block: usize) -> CasePlan {
+    /// The case plan of the case whose first block is `block` (from 1) at `load`; its id ends
+    /// `-b{block}` (`-r{block}` where it re-measures).
+    fn plan(&self, load: f64, block: usize, remeasure: bool) -> CasePlan {
+        let tag = if remeasure { 'r' } else { 'b' };
         let point = if self.unit == LoadUnit::RateRps {
             LoadPoint::Rate(load)
         } else {
@@ -225,9 +234,9 @@ impl CapacitySource {
         plan.warmup_launches = ramp;
         if per_case > 1 {
             plan.warmup_time = warmup_time;
-            plan.case.id = format!("{}-b{block}-{}", plan.case.id, block + per_case - 1);
+            plan.case.id = format!("{}-{tag}{block}-{}", plan.case.id, block + per_case - 1);
         } else {
-            plan.case.id = format!("{}-b{block}", plan.case.id);
+            plan.case.id = format!("{}-{tag}{block}", plan.case.id);
         }
         plan
     }
@@ -343,9 +352,10 @@ impl CapacitySource {
             verdict: SloVerdict::Undecided,
             done: false,
             out_of_reach: false,
+            remeasured: None,
         };
         while probe.blocks.len() < self.looks.cap() {
-            let id = self.plan(load, probe.blocks.len() + 1).case.id;
+            let id = self.plan(load, probe.blocks.len() + 1, false).case.id;
             match self.resumed.get(&id) {
                 Some(records) => probe.blocks.extend(self.blocks_of(records, load)),
                 None => break,
@@ -358,8 +368,8 @@ impl CapacitySource {
         index
     }
 
-    /// Folds the block that just ran into its probe.
-    fn take_block(&mut self, id: &str, index: usize) -> Result<(), String> {
+    /// Folds the block that just ran into its probe (or its re-measurement).
+    fn take_block(&mut self, id: &str, index: usize, again: bool) -> Result<(), String> {
         let mut records = Vec::new();
         crate::attempt::records::for_each_record(&self.records, |r| {
             if r.case == id {
@@ -370,24 +380,16 @@ impl CapacitySource {
         let load = self.probes[index].load;
         let blocks = self.blocks_of(&records, load);
         let probe = &mut self.probes[index];
-        probe.blocks.extend(blocks);
-        probe.case_ids.push(id.to_owned());
-        self.evaluate(index);
-        Ok(())
-    }
-
-    /// The probe to run a block of next, or why the search stops.
-    fn probe_to_run(&mut self) -> Result<usize, (bool, String)> {
-        for _ in 0..256 {
-            if let Some(index) = self.current.filter(|&i| !self.probes[i].done) {
-                return Ok(index);
-            }
-            match self.search.next(&self.verdicts()) {
-                Step::Probe(load) => self.current = Some(self.start_probe(load)),
-                Step::Done { decided, why } => return Err((decided, why)),
-            }
+        if again {
+            let remeasured = probe.remeasured.get_or_insert_with(Remeasured::default);
+            remeasured.blocks.extend(blocks);
+            remeasured.case_ids.push(id.to_owned());
+        } else {
+            probe.blocks.extend(blocks);
+            probe.case_ids.push(id.to_owned());
+            self.evaluate(index);
         }
-        Err((false, "the search made no progress".to_owned()))
+        Ok(())
     }
 }
 
@@ -403,10 +405,10 @@ fn read_by_case(path: &std::path::Path) -> crate::error::Result<HashMap<String, 
 impl CaseSource for CapacitySource {
     fn next(&mut self, done: &[CaseSummary]) -> Option<CasePlan> {
         let started = *self.started.get_or_insert_with(Instant::now);
-        if let Some((id, index)) = self.pending.take() {
+        if let Some((id, index, again)) = self.pending.take() {
             if !done.iter().any(|c| c.id == id) {
                 self.stop = Some((false, format!("block {id} did not run to its end")));
-            } else if let Err(e) = self.take_block(&id, index) {
+            } else if let Err(e) = self.take_block(&id, index, again) {
                 self.stop = Some((false, format!("reading the records of {id}: {e}")));
             }
         }
@@ -417,22 +419,25 @@ impl CaseSource for CapacitySource {
             self.stop = Some((
                 false,
                 format!(
-                    "the budget of {} is spent",
-                    humantime::format_duration(budget)
+                    "the budget of {} is spent{}",
+                    humantime::format_duration(budget),
+                    if self.remeasure.is_some() {
+                        " before the bracket's two loads were re-measured side by side"
+                    } else {
+                        ""
+                    }
                 ),
             ));
             return None;
         }
-        let index = match self.probe_to_run() {
-            Ok(index) => index,
+        let (plan, index, again) = match self.next_case() {
+            Ok(next) => next,
             Err(stop) => {
                 self.stop = Some(stop);
                 return None;
             }
         };
-        let probe = &self.probes[index];
-        let plan = self.plan(probe.load, probe.blocks.len() + 1);
-        self.pending = Some((plan.case.id.clone(), index));
+        self.pending = Some((plan.case.id.clone(), index, again));
         self.issued.push(plan.clone());
         Some(plan)
     }
@@ -446,16 +451,6 @@ impl CaseSource for CapacitySource {
     }
 }
 
+mod next;
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_block_of_users_runs_through_several_sessions_of_think_time() {
-        assert_eq!(
-            users_block(4, Duration::from_secs(5)),
-            Duration::from_secs(65)
-        );
-        assert_eq!(users_block(2, Duration::ZERO), Duration::from_secs(10));
-    }
-}
+mod tests;

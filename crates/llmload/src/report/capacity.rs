@@ -51,10 +51,16 @@ fn probes(capacity: &Capacity) -> Table {
     for p in &capacity.probes {
         let mut cells = vec![
             Cell::new(number(p.load)),
-            Cell::new(if p.out_of_reach {
-                format!("{} (out of reach)", p.verdict.word())
-            } else {
-                p.verdict.word().to_owned()
+            Cell::new(match (&p.remeasured, p.out_of_reach) {
+                (Some(again), _) => {
+                    format!(
+                        "{} (re-measured: {})",
+                        p.verdict.word(),
+                        again.verdict.word()
+                    )
+                }
+                (None, true) => format!("{} (out of reach)", p.verdict.word()),
+                (None, false) => p.verdict.word().to_owned(),
             }),
             Cell::new(number(p.concurrency)),
             Cell::new(format!("{:.2}", p.rate_rps)),
@@ -94,6 +100,20 @@ fn at(name: &str, a: &LoadAnswer, unit: LoadUnit) -> String {
              run.",
             number(little),
             number(users)
+        );
+    }
+    if let Some(again) = &a.remeasured {
+        let texts: Vec<String> = again
+            .verdicts
+            .iter()
+            .map(|v| format!("{} {}", v.rule, verdict_text(v)))
+            .collect();
+        let _ = write!(
+            text,
+            " Re-measured beside the other end, {} blocks: {} ({}).",
+            again.blocks,
+            again.verdict.word(),
+            texts.join("; ")
         );
     }
     if let Some(cost) = a.cost_per_million_output_tokens {
@@ -189,6 +209,7 @@ pub(crate) fn example() -> Capacity {
         blocks: 7,
         reused_blocks: 0,
         out_of_reach: false,
+        remeasured: None,
     };
     Capacity {
         unit: LoadUnit::Concurrency,
@@ -280,6 +301,41 @@ mod tests {
         assert_eq!(
             verdict_text(&verdict),
             "meets 96.6% [92.2%, 100.0%] of 701 responses within (14 segments)"
+        );
+    }
+
+    #[test]
+    fn a_re_measured_end_shows_both_verdicts_in_its_row_and_its_sentence() {
+        let mut capacity = example();
+        let again = crate::summary::capacity::Remeasurement {
+            verdict: crate::summary::capacity::SloVerdict::Fails,
+            verdicts: vec![RuleVerdict {
+                verdict: crate::summary::capacity::SloVerdict::Fails,
+                estimate: 0.0,
+                low: 0.0,
+                high: 0.4,
+                ..capacity.probes[0].verdicts[0].clone()
+            }],
+            blocks: 7,
+            reused_blocks: 0,
+        };
+        for end in [capacity.max_passing.as_mut(), capacity.probes.first_mut()] {
+            end.expect("the passing end").remeasured = Some(again.clone());
+        }
+        let mut summary = crate::fixture::report().summary;
+        summary.capacity = Some(capacity);
+        let report = Report::of(&summary);
+        let text = crate::report::markdown::write(&[section(&report).expect("a section")]);
+        assert!(
+            text.contains("| 8 | meets (re-measured: fails) |"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "Re-measured beside the other end, 7 blocks: fails (ttft_p90\\<30ms fails 0.0% \
+                 [0.0%, 40.0%] of 7 blocks)."
+            ),
+            "{text}"
         );
     }
 

@@ -116,6 +116,25 @@ pub struct LoadAnswer {
     /// widely for the cap's blocks to decide it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub out_of_reach: bool,
+    /// The bracket's ends only, once the search decided them: this load measured again, its
+    /// blocks interleaved with the other end's, and judged on them alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remeasured: Option<Remeasurement>,
+}
+
+/// A load of the bracket measured again beside the other end, judged on those blocks alone at
+/// the first look's error: a verdict the other way takes the answer's decision back.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Remeasurement {
+    /// The verdict over the re-measured blocks.
+    pub verdict: SloVerdict,
+    /// Every objective's verdict over them.
+    pub verdicts: Vec<RuleVerdict>,
+    /// The blocks re-measured.
+    pub blocks: usize,
+    /// Of them, blocks taken from the attempt given to `--resume`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reused_blocks: usize,
 }
 
 #[expect(

@@ -73,6 +73,16 @@ fn p90_at(url: &str, out: &Path, concurrency: &str) -> f64 {
         .expect("a p90 TTFT")
 }
 
+/// The ids of an attempt's cases, in the order run.
+fn case_ids(folder: &Path) -> Vec<String> {
+    json(&folder.join("summary.json"))["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .map(|c| c["id"].as_str().expect("id").to_owned())
+        .collect()
+}
+
 #[test]
 fn a_bound_between_eight_and_nine_in_flight_is_answered_eight_and_nine() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -117,6 +127,25 @@ fn a_bound_between_eight_and_nine_in_flight_is_answered_eight_and_nine() {
         "{line}"
     );
     assert!(answer["continue_with"].is_null());
+    // Decided, both ends were measured again side by side: 7 blocks each, alternating, the
+    // failing load's first, after the search's blocks.
+    for end in ["max_passing", "first_failing"] {
+        assert_eq!(answer[end]["remeasured"]["blocks"], 7, "{answer}");
+    }
+    assert!(line.contains("re-measured side by side, 8 "), "{line}");
+    let ids = case_ids(&attempt_dir(dir.path(), "search"));
+    let again = &ids[ids.len() - 14..];
+    for (i, id) in again.iter().enumerate() {
+        let (load, block) = (if i % 2 == 0 { 9 } else { 8 }, i / 2 + 1);
+        assert!(
+            id.ends_with(&format!("-cc{load}-out64-r{block}")),
+            "{ids:?}"
+        );
+    }
+    assert!(
+        ids[..ids.len() - 14].iter().all(|id| id.contains("-b")),
+        "{ids:?}"
+    );
     // The same search again, from this attempt: every block reused, nothing sent.
     let folder = attempt_dir(dir.path(), "search");
     let resume = folder.to_str().expect("UTF-8 path");
@@ -281,13 +310,7 @@ fn an_open_loops_look_is_one_arrival_process_cut_into_consecutive_segments() {
     assert_eq!(verdict["threshold"], 0.9, "{verdict}");
     // One case a look, each with its warmup arrivals all scheduled before its measured ones.
     let folder = attempt_dir(dir.path(), "open");
-    let cases = json(&folder.join("summary.json"))["cases"].clone();
-    let ids: Vec<&str> = cases
-        .as_array()
-        .expect("cases")
-        .iter()
-        .map(|c| c["id"].as_str().expect("id"))
-        .collect();
+    let ids = case_ids(&folder);
     assert_eq!(ids.len(), 2, "{ids:?}");
     assert!(ids[0].ends_with("-r8-out64-b1-7"), "{ids:?}");
     assert!(ids[1].ends_with("-r8-out64-b8-14"), "{ids:?}");
