@@ -38,8 +38,20 @@ if [ -z "$bin" ]; then
 fi
 work="$(mktemp -d)"
 server_pid=""
+# stop_server: the server's process group, SIGTERM and after 10 s SIGKILL (llama-server can
+# outlive a SIGTERM).
+stop_server() {
+  if [ -z "$server_pid" ]; then return; fi
+  kill -TERM -- "-$server_pid" 2>/dev/null || true
+  for _ in $(seq 20); do
+    kill -0 -- "-$server_pid" 2>/dev/null || break
+    sleep 0.5
+  done
+  kill -KILL -- "-$server_pid" 2>/dev/null || true
+  server_pid=""
+}
 cleanup() {
-  if [ -n "$server_pid" ]; then kill -TERM -- "-$server_pid" 2>/dev/null || true; fi
+  stop_server
   if [ -z "${LLAMA_CAP_KEEP:-}" ]; then rm -rf "$work"; else echo "kept: $work"; fi
 }
 trap cleanup EXIT
@@ -126,7 +138,5 @@ print('meets' if hi < b else 'fails' if lo > b else 'cannot tell')")"
     echo "confirm at $load in flight: p90 TTFT $p ms [$lo, $hi] (n $n) against ${bound} ms: $verdict" \
       "(load average $(load))"
   done
-  kill -TERM -- "-$server_pid" 2>/dev/null || true
-  wait "$server_pid" 2>/dev/null || true
-  server_pid=""
+  stop_server
 done

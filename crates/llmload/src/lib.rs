@@ -162,6 +162,7 @@ pub async fn capacity(
             confidence,
             think_s,
             dir: &result.dir,
+            cases: &result.summary.cases,
         },
     );
     result.summary.capacity = Some(answer.clone());

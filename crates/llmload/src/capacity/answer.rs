@@ -22,6 +22,9 @@ pub struct Context<'a> {
     pub think_s: Option<f64>,
     /// The attempt folder, for the command that continues.
     pub dir: &'a Path,
+    /// The attempt's cases as summarised at its end (each block's energy is set there, once the
+    /// last GPU reading after it is in).
+    pub cases: &'a [crate::summary::CaseSummary],
 }
 
 /// The answer of `source`'s search.
@@ -135,6 +138,7 @@ fn load_answer(probe: &Probe, source: &CapacitySource, context: &Context<'_>) ->
         output_tps,
         response_ms,
         cost_per_million_output_tokens: cost,
+        output_tokens_per_joule: tokens_per_joule(probe, context.cases),
         verdicts: probe.verdicts.clone(),
         verdict: probe.verdict,
         blocks: probe.blocks.len(),
@@ -149,6 +153,21 @@ fn load_answer(probe: &Probe, source: &CapacitySource, context: &Context<'_>) ->
             })
         }),
     }
+}
+
+/// Output tokens per joule over a probe's blocks (Σ tokens over Σ joules of their cases'
+/// windows), where every block ran in this attempt and has an energy figure.
+fn tokens_per_joule(probe: &Probe, cases: &[crate::summary::CaseSummary]) -> Option<f64> {
+    if probe.reused > 0 || probe.case_ids.is_empty() {
+        return None;
+    }
+    let (mut tokens, mut joules) = (0u64, 0.0);
+    for id in &probe.case_ids {
+        let energy = cases.iter().find(|c| &c.id == id)?.energy.as_ref()?;
+        tokens += energy.output_tokens;
+        joules += energy.total_j?;
+    }
+    (joules > 0.0).then(|| tokens as f64 / joules)
 }
 
 /// The saturation analysis of the probes' throughput: one point per probe, its throughput the
@@ -437,6 +456,7 @@ mod tests {
             confidence: 0.95,
             think_s: None,
             dir: Path::new("out/c/it's"),
+            cases: &[],
         };
         assert_eq!(
             continue_with(&context),

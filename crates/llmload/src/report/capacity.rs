@@ -119,6 +119,12 @@ fn at(name: &str, a: &LoadAnswer, unit: LoadUnit) -> String {
     if let Some(cost) = a.cost_per_million_output_tokens {
         let _ = write!(text, " Cost: {cost:.2} per million output tokens.");
     }
+    if let Some(per_joule) = a.output_tokens_per_joule {
+        let _ = write!(
+            text,
+            " Energy: {per_joule:.2} output tokens per joule (GPU power over its blocks' windows)."
+        );
+    }
     text
 }
 
@@ -204,6 +210,7 @@ pub(crate) fn example() -> Capacity {
         output_tps: 128.0 * load,
         response_ms: 110.0,
         cost_per_million_output_tokens: Some(1.5),
+        output_tokens_per_joule: Some(2.25),
         verdicts: vec![verdict(v, estimate)],
         verdict: v,
         blocks: 7,
@@ -278,6 +285,10 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("| undecided (out of reach) |"), "{text}");
+        assert!(
+            text.contains("Energy: 2.25 output tokens per joule"),
+            "{text}"
+        );
         assert!(text.contains("--resume out/c/x"), "{text}");
         assert!(text.contains("Saturation: not placed"), "{text}");
     }

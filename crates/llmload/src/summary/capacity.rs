@@ -103,6 +103,10 @@ pub struct LoadAnswer {
     /// With `--gpu-cost-per-hour`: what a million output tokens cost at this load.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_per_million_output_tokens: Option<f64>,
+    /// With GPU power readings for every block's window: output tokens per joule at this load
+    /// (Σ output tokens over Σ joules of its blocks' windows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens_per_joule: Option<f64>,
     /// The verdict of every objective.
     pub verdicts: Vec<RuleVerdict>,
     /// Every objective met (decided), some failed (decided), or not decided.

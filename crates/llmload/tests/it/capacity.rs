@@ -8,6 +8,7 @@ use crate::common;
 
 use common::{attempt_dir, json, llmload, run_against, Simulator};
 use serde_json::Value;
+use std::fmt::Write as _;
 use std::path::Path;
 
 /// 64-token prompts, 64 output tokens: about 0.4 s a response on `cpu-tiny`. A ninth request
@@ -25,8 +26,9 @@ fn eight_slots() -> Simulator {
     Simulator::start(&["--profile", profile, "--slots", "8"])
 }
 
-/// `llmload capacity --url URL --out OUT --name NAME --telemetry off WORKLOAD EXTRA…`: the exit
-/// code and the `capacity` object of its summary (the same as its `--json`, checked).
+/// `llmload capacity --url URL --out OUT --name NAME WORKLOAD EXTRA…` (`--telemetry off` unless
+/// EXTRA sets it): the exit code and the `capacity` object of its summary (the same as its
+/// `--json`, checked).
 fn capacity(url: &str, out: &Path, name: &str, extra: &[&str]) -> (i32, Value) {
     let mut args = vec![
         "capacity",
@@ -36,11 +38,12 @@ fn capacity(url: &str, out: &Path, name: &str, extra: &[&str]) -> (i32, Value) {
         out.to_str().expect("UTF-8 path"),
         "--name",
         name,
-        "--telemetry",
-        "off",
         "--json",
         "-q",
     ];
+    if !extra.contains(&"--telemetry") {
+        args.extend(["--telemetry", "off"]);
+    }
     args.extend_from_slice(&WORKLOAD);
     args.extend_from_slice(extra);
     let run = llmload(&args);
@@ -351,4 +354,61 @@ fn an_open_loops_look_is_one_arrival_process_cut_into_consecutive_segments() {
     assert_eq!(answer["max_passing"]["verdicts"][0], *verdict);
     let summary = json(&attempt_dir(dir.path(), "again").join("summary.json"));
     assert_eq!(summary["cases"].as_array().map(Vec::len), Some(0));
+}
+
+#[test]
+fn with_gpu_power_readings_each_load_has_its_output_tokens_per_joule() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sim = eight_slots();
+    // GPU 0 at 200 W and GPU 1 at 100 W, a reading each every 0.25 s for 10 minutes.
+    let power = dir.path().join("power.jsonl");
+    let mut text = String::new();
+    for i in 0..2400u32 {
+        for (gpu, watts) in [(0u32, 200.0), (1, 100.0)] {
+            let t = f64::from(i) * 0.25;
+            let _ = writeln!(
+                text,
+                "{{\"t_s\":{t},\"gpu\":{gpu},\"temperature_c\":60.0,\"power_w\":{watts}}}"
+            );
+        }
+    }
+    std::fs::write(&power, text).expect("write the replay file");
+    let telemetry = format!("replay:{}", power.display());
+    let search = [
+        "--slo",
+        "ttft_p90<1s",
+        "--start",
+        "8",
+        "--max-load",
+        "8",
+        "--telemetry",
+        &telemetry,
+    ];
+    let (code, answer) = capacity(&sim.url, dir.path(), "energy", &search);
+    assert_eq!(code, 0, "{answer}");
+    // Σ output tokens over Σ joules of the load's blocks, each block's from its own window.
+    let summary = json(&attempt_dir(dir.path(), "energy").join("summary.json"));
+    let (mut tokens, mut joules) = (0.0, 0.0);
+    for case in summary["cases"].as_array().expect("cases") {
+        let energy = &case["energy"];
+        tokens += energy["output_tokens"]
+            .as_f64()
+            .expect("tokens in the window");
+        joules += energy["total_j"]
+            .as_f64()
+            .expect("a figure for every block");
+    }
+    let per_joule = answer["max_passing"]["output_tokens_per_joule"]
+        .as_f64()
+        .expect("tokens per joule at the answer");
+    assert!(
+        per_joule > 0.0 && (per_joule - tokens / joules).abs() < 1e-9 * per_joule,
+        "{per_joule} against {tokens} / {joules}"
+    );
+    let report = std::fs::read_to_string(attempt_dir(dir.path(), "energy").join("report.md"))
+        .expect("report.md");
+    assert!(
+        report.contains(&format!("Energy: {per_joule:.2} output tokens per joule")),
+        "{report}"
+    );
 }
