@@ -7,7 +7,7 @@ use super::search::bracket;
 use super::source::{CapacitySource, Probe};
 use super::CapacityOptions;
 use crate::fmt::number;
-use crate::summary::capacity::{Capacity, LoadAnswer, LoadUnit, Remeasurement, SloVerdict};
+use crate::summary::capacity::{Capacity, LoadAnswer, LoadUnit, Remeasurement};
 use crate::summary::saturation::{self, Point, Shape, CAP_SHARE};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -75,22 +75,15 @@ pub fn answer(source: &CapacitySource, context: &Context<'_>) -> Capacity {
             .map_or_else(String::new, |f| f.recommended_cap.method.clone()),
         saturation_method,
         stopped_because,
-        // The boundary moved: going on from these blocks would read them again.
-        continue_with: (!decided && !moved(source)).then(|| continue_with(context)),
+        continue_with: None,
         method: method(source),
     };
+    // The boundary moved: going on from these blocks would read them again.
+    if !decided && !capacity.moved() {
+        capacity.continue_with = Some(continue_with(context));
+    }
     capacity.answer = headline(&capacity, source, context.think_s);
     capacity
-}
-
-/// Whether an end of the bracket was re-measured the other way.
-fn moved(source: &CapacitySource) -> bool {
-    let (passing, failing) = bracket(&source.verdicts());
-    source.probes.iter().any(|p| {
-        let again = p.remeasured.as_ref().and_then(|r| r.verdict);
-        (Some(p.load) == passing && again == Some(SloVerdict::Fails))
-            || (Some(p.load) == failing && again == Some(SloVerdict::Meets))
-    })
 }
 
 /// One probe's figures: its rate, throughput and mean response over its blocks' windows, the
@@ -277,15 +270,12 @@ fn headline(capacity: &Capacity, source: &CapacitySource, think_s: Option<f64>) 
     };
     let again = |p: &LoadAnswer, f: &LoadAnswer| {
         let (pa, fa) = (p.remeasured.as_ref()?, f.remeasured.as_ref()?);
-        Some((
-            format!(
-                "re-measured side by side, {} {} and {} {}",
-                number(p.load),
-                pa.verdict.word(),
-                number(f.load),
-                fa.verdict.word()
-            ),
-            pa.verdict == SloVerdict::Fails || fa.verdict == SloVerdict::Meets,
+        Some(format!(
+            "re-measured side by side, {} {} and {} {}",
+            number(p.load),
+            pa.verdict.word(),
+            number(f.load),
+            fa.verdict.word()
         ))
     };
     let mut line = match (&capacity.max_passing, &capacity.first_failing) {
@@ -293,14 +283,14 @@ fn headline(capacity: &Capacity, source: &CapacitySource, think_s: Option<f64>) 
             "Answer: {} meet {rules}; {} do not (decided at {level}{}).",
             passing_words(p),
             number(f.load),
-            again(p, f).map_or_else(String::new, |(text, _)| format!("; {text}"))
+            again(p, f).map_or_else(String::new, |text| format!("; {text}"))
         ),
-        (Some(p), Some(f)) if again(p, f).is_some_and(|(_, moved)| moved) => format!(
+        (Some(p), Some(f)) if capacity.moved() => format!(
             "Not decided: the boundary moved while it was measured. In the search {} met {rules} \
              and {} did not (each decided at {level}); {}.",
             passing_words(p),
             number(f.load),
-            again(p, f).map_or_else(String::new, |(text, _)| text)
+            again(p, f).unwrap_or_default()
         ),
         (Some(p), Some(f)) => format!(
             "Not decided to the resolution: {} meet {rules} and {} do not (each decided at \

@@ -330,9 +330,11 @@ mod tests {
             blocks: 7,
             reused_blocks: 0,
         };
+        assert!(!capacity.moved(), "nothing re-measured yet");
         for end in [capacity.max_passing.as_mut(), capacity.probes.first_mut()] {
             end.expect("the passing end").remeasured = Some(again.clone());
         }
+        assert!(capacity.moved(), "the passing end now fails");
         let mut summary = crate::fixture::report().summary;
         summary.capacity = Some(capacity);
         let report = Report::of(&summary);

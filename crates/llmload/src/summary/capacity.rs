@@ -190,3 +190,17 @@ pub struct Capacity {
     /// How the verdicts were reached, in sentences.
     pub method: Vec<String>,
 }
+
+impl Capacity {
+    /// Whether an end of the bracket was re-measured the other way: the passing load now fails,
+    /// or the failing load now meets (the boundary moved while it was measured).
+    pub fn moved(&self) -> bool {
+        let again = |end: &Option<LoadAnswer>| {
+            end.as_ref()
+                .and_then(|a| a.remeasured.as_ref())
+                .map(|r| r.verdict)
+        };
+        again(&self.max_passing) == Some(SloVerdict::Fails)
+            || again(&self.first_failing) == Some(SloVerdict::Meets)
+    }
+}
